@@ -1,0 +1,137 @@
+//! Command-line definitions (clap derive) and nothing else: the doc comments are the help text.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "bolide",
+    version,
+    about = "Load tester and benchmark harness for DDP (Meteor) and HTTP servers",
+    after_help = "Examples:\n  bolide demo\n  bolide http -c 50 -d 30s http://127.0.0.1:8080/\n  bolide serve --port 3000"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Load HTTP/1.1 servers: fixed connections or a fixed rate, keep-alive or not.
+    Http(HttpArgs),
+    /// Run the reference server (HTTP test endpoints) until Ctrl-C.
+    Serve(ServeArgs),
+    /// Start the reference server in-process and benchmark it: works on a fresh machine.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "Examples:\n  \
+    bolide http -c 100 -d 30s http://127.0.0.1:8080/\n  \
+    bolide http -n 10000 --no-keepalive http://127.0.0.1:8080/\n  \
+    bolide http --rps 2000 -d 1m --json run.json http://127.0.0.1:8080/ http://127.0.0.1:8080/api\n  \
+    bolide http -m POST -H 'Content-Type: application/json' -b '{\"a\":1}' http://127.0.0.1:8080/api\n\n\
+    Exit codes: 0 done, 2 usage or configuration error, 3 the run could not start.")]
+pub struct HttpArgs {
+    /// URLs to load (http:// or https://); several are spread over the connections round-robin.
+    #[arg(required = true, value_name = "URL")]
+    pub urls: Vec<String>,
+
+    /// Concurrent connections.
+    #[arg(short = 'c', long, value_name = "N", default_value_t = 10)]
+    pub connections: usize,
+
+    /// How long to run, e.g. 30s, 2m, 1m30s [default: 10s unless -n is given].
+    #[arg(
+        short = 'd',
+        long,
+        value_name = "DURATION",
+        conflicts_with = "requests"
+    )]
+    pub duration: Option<String>,
+
+    /// Total requests to send, then stop.
+    #[arg(short = 'n', long, value_name = "N")]
+    pub requests: Option<u64>,
+
+    /// Worker threads [default: the number of cores].
+    #[arg(short = 't', long, value_name = "N")]
+    pub threads: Option<usize>,
+
+    /// Fixed rate in requests per second across all connections (open model); latency is
+    /// measured from each request's scheduled time, so server stalls show in the percentiles.
+    #[arg(long, value_name = "REQ_PER_S", allow_negative_numbers = true)]
+    pub rps: Option<f64>,
+
+    /// HTTP method.
+    #[arg(short = 'm', long, value_name = "METHOD", default_value = "GET")]
+    pub method: String,
+
+    /// Extra request header, repeatable.
+    #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]
+    pub headers: Vec<String>,
+
+    /// Request body.
+    #[arg(short = 'b', long, value_name = "STRING", conflicts_with = "body_file")]
+    pub body: Option<String>,
+
+    /// Request body read from a file.
+    #[arg(long, value_name = "PATH")]
+    pub body_file: Option<PathBuf>,
+
+    /// Per-request timeout, e.g. 10s, 500ms.
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub timeout: String,
+
+    /// Open a new connection for every request (sends `Connection: close`).
+    #[arg(long)]
+    pub no_keepalive: bool,
+
+    /// Accept any TLS certificate.
+    #[arg(long)]
+    pub insecure: bool,
+
+    /// Write the result document (JSON) to this file.
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+
+    /// Write one line per request in ApacheBench's -g (gnuplot TSV) layout to this file.
+    #[arg(long, value_name = "PATH")]
+    pub gnuplot: Option<PathBuf>,
+
+    /// Print only errors.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Port to listen on (0 picks a free one).
+    #[arg(long, value_name = "PORT", default_value_t = 3000)]
+    pub port: u16,
+
+    /// Address to listen on; loopback unless you say otherwise.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    pub host: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Length of the benchmark.
+    #[arg(short = 'd', long, value_name = "DURATION", default_value = "5s")]
+    pub duration: String,
+
+    /// Concurrent connections.
+    #[arg(short = 'c', long, value_name = "N", default_value_t = 50)]
+    pub connections: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn clap_definition_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}

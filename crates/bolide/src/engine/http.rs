@@ -1,0 +1,528 @@
+//! The HTTP engine: one OS thread per worker, each with a single-threaded tokio runtime that owns
+//! its connections, its recorder and its share of the schedule. Workers report once a second
+//! (a tick carrying that second's counts and latency histogram) and once at the end (the full
+//! recorder); the coordinator thread merges. Nothing is shared per request.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::task::LocalSet;
+use tokio_util::sync::CancellationToken;
+
+use super::pacer::{self, Next, Pacer, Stop};
+use crate::plan::HttpPlan;
+use crate::proto::http::{self, micros, tls::Connector, Connection, Target, Timings};
+use crate::stats::gnuplot::{Line, PartWriter};
+use crate::stats::result::Second;
+use crate::stats::{summary, ErrorClass, SecondRecorder, WorkerRecorder};
+
+/// Longest pause between reconnect attempts after connection failures.
+const MAX_RECONNECT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// What the coordinator sees once a second while the run goes on.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Progress {
+    pub elapsed: Duration,
+    /// The planned length, when the run is bounded by time.
+    pub planned: Option<Duration>,
+    pub responses: u64,
+    pub errors: u64,
+    /// Responses in the last whole second.
+    pub last_second_responses: u64,
+}
+
+/// Everything a finished (or interrupted) run measured.
+#[derive(Debug)]
+pub struct RunOutput {
+    pub merged: WorkerRecorder,
+    pub timeline: Vec<Second>,
+    pub started_at: SystemTime,
+    pub duration: Duration,
+    pub interrupted: bool,
+    /// What a fixed-rate schedule asked for (0 for the closed model).
+    pub scheduled_sends: u64,
+    /// The gnuplot part files, one per worker, in order.
+    pub gnuplot_parts: Vec<std::path::PathBuf>,
+}
+
+/// Why the run could not start.
+#[derive(Debug)]
+pub enum StartError {
+    /// No target accepted a connection.
+    Unreachable(Vec<String>),
+    /// Setting up a worker or an output file failed.
+    Setup(String),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Unreachable(why) => {
+                write!(f, "no target is reachable, nothing was measured:")?;
+                for w in why {
+                    write!(f, "\n  {w}")?;
+                }
+                Ok(())
+            }
+            StartError::Setup(why) => write!(f, "{why}"),
+        }
+    }
+}
+
+enum Msg {
+    Tick {
+        t: u32,
+        span: Duration,
+        rec: Box<SecondRecorder>,
+    },
+    Done {
+        worker: usize,
+        rec: Box<WorkerRecorder>,
+        part: Option<std::path::PathBuf>,
+        error: Option<String>,
+    },
+}
+
+/// One worker's slice of the plan.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Share {
+    /// Global index of the worker's first connection (targets are assigned round-robin by it).
+    pub first_connection: usize,
+    pub connections: usize,
+    pub pacer: Pacer,
+    pub stop: Stop,
+}
+
+/// Splits connections, request count and rate across `threads` workers, proportionally to their
+/// connections, so that the shares add up exactly.
+pub fn shares(connections: usize, threads: usize, pacer: Pacer, stop: Stop) -> Vec<Share> {
+    let mut out = Vec::with_capacity(threads);
+    let mut first = 0;
+    let mut count_given = 0;
+    for i in 0..threads {
+        let conns = connections / threads + usize::from(i < connections % threads);
+        let end = first + conns;
+        let count = stop.count.map(|n| {
+            // Cumulative rounding keeps the sum exact.
+            let upto = (u128::from(n) * end as u128 / connections as u128) as u64;
+            let mine = upto - count_given;
+            count_given = upto;
+            mine
+        });
+        let pacer = match pacer {
+            Pacer::Closed => Pacer::Closed,
+            Pacer::Rate { per_s } => Pacer::Rate {
+                per_s: per_s * conns as f64 / connections as f64,
+            },
+        };
+        out.push(Share {
+            first_connection: first,
+            connections: conns,
+            pacer,
+            stop: Stop {
+                time: stop.time,
+                count,
+            },
+        });
+        first = end;
+    }
+    out
+}
+
+/// Checks that at least one target accepts a TCP connection; exits early with the reasons if none.
+fn preflight(targets: &[Target], timeout: Duration) -> Result<(), StartError> {
+    let mut why = Vec::new();
+    for t in targets {
+        let reached =
+            t.addrs
+                .iter()
+                .any(|a| match std::net::TcpStream::connect_timeout(a, timeout) {
+                    Ok(_) => true,
+                    Err(e) => {
+                        why.push(format!("{} ({a}): {e}", t.url));
+                        false
+                    }
+                });
+        if reached {
+            return Ok(());
+        }
+    }
+    Err(StartError::Unreachable(why))
+}
+
+/// Runs the plan to its end (or until `cancel`), calling `progress` about once a second.
+pub fn run(
+    plan: &HttpPlan,
+    cancel: &CancellationToken,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<RunOutput, StartError> {
+    preflight(&plan.targets, plan.timeout.min(Duration::from_secs(5)))?;
+    let shares = shares(plan.connections, plan.threads, plan.pacer, plan.stop);
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let started_at = SystemTime::now();
+    let start = Instant::now();
+    let mut handles = Vec::new();
+    for (worker, share) in shares.iter().copied().enumerate() {
+        let tx = tx.clone();
+        let plan = plan.clone();
+        let cancel = cancel.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("bolide-worker-{worker}"))
+            .spawn(move || worker_main(worker, plan, share, start, started_at, &cancel, &tx))
+            .map_err(|e| StartError::Setup(format!("cannot start worker thread: {e}")))?;
+        handles.push(handle);
+    }
+    drop(tx);
+
+    let workers = shares.len();
+    let mut merged = WorkerRecorder::new(plan.targets.len());
+    let mut parts: Vec<Option<std::path::PathBuf>> = vec![None; workers];
+    let mut seconds: Vec<(usize, Duration, SecondRecorder)> = Vec::new();
+    let mut worker_error = None;
+    let (mut responses, mut errors) = (0u64, 0u64);
+    let mut reported = 0usize;
+    for msg in rx {
+        match msg {
+            Msg::Tick { t, span, rec } => {
+                let t = t as usize;
+                while seconds.len() <= t {
+                    seconds.push((0, Duration::ZERO, SecondRecorder::default()));
+                }
+                let slot = &mut seconds[t];
+                slot.0 += 1;
+                slot.1 = slot.1.max(span);
+                slot.2.merge(&rec);
+                responses += rec.responses;
+                errors += rec.errors;
+                // A second is complete once every worker reported it: show it.
+                while reported < seconds.len()
+                    && seconds[reported].0 == workers
+                    && seconds[reported].1 >= Duration::from_millis(999)
+                {
+                    progress(&Progress {
+                        elapsed: start.elapsed(),
+                        planned: plan.stop.time,
+                        responses,
+                        errors,
+                        last_second_responses: seconds[reported].2.responses,
+                    });
+                    reported += 1;
+                }
+            }
+            Msg::Done {
+                worker,
+                rec,
+                part,
+                error,
+            } => {
+                merged.merge(&rec);
+                parts[worker] = part;
+                if error.is_some() {
+                    worker_error = error;
+                }
+            }
+        }
+    }
+    let duration = start.elapsed();
+    for h in handles {
+        let _ = h.join();
+    }
+    let gnuplot_parts: Vec<_> = parts.into_iter().flatten().collect();
+    if let Some(e) = worker_error {
+        crate::stats::gnuplot::discard(&gnuplot_parts);
+        return Err(StartError::Setup(e));
+    }
+    let timeline = seconds
+        .iter()
+        .enumerate()
+        .map(|(t, (_, span, rec))| summary::second(t as u32, span.as_secs_f64(), rec))
+        .collect();
+    Ok(RunOutput {
+        merged,
+        timeline,
+        started_at,
+        duration,
+        interrupted: cancel.is_cancelled(),
+        scheduled_sends: pacer::scheduled_sends(plan.pacer, plan.stop),
+        gnuplot_parts,
+    })
+}
+
+/// State shared by the connection tasks of one worker (one thread, so `Rc` and `RefCell`).
+struct Worker {
+    plan: HttpPlan,
+    share: Share,
+    start: Instant,
+    started_at: SystemTime,
+    tls: Option<Connector>,
+    /// Sends handed out so far (the pacer's `sent`).
+    reserved: Cell<u64>,
+    rec: RefCell<WorkerRecorder>,
+    gnuplot: RefCell<Option<PartWriter>>,
+    gnuplot_error: RefCell<Option<String>>,
+}
+
+impl Worker {
+    /// Reserves the next send, or None when the run is over for this worker.
+    fn reserve(&self) -> Option<Instant> {
+        let sent = self.reserved.get();
+        match pacer::next(
+            self.share.pacer,
+            self.share.stop,
+            self.start.elapsed(),
+            sent,
+        ) {
+            Next::Stop => None,
+            Next::Send { due, .. } => {
+                self.reserved.set(sent + 1);
+                Some(self.start + due)
+            }
+        }
+    }
+
+    fn log_line(&self, line: Line) {
+        let mut g = self.gnuplot.borrow_mut();
+        if let Some(w) = g.as_mut() {
+            if let Err(e) = w.write(&line) {
+                *self.gnuplot_error.borrow_mut() = Some(format!("writing the gnuplot file: {e}"));
+                *g = None;
+            }
+        }
+    }
+}
+
+fn worker_main(
+    index: usize,
+    plan: HttpPlan,
+    share: Share,
+    start: Instant,
+    started_at: SystemTime,
+    cancel: &CancellationToken,
+    tx: &mpsc::Sender<Msg>,
+) {
+    let targets = plan.targets.len();
+    let fail = |error: String| {
+        let rec = Box::new(WorkerRecorder::new(targets));
+        let _ = tx.send(Msg::Done {
+            worker: index,
+            rec,
+            part: None,
+            error: Some(error),
+        });
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(format!("cannot start the worker's event loop: {e}")),
+    };
+    let gnuplot = match plan
+        .gnuplot
+        .as_deref()
+        .map(|p| PartWriter::create(p, index))
+        .transpose()
+    {
+        Ok(g) => g,
+        Err(e) => return fail(format!("cannot create the gnuplot part file: {e}")),
+    };
+    let needs_tls = plan.targets.iter().any(|t| t.tls);
+    let worker = Rc::new(Worker {
+        tls: needs_tls.then(|| Connector::new(plan.insecure)),
+        rec: RefCell::new(WorkerRecorder::new(targets)),
+        plan,
+        share,
+        start,
+        started_at,
+        reserved: Cell::new(0),
+        gnuplot: RefCell::new(gnuplot),
+        gnuplot_error: RefCell::new(None),
+    });
+    // Ticks at whole seconds since the common start; the last, partial one at the end.
+    let mut ticks_sent = 0u32;
+    let send_tick = |t: u32, span: Duration, w: &Worker| {
+        let rec = Box::new(w.rec.borrow_mut().second.take());
+        let _ = tx.send(Msg::Tick { t, span, rec });
+    };
+    let local = LocalSet::new();
+    rt.block_on(local.run_until(async {
+        let mut tasks = Vec::with_capacity(share.connections);
+        for c in 0..share.connections {
+            let target = (share.first_connection + c) % targets;
+            let w = Rc::clone(&worker);
+            tasks.push(tokio::task::spawn_local(async move {
+                connection_loop(&w, target).await
+            }));
+        }
+        let all_done = async {
+            for t in tasks {
+                let _ = t.await;
+            }
+        };
+        let ticker = async {
+            loop {
+                let at = start + Duration::from_secs(u64::from(ticks_sent) + 1);
+                tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+                send_tick(ticks_sent, Duration::from_secs(1), &worker);
+                ticks_sent += 1;
+            }
+        };
+        let deadline = async {
+            match share.stop.time {
+                Some(t) => {
+                    tokio::time::sleep_until(tokio::time::Instant::from_std(start + t)).await
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = all_done => {}
+            _ = ticker => {}
+            _ = deadline => {}
+            _ = cancel.cancelled() => {}
+        }
+    }));
+    // Dropping the LocalSet cancels requests still in flight: a timed run ends on time.
+    drop(local);
+    let span = start
+        .elapsed()
+        .saturating_sub(Duration::from_secs(u64::from(ticks_sent)));
+    send_tick(ticks_sent, span, &worker);
+    let Ok(worker) = Rc::try_unwrap(worker) else {
+        return fail("internal error: a connection task outlived its worker".into());
+    };
+    let mut error = worker.gnuplot_error.into_inner();
+    let part = match worker
+        .gnuplot
+        .into_inner()
+        .map(PartWriter::finish)
+        .transpose()
+    {
+        Ok(p) => p,
+        Err(e) => {
+            error = Some(format!("writing the gnuplot file: {e}"));
+            None
+        }
+    };
+    let rec = Box::new(worker.rec.into_inner());
+    let _ = tx.send(Msg::Done {
+        worker: index,
+        rec,
+        part,
+        error,
+    });
+    drop(rt);
+}
+
+/// One connection slot: takes sends from the schedule until it says stop; reconnects as needed.
+async fn connection_loop(w: &Worker, target_index: usize) {
+    let target = &w.plan.targets[target_index];
+    let mut conn: Option<Connection> = None;
+    let mut backoff = Duration::ZERO;
+    while let Some(due) = w.reserve() {
+        if due > Instant::now() {
+            tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
+        }
+        let sent_at = Instant::now();
+        w.rec
+            .borrow_mut()
+            .record_send(micros(sent_at.saturating_duration_since(due)));
+        let mut timings = Timings::default();
+        let outcome = tokio::time::timeout(w.plan.timeout, async {
+            if conn.is_none() {
+                let c = http::connect(target, w.tls.as_ref()).await?;
+                timings.connect_us = micros(sent_at.elapsed());
+                w.rec.borrow_mut().targets[target_index].connects += 1;
+                conn = Some(c);
+            }
+            conn.as_mut()
+                .expect("connected above")
+                .exchange(target, &mut timings)
+                .await
+        })
+        .await;
+        let done = Instant::now();
+        match outcome {
+            Ok(Ok(resp)) => {
+                backoff = Duration::ZERO;
+                let bytes = resp.head_bytes + resp.body_bytes;
+                w.rec.borrow_mut().record_response(
+                    target_index,
+                    micros(done - due),
+                    resp.status,
+                    bytes,
+                );
+                if !resp.keep_alive || !w.plan.keep_alive {
+                    conn = None;
+                }
+                if w.plan.gnuplot.is_some() {
+                    w.log_line(Line {
+                        start: w.started_at + (sent_at - w.start),
+                        connect_us: timings.connect_us,
+                        total_us: micros(done - sent_at),
+                        wait_us: timings.wait_us,
+                    });
+                }
+            }
+            Ok(Err(failure)) => {
+                let connecting = conn.is_none();
+                conn = None;
+                w.rec
+                    .borrow_mut()
+                    .record_error(target_index, failure.class, &failure.detail);
+                if connecting || matches!(failure.class, ErrorClass::Connect | ErrorClass::Tls) {
+                    // Do not spin on a target that refuses: back off a little, up to a bound.
+                    backoff = (backoff * 2).clamp(Duration::from_millis(1), MAX_RECONNECT_BACKOFF);
+                    tokio::time::sleep(backoff).await;
+                }
+            }
+            Err(_elapsed) => {
+                conn = None;
+                let detail = format!("no complete response within {:?}", w.plan.timeout);
+                w.rec
+                    .borrow_mut()
+                    .record_error(target_index, ErrorClass::Timeout, &detail);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_add_up() {
+        // Each row: connections, threads, count, rate.
+        let rows = [
+            (10, 3, Some(1000), Some(300.0)),
+            (7, 7, Some(3), None),
+            (1000, 2, None, Some(1.0)),
+            (5, 2, Some(1), None),
+        ];
+        for (conns, threads, count, rate) in rows {
+            let pacer = rate.map_or(Pacer::Closed, |per_s| Pacer::Rate { per_s });
+            let s = shares(conns, threads, pacer, Stop { time: None, count });
+            assert_eq!(s.iter().map(|x| x.connections).sum::<usize>(), conns);
+            assert_eq!(
+                s.last().map(|x| x.first_connection + x.connections),
+                Some(conns)
+            );
+            if let Some(n) = count {
+                assert_eq!(s.iter().map(|x| x.stop.count.unwrap()).sum::<u64>(), n);
+            }
+            if let Some(r) = rate {
+                let total: f64 = s
+                    .iter()
+                    .map(|x| match x.pacer {
+                        Pacer::Rate { per_s } => per_s,
+                        _ => 0.0,
+                    })
+                    .sum();
+                assert!((total - r).abs() < 1e-9);
+            }
+        }
+    }
+}

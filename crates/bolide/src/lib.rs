@@ -1,0 +1,15 @@
+//! bolide: a load tester and benchmark harness for realtime web apps that speak DDP (Meteor) and
+//! for plain HTTP servers.
+//!
+//! The data flows one way: flags ([`cli`]) -> [`plan`] -> [`engine`] (workers, pacing) ->
+//! recorders ([`stats`]) -> the result document -> [`report`]s. [`app`] wires the stages for each
+//! command; `main.rs` only maps its outcome to an exit code.
+
+pub mod app;
+pub mod cli;
+pub mod engine;
+pub mod files;
+pub mod plan;
+pub mod proto;
+pub mod report;
+pub mod stats;

@@ -1,0 +1,361 @@
+//! Flags -> Plan: every check happens here, before anything runs, and every problem is reported
+//! at once with the flag that caused it and what to do about it.
+
+use std::net::ToSocketAddrs;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cli::HttpArgs;
+use crate::engine::pacer::{Pacer, Stop};
+use crate::files;
+use crate::proto::http::{build_request, RequestSpec, Target};
+use crate::stats::result::HttpSettings;
+
+/// Default run length when neither -d nor -n is given.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+
+/// A complete, validated description of an HTTP run.
+#[derive(Debug, Clone)]
+pub struct HttpPlan {
+    pub targets: Vec<Target>,
+    pub connections: usize,
+    pub threads: usize,
+    pub pacer: Pacer,
+    pub stop: Stop,
+    pub timeout: Duration,
+    pub keep_alive: bool,
+    pub insecure: bool,
+    pub json: Option<PathBuf>,
+    pub gnuplot: Option<PathBuf>,
+    pub quiet: bool,
+    /// The settings as recorded in the result document.
+    pub settings: HttpSettings,
+}
+
+/// Configuration problems, all of them; shown one per line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigError(pub Vec<String>);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, p) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "error: {p}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Parses `30s`, `2m`, `1m30s`, `500ms`; a bare number means seconds.
+pub fn parse_duration(flag: &str, text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let parsed = match text.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.0 => Ok(Duration::from_secs_f64(secs)),
+        Ok(_) => Err("not a valid number of seconds".to_string()),
+        Err(_) => humantime::parse_duration(text).map_err(|e| e.to_string()),
+    };
+    match parsed {
+        Ok(d) if d.is_zero() => Err(format!("{flag} {text:?} must be longer than zero")),
+        Ok(d) => Ok(d),
+        Err(why) => Err(format!(
+            "{flag} {text:?} is not a duration ({why}); use e.g. 30s, 2m, 1m30s, 500ms"
+        )),
+    }
+}
+
+/// Checks and resolves one URL.
+fn target(raw: &str, spec: &RequestSpec) -> Result<Target, String> {
+    let url = url::Url::parse(raw).map_err(|e| {
+        if !raw.contains("://") {
+            format!("URL {raw:?} has no scheme; did you mean http://{raw} ?")
+        } else {
+            format!("URL {raw:?} is not valid: {e}")
+        }
+    })?;
+    let tls =
+        match url.scheme() {
+            "http" => false,
+            "https" => true,
+            other if !raw.contains("://") => return Err(format!(
+                "URL {raw:?} has no scheme ({other:?} read as one); did you mean http://{raw} ?"
+            )),
+            other => {
+                return Err(format!(
+                    "URL {raw:?}: scheme {other}:// is not supported; use http:// or https://"
+                ))
+            }
+        };
+    let host = url
+        .host_str()
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| format!("URL {raw:?} has no host"))?;
+    let port = url.port_or_known_default().unwrap_or(80);
+    // Brackets of an IPv6 literal are URL syntax, not part of the address.
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let addrs: Vec<_> = (bare, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve host {bare:?} of {raw:?}: {e}"))?
+        .collect();
+    if addrs.is_empty() {
+        return Err(format!("host {bare:?} of {raw:?} resolves to no address"));
+    }
+    Ok(Target {
+        url: url.to_string(),
+        host: bare.to_string(),
+        addrs,
+        tls,
+        request: Arc::from(build_request(&url, spec)),
+        expect_body: spec.method != "HEAD",
+    })
+}
+
+fn header(raw: &str) -> Result<(String, String), String> {
+    match raw.split_once(':') {
+        Some((name, value)) if is_token(name.trim()) => {
+            Ok((name.trim().to_string(), value.trim().to_string()))
+        }
+        _ => Err(format!("header {raw:?} must look like 'Name: value'")),
+    }
+}
+
+fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// Builds the plan for `bolide http`, or every reason it cannot be built.
+pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
+    let mut problems = Vec::new();
+    let mut check = |r: Result<(), String>| {
+        if let Err(p) = r {
+            problems.push(p);
+        }
+    };
+
+    if args.connections == 0 {
+        check(Err("-c/--connections must be at least 1".into()));
+    }
+    if args.threads == Some(0) {
+        check(Err("-t/--threads must be at least 1".into()));
+    }
+    if args.requests == Some(0) {
+        check(Err("-n/--requests must be at least 1".into()));
+    }
+    if let Some(r) = args.rps {
+        if !(r.is_finite() && r > 0.0) {
+            check(Err(format!(
+                "--rps {r} must be a positive number of requests per second"
+            )));
+        }
+    }
+    let method = args.method.trim().to_string();
+    if !is_token(&method) {
+        check(Err(format!("-m/--method {method:?} is not an HTTP method")));
+    }
+    let duration = match &args.duration {
+        Some(text) => parse_duration("-d/--duration", text)
+            .map_err(|e| check(Err(e)))
+            .ok(),
+        None if args.requests.is_none() => Some(DEFAULT_DURATION),
+        None => None,
+    };
+    let timeout = parse_duration("--timeout", &args.timeout)
+        .map_err(|e| check(Err(e)))
+        .ok();
+    let headers: Vec<(String, String)> = args
+        .headers
+        .iter()
+        .filter_map(|h| header(h).map_err(|e| check(Err(e))).ok())
+        .collect();
+    let body = match (&args.body, &args.body_file) {
+        (Some(b), _) => b.clone().into_bytes(),
+        (None, Some(path)) => std::fs::read(path)
+            .map_err(|e| check(Err(format!("--body-file {}: {e}", path.display()))))
+            .unwrap_or_default(),
+        (None, None) => Vec::new(),
+    };
+    for path in [&args.json, &args.gnuplot].into_iter().flatten() {
+        check(files::check_writable(path));
+    }
+    let spec = RequestSpec {
+        method: method.clone(),
+        headers: headers.clone(),
+        body,
+        keep_alive: !args.no_keepalive,
+    };
+    let targets: Vec<Target> = args
+        .urls
+        .iter()
+        .filter_map(|u| target(u, &spec).map_err(|e| check(Err(e))).ok())
+        .collect();
+
+    if !problems.is_empty() {
+        return Err(ConfigError(problems));
+    }
+    let connections = args.connections;
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let threads = args.threads.unwrap_or(cores).min(connections);
+    let timeout = timeout.expect("checked above");
+    let settings = HttpSettings {
+        connections,
+        threads,
+        duration_s: duration.map(|d| d.as_secs_f64()),
+        requests: args.requests,
+        rate_per_s: args.rps,
+        method,
+        headers,
+        body_bytes: spec.body.len(),
+        timeout_s: timeout.as_secs_f64(),
+        keep_alive: !args.no_keepalive,
+        insecure: args.insecure,
+    };
+    Ok(HttpPlan {
+        targets,
+        connections,
+        threads,
+        pacer: args
+            .rps
+            .map_or(Pacer::Closed, |per_s| Pacer::Rate { per_s }),
+        stop: Stop {
+            time: duration,
+            count: args.requests,
+        },
+        timeout,
+        keep_alive: !args.no_keepalive,
+        insecure: args.insecure,
+        json: args.json.clone(),
+        gnuplot: args.gnuplot.clone(),
+        quiet: args.quiet,
+        settings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn plan(args: &[&str]) -> Result<HttpPlan, ConfigError> {
+        let mut argv = vec!["bolide", "http"];
+        argv.extend_from_slice(args);
+        match crate::cli::Cli::try_parse_from(argv).unwrap().command {
+            crate::cli::Command::Http(a) => http_plan(&a),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn durations() {
+        // Each row: text, expected seconds (None: an error).
+        let rows = [
+            ("30s", Some(30.0)),
+            ("2m", Some(120.0)),
+            ("1m30s", Some(90.0)),
+            ("500ms", Some(0.5)),
+            ("15", Some(15.0)),
+            ("0", None),
+            ("-1", None),
+            ("soon", None),
+            ("5 parsecs", None),
+        ];
+        for (text, want) in rows {
+            let got = parse_duration("-d", text).ok().map(|d| d.as_secs_f64());
+            assert_eq!(got, want, "{text}");
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let p = plan(&["http://127.0.0.1:9/"]).unwrap();
+        assert_eq!(p.connections, 10);
+        assert_eq!(
+            p.stop,
+            Stop {
+                time: Some(DEFAULT_DURATION),
+                count: None
+            }
+        );
+        assert_eq!(p.pacer, Pacer::Closed);
+        assert_eq!(p.timeout, Duration::from_secs(10));
+        assert!(p.keep_alive);
+        let p = plan(&[
+            "-n",
+            "5",
+            "-c",
+            "1",
+            "-t",
+            "4",
+            "--rps",
+            "50",
+            "http://127.0.0.1:9/",
+        ])
+        .unwrap();
+        assert_eq!(
+            p.stop,
+            Stop {
+                time: None,
+                count: Some(5)
+            }
+        );
+        assert_eq!(p.threads, 1, "never more threads than connections");
+        assert_eq!(p.pacer, Pacer::Rate { per_s: 50.0 });
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let err = plan(&[
+            "-c",
+            "0",
+            "--rps",
+            "-5",
+            "--timeout",
+            "x",
+            "-H",
+            "novalue",
+            "ftp://h/",
+            "localhost:80",
+        ])
+        .unwrap_err();
+        let text = err.to_string();
+        for needle in [
+            "-c/--connections",
+            "--rps -5",
+            "--timeout \"x\"",
+            "header \"novalue\"",
+            "scheme ftp://",
+            "did you mean http://localhost:80",
+        ] {
+            assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+        }
+        assert_eq!(err.0.len(), 6, "{text}");
+    }
+
+    #[test]
+    fn unresolvable_host_and_unreadable_body_file() {
+        let err = plan(&[
+            "--body-file",
+            "/no/such/file",
+            "http://no-such-host.invalid/",
+        ])
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("--body-file /no/such/file"), "{text}");
+        assert!(
+            text.contains("cannot resolve host \"no-such-host.invalid\""),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn ipv6_literal_resolves() {
+        let p = plan(&["http://[::1]:9/x"]).unwrap();
+        assert_eq!(p.targets[0].addrs[0], "[::1]:9".parse().unwrap());
+        assert!(String::from_utf8_lossy(&p.targets[0].request).contains("Host: [::1]:9\r\n"));
+    }
+}

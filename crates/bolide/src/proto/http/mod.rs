@@ -1,0 +1,321 @@
+//! HTTP/1.1 over raw TCP (and rustls): targets, pre-built request bytes, connecting, and one
+//! request/response exchange on a connection that the caller keeps for keep-alive.
+
+pub mod parser;
+pub mod tls;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::stats::ErrorClass;
+use parser::{ParseError, Progress, Response, ResponseParser};
+
+/// Largest response head accepted, in bytes (bodies are streamed and have no limit).
+pub const HEAD_LIMIT_BYTES: usize = 64 * 1024;
+/// Bytes read from the socket at a time.
+const READ_CHUNK_BYTES: usize = 16 * 1024;
+
+/// One URL to load, resolved and with its request bytes built once.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The URL as the user gave it (normalised by the URL parser).
+    pub url: String,
+    /// Host name for SNI and certificate checks.
+    pub host: String,
+    /// Resolved addresses; connections use the first and fall back to the others.
+    pub addrs: Vec<SocketAddr>,
+    /// `https://` or not.
+    pub tls: bool,
+    /// The whole request, head and body, sent as is for every request.
+    pub request: Arc<[u8]>,
+    /// False for HEAD, whose responses carry no body.
+    pub expect_body: bool,
+}
+
+/// What the request head is made of, beyond the target's URL.
+#[derive(Debug, Clone, Default)]
+pub struct RequestSpec {
+    pub method: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub keep_alive: bool,
+}
+
+/// Builds the request bytes for `url`: user headers replace the defaults of the same name.
+pub fn build_request(url: &url::Url, spec: &RequestSpec) -> Vec<u8> {
+    let mut path = url.path().to_string();
+    if let Some(q) = url.query() {
+        path.push('?');
+        path.push_str(q);
+    }
+    let host = match url.port() {
+        Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
+        None => url.host_str().unwrap_or_default().to_string(),
+    };
+    let has = |name: &str| {
+        spec.headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    };
+    let mut head = format!("{} {path} HTTP/1.1\r\n", spec.method);
+    if !has("host") {
+        head.push_str(&format!("Host: {host}\r\n"));
+    }
+    if !has("user-agent") {
+        head.push_str(concat!(
+            "User-Agent: bolide/",
+            env!("CARGO_PKG_VERSION"),
+            "\r\n"
+        ));
+    }
+    if !has("accept") {
+        head.push_str("Accept: */*\r\n");
+    }
+    if !spec.keep_alive && !has("connection") {
+        head.push_str("Connection: close\r\n");
+    }
+    for (name, value) in &spec.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    let body_method = !matches!(spec.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS");
+    if (!spec.body.is_empty() || body_method) && !has("content-length") {
+        head.push_str(&format!("Content-Length: {}\r\n", spec.body.len()));
+    }
+    head.push_str("\r\n");
+    let mut bytes = head.into_bytes();
+    bytes.extend_from_slice(&spec.body);
+    bytes
+}
+
+/// A failed exchange: its class for the counters and a description for the first-error report.
+#[derive(Debug)]
+pub struct Failure {
+    pub class: ErrorClass,
+    pub detail: String,
+}
+
+impl Failure {
+    fn new(class: ErrorClass, detail: impl Into<String>) -> Self {
+        Failure {
+            class,
+            detail: detail.into(),
+        }
+    }
+
+    fn io(err: &io::Error, during: &str) -> Self {
+        use io::ErrorKind::*;
+        let class = match err.kind() {
+            ConnectionRefused if during == "connect" => ErrorClass::Connect,
+            ConnectionReset | ConnectionAborted | BrokenPipe => ErrorClass::Reset,
+            UnexpectedEof => ErrorClass::Closed,
+            TimedOut => ErrorClass::Timeout,
+            _ if during == "connect" => ErrorClass::Connect,
+            _ => ErrorClass::Other,
+        };
+        Failure::new(class, format!("{during}: {err}"))
+    }
+}
+
+impl From<ParseError> for Failure {
+    fn from(e: ParseError) -> Self {
+        let class = if e == ParseError::ClosedEarly {
+            ErrorClass::Closed
+        } else {
+            ErrorClass::Malformed
+        };
+        Failure::new(class, e.to_string())
+    }
+}
+
+/// A plain or TLS byte stream.
+pub enum Stream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+/// An open connection with its receive buffer and parser.
+pub struct Connection {
+    stream: Stream,
+    buf: BytesMut,
+    parser: ResponseParser,
+}
+
+/// Timings of one exchange, in microseconds.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timings {
+    /// TCP (and TLS) set-up; 0 on a reused keep-alive connection.
+    pub connect_us: u64,
+    /// From the request written to the first response byte.
+    pub wait_us: u64,
+}
+
+/// Opens a connection to `target` (TCP, then TLS when the URL is https).
+pub async fn connect(target: &Target, tls: Option<&tls::Connector>) -> Result<Connection, Failure> {
+    let mut last_err = None;
+    let mut tcp = None;
+    for addr in &target.addrs {
+        match TcpStream::connect(addr).await {
+            Ok(s) => {
+                tcp = Some(s);
+                break;
+            }
+            Err(e) => last_err = Some(e),
+        }
+    }
+    let tcp = match (tcp, last_err) {
+        (Some(s), _) => s,
+        (None, Some(e)) => return Err(Failure::io(&e, "connect")),
+        (None, None) => {
+            return Err(Failure::new(
+                ErrorClass::Connect,
+                "no address to connect to",
+            ))
+        }
+    };
+    let _ = tcp.set_nodelay(true);
+    let stream = match (target.tls, tls) {
+        (true, Some(connector)) => {
+            let s = connector
+                .connect(&target.host, tcp)
+                .await
+                .map_err(|e| Failure::new(ErrorClass::Tls, format!("TLS handshake: {e}")))?;
+            Stream::Tls(Box::new(s))
+        }
+        (true, None) => return Err(Failure::new(ErrorClass::Tls, "no TLS configuration")),
+        (false, _) => Stream::Plain(tcp),
+    };
+    Ok(Connection {
+        stream,
+        buf: BytesMut::new(),
+        parser: ResponseParser::new(HEAD_LIMIT_BYTES),
+    })
+}
+
+impl Connection {
+    /// Sends `target`'s request and reads its whole response.
+    pub async fn exchange(
+        &mut self,
+        target: &Target,
+        timings: &mut Timings,
+    ) -> Result<Response, Failure> {
+        self.parser.start(target.expect_body);
+        match &mut self.stream {
+            Stream::Plain(s) => {
+                exchange_on(s, &mut self.buf, &mut self.parser, target, timings).await
+            }
+            Stream::Tls(s) => {
+                exchange_on(s.as_mut(), &mut self.buf, &mut self.parser, target, timings).await
+            }
+        }
+    }
+}
+
+async fn exchange_on<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    buf: &mut BytesMut,
+    parser: &mut ResponseParser,
+    target: &Target,
+    timings: &mut Timings,
+) -> Result<Response, Failure> {
+    if !buf.is_empty() {
+        // Bytes nobody asked for arrived on an idle keep-alive connection.
+        return Err(Failure::new(
+            ErrorClass::Malformed,
+            "unsolicited bytes before the request",
+        ));
+    }
+    stream
+        .write_all(&target.request)
+        .await
+        .map_err(|e| Failure::io(&e, "write"))?;
+    stream.flush().await.map_err(|e| Failure::io(&e, "write"))?;
+    let written = Instant::now();
+    let mut first_byte = true;
+    loop {
+        if buf.capacity() - buf.len() < 1024 {
+            buf.reserve(READ_CHUNK_BYTES);
+        }
+        let n = stream
+            .read_buf(buf)
+            .await
+            .map_err(|e| Failure::io(&e, "read"))?;
+        if n == 0 {
+            return match parser.eof()? {
+                Some(response) => Ok(response),
+                None => Err(Failure::new(
+                    ErrorClass::Closed,
+                    "connection closed before the response",
+                )),
+            };
+        }
+        if first_byte {
+            timings.wait_us = micros(written.elapsed());
+            first_byte = false;
+        }
+        match parser.advance(buf)? {
+            Progress::More { consumed } => {
+                let _ = buf.split_to(consumed);
+            }
+            Progress::Done { consumed, response } => {
+                let _ = buf.split_to(consumed);
+                return Ok(response);
+            }
+        }
+    }
+}
+
+/// Whole microseconds in `d`, saturating.
+pub fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(method: &str, headers: &[(&str, &str)], body: &str, keep_alive: bool) -> RequestSpec {
+        RequestSpec {
+            method: method.into(),
+            headers: headers
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
+            body: body.as_bytes().to_vec(),
+            keep_alive,
+        }
+    }
+
+    #[test]
+    fn request_heads() {
+        // Each row: URL, request spec, expected bytes.
+        let ua = concat!("User-Agent: bolide/", env!("CARGO_PKG_VERSION"), "\r\n");
+        let rows = [
+            (
+                "http://127.0.0.1:8080/a?b=c",
+                spec("GET", &[], "", true),
+                format!("GET /a?b=c HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n{ua}Accept: */*\r\n\r\n"),
+            ),
+            (
+                "http://localhost/",
+                spec("GET", &[], "", false),
+                format!("GET / HTTP/1.1\r\nHost: localhost\r\n{ua}Accept: */*\r\nConnection: close\r\n\r\n"),
+            ),
+            (
+                // A user header replaces the default of the same name, in any case.
+                "http://[::1]:9/x",
+                spec("POST", &[("host", "example"), ("X-A", "1")], "hi", true),
+                format!("POST /x HTTP/1.1\r\n{ua}Accept: */*\r\nhost: example\r\nX-A: 1\r\nContent-Length: 2\r\n\r\nhi"),
+            ),
+        ];
+        for (url, spec, want) in rows {
+            let got = build_request(&url::Url::parse(url).unwrap(), &spec);
+            assert_eq!(String::from_utf8(got).unwrap(), want, "{url}");
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! Wire protocols spoken by virtual users and connections.
+
+pub mod http;

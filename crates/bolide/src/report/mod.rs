@@ -1,0 +1,3 @@
+//! Reports read result documents and write text; one file per output format.
+
+pub mod term;

@@ -1,0 +1,61 @@
+//! Latency histograms: one shape everywhere (1 µs to 1 h, 3 significant digits) and the standard
+//! HdrHistogram V2 compressed form, base64, so documents from different runs merge exactly.
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+
+/// Highest latency a histogram holds, in microseconds (one hour); larger values saturate.
+pub const MAX_LATENCY_US: u64 = 3_600_000_000;
+
+/// An empty latency histogram in microseconds.
+pub fn latency_us() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_LATENCY_US, 3).expect("static histogram bounds are valid")
+}
+
+/// Records `value_us`, clamped into the histogram's range.
+pub fn record(h: &mut Histogram<u64>, value_us: u64) {
+    h.saturating_record(value_us.clamp(1, MAX_LATENCY_US));
+}
+
+/// The V2 deflate serialization, base64-encoded (as HdrHistogram's `encodeIntoCompressedByteBuffer`
+/// followed by base64, the form its log files and other ports read).
+pub fn encode(h: &Histogram<u64>) -> String {
+    let mut bytes = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(h, &mut bytes)
+        .expect("serializing into a Vec cannot fail");
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Reads back what [`encode`] wrote (or any V2 / V2 deflate histogram in base64).
+pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| format!("histogram is not base64: {e}"))?;
+    Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| format!("histogram does not decode: {e:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_decode_round_trip_and_merge() {
+        let mut a = latency_us();
+        let mut b = latency_us();
+        for v in [1, 50, 1_000, 250_000, 10_000_000] {
+            record(&mut a, v);
+        }
+        record(&mut b, 7);
+        record(&mut b, u64::MAX); // saturates at one hour instead of failing
+        let mut merged = decode(&encode(&a)).unwrap();
+        merged.add(decode(&encode(&b)).unwrap()).unwrap();
+        assert_eq!(merged.len(), 7);
+        assert_eq!(merged.min(), 1);
+        assert!(merged.equivalent(merged.max(), MAX_LATENCY_US));
+        assert!(decode("not base64!").is_err());
+    }
+}

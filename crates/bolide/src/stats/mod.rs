@@ -1,0 +1,10 @@
+//! Measurements: per-worker recorders (no locks, merged once a second and at the end), the
+//! summary math, and the versioned result document that every report reads.
+
+pub mod hist;
+pub mod recorder;
+pub mod result;
+pub mod summary;
+
+pub use recorder::{ErrorClass, SecondRecorder, TargetRecorder, WorkerRecorder};
+pub mod gnuplot;

@@ -1,0 +1,276 @@
+//! Recorders owned by one worker thread: plain counters and histograms, no atomics.
+
+use hdrhistogram::Histogram;
+
+use super::hist;
+
+/// The closed set of ways a request can fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorClass {
+    /// The TCP connection could not be opened (refused, unreachable).
+    Connect,
+    /// The TLS handshake failed (certificate, protocol).
+    Tls,
+    /// The peer reset the connection (or a write hit a broken pipe).
+    Reset,
+    /// The peer closed the connection before the response was complete.
+    Closed,
+    /// No complete response within `--timeout`.
+    Timeout,
+    /// The response was not HTTP: bad status line, bad framing, head over the limit.
+    Malformed,
+    /// Anything else the operating system reported.
+    Other,
+}
+
+impl ErrorClass {
+    pub const ALL: [ErrorClass; 7] = [
+        ErrorClass::Connect,
+        ErrorClass::Tls,
+        ErrorClass::Reset,
+        ErrorClass::Closed,
+        ErrorClass::Timeout,
+        ErrorClass::Malformed,
+        ErrorClass::Other,
+    ];
+
+    /// The stable name used in result documents.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorClass::Connect => "connect",
+            ErrorClass::Tls => "tls",
+            ErrorClass::Reset => "reset",
+            ErrorClass::Closed => "closed",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Malformed => "malformed",
+            ErrorClass::Other => "other",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Status codes are counted in a flat table; anything outside 100..=599 lands in slot 0.
+const STATUS_SLOTS: usize = 600;
+
+/// Counts for one target (URL) on one worker.
+#[derive(Debug, Clone)]
+pub struct TargetRecorder {
+    /// Latency of complete responses, from intended send time to last byte.
+    pub latency_us: Histogram<u64>,
+    /// Complete responses, whatever their status.
+    pub responses: u64,
+    /// Bytes received for complete responses (head and body).
+    pub bytes_in: u64,
+    /// Connections opened successfully.
+    pub connects: u64,
+    /// Failed requests by class, indexed by `ErrorClass as usize`.
+    pub errors: [u64; ErrorClass::ALL.len()],
+    status: Vec<u64>,
+}
+
+impl Default for TargetRecorder {
+    fn default() -> Self {
+        TargetRecorder {
+            latency_us: hist::latency_us(),
+            responses: 0,
+            bytes_in: 0,
+            connects: 0,
+            errors: [0; ErrorClass::ALL.len()],
+            status: vec![0; STATUS_SLOTS],
+        }
+    }
+}
+
+impl TargetRecorder {
+    pub fn record_response(&mut self, latency_us: u64, status: u16, bytes: u64) {
+        hist::record(&mut self.latency_us, latency_us);
+        self.responses += 1;
+        self.bytes_in += bytes;
+        let slot = if (100..600).contains(&status) {
+            status as usize
+        } else {
+            0
+        };
+        self.status[slot] += 1;
+    }
+
+    pub fn record_error(&mut self, class: ErrorClass) {
+        self.errors[class.index()] += 1;
+    }
+
+    /// All failed requests.
+    pub fn error_total(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
+    /// (status, count) for every status seen, ascending; status 0 means out of range.
+    pub fn statuses(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
+        self.status
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(s, &n)| (s as u16, n))
+    }
+
+    pub fn merge(&mut self, other: &TargetRecorder) {
+        self.latency_us
+            .add(&other.latency_us)
+            .expect("latency histograms share one shape");
+        self.responses += other.responses;
+        self.bytes_in += other.bytes_in;
+        self.connects += other.connects;
+        for (a, b) in self.errors.iter_mut().zip(other.errors) {
+            *a += b;
+        }
+        for (a, b) in self.status.iter_mut().zip(&other.status) {
+            *a += b;
+        }
+    }
+}
+
+/// What one worker did during one second of the run (all targets together).
+#[derive(Debug, Clone)]
+pub struct SecondRecorder {
+    pub responses: u64,
+    pub errors: u64,
+    pub bytes_in: u64,
+    pub latency_us: Histogram<u64>,
+}
+
+impl Default for SecondRecorder {
+    fn default() -> Self {
+        SecondRecorder {
+            responses: 0,
+            errors: 0,
+            bytes_in: 0,
+            latency_us: hist::latency_us(),
+        }
+    }
+}
+
+impl SecondRecorder {
+    pub fn merge(&mut self, other: &SecondRecorder) {
+        self.responses += other.responses;
+        self.errors += other.errors;
+        self.bytes_in += other.bytes_in;
+        self.latency_us
+            .add(&other.latency_us)
+            .expect("latency histograms share one shape");
+    }
+
+    /// Hands out what was recorded and starts over, keeping the histogram's allocation.
+    pub fn take(&mut self) -> SecondRecorder {
+        let out = self.clone();
+        self.responses = 0;
+        self.errors = 0;
+        self.bytes_in = 0;
+        self.latency_us.reset();
+        out
+    }
+}
+
+/// Everything one worker records; merged with the other workers' at the end.
+#[derive(Debug, Clone)]
+pub struct WorkerRecorder {
+    pub targets: Vec<TargetRecorder>,
+    pub second: SecondRecorder,
+    /// Requests sent (a response or an error followed, or the run ended first).
+    pub sent: u64,
+    /// Sends that left more than [`LATE_THRESHOLD_US`] after their scheduled time (`--rps`).
+    pub late_sends: u64,
+    /// The worst delay of a send behind its schedule, in microseconds.
+    pub max_lag_us: u64,
+    /// The first error message seen per class, to show the user what went wrong.
+    pub first_errors: Vec<(ErrorClass, String)>,
+}
+
+/// A send this far behind its schedule counts as late.
+pub const LATE_THRESHOLD_US: u64 = 1_000;
+
+impl WorkerRecorder {
+    pub fn new(targets: usize) -> Self {
+        WorkerRecorder {
+            targets: vec![TargetRecorder::default(); targets],
+            second: SecondRecorder::default(),
+            sent: 0,
+            late_sends: 0,
+            max_lag_us: 0,
+            first_errors: Vec::new(),
+        }
+    }
+
+    /// A send `lag_us` behind its schedule.
+    pub fn record_send(&mut self, lag_us: u64) {
+        self.sent += 1;
+        if lag_us > LATE_THRESHOLD_US {
+            self.late_sends += 1;
+        }
+        self.max_lag_us = self.max_lag_us.max(lag_us);
+    }
+
+    pub fn record_response(&mut self, target: usize, latency_us: u64, status: u16, bytes: u64) {
+        self.targets[target].record_response(latency_us, status, bytes);
+        self.second.responses += 1;
+        self.second.bytes_in += bytes;
+        hist::record(&mut self.second.latency_us, latency_us);
+    }
+
+    pub fn record_error(&mut self, target: usize, class: ErrorClass, detail: &str) {
+        self.targets[target].record_error(class);
+        self.second.errors += 1;
+        if !self.first_errors.iter().any(|(c, _)| *c == class) {
+            self.first_errors.push((class, detail.to_string()));
+        }
+    }
+
+    pub fn merge(&mut self, other: &WorkerRecorder) {
+        for (a, b) in self.targets.iter_mut().zip(&other.targets) {
+            a.merge(b);
+        }
+        self.second.merge(&other.second);
+        self.sent += other.sent;
+        self.late_sends += other.late_sends;
+        self.max_lag_us = self.max_lag_us.max(other.max_lag_us);
+        for (class, detail) in &other.first_errors {
+            if !self.first_errors.iter().any(|(c, _)| c == class) {
+                self.first_errors.push((*class, detail.clone()));
+            }
+        }
+        self.first_errors.sort_by_key(|(c, _)| *c);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_adds_counts_statuses_and_errors() {
+        let mut a = WorkerRecorder::new(2);
+        let mut b = WorkerRecorder::new(2);
+        a.record_response(0, 100, 200, 10);
+        a.record_response(1, 200, 404, 20);
+        b.record_response(0, 300, 200, 30);
+        b.record_error(1, ErrorClass::Timeout, "slow");
+        b.record_error(1, ErrorClass::Timeout, "slower");
+        a.record_send(5_000);
+        b.record_send(10);
+        a.merge(&b);
+        assert_eq!(a.targets[0].responses, 2);
+        assert_eq!(a.targets[0].statuses().collect::<Vec<_>>(), vec![(200, 2)]);
+        assert_eq!(a.targets[1].statuses().collect::<Vec<_>>(), vec![(404, 1)]);
+        assert_eq!(a.targets[1].error_total(), 2);
+        assert_eq!(a.second.responses, 3);
+        assert_eq!(a.second.errors, 2);
+        assert_eq!(a.sent, 2);
+        assert_eq!(a.late_sends, 1);
+        assert_eq!(a.max_lag_us, 5_000);
+        assert_eq!(
+            a.first_errors,
+            vec![(ErrorClass::Timeout, "slow".to_string())]
+        );
+    }
+}

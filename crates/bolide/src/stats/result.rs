@@ -1,0 +1,182 @@
+//! The result document: one versioned JSON file per run, the only contract between a run and
+//! everything that reads it later (reports, comparisons, merges). `schema/result.schema.json` in
+//! the repository describes it; a test validates real output against that schema.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Value of the `format` field.
+pub const FORMAT: &str = "bolide.result";
+/// Version of the document layout; bumped on any incompatible change.
+pub const VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ResultDoc {
+    pub format: String,
+    pub version: u32,
+    pub tool: Tool,
+    /// Which workload produced it: `"http"` for now.
+    pub kind: String,
+    /// The command line as typed, program name first.
+    pub command_line: Vec<String>,
+    /// Wall-clock start, RFC 3339 UTC.
+    pub started_at: String,
+    /// True when Ctrl-C stopped the run early; the numbers cover what was done.
+    pub interrupted: bool,
+    pub host: Host,
+    pub settings: HttpSettings,
+    pub targets: Vec<String>,
+    pub summary: Summary,
+    pub per_target: Vec<TargetSummary>,
+    pub timeline: Vec<Second>,
+    pub histograms: Histograms,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Host {
+    pub cores: usize,
+    pub os: String,
+    pub arch: String,
+    pub kernel: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HttpSettings {
+    pub connections: usize,
+    pub threads: usize,
+    /// Set when the run was bounded by time.
+    pub duration_s: Option<f64>,
+    /// Set when the run was bounded by a request count.
+    pub requests: Option<u64>,
+    /// Set for a fixed-rate (open model) run, requests per second across all connections.
+    pub rate_per_s: Option<f64>,
+    pub method: String,
+    pub headers: Vec<(String, String)>,
+    pub body_bytes: usize,
+    pub timeout_s: f64,
+    pub keep_alive: bool,
+    pub insecure: bool,
+}
+
+/// Latency statistics of a histogram, microseconds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Latency {
+    pub min_us: u64,
+    pub mean_us: f64,
+    pub stdev_us: f64,
+    pub max_us: u64,
+    pub p50_us: u64,
+    pub p75_us: u64,
+    pub p90_us: u64,
+    pub p99_us: u64,
+    pub p99_9_us: u64,
+    pub p99_99_us: u64,
+}
+
+/// Distribution of the per-second response counts over the run's whole seconds (autocannon's
+/// "Req/Sec" table).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RateDistribution {
+    pub samples: usize,
+    pub p1: f64,
+    pub p2_5: f64,
+    pub p50: f64,
+    pub p97_5: f64,
+    pub mean: f64,
+    pub stdev: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    /// Complete responses, any status.
+    pub responses: u64,
+    /// Failed requests, all classes.
+    pub errors: u64,
+    /// Requests in flight when a timed or interrupted run ended: neither response nor error.
+    pub unfinished: u64,
+    /// Requests sent (responses + errors + those cut off when the run ended).
+    pub sent: u64,
+    pub duration_s: f64,
+    pub requests_per_s: f64,
+    pub bytes_in: u64,
+    pub bytes_in_per_s: f64,
+    /// Connections opened.
+    pub connects: u64,
+    pub latency: Latency,
+    pub rate: RateDistribution,
+    /// Responses by status code.
+    pub status: BTreeMap<String, u64>,
+    /// Responses whose status is not 2xx or 3xx.
+    pub non_2xx_3xx: u64,
+    /// Failed requests by class (every class present, zeros included).
+    pub errors_by_class: BTreeMap<String, u64>,
+    /// `--rps`: sends more than 1 ms behind their schedule.
+    pub late_sends: u64,
+    /// `--rps`: sends the schedule asked for that never went out before the run ended.
+    pub missed_sends: u64,
+    /// `--rps`: the worst delay of a send behind its schedule.
+    pub max_lag_us: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TargetSummary {
+    pub url: String,
+    pub responses: u64,
+    pub errors: u64,
+    pub requests_per_s: f64,
+    pub bytes_in: u64,
+    pub connects: u64,
+    pub latency: Latency,
+    pub status: BTreeMap<String, u64>,
+    pub errors_by_class: BTreeMap<String, u64>,
+    /// This target's latency histogram, HdrHistogram V2 deflate, base64.
+    pub latency_histogram: String,
+}
+
+/// One second of the run, all targets together.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Second {
+    /// Seconds since the start at which this interval begins.
+    pub t: u32,
+    /// Length of the interval in seconds (the last one may be shorter).
+    pub span_s: f64,
+    pub responses: u64,
+    pub errors: u64,
+    pub bytes_in: u64,
+    pub latency_mean_us: f64,
+    pub latency_p50_us: u64,
+    pub latency_p99_us: u64,
+    pub latency_max_us: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Histograms {
+    /// All targets' latency, HdrHistogram V2 deflate, base64.
+    pub latency_us: String,
+}
+
+impl ResultDoc {
+    /// Reads a document, refusing other formats and newer versions with a clear reason.
+    pub fn from_json(text: &str) -> Result<ResultDoc, String> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        match value.get("format").and_then(|f| f.as_str()) {
+            Some(FORMAT) => {}
+            other => return Err(format!("not a bolide result (format is {other:?})")),
+        }
+        match value.get("version").and_then(|v| v.as_u64()) {
+            Some(v) if v == u64::from(VERSION) => {}
+            other => return Err(format!("result version {other:?} is not {VERSION}")),
+        }
+        serde_json::from_value(value).map_err(|e| format!("malformed result: {e}"))
+    }
+}

@@ -1,0 +1,126 @@
+//! Helpers for integration tests: run bolide in-process, and small misbehaving HTTP servers on
+//! 127.0.0.1:0 (one thread per connection, each behaviour a plain function).
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bolide::stats::result::ResultDoc;
+use tokio_util::sync::CancellationToken;
+
+pub struct Outcome {
+    pub code: i32,
+    pub out: String,
+    pub err: String,
+}
+
+/// Runs `bolide ARGS...` in-process.
+pub fn bolide(args: &[&str]) -> Outcome {
+    bolide_with_cancel(args, &CancellationToken::new())
+}
+
+pub fn bolide_with_cancel(args: &[&str], cancel: &CancellationToken) -> Outcome {
+    let mut argv = vec!["bolide".into()];
+    argv.extend(args.iter().map(|a| a.into()));
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let mut io = bolide::app::Io {
+        out: &mut out,
+        err: &mut err,
+        live: false,
+    };
+    let code = bolide::app::main(argv, &mut io, cancel);
+    let o = Outcome {
+        code,
+        out: String::from_utf8_lossy(&out).into(),
+        err: String::from_utf8_lossy(&err).into(),
+    };
+    assert!(
+        !o.err.contains("panicked") && !o.err.contains("backtrace"),
+        "{}",
+        o.err
+    );
+    o
+}
+
+/// Runs `bolide http ARGS... --json TMP` and returns the outcome and the document.
+pub fn http_json(args: &[&str]) -> (Outcome, ResultDoc) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mut argv = vec!["http", "--json", json.to_str().unwrap()];
+    argv.extend_from_slice(args);
+    let o = bolide(&argv);
+    assert_eq!(o.code, 0, "stdout:\n{}\nstderr:\n{}", o.out, o.err);
+    let doc = read_doc(&json);
+    (o, doc)
+}
+
+pub fn read_doc(path: &Path) -> ResultDoc {
+    ResultDoc::from_json(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+pub fn class(doc: &ResultDoc, name: &str) -> u64 {
+    doc.summary.errors_by_class[name]
+}
+
+/// A test server whose connections are handled by `behaviour`; counts accepted connections.
+pub struct Fake {
+    pub addr: SocketAddr,
+    pub accepted: Arc<AtomicU64>,
+}
+
+impl Fake {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+pub fn fake(behaviour: fn(TcpStream)) -> Fake {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(AtomicU64::new(0));
+    let count = Arc::clone(&accepted);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            count.fetch_add(1, Ordering::Relaxed);
+            std::thread::spawn(move || behaviour(stream));
+        }
+    });
+    Fake { addr, accepted }
+}
+
+/// Reads one request head; false when the client closed first.
+pub fn read_head(s: &mut TcpStream) -> bool {
+    let mut got = Vec::new();
+    let mut byte = [0u8; 1];
+    while !got.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte) {
+            Ok(1) => got.push(byte[0]),
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Answers every request on the connection with `response` (keep-alive).
+pub fn answer_all(mut s: TcpStream, response: &[u8]) {
+    while read_head(&mut s) {
+        if s.write_all(response).is_err() {
+            return;
+        }
+    }
+}
+
+/// Closes with a TCP reset instead of a FIN.
+pub fn reset(s: TcpStream) {
+    let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
+    drop(s);
+}
+
+pub fn sleep_ms(ms: u64) {
+    std::thread::sleep(Duration::from_millis(ms));
+}

@@ -1,0 +1,394 @@
+//! `bolide http` end to end, in-process, against servers started by the tests on 127.0.0.1.
+
+mod common;
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn refserver() -> refserver::Server {
+    refserver::Server::start(refserver::Config::default()).unwrap()
+}
+
+#[test]
+fn exact_request_count_against_the_reference_server() {
+    let server = refserver();
+    let url = format!("{}/ok", server.base_url());
+    let (o, doc) = http_json(&["-n", "1000", "-c", "10", "-t", "2", &url]);
+    assert_eq!(doc.summary.responses, 1000);
+    assert_eq!(doc.summary.errors, 0);
+    assert_eq!(doc.summary.sent, 1000);
+    assert_eq!(doc.summary.status["200"], 1000);
+    assert_eq!(
+        server.requests(),
+        1000,
+        "the server saw exactly what bolide sent"
+    );
+    // Keep-alive: one connection per slot, plus the reachability probe before the run.
+    assert_eq!(doc.summary.connects, 10);
+    assert_eq!(server.connections(), 11);
+    // Each response to /ok is a head plus the 2-byte body.
+    assert_eq!(doc.summary.bytes_in % 1000, 0);
+    assert!(o.out.contains("1,000 responses"), "{}", o.out);
+    let timeline_total: u64 = doc.timeline.iter().map(|s| s.responses).sum();
+    assert_eq!(
+        timeline_total, 1000,
+        "the timeline accounts for every response"
+    );
+}
+
+#[test]
+fn several_urls_share_the_connections_and_their_counts_add_up() {
+    let server = refserver();
+    let urls = [
+        format!("{}/ok", server.base_url()),
+        format!("{}/bytes/1000", server.base_url()),
+        format!("{}/status/503", server.base_url()),
+    ];
+    let (o, doc) = http_json(&[
+        "-n", "900", "-c", "6", "-t", "2", &urls[0], &urls[1], &urls[2],
+    ]);
+    assert_eq!(doc.per_target.len(), 3);
+    let per: Vec<u64> = doc.per_target.iter().map(|t| t.responses).collect();
+    assert_eq!(per.iter().sum::<u64>(), 900, "{per:?}");
+    assert!(
+        per.iter().all(|&n| n > 0),
+        "round-robin gives every URL connections: {per:?}"
+    );
+    assert_eq!(doc.per_target[2].status["503"], per[2]);
+    assert_eq!(doc.summary.non_2xx_3xx, per[2]);
+    assert!(doc.per_target[1].bytes_in >= per[1] * 1000);
+    assert_eq!(server.requests(), 900);
+    assert!(
+        o.out.contains("/bytes/1000"),
+        "per-URL table printed:\n{}",
+        o.out
+    );
+}
+
+#[test]
+fn no_keepalive_opens_a_connection_per_request() {
+    let server = refserver();
+    let url = format!("{}/ok", server.base_url());
+    let (_, doc) = http_json(&["-n", "200", "-c", "4", "--no-keepalive", &url]);
+    assert_eq!(doc.summary.responses, 200);
+    assert_eq!(doc.summary.connects, 200);
+    assert_eq!(server.connections(), 201, "200 plus the reachability probe");
+    assert!(!doc.settings.keep_alive);
+}
+
+#[test]
+fn post_bodies_and_head_requests() {
+    let server = refserver();
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body.json");
+    std::fs::write(&body, br#"{"hello":"world"}"#).unwrap();
+    let url = format!("{}/ok", server.base_url());
+    let (_, doc) = http_json(&[
+        "-n",
+        "50",
+        "-c",
+        "2",
+        "-m",
+        "POST",
+        "--body-file",
+        body.to_str().unwrap(),
+        "-H",
+        "Content-Type: application/json",
+        &url,
+    ]);
+    assert_eq!((doc.summary.responses, doc.settings.body_bytes), (50, 17));
+    // HEAD of a 100 kB resource: only heads come back, and the parser must not wait for a body.
+    let url = format!("{}/bytes/100000", server.base_url());
+    let (_, doc) = http_json(&["-n", "20", "-c", "2", "-m", "HEAD", "--timeout", "2s", &url]);
+    assert_eq!((doc.summary.responses, doc.summary.errors), (20, 0));
+    assert!(
+        doc.summary.bytes_in < 20 * 1000,
+        "heads only: {}",
+        doc.summary.bytes_in
+    );
+    assert_eq!(server.requests(), 70);
+}
+
+#[test]
+fn chunked_and_huge_bodies_are_streamed() {
+    let chunked = fake(|s| {
+        answer_all(s, b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nWiki\r\n5\r\npedia\r\n0\r\n\r\n")
+    });
+    let (_, doc) = http_json(&["-n", "100", "-c", "2", &chunked.url("/")]);
+    assert_eq!((doc.summary.responses, doc.summary.errors), (100, 0));
+    assert_eq!(
+        chunked.accepted.load(std::sync::atomic::Ordering::Relaxed),
+        3,
+        "keep-alive over chunked bodies"
+    );
+
+    let server = refserver();
+    let url = format!("{}/bytes/{}", server.base_url(), 64 << 20);
+    let (_, doc) = http_json(&["-n", "4", "-c", "2", &url]);
+    assert_eq!(doc.summary.responses, 4);
+    assert!(
+        doc.summary.bytes_in > 4 * (64 << 20),
+        "{}",
+        doc.summary.bytes_in
+    );
+}
+
+#[test]
+fn misbehaving_servers_are_counted_by_class_and_the_run_goes_on() {
+    // Each row: server behaviour, error class expected for every request.
+    let rows: [(fn(TcpStream), &str); 6] = [
+        // Garbage instead of a status line.
+        (
+            |mut s| {
+                while read_head(&mut s) {
+                    let _ = s.write_all(b"SSH-2.0-OpenSSH\r\n\r\n");
+                }
+            },
+            "malformed",
+        ),
+        // A head far larger than the limit.
+        (
+            |mut s| {
+                if read_head(&mut s) {
+                    let _ = s.write_all(
+                        format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\n\r\n", "a".repeat(200_000))
+                            .as_bytes(),
+                    );
+                }
+            },
+            "malformed",
+        ),
+        // Closes mid-body.
+        (
+            |mut s| {
+                if read_head(&mut s) {
+                    let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this");
+                }
+            },
+            "closed",
+        ),
+        // Closes right after reading the request.
+        (
+            |mut s| {
+                read_head(&mut s);
+            },
+            "closed",
+        ),
+        // Resets after reading the request.
+        (
+            |mut s| {
+                read_head(&mut s);
+                reset(s);
+            },
+            "reset",
+        ),
+        // Reads and never answers.
+        (
+            |mut s| {
+                read_head(&mut s);
+                sleep_ms(3_000);
+            },
+            "timeout",
+        ),
+    ];
+    for (i, (behaviour, want)) in rows.into_iter().enumerate() {
+        let server = fake(behaviour);
+        let (o, doc) = http_json(&[
+            "-n",
+            "12",
+            "-c",
+            "3",
+            "--timeout",
+            "300ms",
+            &server.url("/"),
+        ]);
+        assert_eq!(doc.summary.responses, 0, "row {i}");
+        assert_eq!(
+            class(&doc, want),
+            12,
+            "row {i}: {:?}\n{}",
+            doc.summary.errors_by_class,
+            o.err
+        );
+        assert_eq!(doc.summary.errors, 12, "row {i}");
+        assert!(
+            o.err.contains(&format!("first {want} error")),
+            "row {i}: {}",
+            o.err
+        );
+        // Each failed connection was replaced by a new one.
+        assert!(
+            server.accepted.load(std::sync::atomic::Ordering::Relaxed) >= 12,
+            "row {i}"
+        );
+    }
+}
+
+#[test]
+fn a_timed_run_against_a_stalled_server_ends_on_time() {
+    let stall = fake(|mut s| {
+        read_head(&mut s);
+        sleep_ms(5_000);
+    });
+    let begin = Instant::now();
+    let (_, doc) = http_json(&["-d", "1s", "-c", "4", "--timeout", "30s", &stall.url("/")]);
+    assert!(
+        begin.elapsed() < Duration::from_secs(4),
+        "took {:?}",
+        begin.elapsed()
+    );
+    assert_eq!(doc.summary.responses, 0);
+    assert_eq!(
+        doc.summary.unfinished, 4,
+        "the four stalled requests are reported as cut off"
+    );
+}
+
+#[test]
+fn an_unreachable_url_among_others_is_counted_not_fatal() {
+    let server = refserver();
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_url = format!("http://{}/", dead.local_addr().unwrap());
+    drop(dead);
+    let ok = format!("{}/ok", server.base_url());
+    let (_, doc) = http_json(&["-n", "100", "-c", "2", "-t", "1", &ok, &dead_url]);
+    assert_eq!(doc.per_target[0].responses + doc.per_target[1].errors, 100);
+    assert!(doc.per_target[0].responses > 0);
+    assert_eq!(
+        doc.per_target[1].errors_by_class["connect"],
+        doc.per_target[1].errors
+    );
+    assert!(doc.per_target[1].errors > 0);
+}
+
+#[test]
+fn gnuplot_file_has_ab_header_and_one_line_per_request() {
+    let server = refserver();
+    let dir = tempfile::tempdir().unwrap();
+    let plot = dir.path().join("plot.tsv");
+    let url = format!("{}/ok", server.base_url());
+    let o = bolide(&[
+        "http",
+        "-n",
+        "500",
+        "-c",
+        "5",
+        "-t",
+        "2",
+        "--gnuplot",
+        plot.to_str().unwrap(),
+        &url,
+    ]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    let text = std::fs::read_to_string(&plot).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "starttime\tseconds\tctime\tdtime\tttime\twait");
+    assert_eq!(lines.len(), 501);
+    for line in &lines[1..] {
+        let f: Vec<&str> = line.split('\t').collect();
+        assert_eq!(f.len(), 6, "{line}");
+        let n: Vec<u64> = f[1..].iter().map(|x| x.parse().unwrap()).collect();
+        assert_eq!(n[1] + n[2], n[3].max(n[1]), "ctime + dtime = ttime: {line}");
+        assert!(n[4] <= n[3], "wait within total: {line}");
+    }
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "no part files left behind"
+    );
+}
+
+#[test]
+fn ctrl_c_stops_the_run_and_still_reports() {
+    let server = refserver();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let plot = dir.path().join("p.tsv");
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let c = cancel.clone();
+    std::thread::spawn(move || {
+        sleep_ms(700);
+        c.cancel();
+    });
+    let url = format!("{}/delay/5", server.base_url());
+    let begin = Instant::now();
+    let o = bolide_with_cancel(
+        &[
+            "http",
+            "-d",
+            "60s",
+            "-c",
+            "4",
+            "--json",
+            json.to_str().unwrap(),
+            "--gnuplot",
+            plot.to_str().unwrap(),
+            &url,
+        ],
+        &cancel,
+    );
+    assert!(
+        begin.elapsed() < Duration::from_secs(10),
+        "stopped early: {:?}",
+        begin.elapsed()
+    );
+    assert_eq!(o.code, 0, "{}", o.err);
+    assert!(o.out.contains("interrupted"), "{}", o.out);
+    let doc = read_doc(&json);
+    assert!(doc.interrupted);
+    assert!(doc.summary.responses > 0);
+    let lines = std::fs::read_to_string(&plot).unwrap().lines().count() as u64;
+    assert_eq!(lines, doc.summary.responses + 1);
+}
+
+#[test]
+fn usage_errors_exit_2_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad_json = dir.path().join("missing/dir/r.json");
+    // Each row: arguments, text the message must contain.
+    let rows: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["http", "--bogus", "http://127.0.0.1:1/"], "--bogus"),
+        (
+            vec!["http", "-d", "1s", "-n", "5", "http://127.0.0.1:1/"],
+            "cannot be used with",
+        ),
+        (
+            vec!["http", "-b", "x", "--body-file", "f", "http://127.0.0.1:1/"],
+            "cannot be used with",
+        ),
+        (vec!["http", "not a url"], "no scheme"),
+        (
+            vec!["http", "-c", "x", "http://127.0.0.1:1/"],
+            "invalid value 'x'",
+        ),
+        (
+            vec![
+                "http",
+                "--json",
+                bad_json.to_str().unwrap(),
+                "http://127.0.0.1:1/",
+            ],
+            "missing/dir",
+        ),
+        (vec!["http"], "URL"),
+    ];
+    for (args, needle) in rows {
+        let o = bolide(&args);
+        assert_eq!(o.code, 2, "{args:?}: {}", o.err);
+        assert!(o.err.contains(needle), "{args:?}: {}", o.err);
+    }
+}
+
+#[test]
+fn nothing_reachable_exits_3() {
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", dead.local_addr().unwrap());
+    drop(dead);
+    let o = bolide(&["http", "-n", "10", &url]);
+    assert_eq!(o.code, 3, "{}", o.err);
+    assert!(o.err.contains("no target is reachable"), "{}", o.err);
+    assert!(o.err.contains("refused"), "{}", o.err);
+}
