@@ -45,23 +45,12 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
                 _ => exit::USAGE,
             };
             let text = e.render().ansi().to_string();
-            let text = if io.live {
-                text
-            } else {
-                e.render().to_string()
-            };
-            let _ = if code == exit::OK {
-                write!(io.out, "{text}")
-            } else {
-                write!(io.err, "{text}")
-            };
+            let text = if io.live { text } else { e.render().to_string() };
+            let _ = if code == exit::OK { write!(io.out, "{text}") } else { write!(io.err, "{text}") };
             return code;
         }
     };
-    let command_line: Vec<String> = args
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
+    let command_line: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     match cli.command {
         Command::Http(a) => http(&a, command_line, io, cancel),
         Command::Serve(a) => serve(&a, io, cancel),
@@ -70,12 +59,7 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
 }
 
 /// `bolide http`.
-pub fn http(
-    args: &HttpArgs,
-    command_line: Vec<String>,
-    io: &mut Io,
-    cancel: &CancellationToken,
-) -> i32 {
+pub fn http(args: &HttpArgs, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> i32 {
     let plan = match plan::http_plan(args) {
         Ok(p) => p,
         Err(e) => {
@@ -86,12 +70,7 @@ pub fn http(
     run_http_plan(&plan, command_line, io, cancel)
 }
 
-fn run_http_plan(
-    plan: &HttpPlan,
-    command_line: Vec<String>,
-    io: &mut Io,
-    cancel: &CancellationToken,
-) -> i32 {
+fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> i32 {
     let live = io.live && !plan.quiet;
     let err = &mut *io.err;
     let mut progress = |p: &engine::Progress| {
@@ -139,11 +118,7 @@ fn run_http_plan(
     if let Some(path) = &plan.gnuplot {
         match gnuplot::assemble(path, &output.gnuplot_parts) {
             Ok(()) if !plan.quiet => {
-                let _ = writeln!(
-                    io.out,
-                    "Per-request data (ab -g layout): {}",
-                    path.display()
-                );
+                let _ = writeln!(io.out, "Per-request data (ab -g layout): {}", path.display());
             }
             Ok(()) => {}
             Err(e) => {
@@ -163,10 +138,7 @@ pub fn result_doc(plan: &HttpPlan, o: &RunOutput, command_line: Vec<String>) -> 
     result::ResultDoc {
         format: result::FORMAT.to_string(),
         version: result::VERSION,
-        tool: result::Tool {
-            name: "bolide".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-        },
+        tool: result::Tool { name: "bolide".into(), version: env!("CARGO_PKG_VERSION").into() },
         kind: "http".into(),
         command_line,
         started_at: humantime::format_rfc3339_millis(o.started_at).to_string(),
@@ -177,63 +149,37 @@ pub fn result_doc(plan: &HttpPlan, o: &RunOutput, command_line: Vec<String>) -> 
         targets: urls,
         summary,
         timeline: o.timeline.clone(),
-        histograms: result::Histograms {
-            latency_us: hist::encode(&all.latency_us),
-        },
+        histograms: result::Histograms { latency_us: hist::encode(&all.latency_us) },
     }
 }
 
 /// Facts about this machine for the result document.
 pub fn host() -> result::Host {
     result::Host {
-        cores: std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1),
+        cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         os: std::env::consts::OS.into(),
         arch: std::env::consts::ARCH.into(),
-        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default(),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default(),
     }
 }
 
 /// `bolide serve`: the reference server until Ctrl-C.
 pub fn serve(args: &ServeArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
     let Ok(ip) = args.host.parse::<std::net::IpAddr>() else {
-        let _ = writeln!(
-            io.err,
-            "error: --host {:?} is not an IP address (e.g. 127.0.0.1 or ::1)",
-            args.host
-        );
+        let _ = writeln!(io.err, "error: --host {:?} is not an IP address (e.g. 127.0.0.1 or ::1)", args.host);
         return exit::USAGE;
     };
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
-    let config = refserver::Config {
-        addr: (ip, args.port).into(),
-        threads: cores,
-    };
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let config = refserver::Config { addr: (ip, args.port).into(), threads: cores };
     let server = match refserver::Server::start(config) {
         Ok(s) => s,
         Err(e) => {
-            let _ = writeln!(
-                io.err,
-                "error: cannot listen on {}:{}: {e}",
-                args.host, args.port
-            );
+            let _ = writeln!(io.err, "error: cannot listen on {}:{}: {e}", args.host, args.port);
             return exit::RUN;
         }
     };
-    let _ = writeln!(
-        io.out,
-        "bolide reference server on {} (Ctrl-C stops it)",
-        server.base_url()
-    );
-    let _ = writeln!(
-        io.out,
-        "  endpoints: /ok  /bytes/N  /delay/MS  /status/CODE"
-    );
+    let _ = writeln!(io.out, "bolide reference server on {} (Ctrl-C stops it)", server.base_url());
+    let _ = writeln!(io.out, "  endpoints: /ok  /bytes/N  /delay/MS  /status/CODE");
     let _ = io.out.flush();
     while !cancel.is_cancelled() {
         std::thread::sleep(Duration::from_millis(50));
@@ -245,12 +191,7 @@ pub fn serve(args: &ServeArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
 }
 
 /// `bolide demo`: the reference server in-process and a short HTTP benchmark against it.
-pub fn demo(
-    args: &DemoArgs,
-    command_line: Vec<String>,
-    io: &mut Io,
-    cancel: &CancellationToken,
-) -> i32 {
+pub fn demo(args: &DemoArgs, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> i32 {
     if let Err(e) = plan::parse_duration("-d/--duration", &args.duration) {
         let _ = writeln!(io.err, "error: {e}");
         return exit::USAGE;
@@ -268,37 +209,18 @@ pub fn demo(
         "bolide demo: reference server on {} (in-process, one thread); HTTP load on {url}\n",
         server.base_url()
     );
-    let mut argv = vec![
-        "bolide".to_string(),
-        "http".into(),
-        "-c".into(),
-        args.connections.to_string(),
-    ];
-    argv.extend([
-        "-d".into(),
-        args.duration.clone(),
-        "-t".into(),
-        "1".into(),
-        url,
-    ]);
+    let mut argv = vec!["bolide".to_string(), "http".into(), "-c".into(), args.connections.to_string()];
+    argv.extend(["-d".into(), args.duration.clone(), "-t".into(), "1".into(), url]);
     let http_args = match Cli::try_parse_from(&argv).map(|c| c.command) {
-        Ok(Command::Http(a)) => a,
+        Ok(Command::Http(a)) => *a,
         _ => {
-            let _ = writeln!(
-                io.err,
-                "error: -c/--connections {} is not usable",
-                args.connections
-            );
+            let _ = writeln!(io.err, "error: -c/--connections {} is not usable", args.connections);
             return exit::USAGE;
         }
     };
     let code = http(&http_args, command_line, io, cancel);
     let served = server.requests();
     server.shutdown();
-    let _ = writeln!(
-        io.out,
-        "\nThe server counted {} requests.",
-        term::count(served)
-    );
+    let _ = writeln!(io.out, "\nThe server counted {} requests.", term::count(served));
     code
 }

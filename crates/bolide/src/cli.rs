@@ -19,7 +19,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Load HTTP/1.1 servers: fixed connections or a fixed rate, keep-alive or not.
-    Http(HttpArgs),
+    Http(Box<HttpArgs>),
     /// Run the reference server (HTTP test endpoints) until Ctrl-C.
     Serve(ServeArgs),
     /// Start the reference server in-process and benchmark it: works on a fresh machine.
@@ -43,12 +43,7 @@ pub struct HttpArgs {
     pub connections: usize,
 
     /// How long to run, e.g. 30s, 2m, 1m30s [default: 10s unless -n is given].
-    #[arg(
-        short = 'd',
-        long,
-        value_name = "DURATION",
-        conflicts_with = "requests"
-    )]
+    #[arg(short = 'd', long, value_name = "DURATION", conflicts_with = "requests")]
     pub duration: Option<String>,
 
     /// Total requests to send, then stop.

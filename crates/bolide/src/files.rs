@@ -7,10 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// A hidden sibling of `dest` with a purpose tag and this process's id.
 pub fn sibling(dest: &Path, tag: &str) -> PathBuf {
-    let name = dest
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     dest.with_file_name(format!(".{name}.{tag}.{}", std::process::id()))
 }
 
@@ -31,10 +28,7 @@ pub fn check_writable(dest: &Path) -> Result<(), String> {
 
 /// Writes `dest` through `fill` into a temporary sibling, then renames it into place; on any
 /// error the temporary file is removed and `dest` is untouched.
-pub fn write_atomically(
-    dest: &Path,
-    fill: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
-) -> io::Result<()> {
+pub fn write_atomically(dest: &Path, fill: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>) -> io::Result<()> {
     let tmp = sibling(dest, "tmp");
     let result = (|| {
         let mut w = BufWriter::new(File::create(&tmp)?);
@@ -64,11 +58,7 @@ mod tests {
         });
         assert!(err.is_err());
         assert_eq!(std::fs::read_to_string(&dest).unwrap(), "first");
-        assert_eq!(
-            std::fs::read_dir(dir.path()).unwrap().count(),
-            1,
-            "no temporary left"
-        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary left");
     }
 
     #[test]
@@ -77,9 +67,7 @@ mod tests {
         let missing = dir.path().join("no/such/dir/r.json");
         let msg = check_writable(&missing).unwrap_err();
         assert!(msg.contains("no/such/dir"), "{msg}");
-        assert!(check_writable(dir.path())
-            .unwrap_err()
-            .contains("is a directory"));
+        assert!(check_writable(dir.path()).unwrap_err().contains("is a directory"));
         assert!(check_writable(&dir.path().join("ok.json")).is_ok());
     }
 }

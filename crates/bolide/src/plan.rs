@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cli::HttpArgs;
-use crate::engine::pacer::{Pacer, Stop};
+use crate::engine::pacer::{Pacer, Slice, Stop};
 use crate::files;
 use crate::proto::http::{build_request, RequestSpec, Target};
 use crate::stats::result::HttpSettings;
@@ -60,9 +60,7 @@ pub fn parse_duration(flag: &str, text: &str) -> Result<Duration, String> {
     match parsed {
         Ok(d) if d.is_zero() => Err(format!("{flag} {text:?} must be longer than zero")),
         Ok(d) => Ok(d),
-        Err(why) => Err(format!(
-            "{flag} {text:?} is not a duration ({why}); use e.g. 30s, 2m, 1m30s, 500ms"
-        )),
+        Err(why) => Err(format!("{flag} {text:?} is not a duration ({why}); use e.g. 30s, 2m, 1m30s, 500ms")),
     }
 }
 
@@ -75,30 +73,20 @@ fn target(raw: &str, spec: &RequestSpec) -> Result<Target, String> {
             format!("URL {raw:?} is not valid: {e}")
         }
     })?;
-    let tls =
-        match url.scheme() {
-            "http" => false,
-            "https" => true,
-            other if !raw.contains("://") => return Err(format!(
-                "URL {raw:?} has no scheme ({other:?} read as one); did you mean http://{raw} ?"
-            )),
-            other => {
-                return Err(format!(
-                    "URL {raw:?}: scheme {other}:// is not supported; use http:// or https://"
-                ))
-            }
-        };
-    let host = url
-        .host_str()
-        .filter(|h| !h.is_empty())
-        .ok_or_else(|| format!("URL {raw:?} has no host"))?;
+    let tls = match url.scheme() {
+        "http" => false,
+        "https" => true,
+        other if !raw.contains("://") => {
+            return Err(format!("URL {raw:?} has no scheme ({other:?} read as one); did you mean http://{raw} ?"))
+        }
+        other => return Err(format!("URL {raw:?}: scheme {other}:// is not supported; use http:// or https://")),
+    };
+    let host = url.host_str().filter(|h| !h.is_empty()).ok_or_else(|| format!("URL {raw:?} has no host"))?;
     let port = url.port_or_known_default().unwrap_or(80);
     // Brackets of an IPv6 literal are URL syntax, not part of the address.
     let bare = host.trim_start_matches('[').trim_end_matches(']');
-    let addrs: Vec<_> = (bare, port)
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve host {bare:?} of {raw:?}: {e}"))?
-        .collect();
+    let addrs: Vec<_> =
+        (bare, port).to_socket_addrs().map_err(|e| format!("cannot resolve host {bare:?} of {raw:?}: {e}"))?.collect();
     if addrs.is_empty() {
         return Err(format!("host {bare:?} of {raw:?} resolves to no address"));
     }
@@ -114,17 +102,13 @@ fn target(raw: &str, spec: &RequestSpec) -> Result<Target, String> {
 
 fn header(raw: &str) -> Result<(String, String), String> {
     match raw.split_once(':') {
-        Some((name, value)) if is_token(name.trim()) => {
-            Ok((name.trim().to_string(), value.trim().to_string()))
-        }
+        Some((name, value)) if is_token(name.trim()) => Ok((name.trim().to_string(), value.trim().to_string())),
         _ => Err(format!("header {raw:?} must look like 'Name: value'")),
     }
 }
 
 fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 /// Builds the plan for `bolide http`, or every reason it cannot be built.
@@ -147,9 +131,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
     }
     if let Some(r) = args.rps {
         if !(r.is_finite() && r > 0.0) {
-            check(Err(format!(
-                "--rps {r} must be a positive number of requests per second"
-            )));
+            check(Err(format!("--rps {r} must be a positive number of requests per second")));
         }
     }
     let method = args.method.trim().to_string();
@@ -157,20 +139,13 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         check(Err(format!("-m/--method {method:?} is not an HTTP method")));
     }
     let duration = match &args.duration {
-        Some(text) => parse_duration("-d/--duration", text)
-            .map_err(|e| check(Err(e)))
-            .ok(),
+        Some(text) => parse_duration("-d/--duration", text).map_err(|e| check(Err(e))).ok(),
         None if args.requests.is_none() => Some(DEFAULT_DURATION),
         None => None,
     };
-    let timeout = parse_duration("--timeout", &args.timeout)
-        .map_err(|e| check(Err(e)))
-        .ok();
-    let headers: Vec<(String, String)> = args
-        .headers
-        .iter()
-        .filter_map(|h| header(h).map_err(|e| check(Err(e))).ok())
-        .collect();
+    let timeout = parse_duration("--timeout", &args.timeout).map_err(|e| check(Err(e))).ok();
+    let headers: Vec<(String, String)> =
+        args.headers.iter().filter_map(|h| header(h).map_err(|e| check(Err(e))).ok()).collect();
     let body = match (&args.body, &args.body_file) {
         (Some(b), _) => b.clone().into_bytes(),
         (None, Some(path)) => std::fs::read(path)
@@ -181,25 +156,15 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
     for path in [&args.json, &args.gnuplot].into_iter().flatten() {
         check(files::check_writable(path));
     }
-    let spec = RequestSpec {
-        method: method.clone(),
-        headers: headers.clone(),
-        body,
-        keep_alive: !args.no_keepalive,
-    };
-    let targets: Vec<Target> = args
-        .urls
-        .iter()
-        .filter_map(|u| target(u, &spec).map_err(|e| check(Err(e))).ok())
-        .collect();
+    let spec = RequestSpec { method: method.clone(), headers: headers.clone(), body, keep_alive: !args.no_keepalive };
+    let targets: Vec<Target> =
+        args.urls.iter().filter_map(|u| target(u, &spec).map_err(|e| check(Err(e))).ok()).collect();
 
     if !problems.is_empty() {
         return Err(ConfigError(problems));
     }
     let connections = args.connections;
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let threads = args.threads.unwrap_or(cores).min(connections);
     let timeout = timeout.expect("checked above");
     let settings = HttpSettings {
@@ -219,13 +184,8 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         targets,
         connections,
         threads,
-        pacer: args
-            .rps
-            .map_or(Pacer::Closed, |per_s| Pacer::Rate { per_s }),
-        stop: Stop {
-            time: duration,
-            count: args.requests,
-        },
+        pacer: args.rps.map_or(Pacer::Closed, |per_s| Pacer::Rate { per_s, slice: Slice::WHOLE }),
+        stop: Stop { time: duration, count: args.requests },
         timeout,
         keep_alive: !args.no_keepalive,
         insecure: args.insecure,
@@ -274,54 +234,20 @@ mod tests {
     fn defaults() {
         let p = plan(&["http://127.0.0.1:9/"]).unwrap();
         assert_eq!(p.connections, 10);
-        assert_eq!(
-            p.stop,
-            Stop {
-                time: Some(DEFAULT_DURATION),
-                count: None
-            }
-        );
+        assert_eq!(p.stop, Stop { time: Some(DEFAULT_DURATION), count: None });
         assert_eq!(p.pacer, Pacer::Closed);
         assert_eq!(p.timeout, Duration::from_secs(10));
         assert!(p.keep_alive);
-        let p = plan(&[
-            "-n",
-            "5",
-            "-c",
-            "1",
-            "-t",
-            "4",
-            "--rps",
-            "50",
-            "http://127.0.0.1:9/",
-        ])
-        .unwrap();
-        assert_eq!(
-            p.stop,
-            Stop {
-                time: None,
-                count: Some(5)
-            }
-        );
+        let p = plan(&["-n", "5", "-c", "1", "-t", "4", "--rps", "50", "http://127.0.0.1:9/"]).unwrap();
+        assert_eq!(p.stop, Stop { time: None, count: Some(5) });
         assert_eq!(p.threads, 1, "never more threads than connections");
-        assert_eq!(p.pacer, Pacer::Rate { per_s: 50.0 });
+        assert_eq!(p.pacer, Pacer::Rate { per_s: 50.0, slice: Slice::WHOLE });
     }
 
     #[test]
     fn every_problem_is_reported_at_once() {
-        let err = plan(&[
-            "-c",
-            "0",
-            "--rps",
-            "-5",
-            "--timeout",
-            "x",
-            "-H",
-            "novalue",
-            "ftp://h/",
-            "localhost:80",
-        ])
-        .unwrap_err();
+        let err = plan(&["-c", "0", "--rps", "-5", "--timeout", "x", "-H", "novalue", "ftp://h/", "localhost:80"])
+            .unwrap_err();
         let text = err.to_string();
         for needle in [
             "-c/--connections",
@@ -338,18 +264,10 @@ mod tests {
 
     #[test]
     fn unresolvable_host_and_unreadable_body_file() {
-        let err = plan(&[
-            "--body-file",
-            "/no/such/file",
-            "http://no-such-host.invalid/",
-        ])
-        .unwrap_err();
+        let err = plan(&["--body-file", "/no/such/file", "http://no-such-host.invalid/"]).unwrap_err();
         let text = err.to_string();
         assert!(text.contains("--body-file /no/such/file"), "{text}");
-        assert!(
-            text.contains("cannot resolve host \"no-such-host.invalid\""),
-            "{text}"
-        );
+        assert!(text.contains("cannot resolve host \"no-such-host.invalid\""), "{text}");
     }
 
     #[test]

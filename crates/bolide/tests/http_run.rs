@@ -21,11 +21,7 @@ fn exact_request_count_against_the_reference_server() {
     assert_eq!(doc.summary.errors, 0);
     assert_eq!(doc.summary.sent, 1000);
     assert_eq!(doc.summary.status["200"], 1000);
-    assert_eq!(
-        server.requests(),
-        1000,
-        "the server saw exactly what bolide sent"
-    );
+    assert_eq!(server.requests(), 1000, "the server saw exactly what bolide sent");
     // Keep-alive: one connection per slot, plus the reachability probe before the run.
     assert_eq!(doc.summary.connects, 10);
     assert_eq!(server.connections(), 11);
@@ -33,10 +29,7 @@ fn exact_request_count_against_the_reference_server() {
     assert_eq!(doc.summary.bytes_in % 1000, 0);
     assert!(o.out.contains("1,000 responses"), "{}", o.out);
     let timeline_total: u64 = doc.timeline.iter().map(|s| s.responses).sum();
-    assert_eq!(
-        timeline_total, 1000,
-        "the timeline accounts for every response"
-    );
+    assert_eq!(timeline_total, 1000, "the timeline accounts for every response");
 }
 
 #[test]
@@ -47,25 +40,16 @@ fn several_urls_share_the_connections_and_their_counts_add_up() {
         format!("{}/bytes/1000", server.base_url()),
         format!("{}/status/503", server.base_url()),
     ];
-    let (o, doc) = http_json(&[
-        "-n", "900", "-c", "6", "-t", "2", &urls[0], &urls[1], &urls[2],
-    ]);
+    let (o, doc) = http_json(&["-n", "900", "-c", "6", "-t", "2", &urls[0], &urls[1], &urls[2]]);
     assert_eq!(doc.per_target.len(), 3);
     let per: Vec<u64> = doc.per_target.iter().map(|t| t.responses).collect();
     assert_eq!(per.iter().sum::<u64>(), 900, "{per:?}");
-    assert!(
-        per.iter().all(|&n| n > 0),
-        "round-robin gives every URL connections: {per:?}"
-    );
+    assert!(per.iter().all(|&n| n > 0), "round-robin gives every URL connections: {per:?}");
     assert_eq!(doc.per_target[2].status["503"], per[2]);
     assert_eq!(doc.summary.non_2xx_3xx, per[2]);
     assert!(doc.per_target[1].bytes_in >= per[1] * 1000);
     assert_eq!(server.requests(), 900);
-    assert!(
-        o.out.contains("/bytes/1000"),
-        "per-URL table printed:\n{}",
-        o.out
-    );
+    assert!(o.out.contains("/bytes/1000"), "per-URL table printed:\n{}", o.out);
 }
 
 #[test]
@@ -104,11 +88,7 @@ fn post_bodies_and_head_requests() {
     let url = format!("{}/bytes/100000", server.base_url());
     let (_, doc) = http_json(&["-n", "20", "-c", "2", "-m", "HEAD", "--timeout", "2s", &url]);
     assert_eq!((doc.summary.responses, doc.summary.errors), (20, 0));
-    assert!(
-        doc.summary.bytes_in < 20 * 1000,
-        "heads only: {}",
-        doc.summary.bytes_in
-    );
+    assert!(doc.summary.bytes_in < 20 * 1000, "heads only: {}", doc.summary.bytes_in);
     assert_eq!(server.requests(), 70);
 }
 
@@ -119,27 +99,20 @@ fn chunked_and_huge_bodies_are_streamed() {
     });
     let (_, doc) = http_json(&["-n", "100", "-c", "2", &chunked.url("/")]);
     assert_eq!((doc.summary.responses, doc.summary.errors), (100, 0));
-    assert_eq!(
-        chunked.accepted.load(std::sync::atomic::Ordering::Relaxed),
-        3,
-        "keep-alive over chunked bodies"
-    );
+    assert_eq!(chunked.accepted.load(std::sync::atomic::Ordering::Relaxed), 3, "keep-alive over chunked bodies");
 
     let server = refserver();
     let url = format!("{}/bytes/{}", server.base_url(), 64 << 20);
     let (_, doc) = http_json(&["-n", "4", "-c", "2", &url]);
     assert_eq!(doc.summary.responses, 4);
-    assert!(
-        doc.summary.bytes_in > 4 * (64 << 20),
-        "{}",
-        doc.summary.bytes_in
-    );
+    assert!(doc.summary.bytes_in > 4 * (64 << 20), "{}", doc.summary.bytes_in);
 }
 
 #[test]
 fn misbehaving_servers_are_counted_by_class_and_the_run_goes_on() {
     // Each row: server behaviour, error class expected for every request.
-    let rows: [(fn(TcpStream), &str); 6] = [
+    type Behaviour = fn(TcpStream);
+    let rows: [(Behaviour, &str); 6] = [
         // Garbage instead of a status line.
         (
             |mut s| {
@@ -153,10 +126,8 @@ fn misbehaving_servers_are_counted_by_class_and_the_run_goes_on() {
         (
             |mut s| {
                 if read_head(&mut s) {
-                    let _ = s.write_all(
-                        format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\n\r\n", "a".repeat(200_000))
-                            .as_bytes(),
-                    );
+                    let _ =
+                        s.write_all(format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\n\r\n", "a".repeat(200_000)).as_bytes());
                 }
             },
             "malformed",
@@ -196,34 +167,13 @@ fn misbehaving_servers_are_counted_by_class_and_the_run_goes_on() {
     ];
     for (i, (behaviour, want)) in rows.into_iter().enumerate() {
         let server = fake(behaviour);
-        let (o, doc) = http_json(&[
-            "-n",
-            "12",
-            "-c",
-            "3",
-            "--timeout",
-            "300ms",
-            &server.url("/"),
-        ]);
+        let (o, doc) = http_json(&["-n", "12", "-c", "3", "--timeout", "300ms", &server.url("/")]);
         assert_eq!(doc.summary.responses, 0, "row {i}");
-        assert_eq!(
-            class(&doc, want),
-            12,
-            "row {i}: {:?}\n{}",
-            doc.summary.errors_by_class,
-            o.err
-        );
+        assert_eq!(class(&doc, want), 12, "row {i}: {:?}\n{}", doc.summary.errors_by_class, o.err);
         assert_eq!(doc.summary.errors, 12, "row {i}");
-        assert!(
-            o.err.contains(&format!("first {want} error")),
-            "row {i}: {}",
-            o.err
-        );
+        assert!(o.err.contains(&format!("first {want} error")), "row {i}: {}", o.err);
         // Each failed connection was replaced by a new one.
-        assert!(
-            server.accepted.load(std::sync::atomic::Ordering::Relaxed) >= 12,
-            "row {i}"
-        );
+        assert!(server.accepted.load(std::sync::atomic::Ordering::Relaxed) >= 12, "row {i}");
     }
 }
 
@@ -235,16 +185,9 @@ fn a_timed_run_against_a_stalled_server_ends_on_time() {
     });
     let begin = Instant::now();
     let (_, doc) = http_json(&["-d", "1s", "-c", "4", "--timeout", "30s", &stall.url("/")]);
-    assert!(
-        begin.elapsed() < Duration::from_secs(4),
-        "took {:?}",
-        begin.elapsed()
-    );
+    assert!(begin.elapsed() < Duration::from_secs(4), "took {:?}", begin.elapsed());
     assert_eq!(doc.summary.responses, 0);
-    assert_eq!(
-        doc.summary.unfinished, 4,
-        "the four stalled requests are reported as cut off"
-    );
+    assert_eq!(doc.summary.unfinished, 4, "the four stalled requests are reported as cut off");
 }
 
 #[test]
@@ -257,10 +200,7 @@ fn an_unreachable_url_among_others_is_counted_not_fatal() {
     let (_, doc) = http_json(&["-n", "100", "-c", "2", "-t", "1", &ok, &dead_url]);
     assert_eq!(doc.per_target[0].responses + doc.per_target[1].errors, 100);
     assert!(doc.per_target[0].responses > 0);
-    assert_eq!(
-        doc.per_target[1].errors_by_class["connect"],
-        doc.per_target[1].errors
-    );
+    assert_eq!(doc.per_target[1].errors_by_class["connect"], doc.per_target[1].errors);
     assert!(doc.per_target[1].errors > 0);
 }
 
@@ -270,18 +210,7 @@ fn gnuplot_file_has_ab_header_and_one_line_per_request() {
     let dir = tempfile::tempdir().unwrap();
     let plot = dir.path().join("plot.tsv");
     let url = format!("{}/ok", server.base_url());
-    let o = bolide(&[
-        "http",
-        "-n",
-        "500",
-        "-c",
-        "5",
-        "-t",
-        "2",
-        "--gnuplot",
-        plot.to_str().unwrap(),
-        &url,
-    ]);
+    let o = bolide(&["http", "-n", "500", "-c", "5", "-t", "2", "--gnuplot", plot.to_str().unwrap(), &url]);
     assert_eq!(o.code, 0, "{}", o.err);
     let text = std::fs::read_to_string(&plot).unwrap();
     let lines: Vec<&str> = text.lines().collect();
@@ -294,11 +223,7 @@ fn gnuplot_file_has_ab_header_and_one_line_per_request() {
         assert_eq!(n[1] + n[2], n[3].max(n[1]), "ctime + dtime = ttime: {line}");
         assert!(n[4] <= n[3], "wait within total: {line}");
     }
-    assert_eq!(
-        std::fs::read_dir(dir.path()).unwrap().count(),
-        1,
-        "no part files left behind"
-    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no part files left behind");
 }
 
 #[test]
@@ -316,25 +241,10 @@ fn ctrl_c_stops_the_run_and_still_reports() {
     let url = format!("{}/delay/5", server.base_url());
     let begin = Instant::now();
     let o = bolide_with_cancel(
-        &[
-            "http",
-            "-d",
-            "60s",
-            "-c",
-            "4",
-            "--json",
-            json.to_str().unwrap(),
-            "--gnuplot",
-            plot.to_str().unwrap(),
-            &url,
-        ],
+        &["http", "-d", "60s", "-c", "4", "--json", json.to_str().unwrap(), "--gnuplot", plot.to_str().unwrap(), &url],
         &cancel,
     );
-    assert!(
-        begin.elapsed() < Duration::from_secs(10),
-        "stopped early: {:?}",
-        begin.elapsed()
-    );
+    assert!(begin.elapsed() < Duration::from_secs(10), "stopped early: {:?}", begin.elapsed());
     assert_eq!(o.code, 0, "{}", o.err);
     assert!(o.out.contains("interrupted"), "{}", o.out);
     let doc = read_doc(&json);
@@ -351,28 +261,11 @@ fn usage_errors_exit_2_with_a_clear_message() {
     // Each row: arguments, text the message must contain.
     let rows: Vec<(Vec<&str>, &str)> = vec![
         (vec!["http", "--bogus", "http://127.0.0.1:1/"], "--bogus"),
-        (
-            vec!["http", "-d", "1s", "-n", "5", "http://127.0.0.1:1/"],
-            "cannot be used with",
-        ),
-        (
-            vec!["http", "-b", "x", "--body-file", "f", "http://127.0.0.1:1/"],
-            "cannot be used with",
-        ),
+        (vec!["http", "-d", "1s", "-n", "5", "http://127.0.0.1:1/"], "cannot be used with"),
+        (vec!["http", "-b", "x", "--body-file", "f", "http://127.0.0.1:1/"], "cannot be used with"),
         (vec!["http", "not a url"], "no scheme"),
-        (
-            vec!["http", "-c", "x", "http://127.0.0.1:1/"],
-            "invalid value 'x'",
-        ),
-        (
-            vec![
-                "http",
-                "--json",
-                bad_json.to_str().unwrap(),
-                "http://127.0.0.1:1/",
-            ],
-            "missing/dir",
-        ),
+        (vec!["http", "-c", "x", "http://127.0.0.1:1/"], "invalid value 'x'"),
+        (vec!["http", "--json", bad_json.to_str().unwrap(), "http://127.0.0.1:1/"], "missing/dir"),
         (vec!["http"], "URL"),
     ];
     for (args, needle) in rows {

@@ -41,10 +41,7 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config {
-            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            threads: 1,
-        }
+        Config { addr: SocketAddr::from(([127, 0, 0, 1], 0)), threads: 1 }
     }
 }
 
@@ -79,23 +76,16 @@ impl Server {
         let counters = Arc::new(Counters::default());
         let (stop_tx, stop_rx) = watch::channel(false);
         let c = Arc::clone(&counters);
-        let thread = std::thread::Builder::new()
-            .name("refserver-main".into())
-            .spawn(move || {
-                rt.block_on(async move {
-                    match TcpListener::from_std(listener) {
-                        Ok(listener) => accept_loop(listener, c, stop_rx).await,
-                        Err(e) => eprintln!("refserver: cannot listen: {e}"),
-                    }
-                });
-                rt.shutdown_timeout(Duration::from_secs(1));
-            })?;
-        Ok(Server {
-            addr,
-            counters,
-            stop: Some(stop_tx),
-            thread: Some(thread),
-        })
+        let thread = std::thread::Builder::new().name("refserver-main".into()).spawn(move || {
+            rt.block_on(async move {
+                match TcpListener::from_std(listener) {
+                    Ok(listener) => accept_loop(listener, c, stop_rx).await,
+                    Err(e) => eprintln!("refserver: cannot listen: {e}"),
+                }
+            });
+            rt.shutdown_timeout(Duration::from_secs(1));
+        })?;
+        Ok(Server { addr, counters, stop: Some(stop_tx), thread: Some(thread) })
     }
 
     /// The address it listens on.
@@ -139,11 +129,7 @@ impl Drop for Server {
     }
 }
 
-async fn accept_loop(
-    listener: TcpListener,
-    counters: Arc<Counters>,
-    mut stop: watch::Receiver<bool>,
-) {
+async fn accept_loop(listener: TcpListener, counters: Arc<Counters>, mut stop: watch::Receiver<bool>) {
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -187,16 +173,9 @@ impl Body {
 }
 
 fn route(path: &str) -> Reply {
-    let ok = |body| Reply {
-        status: 200,
-        body,
-        delay: Duration::ZERO,
-    };
+    let ok = |body| Reply { status: 200, body, delay: Duration::ZERO };
     let path = path.split('?').next().unwrap_or(path);
-    let number = |prefix: &str| {
-        path.strip_prefix(prefix)
-            .and_then(|n| n.parse::<u64>().ok())
-    };
+    let number = |prefix: &str| path.strip_prefix(prefix).and_then(|n| n.parse::<u64>().ok());
     if path == "/ok" {
         ok(Body::Static(b"OK"))
     } else if path == "/" {
@@ -211,23 +190,11 @@ fn route(path: &str) -> Reply {
         }
         ok(Body::Repeat(n))
     } else if let Some(ms) = number("/delay/") {
-        Reply {
-            status: 200,
-            body: Body::Static(b"OK"),
-            delay: Duration::from_millis(ms.min(MAX_DELAY_MS)),
-        }
+        Reply { status: 200, body: Body::Static(b"OK"), delay: Duration::from_millis(ms.min(MAX_DELAY_MS)) }
     } else if let Some(code) = number("/status/").filter(|c| (200..600).contains(c)) {
-        Reply {
-            status: code as u16,
-            body: Body::Text(format!("{code}\n")),
-            delay: Duration::ZERO,
-        }
+        Reply { status: code as u16, body: Body::Text(format!("{code}\n")), delay: Duration::ZERO }
     } else {
-        Reply {
-            status: 404,
-            body: Body::Static(b"not found\n"),
-            delay: Duration::ZERO,
-        }
+        Reply { status: 404, body: Body::Static(b"not found\n"), delay: Duration::ZERO }
     }
 }
 
@@ -278,10 +245,7 @@ async fn serve_connection(mut stream: TcpStream, counters: &Counters) -> io::Res
         };
         let mut headers = [httparse::EMPTY_HEADER; 64];
         let mut req = httparse::Request::new(&mut headers);
-        if !matches!(
-            req.parse(&buf[..head_len]),
-            Ok(httparse::Status::Complete(_))
-        ) {
+        if !matches!(req.parse(&buf[..head_len]), Ok(httparse::Status::Complete(_))) {
             return write_error(&mut stream, 400).await;
         }
         let head = req.method == Some("HEAD");
@@ -297,10 +261,7 @@ async fn serve_connection(mut stream: TcpStream, counters: &Counters) -> io::Res
                     keep_alive = true;
                 }
             } else if h.name.eq_ignore_ascii_case("content-length") {
-                match std::str::from_utf8(h.value)
-                    .ok()
-                    .and_then(|v| v.trim().parse().ok())
-                {
+                match std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse().ok()) {
                     Some(n) => body_len = n,
                     None => return write_error(&mut stream, 400).await,
                 }
@@ -330,9 +291,7 @@ async fn serve_connection(mut stream: TcpStream, counters: &Counters) -> io::Res
         counters.requests.fetch_add(1, Ordering::Relaxed);
         let no_body = head || reply.status == 204 || reply.status == 304;
         out.clear();
-        out.extend_from_slice(
-            format!("HTTP/1.1 {} {}\r\n", reply.status, reason(reply.status)).as_bytes(),
-        );
+        out.extend_from_slice(format!("HTTP/1.1 {} {}\r\n", reply.status, reason(reply.status)).as_bytes());
         if reply.status != 204 && reply.status != 304 {
             out.extend_from_slice(format!("Content-Length: {}\r\n", reply.body.len()).as_bytes());
         }
@@ -378,10 +337,7 @@ async fn serve_connection(mut stream: TcpStream, counters: &Counters) -> io::Res
 }
 
 async fn write_error(stream: &mut TcpStream, status: u16) -> io::Result<()> {
-    let msg = format!(
-        "HTTP/1.1 {status} {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-        reason(status)
-    );
+    let msg = format!("HTTP/1.1 {status} {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", reason(status));
     stream.write_all(msg.as_bytes()).await?;
     let _ = stream.shutdown().await;
     Ok(())
@@ -409,18 +365,11 @@ mod tests {
             ("/ok", "HTTP/1.1 200 OK", "OK".to_string()),
             ("/bytes/5", "HTTP/1.1 200 OK", "xxxxx".to_string()),
             ("/delay/20", "HTTP/1.1 200 OK", "OK".to_string()),
-            (
-                "/status/503",
-                "HTTP/1.1 503 Service Unavailable",
-                "503\n".to_string(),
-            ),
+            ("/status/503", "HTTP/1.1 503 Service Unavailable", "503\n".to_string()),
             ("/nope", "HTTP/1.1 404 Not Found", "not found\n".to_string()),
         ];
         for (path, status, body) in rows {
-            let resp = exchange(
-                server.addr(),
-                &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
-            );
+            let resp = exchange(server.addr(), &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
             assert!(resp.starts_with(status), "{path}: {resp}");
             assert!(resp.ends_with(&format!("\r\n\r\n{body}")), "{path}: {resp}");
         }
@@ -435,10 +384,7 @@ mod tests {
         let resp = exchange(server.addr(), two);
         assert_eq!(resp.matches("HTTP/1.1 200 OK").count(), 2, "{resp}");
         assert!(resp.contains("Content-Length: 100"), "{resp}");
-        assert!(
-            resp.ends_with("Connection: close\r\n\r\n"),
-            "HEAD has no body: {resp}"
-        );
+        assert!(resp.ends_with("Connection: close\r\n\r\n"), "HEAD has no body: {resp}");
         assert_eq!(server.connections(), 1);
     }
 

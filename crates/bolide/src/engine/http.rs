@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::task::LocalSet;
 use tokio_util::sync::CancellationToken;
 
-use super::pacer::{self, Next, Pacer, Stop};
+use super::pacer::{self, Next, Pacer, Slice, Stop};
 use crate::plan::HttpPlan;
 use crate::proto::http::{self, micros, tls::Connector, Connection, Target, Timings};
 use crate::stats::gnuplot::{Line, PartWriter};
@@ -72,17 +72,8 @@ impl std::fmt::Display for StartError {
 }
 
 enum Msg {
-    Tick {
-        t: u32,
-        span: Duration,
-        rec: Box<SecondRecorder>,
-    },
-    Done {
-        worker: usize,
-        rec: Box<WorkerRecorder>,
-        part: Option<std::path::PathBuf>,
-        error: Option<String>,
-    },
+    Tick { t: u32, span: Duration, rec: Box<SecondRecorder> },
+    Done { worker: usize, rec: Box<WorkerRecorder>, part: Option<std::path::PathBuf>, error: Option<String> },
 }
 
 /// One worker's slice of the plan.
@@ -95,38 +86,21 @@ pub struct Share {
     pub stop: Stop,
 }
 
-/// Splits connections, request count and rate across `threads` workers, proportionally to their
-/// connections, so that the shares add up exactly.
+/// Splits connections, request count and schedule across `threads` workers, by connections, so
+/// that the shares add up exactly to the whole.
 pub fn shares(connections: usize, threads: usize, pacer: Pacer, stop: Stop) -> Vec<Share> {
     let mut out = Vec::with_capacity(threads);
     let mut first = 0;
-    let mut count_given = 0;
     for i in 0..threads {
         let conns = connections / threads + usize::from(i < connections % threads);
-        let end = first + conns;
-        let count = stop.count.map(|n| {
-            // Cumulative rounding keeps the sum exact.
-            let upto = (u128::from(n) * end as u128 / connections as u128) as u64;
-            let mine = upto - count_given;
-            count_given = upto;
-            mine
-        });
+        let slice = Slice { stride: connections as u64, offset: first as u64, width: conns as u64 };
         let pacer = match pacer {
             Pacer::Closed => Pacer::Closed,
-            Pacer::Rate { per_s } => Pacer::Rate {
-                per_s: per_s * conns as f64 / connections as f64,
-            },
+            Pacer::Rate { per_s, .. } => Pacer::Rate { per_s, slice },
         };
-        out.push(Share {
-            first_connection: first,
-            connections: conns,
-            pacer,
-            stop: Stop {
-                time: stop.time,
-                count,
-            },
-        });
-        first = end;
+        let count = stop.count.map(|n| slice.count_below(n));
+        out.push(Share { first_connection: first, connections: conns, pacer, stop: Stop { time: stop.time, count } });
+        first += conns;
     }
     out
 }
@@ -135,16 +109,13 @@ pub fn shares(connections: usize, threads: usize, pacer: Pacer, stop: Stop) -> V
 fn preflight(targets: &[Target], timeout: Duration) -> Result<(), StartError> {
     let mut why = Vec::new();
     for t in targets {
-        let reached =
-            t.addrs
-                .iter()
-                .any(|a| match std::net::TcpStream::connect_timeout(a, timeout) {
-                    Ok(_) => true,
-                    Err(e) => {
-                        why.push(format!("{} ({a}): {e}", t.url));
-                        false
-                    }
-                });
+        let reached = t.addrs.iter().any(|a| match std::net::TcpStream::connect_timeout(a, timeout) {
+            Ok(_) => true,
+            Err(e) => {
+                why.push(format!("{} ({a}): {e}", t.url));
+                false
+            }
+        });
         if reached {
             return Ok(());
         }
@@ -211,12 +182,7 @@ pub fn run(
                     reported += 1;
                 }
             }
-            Msg::Done {
-                worker,
-                rec,
-                part,
-                error,
-            } => {
+            Msg::Done { worker, rec, part, error } => {
                 merged.merge(&rec);
                 parts[worker] = part;
                 if error.is_some() {
@@ -268,12 +234,7 @@ impl Worker {
     /// Reserves the next send, or None when the run is over for this worker.
     fn reserve(&self) -> Option<Instant> {
         let sent = self.reserved.get();
-        match pacer::next(
-            self.share.pacer,
-            self.share.stop,
-            self.start.elapsed(),
-            sent,
-        ) {
+        match pacer::next(self.share.pacer, self.share.stop, self.start.elapsed(), sent) {
             Next::Stop => None,
             Next::Send { due, .. } => {
                 self.reserved.set(sent + 1);
@@ -305,26 +266,13 @@ fn worker_main(
     let targets = plan.targets.len();
     let fail = |error: String| {
         let rec = Box::new(WorkerRecorder::new(targets));
-        let _ = tx.send(Msg::Done {
-            worker: index,
-            rec,
-            part: None,
-            error: Some(error),
-        });
+        let _ = tx.send(Msg::Done { worker: index, rec, part: None, error: Some(error) });
     };
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return fail(format!("cannot start the worker's event loop: {e}")),
     };
-    let gnuplot = match plan
-        .gnuplot
-        .as_deref()
-        .map(|p| PartWriter::create(p, index))
-        .transpose()
-    {
+    let gnuplot = match plan.gnuplot.as_deref().map(|p| PartWriter::create(p, index)).transpose() {
         Ok(g) => g,
         Err(e) => return fail(format!("cannot create the gnuplot part file: {e}")),
     };
@@ -352,9 +300,7 @@ fn worker_main(
         for c in 0..share.connections {
             let target = (share.first_connection + c) % targets;
             let w = Rc::clone(&worker);
-            tasks.push(tokio::task::spawn_local(async move {
-                connection_loop(&w, target).await
-            }));
+            tasks.push(tokio::task::spawn_local(async move { connection_loop(&w, target).await }));
         }
         let all_done = async {
             for t in tasks {
@@ -371,9 +317,7 @@ fn worker_main(
         };
         let deadline = async {
             match share.stop.time {
-                Some(t) => {
-                    tokio::time::sleep_until(tokio::time::Instant::from_std(start + t)).await
-                }
+                Some(t) => tokio::time::sleep_until(tokio::time::Instant::from_std(start + t)).await,
                 None => std::future::pending().await,
             }
         };
@@ -386,20 +330,13 @@ fn worker_main(
     }));
     // Dropping the LocalSet cancels requests still in flight: a timed run ends on time.
     drop(local);
-    let span = start
-        .elapsed()
-        .saturating_sub(Duration::from_secs(u64::from(ticks_sent)));
+    let span = start.elapsed().saturating_sub(Duration::from_secs(u64::from(ticks_sent)));
     send_tick(ticks_sent, span, &worker);
     let Ok(worker) = Rc::try_unwrap(worker) else {
         return fail("internal error: a connection task outlived its worker".into());
     };
     let mut error = worker.gnuplot_error.into_inner();
-    let part = match worker
-        .gnuplot
-        .into_inner()
-        .map(PartWriter::finish)
-        .transpose()
-    {
+    let part = match worker.gnuplot.into_inner().map(PartWriter::finish).transpose() {
         Ok(p) => p,
         Err(e) => {
             error = Some(format!("writing the gnuplot file: {e}"));
@@ -407,12 +344,7 @@ fn worker_main(
         }
     };
     let rec = Box::new(worker.rec.into_inner());
-    let _ = tx.send(Msg::Done {
-        worker: index,
-        rec,
-        part,
-        error,
-    });
+    let _ = tx.send(Msg::Done { worker: index, rec, part, error });
     drop(rt);
 }
 
@@ -426,9 +358,7 @@ async fn connection_loop(w: &Worker, target_index: usize) {
             tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
         }
         let sent_at = Instant::now();
-        w.rec
-            .borrow_mut()
-            .record_send(micros(sent_at.saturating_duration_since(due)));
+        w.rec.borrow_mut().record_send(micros(sent_at.saturating_duration_since(due)));
         let mut timings = Timings::default();
         let outcome = tokio::time::timeout(w.plan.timeout, async {
             if conn.is_none() {
@@ -437,10 +367,7 @@ async fn connection_loop(w: &Worker, target_index: usize) {
                 w.rec.borrow_mut().targets[target_index].connects += 1;
                 conn = Some(c);
             }
-            conn.as_mut()
-                .expect("connected above")
-                .exchange(target, &mut timings)
-                .await
+            conn.as_mut().expect("connected above").exchange(target, &mut timings).await
         })
         .await;
         let done = Instant::now();
@@ -448,12 +375,7 @@ async fn connection_loop(w: &Worker, target_index: usize) {
             Ok(Ok(resp)) => {
                 backoff = Duration::ZERO;
                 let bytes = resp.head_bytes + resp.body_bytes;
-                w.rec.borrow_mut().record_response(
-                    target_index,
-                    micros(done - due),
-                    resp.status,
-                    bytes,
-                );
+                w.rec.borrow_mut().record_response(target_index, micros(done - due), resp.status, bytes);
                 if !resp.keep_alive || !w.plan.keep_alive {
                     conn = None;
                 }
@@ -469,9 +391,7 @@ async fn connection_loop(w: &Worker, target_index: usize) {
             Ok(Err(failure)) => {
                 let connecting = conn.is_none();
                 conn = None;
-                w.rec
-                    .borrow_mut()
-                    .record_error(target_index, failure.class, &failure.detail);
+                w.rec.borrow_mut().record_error(target_index, failure.class, &failure.detail);
                 if connecting || matches!(failure.class, ErrorClass::Connect | ErrorClass::Tls) {
                     // Do not spin on a target that refuses: back off a little, up to a bound.
                     backoff = (backoff * 2).clamp(Duration::from_millis(1), MAX_RECONNECT_BACKOFF);
@@ -481,9 +401,7 @@ async fn connection_loop(w: &Worker, target_index: usize) {
             Err(_elapsed) => {
                 conn = None;
                 let detail = format!("no complete response within {:?}", w.plan.timeout);
-                w.rec
-                    .borrow_mut()
-                    .record_error(target_index, ErrorClass::Timeout, &detail);
+                w.rec.borrow_mut().record_error(target_index, ErrorClass::Timeout, &detail);
             }
         }
     }
@@ -503,25 +421,22 @@ mod tests {
             (5, 2, Some(1), None),
         ];
         for (conns, threads, count, rate) in rows {
-            let pacer = rate.map_or(Pacer::Closed, |per_s| Pacer::Rate { per_s });
+            let pacer = rate.map_or(Pacer::Closed, |per_s| Pacer::Rate { per_s, slice: Slice::WHOLE });
             let s = shares(conns, threads, pacer, Stop { time: None, count });
             assert_eq!(s.iter().map(|x| x.connections).sum::<usize>(), conns);
-            assert_eq!(
-                s.last().map(|x| x.first_connection + x.connections),
-                Some(conns)
-            );
+            assert_eq!(s.last().map(|x| x.first_connection + x.connections), Some(conns));
             if let Some(n) = count {
                 assert_eq!(s.iter().map(|x| x.stop.count.unwrap()).sum::<u64>(), n);
             }
-            if let Some(r) = rate {
-                let total: f64 = s
+            if rate.is_some() {
+                let widths: u64 = s
                     .iter()
                     .map(|x| match x.pacer {
-                        Pacer::Rate { per_s } => per_s,
-                        _ => 0.0,
+                        Pacer::Rate { slice, .. } => slice.width,
+                        _ => 0,
                     })
                     .sum();
-                assert!((total - r).abs() < 1e-9);
+                assert_eq!(widths, conns as u64);
             }
         }
     }

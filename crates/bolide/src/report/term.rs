@@ -31,7 +31,7 @@ pub fn count(v: u64) -> String {
     let s = v.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -50,29 +50,9 @@ fn row(out: &mut String, label: &str, cells: &[String]) {
 fn latency_rows(out: &mut String, l: &Latency) {
     let h = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     row(out, "Latency", &h(&["min", "mean", "stdev", "max"]));
-    row(
-        out,
-        "",
-        &[
-            us(l.min_us as f64),
-            us(l.mean_us),
-            us(l.stdev_us),
-            us(l.max_us as f64),
-        ],
-    );
-    row(
-        out,
-        "Percentiles",
-        &h(&["p50", "p75", "p90", "p99", "p99.9", "p99.99"]),
-    );
-    let p = [
-        l.p50_us,
-        l.p75_us,
-        l.p90_us,
-        l.p99_us,
-        l.p99_9_us,
-        l.p99_99_us,
-    ];
+    row(out, "", &[us(l.min_us as f64), us(l.mean_us), us(l.stdev_us), us(l.max_us as f64)]);
+    row(out, "Percentiles", &h(&["p50", "p75", "p90", "p99", "p99.9", "p99.99"]));
+    let p = [l.p50_us, l.p75_us, l.p90_us, l.p99_us, l.p99_9_us, l.p99_99_us];
     row(out, "", &p.map(|v| us(v as f64)));
 }
 
@@ -90,16 +70,8 @@ pub fn summary(doc: &ResultDoc) -> String {
         Some(r) => format!("fixed rate {r} req/s"),
         None => "as fast as answered".to_string(),
     };
-    let keep = if set.keep_alive {
-        "keep-alive"
-    } else {
-        "new connection per request"
-    };
-    let urls = if doc.targets.len() == 1 {
-        doc.targets[0].clone()
-    } else {
-        format!("{} URLs", doc.targets.len())
-    };
+    let keep = if set.keep_alive { "keep-alive" } else { "new connection per request" };
+    let urls = if doc.targets.len() == 1 { doc.targets[0].clone() } else { format!("{} URLs", doc.targets.len()) };
     let _ = writeln!(
         out,
         "bolide http {urls}: {} connections, {} threads, {bound}, {model}, {keep}",
@@ -134,48 +106,19 @@ pub fn summary(doc: &ResultDoc) -> String {
     latency_rows(&mut out, &s.latency);
     out.push('\n');
     let r = &s.rate;
-    row(
-        &mut out,
-        "Req/s",
-        &["1%", "2.5%", "50%", "97.5%", "avg", "stdev", "min"].map(String::from),
-    );
+    row(&mut out, "Req/s", &["1%", "2.5%", "50%", "97.5%", "avg", "stdev", "min"].map(String::from));
     let label = format!("({} s)", r.samples);
-    row(
-        &mut out,
-        &label,
-        &[r.p1, r.p2_5, r.p50, r.p97_5, r.mean, r.stdev, r.min].map(|v| format!("{v:.0}")),
-    );
+    row(&mut out, &label, &[r.p1, r.p2_5, r.p50, r.p97_5, r.mean, r.stdev, r.min].map(|v| format!("{v:.0}")));
     out.push('\n');
-    let status: Vec<String> = s
-        .status
-        .iter()
-        .map(|(k, v)| format!("{k}: {}", count(*v)))
-        .collect();
-    let status = if status.is_empty() {
-        "none".to_string()
-    } else {
-        status.join(", ")
-    };
+    let status: Vec<String> = s.status.iter().map(|(k, v)| format!("{k}: {}", count(*v))).collect();
+    let status = if status.is_empty() { "none".to_string() } else { status.join(", ") };
     let _ = writeln!(out, "  {:<14}{status}", "Status");
     if s.non_2xx_3xx > 0 {
-        let _ = writeln!(
-            out,
-            "  {:<14}{} responses not 2xx or 3xx",
-            "",
-            count(s.non_2xx_3xx)
-        );
+        let _ = writeln!(out, "  {:<14}{} responses not 2xx or 3xx", "", count(s.non_2xx_3xx));
     }
-    let errors: Vec<String> = s
-        .errors_by_class
-        .iter()
-        .filter(|(_, v)| **v > 0)
-        .map(|(k, v)| format!("{k} {}", count(*v)))
-        .collect();
-    let errors = if errors.is_empty() {
-        "none".to_string()
-    } else {
-        errors.join(", ")
-    };
+    let errors: Vec<String> =
+        s.errors_by_class.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{k} {}", count(*v))).collect();
+    let errors = if errors.is_empty() { "none".to_string() } else { errors.join(", ") };
     let _ = writeln!(out, "  {:<14}{errors}", "Errors");
     if let Some(rate) = set.rate_per_s {
         let _ = writeln!(

@@ -38,19 +38,11 @@ impl PartWriter {
     pub fn create(dest: &Path, worker: usize) -> io::Result<PartWriter> {
         let path = files::sibling(dest, &format!("part{worker}"));
         let out = BufWriter::with_capacity(64 * 1024, File::create(&path)?);
-        Ok(PartWriter {
-            out,
-            path,
-            cached: (u64::MAX, String::new()),
-        })
+        Ok(PartWriter { out, path, cached: (u64::MAX, String::new()) })
     }
 
     pub fn write(&mut self, line: &Line) -> io::Result<()> {
-        let secs = line
-            .start
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or(Duration::ZERO)
-            .as_secs();
+        let secs = line.start.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO).as_secs();
         if self.cached.0 != secs {
             self.cached = (secs, ctime_utc(secs));
         }
@@ -95,9 +87,7 @@ pub fn discard(parts: &[PathBuf]) {
 /// `Sat Nov 21 04:55:00 2026`, as C's ctime() without the newline, in UTC.
 pub fn ctime_utc(unix_secs: u64) -> String {
     const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
     let days = unix_secs / 86_400;
     let rem = unix_secs % 86_400;
     let (y, m, d) = civil_from_days(days as i64);
@@ -150,23 +140,13 @@ mod tests {
         let mut parts = Vec::new();
         for worker in 0..2 {
             let mut p = PartWriter::create(&dest, worker).unwrap();
-            p.write(&Line {
-                start,
-                connect_us: 1_400,
-                total_us: 5_600,
-                wait_us: 3_000,
-            })
-            .unwrap();
+            p.write(&Line { start, connect_us: 1_400, total_us: 5_600, wait_us: 3_000 }).unwrap();
             parts.push(p.finish().unwrap());
         }
         assemble(&dest, &parts).unwrap();
         let text = std::fs::read_to_string(&dest).unwrap();
         let line = "Sat Nov 21 05:55:00 2026\t1795240500\t1\t5\t6\t3\n";
         assert_eq!(text, format!("{HEADER}{line}{line}"));
-        assert_eq!(
-            std::fs::read_dir(dir.path()).unwrap().count(),
-            1,
-            "parts removed"
-        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "parts removed");
     }
 }

@@ -22,9 +22,7 @@ pub fn record(h: &mut Histogram<u64>, value_us: u64) {
 /// followed by base64, the form its log files and other ports read).
 pub fn encode(h: &Histogram<u64>) -> String {
     let mut bytes = Vec::new();
-    V2DeflateSerializer::new()
-        .serialize(h, &mut bytes)
-        .expect("serializing into a Vec cannot fail");
+    V2DeflateSerializer::new().serialize(h, &mut bytes).expect("serializing into a Vec cannot fail");
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
@@ -33,9 +31,7 @@ pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text.trim())
         .map_err(|e| format!("histogram is not base64: {e}"))?;
-    Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
-        .map_err(|e| format!("histogram does not decode: {e:?}"))
+    Deserializer::new().deserialize(&mut bytes.as_slice()).map_err(|e| format!("histogram does not decode: {e:?}"))
 }
 
 #[cfg(test)]

@@ -89,11 +89,7 @@ impl TargetRecorder {
         hist::record(&mut self.latency_us, latency_us);
         self.responses += 1;
         self.bytes_in += bytes;
-        let slot = if (100..600).contains(&status) {
-            status as usize
-        } else {
-            0
-        };
+        let slot = if (100..600).contains(&status) { status as usize } else { 0 };
         self.status[slot] += 1;
     }
 
@@ -108,17 +104,11 @@ impl TargetRecorder {
 
     /// (status, count) for every status seen, ascending; status 0 means out of range.
     pub fn statuses(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
-        self.status
-            .iter()
-            .enumerate()
-            .filter(|(_, &n)| n > 0)
-            .map(|(s, &n)| (s as u16, n))
+        self.status.iter().enumerate().filter(|(_, &n)| n > 0).map(|(s, &n)| (s as u16, n))
     }
 
     pub fn merge(&mut self, other: &TargetRecorder) {
-        self.latency_us
-            .add(&other.latency_us)
-            .expect("latency histograms share one shape");
+        self.latency_us.add(&other.latency_us).expect("latency histograms share one shape");
         self.responses += other.responses;
         self.bytes_in += other.bytes_in;
         self.connects += other.connects;
@@ -142,12 +132,7 @@ pub struct SecondRecorder {
 
 impl Default for SecondRecorder {
     fn default() -> Self {
-        SecondRecorder {
-            responses: 0,
-            errors: 0,
-            bytes_in: 0,
-            latency_us: hist::latency_us(),
-        }
+        SecondRecorder { responses: 0, errors: 0, bytes_in: 0, latency_us: hist::latency_us() }
     }
 }
 
@@ -156,9 +141,7 @@ impl SecondRecorder {
         self.responses += other.responses;
         self.errors += other.errors;
         self.bytes_in += other.bytes_in;
-        self.latency_us
-            .add(&other.latency_us)
-            .expect("latency histograms share one shape");
+        self.latency_us.add(&other.latency_us).expect("latency histograms share one shape");
     }
 
     /// Hands out what was recorded and starts over, keeping the histogram's allocation.
@@ -268,9 +251,6 @@ mod tests {
         assert_eq!(a.sent, 2);
         assert_eq!(a.late_sends, 1);
         assert_eq!(a.max_lag_us, 5_000);
-        assert_eq!(
-            a.first_errors,
-            vec![(ErrorClass::Timeout, "slow".to_string())]
-        );
+        assert_eq!(a.first_errors, vec![(ErrorClass::Timeout, "slow".to_string())]);
     }
 }

@@ -167,8 +167,7 @@ pub struct Histograms {
 impl ResultDoc {
     /// Reads a document, refusing other formats and newer versions with a clear reason.
     pub fn from_json(text: &str) -> Result<ResultDoc, String> {
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         match value.get("format").and_then(|f| f.as_str()) {
             Some(FORMAT) => {}
             other => return Err(format!("not a bolide result (format is {other:?})")),

@@ -30,17 +30,9 @@ pub fn latency(h: &Histogram<u64>) -> Latency {
 /// Distribution of per-second counts. Uses the whole seconds only, unless there are none (a run
 /// shorter than a second), then the rate of the partial interval.
 pub fn rate_distribution(timeline: &[Second]) -> RateDistribution {
-    let mut samples: Vec<f64> = timeline
-        .iter()
-        .filter(|s| s.span_s >= 0.999)
-        .map(|s| s.responses as f64)
-        .collect();
+    let mut samples: Vec<f64> = timeline.iter().filter(|s| s.span_s >= 0.999).map(|s| s.responses as f64).collect();
     if samples.is_empty() {
-        samples = timeline
-            .iter()
-            .filter(|s| s.span_s > 0.0)
-            .map(|s| s.responses as f64 / s.span_s)
-            .collect();
+        samples = timeline.iter().filter(|s| s.span_s > 0.0).map(|s| s.responses as f64 / s.span_s).collect();
     }
     if samples.is_empty() {
         return RateDistribution::default();
@@ -89,10 +81,7 @@ fn statuses(t: &TargetRecorder) -> BTreeMap<String, u64> {
 }
 
 fn errors_by_class(t: &TargetRecorder) -> BTreeMap<String, u64> {
-    ErrorClass::ALL
-        .iter()
-        .map(|c| (c.name().to_string(), t.errors[*c as usize]))
-        .collect()
+    ErrorClass::ALL.iter().map(|c| (c.name().to_string(), t.errors[*c as usize])).collect()
 }
 
 fn per_s(count: u64, duration_s: f64) -> f64 {
@@ -133,17 +122,11 @@ pub fn overall(
     for t in &merged.targets {
         all.merge(t);
     }
-    let non_2xx_3xx = all
-        .statuses()
-        .filter(|(s, _)| !(200..400).contains(s))
-        .map(|(_, n)| n)
-        .sum();
+    let non_2xx_3xx = all.statuses().filter(|(s, _)| !(200..400).contains(s)).map(|(_, n)| n).sum();
     let summary = Summary {
         responses: all.responses,
         errors: all.error_total(),
-        unfinished: merged
-            .sent
-            .saturating_sub(all.responses + all.error_total()),
+        unfinished: merged.sent.saturating_sub(all.responses + all.error_total()),
         sent: merged.sent,
         duration_s,
         requests_per_s: per_s(all.responses, duration_s),
@@ -207,14 +190,8 @@ mod tests {
             crate::stats::hist::record(&mut h, v);
         }
         let l = latency(&h);
-        assert_eq!(
-            (l.min_us, l.max_us, l.p50_us, l.p90_us, l.p99_us),
-            (1, 1000, 500, 900, 990)
-        );
+        assert_eq!((l.min_us, l.max_us, l.p50_us, l.p90_us, l.p99_us), (1, 1000, 500, 900, 990));
         assert!((l.mean_us - 500.5).abs() < 0.5);
-        assert_eq!(
-            latency(&crate::stats::hist::latency_us()),
-            Latency::default()
-        );
+        assert_eq!(latency(&crate::stats::hist::latency_us()), Latency::default());
     }
 }

@@ -58,21 +58,13 @@ pub fn build_request(url: &url::Url, spec: &RequestSpec) -> Vec<u8> {
         Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
         None => url.host_str().unwrap_or_default().to_string(),
     };
-    let has = |name: &str| {
-        spec.headers
-            .iter()
-            .any(|(n, _)| n.eq_ignore_ascii_case(name))
-    };
+    let has = |name: &str| spec.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
     let mut head = format!("{} {path} HTTP/1.1\r\n", spec.method);
     if !has("host") {
         head.push_str(&format!("Host: {host}\r\n"));
     }
     if !has("user-agent") {
-        head.push_str(concat!(
-            "User-Agent: bolide/",
-            env!("CARGO_PKG_VERSION"),
-            "\r\n"
-        ));
+        head.push_str(concat!("User-Agent: bolide/", env!("CARGO_PKG_VERSION"), "\r\n"));
     }
     if !has("accept") {
         head.push_str("Accept: */*\r\n");
@@ -102,10 +94,7 @@ pub struct Failure {
 
 impl Failure {
     fn new(class: ErrorClass, detail: impl Into<String>) -> Self {
-        Failure {
-            class,
-            detail: detail.into(),
-        }
+        Failure { class, detail: detail.into() }
     }
 
     fn io(err: &io::Error, during: &str) -> Self {
@@ -124,11 +113,7 @@ impl Failure {
 
 impl From<ParseError> for Failure {
     fn from(e: ParseError) -> Self {
-        let class = if e == ParseError::ClosedEarly {
-            ErrorClass::Closed
-        } else {
-            ErrorClass::Malformed
-        };
+        let class = if e == ParseError::ClosedEarly { ErrorClass::Closed } else { ErrorClass::Malformed };
         Failure::new(class, e.to_string())
     }
 }
@@ -171,12 +156,7 @@ pub async fn connect(target: &Target, tls: Option<&tls::Connector>) -> Result<Co
     let tcp = match (tcp, last_err) {
         (Some(s), _) => s,
         (None, Some(e)) => return Err(Failure::io(&e, "connect")),
-        (None, None) => {
-            return Err(Failure::new(
-                ErrorClass::Connect,
-                "no address to connect to",
-            ))
-        }
+        (None, None) => return Err(Failure::new(ErrorClass::Connect, "no address to connect to")),
     };
     let _ = tcp.set_nodelay(true);
     let stream = match (target.tls, tls) {
@@ -190,28 +170,16 @@ pub async fn connect(target: &Target, tls: Option<&tls::Connector>) -> Result<Co
         (true, None) => return Err(Failure::new(ErrorClass::Tls, "no TLS configuration")),
         (false, _) => Stream::Plain(tcp),
     };
-    Ok(Connection {
-        stream,
-        buf: BytesMut::new(),
-        parser: ResponseParser::new(HEAD_LIMIT_BYTES),
-    })
+    Ok(Connection { stream, buf: BytesMut::new(), parser: ResponseParser::new(HEAD_LIMIT_BYTES) })
 }
 
 impl Connection {
     /// Sends `target`'s request and reads its whole response.
-    pub async fn exchange(
-        &mut self,
-        target: &Target,
-        timings: &mut Timings,
-    ) -> Result<Response, Failure> {
+    pub async fn exchange(&mut self, target: &Target, timings: &mut Timings) -> Result<Response, Failure> {
         self.parser.start(target.expect_body);
         match &mut self.stream {
-            Stream::Plain(s) => {
-                exchange_on(s, &mut self.buf, &mut self.parser, target, timings).await
-            }
-            Stream::Tls(s) => {
-                exchange_on(s.as_mut(), &mut self.buf, &mut self.parser, target, timings).await
-            }
+            Stream::Plain(s) => exchange_on(s, &mut self.buf, &mut self.parser, target, timings).await,
+            Stream::Tls(s) => exchange_on(s.as_mut(), &mut self.buf, &mut self.parser, target, timings).await,
         }
     }
 }
@@ -225,15 +193,9 @@ async fn exchange_on<S: AsyncRead + AsyncWrite + Unpin>(
 ) -> Result<Response, Failure> {
     if !buf.is_empty() {
         // Bytes nobody asked for arrived on an idle keep-alive connection.
-        return Err(Failure::new(
-            ErrorClass::Malformed,
-            "unsolicited bytes before the request",
-        ));
+        return Err(Failure::new(ErrorClass::Malformed, "unsolicited bytes before the request"));
     }
-    stream
-        .write_all(&target.request)
-        .await
-        .map_err(|e| Failure::io(&e, "write"))?;
+    stream.write_all(&target.request).await.map_err(|e| Failure::io(&e, "write"))?;
     stream.flush().await.map_err(|e| Failure::io(&e, "write"))?;
     let written = Instant::now();
     let mut first_byte = true;
@@ -241,17 +203,11 @@ async fn exchange_on<S: AsyncRead + AsyncWrite + Unpin>(
         if buf.capacity() - buf.len() < 1024 {
             buf.reserve(READ_CHUNK_BYTES);
         }
-        let n = stream
-            .read_buf(buf)
-            .await
-            .map_err(|e| Failure::io(&e, "read"))?;
+        let n = stream.read_buf(buf).await.map_err(|e| Failure::io(&e, "read"))?;
         if n == 0 {
             return match parser.eof()? {
                 Some(response) => Ok(response),
-                None => Err(Failure::new(
-                    ErrorClass::Closed,
-                    "connection closed before the response",
-                )),
+                None => Err(Failure::new(ErrorClass::Closed, "connection closed before the response")),
             };
         }
         if first_byte {
@@ -282,10 +238,7 @@ mod tests {
     fn spec(method: &str, headers: &[(&str, &str)], body: &str, keep_alive: bool) -> RequestSpec {
         RequestSpec {
             method: method.into(),
-            headers: headers
-                .iter()
-                .map(|(a, b)| (a.to_string(), b.to_string()))
-                .collect(),
+            headers: headers.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
             body: body.as_bytes().to_vec(),
             keep_alive,
         }
@@ -310,7 +263,9 @@ mod tests {
                 // A user header replaces the default of the same name, in any case.
                 "http://[::1]:9/x",
                 spec("POST", &[("host", "example"), ("X-A", "1")], "hi", true),
-                format!("POST /x HTTP/1.1\r\n{ua}Accept: */*\r\nhost: example\r\nX-A: 1\r\nContent-Length: 2\r\n\r\nhi"),
+                format!(
+                    "POST /x HTTP/1.1\r\n{ua}Accept: */*\r\nhost: example\r\nX-A: 1\r\nContent-Length: 2\r\n\r\nhi"
+                ),
             ),
         ];
         for (url, spec, want) in rows {

@@ -148,26 +148,18 @@ impl ResponseParser {
                     let from = scanned.saturating_sub(3);
                     let Some(at) = memmem::find(&rest[from..], b"\r\n\r\n") else {
                         if rest.len() > self.head_limit {
-                            return Err(ParseError::HeadTooLarge {
-                                limit_bytes: self.head_limit,
-                            });
+                            return Err(ParseError::HeadTooLarge { limit_bytes: self.head_limit });
                         }
                         // A stray byte that can never start "HTTP/" means garbage: fail early.
-                        if !rest.is_empty()
-                            && !b"HTTP/"[..rest.len().min(5)].eq(&rest[..rest.len().min(5)])
-                        {
+                        if !rest.is_empty() && !b"HTTP/"[..rest.len().min(5)].eq(&rest[..rest.len().min(5)]) {
                             return Err(ParseError::BadHead(describe_garbage(rest)));
                         }
-                        self.state = State::Head {
-                            scanned: rest.len(),
-                        };
+                        self.state = State::Head { scanned: rest.len() };
                         return Ok(Progress::More { consumed: pos });
                     };
                     let head_len = from + at + 4;
                     if head_len > self.head_limit {
-                        return Err(ParseError::HeadTooLarge {
-                            limit_bytes: self.head_limit,
-                        });
+                        return Err(ParseError::HeadTooLarge { limit_bytes: self.head_limit });
                     }
                     let interim = self.parse_head(&rest[..head_len])?;
                     pos += head_len;
@@ -191,22 +183,18 @@ impl ResponseParser {
                 }
                 State::Body(Body::UntilClose) => {
                     self.body_bytes += (buf.len() - pos) as u64;
-                    return Ok(Progress::More {
-                        consumed: buf.len(),
-                    });
+                    return Ok(Progress::More { consumed: buf.len() });
                 }
-                State::Body(Body::Chunked(chunk)) => {
-                    match self.advance_chunked(chunk, &buf[pos..])? {
-                        (used, true) => {
-                            pos += used;
-                            return Ok(self.done(pos));
-                        }
-                        (used, false) => {
-                            pos += used;
-                            return Ok(Progress::More { consumed: pos });
-                        }
+                State::Body(Body::Chunked(chunk)) => match self.advance_chunked(chunk, &buf[pos..])? {
+                    (used, true) => {
+                        pos += used;
+                        return Ok(self.done(pos));
                     }
-                }
+                    (used, false) => {
+                        pos += used;
+                        return Ok(Progress::More { consumed: pos });
+                    }
+                },
             }
         }
     }
@@ -232,9 +220,7 @@ impl ResponseParser {
         let mut parsed = httparse::Response::new(&mut headers);
         match parsed.parse(head) {
             Ok(httparse::Status::Complete(_)) => {}
-            Ok(httparse::Status::Partial) => {
-                return Err(ParseError::BadHead("incomplete head".into()))
-            }
+            Ok(httparse::Status::Partial) => return Err(ParseError::BadHead("incomplete head".into())),
             Err(e) => return Err(ParseError::BadHead(e.to_string())),
         }
         let status = parsed.code.unwrap_or(0);
@@ -290,11 +276,7 @@ impl ResponseParser {
     }
 
     /// Steps through chunk framing; returns (bytes used, response complete).
-    fn advance_chunked(
-        &mut self,
-        mut chunk: Chunk,
-        buf: &[u8],
-    ) -> Result<(usize, bool), ParseError> {
+    fn advance_chunked(&mut self, mut chunk: Chunk, buf: &[u8]) -> Result<(usize, bool), ParseError> {
         let mut pos = 0;
         loop {
             let rest = &buf[pos..];
@@ -306,11 +288,7 @@ impl ResponseParser {
                     let size = parse_chunk_size(&rest[..line_len - 2])?;
                     pos += line_len;
                     self.body_bytes += line_len as u64;
-                    chunk = if size == 0 {
-                        Chunk::Trailer
-                    } else {
-                        Chunk::Data(size)
-                    };
+                    chunk = if size == 0 { Chunk::Trailer } else { Chunk::Data(size) };
                 }
                 Chunk::Data(left) => {
                     let take = left.min(rest.len() as u64);
@@ -390,25 +368,12 @@ fn parse_chunk_size(line: &[u8]) -> Result<u64, ParseError> {
 }
 
 fn last_token(value: &[u8]) -> &[u8] {
-    value
-        .rsplit(|&b| b == b',')
-        .next()
-        .unwrap_or(value)
-        .trim_ascii()
+    value.rsplit(|&b| b == b',').next().unwrap_or(value).trim_ascii()
 }
 
 fn describe_garbage(bytes: &[u8]) -> String {
-    let shown: String = bytes
-        .iter()
-        .take(16)
-        .map(|&b| {
-            if b.is_ascii_graphic() || b == b' ' {
-                b as char
-            } else {
-                '.'
-            }
-        })
-        .collect();
+    let shown: String =
+        bytes.iter().take(16).map(|&b| if b.is_ascii_graphic() || b == b' ' { b as char } else { '.' }).collect();
     format!("expected \"HTTP/\", got {shown:?}")
 }
 
@@ -420,11 +385,7 @@ mod tests {
 
     /// Feeds `input` split at every possible point (and byte by byte), the way a connection would:
     /// unconsumed bytes stay at the front of the buffer. Returns responses and trailing leftovers.
-    fn feed_in_pieces(
-        input: &[u8],
-        pieces: &[usize],
-        expect_body: bool,
-    ) -> Result<Vec<Response>, ParseError> {
+    fn feed_in_pieces(input: &[u8], pieces: &[usize], expect_body: bool) -> Result<Vec<Response>, ParseError> {
         let mut p = ResponseParser::new(LIMIT);
         p.start(expect_body);
         let mut buf: Vec<u8> = Vec::new();
@@ -462,21 +423,12 @@ mod tests {
             assert_eq!(split, whole, "split at {cut}");
         }
         let cuts: Vec<usize> = (1..input.len()).collect();
-        assert_eq!(
-            feed_in_pieces(input, &cuts, expect_body).unwrap(),
-            whole,
-            "byte by byte"
-        );
+        assert_eq!(feed_in_pieces(input, &cuts, expect_body).unwrap(), whole, "byte by byte");
         whole
     }
 
     fn resp(status: u16, keep_alive: bool, head: usize, body: usize) -> Response {
-        Response {
-            status,
-            keep_alive,
-            head_bytes: head as u64,
-            body_bytes: body as u64,
-        }
+        Response { status, keep_alive, head_bytes: head as u64, body_bytes: body as u64 }
     }
 
     #[test]
@@ -493,13 +445,7 @@ mod tests {
         let two = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
         let both = [&one[..], &two[..]].concat();
         let got = every_split(&both, true);
-        assert_eq!(
-            got,
-            vec![
-                resp(200, true, one.len() - 5, 5),
-                resp(404, true, two.len(), 0)
-            ]
-        );
+        assert_eq!(got, vec![resp(200, true, one.len() - 5, 5), resp(404, true, two.len(), 0)]);
     }
 
     #[test]
@@ -546,28 +492,14 @@ mod tests {
     fn connection_close_and_http10_keep_alive() {
         // Each row: response head, expected keep_alive.
         let rows: &[(&[u8], bool)] = &[
-            (
-                b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
-                false,
-            ),
-            (
-                b"HTTP/1.1 200 OK\r\nConnection: Keep-Alive, Upgrade\r\nContent-Length: 0\r\n\r\n",
-                true,
-            ),
+            (b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", false),
+            (b"HTTP/1.1 200 OK\r\nConnection: Keep-Alive, Upgrade\r\nContent-Length: 0\r\n\r\n", true),
             (b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", false),
-            (
-                b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n",
-                true,
-            ),
+            (b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", true),
         ];
         for (input, keep) in rows {
             let got = every_split(input, true);
-            assert_eq!(
-                got[0].keep_alive,
-                *keep,
-                "{}",
-                String::from_utf8_lossy(input)
-            );
+            assert_eq!(got[0].keep_alive, *keep, "{}", String::from_utf8_lossy(input));
         }
     }
 
@@ -577,41 +509,19 @@ mod tests {
         let rows: &[(&[u8], ParseError)] = &[
             (b"garbage\r\n\r\n", ParseError::BadHead(String::new())),
             (b"\x00\x01\x02", ParseError::BadHead(String::new())),
-            (
-                b"HTTP/1.1 abc OK\r\n\r\n",
-                ParseError::BadHead(String::new()),
-            ),
-            (
-                b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
-                ParseError::BadContentLength,
-            ),
-            (
-                b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
-                ParseError::BadContentLength,
-            ),
-            (
-                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-                ParseError::BadChunk,
-            ),
-            (
-                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabXX",
-                ParseError::BadChunk,
-            ),
-            (
-                b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",
-                ParseError::ClosedEarly,
-            ),
+            (b"HTTP/1.1 abc OK\r\n\r\n", ParseError::BadHead(String::new())),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", ParseError::BadContentLength),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", ParseError::BadContentLength),
+            (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", ParseError::BadChunk),
+            (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabXX", ParseError::BadChunk),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", ParseError::ClosedEarly),
             (b"HTTP/1.1 200 OK\r\nContent-", ParseError::ClosedEarly),
         ];
         for (input, want) in rows {
             for cut in 0..=input.len() {
                 let err = feed_in_pieces(input, &[cut], true).expect_err("must fail");
                 let same = std::mem::discriminant(&err) == std::mem::discriminant(want);
-                assert!(
-                    same,
-                    "{:?} at {cut}: got {err:?}",
-                    String::from_utf8_lossy(input)
-                );
+                assert!(same, "{:?} at {cut}: got {err:?}", String::from_utf8_lossy(input));
             }
         }
     }
@@ -621,10 +531,7 @@ mod tests {
         let mut p = ResponseParser::new(64);
         p.start(true);
         let big = format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\n", "a".repeat(100));
-        assert_eq!(
-            p.advance(big.as_bytes()),
-            Err(ParseError::HeadTooLarge { limit_bytes: 64 })
-        );
+        assert_eq!(p.advance(big.as_bytes()), Err(ParseError::HeadTooLarge { limit_bytes: 64 }));
     }
 
     #[test]
@@ -632,12 +539,7 @@ mod tests {
         let mut p = ResponseParser::new(LIMIT);
         p.start(true);
         let head = b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n";
-        assert_eq!(
-            p.advance(head),
-            Ok(Progress::More {
-                consumed: head.len()
-            })
-        );
+        assert_eq!(p.advance(head), Ok(Progress::More { consumed: head.len() }));
         let block = [b'x'; 4096];
         let mut total = 0;
         while total < 1_000_000 - 4096 {
