@@ -285,3 +285,19 @@ fn nothing_reachable_exits_3() {
     assert!(o.err.contains("no target is reachable"), "{}", o.err);
     assert!(o.err.contains("refused"), "{}", o.err);
 }
+
+#[test]
+fn keep_alive_connections_closed_while_idle_are_retried_not_counted() {
+    // Like a server whose keep-alive timeout ends each connection after one answer: it promises
+    // keep-alive, answers, then closes. The next request on that connection finds it dead before
+    // any byte of a response; a client retries that on a new connection.
+    let server = fake(|mut s| {
+        if read_head(&mut s) {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nOK");
+            sleep_ms(20);
+        }
+    });
+    let (_, doc) = http_json(&["-n", "40", "-c", "2", "-t", "1", &server.url("/")]);
+    assert_eq!((doc.summary.responses, doc.summary.errors), (40, 0), "{:?}", doc.summary.errors_by_class);
+    assert_eq!(doc.summary.connects, 40, "one connection per answer");
+}

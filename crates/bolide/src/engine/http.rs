@@ -361,13 +361,21 @@ async fn connection_loop(w: &Worker, target_index: usize) {
         w.rec.borrow_mut().record_send(micros(sent_at.saturating_duration_since(due)));
         let mut timings = Timings::default();
         let outcome = tokio::time::timeout(w.plan.timeout, async {
-            if conn.is_none() {
-                let c = http::connect(target, w.tls.as_ref()).await?;
-                timings.connect_us = micros(sent_at.elapsed());
-                w.rec.borrow_mut().targets[target_index].connects += 1;
-                conn = Some(c);
+            loop {
+                let reused = conn.is_some();
+                if !reused {
+                    let c = http::connect(target, w.tls.as_ref()).await?;
+                    timings.connect_us = micros(sent_at.elapsed());
+                    w.rec.borrow_mut().targets[target_index].connects += 1;
+                    conn = Some(c);
+                }
+                match conn.as_mut().expect("connected above").exchange(target, &mut timings).await {
+                    // The server had closed the idle keep-alive connection: retry once on a new
+                    // one, as browsers and HTTP clients do. The time spent stays in the latency.
+                    Err(f) if f.stale && reused => conn = None,
+                    other => return other,
+                }
             }
-            conn.as_mut().expect("connected above").exchange(target, &mut timings).await
         })
         .await;
         let done = Instant::now();

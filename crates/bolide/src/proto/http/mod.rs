@@ -90,11 +90,19 @@ pub fn build_request(url: &url::Url, spec: &RequestSpec) -> Vec<u8> {
 pub struct Failure {
     pub class: ErrorClass,
     pub detail: String,
+    /// Nothing of a response arrived: the connection was already dead when the request was sent
+    /// (a kept-alive connection the server closed while idle). Worth one retry on a new one.
+    pub stale: bool,
 }
 
 impl Failure {
     fn new(class: ErrorClass, detail: impl Into<String>) -> Self {
-        Failure { class, detail: detail.into() }
+        Failure { class, detail: detail.into(), stale: false }
+    }
+
+    fn stale(mut self) -> Self {
+        self.stale = true;
+        self
     }
 
     fn io(err: &io::Error, during: &str) -> Self {
@@ -195,19 +203,23 @@ async fn exchange_on<S: AsyncRead + AsyncWrite + Unpin>(
         // Bytes nobody asked for arrived on an idle keep-alive connection.
         return Err(Failure::new(ErrorClass::Malformed, "unsolicited bytes before the request"));
     }
-    stream.write_all(&target.request).await.map_err(|e| Failure::io(&e, "write"))?;
-    stream.flush().await.map_err(|e| Failure::io(&e, "write"))?;
+    stream.write_all(&target.request).await.map_err(|e| Failure::io(&e, "write").stale())?;
+    stream.flush().await.map_err(|e| Failure::io(&e, "write").stale())?;
     let written = Instant::now();
     let mut first_byte = true;
     loop {
         if buf.capacity() - buf.len() < 1024 {
             buf.reserve(READ_CHUNK_BYTES);
         }
-        let n = stream.read_buf(buf).await.map_err(|e| Failure::io(&e, "read"))?;
+        let n = match stream.read_buf(buf).await {
+            Ok(n) => n,
+            Err(e) if first_byte => return Err(Failure::io(&e, "read").stale()),
+            Err(e) => return Err(Failure::io(&e, "read")),
+        };
         if n == 0 {
             return match parser.eof()? {
                 Some(response) => Ok(response),
-                None => Err(Failure::new(ErrorClass::Closed, "connection closed before the response")),
+                None => Err(Failure::new(ErrorClass::Closed, "connection closed before the response").stale()),
             };
         }
         if first_byte {
