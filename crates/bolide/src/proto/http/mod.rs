@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -228,10 +228,10 @@ async fn exchange_on<S: AsyncRead + AsyncWrite + Unpin>(
         }
         match parser.advance(buf)? {
             Progress::More { consumed } => {
-                let _ = buf.split_to(consumed);
+                buf.advance(consumed);
             }
             Progress::Done { consumed, response } => {
-                let _ = buf.split_to(consumed);
+                buf.advance(consumed);
                 return Ok(response);
             }
         }
