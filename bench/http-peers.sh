@@ -23,7 +23,6 @@ ROOT=$(cd "$HERE/.." && pwd)
 SHARED=${SHARED:-$ROOT/../shared}
 OUT=${OUT:-$ROOT/bench/out/http-peers-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT"
-RESULTS="$OUT/results.tsv"
 
 log() { printf '%s\n' "$*" >&2; }
 
@@ -85,92 +84,59 @@ BOLIDE="$ROOT/target/release/bolide"
 D=$DURATION
 C=$CONNS
 
-# Each tool: a command line per mode (empty: the tool cannot do that mode) and a parser that
-# prints "requests rps" from its output file.
+# Each tool's command line for a mode, into the array CMD (left empty when the tool cannot do it).
 cmd() { # tool mode url
-    local tool=$1 mode=$2 url=$3 ka=1
+    local tool=$1 mode=$2 url=$3
+    CMD=()
+    local ka=1
     [ "$mode" = noka ] && ka=0
     case $tool in
-        bolide) if [ $ka = 1 ]; then echo "$BOLIDE http -t 1 -c $C -d ${D}s -q --json $OUT/last.json $url"
-                else echo "$BOLIDE http -t 1 -c $C -d ${D}s -q --no-keepalive --json $OUT/last.json $url"; fi ;;
-        wrk) if [ $ka = 1 ]; then echo "wrk -t 1 -c $C -d ${D}s $url"
-             else echo "wrk -t 1 -c $C -d ${D}s -H Connection:close $url"; fi ;;
-        ab) if [ $ka = 1 ]; then echo "ab -k -q -c $C -t $D -n 100000000 $url"
-            else echo "ab -q -c $C -t $D -n 100000000 $url"; fi ;;
-        h2load) [ $ka = 1 ] && echo "h2load --h1 -t 1 -c $C -D $D $url" ;;
-        oha) if [ $ka = 1 ]; then echo "oha --no-tui -c $C -z ${D}s $url"
-             else echo "oha --no-tui -c $C -z ${D}s --disable-keepalive $url"; fi ;;
-        autocannon) [ $ka = 1 ] && echo "autocannon -c $C -d $D -j $url" ;;
-        loadtest) if [ $ka = 1 ]; then echo "loadtest --cores 1 -c $C -t $D -k $url"
-                  else echo "loadtest --cores 1 -c $C -t $D $url"; fi ;;
-        loadtest-tcp) if [ $ka = 1 ]; then echo "loadtest --tcp --cores 1 -c $C -t $D -k $url"
-                      else echo "loadtest --tcp --cores 1 -c $C -t $D $url"; fi ;;
-        hey) if [ $ka = 1 ]; then echo "hey -z ${D}s -c $C -cpus 1 $url"
-             else echo "hey -z ${D}s -c $C -cpus 1 -disable-keepalive $url"; fi ;;
+        bolide) CMD=("$BOLIDE" http -t 1 -c "$C" -d "${D}s" -q --json "$OUT/$4.json")
+                [ $ka = 1 ] || CMD+=(--no-keepalive) ;;
+        wrk) CMD=(wrk -t 1 -c "$C" -d "${D}s")
+             [ $ka = 1 ] || CMD+=(-H "Connection: close") ;;
+        ab) CMD=(ab -q -c "$C" -t "$D" -n 100000000)
+            [ $ka = 1 ] && CMD+=(-k) ;;
+        h2load) [ $ka = 1 ] && CMD=(h2load --h1 -t 1 -c "$C" -D "$D") ;;
+        oha) CMD=(oha --no-tui -c "$C" -z "${D}s")
+             [ $ka = 1 ] || CMD+=(--disable-keepalive) ;;
+        autocannon) [ $ka = 1 ] && CMD=(autocannon -c "$C" -d "$D" -j) ;;
+        loadtest) CMD=(loadtest --cores 1 -c "$C" -t "$D")
+                  [ $ka = 1 ] && CMD+=(-k) ;;
+        # loadtest 8.2.1's --tcp keeps connections alive even without -k (10 TIME_WAIT sockets after
+        # 175,000 requests), so it is no peer for the no-keep-alive mode.
+        loadtest-tcp) [ $ka = 1 ] && CMD=(loadtest --tcp --cores 1 -c "$C" -t "$D" -k) ;;
+        hey) CMD=(hey -z "${D}s" -c "$C" -cpus 1)
+             [ $ka = 1 ] || CMD+=(-disable-keepalive) ;;
     esac
-}
-
-parse() { # tool outfile -> "requests rps"
-    python3 - "$1" "$2" "$OUT/last.json" <<'PY'
-import json, re, sys
-tool, path, bolide_json = sys.argv[1], sys.argv[2], sys.argv[3]
-text = open(path, errors="replace").read()
-def num(pattern, cast=float):
-    m = re.search(pattern, text)
-    return cast(m.group(1).replace(",", "")) if m else None
-req = rps = None
-if tool == "bolide":
-    s = json.load(open(bolide_json))["summary"]
-    req, rps = s["responses"], s["requests_per_s"]
-elif tool == "wrk":
-    req, rps = num(r"(\d+) requests in", int), num(r"Requests/sec:\s+([\d.]+)")
-elif tool == "ab":
-    req, rps = num(r"Complete requests:\s+(\d+)", int), num(r"Requests per second:\s+([\d.]+)")
-elif tool == "h2load":
-    req, rps = num(r"requests: \d+ total, \d+ started, (\d+) done", int), num(r"finished in [\d.]+\w+, ([\d.]+) req/s")
-elif tool == "oha":
-    rps = num(r"Requests/sec:\s+([\d.]+)")
-    total = num(r"Total:\s+([\d.]+) sec")
-    codes = [int(n) for n in re.findall(r"\[\d+\]\s+(\d+) responses", text)]
-    req = sum(codes) if codes else (int(rps * total) if rps and total else None)
-elif tool == "autocannon":
-    j = json.loads(text[text.index("{"):])
-    req, rps = j["requests"]["total"], j["requests"]["average"]
-elif tool.startswith("loadtest"):
-    req, rps = num(r"Completed requests:\s+(\d+)", int), num(r"Requests per second:\s+([\d.]+)")
-elif tool == "hey":
-    rps = num(r"Requests/sec:\s+([\d.]+)")
-    codes = [int(n) for n in re.findall(r"\[\d+\]\s+(\d+) responses", text)]
-    req = sum(codes) if codes else None
-print(req if req is not None else "NA", rps if rps is not None else "NA")
-PY
+    [ ${#CMD[@]} -eq 0 ] || CMD+=("$url")
+    return 0
 }
 
 run_one() { # tool mode path rep
     local tool=$1 mode=$2 path=$3 rep=$4
-    local line; line=$(cmd "$tool" "$mode" "http://127.0.0.1:8080$path")
-    [ -n "$line" ] || return 0
-    local out="$OUT/$tool-$mode-$rep.out" tm="$OUT/$tool-$mode-$rep.time"
-    # shellcheck disable=SC2086
-    if ! taskset -c 1 /usr/bin/time -o "$tm" -f "%U %S %M" $line >"$out" 2>&1; then
-        log "  $tool $mode failed (see $out)"
+    local name="$tool-$mode-$rep"
+    cmd "$tool" "$mode" "http://127.0.0.1:8080$path" "$name"
+    [ ${#CMD[@]} -gt 0 ] || return 0
+    if ! taskset -c 1 /usr/bin/time -o "$OUT/$name.time" -f "%U %S %M" "${CMD[@]}" >"$OUT/$name.out" 2>&1; then
+        log "  $name failed (see $OUT/$name.out)"
+        rm -f "$OUT/$name.time"
         return 0
     fi
-    local parsed; parsed=$(parse "$tool" "$out")
-    local user sys rss; read -r user sys rss <"$tm"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$mode" "$tool" "$rep" $parsed "$(python3 -c "print($user+$sys)")" "$rss" >>"$RESULTS"
-    log "  $mode $tool rep $rep: $(tail -n1 "$RESULTS" | cut -f4-)"
+    log "  $name: $(cat "$OUT/$name.time") (user s, sys s, max RSS kB)"
     sleep 1
 }
 
 install_peers
-ulimit -n 65536
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt 2100 ]; then log "open-file limit $(ulimit -n) is below the 2,100 the 1,000-connection run needs"; exit 1; fi
 start_nginx
-printf 'mode\ttool\trep\trequests\trps\tcpu_s\tmax_rss_kb\n' >"$RESULTS"
+printf '{"reps": %s, "duration": %s, "connections": %s}\n' "$REPS" "$DURATION" "$C" >"$OUT/meta.json"
 TOOLS=(bolide wrk ab h2load oha autocannon loadtest loadtest-tcp hey)
 for rep in $(seq "$REPS"); do
     for mode in ka noka big; do
-        path=/; [ "$mode" = big ] && path=/image.jpg
+        path=/
+        [ "$mode" = big ] && path=/image.jpg
         for tool in "${TOOLS[@]}"; do
             run_one "$tool" "$mode" "$path" "$rep"
         done
@@ -181,39 +147,5 @@ done
 log "bolide with 1000 connections"
 taskset -c 1 /usr/bin/time -o "$OUT/c1000.time" -f "%U %S %M" \
     "$BOLIDE" http -t 1 -c 1000 -d "${D}s" -q --json "$OUT/c1000.json" http://127.0.0.1:8080/
-read -r _ _ C1000_RSS <"$OUT/c1000.time"
-C1000_RPS=$(python3 -c "import json;print(round(json.load(open('$OUT/c1000.json'))['summary']['requests_per_s']))")
-
-python3 - "$RESULTS" "$C1000_RSS" "$C1000_RPS" "$REPS" "$DURATION" <<'PY' | tee "$OUT/summary.md"
-import csv, statistics, sys
-path, c1000_rss, c1000_rps, reps, duration = sys.argv[1:6]
-rows = list(csv.DictReader(open(path), delimiter="\t"))
-names = {"ka": "keep-alive, GET / (2 bytes)", "noka": "no keep-alive, GET / (2 bytes)", "big": "keep-alive, GET /image.jpg (100 KB)"}
-print(f"Medians of {reps} interleaved runs, {duration} s each, 10 connections, one generator thread pinned to core 1, one nginx worker on core 0.\n")
-for mode, title in names.items():
-    table = {}
-    for r in rows:
-        if r["mode"] != mode or r["requests"] == "NA" or r["rps"] == "NA" or int(float(r["requests"])) == 0:
-            continue
-        t = table.setdefault(r["tool"], {"rps": [], "us": [], "rss": []})
-        t["rps"].append(float(r["rps"]))
-        t["us"].append(float(r["cpu_s"]) * 1e6 / float(r["requests"]))
-        t["rss"].append(int(r["max_rss_kb"]))
-    if not table:
-        continue
-    med = {k: (statistics.median(v["rps"]), statistics.median(v["us"]), max(v["rss"])) for k, v in table.items()}
-    print(f"### {title}\n")
-    print("| tool | requests/s | generator CPU µs/request | peak RSS MB |")
-    print("|---|---:|---:|---:|")
-    for tool, (rps, us, rss) in sorted(med.items(), key=lambda kv: kv[1][1]):
-        print(f"| {tool} | {rps:,.0f} | {us:.2f} | {rss/1024:.1f} |")
-    if "bolide" in med and len(med) > 1:
-        others = {k: v for k, v in med.items() if k != "bolide"}
-        best_rps = max(others.items(), key=lambda kv: kv[1][0])
-        best_cpu = min(others.items(), key=lambda kv: kv[1][1])
-        b = med["bolide"]
-        print(f"\nbolide / best peer: requests/s {b[0]/best_rps[1][0]:.2f}x ({best_rps[0]}), "
-              f"CPU per request {b[1]/best_cpu[1][1]:.2f}x ({best_cpu[0]}; below 1 is better)\n")
-print(f"### 1,000 connections\n\nbolide -c 1000, keep-alive GET /: {int(c1000_rps):,} requests/s, peak RSS {int(c1000_rss)/1024:.1f} MB\n")
-PY
-log "raw results: $RESULTS"
+"$HERE/summarize-peers.py" "$OUT" | tee "$OUT/summary.md"
+log "raw outputs and summary: $OUT"
