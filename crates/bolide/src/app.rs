@@ -170,7 +170,23 @@ pub fn serve(args: &ServeArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
         return exit::USAGE;
     };
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let config = refserver::Config { addr: (ip, args.port).into(), threads: cores };
+    let reactivity = match args.reactivity {
+        crate::cli::ReactivityArg::Push => refserver::Reactivity::Push,
+        crate::cli::ReactivityArg::Poll => refserver::Reactivity::POLL,
+    };
+    if args.max_sessions == 0 || args.max_message_bytes < 1024 {
+        let _ = writeln!(io.err, "error: --max-sessions must be at least 1 and --max-message-bytes at least 1024");
+        return exit::USAGE;
+    }
+    let ddp = refserver::DdpConfig {
+        reactivity,
+        compression: args.compression == crate::cli::Toggle::On,
+        compression_threshold: args.compression_threshold,
+        max_sessions: args.max_sessions,
+        max_message_bytes: args.max_message_bytes,
+        ..refserver::DdpConfig::default()
+    };
+    let config = refserver::Config { addr: (ip, args.port).into(), threads: args.threads.unwrap_or(cores).max(1), ddp };
     let server = match refserver::Server::start(config) {
         Ok(s) => s,
         Err(e) => {
@@ -178,15 +194,29 @@ pub fn serve(args: &ServeArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
             return exit::RUN;
         }
     };
+    let compression = match args.compression {
+        crate::cli::Toggle::On => format!("on, threshold {} bytes", args.compression_threshold),
+        crate::cli::Toggle::Off => "off".into(),
+    };
     let _ = writeln!(io.out, "bolide reference server on {} (Ctrl-C stops it)", server.base_url());
-    let _ = writeln!(io.out, "  endpoints: /ok  /bytes/N  /delay/MS  /status/CODE");
+    let _ = writeln!(io.out, "  tasks page:  {}/", server.base_url());
+    let _ =
+        writeln!(io.out, "  DDP:         {} (raw), {}/sockjs/... (SockJS)", server.websocket_url(), server.base_url());
+    let _ = writeln!(io.out, "  reactivity:  {:?}, compression {compression}", args.reactivity);
+    let _ = writeln!(io.out, "  HTTP:        /ok  /bytes/N  /delay/MS  /status/CODE");
     let _ = io.out.flush();
     while !cancel.is_cancelled() {
         std::thread::sleep(Duration::from_millis(50));
     }
+    let sessions = server.app().sessions_started.load(std::sync::atomic::Ordering::Relaxed);
     let served = server.requests();
     server.shutdown();
-    let _ = writeln!(io.out, "stopped after {} requests", term::count(served));
+    let _ = writeln!(
+        io.out,
+        "stopped after {} HTTP requests and {} DDP sessions",
+        term::count(served),
+        term::count(sessions)
+    );
     exit::OK
 }
 

@@ -20,7 +20,7 @@ pub struct Cli {
 pub enum Command {
     /// Load HTTP/1.1 servers: fixed connections or a fixed rate, keep-alive or not.
     Http(Box<HttpArgs>),
-    /// Run the reference server (HTTP test endpoints) until Ctrl-C.
+    /// Run the reference server (the Meteor tasks app over DDP, and HTTP test endpoints) until Ctrl-C.
     Serve(ServeArgs),
     /// Start the reference server in-process and benchmark it: works on a fresh machine.
     Demo(DemoArgs),
@@ -109,6 +109,45 @@ pub struct ServeArgs {
     /// Address to listen on; loopback unless you say otherwise.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
     pub host: String,
+
+    /// How writes reach subscribers: push (like the oplog driver) or poll (Meteor's polling
+    /// driver: re-run and diff, 50 ms after writes, every 10 s otherwise).
+    #[arg(long, value_enum, default_value_t = ReactivityArg::Push)]
+    pub reactivity: ReactivityArg,
+
+    /// WebSocket permessage-deflate (Meteor 3.1.1's defaults: fastest level, no context takeover).
+    #[arg(long, value_enum, default_value_t = Toggle::On)]
+    pub compression: Toggle,
+
+    /// Messages shorter than this are sent uncompressed.
+    #[arg(long, value_name = "BYTES", default_value_t = 1024)]
+    pub compression_threshold: usize,
+
+    /// Most DDP sessions at once; more are refused with 503.
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub max_sessions: usize,
+
+    /// Largest incoming DDP message.
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
+    pub max_message_bytes: usize,
+
+    /// Runtime threads [default: the number of cores].
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+}
+
+/// `--reactivity`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReactivityArg {
+    Push,
+    Poll,
+}
+
+/// An on/off switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Toggle {
+    On,
+    Off,
 }
 
 #[derive(Debug, Clone, Args)]

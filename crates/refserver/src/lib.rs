@@ -1,13 +1,17 @@
-//! bolide's reference target. For now: plain HTTP test endpoints, served by a small keep-alive
-//! HTTP/1.1 server on a multi-threaded tokio runtime of its own. Its DDP side (the Meteor tasks app)
-//! comes with the DDP protocol layer.
+//! bolide's reference target: a stand-in for a Meteor server running the benchmark's tasks app,
+//! over DDP (raw WebSocket and SockJS, permessage-deflate, push or poll reactivity; see
+//! [`session`] and [`tasks`]), plus plain HTTP test endpoints, on a keep-alive HTTP/1.1 server with
+//! a multi-threaded tokio runtime of its own.
 //!
-//! Endpoints:
+//! DDP endpoints: `/websocket` and `/sockjs/websocket` (raw WebSocket, one DDP message per frame),
+//! `/sockjs/<server>/<session>/websocket` (SockJS framing), `/sockjs/info`. `GET /` serves the tasks
+//! page for a person, driven by a small browser DDP client at `/bolide-ddp.js`.
+//!
+//! HTTP endpoints:
 //! - `GET /ok`: 200 with the 2-byte body `OK`;
 //! - `GET /bytes/N`: 200 with N bytes (at most 1 GiB);
 //! - `GET /delay/MS`: 200 `OK` after MS milliseconds (at most 10 minutes);
 //! - `GET /status/CODE`: that status (200-599) with a short body;
-//! - `GET /`: a page listing these (the tasks page comes with the DDP server);
 //! - any method works; HEAD answers headers only. Request bodies with Content-Length are read and
 //!   dropped; chunked request bodies are refused with 501.
 //!
@@ -23,6 +27,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
+pub mod mergebox;
+pub mod session;
+pub mod tasks;
+
+pub use session::{App, DdpConfig};
+pub use tasks::Reactivity;
+
 /// Largest request head accepted.
 const HEAD_LIMIT: usize = 64 * 1024;
 /// Largest `/bytes/N`.
@@ -37,11 +48,13 @@ pub struct Config {
     pub addr: SocketAddr,
     /// Runtime worker threads.
     pub threads: usize,
+    /// The DDP side: reactivity, compression, limits, heartbeats.
+    pub ddp: DdpConfig,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { addr: SocketAddr::from(([127, 0, 0, 1], 0)), threads: 1 }
+        Config { addr: SocketAddr::from(([127, 0, 0, 1], 0)), threads: 1, ddp: DdpConfig::default() }
     }
 }
 
@@ -58,6 +71,7 @@ pub struct Counters {
 pub struct Server {
     addr: SocketAddr,
     counters: Arc<Counters>,
+    app: Arc<App>,
     stop: Option<watch::Sender<bool>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -74,18 +88,23 @@ impl Server {
             .enable_all()
             .build()?;
         let counters = Arc::new(Counters::default());
+        let app = App::new(config.ddp.clone());
         let (stop_tx, stop_rx) = watch::channel(false);
         let c = Arc::clone(&counters);
+        let a = Arc::clone(&app);
+        let listener = {
+            let _guard = rt.enter();
+            TcpListener::from_std(listener)?
+        };
         let thread = std::thread::Builder::new().name("refserver-main".into()).spawn(move || {
             rt.block_on(async move {
-                match TcpListener::from_std(listener) {
-                    Ok(listener) => accept_loop(listener, c, stop_rx).await,
-                    Err(e) => eprintln!("refserver: cannot listen: {e}"),
-                }
+                let poller = tokio::spawn(Arc::clone(&a.tasks).run_poller());
+                accept_loop(listener, c, a, stop_rx).await;
+                poller.abort();
             });
             rt.shutdown_timeout(Duration::from_secs(1));
         })?;
-        Ok(Server { addr, counters, stop: Some(stop_tx), thread: Some(thread) })
+        Ok(Server { addr, counters, app, stop: Some(stop_tx), thread: Some(thread) })
     }
 
     /// The address it listens on.
@@ -106,6 +125,16 @@ impl Server {
     /// Connections accepted so far.
     pub fn connections(&self) -> u64 {
         self.counters.connections.load(Ordering::Relaxed)
+    }
+
+    /// The DDP side: the tasks collection, session and method counters.
+    pub fn app(&self) -> &Arc<App> {
+        &self.app
+    }
+
+    /// `ws://ADDR/websocket`.
+    pub fn websocket_url(&self) -> String {
+        format!("ws://{}/websocket", self.addr)
     }
 
     /// Stops accepting, closes connections, and waits for the server thread.
@@ -129,7 +158,7 @@ impl Drop for Server {
     }
 }
 
-async fn accept_loop(listener: TcpListener, counters: Arc<Counters>, mut stop: watch::Receiver<bool>) {
+async fn accept_loop(listener: TcpListener, counters: Arc<Counters>, app: Arc<App>, mut stop: watch::Receiver<bool>) {
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -137,8 +166,9 @@ async fn accept_loop(listener: TcpListener, counters: Arc<Counters>, mut stop: w
                     counters.connections.fetch_add(1, Ordering::Relaxed);
                     let _ = stream.set_nodelay(true);
                     let c = Arc::clone(&counters);
+                    let a = Arc::clone(&app);
                     tokio::spawn(async move {
-                        let _ = serve_connection(stream, &c).await;
+                        let _ = serve_connection(stream, &c, a).await;
                     });
                 }
                 // Out of file descriptors and the like: pause instead of spinning.
@@ -153,6 +183,7 @@ async fn accept_loop(listener: TcpListener, counters: Arc<Counters>, mut stop: w
 struct Reply {
     status: u16,
     body: Body,
+    content_type: &'static str,
     delay: Duration,
 }
 
@@ -172,39 +203,66 @@ impl Body {
     }
 }
 
+/// The tasks page and its DDP client.
+const PAGE: &str = include_str!("../assets/index.html");
+const CLIENT_JS: &str = include_str!("../assets/bolide-ddp.js");
+
 fn route(path: &str) -> Reply {
-    let ok = |body| Reply { status: 200, body, delay: Duration::ZERO };
+    let reply = |status, body, content_type| Reply { status, body, content_type, delay: Duration::ZERO };
+    let text = |status, body| reply(status, body, "text/plain");
     let path = path.split('?').next().unwrap_or(path);
     let number = |prefix: &str| path.strip_prefix(prefix).and_then(|n| n.parse::<u64>().ok());
     if path == "/ok" {
-        ok(Body::Static(b"OK"))
+        text(200, Body::Static(b"OK"))
     } else if path == "/" {
-        ok(Body::Static(INDEX.as_bytes()))
+        reply(200, Body::Static(PAGE.as_bytes()), "text/html; charset=utf-8")
+    } else if path == "/bolide-ddp.js" {
+        reply(200, Body::Static(CLIENT_JS.as_bytes()), "text/javascript; charset=utf-8")
+    } else if path == "/sockjs/info" {
+        let entropy: u32 = rand_entropy();
+        let info = format!(r#"{{"websocket":true,"origins":["*:*"],"cookie_needed":false,"entropy":{entropy}}}"#);
+        reply(200, Body::Text(info), "application/json; charset=UTF-8")
     } else if let Some(n) = number("/bytes/") {
         if n > MAX_BYTES {
-            return Reply {
-                status: 400,
-                body: Body::Text(format!("at most {MAX_BYTES} bytes\n")),
-                delay: Duration::ZERO,
-            };
+            return text(400, Body::Text(format!("at most {MAX_BYTES} bytes\n")));
         }
-        ok(Body::Repeat(n))
+        reply(200, Body::Repeat(n), "application/octet-stream")
     } else if let Some(ms) = number("/delay/") {
-        Reply { status: 200, body: Body::Static(b"OK"), delay: Duration::from_millis(ms.min(MAX_DELAY_MS)) }
+        Reply { delay: Duration::from_millis(ms.min(MAX_DELAY_MS)), ..text(200, Body::Static(b"OK")) }
     } else if let Some(code) = number("/status/").filter(|c| (200..600).contains(c)) {
-        Reply { status: code as u16, body: Body::Text(format!("{code}\n")), delay: Duration::ZERO }
+        text(code as u16, Body::Text(format!("{code}\n")))
     } else {
-        Reply { status: 404, body: Body::Static(b"not found\n"), delay: Duration::ZERO }
+        text(404, Body::Static(b"not found\n"))
     }
 }
 
-const INDEX: &str = "<!doctype html><title>bolide reference server</title>\
-<h1>bolide reference server</h1><ul>\
-<li><a href=\"/ok\">/ok</a>: 200, 2-byte body\
-<li>/bytes/N: N bytes<li>/delay/MS: answers after MS milliseconds<li>/status/CODE: that status</ul>\n";
+fn rand_entropy() -> u32 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    t.subsec_nanos() ^ (t.as_secs() as u32).rotate_left(13)
+}
+
+/// Which DDP transport a WebSocket path asks for, if any (Meteor's routes).
+fn ddp_framing(path: &str) -> Option<session::Framing> {
+    let path = path.split('?').next().unwrap_or(path);
+    match path {
+        "/websocket" | "/websocket/" | "/sockjs/websocket" | "/sockjs/websocket/" => Some(session::Framing::Raw),
+        _ => {
+            let rest = path.strip_prefix("/sockjs/")?;
+            let parts: Vec<&str> = rest.split('/').collect();
+            let segment_ok = |s: &str| !s.is_empty() && !s.contains('.');
+            match parts.as_slice() {
+                [server, session, "websocket"] if segment_ok(server) && segment_ok(session) => {
+                    Some(session::Framing::SockJs)
+                }
+                _ => None,
+            }
+        }
+    }
+}
 
 fn reason(status: u16) -> &'static str {
     match status {
+        101 => "Switching Protocols",
         200 => "OK",
         201 => "Created",
         204 => "No Content",
@@ -214,6 +272,7 @@ fn reason(status: u16) -> &'static str {
         400 => "Bad Request",
         404 => "Not Found",
         413 => "Payload Too Large",
+        426 => "Upgrade Required",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
         501 => "Not Implemented",
@@ -223,8 +282,95 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// Serves requests on one connection until the client closes or asks to close.
-async fn serve_connection(mut stream: TcpStream, counters: &Counters) -> io::Result<()> {
+/// The headers of a request that matter here.
+#[derive(Default)]
+struct RequestInfo {
+    keep_alive: bool,
+    body_len: u64,
+    chunked: bool,
+    bad_length: bool,
+    upgrade_websocket: bool,
+    ws_key: Option<String>,
+    ws_version: Option<String>,
+    ws_extensions: Option<String>,
+}
+
+fn request_info(req: &httparse::Request) -> RequestInfo {
+    let mut info = RequestInfo { keep_alive: req.version != Some(0), ..RequestInfo::default() };
+    for h in req.headers.iter() {
+        let value = String::from_utf8_lossy(h.value);
+        let name = h.name.to_ascii_lowercase();
+        match name.as_str() {
+            "connection" => {
+                let v = value.to_ascii_lowercase();
+                if v.contains("close") {
+                    info.keep_alive = false;
+                } else if v.contains("keep-alive") {
+                    info.keep_alive = true;
+                }
+            }
+            "content-length" => match value.trim().parse() {
+                Ok(n) => info.body_len = n,
+                Err(_) => info.bad_length = true,
+            },
+            "transfer-encoding" => info.chunked = true,
+            "upgrade" => info.upgrade_websocket = value.to_ascii_lowercase().contains("websocket"),
+            "sec-websocket-key" => info.ws_key = Some(value.trim().to_string()),
+            "sec-websocket-version" => info.ws_version = Some(value.trim().to_string()),
+            "sec-websocket-extensions" => {
+                let joined = match info.ws_extensions.take() {
+                    Some(prev) => format!("{prev}, {value}"),
+                    None => value.into_owned(),
+                };
+                info.ws_extensions = Some(joined);
+            }
+            _ => {}
+        }
+    }
+    info
+}
+
+/// Answers a WebSocket upgrade on a DDP path and serves the session; Err(status) to refuse it.
+async fn upgrade(
+    mut stream: TcpStream,
+    leftover: Vec<u8>,
+    info: &RequestInfo,
+    framing: session::Framing,
+    app: Arc<App>,
+) -> io::Result<()> {
+    let refuse = |status: u16, extra: &str| {
+        format!("HTTP/1.1 {status} {}\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n", reason(status))
+    };
+    let version_ok = matches!(info.ws_version.as_deref(), Some("13") | Some("8"));
+    let Some(key) = info.ws_key.as_deref().filter(|_| version_ok) else {
+        stream.write_all(refuse(400, "Sec-WebSocket-Version: 13\r\n").as_bytes()).await?;
+        return Ok(());
+    };
+    let Some(slot) = app.admit() else {
+        stream.write_all(refuse(503, "").as_bytes()).await?;
+        return Ok(());
+    };
+    let deflate = if app.config.compression {
+        info.ws_extensions.as_deref().and_then(ddp::ws::server_accept_deflate)
+    } else {
+        None
+    };
+    let mut head = format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n",
+        ddp::ws::accept_key(key)
+    );
+    if let Some((ext, _)) = &deflate {
+        head.push_str(&format!("Sec-WebSocket-Extensions: {ext}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).await?;
+    session::serve(stream, leftover, framing, deflate.is_some(), app, slot).await;
+    Ok(())
+}
+
+/// Serves requests on one connection until the client closes or asks to close, or hands it to
+/// DDP after a WebSocket upgrade.
+async fn serve_connection(mut stream: TcpStream, counters: &Counters, app: Arc<App>) -> io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     let mut out: Vec<u8> = Vec::with_capacity(4096);
     loop {
@@ -250,26 +396,29 @@ async fn serve_connection(mut stream: TcpStream, counters: &Counters) -> io::Res
         }
         let head = req.method == Some("HEAD");
         let http10 = req.version == Some(0);
-        let mut keep_alive = !http10;
-        let mut body_len: u64 = 0;
-        for h in req.headers.iter() {
-            if h.name.eq_ignore_ascii_case("connection") {
-                let v = String::from_utf8_lossy(h.value).to_ascii_lowercase();
-                if v.contains("close") {
-                    keep_alive = false;
-                } else if v.contains("keep-alive") {
-                    keep_alive = true;
-                }
-            } else if h.name.eq_ignore_ascii_case("content-length") {
-                match std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse().ok()) {
-                    Some(n) => body_len = n,
-                    None => return write_error(&mut stream, 400).await,
-                }
-            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                return write_error(&mut stream, 501).await;
-            }
+        let info = request_info(&req);
+        if info.bad_length {
+            return write_error(&mut stream, 400).await;
         }
-        let reply = route(req.path.unwrap_or("/"));
+        if info.chunked {
+            return write_error(&mut stream, 501).await;
+        }
+        let path = req.path.unwrap_or("/").to_string();
+        if let Some(framing) = ddp_framing(&path) {
+            if info.upgrade_websocket {
+                counters.requests.fetch_add(1, Ordering::Relaxed);
+                let leftover = buf.split_off(head_len);
+                return upgrade(stream, leftover, &info, framing, app).await;
+            }
+            // sockjs-node answers a plain GET on a websocket route like this.
+            counters.requests.fetch_add(1, Ordering::Relaxed);
+            let msg = "HTTP/1.1 400 Bad Request\r\nContent-Length: 34\r\nConnection: close\r\n\r\nCan \"Upgrade\" only to \"WebSocket\".";
+            stream.write_all(msg.as_bytes()).await?;
+            return Ok(());
+        }
+        let keep_alive = info.keep_alive;
+        let mut body_len = info.body_len;
+        let reply = route(&path);
         buf.drain(..head_len);
         // Drop the request body.
         while body_len > 0 {
@@ -295,14 +444,7 @@ async fn serve_connection(mut stream: TcpStream, counters: &Counters) -> io::Res
         if reply.status != 204 && reply.status != 304 {
             out.extend_from_slice(format!("Content-Length: {}\r\n", reply.body.len()).as_bytes());
         }
-        let ctype = if matches!(reply.body, Body::Static(b) if b == INDEX.as_bytes()) {
-            "text/html"
-        } else if matches!(reply.body, Body::Repeat(_)) {
-            "application/octet-stream"
-        } else {
-            "text/plain"
-        };
-        out.extend_from_slice(format!("Content-Type: {ctype}\r\n").as_bytes());
+        out.extend_from_slice(format!("Content-Type: {}\r\n", reply.content_type).as_bytes());
         if !keep_alive {
             out.extend_from_slice(b"Connection: close\r\n");
         } else if http10 {

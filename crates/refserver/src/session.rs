@@ -1,0 +1,645 @@
+//! DDP sessions of the reference server, as Meteor's `livedata_server` runs them: version
+//! negotiation; `ping` answered at once, ahead of everything; every other message of a session
+//! processed in arrival order, one at a time (sessions run in parallel); a merge box per session;
+//! `result` and `updated` with the write-fence meaning of `updated`; heartbeats; limits.
+//!
+//! Each connection has three parts: the reader (this module's `serve`: frames in, pings, the
+//! heartbeat and handshake timers), the processor (a task that takes the session's messages in
+//! order), and the writer (a task that frames, batches, compresses and writes what both send).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ddp::message::{DdpError, Fields, Message, ParseError};
+use ddp::ws::{self, Deflate, Incoming, Opcode};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+
+use crate::mergebox::MergeBox;
+use crate::tasks::{self, Fence, Reactivity, Subscriber, Tasks};
+
+/// DDP versions this server speaks, in preference order.
+pub const SUPPORTED_VERSIONS: [&str; 3] = ["1", "pre2", "pre1"];
+
+/// The server's DDP settings.
+#[derive(Debug, Clone)]
+pub struct DdpConfig {
+    pub reactivity: Reactivity,
+    /// permessage-deflate offered to clients (Meteor 3.1.1's defaults when on).
+    pub compression: bool,
+    /// Messages shorter than this go uncompressed (Meteor 3.1.1: 1024 bytes).
+    pub compression_threshold: usize,
+    /// Largest incoming message, in bytes; larger ones close the connection (1009).
+    pub max_message_bytes: usize,
+    /// Most DDP connections at once; more are refused with 503.
+    pub max_sessions: usize,
+    /// A connection that has not completed the DDP handshake by then is closed.
+    pub handshake_timeout: Duration,
+    /// Ping after this much silence; close if nothing arrives within the timeout after it.
+    pub heartbeat_interval: Duration,
+    pub heartbeat_timeout: Duration,
+    /// SockJS transport: WebSocket ping interval (sockjs-node as Meteor configures it: 45 s).
+    pub sockjs_heartbeat: Duration,
+    /// Messages of one session waiting to be processed before reading from it pauses.
+    pub queue_limit: usize,
+}
+
+impl Default for DdpConfig {
+    fn default() -> Self {
+        DdpConfig {
+            reactivity: Reactivity::Push,
+            compression: true,
+            compression_threshold: 1024,
+            max_message_bytes: 1 << 20,
+            max_sessions: 100_000,
+            handshake_timeout: Duration::from_secs(45),
+            heartbeat_interval: Duration::from_secs(15),
+            heartbeat_timeout: Duration::from_secs(15),
+            sockjs_heartbeat: Duration::from_secs(45),
+            queue_limit: 1_000,
+        }
+    }
+}
+
+/// State shared by every session: the tasks app and the counters.
+pub struct App {
+    pub tasks: Arc<Tasks>,
+    pub config: DdpConfig,
+    pub live_sessions: AtomicUsize,
+    pub sessions_started: AtomicU64,
+    pub methods_called: AtomicU64,
+}
+
+impl App {
+    pub fn new(config: DdpConfig) -> Arc<App> {
+        Arc::new(App {
+            tasks: Tasks::new(config.reactivity),
+            config,
+            live_sessions: AtomicUsize::new(0),
+            sessions_started: AtomicU64::new(0),
+            methods_called: AtomicU64::new(0),
+        })
+    }
+
+    /// Takes a session slot, or None when the server is full.
+    pub fn admit(self: &Arc<Self>) -> Option<SessionSlot> {
+        let now = self.live_sessions.fetch_add(1, Ordering::SeqCst);
+        if now >= self.config.max_sessions {
+            self.live_sessions.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(SessionSlot(Arc::clone(self)))
+    }
+}
+
+/// A connection's place in the session count, given back when dropped.
+pub struct SessionSlot(Arc<App>);
+
+impl Drop for SessionSlot {
+    fn drop(&mut self) {
+        self.0.live_sessions.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// How DDP messages ride on WebSocket messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// One DDP message per text frame (`/websocket`).
+    Raw,
+    /// SockJS: `o`, `a[...]`, `c[...]` from the server, `["..."]` from the client.
+    SockJs,
+}
+
+enum Out {
+    Ddp(String),
+    Pong(Vec<u8>),
+    Ping,
+    Close(u16, String),
+}
+
+/// One DDP session once `connect` succeeded.
+pub struct Session {
+    pub id: String,
+    version: String,
+    app: Arc<App>,
+    out: mpsc::UnboundedSender<Out>,
+    state: Mutex<SessionState>,
+}
+
+#[derive(Default)]
+struct SessionState {
+    merge: MergeBox,
+    /// Live subscriptions and the observer handle of each (none for the empty autoupdate one).
+    subs: HashMap<String, Option<u64>>,
+}
+
+impl Session {
+    fn send(&self, m: &Message) {
+        let _ = self.out.send(Out::Ddp(m.to_json()));
+    }
+
+    fn send_all(&self, msgs: Vec<Message>) {
+        for m in msgs {
+            self.send(&m);
+        }
+    }
+
+    fn with_merge(&self, f: impl FnOnce(&mut MergeBox, &mut Vec<Message>)) {
+        let mut out = Vec::new();
+        {
+            let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            f(&mut st.merge, &mut out);
+            // Queue while holding the lock so that the order of data messages is the merge order.
+            for m in &out {
+                let _ = self.out.send(Out::Ddp(m.to_json()));
+            }
+        }
+    }
+
+    fn heartbeats(&self) -> bool {
+        self.version != "pre1"
+    }
+}
+
+impl Subscriber for Session {
+    fn added(&self, sub_id: &str, id: &str, fields: &Fields) {
+        self.with_merge(|mb, out| mb.added(sub_id, tasks::COLLECTION, id, fields, out));
+    }
+
+    fn changed(&self, sub_id: &str, id: &str, fields: &Fields, cleared: &[String]) {
+        self.with_merge(|mb, out| mb.changed(sub_id, tasks::COLLECTION, id, fields, cleared, out));
+    }
+
+    fn removed(&self, sub_id: &str, id: &str) {
+        self.with_merge(|mb, out| mb.removed(sub_id, tasks::COLLECTION, id, out));
+    }
+}
+
+/// The reply to a `connect`: the version to speak, or the version to propose instead.
+pub fn negotiate(version: &str, support: &[String]) -> Result<String, String> {
+    if !support.iter().any(|s| s == version) {
+        return Err(SUPPORTED_VERSIONS[0].to_string());
+    }
+    let pick = support.iter().find(|s| SUPPORTED_VERSIONS.contains(&s.as_str())).map_or(SUPPORTED_VERSIONS[0], |s| s);
+    if pick == version {
+        Ok(pick.to_string())
+    } else {
+        Err(pick.to_string())
+    }
+}
+
+thread_local! {
+    /// No context takeover either way, so one compressor per thread serves every session.
+    static DEFLATE: RefCell<Deflate> = RefCell::new(Deflate::new(1, 9));
+}
+
+/// Serves one upgraded connection until it closes. `leftover` holds bytes read past the
+/// handshake; `deflate` says whether permessage-deflate was agreed.
+pub async fn serve(
+    stream: TcpStream,
+    leftover: Vec<u8>,
+    framing: Framing,
+    deflate: bool,
+    app: Arc<App>,
+    _slot: SessionSlot,
+) {
+    let (mut rd, wr) = stream.into_split();
+    let (out_tx, out_rx) = mpsc::unbounded_channel::<Out>();
+    let threshold = app.config.compression_threshold;
+    let writer = tokio::spawn(write_loop(wr, out_rx, framing, deflate, threshold));
+    let config = app.config.clone();
+    let mut reader = ws::Reader::new(true, config.max_message_bytes, deflate);
+    let mut buf = leftover;
+    let mut chunk = vec![0u8; 16 * 1024];
+    let started = Instant::now();
+    let mut session: Option<Arc<Session>> = None;
+    let mut queue: Option<mpsc::Sender<Result<Message, ParseError>>> = None;
+    let mut processor = None;
+    // Heartbeats: a tick every interval; silence over a whole interval sends a ping, which must
+    // be followed by some message within the timeout.
+    let mut tick =
+        tokio::time::interval_at(tokio::time::Instant::now() + config.heartbeat_interval, config.heartbeat_interval);
+    let mut heard = false;
+    let mut ping_deadline: Option<tokio::time::Instant> = None;
+    let mut sockjs_tick =
+        tokio::time::interval_at(tokio::time::Instant::now() + config.sockjs_heartbeat, config.sockjs_heartbeat);
+    let mut ws_pong_deadline: Option<tokio::time::Instant> = None;
+    let handshake_deadline = tokio::time::Instant::now() + config.handshake_timeout;
+    let close = |code: u16, reason: &str| {
+        let _ = out_tx.send(Out::Close(code, reason.to_string()));
+    };
+
+    'conn: loop {
+        // Take every complete frame already buffered.
+        let mut used = 0;
+        loop {
+            match reader.next(&mut buf[used..]) {
+                Ok(None) => break,
+                Ok(Some((n, msg))) => {
+                    used += n;
+                    let Some(msg) = msg else { continue };
+                    match msg {
+                        Incoming::Ping(p) => {
+                            let _ = out_tx.send(Out::Pong(p));
+                        }
+                        Incoming::Pong(_) => ws_pong_deadline = None,
+                        Incoming::Close { code, .. } => {
+                            close(code.unwrap_or(1000), "");
+                            break 'conn;
+                        }
+                        Incoming::Data { opcode, compressed, payload } => {
+                            let payload = if compressed {
+                                match DEFLATE
+                                    .with(|d| d.borrow_mut().decompress(&payload, true, config.max_message_bytes))
+                                {
+                                    Ok(p) => p,
+                                    Err(e) => {
+                                        close(e.close_code, &e.reason);
+                                        break 'conn;
+                                    }
+                                }
+                            } else {
+                                payload
+                            };
+                            if opcode != Opcode::Text {
+                                close(1003, "DDP travels in text frames");
+                                break 'conn;
+                            }
+                            let Ok(text) = String::from_utf8(payload) else {
+                                close(1007, "invalid UTF-8");
+                                break 'conn;
+                            };
+                            let texts = match framing {
+                                Framing::Raw => vec![text],
+                                Framing::SockJs => match ddp::sockjs::parse_client_frame(&text) {
+                                    Ok(list) => list,
+                                    Err(_) => {
+                                        close(3000, "Broken framing.");
+                                        break 'conn;
+                                    }
+                                },
+                            };
+                            heard = true;
+                            ping_deadline = None;
+                            for t in texts {
+                                let parsed = Message::parse(&t);
+                                match (&session, parsed) {
+                                    (None, Ok(Message::Connect { version, support, .. })) => {
+                                        match negotiate(&version, &support) {
+                                            Ok(v) => {
+                                                let s = Arc::new(Session {
+                                                    id: ddp::id::random_id(),
+                                                    version: v,
+                                                    app: Arc::clone(&app),
+                                                    out: out_tx.clone(),
+                                                    state: Mutex::new(SessionState::default()),
+                                                });
+                                                app.sessions_started.fetch_add(1, Ordering::Relaxed);
+                                                s.send(&Message::Connected { session: s.id.clone() });
+                                                let (tx, rx) = mpsc::channel(config.queue_limit);
+                                                processor = Some(tokio::spawn(process(Arc::clone(&s), rx)));
+                                                queue = Some(tx);
+                                                session = Some(s);
+                                            }
+                                            Err(v) => {
+                                                let _ = out_tx.send(Out::Ddp(Message::Failed { version: v }.to_json()));
+                                                close(1000, "");
+                                                break 'conn;
+                                            }
+                                        }
+                                    }
+                                    (None, Err(ParseError::Malformed { msg, .. })) if msg == "connect" => {
+                                        let _ =
+                                            out_tx.send(Out::Ddp(Message::Failed { version: "1".into() }.to_json()));
+                                        close(1000, "");
+                                        break 'conn;
+                                    }
+                                    (None, Err(e)) => {
+                                        let _ = out_tx.send(Out::Ddp(e.reply().to_json()));
+                                    }
+                                    (None, Ok(m)) => {
+                                        let reply = Message::Error {
+                                            reason: "Must connect first".into(),
+                                            offending_message: Some(m.to_value()),
+                                        };
+                                        let _ = out_tx.send(Out::Ddp(reply.to_json()));
+                                    }
+                                    (Some(s), Ok(Message::Ping { id })) if s.heartbeats() => {
+                                        // Ahead of the queue: answered even while a method runs.
+                                        s.send(&Message::Pong { id });
+                                    }
+                                    (Some(_), item) => {
+                                        let q = queue.as_ref().expect("queue exists once connected");
+                                        // A full queue pauses reading: a flood slows its own session only.
+                                        if q.send(item).await.is_err() {
+                                            break 'conn;
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    close(e.close_code, &e.reason);
+                    break 'conn;
+                }
+            }
+        }
+        buf.drain(..used);
+
+        let ping_wait = async {
+            match ping_deadline.min(ws_pong_deadline) {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        let handshake_wait = async {
+            if session.is_none() {
+                tokio::time::sleep_until(handshake_deadline).await
+            } else {
+                std::future::pending().await
+            }
+        };
+        tokio::select! {
+            read = rd.read(&mut chunk) => match read {
+                Ok(0) | Err(_) => break 'conn,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            },
+            _ = tick.tick() => {
+                if let Some(s) = &session {
+                    if s.heartbeats() && !heard && ping_deadline.is_none() {
+                        s.send(&Message::Ping { id: None });
+                        ping_deadline = Some(tokio::time::Instant::now() + config.heartbeat_timeout);
+                    }
+                }
+                heard = false;
+            }
+            _ = sockjs_tick.tick(), if framing == Framing::SockJs => {
+                if ws_pong_deadline.is_none() {
+                    let _ = out_tx.send(Out::Ping);
+                    ws_pong_deadline = Some(tokio::time::Instant::now() + Duration::from_secs(10));
+                }
+            }
+            _ = ping_wait => {
+                close(3000, "No response from heartbeat");
+                break 'conn;
+            }
+            _ = handshake_wait => {
+                close(1000, "DDP handshake timeout");
+                break 'conn;
+            }
+        }
+    }
+    let _ = started;
+    drop(queue);
+    if let Some(p) = processor {
+        // Let the processor see the end of its queue, then tear the subscriptions down.
+        p.abort();
+        let _ = p.await;
+    }
+    if let Some(s) = session {
+        let keys: Vec<u64> = {
+            let mut st = s.state.lock().unwrap_or_else(|p| p.into_inner());
+            st.subs.drain().filter_map(|(_, k)| k).collect()
+        };
+        for k in keys {
+            s.app.tasks.stop_observing(k);
+        }
+    }
+    drop(out_tx);
+    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+}
+
+/// Frames, batches, compresses and writes; ends after a close or when every sender is gone.
+async fn write_loop(
+    mut wr: tokio::net::tcp::OwnedWriteHalf,
+    mut rx: mpsc::UnboundedReceiver<Out>,
+    framing: Framing,
+    deflate: bool,
+    threshold: usize,
+) {
+    let mut wire = Vec::with_capacity(4096);
+    let frame_text = |wire: &mut Vec<u8>, text: &[u8]| {
+        if deflate && text.len() >= threshold {
+            let mut packed = Vec::with_capacity(text.len() / 3 + 16);
+            DEFLATE.with(|d| d.borrow_mut().compress(text, true, &mut packed));
+            ws::encode_frame(wire, Opcode::Text, true, &packed, None);
+        } else {
+            ws::encode_frame(wire, Opcode::Text, false, text, None);
+        }
+    };
+    if framing == Framing::SockJs {
+        frame_text(&mut wire, b"o");
+        if wr.write_all(&wire).await.is_err() {
+            return;
+        }
+        wire.clear();
+    }
+    let mut batch: Vec<String> = Vec::new();
+    let flush = |wire: &mut Vec<u8>, batch: &mut Vec<String>| {
+        if !batch.is_empty() {
+            frame_text(wire, ddp::sockjs::encode_messages(batch).as_bytes());
+            batch.clear();
+        }
+    };
+    let mut closing = None;
+    while let Some(first) = rx.recv().await {
+        let mut next = Some(first);
+        let mut taken = 0;
+        while let Some(item) = next {
+            match item {
+                Out::Ddp(text) => match framing {
+                    Framing::Raw => frame_text(&mut wire, text.as_bytes()),
+                    Framing::SockJs => batch.push(text),
+                },
+                Out::Pong(p) => {
+                    flush(&mut wire, &mut batch);
+                    ws::encode_frame(&mut wire, Opcode::Pong, false, &p, None);
+                }
+                Out::Ping => {
+                    flush(&mut wire, &mut batch);
+                    ws::encode_frame(&mut wire, Opcode::Ping, false, b"", None);
+                }
+                Out::Close(code, reason) => {
+                    closing = Some((code, reason));
+                    break;
+                }
+            }
+            taken += 1;
+            next = if taken < 512 { rx.try_recv().ok() } else { None };
+        }
+        flush(&mut wire, &mut batch);
+        if let Some((code, reason)) = &closing {
+            if framing == Framing::SockJs {
+                frame_text(&mut wire, ddp::sockjs::encode_close(*code, reason).as_bytes());
+            }
+            let code = if (1000..5000).contains(code) && *code != 1005 && *code != 1006 { *code } else { 1000 };
+            ws::encode_frame(&mut wire, Opcode::Close, false, &ws::close_payload(code, reason), None);
+        }
+        if wr.write_all(&wire).await.is_err() {
+            return;
+        }
+        wire.clear();
+        if closing.is_some() {
+            let _ = wr.shutdown().await;
+            return;
+        }
+    }
+}
+
+/// Takes a session's messages in order, one at a time.
+async fn process(session: Arc<Session>, mut rx: mpsc::Receiver<Result<Message, ParseError>>) {
+    while let Some(item) = rx.recv().await {
+        match item {
+            Err(e) => session.send(&e.reply()),
+            Ok(Message::Connect { .. }) => {
+                session.send(&Message::Error { reason: "Already connected".into(), offending_message: None })
+            }
+            Ok(Message::Pong { .. }) => {}
+            Ok(Message::Ping { .. }) => {
+                // A pre1 session has no heartbeats.
+                session.send(&Message::Error { reason: "Bad request".into(), offending_message: None })
+            }
+            Ok(Message::Sub { id, name, params: _ }) => subscribe(&session, id, &name),
+            Ok(Message::Unsub { id }) => unsubscribe(&session, &id),
+            Ok(Message::Method { method, params, id, .. }) => {
+                if method == "bolide.sleep" {
+                    // Test knob: holds this session's queue, as a slow method without unblock() does.
+                    let ms = params.first().and_then(|p| p.get("ms")).and_then(Value::as_u64).unwrap_or(0);
+                    tokio::time::sleep(Duration::from_millis(ms.min(60_000))).await;
+                    session.send_all(vec![
+                        Message::Updated { methods: vec![id.clone()] },
+                        Message::Result { id, result: Some(Value::from(ms)), error: None },
+                    ]);
+                    continue;
+                }
+                call(&session, &method, &params, id)
+            }
+            Ok(other) => session
+                .send(&Message::Error { reason: "Bad request".into(), offending_message: Some(other.to_value()) }),
+        }
+    }
+}
+
+fn subscribe(session: &Arc<Session>, id: String, name: &str) {
+    {
+        let mut st = session.state.lock().unwrap_or_else(|p| p.into_inner());
+        if st.subs.contains_key(&id) {
+            return; // a known id is silently ignored, as Meteor does
+        }
+        if name != "fetchTasks" && name != "meteor_autoupdate_clientVersions" {
+            drop(st);
+            let error = DdpError::meteor(404, &format!("Subscription '{name}' not found"));
+            session.send(&Message::Nosub { id, error: Some(error) });
+            return;
+        }
+        st.subs.insert(id.clone(), None);
+    }
+    if name == "fetchTasks" {
+        let subscriber: Arc<dyn Subscriber> = Arc::clone(session) as Arc<dyn Subscriber>;
+        let key = session.app.tasks.observe(subscriber, &id);
+        let mut st = session.state.lock().unwrap_or_else(|p| p.into_inner());
+        match st.subs.get_mut(&id) {
+            Some(slot) => *slot = Some(key),
+            None => session.app.tasks.stop_observing(key),
+        }
+    }
+    session.send(&Message::Ready { subs: vec![id] });
+}
+
+fn unsubscribe(session: &Arc<Session>, id: &str) {
+    let key = session.state.lock().unwrap_or_else(|p| p.into_inner()).subs.remove(id);
+    if let Some(Some(key)) = key {
+        session.app.tasks.stop_observing(key);
+    }
+    if key.is_some() {
+        session.with_merge(|mb, out| mb.drop_sub(id, out));
+    }
+    session.send(&Message::Nosub { id: id.to_string(), error: None });
+}
+
+/// The string field `key` of the method's single object argument (Meteor's check() would answer
+/// 400 "Match failed" otherwise).
+fn arg<'a>(params: &'a [Value], key: &str) -> Result<&'a str, Box<DdpError>> {
+    params
+        .first()
+        .and_then(|p| p.get(key))
+        .and_then(Value::as_str)
+        .ok_or_else(|| Box::new(DdpError::meteor(400, "Match failed")))
+}
+
+/// The tasks app's methods.
+fn run_method(
+    tasks: &Tasks,
+    method: &str,
+    params: &[Value],
+    fence: &mut Fence,
+) -> Result<Option<Value>, Box<DdpError>> {
+    match method {
+        "insertTask" => {
+            let description = arg(params, "description")?;
+            let session_id = arg(params, "sessionId")?;
+            Ok(Some(Value::String(tasks.insert(session_id, description, fence))))
+        }
+        "removeTask" => {
+            let task = arg(params, "taskId")?;
+            Ok(Some(Value::from(tasks.remove_where(|t| t.id == task, fence))))
+        }
+        "removeAllTasks" => {
+            let owner = arg(params, "sessionId")?;
+            Ok(Some(Value::from(tasks.remove_where(|t| t.session_id == owner, fence))))
+        }
+        "fetchTasks" => Ok(Some(Value::Array(tasks.all().iter().map(tasks::Task::document).collect()))),
+        other => Err(Box::new(DdpError::meteor(404, &format!("Method '{other}' not found")))),
+    }
+}
+
+fn call(session: &Arc<Session>, method: &str, params: &[Value], id: String) {
+    session.app.methods_called.fetch_add(1, Ordering::Relaxed);
+    let mut fence = Fence::default();
+    let outcome = run_method(&session.app.tasks, method, params, &mut fence);
+    let result = match outcome {
+        Ok(result) => Message::Result { id: id.clone(), result, error: None },
+        Err(error) => Message::Result { id: id.clone(), result: None, error: Some(*error) },
+    };
+    let updated = Message::Updated { methods: vec![id] };
+    if fence.is_clear() {
+        // Nothing owed: the fence fires as it is armed, so `updated` goes first (Meteor 3).
+        session.send_all(vec![updated, result]);
+    } else {
+        session.send(&result);
+        let s = Arc::clone(session);
+        tokio::spawn(async move {
+            fence.committed().await;
+            s.send(&updated);
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_negotiation() {
+        let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // Each row: proposed version, support list, expected outcome.
+        let rows = [
+            ("1", v(&["1", "pre2", "pre1"]), Ok("1".to_string())),
+            ("pre1", v(&["1", "pre1"]), Err("1".to_string())),
+            ("pre2", v(&["pre2", "pre1"]), Ok("pre2".to_string())),
+            ("1", v(&["pre2"]), Err("1".to_string())),
+            ("2", v(&["2", "1"]), Err("1".to_string())),
+            ("9", v(&["9"]), Err("1".to_string())),
+        ];
+        for (version, support, want) in rows {
+            assert_eq!(negotiate(version, &support), want, "{version} {support:?}");
+        }
+    }
+}
