@@ -11,12 +11,12 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ddp::message::{DdpError, Fields, Message, ParseError};
 use ddp::ws::{self, Deflate, Incoming, Opcode};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
@@ -196,6 +196,9 @@ pub fn negotiate(version: &str, support: &[String]) -> Result<String, String> {
 thread_local! {
     /// No context takeover either way, so one compressor per thread serves every session.
     static DEFLATE: RefCell<Deflate> = RefCell::new(Deflate::new(1, 9));
+    /// Reads land here first; a session keeps only the bytes of frames not yet complete, so an
+    /// idle session holds no read buffer at all.
+    static SCRATCH: RefCell<Vec<u8>> = RefCell::new(vec![0; 64 * 1024]);
 }
 
 /// Serves one upgraded connection until it closes. `leftover` holds bytes read past the
@@ -208,15 +211,13 @@ pub async fn serve(
     app: Arc<App>,
     _slot: SessionSlot,
 ) {
-    let (mut rd, wr) = stream.into_split();
+    let (rd, wr) = stream.into_split();
     let (out_tx, out_rx) = mpsc::unbounded_channel::<Out>();
     let threshold = app.config.compression_threshold;
     let writer = tokio::spawn(write_loop(wr, out_rx, framing, deflate, threshold));
     let config = app.config.clone();
     let mut reader = ws::Reader::new(true, config.max_message_bytes, deflate);
     let mut buf = leftover;
-    let mut chunk = vec![0u8; 16 * 1024];
-    let started = Instant::now();
     let mut session: Option<Arc<Session>> = None;
     let mut queue: Option<mpsc::Sender<Result<Message, ParseError>>> = None;
     let mut processor = None;
@@ -352,6 +353,9 @@ pub async fn serve(
             }
         }
         buf.drain(..used);
+        if buf.is_empty() && buf.capacity() > 0 {
+            buf = Vec::new();
+        }
 
         let ping_wait = async {
             match ping_deadline.min(ws_pong_deadline) {
@@ -367,9 +371,22 @@ pub async fn serve(
             }
         };
         tokio::select! {
-            read = rd.read(&mut chunk) => match read {
-                Ok(0) | Err(_) => break 'conn,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            ready = rd.readable() => {
+                if ready.is_err() {
+                    break 'conn;
+                }
+                let read = SCRATCH.with(|scratch| {
+                    let mut scratch = scratch.borrow_mut();
+                    let n = rd.try_read(&mut scratch)?;
+                    buf.extend_from_slice(&scratch[..n]);
+                    Ok::<usize, std::io::Error>(n)
+                });
+                match read {
+                    Ok(0) => break 'conn,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(_) => break 'conn,
+                }
             },
             _ = tick.tick() => {
                 if let Some(s) = &session {
@@ -396,7 +413,6 @@ pub async fn serve(
             }
         }
     }
-    let _ = started;
     drop(queue);
     if let Some(p) = processor {
         // Let the processor see the end of its queue, then tear the subscriptions down.
@@ -424,7 +440,7 @@ async fn write_loop(
     deflate: bool,
     threshold: usize,
 ) {
-    let mut wire = Vec::with_capacity(4096);
+    let mut wire = Vec::new();
     let frame_text = |wire: &mut Vec<u8>, text: &[u8]| {
         if deflate && text.len() >= threshold {
             let mut packed = Vec::with_capacity(text.len() / 3 + 16);
@@ -485,7 +501,8 @@ async fn write_loop(
         if wr.write_all(&wire).await.is_err() {
             return;
         }
-        wire.clear();
+        // Idle sessions keep no write buffer either.
+        wire = Vec::new();
         if closing.is_some() {
             let _ = wr.shutdown().await;
             return;
