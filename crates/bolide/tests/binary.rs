@@ -50,3 +50,32 @@ fn sigint_stops_the_run_and_writes_the_report() {
     // The live line is for terminals only: a pipe gets none of it.
     assert!(!String::from_utf8_lossy(&out.stderr).contains('\r'));
 }
+
+#[test]
+fn serve_runs_until_sigint_and_stops_cleanly() {
+    use std::io::{BufRead, BufReader};
+    let mut child = bolide()
+        .args(["serve", "--port", "0", "--reactivity", "poll"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    assert!(first.starts_with("bolide reference server on http://127.0.0.1:"), "{first}");
+    let addr = first.split("http://").nth(1).unwrap().split_whitespace().next().unwrap().to_string();
+    // It answers, then stops on SIGINT.
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    std::io::Write::write_all(&mut s, b"GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    std::io::Read::read_to_string(&mut s, &mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let begin = Instant::now();
+    let status = child.wait().unwrap();
+    assert!(begin.elapsed() < Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0));
+    let rest: Vec<String> = out.lines().map_while(Result::ok).collect();
+    assert!(rest.iter().any(|l| l.starts_with("stopped after 1 HTTP requests")), "{rest:?}");
+}

@@ -45,7 +45,11 @@ fn strings(value: Value, what: &str) -> Result<Vec<String>, FrameError> {
 
 /// Parses a frame the server sent.
 pub fn parse_server_frame(text: &str) -> Result<ServerFrame, FrameError> {
-    let (kind, rest) = text.split_at(text.len().min(1));
+    // Frame types are one ASCII letter; anything else (a multi-byte character included) is not SockJS.
+    let (kind, rest) = match text.as_bytes().first() {
+        Some(b) if b.is_ascii() => text.split_at(1),
+        _ => ("", text),
+    };
     match (kind, rest) {
         ("o", "") => Ok(ServerFrame::Open),
         ("h", "") => Ok(ServerFrame::Heartbeat),
@@ -123,7 +127,7 @@ mod tests {
 
     #[test]
     fn bad_server_frames() {
-        for text in ["", "x", "oo", "a", "a[1]", "a{}", "c[1]", "c[\"x\",1]", "hh"] {
+        for text in ["", "x", "oo", "a", "a[1]", "a{}", "c[1]", "c[\"x\",1]", "hh", "é", "\u{1F600}a[]"] {
             assert!(parse_server_frame(text).is_err(), "{text:?}");
         }
     }

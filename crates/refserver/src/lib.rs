@@ -168,7 +168,10 @@ async fn accept_loop(listener: TcpListener, counters: Arc<Counters>, app: Arc<Ap
                     let c = Arc::clone(&counters);
                     let a = Arc::clone(&app);
                     tokio::spawn(async move {
-                        let _ = serve_connection(stream, &c, a).await;
+                        // The HTTP part ends (its buffers freed) before a DDP session starts.
+                        if let Ok(Some(up)) = serve_connection(stream, &c).await {
+                            let _ = upgrade(up, a).await;
+                        }
                     });
                 }
                 // Out of file descriptors and the like: pause instead of spinning.
@@ -282,9 +285,13 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// The headers of a request that matter here.
+/// The parts of a request head that matter here, owned (so no header array is held across awaits).
 #[derive(Default)]
 struct RequestInfo {
+    head_len: usize,
+    path: String,
+    is_head: bool,
+    http10: bool,
     keep_alive: bool,
     body_len: u64,
     chunked: bool,
@@ -293,6 +300,21 @@ struct RequestInfo {
     ws_key: Option<String>,
     ws_version: Option<String>,
     ws_extensions: Option<String>,
+}
+
+/// Parses a complete head (`buf[..head_len]`); None when it is not HTTP.
+fn parse_request(buf: &[u8], head_len: usize) -> Option<RequestInfo> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut req = httparse::Request::new(&mut headers);
+    if !matches!(req.parse(&buf[..head_len]), Ok(httparse::Status::Complete(_))) {
+        return None;
+    }
+    let mut info = request_info(&req);
+    info.head_len = head_len;
+    info.path = req.path.unwrap_or("/").to_string();
+    info.is_head = req.method == Some("HEAD");
+    info.http10 = req.version == Some(0);
+    Some(info)
 }
 
 fn request_info(req: &httparse::Request) -> RequestInfo {
@@ -330,14 +352,17 @@ fn request_info(req: &httparse::Request) -> RequestInfo {
     info
 }
 
-/// Answers a WebSocket upgrade on a DDP path and serves the session; Err(status) to refuse it.
-async fn upgrade(
-    mut stream: TcpStream,
+/// A connection that asked for a WebSocket on a DDP path.
+struct Upgrade {
+    stream: TcpStream,
     leftover: Vec<u8>,
-    info: &RequestInfo,
+    info: RequestInfo,
     framing: session::Framing,
-    app: Arc<App>,
-) -> io::Result<()> {
+}
+
+/// Answers a WebSocket upgrade on a DDP path (or refuses it) and serves the session.
+async fn upgrade(up: Upgrade, app: Arc<App>) -> io::Result<()> {
+    let Upgrade { mut stream, leftover, info, framing } = up;
     let refuse = |status: u16, extra: &str| {
         format!("HTTP/1.1 {status} {}\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n", reason(status))
     };
@@ -364,13 +389,18 @@ async fn upgrade(
     }
     head.push_str("\r\n");
     stream.write_all(head.as_bytes()).await?;
+    drop(info);
     session::serve(stream, leftover, framing, deflate.is_some(), app, slot).await;
     Ok(())
 }
 
-/// Serves requests on one connection until the client closes or asks to close, or hands it to
-/// DDP after a WebSocket upgrade.
-async fn serve_connection(mut stream: TcpStream, counters: &Counters, app: Arc<App>) -> io::Result<()> {
+/// Bytes `/bytes/N` is served from.
+static FILLER: [u8; 16 * 1024] = [b'x'; 16 * 1024];
+
+/// Serves requests on one connection until the client closes or asks to close; a WebSocket
+/// request on a DDP path is handed back to the caller. Holds no large array across an await, so
+/// the task stays small (it is every DDP session's task too).
+async fn serve_connection(mut stream: TcpStream, counters: &Counters) -> io::Result<Option<Upgrade>> {
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     let mut out: Vec<u8> = Vec::with_capacity(4096);
     loop {
@@ -380,55 +410,48 @@ async fn serve_connection(mut stream: TcpStream, counters: &Counters, app: Arc<A
                 break at + 4;
             }
             if buf.len() > HEAD_LIMIT {
-                return write_error(&mut stream, 431).await;
+                write_error(&mut stream, 431).await?;
+                return Ok(None);
             }
-            let mut chunk = [0u8; 4096];
-            let n = stream.read(&mut chunk).await?;
-            if n == 0 {
-                return Ok(());
+            buf.reserve(4096);
+            if stream.read_buf(&mut buf).await? == 0 {
+                return Ok(None);
             }
-            buf.extend_from_slice(&chunk[..n]);
         };
-        let mut headers = [httparse::EMPTY_HEADER; 64];
-        let mut req = httparse::Request::new(&mut headers);
-        if !matches!(req.parse(&buf[..head_len]), Ok(httparse::Status::Complete(_))) {
-            return write_error(&mut stream, 400).await;
-        }
-        let head = req.method == Some("HEAD");
-        let http10 = req.version == Some(0);
-        let info = request_info(&req);
+        let Some(info) = parse_request(&buf, head_len) else {
+            write_error(&mut stream, 400).await?;
+            return Ok(None);
+        };
         if info.bad_length {
-            return write_error(&mut stream, 400).await;
+            write_error(&mut stream, 400).await?;
+            return Ok(None);
         }
         if info.chunked {
-            return write_error(&mut stream, 501).await;
+            write_error(&mut stream, 501).await?;
+            return Ok(None);
         }
-        let path = req.path.unwrap_or("/").to_string();
-        if let Some(framing) = ddp_framing(&path) {
+        if let Some(framing) = ddp_framing(&info.path) {
+            counters.requests.fetch_add(1, Ordering::Relaxed);
             if info.upgrade_websocket {
-                counters.requests.fetch_add(1, Ordering::Relaxed);
-                let leftover = buf.split_off(head_len);
-                return upgrade(stream, leftover, &info, framing, app).await;
+                let leftover = buf[head_len..].to_vec();
+                return Ok(Some(Upgrade { stream, leftover, info, framing }));
             }
             // sockjs-node answers a plain GET on a websocket route like this.
-            counters.requests.fetch_add(1, Ordering::Relaxed);
             let msg = "HTTP/1.1 400 Bad Request\r\nContent-Length: 34\r\nConnection: close\r\n\r\nCan \"Upgrade\" only to \"WebSocket\".";
             stream.write_all(msg.as_bytes()).await?;
-            return Ok(());
+            return Ok(None);
         }
         let keep_alive = info.keep_alive;
         let mut body_len = info.body_len;
-        let reply = route(&path);
+        let reply = route(&info.path);
         buf.drain(..head_len);
         // Drop the request body.
         while body_len > 0 {
             if buf.is_empty() {
-                let mut chunk = [0u8; 8192];
-                let n = stream.read(&mut chunk).await?;
-                if n == 0 {
-                    return Ok(());
+                buf.reserve(8192);
+                if stream.read_buf(&mut buf).await? == 0 {
+                    return Ok(None);
                 }
-                buf.extend_from_slice(&chunk[..n]);
             }
             let take = (buf.len() as u64).min(body_len) as usize;
             buf.drain(..take);
@@ -438,7 +461,7 @@ async fn serve_connection(mut stream: TcpStream, counters: &Counters, app: Arc<A
             tokio::time::sleep(reply.delay).await;
         }
         counters.requests.fetch_add(1, Ordering::Relaxed);
-        let no_body = head || reply.status == 204 || reply.status == 304;
+        let no_body = info.is_head || reply.status == 204 || reply.status == 304;
         out.clear();
         out.extend_from_slice(format!("HTTP/1.1 {} {}\r\n", reply.status, reason(reply.status)).as_bytes());
         if reply.status != 204 && reply.status != 304 {
@@ -447,7 +470,7 @@ async fn serve_connection(mut stream: TcpStream, counters: &Counters, app: Arc<A
         out.extend_from_slice(format!("Content-Type: {}\r\n", reply.content_type).as_bytes());
         if !keep_alive {
             out.extend_from_slice(b"Connection: close\r\n");
-        } else if http10 {
+        } else if info.http10 {
             out.extend_from_slice(b"Connection: keep-alive\r\n");
         }
         out.extend_from_slice(b"\r\n");
@@ -458,11 +481,10 @@ async fn serve_connection(mut stream: TcpStream, counters: &Counters, app: Arc<A
                 Body::Repeat(n) => {
                     stream.write_all(&out).await?;
                     out.clear();
-                    let block = [b'x'; 16 * 1024];
                     let mut left = *n;
                     while left > 0 {
-                        let take = left.min(block.len() as u64) as usize;
-                        stream.write_all(&block[..take]).await?;
+                        let take = left.min(FILLER.len() as u64) as usize;
+                        stream.write_all(&FILLER[..take]).await?;
                         left -= take as u64;
                     }
                 }
@@ -473,7 +495,7 @@ async fn serve_connection(mut stream: TcpStream, counters: &Counters, app: Arc<A
         }
         if !keep_alive {
             let _ = stream.shutdown().await;
-            return Ok(());
+            return Ok(None);
         }
     }
 }

@@ -219,7 +219,7 @@ pub async fn serve(
     let mut reader = ws::Reader::new(true, config.max_message_bytes, deflate);
     let mut buf = leftover;
     let mut session: Option<Arc<Session>> = None;
-    let mut queue: Option<mpsc::Sender<Result<Message, ParseError>>> = None;
+    let mut queue: Option<mpsc::Sender<Queued>> = None;
     let mut processor = None;
     // Heartbeats: a tick every interval; silence over a whole interval sends a ping, which must
     // be followed by some message within the timeout.
@@ -337,7 +337,7 @@ pub async fn serve(
                                     (Some(_), item) => {
                                         let q = queue.as_ref().expect("queue exists once connected");
                                         // A full queue pauses reading: a flood slows its own session only.
-                                        if q.send(item).await.is_err() {
+                                        if q.send(Box::new(item)).await.is_err() {
                                             break 'conn;
                                         }
                                     }
@@ -511,9 +511,13 @@ async fn write_loop(
 }
 
 /// Takes a session's messages in order, one at a time.
-async fn process(session: Arc<Session>, mut rx: mpsc::Receiver<Result<Message, ParseError>>) {
+/// A message waiting for the processor; boxed so that a channel block (32 slots, allocated when the
+/// session starts) costs 256 bytes, not 10 KB.
+type Queued = Box<Result<Message, ParseError>>;
+
+async fn process(session: Arc<Session>, mut rx: mpsc::Receiver<Queued>) {
     while let Some(item) = rx.recv().await {
-        match item {
+        match *item {
             Err(e) => session.send(&e.reply()),
             Ok(Message::Connect { .. }) => {
                 session.send(&Message::Error { reason: "Already connected".into(), offending_message: None })
@@ -658,5 +662,33 @@ mod tests {
         for (version, support, want) in rows {
             assert_eq!(negotiate(version, &support), want, "{version} {support:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod memory_tests {
+    /// What each idle session costs in tasks: the connection's futures stay small because nothing
+    /// large (read chunks, header arrays, body blocks) is held across an await. A 16 KiB array
+    /// slipping back in would break the server's per-session memory target; this catches it.
+    #[test]
+    fn per_session_futures_stay_small() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let app = super::App::new(super::DdpConfig::default());
+            let counters = crate::Counters::default();
+            let http = crate::serve_connection(tokio::net::TcpStream::connect(addr).await.unwrap(), &counters);
+            assert!(std::mem::size_of_val(&http) < 2048, "HTTP task: {}", std::mem::size_of_val(&http));
+            let slot = app.admit().unwrap();
+            let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let session = super::serve(stream, Vec::new(), super::Framing::Raw, false, app.clone(), slot);
+            assert!(std::mem::size_of_val(&session) < 4096, "session task: {}", std::mem::size_of_val(&session));
+            let (_tx, rx) = tokio::sync::mpsc::unbounded_channel::<super::Out>();
+            let (_, w) = listener.accept().await.unwrap().0.into_split();
+            let writer = super::write_loop(w, rx, super::Framing::Raw, false, 1024);
+            assert!(std::mem::size_of_val(&writer) < 1024, "writer task: {}", std::mem::size_of_val(&writer));
+            assert_eq!(std::mem::size_of::<super::Queued>(), 8, "queue slots are boxed");
+        });
     }
 }
