@@ -16,6 +16,12 @@ pub fn us(v: f64) -> String {
     }
 }
 
+/// `171,800.8`: a rate with grouped digits and one decimal.
+pub fn rate(v: f64) -> String {
+    let tenths = (v * 10.0).round() as u64;
+    format!("{}.{}", count(tenths / 10), tenths % 10)
+}
+
 /// `1.23 MB` (decimal units, as the rates are).
 pub fn bytes(v: f64) -> String {
     match v {
@@ -72,10 +78,12 @@ pub fn summary(doc: &ResultDoc) -> String {
     };
     let keep = if set.keep_alive { "keep-alive" } else { "new connection per request" };
     let urls = if doc.targets.len() == 1 { doc.targets[0].clone() } else { format!("{} URLs", doc.targets.len()) };
+    let plural = |n: usize, word: &str| if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") };
     let _ = writeln!(
         out,
-        "bolide http {urls}: {} connections, {} threads, {bound}, {model}, {keep}",
-        set.connections, set.threads
+        "bolide http {urls}: {}, {}, {bound}, {model}, {keep}",
+        plural(set.connections, "connection"),
+        plural(set.threads, "thread")
     );
     if doc.interrupted {
         out.push_str("  (interrupted: the figures cover what was done before Ctrl-C)\n");
@@ -95,9 +103,9 @@ pub fn summary(doc: &ResultDoc) -> String {
     out.push('\n');
     let _ = writeln!(
         out,
-        "  {:<14}{:.1} req/s, {}/s in ({} total, {} connections opened)",
+        "  {:<14}{} req/s, {}/s in ({} total, {} connections opened)",
         "Throughput",
-        s.requests_per_s,
+        rate(s.requests_per_s),
         bytes(s.bytes_in_per_s),
         bytes(s.bytes_in as f64),
         count(s.connects)
@@ -171,6 +179,143 @@ pub fn live_line(p: &Progress) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::result::{Histograms, Host, HttpSettings, RateDistribution, Summary, TargetSummary, Tool};
+    use std::collections::BTreeMap;
+
+    fn latency(base: u64) -> Latency {
+        Latency {
+            min_us: base / 4,
+            mean_us: base as f64 * 1.1,
+            stdev_us: base as f64 / 3.0,
+            max_us: base * 40,
+            p50_us: base,
+            p75_us: base * 2,
+            p90_us: base * 3,
+            p99_us: base * 10,
+            p99_9_us: base * 20,
+            p99_99_us: base * 30,
+        }
+    }
+
+    fn doc() -> ResultDoc {
+        let classes = |timeouts: u64| -> BTreeMap<String, u64> {
+            ["closed", "connect", "malformed", "other", "reset", "timeout", "tls"]
+                .iter()
+                .map(|c| (c.to_string(), if *c == "timeout" { timeouts } else { 0 }))
+                .collect()
+        };
+        let target = |url: &str, responses: u64, errors: u64, p50: u64| TargetSummary {
+            url: url.into(),
+            responses,
+            errors,
+            requests_per_s: responses as f64 / 10.0,
+            bytes_in: responses * 100,
+            connects: 5,
+            latency: latency(p50),
+            status: BTreeMap::from([("200".to_string(), responses)]),
+            errors_by_class: classes(errors),
+            latency_histogram: String::new(),
+        };
+        ResultDoc {
+            format: "bolide.result".into(),
+            version: 1,
+            tool: Tool { name: "bolide".into(), version: "0.1.0".into() },
+            kind: "http".into(),
+            command_line: vec![],
+            started_at: "2026-11-21T05:00:00.000Z".into(),
+            interrupted: false,
+            host: Host { cores: 2, os: "linux".into(), arch: "x86_64".into(), kernel: "6".into() },
+            settings: HttpSettings {
+                connections: 10,
+                threads: 2,
+                duration_s: Some(10.0),
+                requests: None,
+                rate_per_s: Some(2000.0),
+                method: "GET".into(),
+                headers: vec![],
+                body_bytes: 0,
+                timeout_s: 10.0,
+                keep_alive: true,
+                insecure: false,
+            },
+            targets: vec!["http://127.0.0.1:8080/".into(), "http://127.0.0.1:8080/api".into()],
+            summary: Summary {
+                responses: 19_990,
+                errors: 7,
+                unfinished: 3,
+                sent: 20_000,
+                duration_s: 10.0,
+                requests_per_s: 1999.0,
+                bytes_in: 1_999_000,
+                bytes_in_per_s: 199_900.0,
+                connects: 10,
+                latency: latency(850),
+                rate: RateDistribution {
+                    samples: 10,
+                    p1: 1990.0,
+                    p2_5: 1990.0,
+                    p50: 2000.0,
+                    p97_5: 2010.0,
+                    mean: 1999.0,
+                    stdev: 5.5,
+                    min: 1990.0,
+                    max: 2010.0,
+                },
+                status: BTreeMap::from([("200".to_string(), 19_000), ("503".to_string(), 990)]),
+                non_2xx_3xx: 990,
+                errors_by_class: classes(7),
+                late_sends: 12,
+                missed_sends: 0,
+                max_lag_us: 2_500,
+            },
+            per_target: vec![
+                target("http://127.0.0.1:8080/", 9_995, 0, 800),
+                target("http://127.0.0.1:8080/api", 9_995, 7, 900),
+            ],
+            timeline: vec![],
+            histograms: Histograms { latency_us: String::new() },
+        }
+    }
+
+    #[test]
+    fn summary_snapshot() {
+        let want = "\
+bolide http 2 URLs: 10 connections, 2 threads, 10s, fixed rate 2000 req/s, keep-alive
+
+  Requests      19,990 responses in 10.00s, 7 errors, 3 in flight at the end
+  Throughput    1,999.0 req/s, 199.90 kB/s in (2.00 MB total, 10 connections opened)
+
+  Latency              min      mean     stdev       max
+                     212µs     935µs     283µs   34.00ms
+  Percentiles          p50       p75       p90       p99     p99.9    p99.99
+                     850µs    1.70ms    2.55ms    8.50ms   17.00ms   25.50ms
+
+  Req/s                 1%      2.5%       50%     97.5%       avg     stdev       min
+  (10 s)              1990      1990      2000      2010      1999         6      1990
+
+  Status        200: 19,000, 503: 990
+                990 responses not 2xx or 3xx
+  Errors        timeout 7
+  Schedule      2000 req/s: 12 sends late by more than 1 ms, 0 never sent, worst lag 2.50ms
+
+  URL                                        responses    errors       req/s       p50       p99
+  http://127.0.0.1:8080/                         9,995         0       999.5     800µs    8.00ms
+  http://127.0.0.1:8080/api                      9,995         7       999.5     900µs    9.00ms
+";
+        assert_eq!(summary(&doc()), want);
+    }
+
+    #[test]
+    fn live_line_shape() {
+        let p = Progress {
+            elapsed: std::time::Duration::from_millis(3_200),
+            planned: Some(std::time::Duration::from_secs(10)),
+            responses: 12_345,
+            errors: 2,
+            last_second_responses: 4_100,
+        };
+        assert_eq!(live_line(&p), "\r\x1b[K  3s/10s  12,345 responses  4,100 req/s  2 errors");
+    }
 
     #[test]
     fn number_formats() {
@@ -182,5 +327,7 @@ mod tests {
         assert_eq!(us(1_200_000.0), "1.20s");
         assert_eq!(bytes(1_234_567.0), "1.23 MB");
         assert_eq!(bytes(999.0), "999 B");
+        assert_eq!(rate(171_800.84), "171,800.8");
+        assert_eq!(rate(0.0), "0.0");
     }
 }
