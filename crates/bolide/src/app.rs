@@ -53,6 +53,7 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
     let command_line: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     match cli.command {
         Command::Http(a) => http(&a, command_line, io, cancel),
+        Command::Run(a) => run(&a, command_line, io, cancel),
         Command::Serve(a) => serve(&a, io, cancel),
         Command::Demo(a) => demo(&a, command_line, io, cancel),
     }
@@ -150,6 +151,231 @@ pub fn result_doc(plan: &HttpPlan, o: &RunOutput, command_line: Vec<String>) -> 
         summary,
         timeline: o.timeline.clone(),
         histograms: result::Histograms { latency_us: hist::encode(&all.latency_us) },
+    }
+}
+
+/// `bolide run`: DDP virtual users.
+pub fn run(args: &crate::cli::RunArgs, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> i32 {
+    let plan = match plan::run_plan(args) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = writeln!(io.err, "{e}");
+            return exit::USAGE;
+        }
+    };
+    run_ddp_plan(&plan, command_line, io, cancel)
+}
+
+/// Runs a validated DDP plan and reports it; the exit code.
+pub fn run_ddp_plan(
+    plan: &crate::engine::vu::DdpPlan,
+    command_line: Vec<String>,
+    io: &mut Io,
+    cancel: &CancellationToken,
+) -> i32 {
+    // Nothing is measured against a target nobody answers at.
+    let reachable =
+        plan.endpoint.addrs.iter().any(|a| std::net::TcpStream::connect_timeout(a, Duration::from_secs(5)).is_ok());
+    if !reachable {
+        let _ = writeln!(
+            io.err,
+            "error: nothing answers at {} ({:?}); is the server running?",
+            plan.scenario.config.target, plan.endpoint.addrs
+        );
+        return exit::RUN;
+    }
+    let live = io.live && !plan.quiet;
+    let err = &mut *io.err;
+    let mut progress = |p: &crate::engine::vu::VuProgress| {
+        if live {
+            let _ = write!(err, "{}", crate::report::ddp::live_line(p));
+            let _ = err.flush();
+        }
+    };
+    let output = match crate::engine::vu::run(plan, cancel, &mut progress) {
+        Ok(o) => o,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {e}");
+            return exit::RUN;
+        }
+    };
+    if live {
+        let _ = write!(io.err, "\r\x1b[K");
+    }
+    let doc = ddp_doc(plan, &output, command_line);
+    if !plan.quiet {
+        let _ = write!(io.out, "{}", crate::report::ddp::summary(&doc));
+        for (class, detail) in &output.rec.first_errors {
+            let _ = writeln!(io.err, "first {class} error: {detail}");
+        }
+    }
+    let mut code = if doc.summary.ensure.iter().all(|e| e.ok) { exit::OK } else { exit::THRESHOLDS };
+    if let Some(path) = &plan.json {
+        let written = crate::files::write_atomically(path, |w| {
+            serde_json::to_writer_pretty(&mut *w, &doc).map_err(std::io::Error::other)?;
+            w.write_all(b"\n")
+        });
+        match written {
+            Ok(()) if !plan.quiet => {
+                let _ = writeln!(io.out, "\nResult document: {}", path.display());
+            }
+            Ok(()) => {}
+            Err(e) => {
+                let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
+                code = exit::RUN;
+            }
+        }
+    }
+    code
+}
+
+/// Assembles the result document of a DDP run, with the `ensure` verdicts.
+pub fn ddp_doc(
+    plan: &crate::engine::vu::DdpPlan,
+    o: &crate::engine::vu::VuOutput,
+    command_line: Vec<String>,
+) -> crate::stats::vu::DdpDoc {
+    use crate::scenario::{LatencyStat, PhaseKind};
+    use crate::stats::vu::*;
+    let duration_s = o.duration.as_secs_f64();
+    let rec = &o.rec;
+    let config = &plan.scenario.config;
+    let steps_total: u64 = rec.steps.iter().map(|s| s.count).sum();
+    let step_errors: u64 = rec.steps.iter().map(|s| s.error_total()).sum();
+    let mut errors_by_class = std::collections::BTreeMap::new();
+    for s in &rec.steps {
+        for (k, v) in &s.errors {
+            *errors_by_class.entry(k.clone()).or_insert(0) += v;
+        }
+    }
+    if rec.cut > 0 {
+        errors_by_class.insert("user_timeout".to_string(), rec.cut);
+    }
+    let error_rate_pct = if steps_total > 0 { step_errors as f64 * 100.0 / steps_total as f64 } else { 0.0 };
+    // ensure: over all steps together, or one step.
+    let mut ensure = Vec::new();
+    if let Some(limit) = config.ensure.max_error_rate {
+        ensure.push(EnsureResult {
+            what: "error rate %".into(),
+            limit,
+            value: error_rate_pct,
+            ok: error_rate_pct <= limit,
+        });
+    }
+    for l in &config.ensure.limits {
+        let mut h = crate::stats::hist::latency_us();
+        for (name, s) in rec.names.iter().zip(&rec.steps) {
+            if l.step.as_deref().is_none_or(|want| want == name) {
+                h.add(&s.latency_us).expect("same shape");
+            }
+        }
+        let us = match l.stat {
+            LatencyStat::Max => h.max(),
+            LatencyStat::P95 => h.value_at_quantile(0.95),
+            LatencyStat::P99 => h.value_at_quantile(0.99),
+        };
+        let value = us as f64 / 1000.0;
+        let what = match &l.step {
+            Some(step) => format!("{} of {step} (ms)", l.stat.name()),
+            None => format!("{} of all steps (ms)", l.stat.name()),
+        };
+        ensure.push(EnsureResult { what, limit: l.max_ms, value, ok: value <= l.max_ms });
+    }
+    let total_time_s = match (rec.first_arrival_s, rec.last_finish_s) {
+        (Some(a), Some(b)) if b >= a => b - a,
+        _ => 0.0,
+    };
+    let phases = config
+        .phases
+        .iter()
+        .map(|p| {
+            let (rate, ramp, count, pause) = match p.kind {
+                PhaseKind::Rate { per_s, ramp_to } => (Some(per_s), ramp_to, None, false),
+                PhaseKind::Count(n) => (None, None, Some(n), false),
+                PhaseKind::Pause => (None, None, None, true),
+            };
+            PhaseSettings {
+                name: p.name.clone(),
+                duration_s: p.duration.as_secs_f64(),
+                arrival_rate: rate,
+                ramp_to: ramp,
+                arrival_count: count,
+                pause,
+            }
+        })
+        .collect();
+    let nonempty = |h: &hdrhistogram::Histogram<u64>| (!h.is_empty()).then(|| summary::latency(h));
+    DdpDoc {
+        format: result::FORMAT.to_string(),
+        version: result::VERSION,
+        tool: result::Tool { name: "bolide".into(), version: env!("CARGO_PKG_VERSION").into() },
+        kind: "ddp".into(),
+        command_line,
+        started_at: humantime::format_rfc3339_millis(o.started_at).to_string(),
+        interrupted: o.interrupted,
+        host: host(),
+        settings: DdpRunSettings {
+            scenario: plan.source.clone(),
+            target: config.target.clone(),
+            transport: match plan.client.transport {
+                crate::proto::ddp::Transport::WebSocket => "websocket".into(),
+                crate::proto::ddp::Transport::SockJs => "sockjs".into(),
+            },
+            compression: plan.client.compression,
+            cache: plan.client.cache,
+            threads: plan.threads,
+            phases,
+            max_vusers: config.max_vusers,
+            step_timeout_s: config.ddp.step_timeout.as_secs_f64(),
+            user_timeout_s: config.ddp.user_timeout.as_secs_f64(),
+        },
+        summary: DdpSummary {
+            users: Users {
+                launched: rec.launched,
+                completed: rec.completed,
+                failed: rec.failed,
+                skipped: rec.skipped,
+                cut: rec.cut,
+            },
+            total_time_s,
+            duration_s,
+            steps: steps_total,
+            step_errors,
+            error_rate_pct,
+            errors_by_class,
+            messages_in: o.traffic.messages_in,
+            messages_out: o.traffic.messages_out,
+            bytes_in: o.traffic.bytes_in,
+            bytes_out: o.traffic.bytes_out,
+            pings_answered: o.traffic.pings_answered,
+            protocol_errors: o.traffic.protocol_errors,
+            reactive: nonempty(&rec.reactive_us),
+            fanout: nonempty(&o.traffic.fanout_us),
+            ensure,
+        },
+        steps: step_summaries(rec, duration_s),
+        timeline: o
+            .timeline
+            .iter()
+            .enumerate()
+            .map(|(t, (alive, s))| DdpSecond {
+                t: t as u32,
+                users_alive: *alive,
+                launched: s.launched,
+                completed: s.completed,
+                failed: s.failed,
+                steps: s.steps,
+                step_errors: s.step_errors,
+                messages_in: s.messages_in,
+                messages_out: s.messages_out,
+                bytes_in: s.bytes_in,
+                bytes_out: s.bytes_out,
+            })
+            .collect(),
+        histograms: DdpHistograms {
+            reactive_us: hist::encode(&rec.reactive_us),
+            fanout_us: hist::encode(&o.traffic.fanout_us),
+        },
     }
 }
 

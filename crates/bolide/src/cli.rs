@@ -20,6 +20,8 @@ pub struct Cli {
 pub enum Command {
     /// Load HTTP/1.1 servers: fixed connections or a fixed rate, keep-alive or not.
     Http(Box<HttpArgs>),
+    /// Run DDP virtual users: a built-in Meteor workload or an Artillery-shaped scenario file.
+    Run(Box<RunArgs>),
     /// Run the reference server (the Meteor tasks app over DDP, and HTTP test endpoints) until Ctrl-C.
     Serve(ServeArgs),
     /// Start the reference server in-process and benchmark it: works on a fresh machine.
@@ -98,6 +100,72 @@ pub struct HttpArgs {
     /// Print only errors.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "Built-in scenarios:\n  \
+    tasks-reactive     the Meteor benchmark's reactive user (subscribe, add and remove 20 tasks)\n  \
+    tasks-nonreactive  the same actions, the list fetched by a method after each one\n  \
+    sub-churn          connect, subscribe, disconnect, again and again (MeteorDown's pattern)\n\n\
+    Examples:\n  \
+    bolide run tasks-reactive --target http://127.0.0.1:3000 --arrival-rate 4 --duration 60s\n  \
+    bolide run examples/tasks-reactive.yml --json run.json\n\n\
+    Exit codes: 0 done, 1 an ensure threshold broken, 2 usage or scenario error, 3 the run could not start.")]
+pub struct RunArgs {
+    /// A built-in scenario name, or a scenario file (YAML).
+    #[arg(value_name = "SCENARIO")]
+    pub scenario: String,
+
+    /// The app's URL (http:// or https://); replaces the scenario's config.target.
+    #[arg(long, value_name = "URL")]
+    pub target: Option<String>,
+
+    /// Built-ins: users arriving per second.
+    #[arg(long, value_name = "PER_S")]
+    pub arrival_rate: Option<f64>,
+
+    /// Built-ins: how long users keep arriving.
+    #[arg(short = 'd', long, value_name = "DURATION")]
+    pub duration: Option<String>,
+
+    /// Built-ins: pause before each action (default 500ms, the browser benchmark's slow motion).
+    #[arg(long, value_name = "DURATION")]
+    pub think: Option<String>,
+
+    /// Built-ins: tasks each user adds and removes (default 20).
+    #[arg(long, value_name = "N")]
+    pub tasks: Option<u64>,
+
+    /// How DDP reaches the server (replaces config.ddp.transport).
+    #[arg(long, value_enum)]
+    pub transport: Option<TransportArg>,
+
+    /// Do not offer WebSocket compression.
+    #[arg(long)]
+    pub no_compression: bool,
+
+    /// Worker threads [default: the number of cores].
+    #[arg(short = 't', long, value_name = "N")]
+    pub threads: Option<usize>,
+
+    /// Accept any TLS certificate.
+    #[arg(long)]
+    pub insecure: bool,
+
+    /// Write the result document (JSON) to this file.
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+
+    /// Print only errors.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+/// `--transport`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TransportArg {
+    Websocket,
+    Sockjs,
 }
 
 #[derive(Debug, Clone, Args)]

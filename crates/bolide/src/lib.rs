@@ -12,4 +12,5 @@ pub mod files;
 pub mod plan;
 pub mod proto;
 pub mod report;
+pub mod scenario;
 pub mod stats;

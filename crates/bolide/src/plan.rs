@@ -196,6 +196,160 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
     })
 }
 
+/// Why a `bolide run` cannot start: usage errors (exit 2) or a scenario file's problems.
+#[derive(Debug)]
+pub enum RunPlanError {
+    Config(ConfigError),
+    Scenario(crate::scenario::yaml::LoadError),
+}
+
+impl std::fmt::Display for RunPlanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunPlanError::Config(e) => write!(f, "{e}"),
+            RunPlanError::Scenario(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// Where a DDP app lives, from its `http(s)://host:port[/prefix]` URL.
+pub fn endpoint(target: &str) -> Result<crate::proto::ddp::Endpoint, String> {
+    let url = url::Url::parse(target).map_err(|e| format!("target {target:?} is not a URL: {e}"))?;
+    let tls = match url.scheme() {
+        "http" | "ws" => false,
+        "https" | "wss" => true,
+        other => return Err(format!("target {target:?}: scheme {other}:// is not http(s):// or ws(s)://")),
+    };
+    let host = url.host_str().filter(|h| !h.is_empty()).ok_or_else(|| format!("target {target:?} has no host"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+    let port = url.port_or_known_default().unwrap_or(if tls { 443 } else { 80 });
+    let addrs: Vec<_> = (host.as_str(), port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve host {host:?} of {target:?}: {e}"))?
+        .collect();
+    let mut prefix = url.path().trim_end_matches('/').to_string();
+    // A ws:// URL may name the endpoint itself; the app's prefix is what comes before it.
+    for tail in ["/websocket", "/sockjs"] {
+        if let Some(p) = prefix.strip_suffix(tail) {
+            prefix = p.to_string();
+        }
+    }
+    Ok(crate::proto::ddp::Endpoint { host, port, addrs, tls, prefix })
+}
+
+/// Builds the plan for `bolide run`, or every reason it cannot be built.
+pub fn run_plan(args: &crate::cli::RunArgs) -> Result<crate::engine::vu::DdpPlan, RunPlanError> {
+    use crate::scenario::builtin;
+    let mut problems = Vec::new();
+    let is_builtin = builtin::NAMES.contains(&args.scenario.as_str());
+    let mut scenario = if is_builtin {
+        let mut knobs = builtin::Knobs::default();
+        if let Some(r) = args.arrival_rate {
+            if r.is_finite() && r > 0.0 {
+                knobs.arrival_rate = r;
+            } else {
+                problems.push(format!("--arrival-rate {r} must be a positive number of users per second"));
+            }
+        }
+        if let Some(d) = &args.duration {
+            match parse_duration("-d/--duration", d) {
+                Ok(d) => knobs.duration = d,
+                Err(e) => problems.push(e),
+            }
+        }
+        if let Some(t) = &args.think {
+            match humantime::parse_duration(t.trim())
+                .or_else(|_| t.trim().parse::<f64>().map(Duration::from_secs_f64).map_err(|_| ()))
+            {
+                Ok(d) => knobs.think = d,
+                Err(_) => problems.push(format!("--think {t:?} is not a duration; use e.g. 500ms, 1s, 0")),
+            }
+        }
+        if let Some(n) = args.tasks {
+            knobs.tasks = n;
+        }
+        builtin::by_name(&args.scenario, &knobs).expect("a known built-in")
+    } else {
+        let path = std::path::Path::new(&args.scenario);
+        if !path.exists() {
+            let close = builtin::NAMES.iter().find(|n| {
+                let (a, b) = (n.as_bytes(), args.scenario.as_bytes());
+                a.iter().zip(b).filter(|(x, y)| x != y).count() + a.len().abs_diff(b.len()) <= 3
+            });
+            let hint = match close {
+                Some(n) => format!("; did you mean the built-in {n:?}?"),
+                None => format!("; built-ins: {}", builtin::NAMES.join(", ")),
+            };
+            return Err(RunPlanError::Config(ConfigError(vec![format!(
+                "{:?} is neither a built-in scenario nor a file{hint}",
+                args.scenario
+            )])));
+        }
+        for (flag, set) in [
+            ("--arrival-rate", args.arrival_rate.is_some()),
+            ("--duration", args.duration.is_some()),
+            ("--think", args.think.is_some()),
+            ("--tasks", args.tasks.is_some()),
+        ] {
+            if set {
+                problems.push(format!(
+                    "{flag} is for built-in scenarios; a scenario file sets it in config.phases or its flow"
+                ));
+            }
+        }
+        crate::scenario::yaml::load_file(path).map_err(RunPlanError::Scenario)?
+    };
+    if let Some(t) = &args.target {
+        scenario.config.target = t.clone();
+    }
+    if let Some(t) = args.transport {
+        scenario.config.ddp.transport = match t {
+            crate::cli::TransportArg::Websocket => crate::proto::ddp::Transport::WebSocket,
+            crate::cli::TransportArg::Sockjs => crate::proto::ddp::Transport::SockJs,
+        };
+    }
+    if args.no_compression {
+        scenario.config.ddp.compression = false;
+    }
+    if args.threads == Some(0) {
+        problems.push("-t/--threads must be at least 1".into());
+    }
+    if let Some(path) = &args.json {
+        if let Err(e) = files::check_writable(path) {
+            problems.push(e);
+        }
+    }
+    let endpoint = match endpoint(&scenario.config.target) {
+        Ok(e) => Some(e),
+        Err(e) => {
+            problems.push(e);
+            None
+        }
+    };
+    if !problems.is_empty() {
+        return Err(RunPlanError::Config(ConfigError(problems)));
+    }
+    let d = &scenario.config.ddp;
+    let client = crate::proto::ddp::ClientConfig {
+        transport: d.transport,
+        compression: d.compression,
+        cache: d.cache,
+        fanout_field: d.fanout_field.clone(),
+        ..crate::proto::ddp::ClientConfig::default()
+    };
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    Ok(crate::engine::vu::DdpPlan {
+        source: args.scenario.clone(),
+        endpoint: endpoint.expect("checked above"),
+        client,
+        threads: args.threads.unwrap_or(cores),
+        json: args.json.clone(),
+        quiet: args.quiet,
+        insecure: args.insecure,
+        scenario,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,3 +3,4 @@
 
 pub mod http;
 pub mod pacer;
+pub mod vu;

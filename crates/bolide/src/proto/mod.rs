@@ -1,3 +1,4 @@
 //! Wire protocols spoken by virtual users and connections.
 
+pub mod ddp;
 pub mod http;

@@ -1,3 +1,4 @@
 //! Reports read result documents and write text; one file per output format.
 
+pub mod ddp;
 pub mod term;

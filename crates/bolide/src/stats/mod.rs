@@ -5,6 +5,7 @@ pub mod hist;
 pub mod recorder;
 pub mod result;
 pub mod summary;
+pub mod vu;
 
 pub use recorder::{ErrorClass, SecondRecorder, TargetRecorder, WorkerRecorder};
 pub mod gnuplot;

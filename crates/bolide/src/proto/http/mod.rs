@@ -96,7 +96,7 @@ pub struct Failure {
 }
 
 impl Failure {
-    fn new(class: ErrorClass, detail: impl Into<String>) -> Self {
+    pub fn new(class: ErrorClass, detail: impl Into<String>) -> Self {
         Failure { class, detail: detail.into(), stale: false }
     }
 
@@ -105,7 +105,7 @@ impl Failure {
         self
     }
 
-    fn io(err: &io::Error, during: &str) -> Self {
+    pub fn io(err: &io::Error, during: &str) -> Self {
         use io::ErrorKind::*;
         let class = match err.kind() {
             ConnectionRefused if during == "connect" => ErrorClass::Connect,
@@ -148,11 +148,16 @@ pub struct Timings {
     pub wait_us: u64,
 }
 
-/// Opens a connection to `target` (TCP, then TLS when the URL is https).
-pub async fn connect(target: &Target, tls: Option<&tls::Connector>) -> Result<Connection, Failure> {
+/// Opens a TCP connection to the first address that answers, then TLS when `tls` is set.
+pub async fn open_stream(
+    host: &str,
+    addrs: &[std::net::SocketAddr],
+    tls: bool,
+    connector: Option<&tls::Connector>,
+) -> Result<Stream, Failure> {
     let mut last_err = None;
     let mut tcp = None;
-    for addr in &target.addrs {
+    for addr in addrs {
         match TcpStream::connect(addr).await {
             Ok(s) => {
                 tcp = Some(s);
@@ -167,18 +172,66 @@ pub async fn connect(target: &Target, tls: Option<&tls::Connector>) -> Result<Co
         (None, None) => return Err(Failure::new(ErrorClass::Connect, "no address to connect to")),
     };
     let _ = tcp.set_nodelay(true);
-    let stream = match (target.tls, tls) {
+    match (tls, connector) {
         (true, Some(connector)) => {
             let s = connector
-                .connect(&target.host, tcp)
+                .connect(host, tcp)
                 .await
                 .map_err(|e| Failure::new(ErrorClass::Tls, format!("TLS handshake: {e}")))?;
-            Stream::Tls(Box::new(s))
+            Ok(Stream::Tls(Box::new(s)))
         }
-        (true, None) => return Err(Failure::new(ErrorClass::Tls, "no TLS configuration")),
-        (false, _) => Stream::Plain(tcp),
-    };
+        (true, None) => Err(Failure::new(ErrorClass::Tls, "no TLS configuration")),
+        (false, _) => Ok(Stream::Plain(tcp)),
+    }
+}
+
+/// Opens a connection to `target` (TCP, then TLS when the URL is https).
+pub async fn connect(target: &Target, tls: Option<&tls::Connector>) -> Result<Connection, Failure> {
+    let stream = open_stream(&target.host, &target.addrs, target.tls, tls).await?;
     Ok(Connection { stream, buf: BytesMut::new(), parser: ResponseParser::new(HEAD_LIMIT_BYTES) })
+}
+
+impl tokio::io::AsyncRead for Stream {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => std::pin::Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl tokio::io::AsyncWrite for Stream {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => std::pin::Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => std::pin::Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => std::pin::Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
 }
 
 impl Connection {

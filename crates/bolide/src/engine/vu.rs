@@ -1,0 +1,670 @@
+//! The virtual-user engine: arrivals follow the scenario's phases (open model; the schedule is
+//! split across worker threads in interleaved slices), each arrival starts a user on its worker's
+//! single-threaded runtime, and the user walks its flow step by step, recording each step.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant, SystemTime};
+
+use rand::Rng;
+use serde_json::Value;
+use tokio::task::LocalSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::proto::ddp::{self as client, ClientConfig, Conn, DdpFailure, Endpoint, Traffic};
+use crate::proto::http::tls::Connector;
+use crate::scenario::arrivals::Schedule;
+use crate::scenario::template::{self, Vars};
+use crate::scenario::{Capture, Expect, Flow, HttpStep, LoopOver, Scenario, Step, StepKind, Think, Until, WaitFor};
+use crate::stats::vu::{VuRecorder, VuSecond};
+
+/// A validated DDP run.
+#[derive(Debug, Clone)]
+pub struct DdpPlan {
+    pub scenario: Scenario,
+    /// Built-in name or file path, for reports.
+    pub source: String,
+    pub endpoint: Endpoint,
+    pub client: ClientConfig,
+    pub threads: usize,
+    pub json: Option<std::path::PathBuf>,
+    pub quiet: bool,
+    pub insecure: bool,
+}
+
+/// Once a second while users run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct VuProgress {
+    pub elapsed: Duration,
+    pub planned: Duration,
+    pub alive: u64,
+    pub launched: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub step_errors: u64,
+}
+
+/// What a DDP run measured.
+#[derive(Debug)]
+pub struct VuOutput {
+    pub rec: VuRecorder,
+    pub traffic: Traffic,
+    /// (users alive at the end of the second, the second's counts).
+    pub timeline: Vec<(u64, VuSecond)>,
+    pub started_at: SystemTime,
+    pub duration: Duration,
+    pub interrupted: bool,
+}
+
+enum Msg {
+    Tick { t: u32, second: Box<VuSecond> },
+    Done { rec: Box<VuRecorder>, traffic: Box<Traffic> },
+}
+
+/// Step names with whether each is a method call (whose result and updated times are kept).
+pub fn step_names(s: &Scenario) -> Vec<(String, bool)> {
+    fn walk(steps: &[Step], out: &mut Vec<(String, bool)>) {
+        for s in steps {
+            match &s.kind {
+                StepKind::Loop(l) => walk(&l.steps, out),
+                StepKind::Think(_) => {}
+                kind => {
+                    if !out.iter().any(|(n, _)| n == &s.name) {
+                        out.push((s.name.clone(), matches!(kind, StepKind::Call(_) | StepKind::Login(_))));
+                    }
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for f in &s.flows {
+        walk(&f.steps, &mut out);
+    }
+    out
+}
+
+/// Runs the plan; `progress` is called about once a second.
+pub fn run(
+    plan: &DdpPlan,
+    cancel: &CancellationToken,
+    progress: &mut dyn FnMut(&VuProgress),
+) -> Result<VuOutput, String> {
+    let schedule = Schedule::new(&plan.scenario.config.phases);
+    let threads = plan.threads.clamp(1, schedule.total().max(1) as usize);
+    let names = step_names(&plan.scenario);
+    let alive = Arc::new(AtomicU64::new(0));
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let started_at = SystemTime::now();
+    let start = Instant::now();
+    let mut handles = Vec::new();
+    for w in 0..threads {
+        let tx = tx.clone();
+        let plan = plan.clone();
+        let (cancel, alive, schedule, names) = (cancel.clone(), Arc::clone(&alive), schedule.clone(), names.clone());
+        let h = std::thread::Builder::new()
+            .name(format!("bolide-vu-{w}"))
+            .spawn(move || worker(w, threads, plan, schedule, names, start, alive, cancel, tx))
+            .map_err(|e| format!("cannot start worker thread: {e}"))?;
+        handles.push(h);
+    }
+    drop(tx);
+    let mut rec = VuRecorder::new(&names);
+    let mut traffic = Traffic::default();
+    let mut seconds: Vec<(usize, u64, VuSecond)> = Vec::new();
+    let mut totals = VuProgress { planned: schedule.length(), ..VuProgress::default() };
+    let mut shown = 0;
+    for msg in rx {
+        match msg {
+            Msg::Tick { t, second } => {
+                let t = t as usize;
+                while seconds.len() <= t {
+                    seconds.push((0, 0, VuSecond::default()));
+                }
+                seconds[t].0 += 1;
+                seconds[t].2.merge(&second);
+                totals.launched += second.launched;
+                totals.completed += second.completed;
+                totals.failed += second.failed;
+                totals.step_errors += second.step_errors;
+                while shown < seconds.len() && seconds[shown].0 == threads {
+                    seconds[shown].1 = alive.load(Ordering::Relaxed);
+                    totals.alive = seconds[shown].1;
+                    totals.elapsed = start.elapsed();
+                    progress(&totals);
+                    shown += 1;
+                }
+            }
+            Msg::Done { rec: r, traffic: t } => {
+                rec.merge(&r);
+                traffic.messages_in += t.messages_in;
+                traffic.messages_out += t.messages_out;
+                traffic.bytes_in += t.bytes_in;
+                traffic.bytes_out += t.bytes_out;
+                traffic.pings_answered += t.pings_answered;
+                traffic.protocol_errors += t.protocol_errors;
+                traffic.fanout_us.add(&t.fanout_us).expect("same shape");
+            }
+        }
+    }
+    for h in handles {
+        let _ = h.join();
+    }
+    let timeline = seconds.into_iter().map(|(_, alive, s)| (alive, s)).collect();
+    Ok(VuOutput { rec, traffic, timeline, started_at, duration: start.elapsed(), interrupted: cancel.is_cancelled() })
+}
+
+/// One worker's state, shared by its users (one thread: `Rc` and `RefCell`).
+struct Worker {
+    plan: DdpPlan,
+    rec: RefCell<VuRecorder>,
+    traffic: Rc<RefCell<Traffic>>,
+    tls: Option<Connector>,
+    start: Instant,
+    alive: Arc<AtomicU64>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn worker(
+    index: usize,
+    threads: usize,
+    plan: DdpPlan,
+    schedule: Schedule,
+    names: Vec<(String, bool)>,
+    start: Instant,
+    alive: Arc<AtomicU64>,
+    cancel: CancellationToken,
+    tx: mpsc::Sender<Msg>,
+) {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(_) => return,
+    };
+    let tls = plan.endpoint.tls.then(|| Connector::new(plan.insecure));
+    let w = Rc::new(Worker {
+        rec: RefCell::new(VuRecorder::new(&names)),
+        traffic: Rc::new(RefCell::new(Traffic::default())),
+        tls,
+        start,
+        alive,
+        plan,
+    });
+    let user_timeout = w.plan.scenario.config.ddp.user_timeout;
+    let local = LocalSet::new();
+    let mut ticks = 0u32;
+    let mut last_traffic = (0u64, 0u64, 0u64, 0u64);
+    let mut tick = |w: &Worker, ticks: &mut u32| {
+        let mut second = std::mem::take(&mut w.rec.borrow_mut().second);
+        let t = w.traffic.borrow();
+        second.messages_in = t.messages_in - last_traffic.0;
+        second.messages_out = t.messages_out - last_traffic.1;
+        second.bytes_in = t.bytes_in - last_traffic.2;
+        second.bytes_out = t.bytes_out - last_traffic.3;
+        last_traffic = (t.messages_in, t.messages_out, t.bytes_in, t.bytes_out);
+        let _ = tx.send(Msg::Tick { t: *ticks, second: Box::new(second) });
+        *ticks += 1;
+    };
+    rt.block_on(local.run_until(async {
+        let arrivals = async {
+            let mut users = Vec::new();
+            let mut k = index as u64;
+            while let Some(due) = schedule.arrival(k) {
+                tokio::time::sleep_until(tokio::time::Instant::from_std(start + due)).await;
+                let max = w.plan.scenario.config.max_vusers;
+                if max.is_some_and(|m| w.alive.load(Ordering::SeqCst) >= m) {
+                    w.rec.borrow_mut().skipped += 1;
+                } else {
+                    w.alive.fetch_add(1, Ordering::SeqCst);
+                    {
+                        let mut r = w.rec.borrow_mut();
+                        r.launched += 1;
+                        r.second.launched += 1;
+                        let at = start.elapsed().as_secs_f64();
+                        r.first_arrival_s = Some(r.first_arrival_s.map_or(at, |f| f.min(at)));
+                    }
+                    let w2 = Rc::clone(&w);
+                    users.push(tokio::task::spawn_local(async move {
+                        let outcome = tokio::time::timeout(user_timeout, user(&w2, k)).await;
+                        let mut r = w2.rec.borrow_mut();
+                        match outcome {
+                            Ok(true) => {
+                                r.completed += 1;
+                                r.second.completed += 1;
+                            }
+                            Ok(false) => {
+                                r.failed += 1;
+                                r.second.failed += 1;
+                            }
+                            Err(_) => {
+                                r.failed += 1;
+                                r.cut += 1;
+                                r.second.failed += 1;
+                                if !r.first_errors.iter().any(|(c, _)| c == "user_timeout") {
+                                    r.first_errors.push((
+                                        "user_timeout".into(),
+                                        format!("a user still running after {user_timeout:?} was cut off"),
+                                    ));
+                                }
+                            }
+                        }
+                        let at = w2.start.elapsed().as_secs_f64();
+                        r.last_finish_s = Some(r.last_finish_s.map_or(at, |f| f.max(at)));
+                        w2.alive.fetch_sub(1, Ordering::SeqCst);
+                    }));
+                }
+                k += threads as u64;
+            }
+            for u in users {
+                let _ = u.await;
+            }
+        };
+        let ticker = async {
+            loop {
+                let at = start + Duration::from_secs(u64::from(ticks) + 1);
+                tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+                tick(&w, &mut ticks);
+            }
+        };
+        tokio::select! {
+            _ = arrivals => {}
+            _ = ticker => {}
+            _ = cancel.cancelled() => {}
+        }
+    }));
+    // Users still running (Ctrl-C) are dropped with the LocalSet; their connections close.
+    drop(local);
+    tick(&w, &mut ticks);
+    let rec = Box::new(w.rec.borrow().clone());
+    let traffic = Box::new(std::mem::take(&mut *w.traffic.borrow_mut()));
+    let _ = tx.send(Msg::Done { rec, traffic });
+}
+
+/// A virtual user: picks a flow by weight, gets its variables, walks the flow. True when every
+/// step succeeded.
+async fn user(w: &Worker, arrival: u64) -> bool {
+    let flows = &w.plan.scenario.flows;
+    let total: u32 = flows.iter().map(|f| f.weight).sum();
+    let mut pick = rand::rng().random_range(0..total.max(1));
+    let flow: &Flow = flows
+        .iter()
+        .find(|f| {
+            if pick < f.weight {
+                true
+            } else {
+                pick -= f.weight;
+                false
+            }
+        })
+        .unwrap_or(&flows[0]);
+    let mut vars: Vars = HashMap::new();
+    vars.insert("$vuId".into(), Value::String(ddp::id::random_id()));
+    vars.insert("$arrival".into(), Value::from(arrival));
+    let config = &w.plan.scenario.config;
+    for (name, values) in &config.variables {
+        if !values.is_empty() {
+            vars.insert(name.clone(), values[rand::rng().random_range(0..values.len())].clone());
+        }
+    }
+    if let Some(p) = &config.payload {
+        if !p.rows.is_empty() {
+            let row = &p.rows[(arrival as usize) % p.rows.len()];
+            for (f, v) in p.fields.iter().zip(row) {
+                vars.insert(f.clone(), Value::String(v.clone()));
+            }
+        }
+    }
+    let mut vu = Vu { w, conn: None, vars, subs: HashMap::new(), last_write: None };
+    let ok = vu.steps(&flow.steps).await.is_ok();
+    if let Some(c) = vu.conn.take() {
+        c.close();
+        // Give the close frame a moment on the wire before the task is dropped.
+        tokio::task::yield_now().await;
+    }
+    ok
+}
+
+struct Vu<'w> {
+    w: &'w Worker,
+    conn: Option<Conn>,
+    vars: Vars,
+    /// Subscription ids by name (the latest of each name).
+    subs: HashMap<String, String>,
+    /// When this user last sent a method call (the start of reactive latency).
+    last_write: Option<Instant>,
+}
+
+/// A failed step: already recorded; the user stops.
+struct Stop;
+
+fn micros(d: Duration) -> u64 {
+    crate::proto::http::micros(d)
+}
+
+fn matches_fields(id: &str, fields: &serde_json::Map<String, Value>, want: &[(String, Value)]) -> bool {
+    want.iter().all(|(k, v)| if k == "_id" { v.as_str() == Some(id) } else { fields.get(k) == Some(v) })
+}
+
+impl Vu<'_> {
+    fn steps<'a>(&'a mut self, steps: &'a [Step]) -> Pin<Box<dyn Future<Output = Result<(), Stop>> + 'a>> {
+        Box::pin(async move {
+            for s in steps {
+                self.step(s).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn fail(&self, step: &Step, f: &DdpFailure) -> Stop {
+        let mut r = self.w.rec.borrow_mut();
+        let i = r.index(&step.name);
+        r.step_failed(i, f.class(), &f.detail());
+        Stop
+    }
+
+    fn fail_with(&self, step: &Step, class: &str, detail: &str) -> Stop {
+        let mut r = self.w.rec.borrow_mut();
+        let i = r.index(&step.name);
+        r.step_failed(i, class, detail);
+        Stop
+    }
+
+    fn ok(&self, step: &Step, latency: Duration) {
+        let mut r = self.w.rec.borrow_mut();
+        let i = r.index(&step.name);
+        r.step_ok(i, micros(latency));
+    }
+
+    fn timeout(&self, t: Option<Duration>) -> Duration {
+        t.unwrap_or(self.w.plan.scenario.config.ddp.step_timeout)
+    }
+
+    fn conn(&self, step: &Step) -> Result<&Conn, Stop> {
+        self.conn
+            .as_ref()
+            .ok_or_else(|| self.fail_with(step, "closed", "no connection: a connect step must come first"))
+    }
+
+    async fn step(&mut self, step: &Step) -> Result<(), Stop> {
+        match &step.kind {
+            StepKind::Connect => {
+                if let Some(old) = self.conn.take() {
+                    old.close();
+                }
+                let p = &self.w.plan;
+                let deadline = self.timeout(None);
+                match client::connect(&p.endpoint, &p.client, self.w.tls.as_ref(), Rc::clone(&self.w.traffic), deadline)
+                    .await
+                {
+                    Ok(c) => {
+                        self.ok(step, c.handshake);
+                        self.conn = Some(c);
+                    }
+                    Err(f) => return Err(self.fail(step, &f)),
+                }
+            }
+            StepKind::Disconnect => {
+                if let Some(c) = self.conn.take() {
+                    c.close();
+                }
+                self.subs.clear();
+                self.ok(step, Duration::ZERO);
+            }
+            StepKind::Think(t) => {
+                let d = match *t {
+                    Think::Fixed(d) => d,
+                    Think::Between(a, b) => {
+                        let (lo, hi) = (a.as_secs_f64(), b.as_secs_f64().max(a.as_secs_f64()));
+                        Duration::from_secs_f64(rand::rng().random_range(lo..=hi))
+                    }
+                };
+                tokio::time::sleep(d).await;
+            }
+            StepKind::Loop(l) => {
+                let items: Vec<Value> = match &l.over {
+                    LoopOver::Count(n) => (0..*n).map(Value::from).collect(),
+                    LoopOver::List(v) => match template::render(v, &self.vars) {
+                        Value::Array(items) => items,
+                        Value::Null => Vec::new(),
+                        other => {
+                            return Err(self.fail_with(step, "scenario", &format!("loop over {other}: not a list")))
+                        }
+                    },
+                };
+                for (i, item) in items.into_iter().enumerate() {
+                    self.vars.insert("$loopIndex".into(), Value::from(i));
+                    self.vars.insert("$loopCount".into(), Value::from(i + 1));
+                    self.vars.insert("$loopElement".into(), item);
+                    self.steps(&l.steps).await?;
+                }
+            }
+            StepKind::Call(c) => {
+                let params: Vec<Value> = c.params.iter().map(|p| template::render(p, &self.vars)).collect();
+                let timeout = self.timeout(c.timeout);
+                self.last_write = Some(Instant::now());
+                let conn = self.conn(step)?;
+                let out = conn.call(&c.method, params, timeout).await.map_err(|f| self.fail(step, &f))?;
+                if let Some(e) = &c.expect {
+                    self.check(step, e, out.result.as_ref())?;
+                }
+                if let Some(cap) = &c.capture {
+                    self.capture(cap, out.result.clone().unwrap_or(Value::Null));
+                }
+                let mut r = self.w.rec.borrow_mut();
+                let i = r.index(&step.name);
+                r.call_ok(i, micros(out.to_both), micros(out.to_result), micros(out.to_updated));
+            }
+            StepKind::Login(l) => {
+                let params = self.login_params(l);
+                let timeout = self.timeout(l.timeout);
+                let conn = self.conn(step)?;
+                let out = conn.call("login", vec![params], timeout).await.map_err(|f| self.fail(step, &f))?;
+                if let Some(token) = out.result.as_ref().and_then(|r| r.get("token")).cloned() {
+                    self.vars.insert("loginToken".into(), token);
+                }
+                if let Some(id) = out.result.as_ref().and_then(|r| r.get("id")).cloned() {
+                    self.vars.insert("userId".into(), id);
+                }
+                let mut r = self.w.rec.borrow_mut();
+                let i = r.index(&step.name);
+                r.call_ok(i, micros(out.to_both), micros(out.to_result), micros(out.to_updated));
+            }
+            StepKind::Subscribe { name, params, capture, timeout } => {
+                let params: Vec<Value> = params.iter().map(|p| template::render(p, &self.vars)).collect();
+                let timeout = self.timeout(*timeout);
+                let conn = self.conn(step)?;
+                let (id, to_ready) = conn.subscribe(name, params, timeout).await.map_err(|f| self.fail(step, &f))?;
+                if let Some(var) = capture {
+                    self.vars.insert(var.clone(), Value::String(id.clone()));
+                }
+                self.subs.insert(name.clone(), id);
+                self.ok(step, to_ready);
+            }
+            StepKind::Unsubscribe { name } => {
+                let id = match self.subs.remove(name) {
+                    Some(id) => id,
+                    None => match self.vars.get(name).and_then(Value::as_str) {
+                        Some(id) => id.to_string(),
+                        None => {
+                            return Err(self.fail_with(step, "scenario", &format!("no subscription {name:?} to stop")))
+                        }
+                    },
+                };
+                self.conn(step)?.unsubscribe(&id).map_err(|f| self.fail(step, &f))?;
+                self.ok(step, Duration::ZERO);
+            }
+            StepKind::WaitFor(wf) => self.wait_for(step, wf).await?,
+            StepKind::Http(h) => self.http(step, h).await?,
+        }
+        Ok(())
+    }
+
+    fn capture(&mut self, cap: &Capture, result: Value) {
+        let mut v = result;
+        if let Some(path) = &cap.path {
+            for part in path.split('.') {
+                v = match (&v, part.parse::<usize>()) {
+                    (Value::Array(a), Ok(i)) => a.get(i).cloned().unwrap_or(Value::Null),
+                    _ => v.get(part).cloned().unwrap_or(Value::Null),
+                };
+            }
+        }
+        if cap.append {
+            match self.vars.entry(cap.var.clone()).or_insert_with(|| Value::Array(vec![])) {
+                Value::Array(list) => list.push(v),
+                slot => *slot = Value::Array(vec![v]),
+            }
+        } else {
+            self.vars.insert(cap.var.clone(), v);
+        }
+    }
+
+    fn check(&self, step: &Step, e: &Expect, result: Option<&Value>) -> Result<(), Stop> {
+        let want: Vec<(String, Value)> =
+            e.fields.iter().map(|(k, v)| (k.clone(), template::render(v, &self.vars))).collect();
+        let docs = result.and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
+        let found = docs.iter().any(|d| {
+            let id = d.get("_id").and_then(Value::as_str).unwrap_or_default();
+            d.as_object().is_some_and(|o| matches_fields(id, o, &want))
+        });
+        if found == e.contains {
+            Ok(())
+        } else {
+            let shown: Vec<String> = want.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let what = if e.contains { "has no document with" } else { "still has a document with" };
+            Err(self.fail_with(step, "expect", &format!("result {what} {}", shown.join(", "))))
+        }
+    }
+
+    fn login_params(&self, l: &crate::scenario::Login) -> Value {
+        let render = |v: &Option<Value>| v.as_ref().map(|v| template::render(v, &self.vars));
+        if let Some(token) = render(&l.resume) {
+            return serde_json::json!({ "resume": token });
+        }
+        let user = match render(&l.user) {
+            Some(Value::String(s)) if s.contains('@') => serde_json::json!({ "email": s }),
+            Some(Value::String(s)) => serde_json::json!({ "username": s }),
+            Some(other) => other,
+            None => Value::Null,
+        };
+        let password = render(&l.password).map(|p| match p {
+            Value::String(s) => s,
+            other => other.to_string(),
+        });
+        let digest = password.map(|p| {
+            use sha2::Digest;
+            let hash = sha2::Sha256::digest(p.as_bytes());
+            hash.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        });
+        serde_json::json!({ "user": user, "password": { "digest": digest, "algorithm": "sha-256" } })
+    }
+
+    async fn wait_for(&mut self, step: &Step, wf: &WaitFor) -> Result<(), Stop> {
+        let want: Vec<(String, Value)> =
+            wf.fields.iter().map(|(k, v)| (k.clone(), template::render(v, &self.vars))).collect();
+        let began = Instant::now();
+        let timeout = self.timeout(wf.timeout);
+        let conn = self.conn(step)?;
+        let collection = wf.collection.clone();
+        let until = wf.until;
+        let seen = conn
+            .wait(timeout, &format!("waitFor {collection}"), |st| {
+                let docs = st.collections.get(&collection);
+                let mut matching =
+                    docs.into_iter().flat_map(|d| d.iter()).filter(|(id, d)| matches_fields(id, &d.fields, &want));
+                match until {
+                    Until::Matches => matching.map(|(_, d)| d.changed_at).max(),
+                    Until::Appears => matching.filter(|(_, d)| d.added_at >= began).map(|(_, d)| d.added_at).max(),
+                    Until::Changes => matching
+                        .filter(|(_, d)| d.changed_at >= began && d.changed_at > d.added_at)
+                        .map(|(_, d)| d.changed_at)
+                        .max(),
+                    Until::Disappears => {
+                        if matching.next().is_some() {
+                            return None;
+                        }
+                        // When the last matching document went (or now, if none ever came).
+                        let gone = st
+                            .removed
+                            .iter()
+                            .filter(|(c, id, f, _)| *c == collection && matches_fields(id, f, &want))
+                            .map(|(_, _, _, at)| *at)
+                            .max();
+                        Some(gone.unwrap_or_else(Instant::now))
+                    }
+                }
+            })
+            .await
+            .map_err(|f| self.fail(step, &f))?;
+        self.ok(step, began.elapsed());
+        if let Some(sent) = self.last_write {
+            if seen >= sent {
+                crate::stats::hist::record(&mut self.w.rec.borrow_mut().reactive_us, micros(seen - sent));
+            }
+        }
+        Ok(())
+    }
+
+    async fn http(&mut self, step: &Step, h: &HttpStep) -> Result<(), Stop> {
+        use crate::proto::http as web;
+        let url_text = template::render_str(&h.url, &self.vars);
+        let url_text = url_text.as_str().unwrap_or_default().to_string();
+        let base = url::Url::parse(&self.w.plan.scenario.config.target)
+            .map_err(|e| self.fail_with(step, "scenario", &e.to_string()))?;
+        let url =
+            base.join(&url_text).map_err(|e| self.fail_with(step, "scenario", &format!("URL {url_text:?}: {e}")))?;
+        let host = url.host_str().unwrap_or_default().trim_matches(|c| c == '[' || c == ']').to_string();
+        let port = url.port_or_known_default().unwrap_or(80);
+        let ep = &self.w.plan.endpoint;
+        let addrs = if host == ep.host && port == ep.port {
+            ep.addrs.clone()
+        } else {
+            match tokio::net::lookup_host((host.as_str(), port)).await {
+                Ok(a) => a.collect(),
+                Err(e) => return Err(self.fail_with(step, "connect", &format!("cannot resolve {host}: {e}"))),
+            }
+        };
+        let body = h.body.as_ref().map(|b| match template::render(b, &self.vars) {
+            Value::String(s) => s.into_bytes(),
+            other => other.to_string().into_bytes(),
+        });
+        let mut headers = Vec::new();
+        if matches!(h.body, Some(Value::Object(_)) | Some(Value::Array(_))) {
+            headers.push(("Content-Type".to_string(), "application/json".to_string()));
+        }
+        let spec =
+            web::RequestSpec { method: h.method.clone(), headers, body: body.unwrap_or_default(), keep_alive: false };
+        let target = web::Target {
+            url: url.to_string(),
+            host: host.clone(),
+            addrs,
+            tls: url.scheme() == "https",
+            request: Arc::from(web::build_request(&url, &spec)),
+            expect_body: h.method != "HEAD",
+        };
+        let began = Instant::now();
+        let timeout = self.timeout(h.timeout);
+        let exchange = async {
+            let mut conn = web::connect(&target, self.w.tls.as_ref()).await?;
+            conn.exchange(&target, &mut web::Timings::default()).await
+        };
+        let resp = match tokio::time::timeout(timeout, exchange).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(f)) => return Err(self.fail_with(step, f.class.name(), &f.detail)),
+            Err(_) => return Err(self.fail_with(step, "timeout", &format!("no response within {timeout:?}"))),
+        };
+        let ok = match h.expect_status {
+            Some(s) => resp.status == s,
+            None => (200..400).contains(&resp.status),
+        };
+        if !ok {
+            let want = h.expect_status.map_or("2xx or 3xx".to_string(), |s| s.to_string());
+            return Err(self.fail_with(step, "status", &format!("status {}, expected {want}", resp.status)));
+        }
+        self.ok(step, began.elapsed());
+        Ok(())
+    }
+}

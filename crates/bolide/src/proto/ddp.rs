@@ -1,0 +1,870 @@
+//! A DDP client connection that behaves like a browser's Meteor client: raw WebSocket or SockJS
+//! (info request, then `/sockjs/NNN/xxxxxxxx/websocket`), permessage-deflate offered as browsers
+//! offer it, `connect` with version "1" and support ["1","pre2","pre1"] (and a new attempt with the
+//! version a `failed` proposes), pings answered (DDP and WebSocket), pings sent after silence and a
+//! dead connection dropped, method ids counting up, sub ids `Random.id()`, a method complete only
+//! with both `result` and `updated`, and an optional local collection cache.
+//!
+//! One task per connection (on the worker's single-threaded runtime) owns the socket; the virtual
+//! user talks to it through shared state (`Rc<Shared>`: what arrived, when) and a queue of outgoing
+//! messages. Everything is timestamped where it happens, so latencies need no extra bookkeeping.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ddp::message::{DdpError, Fields, Message, ParseError};
+use ddp::ws::{self, Deflate, Incoming, Opcode};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, Notify};
+
+use super::http::{self, tls::Connector, Stream};
+
+/// The DDP versions a browser's Meteor client supports, preferred first.
+pub const SUPPORTED: [&str; 3] = ["1", "pre2", "pre1"];
+
+/// How DDP reaches the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// `ws(s)://host/websocket`, one DDP message per frame.
+    WebSocket,
+    /// SockJS's websocket transport, as a browser does by default.
+    SockJs,
+}
+
+/// Settings shared by every connection of a run.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub transport: Transport,
+    pub compression: bool,
+    /// Keep a local copy of published documents (needed by `waitFor`).
+    pub cache: bool,
+    /// A date field set by the server on insert; each `added` carrying it gives a fan-out latency.
+    pub fanout_field: Option<String>,
+    /// Ping after this much silence (a browser: 17.5 s); drop the connection if nothing arrives
+    /// within the timeout after it (15 s).
+    pub heartbeat_interval: Duration,
+    pub heartbeat_timeout: Duration,
+    /// Largest message accepted from the server.
+    pub max_message_bytes: usize,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            transport: Transport::WebSocket,
+            compression: true,
+            cache: true,
+            fanout_field: Some("createdAt".into()),
+            heartbeat_interval: Duration::from_millis(17_500),
+            heartbeat_timeout: Duration::from_secs(15),
+            max_message_bytes: 64 << 20,
+        }
+    }
+}
+
+/// Where the server is: host name (for Host and SNI), addresses, TLS, path prefix.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub host: String,
+    pub port: u16,
+    pub addrs: Vec<SocketAddr>,
+    pub tls: bool,
+    /// Path prefix of the app (ROOT_URL's path), without a trailing slash.
+    pub prefix: String,
+}
+
+/// How a DDP operation failed; the classes the recorder counts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DdpFailure {
+    /// TCP, TLS, WebSocket handshake or SockJS info failed.
+    Connect(String),
+    /// The connection closed (or was dropped as dead) while something was awaited.
+    Closed(String),
+    /// No answer within the step's timeout.
+    Timeout(String),
+    /// A method answered with an error.
+    DdpError(Box<DdpError>),
+    /// A subscription answered `nosub` with an error.
+    Nosub(Box<DdpError>),
+    /// The server broke the protocol (bad frame, bad JSON, `failed` with no version in common).
+    Protocol(String),
+}
+
+impl DdpFailure {
+    /// The class name used in result documents.
+    pub fn class(&self) -> &'static str {
+        match self {
+            DdpFailure::Connect(_) => "connect",
+            DdpFailure::Closed(_) => "closed",
+            DdpFailure::Timeout(_) => "timeout",
+            DdpFailure::DdpError(_) => "ddp_error",
+            DdpFailure::Nosub(_) => "nosub",
+            DdpFailure::Protocol(_) => "protocol",
+        }
+    }
+
+    pub fn detail(&self) -> String {
+        match self {
+            DdpFailure::Connect(s) | DdpFailure::Closed(s) | DdpFailure::Timeout(s) | DdpFailure::Protocol(s) => {
+                s.clone()
+            }
+            DdpFailure::DdpError(e) | DdpFailure::Nosub(e) => {
+                format!("error {} {}", e.code(), e.reason.as_deref().unwrap_or_default())
+            }
+        }
+    }
+}
+
+/// Traffic counters and fan-out samples a connection reports (one per worker, shared by its
+/// connections; single-threaded, so no atomics).
+#[derive(Debug)]
+pub struct Traffic {
+    pub messages_in: u64,
+    pub messages_out: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub pings_answered: u64,
+    /// Server timestamp field to receipt, microseconds.
+    pub fanout_us: hdrhistogram::Histogram<u64>,
+    /// Top-level `error` messages and unparsable messages from the server.
+    pub protocol_errors: u64,
+}
+
+impl Default for Traffic {
+    fn default() -> Self {
+        Traffic {
+            messages_in: 0,
+            messages_out: 0,
+            bytes_in: 0,
+            bytes_out: 0,
+            pings_answered: 0,
+            fanout_us: crate::stats::hist::latency_us(),
+            protocol_errors: 0,
+        }
+    }
+}
+
+/// A method call in flight or done.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub sent: Instant,
+    pub result_at: Option<Instant>,
+    pub updated_at: Option<Instant>,
+    pub result: Option<Value>,
+    pub error: Option<DdpError>,
+}
+
+#[derive(Debug, Clone)]
+struct Sub {
+    ready_at: Option<Instant>,
+    nosub: Option<Option<DdpError>>,
+}
+
+/// A cached document: when it arrived and when it last changed.
+#[derive(Debug, Clone)]
+pub struct Doc {
+    pub fields: Fields,
+    pub added_at: Instant,
+    pub changed_at: Instant,
+}
+
+/// How many removed documents a connection remembers (for `waitFor ... disappears`).
+const REMOVED_KEPT: usize = 256;
+
+/// What a document event was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DocEvent {
+    Added,
+    Changed,
+    Removed,
+}
+
+/// Everything the connection task learned, for the virtual user to look at.
+#[derive(Debug, Default)]
+pub struct State {
+    pub session: Option<String>,
+    pub closed: Option<String>,
+    calls: HashMap<String, Call>,
+    subs: HashMap<String, Sub>,
+    /// collection -> id -> document (when caching).
+    pub collections: HashMap<String, HashMap<String, Doc>>,
+    /// The latest removed documents (collection, id, last fields, when).
+    pub removed: std::collections::VecDeque<(String, String, Fields, Instant)>,
+    next_method: ddp::id::MethodIds,
+}
+
+/// State shared between the connection task and its virtual user.
+pub struct Shared {
+    pub state: RefCell<State>,
+    pub notify: Notify,
+}
+
+enum Outgoing {
+    Ddp(String),
+    Close,
+}
+
+/// An open DDP session.
+pub struct Conn {
+    shared: Rc<Shared>,
+    tx: mpsc::UnboundedSender<Outgoing>,
+    task: tokio::task::JoinHandle<()>,
+    /// When the WebSocket was open and `connected` arrived, measured from the start of `connect`.
+    pub handshake: Duration,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+thread_local! {
+    /// Compressor for what we send (we never keep context) and decompressor for peers that do not
+    /// keep theirs: one per thread for every connection.
+    static DEFLATE: RefCell<Deflate> = RefCell::new(Deflate::new(1, 15));
+}
+
+fn now_ms() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64() * 1000.0).unwrap_or_default()
+}
+
+fn random_lower(n: usize) -> String {
+    use rand::Rng;
+    const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz012345";
+    let mut rng = rand::rng();
+    (0..n).map(|_| CHARS[rng.random_range(0..CHARS.len())] as char).collect()
+}
+
+/// Reads an HTTP response head (bounded); returns it and the bytes after it.
+async fn read_head(stream: &mut Stream) -> Result<(String, Vec<u8>), DdpFailure> {
+    let mut buf = Vec::with_capacity(1024);
+    loop {
+        if let Some(at) = memchr::memmem::find(&buf, b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..at + 4]).into_owned();
+            return Ok((head, buf[at + 4..].to_vec()));
+        }
+        if buf.len() > 64 * 1024 {
+            return Err(DdpFailure::Connect("response head over 64 KiB".into()));
+        }
+        buf.reserve(4096);
+        let n =
+            stream.read_buf(&mut buf).await.map_err(|e| DdpFailure::Connect(format!("reading the handshake: {e}")))?;
+        if n == 0 {
+            return Err(DdpFailure::Connect("connection closed during the handshake".into()));
+        }
+    }
+}
+
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines().skip(1).find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+async fn open(ep: &Endpoint, tls: Option<&Connector>) -> Result<Stream, DdpFailure> {
+    http::open_stream(&ep.host, &ep.addrs, ep.tls, tls).await.map_err(|f| DdpFailure::Connect(f.detail))
+}
+
+fn host_header(ep: &Endpoint) -> String {
+    let default = if ep.tls { 443 } else { 80 };
+    let host = if ep.host.contains(':') { format!("[{}]", ep.host) } else { ep.host.clone() };
+    if ep.port == default {
+        host
+    } else {
+        format!("{host}:{}", ep.port)
+    }
+}
+
+/// `GET <prefix>/sockjs/info`, as sockjs-client does before choosing a transport.
+async fn sockjs_info(ep: &Endpoint, tls: Option<&Connector>) -> Result<(), DdpFailure> {
+    let mut s = open(ep, tls).await?;
+    let req = format!(
+        "GET {}/sockjs/info HTTP/1.1\r\nHost: {}\r\nAccept: */*\r\nConnection: close\r\n\r\n",
+        ep.prefix,
+        host_header(ep)
+    );
+    s.write_all(req.as_bytes()).await.map_err(|e| DdpFailure::Connect(format!("sockjs info: {e}")))?;
+    let (head, mut body) = read_head(&mut s).await?;
+    if !head.starts_with("HTTP/1.1 200") && !head.starts_with("HTTP/1.0 200") {
+        return Err(DdpFailure::Connect(format!("sockjs info answered {}", head.lines().next().unwrap_or_default())));
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(5), s.take(64 * 1024).read_to_end(&mut body)).await;
+    if String::from_utf8_lossy(&body).contains("\"websocket\":false") {
+        return Err(DdpFailure::Connect("the server's SockJS has websockets disabled".into()));
+    }
+    Ok(())
+}
+
+/// A socket with the WebSocket handshake done.
+struct Socket {
+    stream: Stream,
+    leftover: Vec<u8>,
+    deflate: Option<ws::DeflateParams>,
+}
+
+async fn websocket(ep: &Endpoint, cfg: &ClientConfig, tls: Option<&Connector>) -> Result<Socket, DdpFailure> {
+    let path = match cfg.transport {
+        Transport::WebSocket => format!("{}/websocket", ep.prefix),
+        Transport::SockJs => {
+            sockjs_info(ep, tls).await?;
+            let server: u16 = rand::random::<u16>() % 1000;
+            format!("{}/sockjs/{server:03}/{}/websocket", ep.prefix, random_lower(8))
+        }
+    };
+    let mut stream = open(ep, tls).await?;
+    let key = ws::client_key();
+    let mut req = format!(
+        "GET {path} HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nUser-Agent: bolide/{}\r\n",
+        host_header(ep),
+        env!("CARGO_PKG_VERSION")
+    );
+    if cfg.compression {
+        req.push_str(&format!("Sec-WebSocket-Extensions: {}\r\n", ws::CLIENT_OFFER));
+    }
+    req.push_str("\r\n");
+    stream.write_all(req.as_bytes()).await.map_err(|e| DdpFailure::Connect(format!("WebSocket request: {e}")))?;
+    let (head, leftover) = read_head(&mut stream).await?;
+    let status = head.lines().next().unwrap_or_default().to_string();
+    if !status.starts_with("HTTP/1.1 101") {
+        return Err(DdpFailure::Connect(format!("WebSocket upgrade refused: {status}")));
+    }
+    if header(&head, "sec-websocket-accept") != Some(ws::accept_key(&key).as_str()) {
+        return Err(DdpFailure::Protocol("wrong Sec-WebSocket-Accept".into()));
+    }
+    let deflate = ws::client_accept_deflate(header(&head, "sec-websocket-extensions")).map_err(DdpFailure::Protocol)?;
+    Ok(Socket { stream, leftover, deflate })
+}
+
+/// Frames one DDP message for the wire.
+fn frame(out: &mut Vec<u8>, text: &str, transport: Transport, deflate: bool) {
+    let framed;
+    let payload = match transport {
+        Transport::WebSocket => text,
+        Transport::SockJs => {
+            framed = ddp::sockjs::encode_client(text);
+            framed.as_str()
+        }
+    };
+    let mask = Some(rand::random());
+    if deflate {
+        let mut packed = Vec::with_capacity(payload.len() / 2 + 16);
+        DEFLATE.with(|d| d.borrow_mut().compress(payload.as_bytes(), true, &mut packed));
+        ws::encode_frame(out, Opcode::Text, true, &packed, mask);
+    } else {
+        ws::encode_frame(out, Opcode::Text, false, payload.as_bytes(), mask);
+    }
+}
+
+/// Reads frames until DDP texts arrive; the handshake phase's reader (before the task exists).
+struct Framer {
+    reader: ws::Reader,
+    buf: Vec<u8>,
+    transport: Transport,
+    own_inflater: Option<Box<Deflate>>,
+    peer_resets: bool,
+    max: usize,
+    opened: bool,
+}
+
+enum Frames {
+    Ddp(Vec<String>),
+    Ping(Vec<u8>),
+    Close(String),
+    Nothing,
+}
+
+impl Framer {
+    fn new(socket_leftover: Vec<u8>, cfg: &ClientConfig, deflate: Option<ws::DeflateParams>) -> Framer {
+        let peer_resets = deflate.is_some_and(|d| d.peer_no_context_takeover);
+        Framer {
+            reader: ws::Reader::new(false, cfg.max_message_bytes, deflate.is_some()),
+            buf: socket_leftover,
+            transport: cfg.transport,
+            own_inflater: (deflate.is_some() && !peer_resets).then(|| Box::new(Deflate::new(1, 15))),
+            peer_resets,
+            max: cfg.max_message_bytes,
+            opened: cfg.transport == Transport::WebSocket,
+        }
+    }
+
+    /// Takes one frame from the buffer, if complete. `Ok(None)`: need more bytes.
+    fn next(&mut self) -> Result<Option<Frames>, DdpFailure> {
+        let Some((used, msg)) = self.reader.next(&mut self.buf).map_err(|e| DdpFailure::Protocol(e.to_string()))?
+        else {
+            return Ok(None);
+        };
+        self.buf.drain(..used);
+        let Some(msg) = msg else { return Ok(Some(Frames::Nothing)) };
+        let payload = match msg {
+            Incoming::Ping(p) => return Ok(Some(Frames::Ping(p))),
+            Incoming::Pong(_) => return Ok(Some(Frames::Nothing)),
+            Incoming::Close { code, reason } => {
+                return Ok(Some(Frames::Close(format!(
+                    "server closed the WebSocket ({} {reason})",
+                    code.unwrap_or(1005)
+                ))))
+            }
+            Incoming::Data { compressed: false, payload, .. } => payload,
+            Incoming::Data { compressed: true, payload, .. } => {
+                let out = match &mut self.own_inflater {
+                    Some(d) => d.decompress(&payload, false, self.max),
+                    None => DEFLATE.with(|d| d.borrow_mut().decompress(&payload, self.peer_resets, self.max)),
+                };
+                out.map_err(|e| DdpFailure::Protocol(e.to_string()))?
+            }
+        };
+        let text = String::from_utf8(payload).map_err(|_| DdpFailure::Protocol("frame is not UTF-8".into()))?;
+        match self.transport {
+            Transport::WebSocket => Ok(Some(Frames::Ddp(vec![text]))),
+            Transport::SockJs => {
+                match ddp::sockjs::parse_server_frame(&text).map_err(|e| DdpFailure::Protocol(e.to_string()))? {
+                    ddp::sockjs::ServerFrame::Open => {
+                        self.opened = true;
+                        Ok(Some(Frames::Nothing))
+                    }
+                    ddp::sockjs::ServerFrame::Heartbeat => Ok(Some(Frames::Nothing)),
+                    ddp::sockjs::ServerFrame::Messages(list) => Ok(Some(Frames::Ddp(list))),
+                    ddp::sockjs::ServerFrame::Close { code, reason } => {
+                        Ok(Some(Frames::Close(format!("SockJS close {code} {reason}"))))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Opens a session: transport, `connect`, `connected` (retrying once with the version a `failed`
+/// proposes, if we speak it). `deadline` bounds the whole handshake.
+pub async fn connect(
+    ep: &Endpoint,
+    cfg: &ClientConfig,
+    tls: Option<&Connector>,
+    traffic: Rc<RefCell<Traffic>>,
+    deadline: Duration,
+) -> Result<Conn, DdpFailure> {
+    let begin = Instant::now();
+    let attempts = async {
+        let mut version = SUPPORTED[0].to_string();
+        for _ in 0..2 {
+            match handshake(ep, cfg, tls, &traffic, &version, begin).await? {
+                Ok(conn) => return Ok(conn),
+                Err(proposed) if SUPPORTED.contains(&proposed.as_str()) && proposed != version => version = proposed,
+                Err(proposed) => {
+                    return Err(DdpFailure::Protocol(format!(
+                        "server wants DDP version {proposed:?}, which we do not speak"
+                    )))
+                }
+            }
+        }
+        Err(DdpFailure::Protocol("server refused every DDP version we proposed".into()))
+    };
+    match tokio::time::timeout(deadline, attempts).await {
+        Ok(r) => r,
+        Err(_) => Err(DdpFailure::Timeout(format!("no DDP session within {deadline:?}"))),
+    }
+}
+
+/// One attempt: `Ok(Ok(conn))` on `connected`, `Ok(Err(version))` on `failed`.
+async fn handshake(
+    ep: &Endpoint,
+    cfg: &ClientConfig,
+    tls: Option<&Connector>,
+    traffic: &Rc<RefCell<Traffic>>,
+    version: &str,
+    begin: Instant,
+) -> Result<Result<Conn, String>, DdpFailure> {
+    let Socket { mut stream, leftover, deflate } = websocket(ep, cfg, tls).await?;
+    let mut framer = Framer::new(leftover, cfg, deflate);
+    let connect =
+        Message::Connect { session: None, version: version.to_string(), support: SUPPORTED.map(String::from).to_vec() };
+    let mut wire = Vec::new();
+    frame(&mut wire, &connect.to_json(), cfg.transport, deflate.is_some());
+    stream.write_all(&wire).await.map_err(|e| DdpFailure::Closed(format!("sending connect: {e}")))?;
+    {
+        let mut t = traffic.borrow_mut();
+        t.messages_out += 1;
+        t.bytes_out += wire.len() as u64;
+    }
+    loop {
+        let Some(frames) = framer.next()? else {
+            framer.buf.reserve(4096);
+            let n = stream.read_buf(&mut framer.buf).await.map_err(|e| DdpFailure::Closed(e.to_string()))?;
+            if n == 0 {
+                return Err(DdpFailure::Closed("closed before connected".into()));
+            }
+            traffic.borrow_mut().bytes_in += n as u64;
+            continue;
+        };
+        let texts = match frames {
+            Frames::Ping(p) => {
+                let mut pong = Vec::new();
+                ws::encode_frame(&mut pong, Opcode::Pong, false, &p, Some(rand::random()));
+                let _ = stream.write_all(&pong).await;
+                continue;
+            }
+            Frames::Close(why) => return Err(DdpFailure::Closed(why)),
+            Frames::Nothing => continue,
+            Frames::Ddp(texts) => texts,
+        };
+        for (i, t) in texts.iter().enumerate() {
+            traffic.borrow_mut().messages_in += 1;
+            match Message::parse(t) {
+                Ok(Message::Connected { session }) => {
+                    let shared = Rc::new(Shared { state: RefCell::new(State::default()), notify: Notify::new() });
+                    shared.state.borrow_mut().session = Some(session);
+                    // Messages batched after `connected` in the same SockJS frame are not lost.
+                    let mut replies = Vec::new();
+                    for rest in &texts[i + 1..] {
+                        handle(rest, &shared, cfg, traffic, &mut replies);
+                    }
+                    let (tx, rx) = mpsc::unbounded_channel();
+                    for r in replies {
+                        let _ = tx.send(Outgoing::Ddp(r));
+                    }
+                    let task = tokio::task::spawn_local(run(
+                        stream,
+                        framer,
+                        rx,
+                        Rc::clone(&shared),
+                        cfg.clone(),
+                        Rc::clone(traffic),
+                        deflate.is_some(),
+                    ));
+                    return Ok(Ok(Conn { shared, tx, task, handshake: begin.elapsed() }));
+                }
+                Ok(Message::Failed { version }) => return Ok(Err(version)),
+                // The legacy `{"server_id":"0"}` greeting, and anything else before `connected`.
+                Err(ParseError::NoMsg(_)) | Ok(_) => {}
+                Err(e) => return Err(DdpFailure::Protocol(e.to_string())),
+            }
+        }
+    }
+}
+
+/// The connection task: reads, answers pings, records, wakes the virtual user; writes its messages;
+/// sends a ping after silence and gives up on a dead connection.
+async fn run(
+    mut stream: Stream,
+    mut framer: Framer,
+    mut rx: mpsc::UnboundedReceiver<Outgoing>,
+    shared: Rc<Shared>,
+    cfg: ClientConfig,
+    traffic: Rc<RefCell<Traffic>>,
+    deflate: bool,
+) {
+    let mut last_heard = Instant::now();
+    let mut ping_sent: Option<Instant> = None;
+    let why = 'conn: loop {
+        // Process whatever complete frames are buffered.
+        loop {
+            match framer.next() {
+                Ok(None) => break,
+                Ok(Some(Frames::Nothing)) => {}
+                Ok(Some(Frames::Ping(p))) => {
+                    let mut pong = Vec::new();
+                    ws::encode_frame(&mut pong, Opcode::Pong, false, &p, Some(rand::random()));
+                    if stream.write_all(&pong).await.is_err() {
+                        break 'conn "write failed".to_string();
+                    }
+                }
+                Ok(Some(Frames::Close(why))) => break 'conn why,
+                Ok(Some(Frames::Ddp(texts))) => {
+                    last_heard = Instant::now();
+                    ping_sent = None;
+                    let mut replies = Vec::new();
+                    for t in texts {
+                        handle(&t, &shared, &cfg, &traffic, &mut replies);
+                    }
+                    for r in replies {
+                        let mut wire = Vec::new();
+                        frame(&mut wire, &r, cfg.transport, deflate);
+                        if stream.write_all(&wire).await.is_err() {
+                            break 'conn "write failed".to_string();
+                        }
+                        let mut t = traffic.borrow_mut();
+                        t.messages_out += 1;
+                        t.bytes_out += wire.len() as u64;
+                    }
+                    shared.notify.notify_waiters();
+                }
+                Err(e) => {
+                    traffic.borrow_mut().protocol_errors += 1;
+                    break 'conn e.detail();
+                }
+            }
+        }
+        if framer.buf.is_empty() && framer.buf.capacity() > 16 * 1024 {
+            framer.buf = Vec::new();
+        }
+        let heartbeat_at = match ping_sent {
+            Some(at) => at + cfg.heartbeat_timeout,
+            None => last_heard + cfg.heartbeat_interval,
+        };
+        framer.buf.reserve(4096);
+        tokio::select! {
+            read = stream.read_buf(&mut framer.buf) => match read {
+                Ok(0) => break 'conn "server closed the connection".to_string(),
+                Ok(n) => traffic.borrow_mut().bytes_in += n as u64,
+                Err(e) => break 'conn format!("read: {e}"),
+            },
+            out = rx.recv() => match out {
+                Some(Outgoing::Ddp(text)) => {
+                    let mut wire = Vec::new();
+                    frame(&mut wire, &text, cfg.transport, deflate);
+                    while let Ok(Outgoing::Ddp(more)) = rx.try_recv() {
+                        frame(&mut wire, &more, cfg.transport, deflate);
+                        traffic.borrow_mut().messages_out += 1;
+                    }
+                    {
+                        let mut t = traffic.borrow_mut();
+                        t.messages_out += 1;
+                        t.bytes_out += wire.len() as u64;
+                    }
+                    if let Err(e) = stream.write_all(&wire).await {
+                        break 'conn format!("write: {e}");
+                    }
+                }
+                Some(Outgoing::Close) | None => {
+                    let mut wire = Vec::new();
+                    ws::encode_frame(&mut wire, Opcode::Close, false, &ws::close_payload(1000, ""), Some(rand::random()));
+                    let _ = stream.write_all(&wire).await;
+                    let _ = stream.shutdown().await;
+                    break 'conn "closed by the client".to_string();
+                }
+            },
+            _ = tokio::time::sleep_until(tokio::time::Instant::from_std(heartbeat_at)) => {
+                if ping_sent.is_some() {
+                    break 'conn format!("no answer to a ping within {:?}: connection dropped as dead", cfg.heartbeat_timeout);
+                }
+                let mut wire = Vec::new();
+                frame(&mut wire, r#"{"msg":"ping"}"#, cfg.transport, deflate);
+                if stream.write_all(&wire).await.is_err() {
+                    break 'conn "write failed".to_string();
+                }
+                ping_sent = Some(Instant::now());
+            }
+        }
+    };
+    shared.state.borrow_mut().closed = Some(why);
+    shared.notify.notify_waiters();
+}
+
+/// Applies one message from the server to the shared state; `replies` collects what to answer.
+fn handle(text: &str, shared: &Shared, cfg: &ClientConfig, traffic: &RefCell<Traffic>, replies: &mut Vec<String>) {
+    let now = Instant::now();
+    traffic.borrow_mut().messages_in += 1;
+    let msg = match Message::parse(text) {
+        Ok(m) => m,
+        Err(ParseError::NoMsg(_)) => return,
+        Err(_) => {
+            traffic.borrow_mut().protocol_errors += 1;
+            return;
+        }
+    };
+    let mut st = shared.state.borrow_mut();
+    match msg {
+        Message::Ping { id } => {
+            replies.push(Message::Pong { id }.to_json());
+            traffic.borrow_mut().pings_answered += 1;
+        }
+        Message::Result { id, result, error } => {
+            if let Some(c) = st.calls.get_mut(&id) {
+                c.result_at = Some(now);
+                c.result = result;
+                c.error = error;
+            }
+        }
+        Message::Updated { methods } => {
+            for id in methods {
+                if let Some(c) = st.calls.get_mut(&id) {
+                    c.updated_at = Some(now);
+                }
+            }
+        }
+        Message::Ready { subs } => {
+            for id in subs {
+                if let Some(s) = st.subs.get_mut(&id) {
+                    s.ready_at = Some(now);
+                }
+            }
+        }
+        Message::Nosub { id, error } => {
+            if let Some(s) = st.subs.get_mut(&id) {
+                s.nosub = Some(error);
+            }
+        }
+        Message::Added { collection, id, fields } | Message::AddedBefore { collection, id, fields, .. } => {
+            if let Some(field) = &cfg.fanout_field {
+                if let Some(sent_ms) = fields.get(field).and_then(ddp::ejson::json_date_ms) {
+                    let lag_us = ((now_ms() - sent_ms) * 1000.0).max(1.0) as u64;
+                    crate::stats::hist::record(&mut traffic.borrow_mut().fanout_us, lag_us);
+                }
+            }
+            if cfg.cache {
+                st.collections
+                    .entry(collection)
+                    .or_default()
+                    .insert(id, Doc { fields, added_at: now, changed_at: now });
+            }
+        }
+        Message::Changed { collection, id, fields, cleared } if cfg.cache => {
+            if let Some(doc) = st.collections.get_mut(&collection).and_then(|c| c.get_mut(&id)) {
+                for (k, v) in fields {
+                    doc.fields.insert(k, v);
+                }
+                for k in cleared {
+                    doc.fields.shift_remove(&k);
+                }
+                doc.changed_at = now;
+            }
+        }
+        Message::Removed { collection, id } if cfg.cache => {
+            let gone = st.collections.get_mut(&collection).and_then(|c| c.remove(&id));
+            if st.removed.len() == REMOVED_KEPT {
+                st.removed.pop_front();
+            }
+            st.removed.push_back((collection, id, gone.map(|d| d.fields).unwrap_or_default(), now));
+        }
+        Message::Error { .. } => traffic.borrow_mut().protocol_errors += 1,
+        _ => {}
+    }
+}
+
+/// What a completed method call measured.
+#[derive(Debug, Clone)]
+pub struct CallOutcome {
+    pub result: Option<Value>,
+    pub sent: Instant,
+    pub to_result: Duration,
+    pub to_updated: Duration,
+    /// The later of the two: when a browser's callback would run.
+    pub to_both: Duration,
+}
+
+impl Conn {
+    pub fn shared(&self) -> &Rc<Shared> {
+        &self.shared
+    }
+
+    /// Waits until `ready` says yes, the connection closed, or the timeout passed.
+    pub async fn wait<T>(
+        &self,
+        timeout: Duration,
+        what: &str,
+        mut ready: impl FnMut(&mut State) -> Option<T>,
+    ) -> Result<T, DdpFailure> {
+        let end = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.shared.notify.notified();
+            {
+                let mut st = self.shared.state.borrow_mut();
+                if let Some(v) = ready(&mut st) {
+                    return Ok(v);
+                }
+                if let Some(why) = &st.closed {
+                    return Err(DdpFailure::Closed(format!("{what}: {why}")));
+                }
+            }
+            if tokio::time::timeout_at(end, notified).await.is_err() {
+                return Err(DdpFailure::Timeout(format!("{what}: nothing within {timeout:?}")));
+            }
+        }
+    }
+
+    fn send(&self, m: &Message) -> Result<(), DdpFailure> {
+        if let Some(why) = &self.shared.state.borrow().closed {
+            return Err(DdpFailure::Closed(why.clone()));
+        }
+        self.tx.send(Outgoing::Ddp(m.to_json())).map_err(|_| DdpFailure::Closed("connection task ended".into()))
+    }
+
+    /// Calls a method and waits for both `result` and `updated`.
+    pub async fn call(&self, method: &str, params: Vec<Value>, timeout: Duration) -> Result<CallOutcome, DdpFailure> {
+        let sent = Instant::now();
+        let id = {
+            let mut st = self.shared.state.borrow_mut();
+            let id = st.next_method.next_id();
+            st.calls.insert(id.clone(), Call { sent, result_at: None, updated_at: None, result: None, error: None });
+            id
+        };
+        self.send(&Message::Method { method: method.to_string(), params, id: id.clone(), random_seed: None })?;
+        let done = self
+            .wait(timeout, &format!("method {method}"), |st| {
+                let c = st.calls.get(&id)?;
+                (c.result_at.is_some() && c.updated_at.is_some()).then(|| st.calls.remove(&id).expect("present"))
+            })
+            .await;
+        let call = match done {
+            Ok(c) => c,
+            Err(e) => {
+                self.shared.state.borrow_mut().calls.remove(&id);
+                return Err(e);
+            }
+        };
+        if let Some(error) = call.error {
+            return Err(DdpFailure::DdpError(Box::new(error)));
+        }
+        let (r, u) = (call.result_at.expect("done"), call.updated_at.expect("done"));
+        Ok(CallOutcome {
+            result: call.result,
+            sent,
+            to_result: r - sent,
+            to_updated: u - sent,
+            to_both: r.max(u) - sent,
+        })
+    }
+
+    /// Subscribes and waits for `ready`; returns the sub id and the time to ready.
+    pub async fn subscribe(
+        &self,
+        name: &str,
+        params: Vec<Value>,
+        timeout: Duration,
+    ) -> Result<(String, Duration), DdpFailure> {
+        let sent = Instant::now();
+        let id = ddp::id::random_id();
+        self.shared.state.borrow_mut().subs.insert(id.clone(), Sub { ready_at: None, nosub: None });
+        self.send(&Message::Sub { id: id.clone(), name: name.to_string(), params })?;
+        let got = self
+            .wait(timeout, &format!("subscription {name}"), |st| {
+                let s = st.subs.get(&id)?;
+                match (&s.nosub, s.ready_at) {
+                    (Some(err), _) => Some(Err(err.clone())),
+                    (None, Some(at)) => Some(Ok(at)),
+                    _ => None,
+                }
+            })
+            .await?;
+        match got {
+            Ok(at) => Ok((id, at - sent)),
+            Err(error) => {
+                self.shared.state.borrow_mut().subs.remove(&id);
+                Err(DdpFailure::Nosub(Box::new(
+                    error.unwrap_or_else(|| DdpError::meteor("nosub", "subscription stopped")),
+                )))
+            }
+        }
+    }
+
+    /// Stops a subscription (the server's `removed`s and `nosub` follow).
+    pub fn unsubscribe(&self, id: &str) -> Result<(), DdpFailure> {
+        self.shared.state.borrow_mut().subs.remove(id);
+        self.send(&Message::Unsub { id: id.to_string() })
+    }
+
+    /// Closes the WebSocket politely.
+    pub fn close(&self) {
+        let _ = self.tx.send(Outgoing::Close);
+    }
+
+    /// Whether the connection is gone, and why.
+    pub fn closed(&self) -> Option<String> {
+        self.shared.state.borrow().closed.clone()
+    }
+}

@@ -1,0 +1,140 @@
+//! The terminal summary of a DDP run (`bolide run`), and its live line.
+
+use std::fmt::Write as _;
+
+use super::term::{bytes, count, us};
+use crate::engine::vu::VuProgress;
+use crate::stats::result::Latency;
+use crate::stats::vu::DdpDoc;
+
+/// `1 min 12 s`, as the Meteor reports write times.
+pub fn minutes(secs: f64) -> String {
+    let s = secs.round() as u64;
+    if s >= 60 {
+        format!("{} min {} s", s / 60, s % 60)
+    } else {
+        format!("{secs:.1} s")
+    }
+}
+
+/// The whole summary, for stdout.
+pub fn summary(doc: &DdpDoc) -> String {
+    let s = &doc.summary;
+    let set = &doc.settings;
+    let mut out = String::new();
+    let compression = if set.compression { "compression on" } else { "compression off" };
+    let _ = writeln!(
+        out,
+        "bolide run {} -> {} ({}, {compression}, {} threads)",
+        set.scenario, set.target, set.transport, set.threads
+    );
+    if doc.interrupted {
+        out.push_str("  (interrupted: the figures cover what was done before Ctrl-C)\n");
+    }
+    out.push('\n');
+    let u = &s.users;
+    let _ = writeln!(
+        out,
+        "  {:<14}{} launched, {} completed, {} failed{}{}",
+        "Users",
+        count(u.launched),
+        count(u.completed),
+        count(u.failed),
+        if u.cut > 0 { format!(" ({} cut at the user timeout)", count(u.cut)) } else { String::new() },
+        if u.skipped > 0 { format!(", {} skipped (maxVusers)", count(u.skipped)) } else { String::new() },
+    );
+    let _ = writeln!(out, "  {:<14}{} from the first arrival to the last user done", "Time", minutes(s.total_time_s));
+    let _ = writeln!(
+        out,
+        "  {:<14}{} done, {} failed ({:.2}%)",
+        "Steps",
+        count(s.steps),
+        count(s.step_errors),
+        s.error_rate_pct
+    );
+    let _ = writeln!(
+        out,
+        "  {:<14}in {} messages ({}), out {} messages ({}); {} pings answered",
+        "Traffic",
+        count(s.messages_in),
+        bytes(s.bytes_in as f64),
+        count(s.messages_out),
+        bytes(s.bytes_out as f64),
+        count(s.pings_answered)
+    );
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "  {:<32}{:>9}{:>8}{:>10}{:>10}{:>10}{:>10}{:>12}{:>12}",
+        "Step", "count", "errors", "p50", "p90", "p99", "max", "result p50", "updated p50"
+    );
+    for st in &doc.steps {
+        let l = &st.latency;
+        let opt = |x: &Option<Latency>| x.as_ref().map_or("-".to_string(), |l| us(l.p50_us as f64));
+        let _ = writeln!(
+            out,
+            "  {:<32}{:>9}{:>8}{:>10}{:>10}{:>10}{:>10}{:>12}{:>12}",
+            truncate(&st.name, 31),
+            count(st.count),
+            count(st.errors),
+            us(l.p50_us as f64),
+            us(l.p90_us as f64),
+            us(l.p99_us as f64),
+            us(l.max_us as f64),
+            opt(&st.to_result),
+            opt(&st.to_updated)
+        );
+    }
+    if let Some(r) = &s.reactive {
+        let _ = writeln!(out, "\n  {:<24}{}", "Reactive latency", quad(r));
+        out.push_str("  (from a user's write until that user sees the change through its subscription)\n");
+    }
+    if let Some(f) = &s.fanout {
+        let _ = writeln!(out, "  {:<24}{}", "Fan-out latency", quad(f));
+        out.push_str("  (from a document's server timestamp until each subscriber receives it)\n");
+    }
+    let errors: Vec<String> =
+        s.errors_by_class.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k} {}", count(*n))).collect();
+    let _ =
+        writeln!(out, "\n  {:<14}{}", "Errors", if errors.is_empty() { "none".to_string() } else { errors.join(", ") });
+    if s.protocol_errors > 0 {
+        let _ = writeln!(out, "  {:<14}{} protocol errors from the server", "", count(s.protocol_errors));
+    }
+    for e in &s.ensure {
+        let verdict = if e.ok { "ok" } else { "BROKEN" };
+        let _ = writeln!(out, "  {:<14}{}: {:.2} (limit {:.2}) {verdict}", "Ensure", e.what, e.value, e.limit);
+    }
+    out
+}
+
+fn quad(l: &Latency) -> String {
+    format!(
+        "p50 {}   p90 {}   p99 {}   max {}",
+        us(l.p50_us as f64),
+        us(l.p90_us as f64),
+        us(l.p99_us as f64),
+        us(l.max_us as f64)
+    )
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(n - 1).collect::<String>())
+    }
+}
+
+/// The live line (stderr, terminals only).
+pub fn live_line(p: &VuProgress) -> String {
+    format!(
+        "\r\x1b[K  {}s/{}s  {} users alive  {} launched  {} done  {} failed  {} step errors",
+        p.elapsed.as_secs(),
+        p.planned.as_secs(),
+        count(p.alive),
+        count(p.launched),
+        count(p.completed),
+        count(p.failed),
+        count(p.step_errors)
+    )
+}

@@ -1,0 +1,220 @@
+//! The built-in scenarios: the Meteor benchmark's reactive and non-reactive users
+//! (meteor/performance `tests/test-helpers.js`, see ddp-brief section 4.2) and MeteorDown's
+//! subscription churn. Each also ships as a YAML file under `examples/` that loads to the same
+//! scenario (a test checks that).
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::*;
+
+/// Names of the built-ins, for help and errors.
+pub const NAMES: [&str; 3] = ["tasks-reactive", "tasks-nonreactive", "sub-churn"];
+
+/// What the command line may change in a built-in.
+#[derive(Debug, Clone)]
+pub struct Knobs {
+    pub target: String,
+    pub arrival_rate: f64,
+    pub duration: Duration,
+    /// Pause before each action (the browser benchmark's 500 ms slow motion).
+    pub think: Duration,
+    /// Tasks each user adds and removes (the benchmark's TASK_COUNT).
+    pub tasks: u64,
+    /// Connect-subscribe-disconnect rounds per user (sub-churn).
+    pub rounds: u64,
+}
+
+impl Default for Knobs {
+    fn default() -> Self {
+        Knobs {
+            target: "http://localhost:3000".into(),
+            arrival_rate: 4.0,
+            duration: Duration::from_secs(60),
+            think: Duration::from_millis(500),
+            tasks: 20,
+            rounds: 10,
+        }
+    }
+}
+
+fn step(kind: StepKind) -> Step {
+    Step { name: default_step_name(&kind), kind }
+}
+
+fn call(method: &str, params: Vec<Value>) -> Call {
+    Call { method: method.into(), params, capture: None, expect: None, timeout: None }
+}
+
+fn think(knobs: &Knobs) -> Option<Step> {
+    (!knobs.think.is_zero()).then(|| step(StepKind::Think(Think::Fixed(knobs.think))))
+}
+
+fn subscribe(name: &str) -> Step {
+    step(StepKind::Subscribe { name: name.into(), params: vec![], capture: None, timeout: None })
+}
+
+fn config(knobs: &Knobs, name: &str) -> Config {
+    Config {
+        target: knobs.target.clone(),
+        phases: vec![Phase {
+            name: Some(name.into()),
+            duration: knobs.duration,
+            kind: PhaseKind::Rate { per_s: knobs.arrival_rate, ramp_to: None },
+        }],
+        max_vusers: None,
+        variables: vec![],
+        payload: None,
+        ensure: Ensure::default(),
+        ddp: DdpSettings::default(),
+    }
+}
+
+fn own_task(description: &str) -> Vec<(String, Value)> {
+    vec![("description".into(), json!(description)), ("sessionId".into(), json!("{{ $vuId }}"))]
+}
+
+/// A browser opening the tasks page: autoupdate subscription, then the reactive list.
+fn page_load() -> Vec<Step> {
+    vec![step(StepKind::Connect), subscribe("meteor_autoupdate_clientVersions"), subscribe("fetchTasks")]
+}
+
+/// Steps with a think before each action.
+fn acting(knobs: &Knobs, actions: Vec<Step>) -> Vec<Step> {
+    let mut out = Vec::new();
+    for a in actions {
+        out.extend(think(knobs));
+        out.push(a);
+    }
+    out
+}
+
+/// `tasks-reactive`: remove own tasks, add `tasks` one by one (each seen through the subscription),
+/// remove each (each seen gone), remove all. 42 method calls with the default 20 tasks.
+pub fn tasks_reactive(knobs: &Knobs) -> Scenario {
+    let session = json!({"sessionId": "{{ $vuId }}"});
+    let insert = Call {
+        capture: Some(Capture { var: "taskIds".into(), path: None, append: true }),
+        ..call("insertTask", vec![json!({"description": "New Task {{ $loopCount }}", "sessionId": "{{ $vuId }}"})])
+    };
+    let mut steps = page_load();
+    steps.extend(acting(knobs, vec![step(StepKind::Call(call("removeAllTasks", vec![session.clone()])))]));
+    let mut add = acting(knobs, vec![step(StepKind::Call(insert))]);
+    add.push(step(StepKind::WaitFor(WaitFor {
+        collection: "taskCollection".into(),
+        fields: own_task("New Task {{ $loopCount }}"),
+        until: Until::Matches,
+        timeout: None,
+    })));
+    steps.push(step(StepKind::Loop(Loop { over: LoopOver::Count(knobs.tasks), steps: add })));
+    let mut remove =
+        acting(knobs, vec![step(StepKind::Call(call("removeTask", vec![json!({"taskId": "{{ $loopElement }}"})])))]);
+    remove.push(step(StepKind::WaitFor(WaitFor {
+        collection: "taskCollection".into(),
+        fields: vec![("_id".into(), json!("{{ $loopElement }}"))],
+        until: Until::Disappears,
+        timeout: None,
+    })));
+    steps.push(step(StepKind::Loop(Loop { over: LoopOver::List(json!("{{ taskIds }}")), steps: remove })));
+    steps.extend(acting(knobs, vec![step(StepKind::Call(call("removeAllTasks", vec![session])))]));
+    steps.push(step(StepKind::Disconnect));
+    Scenario {
+        config: config(knobs, "tasks-reactive"),
+        flows: vec![Flow { name: "tasks-reactive".into(), weight: 1, steps }],
+    }
+}
+
+/// `tasks-nonreactive`: the same actions, but the list comes from the `fetchTasks` method after each
+/// one, with no live subscription. 85 method calls with the default 20 tasks.
+pub fn tasks_nonreactive(knobs: &Knobs) -> Scenario {
+    let session = json!({"sessionId": "{{ $vuId }}"});
+    let fetch = |expect: Option<Expect>| step(StepKind::Call(Call { expect, ..call("fetchTasks", vec![]) }));
+    let has = |description: &str, contains: bool| Some(Expect { contains, fields: own_task(description) });
+    let by_id = |contains: bool| Some(Expect { contains, fields: vec![("_id".into(), json!("{{ $loopElement }}"))] });
+    let mut steps = page_load();
+    // Switching to "No Reactive" unmounts the reactive list and fetches once.
+    steps.push(step(StepKind::Unsubscribe { name: "fetchTasks".into() }));
+    steps.push(fetch(None));
+    steps.extend(think(knobs));
+    steps.push(step(StepKind::Call(call("removeAllTasks", vec![session.clone()]))));
+    steps.push(fetch(None));
+    let insert = Call {
+        capture: Some(Capture { var: "taskIds".into(), path: None, append: true }),
+        ..call("insertTask", vec![json!({"description": "New Task {{ $loopCount }}", "sessionId": "{{ $vuId }}"})])
+    };
+    let mut add = acting(knobs, vec![step(StepKind::Call(insert))]);
+    add.push(fetch(has("New Task {{ $loopCount }}", true)));
+    steps.push(step(StepKind::Loop(Loop { over: LoopOver::Count(knobs.tasks), steps: add })));
+    let mut remove =
+        acting(knobs, vec![step(StepKind::Call(call("removeTask", vec![json!({"taskId": "{{ $loopElement }}"})])))]);
+    remove.push(fetch(by_id(false)));
+    steps.push(step(StepKind::Loop(Loop { over: LoopOver::List(json!("{{ taskIds }}")), steps: remove })));
+    steps.extend(think(knobs));
+    steps.push(step(StepKind::Call(call("removeAllTasks", vec![session]))));
+    steps.push(fetch(None));
+    steps.push(step(StepKind::Disconnect));
+    let mut config = config(knobs, "tasks-nonreactive");
+    config.ddp.cache = false;
+    Scenario { config, flows: vec![Flow { name: "tasks-nonreactive".into(), weight: 1, steps }] }
+}
+
+/// `sub-churn`: MeteorDown's Cluster test pattern: connect, subscribe, wait for ready,
+/// disconnect, `rounds` times per user.
+pub fn sub_churn(knobs: &Knobs) -> Scenario {
+    let round = vec![step(StepKind::Connect), subscribe("fetchTasks"), step(StepKind::Disconnect)];
+    let steps = vec![step(StepKind::Loop(Loop { over: LoopOver::Count(knobs.rounds), steps: round }))];
+    let mut config = config(knobs, "sub-churn");
+    config.ddp.cache = false;
+    Scenario { config, flows: vec![Flow { name: "sub-churn".into(), weight: 1, steps }] }
+}
+
+/// A built-in by name.
+pub fn by_name(name: &str, knobs: &Knobs) -> Option<Scenario> {
+    match name {
+        "tasks-reactive" => Some(tasks_reactive(knobs)),
+        "tasks-nonreactive" => Some(tasks_nonreactive(knobs)),
+        "sub-churn" => Some(sub_churn(knobs)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Method calls one user makes, by walking the flow.
+    fn calls(steps: &[Step], list_len: u64) -> u64 {
+        steps
+            .iter()
+            .map(|s| match &s.kind {
+                StepKind::Call(_) => 1,
+                StepKind::Loop(l) => {
+                    let n = match l.over {
+                        LoopOver::Count(n) => n,
+                        LoopOver::List(_) => list_len,
+                    };
+                    n * calls(&l.steps, list_len)
+                }
+                _ => 0,
+            })
+            .sum()
+    }
+
+    #[test]
+    fn method_counts_match_the_benchmark() {
+        let k = Knobs::default();
+        assert_eq!(calls(&tasks_reactive(&k).flows[0].steps, 20), 42);
+        assert_eq!(calls(&tasks_nonreactive(&k).flows[0].steps, 20), 85);
+        assert_eq!(calls(&sub_churn(&k).flows[0].steps, 20), 0);
+        assert_eq!(tasks_reactive(&k).config.phases[0].kind, PhaseKind::Rate { per_s: 4.0, ramp_to: None });
+    }
+
+    #[test]
+    fn think_zero_leaves_no_pauses() {
+        let k = Knobs { think: Duration::ZERO, ..Knobs::default() };
+        let s = tasks_reactive(&k);
+        assert!(!format!("{s:?}").contains("Think"));
+        assert!(format!("{:?}", tasks_reactive(&Knobs::default())).contains("Think"));
+    }
+}

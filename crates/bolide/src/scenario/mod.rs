@@ -1,0 +1,281 @@
+//! Scenarios: what virtual users do. The model here is plain data; [`yaml`] reads it from files in
+//! Artillery's shape (with file:line:column errors), [`builtin`] builds the Meteor benchmark's
+//! workloads, and [`arrivals`] turns phases into an arrival schedule.
+
+pub mod arrivals;
+pub mod builtin;
+pub mod template;
+pub mod yaml;
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::proto::ddp::Transport;
+
+/// A whole scenario file (or built-in).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    pub config: Config,
+    /// Weighted flows; each arriving user picks one.
+    pub flows: Vec<Flow>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// `http(s)://host:port[/prefix]` of the app.
+    pub target: String,
+    pub phases: Vec<Phase>,
+    /// Arrivals while this many users are alive are skipped (and counted).
+    pub max_vusers: Option<u64>,
+    /// Per-user variables: a value picked at random from each list.
+    pub variables: Vec<(String, Vec<Value>)>,
+    pub payload: Option<Payload>,
+    pub ensure: Ensure,
+    pub ddp: DdpSettings,
+}
+
+/// DDP settings of a run (our additions to Artillery's config).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DdpSettings {
+    pub transport: Transport,
+    pub compression: bool,
+    /// Keep a local collection cache (needed by `waitFor`).
+    pub cache: bool,
+    /// Server timestamp field for fan-out latency (none to skip).
+    pub fanout_field: Option<String>,
+    /// Default timeout of a step.
+    pub step_timeout: Duration,
+    /// A user still running after this long is cut off and counted as failed.
+    pub user_timeout: Duration,
+}
+
+impl Default for DdpSettings {
+    fn default() -> Self {
+        DdpSettings {
+            transport: Transport::WebSocket,
+            compression: true,
+            cache: true,
+            fanout_field: Some("createdAt".into()),
+            step_timeout: Duration::from_secs(120),
+            user_timeout: Duration::from_secs(240),
+        }
+    }
+}
+
+/// A phase of arrivals, as in Artillery.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phase {
+    pub name: Option<String>,
+    pub duration: Duration,
+    pub kind: PhaseKind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PhaseKind {
+    /// `arrivalRate` users per second, ramping linearly to `ramp_to` if set.
+    Rate { per_s: f64, ramp_to: Option<f64> },
+    /// `arrivalCount` users spread evenly over the duration.
+    Count(u64),
+    /// No arrivals.
+    Pause,
+}
+
+/// CSV rows handed to users in turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Payload {
+    pub path: String,
+    pub fields: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// Thresholds whose failure makes the exit code 1.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ensure {
+    /// Percent of failed steps, overall.
+    pub max_error_rate: Option<f64>,
+    /// Latency limits in milliseconds, overall (all steps) or for one step.
+    pub limits: Vec<LatencyLimit>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyLimit {
+    /// None: all steps together.
+    pub step: Option<String>,
+    pub stat: LatencyStat,
+    pub max_ms: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LatencyStat {
+    Max,
+    P95,
+    P99,
+}
+
+impl LatencyStat {
+    pub fn name(self) -> &'static str {
+        match self {
+            LatencyStat::Max => "max",
+            LatencyStat::P95 => "p95",
+            LatencyStat::P99 => "p99",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Flow {
+    pub name: String,
+    pub weight: u32,
+    pub steps: Vec<Step>,
+}
+
+/// One step, with the name its measurements are filed under.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub name: String,
+    pub kind: StepKind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepKind {
+    Connect,
+    Login(Login),
+    Call(Call),
+    Subscribe {
+        name: String,
+        params: Vec<Value>,
+        capture: Option<String>,
+        timeout: Option<Duration>,
+    },
+    /// Stops the subscription whose id is in this variable (or the last one to that name).
+    Unsubscribe {
+        name: String,
+    },
+    WaitFor(WaitFor),
+    Think(Think),
+    Loop(Loop),
+    Disconnect,
+    Http(HttpStep),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    pub method: String,
+    /// EJSON params; strings may hold `{{ variable }}`.
+    pub params: Vec<Value>,
+    pub capture: Option<Capture>,
+    pub expect: Option<Expect>,
+    pub timeout: Option<Duration>,
+}
+
+/// Where a method's result goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Capture {
+    pub var: String,
+    /// A dotted path into the result (`a.b.0`), or the whole result.
+    pub path: Option<String>,
+    /// Append to a list instead of replacing.
+    pub append: bool,
+}
+
+/// A check on a method's result (an array of documents): one matching `where` is there, or not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expect {
+    pub contains: bool,
+    pub fields: Vec<(String, Value)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Login {
+    pub user: Option<Value>,
+    pub password: Option<Value>,
+    pub resume: Option<Value>,
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WaitFor {
+    pub collection: String,
+    /// Field equalities a document must meet (`_id` matches the document id).
+    pub fields: Vec<(String, Value)>,
+    pub until: Until,
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Until {
+    /// A matching document is there (already, or when it arrives).
+    Matches,
+    /// A matching document arrives after the step starts.
+    Appears,
+    /// A matching document changes after the step starts.
+    Changes,
+    /// No matching document is left.
+    Disappears,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Think {
+    Fixed(Duration),
+    Between(Duration, Duration),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loop {
+    pub over: LoopOver,
+    pub steps: Vec<Step>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoopOver {
+    Count(u64),
+    /// A literal list, or a variable (`{{ name }}`) holding one.
+    List(Value),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpStep {
+    pub method: String,
+    /// Absolute, or a path joined to the target.
+    pub url: String,
+    pub body: Option<Value>,
+    pub expect_status: Option<u16>,
+    pub timeout: Option<Duration>,
+}
+
+impl Scenario {
+    /// Every step name in order of first appearance (for reports).
+    pub fn step_names(&self) -> Vec<String> {
+        fn walk(steps: &[Step], out: &mut Vec<String>) {
+            for s in steps {
+                if let StepKind::Loop(l) = &s.kind {
+                    walk(&l.steps, out);
+                } else if !matches!(s.kind, StepKind::Think(_)) && !out.contains(&s.name) {
+                    out.push(s.name.clone());
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for f in &self.flows {
+            walk(&f.steps, &mut out);
+        }
+        out
+    }
+}
+
+/// The default metric name of a step.
+pub fn default_step_name(kind: &StepKind) -> String {
+    match kind {
+        StepKind::Connect => "connect".into(),
+        StepKind::Login(_) => "login".into(),
+        StepKind::Call(c) => format!("call {}", c.method),
+        StepKind::Subscribe { name, .. } => format!("subscribe {name}"),
+        StepKind::Unsubscribe { name } => format!("unsubscribe {name}"),
+        StepKind::WaitFor(w) => format!("waitFor {}", w.collection),
+        StepKind::Think(_) => "think".into(),
+        StepKind::Loop(_) => "loop".into(),
+        StepKind::Disconnect => "disconnect".into(),
+        StepKind::Http(h) => format!("{} {}", h.method, h.url),
+    }
+}

@@ -1,0 +1,368 @@
+//! Recorders of virtual-user runs (one per worker, merged at the end) and the DDP run's result
+//! document, which shares its header with the HTTP one (`format`, `version`, `kind: "ddp"`, ...).
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use super::hist;
+use super::result::{Host, Latency, Tool};
+use super::summary::latency;
+
+/// Measurements of one step name.
+#[derive(Debug, Clone)]
+pub struct StepRec {
+    /// Steps done, successful or not.
+    pub count: u64,
+    pub errors: BTreeMap<String, u64>,
+    /// The step's latency: to `ready`, to both `result` and `updated`, to the change awaited, ...
+    pub latency_us: Histogram<u64>,
+    /// Methods only: to `result`, and to `updated`.
+    pub result_us: Option<Histogram<u64>>,
+    pub updated_us: Option<Histogram<u64>>,
+}
+
+impl StepRec {
+    fn new(is_call: bool) -> StepRec {
+        StepRec {
+            count: 0,
+            errors: BTreeMap::new(),
+            latency_us: hist::latency_us(),
+            result_us: is_call.then(hist::latency_us),
+            updated_us: is_call.then(hist::latency_us),
+        }
+    }
+
+    fn merge(&mut self, o: &StepRec) {
+        self.count += o.count;
+        for (k, v) in &o.errors {
+            *self.errors.entry(k.clone()).or_default() += v;
+        }
+        self.latency_us.add(&o.latency_us).expect("same shape");
+        if let (Some(a), Some(b)) = (&mut self.result_us, &o.result_us) {
+            a.add(b).expect("same shape");
+        }
+        if let (Some(a), Some(b)) = (&mut self.updated_us, &o.updated_us) {
+            a.add(b).expect("same shape");
+        }
+    }
+
+    pub fn error_total(&self) -> u64 {
+        self.errors.values().sum()
+    }
+}
+
+/// Counts of one second, for the timeline and the live line.
+#[derive(Debug, Clone, Default)]
+pub struct VuSecond {
+    pub launched: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub steps: u64,
+    pub step_errors: u64,
+    pub messages_in: u64,
+    pub messages_out: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+impl VuSecond {
+    pub fn merge(&mut self, o: &VuSecond) {
+        self.launched += o.launched;
+        self.completed += o.completed;
+        self.failed += o.failed;
+        self.steps += o.steps;
+        self.step_errors += o.step_errors;
+        self.messages_in += o.messages_in;
+        self.messages_out += o.messages_out;
+        self.bytes_in += o.bytes_in;
+        self.bytes_out += o.bytes_out;
+    }
+}
+
+/// Everything one worker records about its users.
+#[derive(Debug, Clone)]
+pub struct VuRecorder {
+    /// Step names in report order; `steps[i]` belongs to `names[i]`.
+    pub names: Vec<String>,
+    pub steps: Vec<StepRec>,
+    pub launched: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    /// Users cut at the user timeout (also counted as failed).
+    pub cut: u64,
+    /// From a user's write (its last method call) to the change seen by its own `waitFor`.
+    pub reactive_us: Histogram<u64>,
+    pub first_errors: Vec<(String, String)>,
+    pub second: VuSecond,
+    /// Offsets from the run's start: first arrival, last user finished.
+    pub first_arrival_s: Option<f64>,
+    pub last_finish_s: Option<f64>,
+}
+
+impl VuRecorder {
+    pub fn new(names: &[(String, bool)]) -> VuRecorder {
+        VuRecorder {
+            names: names.iter().map(|(n, _)| n.clone()).collect(),
+            steps: names.iter().map(|(_, call)| StepRec::new(*call)).collect(),
+            launched: 0,
+            completed: 0,
+            failed: 0,
+            skipped: 0,
+            cut: 0,
+            reactive_us: hist::latency_us(),
+            first_errors: Vec::new(),
+            second: VuSecond::default(),
+            first_arrival_s: None,
+            last_finish_s: None,
+        }
+    }
+
+    pub fn index(&self, name: &str) -> usize {
+        self.names.iter().position(|n| n == name).expect("step names are known before the run")
+    }
+
+    pub fn step_ok(&mut self, step: usize, latency_us: u64) {
+        let s = &mut self.steps[step];
+        s.count += 1;
+        hist::record(&mut s.latency_us, latency_us);
+        self.second.steps += 1;
+    }
+
+    pub fn call_ok(&mut self, step: usize, both_us: u64, result_us: u64, updated_us: u64) {
+        self.step_ok(step, both_us);
+        let s = &mut self.steps[step];
+        if let Some(h) = &mut s.result_us {
+            hist::record(h, result_us);
+        }
+        if let Some(h) = &mut s.updated_us {
+            hist::record(h, updated_us);
+        }
+    }
+
+    pub fn step_failed(&mut self, step: usize, class: &str, detail: &str) {
+        let s = &mut self.steps[step];
+        s.count += 1;
+        *s.errors.entry(class.to_string()).or_default() += 1;
+        self.second.steps += 1;
+        self.second.step_errors += 1;
+        if !self.first_errors.iter().any(|(c, _)| c == class) {
+            self.first_errors.push((class.to_string(), format!("{}: {detail}", self.names[step])));
+        }
+    }
+
+    pub fn merge(&mut self, o: &VuRecorder) {
+        for (a, b) in self.steps.iter_mut().zip(&o.steps) {
+            a.merge(b);
+        }
+        self.launched += o.launched;
+        self.completed += o.completed;
+        self.failed += o.failed;
+        self.skipped += o.skipped;
+        self.cut += o.cut;
+        self.reactive_us.add(&o.reactive_us).expect("same shape");
+        for (c, d) in &o.first_errors {
+            if !self.first_errors.iter().any(|(x, _)| x == c) {
+                self.first_errors.push((c.clone(), d.clone()));
+            }
+        }
+        self.second.merge(&o.second);
+        self.first_arrival_s = match (self.first_arrival_s, o.first_arrival_s) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.last_finish_s = match (self.last_finish_s, o.last_finish_s) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+    }
+}
+
+/// The result document of a DDP (`bolide run`) run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DdpDoc {
+    pub format: String,
+    pub version: u32,
+    pub tool: Tool,
+    /// `"ddp"`.
+    pub kind: String,
+    pub command_line: Vec<String>,
+    pub started_at: String,
+    pub interrupted: bool,
+    pub host: Host,
+    pub settings: DdpRunSettings,
+    pub summary: DdpSummary,
+    pub steps: Vec<StepSummary>,
+    pub timeline: Vec<DdpSecond>,
+    pub histograms: DdpHistograms,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DdpRunSettings {
+    /// Built-in name or file path.
+    pub scenario: String,
+    pub target: String,
+    pub transport: String,
+    pub compression: bool,
+    pub cache: bool,
+    pub threads: usize,
+    pub phases: Vec<PhaseSettings>,
+    pub max_vusers: Option<u64>,
+    pub step_timeout_s: f64,
+    pub user_timeout_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PhaseSettings {
+    pub name: Option<String>,
+    pub duration_s: f64,
+    pub arrival_rate: Option<f64>,
+    pub ramp_to: Option<f64>,
+    pub arrival_count: Option<u64>,
+    pub pause: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Users {
+    pub launched: u64,
+    pub completed: u64,
+    pub failed: u64,
+    /// Arrivals not started because `maxVusers` users were alive.
+    pub skipped: u64,
+    /// Users cut at the user timeout (included in `failed`).
+    pub cut: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct DdpSummary {
+    pub users: Users,
+    /// From the first arrival until the last user finished (the Meteor reports' "Time").
+    pub total_time_s: f64,
+    /// From the start until the run ended.
+    pub duration_s: f64,
+    pub steps: u64,
+    pub step_errors: u64,
+    /// Failed steps in percent of all steps.
+    pub error_rate_pct: f64,
+    pub errors_by_class: BTreeMap<String, u64>,
+    pub messages_in: u64,
+    pub messages_out: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub pings_answered: u64,
+    pub protocol_errors: u64,
+    /// From a user's write to the change seen through its own subscription.
+    pub reactive: Option<Latency>,
+    /// From a document's server timestamp to its arrival at each subscriber.
+    pub fanout: Option<Latency>,
+    pub ensure: Vec<EnsureResult>,
+}
+
+/// One `ensure` threshold and how the run fared.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct EnsureResult {
+    pub what: String,
+    pub limit: f64,
+    pub value: f64,
+    pub ok: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StepSummary {
+    pub name: String,
+    pub count: u64,
+    pub errors: u64,
+    pub errors_by_class: BTreeMap<String, u64>,
+    pub per_minute: f64,
+    pub latency: Latency,
+    pub to_result: Option<Latency>,
+    pub to_updated: Option<Latency>,
+    /// HdrHistogram V2 deflate, base64.
+    pub latency_histogram: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DdpSecond {
+    pub t: u32,
+    pub users_alive: u64,
+    pub launched: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub steps: u64,
+    pub step_errors: u64,
+    pub messages_in: u64,
+    pub messages_out: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DdpHistograms {
+    pub reactive_us: String,
+    pub fanout_us: String,
+}
+
+/// Per-step summaries of merged recorders over `duration_s`.
+pub fn step_summaries(rec: &VuRecorder, duration_s: f64) -> Vec<StepSummary> {
+    rec.names
+        .iter()
+        .zip(&rec.steps)
+        .map(|(name, s)| StepSummary {
+            name: name.clone(),
+            count: s.count,
+            errors: s.error_total(),
+            errors_by_class: s.errors.clone(),
+            per_minute: if duration_s > 0.0 { s.count as f64 * 60.0 / duration_s } else { 0.0 },
+            latency: latency(&s.latency_us),
+            to_result: s.result_us.as_ref().map(latency),
+            to_updated: s.updated_us.as_ref().map(latency),
+            latency_histogram: hist::encode(&s.latency_us),
+        })
+        .collect()
+}
+
+impl DdpDoc {
+    /// Reads a DDP result document, refusing other kinds with a reason.
+    pub fn from_json(text: &str) -> Result<DdpDoc, String> {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        if value.get("format").and_then(|f| f.as_str()) != Some(super::result::FORMAT) {
+            return Err("not a bolide result".into());
+        }
+        if value.get("kind").and_then(|k| k.as_str()) != Some("ddp") {
+            return Err(format!("a {:?} result, not a DDP one", value.get("kind")));
+        }
+        serde_json::from_value(value).map_err(|e| format!("malformed result: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_and_summaries() {
+        let names = vec![("connect".to_string(), false), ("call m".to_string(), true)];
+        let mut a = VuRecorder::new(&names);
+        let mut b = VuRecorder::new(&names);
+        a.step_ok(0, 1000);
+        a.call_ok(1, 3000, 2000, 3000);
+        b.call_ok(1, 5000, 5000, 4000);
+        b.step_failed(1, "timeout", "slow");
+        a.launched = 2;
+        b.launched = 3;
+        a.first_arrival_s = Some(0.5);
+        b.first_arrival_s = Some(0.1);
+        b.last_finish_s = Some(9.0);
+        a.merge(&b);
+        assert_eq!(a.launched, 5);
+        assert_eq!((a.first_arrival_s, a.last_finish_s), (Some(0.1), Some(9.0)));
+        let s = step_summaries(&a, 60.0);
+        assert_eq!((s[1].count, s[1].errors), (3, 1));
+        assert_eq!(s[1].per_minute, 3.0);
+        assert_eq!(s[1].to_result.as_ref().unwrap().max_us, 5000);
+        assert!(s[0].to_result.is_none());
+        assert_eq!(a.first_errors, vec![("timeout".to_string(), "call m: slow".to_string())]);
+    }
+}
