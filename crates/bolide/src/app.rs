@@ -404,7 +404,18 @@ pub fn serve(args: &ServeArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
         let _ = writeln!(io.err, "error: --max-sessions must be at least 1 and --max-message-bytes at least 1024");
         return exit::USAGE;
     }
+    let mut users = Vec::new();
+    for u in &args.users {
+        match u.split_once(':') {
+            Some((name, password)) if !name.is_empty() => users.push((name.to_string(), password.to_string())),
+            _ => {
+                let _ = writeln!(io.err, "error: --user {u:?} must look like NAME:PASSWORD");
+                return exit::USAGE;
+            }
+        }
+    }
     let ddp = refserver::DdpConfig {
+        users,
         reactivity,
         compression: args.compression == crate::cli::Toggle::On,
         compression_threshold: args.compression_threshold,

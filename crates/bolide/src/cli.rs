@@ -202,6 +202,10 @@ pub struct ServeArgs {
     /// Runtime threads [default: the number of cores].
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+
+    /// A user that exists from the start, for DDP `login` (repeatable).
+    #[arg(long = "user", value_name = "NAME:PASSWORD")]
+    pub users: Vec<String>,
 }
 
 /// `--reactivity`.

@@ -27,6 +27,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
+pub mod accounts;
 pub mod mergebox;
 pub mod session;
 pub mod tasks;

@@ -47,6 +47,8 @@ pub struct DdpConfig {
     pub sockjs_heartbeat: Duration,
     /// Messages of one session waiting to be processed before reading from it pauses.
     pub queue_limit: usize,
+    /// Users that exist from the start (username, password), for `login`.
+    pub users: Vec<(String, String)>,
 }
 
 impl Default for DdpConfig {
@@ -62,6 +64,7 @@ impl Default for DdpConfig {
             heartbeat_timeout: Duration::from_secs(15),
             sockjs_heartbeat: Duration::from_secs(45),
             queue_limit: 1_000,
+            users: Vec::new(),
         }
     }
 }
@@ -69,6 +72,7 @@ impl Default for DdpConfig {
 /// State shared by every session: the tasks app and the counters.
 pub struct App {
     pub tasks: Arc<Tasks>,
+    pub accounts: crate::accounts::Accounts,
     pub config: DdpConfig,
     pub live_sessions: AtomicUsize,
     pub sessions_started: AtomicU64,
@@ -77,8 +81,13 @@ pub struct App {
 
 impl App {
     pub fn new(config: DdpConfig) -> Arc<App> {
+        let accounts = crate::accounts::Accounts::default();
+        for (name, password) in &config.users {
+            accounts.add(name, password);
+        }
         Arc::new(App {
             tasks: Tasks::new(config.reactivity),
+            accounts,
             config,
             live_sessions: AtomicUsize::new(0),
             sessions_started: AtomicU64::new(0),
@@ -595,14 +604,12 @@ fn arg<'a>(params: &'a [Value], key: &str) -> Result<&'a str, Box<DdpError>> {
         .ok_or_else(|| Box::new(DdpError::meteor(400, "Match failed")))
 }
 
-/// The tasks app's methods.
-fn run_method(
-    tasks: &Tasks,
-    method: &str,
-    params: &[Value],
-    fence: &mut Fence,
-) -> Result<Option<Value>, Box<DdpError>> {
+/// The tasks app's methods, and accounts' `login` and `createUser`.
+fn run_method(app: &App, method: &str, params: &[Value], fence: &mut Fence) -> Result<Option<Value>, Box<DdpError>> {
+    let tasks = &app.tasks;
     match method {
+        "login" => app.accounts.login(params.first()).map(Some),
+        "createUser" => app.accounts.create_user(params.first()).map(Some),
         "insertTask" => {
             let description = arg(params, "description")?;
             let session_id = arg(params, "sessionId")?;
@@ -624,7 +631,7 @@ fn run_method(
 fn call(session: &Arc<Session>, method: &str, params: &[Value], id: String) {
     session.app.methods_called.fetch_add(1, Ordering::Relaxed);
     let mut fence = Fence::default();
-    let outcome = run_method(&session.app.tasks, method, params, &mut fence);
+    let outcome = run_method(&session.app, method, params, &mut fence);
     let result = match outcome {
         Ok(result) => Message::Result { id: id.clone(), result, error: None },
         Err(error) => Message::Result { id: id.clone(), result: None, error: Some(*error) },

@@ -1,0 +1,451 @@
+//! `bolide run` end to end, in-process, against the reference server on 127.0.0.1:0 (push and poll
+//! reactivity, raw WebSocket and SockJS), and against small fake DDP servers for client behaviour.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use bolide::stats::vu::DdpDoc;
+use common::*;
+use refserver::{Config, DdpConfig, Reactivity, Server};
+
+fn server(reactivity: Reactivity) -> Server {
+    Server::start(Config { ddp: DdpConfig { reactivity, ..DdpConfig::default() }, threads: 2, ..Config::default() })
+        .unwrap()
+}
+
+/// Runs `bolide run ARGS... --json TMP`; returns the outcome and the document.
+fn run(args: &[&str]) -> (Outcome, DdpDoc) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let mut argv = vec!["run", "--json", json.to_str().unwrap()];
+    argv.extend_from_slice(args);
+    let o = bolide(&argv);
+    let doc = DdpDoc::from_json(
+        &std::fs::read_to_string(&json).unwrap_or_else(|_| panic!("no document; {}\n{}", o.out, o.err)),
+    )
+    .unwrap();
+    (o, doc)
+}
+
+fn step<'a>(doc: &'a DdpDoc, name: &str) -> &'a bolide::stats::vu::StepSummary {
+    doc.steps.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no step {name}"))
+}
+
+fn hist_count(encoded: &str) -> u64 {
+    bolide::stats::hist::decode(encoded).unwrap().len()
+}
+
+/// Ten users arrive within 45 ms; with a 200 ms think before each action every user is subscribed
+/// before the first insert and stays subscribed past the last one, so each sees all 200 inserts.
+fn tasks_reactive_exact(reactivity: Reactivity, transport: &str) {
+    let server = server(reactivity);
+    let url = server.base_url();
+    let (o, doc) = run(&[
+        "tasks-reactive",
+        "--target",
+        &url,
+        "--arrival-rate",
+        "200",
+        "-d",
+        "50ms",
+        "--think",
+        "200ms",
+        "--transport",
+        transport,
+        "-t",
+        "2",
+    ]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let u = &doc.summary.users;
+    assert_eq!((u.launched, u.completed, u.failed), (10, 10, 0), "{}", o.out);
+    assert_eq!(doc.summary.step_errors, 0, "{:?}", doc.summary.errors_by_class);
+    // 42 method calls per user, each complete with both result and updated.
+    let calls: u64 =
+        ["call removeAllTasks", "call insertTask", "call removeTask"].iter().map(|n| step(&doc, n).count).sum();
+    assert_eq!(calls, 420);
+    assert_eq!(step(&doc, "call insertTask").count, 200);
+    assert_eq!(server.app().methods_called.load(Ordering::Relaxed), 420, "the server saw the same calls");
+    for n in ["call removeAllTasks", "call insertTask", "call removeTask"] {
+        assert!(step(&doc, n).to_result.is_some() && step(&doc, n).to_updated.is_some());
+    }
+    // Every insert seen by every subscribed user: 10 x 200 added messages carrying createdAt.
+    assert_eq!(hist_count(&doc.histograms.fanout_us), 2000);
+    // Each user's own 20 inserts and 20 removals seen through its subscription.
+    assert_eq!(step(&doc, "waitFor taskCollection").count, 400);
+    assert_eq!(hist_count(&doc.histograms.reactive_us), 400);
+    assert_eq!(step(&doc, "connect").count, 10);
+    assert_eq!(server.app().sessions_started.load(Ordering::Relaxed), 10);
+    assert_eq!(server.app().tasks.len(), 0, "every user cleaned up");
+    assert!(doc.summary.total_time_s > 8.0, "43 thinks of 200 ms per user: {}", doc.summary.total_time_s);
+    assert!(o.out.contains("Reactive latency") && o.out.contains("Fan-out latency"), "{}", o.out);
+}
+
+#[test]
+fn tasks_reactive_push_websocket() {
+    tasks_reactive_exact(Reactivity::Push, "websocket");
+}
+
+#[test]
+fn tasks_reactive_push_sockjs() {
+    tasks_reactive_exact(Reactivity::Push, "sockjs");
+}
+
+#[test]
+fn tasks_reactive_poll_websocket() {
+    tasks_reactive_exact(Reactivity::POLL, "websocket");
+}
+
+#[test]
+fn tasks_reactive_poll_sockjs() {
+    tasks_reactive_exact(Reactivity::POLL, "sockjs");
+}
+
+#[test]
+fn tasks_nonreactive_exact_counts() {
+    for reactivity in [Reactivity::Push, Reactivity::POLL] {
+        let server = server(reactivity);
+        let (o, doc) = run(&[
+            "tasks-nonreactive",
+            "--target",
+            &server.base_url(),
+            "--arrival-rate",
+            "200",
+            "-d",
+            "50ms",
+            "--think",
+            "0",
+        ]);
+        assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+        assert_eq!(
+            (doc.summary.users.completed, doc.summary.step_errors),
+            (10, 0),
+            "{:?}",
+            doc.summary.errors_by_class
+        );
+        // 85 calls per user; the fetchTasks after each insert and removal checked its result.
+        assert_eq!(server.app().methods_called.load(Ordering::Relaxed), 850);
+        assert_eq!(step(&doc, "call fetchTasks").count, 10 * 43);
+        assert_eq!(step(&doc, "unsubscribe fetchTasks").count, 10);
+        assert!(doc.summary.reactive.is_none(), "no subscription, no reactive latency");
+    }
+}
+
+#[test]
+fn sub_churn_counts_subscriptions() {
+    let server = server(Reactivity::Push);
+    let (o, doc) = run(&["sub-churn", "--target", &server.base_url(), "--arrival-rate", "100", "-d", "50ms"]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    assert_eq!(doc.summary.users.completed, 5);
+    assert_eq!(step(&doc, "subscribe fetchTasks").count, 50);
+    assert!(step(&doc, "subscribe fetchTasks").per_minute > 0.0);
+    assert_eq!(server.app().sessions_started.load(Ordering::Relaxed), 50);
+}
+
+fn write_scenario(dir: &tempfile::TempDir, text: &str) -> String {
+    let path = dir.path().join("scenario.yml");
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn every_step_kind_from_a_file() {
+    let server = Server::start(Config {
+        ddp: DdpConfig {
+            users: vec![("ann".into(), "pw-ann".into()), ("bob".into(), "pw-bob".into())],
+            ..DdpConfig::default()
+        },
+        ..Config::default()
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("users.csv"), "ann,pw-ann\nbob,pw-bob\n").unwrap();
+    let text = format!(
+        r#"config:
+  target: {target}
+  phases:
+    - arrivalCount: 4
+      duration: 200ms
+  variables:
+    color: [red, blue]
+  payload:
+    path: users.csv
+    fields: [username, password]
+  ddp:
+    transport: sockjs
+    stepTimeout: 5s
+scenarios:
+  - name: everything
+    flow:
+      - get: {{ url: /ok, expect: 200 }}
+      - post: {{ url: /status/201, json: {{ a: 1 }}, expect: {{ statusCode: 201 }} }}
+      - connect
+      - login: {{ user: "{{{{ username }}}}", password: "{{{{ password }}}}" }}
+      - login: {{ resume: "{{{{ loginToken }}}}" }}
+      - subscribe: {{ name: fetchTasks, capture: subId }}
+      - loop:
+          - call:
+              method: insertTask
+              params: [{{ description: "{{{{ color }}}} {{{{ $loopElement }}}}", sessionId: "{{{{ $vuId }}}}" }}]
+              capture: {{ as: ids, append: true }}
+          - waitFor: {{ collection: taskCollection, where: {{ description: "{{{{ color }}}} {{{{ $loopElement }}}}" }} }}
+        over: [a, b, c]
+      - call:
+          method: fetchTasks
+          expect: {{ contains: {{ sessionId: "{{{{ $vuId }}}}" }} }}
+          capture: {{ as: first, path: "0._id" }}
+      - think: {{ min: 10ms, max: 30ms }}
+      - call: {{ method: removeAllTasks, params: {{ sessionId: "{{{{ $vuId }}}}" }} }}
+        label: cleanup
+      - waitFor: {{ collection: taskCollection, where: {{ sessionId: "{{{{ $vuId }}}}" }}, until: disappears }}
+      - unsubscribe: fetchTasks
+      - disconnect
+"#,
+        target = server.base_url()
+    );
+    let path = write_scenario(&dir, &text);
+    let (o, doc) = run(&[&path]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    assert_eq!(
+        (doc.summary.users.launched, doc.summary.users.completed),
+        (4, 4),
+        "{:?}\n{}",
+        doc.summary.errors_by_class,
+        o.err
+    );
+    for (name, n) in [
+        ("GET /ok", 4),
+        ("POST /status/201", 4),
+        ("connect", 4),
+        ("login", 8),
+        ("subscribe fetchTasks", 4),
+        ("call insertTask", 12),
+        ("waitFor taskCollection", 16),
+        ("call fetchTasks", 4),
+        ("cleanup", 4),
+        ("unsubscribe fetchTasks", 4),
+        ("disconnect", 4),
+    ] {
+        assert_eq!(step(&doc, name).count, n, "{name}");
+    }
+    assert_eq!(doc.settings.transport, "sockjs");
+    assert_eq!(server.app().tasks.len(), 0);
+}
+
+#[test]
+fn failures_are_counted_by_class() {
+    let server = server(Reactivity::Push);
+    let dir = tempfile::tempdir().unwrap();
+    // Each row: a step that fails, its error class.
+    let rows = [
+        ("- call: {method: noSuchMethod}", "ddp_error"),
+        ("- subscribe: noSuchPublication", "nosub"),
+        ("- call: {method: bolide.sleep, params: {ms: 2000}, timeout: 200ms}", "timeout"),
+        ("- call: {method: fetchTasks, expect: {contains: {sessionId: nobody}}}", "expect"),
+        ("- waitFor: {collection: taskCollection, where: {description: never}, timeout: 100ms}", "timeout"),
+        ("- get: {url: /status/500}", "status"),
+        ("- login: {user: ann, password: wrong}", "ddp_error"),
+    ];
+    for (i, (bad, class)) in rows.into_iter().enumerate() {
+        let text = format!(
+            "config:\n  target: {}\n  phases: [{{duration: 100ms, arrivalCount: 2}}]\nscenarios:\n  - flow:\n      - connect\n      {bad}\n      - disconnect\n",
+            server.base_url()
+        );
+        let path = write_scenario(&dir, &text);
+        let (o, doc) = run(&[&path]);
+        assert_eq!(o.code, 0, "row {i}: target failures are data\n{}", o.err);
+        assert_eq!((doc.summary.users.failed, doc.summary.users.completed), (2, 0), "row {i}");
+        assert_eq!(doc.summary.errors_by_class.get(class), Some(&2), "row {i}: {:?}", doc.summary.errors_by_class);
+        assert_eq!(step(&doc, "disconnect").count, 0, "row {i}: a failed user stops");
+        assert!(o.err.contains(&format!("first {class} error")), "row {i}: {}", o.err);
+    }
+}
+
+#[test]
+fn a_server_that_goes_away_mid_run() {
+    let server = server(Reactivity::Push);
+    let target = server.base_url();
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "config:\n  target: {target}\n  phases: [{{duration: 100ms, arrivalCount: 3}}]\nscenarios:\n  - flow:\n      - connect\n      - subscribe: fetchTasks\n      - call: {{method: bolide.sleep, params: {{ms: 3000}}}}\n      - disconnect\n"
+    );
+    let path = write_scenario(&dir, &text);
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(700));
+        server.shutdown();
+    });
+    let begin = Instant::now();
+    let (o, doc) = run(&[&path]);
+    stopper.join().unwrap();
+    assert!(begin.elapsed() < Duration::from_secs(10));
+    assert_eq!(o.code, 0, "{}", o.err);
+    assert_eq!((doc.summary.users.launched, doc.summary.users.failed), (3, 3));
+    assert_eq!(doc.summary.errors_by_class.get("closed"), Some(&3), "{:?}", doc.summary.errors_by_class);
+}
+
+#[test]
+fn max_vusers_skips_arrivals() {
+    let server = server(Reactivity::Push);
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "config:\n  target: {}\n  phases: [{{duration: 300ms, arrivalCount: 6}}]\n  maxVusers: 2\nscenarios:\n  - flow:\n      - connect\n      - think: 1s\n      - disconnect\n",
+        server.base_url()
+    );
+    let (o, doc) = run(&[&write_scenario(&dir, &text), "-t", "1"]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    assert_eq!((doc.summary.users.launched, doc.summary.users.skipped, doc.summary.users.completed), (2, 4, 2));
+    assert!(o.out.contains("4 skipped (maxVusers)"), "{}", o.out);
+}
+
+#[test]
+fn broken_ensure_exits_1() {
+    let server = server(Reactivity::Push);
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "config:\n  target: {}\n  phases: [{{duration: 100ms, arrivalCount: 2}}]\n  ensure:\n    maxErrorRate: 1\n    steps:\n      call bolide.sleep: {{p99: 50}}\nscenarios:\n  - flow:\n      - connect\n      - call: {{method: bolide.sleep, params: {{ms: 150}}}}\n",
+        server.base_url()
+    );
+    let (o, doc) = run(&[&write_scenario(&dir, &text)]);
+    assert_eq!(o.code, 1, "{}", o.out);
+    let e = &doc.summary.ensure;
+    assert_eq!(e.len(), 2);
+    assert!(e[0].ok, "no errors: {e:?}");
+    assert!(!e[1].ok && e[1].value >= 150.0 && e[1].limit == 50.0, "{e:?}");
+    assert!(o.out.contains("BROKEN"), "{}", o.out);
+}
+
+#[test]
+fn unreachable_target_exits_3_and_bad_input_exits_2() {
+    let dead = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    let o = bolide(&["run", "tasks-reactive", "--target", &url]);
+    assert_eq!(o.code, 3, "{}", o.err);
+    assert!(o.err.contains("nothing answers"), "{}", o.err);
+    // Each row: arguments, words of the message.
+    let rows: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["run", "tasks-reactiv"], "did you mean the built-in \"tasks-reactive\""),
+        (vec!["run", "tasks-reactive", "--arrival-rate", "0"], "--arrival-rate 0"),
+        (vec!["run", "tasks-reactive", "--target", "ftp://x/"], "scheme ftp://"),
+        (vec!["run", "tasks-reactive", "--think", "soon"], "--think \"soon\""),
+        (vec!["run", "examples-not-here.yml"], "neither a built-in scenario nor a file"),
+    ];
+    for (args, words) in rows {
+        let o = bolide(&args);
+        assert_eq!(o.code, 2, "{args:?}: {}", o.err);
+        assert!(o.err.contains(words), "{args:?}: {}", o.err);
+    }
+}
+
+#[test]
+fn the_examples_are_the_builtins() {
+    use bolide::scenario::{builtin, yaml};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    for name in builtin::NAMES {
+        let from_file = yaml::load_file(&root.join(format!("{name}.yml"))).unwrap_or_else(|e| panic!("{e}"));
+        let built = builtin::by_name(name, &builtin::Knobs::default()).unwrap();
+        assert_eq!(from_file, built, "examples/{name}.yml differs from the built-in");
+    }
+}
+
+/// A fake DDP server over raw WebSocket: `script` gets each connection's text messages and answers.
+fn fake_ddp(script: fn(usize, &str) -> Vec<String>) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use ddp::ws::{self, Incoming, Opcode};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = std::sync::Arc::clone(&seen);
+    // Connections are numbered in the order their WebSocket handshakes arrive (a plain TCP probe
+    // does not count).
+    let handshakes = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    std::thread::spawn(move || {
+        for s in listener.incoming().flatten() {
+            let log = std::sync::Arc::clone(&log);
+            let handshakes = std::sync::Arc::clone(&handshakes);
+            std::thread::spawn(move || {
+                let mut s = s;
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let key = loop {
+                    let Ok(k) = s.read(&mut chunk) else { return };
+                    if k == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..k]);
+                    let text = String::from_utf8_lossy(&buf).to_string();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        buf.drain(..end + 4);
+                        let key = text
+                            .lines()
+                            .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+                            .unwrap_or_default()
+                            .to_string();
+                        break key;
+                    }
+                };
+                let n = handshakes.fetch_add(1, Ordering::SeqCst);
+                let head = format!("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n", ws::accept_key(&key));
+                let _ = s.write_all(head.as_bytes());
+                let mut reader = ws::Reader::new(true, 1 << 20, false);
+                loop {
+                    while let Ok(Some((used, msg))) = reader.next(&mut buf) {
+                        buf.drain(..used);
+                        let Some(Incoming::Data { payload, .. }) = msg else { continue };
+                        let text = String::from_utf8_lossy(&payload).to_string();
+                        log.lock().unwrap().push(format!("{n} {text}"));
+                        for reply in script(n, &text) {
+                            let mut wire = Vec::new();
+                            if reply == "CLOSE" {
+                                ws::encode_frame(&mut wire, Opcode::Close, false, &ws::close_payload(1000, ""), None);
+                            } else {
+                                ws::encode_frame(&mut wire, Opcode::Text, false, reply.as_bytes(), None);
+                            }
+                            let _ = s.write_all(&wire);
+                        }
+                    }
+                    match s.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(k) => buf.extend_from_slice(&chunk[..k]),
+                    }
+                }
+            });
+        }
+    });
+    (url, seen)
+}
+
+#[test]
+fn client_follows_failed_ignores_legacy_greetings_and_answers_pings() {
+    // Connection 0 proposes pre2; the client must reconnect with it. Connection 1 greets the old way,
+    // accepts, and pings; the client answers with the same id.
+    let (url, seen) = fake_ddp(|n, text| {
+        let m: serde_json::Value = serde_json::from_str(text).unwrap();
+        match (n, m["msg"].as_str()) {
+            (0, Some("connect")) => vec![r#"{"msg":"failed","version":"pre2"}"#.into(), "CLOSE".into()],
+            (_, Some("connect")) => vec![
+                r#"{"server_id":"0"}"#.into(),
+                r#"{"msg":"connected","session":"s1","unknownField":true}"#.into(),
+                r#"{"msg":"ping","id":"p1"}"#.into(),
+            ],
+            (_, Some("method")) => vec![
+                format!(r#"{{"msg":"updated","methods":[{}]}}"#, m["id"]),
+                format!(r#"{{"msg":"result","id":{},"result":7}}"#, m["id"]),
+            ],
+            _ => vec![],
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!("config:\n  target: {url}\n  phases: [{{duration: 100ms, arrivalCount: 1}}]\n  ddp: {{compression: false}}\nscenarios:\n  - flow:\n      - connect\n      - think: 200ms\n      - call: {{method: m}}\n      - disconnect\n");
+    let (o, doc) = run(&[&write_scenario(&dir, &text)]);
+    assert_eq!((o.code, doc.summary.users.completed), (0, 1), "{}\n{}", o.out, o.err);
+    let log = seen.lock().unwrap().clone();
+    assert_eq!(log[0], r#"0 {"msg":"connect","version":"1","support":["1","pre2","pre1"]}"#);
+    assert_eq!(log[1], r#"1 {"msg":"connect","version":"pre2","support":["1","pre2","pre1"]}"#);
+    assert!(log.contains(&r#"1 {"msg":"pong","id":"p1"}"#.to_string()), "{log:?}");
+    assert!(log.contains(&r#"1 {"msg":"method","method":"m","params":[],"id":"1"}"#.to_string()), "{log:?}");
+    assert_eq!(doc.summary.pings_answered, 1);
+}
