@@ -449,3 +449,71 @@ fn client_follows_failed_ignores_legacy_greetings_and_answers_pings() {
     assert!(log.contains(&r#"1 {"msg":"method","method":"m","params":[],"id":"1"}"#.to_string()), "{log:?}");
     assert_eq!(doc.summary.pings_answered, 1);
 }
+
+/// Inserts a task from outside (a minimal DDP client on a raw WebSocket).
+fn insert_from_outside(addr: std::net::SocketAddr, description: &str) {
+    use ddp::ws::{self, Opcode};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let key = ws::client_key();
+    write!(s, "GET /websocket HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").unwrap();
+    let send = |s: &mut std::net::TcpStream, text: &str| {
+        let mut wire = Vec::new();
+        ws::encode_frame(&mut wire, Opcode::Text, false, text.as_bytes(), Some([1, 2, 3, 4]));
+        s.write_all(&wire).unwrap();
+    };
+    send(&mut s, r#"{"msg":"connect","version":"1","support":["1"]}"#);
+    let call = format!(
+        r#"{{"msg":"method","method":"insertTask","params":[{{"description":"{description}","sessionId":"outside"}}],"id":"1"}}"#
+    );
+    send(&mut s, &call);
+    // Read until the result arrives, so the insert has happened.
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains(r#""msg":"result""#) {
+        let n = s.read(&mut chunk).unwrap();
+        assert!(n > 0, "server closed");
+        got.extend_from_slice(&chunk[..n]);
+    }
+}
+
+#[test]
+fn wait_for_sees_documents_that_arrive_while_it_waits() {
+    for reactivity in [Reactivity::Push, Reactivity::POLL] {
+        let server = server(reactivity);
+        let addr = server.addr();
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "config:\n  target: {}\n  phases: [{{duration: 100ms, arrivalCount: 1}}]\nscenarios:\n  - flow:\n      - connect\n      - subscribe: fetchTasks\n      - waitFor: {{collection: taskCollection, where: {{description: later}}, until: appears, timeout: 5s}}\n      - waitFor: {{collection: taskCollection, where: {{sessionId: outside}}, until: disappears, timeout: 5s}}\n      - disconnect\n",
+            server.base_url()
+        );
+        let path = write_scenario(&dir, &text);
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(400));
+            insert_from_outside(addr, "later");
+        });
+        let remover = {
+            let app = std::sync::Arc::clone(server.app());
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(900));
+                app.tasks.remove_where(|t| t.session_id == "outside", &mut refserver::tasks::Fence::default());
+                if let Reactivity::Poll { .. } = app.tasks.reactivity() {
+                    app.tasks.poll();
+                }
+            })
+        };
+        let (o, doc) = run(&[&path]);
+        writer.join().unwrap();
+        remover.join().unwrap();
+        assert_eq!(
+            (o.code, doc.summary.users.completed),
+            (0, 1),
+            "{reactivity:?}: {:?}\n{}",
+            doc.summary.errors_by_class,
+            o.err
+        );
+        let waited = step(&doc, "waitFor taskCollection");
+        assert_eq!(waited.count, 2);
+        assert!(waited.latency.max_us >= 300_000, "the first wait lasted until the insert: {:?}", waited.latency);
+    }
+}

@@ -152,16 +152,17 @@ impl std::fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
-/// Field readers that name what is wrong.
+/// Field readers that name what is wrong. The reader owns the message, so large payloads
+/// (`fields`, `params`, `result`) are moved out rather than copied; they are taken last, after
+/// every check, so an error can still show the whole message.
 struct Reader<'a> {
     msg: &'a str,
-    obj: &'a Map<String, Value>,
-    value: &'a Value,
+    obj: Map<String, Value>,
 }
 
 impl Reader<'_> {
     fn bad(&self, what: String) -> ParseError {
-        ParseError::Malformed { msg: self.msg.to_string(), what, value: self.value.clone() }
+        ParseError::Malformed { msg: self.msg.to_string(), what, value: Value::Object(self.obj.clone()) }
     }
 
     fn string(&self, key: &str) -> Result<String, ParseError> {
@@ -192,19 +193,32 @@ impl Reader<'_> {
         }
     }
 
-    fn array(&self, key: &str) -> Result<Vec<Value>, ParseError> {
+    /// Checks that `key` is absent or an array (take it later with [`Reader::take_array`]).
+    fn check_array(&self, key: &str) -> Result<(), ParseError> {
         match self.obj.get(key) {
-            None => Ok(Vec::new()),
-            Some(Value::Array(items)) => Ok(items.clone()),
+            None | Some(Value::Array(_)) => Ok(()),
             Some(other) => Err(self.bad(format!("{key} must be an array, not {}", kind(other)))),
         }
     }
 
-    fn fields(&self, key: &str) -> Result<Fields, ParseError> {
+    fn check_fields(&self, key: &str) -> Result<(), ParseError> {
         match self.obj.get(key) {
-            None | Some(Value::Null) => Ok(Map::new()),
-            Some(Value::Object(m)) => Ok(m.clone()),
+            None | Some(Value::Null) | Some(Value::Object(_)) => Ok(()),
             Some(other) => Err(self.bad(format!("{key} must be an object, not {}", kind(other)))),
+        }
+    }
+
+    fn take_array(&mut self, key: &str) -> Vec<Value> {
+        match self.obj.swap_remove(key) {
+            Some(Value::Array(items)) => items,
+            _ => Vec::new(),
+        }
+    }
+
+    fn take_fields(&mut self, key: &str) -> Fields {
+        match self.obj.swap_remove(key) {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
         }
     }
 
@@ -233,17 +247,17 @@ impl Message {
 
     /// Parses one DDP message from a JSON value.
     pub fn from_value(value: Value) -> Result<Message, ParseError> {
-        let Value::Object(obj) = &value else {
-            return Err(ParseError::BadJson(format!("expected an object, got {}", kind(&value))));
+        let obj = match value {
+            Value::Object(obj) => obj,
+            other => return Err(ParseError::BadJson(format!("expected an object, got {}", kind(&other)))),
         };
-        let Some(msg) = obj.get("msg") else {
-            return Err(ParseError::NoMsg(value));
+        let msg = match obj.get("msg") {
+            None => return Err(ParseError::NoMsg(Value::Object(obj))),
+            Some(Value::String(m)) => m.clone(),
+            Some(other) => return Err(ParseError::UnknownMsg { msg: other.to_string(), value: Value::Object(obj) }),
         };
-        let Some(msg) = msg.as_str() else {
-            return Err(ParseError::UnknownMsg { msg: msg.to_string(), value: value.clone() });
-        };
-        let r = Reader { msg, obj, value: &value };
-        Ok(match msg {
+        let mut r = Reader { msg: &msg, obj };
+        Ok(match msg.as_str() {
             "connect" => Message::Connect {
                 session: r.opt_string("session")?,
                 version: r.string("version")?,
@@ -253,46 +267,51 @@ impl Message {
             "failed" => Message::Failed { version: r.string("version")? },
             "ping" => Message::Ping { id: r.opt_string("id")? },
             "pong" => Message::Pong { id: r.opt_string("id")? },
-            "sub" => Message::Sub { id: r.string("id")?, name: r.string("name")?, params: r.array("params")? },
+            "sub" => {
+                let (id, name) = (r.string("id")?, r.string("name")?);
+                r.check_array("params")?;
+                Message::Sub { id, name, params: r.take_array("params") }
+            }
             "unsub" => Message::Unsub { id: r.string("id")? },
             "nosub" => Message::Nosub { id: r.string("id")?, error: r.error("error") },
             "ready" => Message::Ready { subs: r.strings("subs", true)? },
             "added" => {
-                Message::Added { collection: r.string("collection")?, id: r.string("id")?, fields: r.fields("fields")? }
+                let (collection, id) = (r.string("collection")?, r.string("id")?);
+                r.check_fields("fields")?;
+                Message::Added { collection, id, fields: r.take_fields("fields") }
             }
-            "changed" => Message::Changed {
-                collection: r.string("collection")?,
-                id: r.string("id")?,
-                fields: r.fields("fields")?,
-                cleared: r.strings("cleared", false)?,
-            },
+            "changed" => {
+                let (collection, id) = (r.string("collection")?, r.string("id")?);
+                let cleared = r.strings("cleared", false)?;
+                r.check_fields("fields")?;
+                Message::Changed { collection, id, fields: r.take_fields("fields"), cleared }
+            }
             "removed" => Message::Removed { collection: r.string("collection")?, id: r.string("id")? },
-            "addedBefore" => Message::AddedBefore {
-                collection: r.string("collection")?,
-                id: r.string("id")?,
-                fields: r.fields("fields")?,
-                before: r.opt_string("before")?,
-            },
+            "addedBefore" => {
+                let (collection, id, before) = (r.string("collection")?, r.string("id")?, r.opt_string("before")?);
+                r.check_fields("fields")?;
+                Message::AddedBefore { collection, id, fields: r.take_fields("fields"), before }
+            }
             "movedBefore" => Message::MovedBefore {
                 collection: r.string("collection")?,
                 id: r.string("id")?,
                 before: r.opt_string("before")?,
             },
-            "method" => Message::Method {
-                method: r.string("method")?,
-                params: r.array("params")?,
-                id: r.string("id")?,
-                random_seed: r.opt_string("randomSeed")?,
-            },
+            "method" => {
+                let (method, id, random_seed) = (r.string("method")?, r.string("id")?, r.opt_string("randomSeed")?);
+                r.check_array("params")?;
+                Message::Method { method, params: r.take_array("params"), id, random_seed }
+            }
             "result" => {
-                Message::Result { id: r.string("id")?, result: obj.get("result").cloned(), error: r.error("error") }
+                let (id, error) = (r.string("id")?, r.error("error"));
+                Message::Result { id, result: r.obj.swap_remove("result"), error }
             }
             "updated" => Message::Updated { methods: r.strings("methods", true)? },
             "error" => Message::Error {
                 reason: r.opt_string("reason")?.unwrap_or_default(),
-                offending_message: obj.get("offendingMessage").cloned(),
+                offending_message: r.obj.swap_remove("offendingMessage"),
             },
-            other => return Err(ParseError::UnknownMsg { msg: other.to_string(), value: value.clone() }),
+            other => return Err(ParseError::UnknownMsg { msg: other.to_string(), value: Value::Object(r.obj) }),
         })
     }
 

@@ -570,35 +570,81 @@ impl Vu<'_> {
         let conn = self.conn(step)?;
         let collection = wf.collection.clone();
         let until = wf.until;
+        // The first look examines every document; later looks only those changed since.
+        conn.shared().state.borrow_mut().reset_changes();
+        let mut first = true;
         let seen = conn
             .wait(timeout, &format!("waitFor {collection}"), |st| {
-                let docs = st.collections.get(&collection);
-                let mut matching =
-                    docs.into_iter().flat_map(|d| d.iter()).filter(|(id, d)| matches_fields(id, &d.fields, &want));
-                match until {
-                    Until::Matches => matching.map(|(_, d)| d.changed_at).max(),
-                    Until::Appears => matching.filter(|(_, d)| d.added_at >= began).map(|(_, d)| d.added_at).max(),
-                    Until::Changes => matching
-                        .filter(|(_, d)| d.changed_at >= began && d.changed_at > d.added_at)
-                        .map(|(_, d)| d.changed_at)
-                        .max(),
+                let everything = std::mem::take(&mut first) || st.changes_overflowed;
+                let changed: Vec<(std::rc::Rc<str>, std::rc::Rc<str>)> = std::mem::take(&mut st.changes);
+                st.changes_overflowed = false;
+                let docs = st.collections.get(collection.as_str());
+                let ok = |id: &str, d: &client::Doc| match until {
+                    Until::Matches => Some(d.changed_at),
+                    Until::Appears => (d.added_at >= began).then_some(d.added_at),
+                    Until::Changes => (d.changed_at >= began && d.changed_at > d.added_at).then_some(d.changed_at),
                     Until::Disappears => {
-                        if matching.next().is_some() {
-                            return None;
-                        }
-                        // When the last matching document went (or now, if none ever came).
-                        let gone = st
-                            .removed
-                            .iter()
-                            .filter(|(c, id, f, _)| *c == collection && matches_fields(id, f, &want))
-                            .map(|(_, _, _, at)| *at)
-                            .max();
-                        Some(gone.unwrap_or_else(Instant::now))
+                        let _ = id;
+                        None
                     }
+                };
+                if until != Until::Disappears {
+                    if everything {
+                        // Recent changes first (what a waitFor usually wants), then everything.
+                        let recent = st
+                            .recent
+                            .iter()
+                            .rev()
+                            .filter(|(c, _)| **c == *collection)
+                            .filter_map(|(_, id)| docs.and_then(|d| d.get_key_value(&**id)))
+                            .filter(|(id, d)| matches_fields(id, &d.fields, &want))
+                            .find_map(|(id, d)| ok(id, d));
+                        if recent.is_some() {
+                            return recent;
+                        }
+                    }
+                    let candidates: Box<dyn Iterator<Item = (&std::rc::Rc<str>, &client::Doc)>> = if everything {
+                        Box::new(docs.into_iter().flat_map(|d| d.iter()))
+                    } else {
+                        Box::new(
+                            changed
+                                .iter()
+                                .filter(|(c, _)| **c == *collection)
+                                .filter_map(|(_, id)| docs.and_then(|d| d.get_key_value(&**id))),
+                        )
+                    };
+                    return candidates
+                        .filter(|(id, d)| matches_fields(id, &d.fields, &want))
+                        .filter_map(|(id, d)| ok(id, d))
+                        .max();
                 }
+                // Disappears: look again only when a document of this collection went or came.
+                if !everything && !changed.iter().any(|(c, _)| **c == *collection) {
+                    return None;
+                }
+                let by_id = want.iter().find(|(k, _)| k == "_id").and_then(|(_, v)| v.as_str());
+                let still = match (by_id, docs) {
+                    (Some(id), Some(d)) => d.get(id).is_some_and(|doc| matches_fields(id, &doc.fields, &want)),
+                    (Some(_), None) => false,
+                    (None, _) => {
+                        docs.into_iter().flat_map(|d| d.iter()).any(|(id, d)| matches_fields(id, &d.fields, &want))
+                    }
+                };
+                if still {
+                    return None;
+                }
+                // When the last matching document went (or now, if none ever came).
+                let gone = st
+                    .removed
+                    .iter()
+                    .filter(|(c, id, f, _)| *c == collection && matches_fields(id, f, &want))
+                    .map(|(_, _, _, at)| *at)
+                    .max();
+                Some(gone.unwrap_or_else(Instant::now))
             })
-            .await
-            .map_err(|f| self.fail(step, &f))?;
+            .await;
+        conn.shared().state.borrow_mut().stop_waiting();
+        let seen = seen.map_err(|f| self.fail(step, &f))?;
         self.ok(step, began.elapsed());
         if let Some(sent) = self.last_write {
             if seen >= sent {

@@ -174,6 +174,68 @@ pub struct Doc {
 
 /// How many removed documents a connection remembers (for `waitFor ... disappears`).
 const REMOVED_KEPT: usize = 256;
+/// Mutable lookup by `&str` that also hands back the shared key.
+trait KeyedMut<V> {
+    fn get_key_value_mut_by(&mut self, key: &str) -> Option<(Rc<str>, &mut V)>;
+}
+
+impl<V> KeyedMut<V> for HashMap<Rc<str>, V> {
+    fn get_key_value_mut_by(&mut self, key: &str) -> Option<(Rc<str>, &mut V)> {
+        let shared = Rc::clone(self.get_key_value(key)?.0);
+        self.get_mut(key).map(|v| (shared, v))
+    }
+}
+
+/// How many of the latest document changes are kept for a new waiter's first look.
+const RECENT_KEPT: usize = 256;
+/// How many document changes are logged between two looks of a waiter.
+const CHANGES_KEPT: usize = 1024;
+
+impl State {
+    /// The shared name of a collection (a handful per app, interned once).
+    fn collection_name(&mut self, name: &str) -> Rc<str> {
+        match self.names.iter().find(|n| &***n == name) {
+            Some(n) => Rc::clone(n),
+            None => {
+                let n: Rc<str> = Rc::from(name);
+                self.names.push(Rc::clone(&n));
+                n
+            }
+        }
+    }
+
+    /// Logs a document event; ids are shared with the cache, so this allocates nothing.
+    fn log_change(&mut self, collection: &Rc<str>, id: &Rc<str>) {
+        if self.recent.len() == RECENT_KEPT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((Rc::clone(collection), Rc::clone(id)));
+        if !self.waiting {
+            return;
+        }
+        if self.changes.len() >= CHANGES_KEPT {
+            self.changes.clear();
+            self.changes_overflowed = true;
+        } else if !self.changes_overflowed {
+            self.changes.push((Rc::clone(collection), Rc::clone(id)));
+        }
+    }
+
+    /// Starts a fresh look: the caller examines everything now and is told of changes from here
+    /// on, until [`State::stop_waiting`].
+    pub fn reset_changes(&mut self) {
+        self.changes.clear();
+        self.changes_overflowed = false;
+        self.waiting = true;
+    }
+
+    /// The waiter is done: changes are no longer logged for it.
+    pub fn stop_waiting(&mut self) {
+        self.waiting = false;
+        self.changes.clear();
+        self.changes_overflowed = false;
+    }
+}
 
 /// What a document event was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,9 +253,21 @@ pub struct State {
     calls: HashMap<String, Call>,
     subs: HashMap<String, Sub>,
     /// collection -> id -> document (when caching).
-    pub collections: HashMap<String, HashMap<String, Doc>>,
+    pub collections: HashMap<Rc<str>, HashMap<Rc<str>, Doc>>,
+    /// Interned collection names.
+    names: Vec<Rc<str>>,
     /// The latest removed documents (collection, id, last fields, when).
     pub removed: std::collections::VecDeque<(String, String, Fields, Instant)>,
+    /// Documents added, changed or removed since a waiter last looked (collection, id), so that a
+    /// `waitFor` re-checks only those instead of every document on every message. Bounded: past
+    /// the bound it is dropped and `changes_overflowed` tells the waiter to look at everything.
+    pub changes: Vec<(Rc<str>, Rc<str>)>,
+    pub changes_overflowed: bool,
+    /// The latest document changes, newest last, kept across looks: a new `waitFor` usually wants
+    /// something that just happened, so it looks here before it looks at everything.
+    pub recent: std::collections::VecDeque<(Rc<str>, Rc<str>)>,
+    /// Whether a `waitFor` is looking (only then are `changes` logged).
+    waiting: bool,
     next_method: ddp::id::MethodIds,
 }
 
@@ -558,10 +632,16 @@ async fn run(
     traffic: Rc<RefCell<Traffic>>,
     deflate: bool,
 ) {
-    let mut last_heard = Instant::now();
+    // Meteor's heartbeat (ddp-common/heartbeat.js): a repeating tick; at a tick, if nothing arrived
+    // since the previous one and no ping is outstanding, send a ping; if nothing arrives within the
+    // timeout after it, the connection is dead. So on an idle connection the server (15 s) pings
+    // first and our pong keeps both sides quiet, as with a browser.
+    let mut next_tick = Instant::now() + cfg.heartbeat_interval;
+    let mut heard = false;
     let mut ping_sent: Option<Instant> = None;
     let why = 'conn: loop {
-        // Process whatever complete frames are buffered.
+        // Process whatever complete frames are buffered, then wake the user once.
+        let mut woke = false;
         loop {
             match framer.next() {
                 Ok(None) => break,
@@ -575,7 +655,7 @@ async fn run(
                 }
                 Ok(Some(Frames::Close(why))) => break 'conn why,
                 Ok(Some(Frames::Ddp(texts))) => {
-                    last_heard = Instant::now();
+                    heard = true;
                     ping_sent = None;
                     let mut replies = Vec::new();
                     for t in texts {
@@ -591,7 +671,7 @@ async fn run(
                         t.messages_out += 1;
                         t.bytes_out += wire.len() as u64;
                     }
-                    shared.notify.notify_waiters();
+                    woke = true;
                 }
                 Err(e) => {
                     traffic.borrow_mut().protocol_errors += 1;
@@ -599,12 +679,15 @@ async fn run(
                 }
             }
         }
+        if woke {
+            shared.notify.notify_waiters();
+        }
         if framer.buf.is_empty() && framer.buf.capacity() > 16 * 1024 {
             framer.buf = Vec::new();
         }
         let heartbeat_at = match ping_sent {
-            Some(at) => at + cfg.heartbeat_timeout,
-            None => last_heard + cfg.heartbeat_interval,
+            Some(at) => (at + cfg.heartbeat_timeout).min(next_tick),
+            None => next_tick,
         };
         framer.buf.reserve(4096);
         tokio::select! {
@@ -639,15 +722,22 @@ async fn run(
                 }
             },
             _ = tokio::time::sleep_until(tokio::time::Instant::from_std(heartbeat_at)) => {
-                if ping_sent.is_some() {
+                let now = Instant::now();
+                if ping_sent.is_some_and(|at| now >= at + cfg.heartbeat_timeout) {
                     break 'conn format!("no answer to a ping within {:?}: connection dropped as dead", cfg.heartbeat_timeout);
                 }
-                let mut wire = Vec::new();
-                frame(&mut wire, r#"{"msg":"ping"}"#, cfg.transport, deflate);
-                if stream.write_all(&wire).await.is_err() {
-                    break 'conn "write failed".to_string();
+                if now >= next_tick {
+                    next_tick += cfg.heartbeat_interval;
+                    if !heard && ping_sent.is_none() {
+                        let mut wire = Vec::new();
+                        frame(&mut wire, r#"{"msg":"ping"}"#, cfg.transport, deflate);
+                        if stream.write_all(&wire).await.is_err() {
+                            break 'conn "write failed".to_string();
+                        }
+                        ping_sent = Some(now);
+                    }
+                    heard = false;
                 }
-                ping_sent = Some(Instant::now());
             }
         }
     };
@@ -707,6 +797,8 @@ fn handle(text: &str, shared: &Shared, cfg: &ClientConfig, traffic: &RefCell<Tra
                 }
             }
             if cfg.cache {
+                let (collection, id) = (st.collection_name(&collection), Rc::<str>::from(id));
+                st.log_change(&collection, &id);
                 st.collections
                     .entry(collection)
                     .or_default()
@@ -714,22 +806,25 @@ fn handle(text: &str, shared: &Shared, cfg: &ClientConfig, traffic: &RefCell<Tra
             }
         }
         Message::Changed { collection, id, fields, cleared } if cfg.cache => {
-            if let Some(doc) = st.collections.get_mut(&collection).and_then(|c| c.get_mut(&id)) {
-                for (k, v) in fields {
-                    doc.fields.insert(k, v);
-                }
-                for k in cleared {
-                    doc.fields.shift_remove(&k);
-                }
-                doc.changed_at = now;
+            let Some((name, docs)) = st.collections.get_key_value_mut_by(&collection) else { return };
+            let Some((key, doc)) = docs.get_key_value_mut_by(&id) else { return };
+            for (k, v) in fields {
+                doc.fields.insert(k, v);
             }
+            for k in cleared {
+                doc.fields.shift_remove(&k);
+            }
+            doc.changed_at = now;
+            st.log_change(&name, &key);
         }
         Message::Removed { collection, id } if cfg.cache => {
-            let gone = st.collections.get_mut(&collection).and_then(|c| c.remove(&id));
+            let Some((name, docs)) = st.collections.get_key_value_mut_by(&collection) else { return };
+            let Some((key, gone)) = docs.remove_entry(id.as_str()) else { return };
+            st.log_change(&name, &key);
             if st.removed.len() == REMOVED_KEPT {
                 st.removed.pop_front();
             }
-            st.removed.push_back((collection, id, gone.map(|d| d.fields).unwrap_or_default(), now));
+            st.removed.push_back((collection, id, gone.fields, now));
         }
         Message::Error { .. } => traffic.borrow_mut().protocol_errors += 1,
         _ => {}
@@ -866,5 +961,46 @@ impl Conn {
     /// Whether the connection is gone, and why.
     pub fn closed(&self) -> Option<String> {
         self.shared.state.borrow().closed.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn document_events_reach_the_cache_and_the_change_logs() {
+        let shared = Shared { state: RefCell::new(State::default()), notify: Notify::new() };
+        let traffic = RefCell::new(Traffic::default());
+        let cfg = ClientConfig::default();
+        let mut replies = Vec::new();
+        // Changes are logged for a waiter only while it waits.
+        handle(r#"{"msg":"added","collection":"c","id":"early","fields":{}}"#, &shared, &cfg, &traffic, &mut replies);
+        assert!(shared.state.borrow().changes.is_empty());
+        shared.state.borrow_mut().reset_changes();
+        let added = r#"{"msg":"added","collection":"c","id":"a","fields":{"x":1,"createdAt":{"$date":1}}}"#;
+        handle(added, &shared, &cfg, &traffic, &mut replies);
+        handle(
+            r#"{"msg":"changed","collection":"c","id":"a","fields":{"x":2},"cleared":["createdAt"]}"#,
+            &shared,
+            &cfg,
+            &traffic,
+            &mut replies,
+        );
+        handle(r#"{"msg":"ping","id":"p"}"#, &shared, &cfg, &traffic, &mut replies);
+        let st = shared.state.borrow();
+        let doc = &st.collections["c"]["a"];
+        assert_eq!(serde_json::Value::Object(doc.fields.clone()), serde_json::json!({"x": 2}));
+        assert_eq!(st.recent.len(), 3);
+        assert_eq!(st.changes.len(), 2);
+        assert_eq!(replies, vec![r#"{"msg":"pong","id":"p"}"#.to_string()]);
+        assert_eq!(traffic.borrow().fanout_us.len(), 1);
+        drop(st);
+        handle(r#"{"msg":"removed","collection":"c","id":"a"}"#, &shared, &cfg, &traffic, &mut replies);
+        let st = shared.state.borrow();
+        assert_eq!(st.collections["c"].len(), 1, "only `early` is left");
+        assert_eq!(st.removed.back().map(|r| r.1.as_str()), Some("a"));
+        assert_eq!(st.recent.len(), 4);
+        assert_eq!(st.changes.len(), 3);
     }
 }
