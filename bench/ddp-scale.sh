@@ -6,12 +6,12 @@
 #     (CALLERS users calling fetchTasks back to back), with the generator's CPU use;
 #  3. the generator's own CPU while running tasks-reactive at 4 arrivals/s for 60 s (the Meteor
 #     benchmark's load) against the reference server with poll reactivity.
-# Usage: bench/ddp-scale.sh     (SESSIONS=10000 HOLD=45 CALLERS=50 CALLS=2000; PARTS="1 2 3")
+# Usage: bench/ddp-scale.sh     (SESSIONS=10000 HOLD=45 CALLERS=50 CALLS=10000; PARTS="1 2 3")
 set -euo pipefail
 SESSIONS=${SESSIONS:-10000}
 HOLD=${HOLD:-45}
 CALLERS=${CALLERS:-50}
-CALLS=${CALLS:-2000}
+CALLS=${CALLS:-10000}
 PORT=${PORT:-3200}
 PARTS=${PARTS:-1 2 3}
 part() { case " $PARTS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
