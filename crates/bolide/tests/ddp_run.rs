@@ -517,3 +517,29 @@ fn wait_for_sees_documents_that_arrive_while_it_waits() {
         assert!(waited.latency.max_us >= 300_000, "the first wait lasted until the insert: {:?}", waited.latency);
     }
 }
+
+#[test]
+fn reconnects_when_the_scenario_says_so() {
+    let first = server(Reactivity::Push);
+    let addr = first.addr();
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "config:\n  target: {}\n  phases: [{{duration: 100ms, arrivalCount: 1}}]\n  ddp: {{reconnect: true}}\nscenarios:\n  - flow:\n      - connect\n      - subscribe: fetchTasks\n      - call: {{method: bolide.sleep, params: {{ms: 1500}}}}\n      - disconnect\n",
+        first.base_url()
+    );
+    let path = write_scenario(&dir, &text);
+    // The server goes away during the call and comes back on the same port.
+    let restarter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(400));
+        first.shutdown();
+        Server::start(Config { addr, ..Config::default() }).unwrap()
+    });
+    let (o, doc) = run(&[&path]);
+    let second = restarter.join().unwrap();
+    assert_eq!((o.code, doc.summary.users.completed), (0, 1), "{:?}\n{}", doc.summary.errors_by_class, o.err);
+    assert_eq!(doc.summary.errors_by_class.get("closed"), Some(&1), "the dropped call is counted");
+    assert_eq!(step(&doc, "reconnect").count, 1);
+    assert_eq!(step(&doc, "call bolide.sleep").count, 2, "one failed, one retried");
+    assert_eq!(second.app().sessions_started.load(Ordering::Relaxed), 1, "the user came back");
+    assert_eq!(second.app().methods_called.load(Ordering::Relaxed), 0, "bolide.sleep is not counted as a tasks method");
+}

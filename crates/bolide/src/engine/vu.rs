@@ -85,6 +85,9 @@ pub fn step_names(s: &Scenario) -> Vec<(String, bool)> {
     for f in &s.flows {
         walk(&f.steps, &mut out);
     }
+    if s.config.ddp.reconnect {
+        out.push(("reconnect".into(), false));
+    }
     out
 }
 
@@ -317,7 +320,7 @@ async fn user(w: &Worker, arrival: u64) -> bool {
             }
         }
     }
-    let mut vu = Vu { w, conn: None, vars, subs: HashMap::new(), last_write: None };
+    let mut vu = Vu { w, conn: None, vars, subs: HashMap::new(), last_write: None, reconnects: 0 };
     let ok = vu.steps(&flow.steps).await.is_ok();
     if let Some(c) = vu.conn.take() {
         c.close();
@@ -331,14 +334,22 @@ struct Vu<'w> {
     w: &'w Worker,
     conn: Option<Conn>,
     vars: Vars,
-    /// Subscription ids by name (the latest of each name).
-    subs: HashMap<String, String>,
+    /// Subscriptions by name (the latest of each name): id and params.
+    subs: HashMap<String, (String, Vec<Value>)>,
+    /// Reconnections so far (`config.ddp.reconnect`).
+    reconnects: u32,
     /// When this user last sent a method call (the start of reactive latency).
     last_write: Option<Instant>,
 }
 
-/// A failed step: already recorded; the user stops.
-struct Stop;
+/// A failed step: already recorded; the user stops (or reconnects, when the class is "closed"
+/// and the scenario says so).
+struct Stop {
+    closed: bool,
+}
+
+/// Most reconnections per user.
+const MAX_RECONNECTS: u32 = 3;
 
 fn micros(d: Duration) -> u64 {
     crate::proto::http::micros(d)
@@ -352,24 +363,74 @@ impl Vu<'_> {
     fn steps<'a>(&'a mut self, steps: &'a [Step]) -> Pin<Box<dyn Future<Output = Result<(), Stop>> + 'a>> {
         Box::pin(async move {
             for s in steps {
-                self.step(s).await?;
+                match self.step(s).await {
+                    Ok(()) => {}
+                    Err(Stop { closed: true }) if self.may_reconnect(s) => {
+                        self.reconnect().await?;
+                        self.step(s).await?;
+                    }
+                    Err(stop) => return Err(stop),
+                }
             }
             Ok(())
         })
     }
 
     fn fail(&self, step: &Step, f: &DdpFailure) -> Stop {
-        let mut r = self.w.rec.borrow_mut();
-        let i = r.index(&step.name);
-        r.step_failed(i, f.class(), &f.detail());
-        Stop
+        self.fail_with(step, f.class(), &f.detail())
     }
 
     fn fail_with(&self, step: &Step, class: &str, detail: &str) -> Stop {
         let mut r = self.w.rec.borrow_mut();
         let i = r.index(&step.name);
         r.step_failed(i, class, detail);
-        Stop
+        Stop { closed: class == "closed" }
+    }
+
+    /// Whether a step that failed on a closed connection is retried after reconnecting.
+    fn may_reconnect(&self, step: &Step) -> bool {
+        let uses_connection =
+            !matches!(step.kind, StepKind::Connect | StepKind::Disconnect | StepKind::Http(_) | StepKind::Loop(_));
+        self.w.plan.scenario.config.ddp.reconnect && uses_connection && self.reconnects < MAX_RECONNECTS
+    }
+
+    /// A new session, with the user's live subscriptions started again (as Meteor's client does).
+    async fn reconnect(&mut self) -> Result<(), Stop> {
+        self.reconnects += 1;
+        let p = &self.w.plan;
+        let deadline = self.timeout(None);
+        let step = Step { name: "reconnect".into(), kind: StepKind::Connect };
+        let began = Instant::now();
+        // Meteor's retry schedule (packages/retry): 10 ms twice, then 1 s x 2.2^n, within the step
+        // timeout; only the last failure counts.
+        let mut attempt = 0u32;
+        let conn = loop {
+            let left = deadline.saturating_sub(began.elapsed());
+            match client::connect(&p.endpoint, &p.client, self.w.tls.as_ref(), Rc::clone(&self.w.traffic), left).await {
+                Ok(c) => break c,
+                Err(f) => {
+                    let wait = if attempt < 2 {
+                        Duration::from_millis(10)
+                    } else {
+                        Duration::from_secs_f64(2.2f64.powi(attempt as i32 - 2))
+                    };
+                    attempt += 1;
+                    if began.elapsed() + wait >= deadline {
+                        return Err(self.fail(&step, &f));
+                    }
+                    tokio::time::sleep(wait).await;
+                }
+            }
+        };
+        let subs: Vec<(String, Vec<Value>)> =
+            self.subs.iter().map(|(name, (_, params))| (name.clone(), params.clone())).collect();
+        for (name, params) in subs {
+            let (id, _) = conn.subscribe(&name, params.clone(), deadline).await.map_err(|f| self.fail(&step, &f))?;
+            self.subs.insert(name, (id, params));
+        }
+        self.conn = Some(conn);
+        self.ok(&step, began.elapsed());
+        Ok(())
     }
 
     fn ok(&self, step: &Step, latency: Duration) {
@@ -383,9 +444,11 @@ impl Vu<'_> {
     }
 
     fn conn(&self, step: &Step) -> Result<&Conn, Stop> {
-        self.conn
-            .as_ref()
-            .ok_or_else(|| self.fail_with(step, "closed", "no connection: a connect step must come first"))
+        self.conn.as_ref().ok_or_else(|| {
+            // Nothing to reconnect: a flow without a connect step is the scenario's mistake.
+            let _ = self.fail_with(step, "closed", "no connection: a connect step must come first");
+            Stop { closed: false }
+        })
     }
 
     async fn step(&mut self, step: &Step) -> Result<(), Stop> {
@@ -476,16 +539,17 @@ impl Vu<'_> {
                 let params: Vec<Value> = params.iter().map(|p| template::render(p, &self.vars)).collect();
                 let timeout = self.timeout(*timeout);
                 let conn = self.conn(step)?;
-                let (id, to_ready) = conn.subscribe(name, params, timeout).await.map_err(|f| self.fail(step, &f))?;
+                let (id, to_ready) =
+                    conn.subscribe(name, params.clone(), timeout).await.map_err(|f| self.fail(step, &f))?;
                 if let Some(var) = capture {
                     self.vars.insert(var.clone(), Value::String(id.clone()));
                 }
-                self.subs.insert(name.clone(), id);
+                self.subs.insert(name.clone(), (id, params));
                 self.ok(step, to_ready);
             }
             StepKind::Unsubscribe { name } => {
                 let id = match self.subs.remove(name) {
-                    Some(id) => id,
+                    Some((id, _)) => id,
                     None => match self.vars.get(name).and_then(Value::as_str) {
                         Some(id) => id.to_string(),
                         None => {

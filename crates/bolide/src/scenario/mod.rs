@@ -48,6 +48,9 @@ pub struct DdpSettings {
     pub step_timeout: Duration,
     /// A user still running after this long is cut off and counted as failed.
     pub user_timeout: Duration,
+    /// When a step fails because the connection closed, reconnect (and re-subscribe) and retry
+    /// the step, as a browser's Meteor client would, up to 3 times per user.
+    pub reconnect: bool,
 }
 
 impl Default for DdpSettings {
@@ -59,6 +62,7 @@ impl Default for DdpSettings {
             fanout_field: Some("createdAt".into()),
             step_timeout: Duration::from_secs(120),
             user_timeout: Duration::from_secs(240),
+            reconnect: false,
         }
     }
 }

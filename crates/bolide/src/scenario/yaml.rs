@@ -363,7 +363,8 @@ impl<'a> Map<'a> {
 
 const CONFIG_KEYS: &[&str] = &["target", "phases", "maxVusers", "variables", "payload", "ensure", "ddp"];
 const PHASE_KEYS: &[&str] = &["duration", "arrivalRate", "rampTo", "arrivalCount", "pause", "name"];
-const DDP_KEYS: &[&str] = &["transport", "compression", "cache", "fanoutField", "stepTimeout", "userTimeout"];
+const DDP_KEYS: &[&str] =
+    &["transport", "compression", "cache", "fanoutField", "stepTimeout", "userTimeout", "reconnect"];
 const ENSURE_KEYS: &[&str] = &["maxErrorRate", "max", "p95", "p99", "steps"];
 const STEP_TYPES: &[&str] =
     &["connect", "login", "call", "subscribe", "unsubscribe", "waitFor", "think", "loop", "disconnect", "get", "post"];
@@ -625,6 +626,9 @@ fn read_ddp(r: &mut Reader, node: &Node) -> DdpSettings {
     }
     if let Some(t) = m.get("userTimeout").and_then(|n| r.duration(n, "userTimeout")) {
         d.user_timeout = t;
+    }
+    if let Some(b) = m.get("reconnect").and_then(|n| r.boolean(n, "reconnect")) {
+        d.reconnect = b;
     }
     d
 }
