@@ -543,3 +543,44 @@ fn reconnects_when_the_scenario_says_so() {
     assert_eq!(second.app().sessions_started.load(Ordering::Relaxed), 1, "the user came back");
     assert_eq!(second.app().methods_called.load(Ordering::Relaxed), 0, "bolide.sleep is not counted as a tasks method");
 }
+
+#[test]
+fn ddp_documents_match_their_published_schema() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/ddp-result.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let server = server(Reactivity::Push);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let o = bolide(&[
+        "run",
+        "tasks-reactive",
+        "--target",
+        &server.base_url(),
+        "--arrival-rate",
+        "100",
+        "-d",
+        "30ms",
+        "--think",
+        "0",
+        "--tasks",
+        "3",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    let value: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let errors: Vec<String> = v.iter_errors(&value).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    // Strict enough to notice a broken document.
+    let mut broken = value.clone();
+    broken["summary"]["users"].as_object_mut().unwrap().remove("completed");
+    broken["settings"]["transport"] = "pigeon".into();
+    assert_eq!(v.iter_errors(&broken).count(), 2);
+    // And the HTTP schema refuses it: the two kinds are told apart.
+    let http: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/result.schema.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(!jsonschema::validator_for(&http).unwrap().is_valid(&value));
+}
