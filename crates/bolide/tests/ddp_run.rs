@@ -401,6 +401,11 @@ fn fake_ddp(script: fn(usize, &str) -> Vec<String>) -> (String, std::sync::Arc<s
                             let mut wire = Vec::new();
                             if reply == "CLOSE" {
                                 ws::encode_frame(&mut wire, Opcode::Close, false, &ws::close_payload(1000, ""), None);
+                            } else if reply == "BADFRAME" {
+                                // Reserved bits set: not WebSocket.
+                                wire.extend_from_slice(&[0xF1, 0x01, b'x']);
+                            } else if let Some(raw) = reply.strip_prefix("RAW:") {
+                                ws::encode_frame(&mut wire, Opcode::Text, false, raw.as_bytes(), None);
                             } else {
                                 ws::encode_frame(&mut wire, Opcode::Text, false, reply.as_bytes(), None);
                             }
@@ -583,4 +588,40 @@ fn ddp_documents_match_their_published_schema() {
     )
     .unwrap();
     assert!(!jsonschema::validator_for(&http).unwrap().is_valid(&value));
+}
+
+#[test]
+fn a_server_speaking_garbage_is_a_protocol_error() {
+    // Each method call is answered with a frame that is not JSON, or a compressed frame that was
+    // never negotiated; both break the protocol.
+    let (url, _) = fake_ddp(|_, text| {
+        let m: serde_json::Value = serde_json::from_str(text).unwrap();
+        match m["msg"].as_str() {
+            Some("connect") => vec![r#"{"msg":"connected","session":"s"}"#.into()],
+            Some("method") => vec!["RAW:\u{1}\u{2} not json".into()],
+            _ => vec![],
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!("config:\n  target: {url}\n  phases: [{{duration: 100ms, arrivalCount: 2}}]\n  ddp: {{compression: false, stepTimeout: 3s}}\nscenarios:\n  - flow:\n      - connect\n      - call: {{method: m}}\n");
+    let (o, doc) = run(&[&write_scenario(&dir, &text)]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    assert_eq!(doc.summary.users.failed, 2);
+    // Unparsable text is counted and the call then times out (the server never answered it).
+    assert_eq!(doc.summary.protocol_errors, 2, "{:?}", doc.summary);
+    assert_eq!(doc.summary.errors_by_class.get("timeout"), Some(&2), "{:?}", doc.summary.errors_by_class);
+
+    // A frame that is not WebSocket at all ends the connection: the waiting call is a protocol error.
+    let (url, _) = fake_ddp(|_, text| {
+        let m: serde_json::Value = serde_json::from_str(text).unwrap();
+        match m["msg"].as_str() {
+            Some("connect") => vec![r#"{"msg":"connected","session":"s"}"#.into()],
+            Some("method") => vec!["BADFRAME".into()],
+            _ => vec![],
+        }
+    });
+    let text = format!("config:\n  target: {url}\n  phases: [{{duration: 100ms, arrivalCount: 2}}]\n  ddp: {{compression: false, stepTimeout: 3s}}\nscenarios:\n  - flow:\n      - connect\n      - call: {{method: m}}\n");
+    let (o, doc) = run(&[&write_scenario(&dir, &text)]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    assert_eq!(doc.summary.errors_by_class.get("protocol"), Some(&2), "{:?}", doc.summary.errors_by_class);
 }

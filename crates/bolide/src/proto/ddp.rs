@@ -250,6 +250,8 @@ pub enum DocEvent {
 pub struct State {
     pub session: Option<String>,
     pub closed: Option<String>,
+    /// The connection ended because the server broke the protocol (bad frame, bad compression).
+    pub protocol_broken: bool,
     calls: HashMap<String, Call>,
     subs: HashMap<String, Sub>,
     /// collection -> id -> document (when caching).
@@ -675,6 +677,7 @@ async fn run(
                 }
                 Err(e) => {
                     traffic.borrow_mut().protocol_errors += 1;
+                    shared.state.borrow_mut().protocol_broken = true;
                     break 'conn e.detail();
                 }
             }
@@ -863,7 +866,11 @@ impl Conn {
                     return Ok(v);
                 }
                 if let Some(why) = &st.closed {
-                    return Err(DdpFailure::Closed(format!("{what}: {why}")));
+                    return Err(if st.protocol_broken {
+                        DdpFailure::Protocol(format!("{what}: {why}"))
+                    } else {
+                        DdpFailure::Closed(format!("{what}: {why}"))
+                    });
                 }
             }
             if tokio::time::timeout_at(end, notified).await.is_err() {
