@@ -9,6 +9,7 @@ pub mod app;
 pub mod cli;
 pub mod engine;
 pub mod files;
+pub mod monitor;
 pub mod plan;
 pub mod proto;
 pub mod report;

@@ -1,0 +1,297 @@
+//! Watching the server under test: CPU% (percent of one core, as `top` and pidusage report it, so
+//! it may exceed 100) and resident memory of each watched process **and its descendants** (a
+//! `meteor run` starts the app in a child node process beside MongoDB), sampled from /proc.
+//!
+//! Processes are named by PID, or by a port they listen on. CPU is the change of utime + stime
+//! between two samples over the wall time between them; a process first seen in a sample counts from
+//! that sample on. A watched process that exits is recorded with the time it vanished.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// What to watch, as given on the command line (`NAME=PID` or `NAME=:PORT`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Spec {
+    Pid(u32),
+    Port(u16),
+}
+
+/// Parses `NAME=PID` or `NAME=:PORT`.
+pub fn parse_spec(text: &str) -> Result<(String, Spec), String> {
+    let (name, what) = text
+        .split_once('=')
+        .filter(|(n, _)| !n.is_empty())
+        .ok_or_else(|| format!("--monitor {text:?} must look like NAME=PID or NAME=:PORT"))?;
+    let spec = match what.strip_prefix(':') {
+        Some(port) => Spec::Port(port.parse().map_err(|_| format!("--monitor {text:?}: {port:?} is not a port"))?),
+        None => Spec::Pid(what.parse().map_err(|_| format!("--monitor {text:?}: {what:?} is not a process id"))?),
+    };
+    Ok((name.to_string(), spec))
+}
+
+/// Clock ticks per second of /proc's CPU times.
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+/// (parent pid, utime + stime in ticks) of a live process, from /proc/PID/stat.
+pub fn stat(pid: u32) -> Option<(u32, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold spaces; fields after it are plain.
+    let rest = &text[text.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state(0) ppid(1) ... utime(11) stime(12). A zombie (exited, not yet reaped)
+    // has no CPU or memory left: it is gone.
+    if matches!(f.first(), Some(&"Z") | Some(&"X")) {
+        return None;
+    }
+    let ppid = f.get(1)?.parse().ok()?;
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some((ppid, ticks))
+}
+
+/// Resident memory of a process in bytes (VmRSS).
+pub fn rss_bytes(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = text.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Every process on the machine with its parent.
+fn parents() -> HashMap<u32, u32> {
+    let mut out = HashMap::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for e in dir.flatten() {
+            if let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) {
+                if let Some((ppid, _)) = stat(pid) {
+                    out.insert(pid, ppid);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `pid` and all its descendants that are alive now.
+pub fn tree(pid: u32) -> Vec<u32> {
+    let parents = parents();
+    if !parents.contains_key(&pid) {
+        return Vec::new();
+    }
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() {
+        let p = out[i];
+        out.extend(parents.iter().filter(|(_, pp)| **pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    out
+}
+
+/// The process listening on TCP `port` (IPv4 or IPv6), if this user can see it.
+pub fn pid_listening_on(port: u16) -> Option<u32> {
+    let mut inodes = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else { continue };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // local_address is ADDR:PORT in hex; st 0A is LISTEN; inode is field 9.
+            let (Some(local), Some(state), Some(inode)) = (f.get(1), f.get(3), f.get(9)) else { continue };
+            let listening = *state == "0A";
+            let p = local.rsplit(':').next().and_then(|h| u16::from_str_radix(h, 16).ok());
+            if listening && p == Some(port) {
+                inodes.push(format!("socket:[{inode}]"));
+            }
+        }
+    }
+    if inodes.is_empty() {
+        return None;
+    }
+    let dir = std::fs::read_dir("/proc").ok()?;
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { continue };
+        for fd in fds.flatten() {
+            if let Ok(link) = std::fs::read_link(fd.path()) {
+                if inodes.iter().any(|i| link.to_str() == Some(i.as_str())) {
+                    return Some(pid);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Resolves a spec to a live process id, or says why not.
+pub fn resolve(name: &str, spec: &Spec) -> Result<u32, String> {
+    match spec {
+        Spec::Pid(pid) => {
+            if stat(*pid).is_some() {
+                Ok(*pid)
+            } else {
+                Err(format!("--monitor {name}={pid}: no process {pid}"))
+            }
+        }
+        Spec::Port(port) => pid_listening_on(*port)
+            .ok_or_else(|| format!("--monitor {name}=:{port}: nobody (visible to this user) listens on port {port}")),
+    }
+}
+
+/// One sample of one watched process tree.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sample {
+    /// Seconds since sampling started.
+    pub t: f64,
+    /// Percent of one core over the interval before this sample.
+    pub cpu_pct: f64,
+    pub rss_bytes: u64,
+}
+
+/// A watched process tree and its samples.
+#[derive(Debug, Clone)]
+pub struct Watched {
+    pub name: String,
+    pub pid: u32,
+    pub samples: Vec<Sample>,
+    /// Seconds since the start at which the process was found gone.
+    pub vanished_s: Option<f64>,
+    last: HashMap<u32, u64>,
+    last_at: Option<Instant>,
+}
+
+impl Watched {
+    pub fn new(name: &str, pid: u32) -> Watched {
+        Watched {
+            name: name.to_string(),
+            pid,
+            samples: Vec::new(),
+            vanished_s: None,
+            last: HashMap::new(),
+            last_at: None,
+        }
+    }
+
+    /// Takes a sample at `now` (`start` is the run's start). The first call only sets the baseline.
+    pub fn sample(&mut self, start: Instant, now: Instant) {
+        if self.vanished_s.is_some() {
+            return;
+        }
+        let members = tree(self.pid);
+        if members.is_empty() {
+            self.vanished_s = Some(now.duration_since(start).as_secs_f64());
+            return;
+        }
+        let mut ticks_now = HashMap::new();
+        let mut rss = 0;
+        let mut delta_ticks = 0u64;
+        for pid in members {
+            if let Some((_, ticks)) = stat(pid) {
+                if let Some(prev) = self.last.get(&pid) {
+                    delta_ticks += ticks.saturating_sub(*prev);
+                }
+                ticks_now.insert(pid, ticks);
+                rss += rss_bytes(pid).unwrap_or(0);
+            }
+        }
+        if let Some(at) = self.last_at {
+            let wall = now.duration_since(at).as_secs_f64();
+            if wall > 0.0 {
+                let cpu_pct = delta_ticks as f64 / clock_ticks() / wall * 100.0;
+                self.samples.push(Sample { t: now.duration_since(start).as_secs_f64(), cpu_pct, rss_bytes: rss });
+            }
+        }
+        self.last = ticks_now;
+        self.last_at = Some(now);
+    }
+
+    /// (average CPU%, peak CPU%, average RSS, peak RSS) over the samples.
+    pub fn stats(&self) -> (f64, f64, f64, u64) {
+        let n = self.samples.len().max(1) as f64;
+        let avg_cpu = self.samples.iter().map(|s| s.cpu_pct).sum::<f64>() / n;
+        let peak_cpu = self.samples.iter().map(|s| s.cpu_pct).fold(0.0, f64::max);
+        let avg_rss = self.samples.iter().map(|s| s.rss_bytes as f64).sum::<f64>() / n;
+        let peak_rss = self.samples.iter().map(|s| s.rss_bytes).max().unwrap_or(0);
+        (avg_cpu, peak_cpu, avg_rss, peak_rss)
+    }
+}
+
+/// Samples every watched process each `interval` on a thread of its own until stopped.
+pub struct Monitor {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: std::thread::JoinHandle<Vec<Watched>>,
+}
+
+impl Monitor {
+    pub fn start(mut watched: Vec<Watched>, interval: Duration) -> Monitor {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&stop);
+        let handle = std::thread::spawn(move || {
+            let start = Instant::now();
+            for w in &mut watched {
+                w.sample(start, start);
+            }
+            let mut next = start + interval;
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                let now = Instant::now();
+                if now >= next {
+                    for w in &mut watched {
+                        w.sample(start, now);
+                    }
+                    next += interval;
+                } else {
+                    std::thread::sleep((next - now).min(Duration::from_millis(50)));
+                }
+            }
+            watched
+        });
+        Monitor { stop, handle }
+    }
+
+    /// Stops sampling and hands back what was sampled.
+    pub fn finish(self) -> Vec<Watched> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs() {
+        assert_eq!(parse_spec("app=123"), Ok(("app".into(), Spec::Pid(123))));
+        assert_eq!(parse_spec("db=:27017"), Ok(("db".into(), Spec::Port(27017))));
+        for bad in ["app", "=1", "app=x", "app=:99999", "app=:"] {
+            assert!(parse_spec(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn own_process_is_seen() {
+        let me = std::process::id();
+        let (ppid, _) = stat(me).unwrap();
+        assert!(ppid > 0);
+        assert!(rss_bytes(me).unwrap() > 1 << 20);
+        assert_eq!(tree(me)[0], me);
+        assert!(tree(u32::MAX - 1).is_empty());
+        assert!(resolve("x", &Spec::Pid(u32::MAX - 1)).unwrap_err().contains("no process"));
+    }
+
+    #[test]
+    fn the_listening_process_is_found_by_port() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        assert_eq!(pid_listening_on(port), Some(std::process::id()));
+        drop(l);
+        assert_eq!(pid_listening_on(port), None);
+        assert!(resolve("x", &Spec::Port(port)).unwrap_err().contains("nobody"));
+    }
+}

@@ -1,0 +1,66 @@
+//! Monitoring against child processes with a known CPU burn and a known allocation.
+
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use bolide::monitor::{Monitor, Watched};
+
+/// A child that is killed (with its process group) when dropped: nothing outlives the test.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-9", &format!("-{}", self.0.id())]).status();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn(script: &str) -> Guard {
+    use std::os::unix::process::CommandExt;
+    // Its own process group, so the guard can end the whole tree.
+    Guard(Command::new("sh").args(["-c", script]).process_group(0).spawn().unwrap())
+}
+
+fn watch(pid: u32, for_ms: u64) -> Watched {
+    let m = Monitor::start(vec![Watched::new("x", pid)], Duration::from_millis(250));
+    std::thread::sleep(Duration::from_millis(for_ms));
+    m.finish().pop().unwrap()
+}
+
+#[test]
+fn a_busy_grandchild_counts_as_one_core() {
+    // The watched shell sleeps; the CPU is burnt by its child, which must be counted.
+    // A pure builtin loop, bounded by count (and killed when the test ends).
+    let g = spawn("sh -c 'i=0; while [ $i -lt 50000000 ]; do i=$((i+1)); done' & sleep 8");
+    std::thread::sleep(Duration::from_millis(200));
+    let w = watch(g.0.id(), 2_300);
+    let (avg, peak, _, _) = w.stats();
+    assert!(w.samples.len() >= 7, "{} samples", w.samples.len());
+    assert!((55.0..=145.0).contains(&avg), "one busy process is about 100% of a core: {avg:.1} ({:?})", w.samples);
+    assert!(peak <= 210.0, "{peak}");
+}
+
+#[test]
+fn a_known_allocation_shows_in_rss() {
+    let mb = 200;
+    let g = spawn(&format!(
+        "python3 -c 'import time; b = bytearray({mb} * 1024 * 1024)\nfor i in range(0, len(b), 4096): b[i] = 1\ntime.sleep(8)'"
+    ));
+    std::thread::sleep(Duration::from_millis(1_500));
+    let w = watch(g.0.id(), 1_200);
+    let (_, _, _, peak) = w.stats();
+    let peak_mb = peak as f64 / (1024.0 * 1024.0);
+    assert!((mb as f64..mb as f64 + 60.0).contains(&peak_mb), "{peak_mb:.1} MB");
+}
+
+#[test]
+fn a_process_that_exits_is_recorded_as_vanished() {
+    let g = spawn("sleep 0.6");
+    let begin = Instant::now();
+    let w = watch(g.0.id(), 1_500);
+    let gone = w.vanished_s.expect("recorded as vanished");
+    assert!(gone > 0.4 && gone < 1.4, "{gone}");
+    assert!(begin.elapsed() < Duration::from_secs(5));
+    assert!(w.samples.iter().all(|s| s.t <= gone));
+}
