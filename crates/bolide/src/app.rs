@@ -73,6 +73,7 @@ pub fn http(args: &HttpArgs, command_line: Vec<String>, io: &mut Io, cancel: &Ca
 
 fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> i32 {
     let live = io.live && !plan.quiet;
+    let monitor = crate::monitor::start_for(&plan.monitors, plan.monitor_interval, &mut *io.err);
     let err = &mut *io.err;
     let mut progress = |p: &engine::Progress| {
         if live {
@@ -80,7 +81,9 @@ fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel
             let _ = err.flush();
         }
     };
-    let output = match engine::run(plan, cancel, &mut progress) {
+    let output = engine::run(plan, cancel, &mut progress);
+    let watched = monitor.map(|m| m.finish()).unwrap_or_default();
+    let output = match output {
         Ok(o) => o,
         Err(e) => {
             let _ = writeln!(io.err, "error: {e}");
@@ -92,7 +95,8 @@ fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel
     if live {
         let _ = write!(io.err, "\r\x1b[K");
     }
-    let doc = result_doc(plan, &output, command_line);
+    let mut doc = result_doc(plan, &output, command_line);
+    doc.monitor = watched.iter().map(Into::into).collect();
     let mut code = exit::OK;
     if !plan.quiet {
         let _ = write!(io.out, "{}", term::summary(&doc));
@@ -151,6 +155,7 @@ pub fn result_doc(plan: &HttpPlan, o: &RunOutput, command_line: Vec<String>) -> 
         summary,
         timeline: o.timeline.clone(),
         histograms: result::Histograms { latency_us: hist::encode(&all.latency_us) },
+        monitor: Vec::new(),
     }
 }
 
@@ -185,6 +190,7 @@ pub fn run_ddp_plan(
         return exit::RUN;
     }
     let live = io.live && !plan.quiet;
+    let monitor = crate::monitor::start_for(&plan.monitors, plan.monitor_interval, &mut *io.err);
     let err = &mut *io.err;
     let mut progress = |p: &crate::engine::vu::VuProgress| {
         if live {
@@ -192,7 +198,9 @@ pub fn run_ddp_plan(
             let _ = err.flush();
         }
     };
-    let output = match crate::engine::vu::run(plan, cancel, &mut progress) {
+    let output = crate::engine::vu::run(plan, cancel, &mut progress);
+    let watched = monitor.map(|m| m.finish()).unwrap_or_default();
+    let output = match output {
         Ok(o) => o,
         Err(e) => {
             let _ = writeln!(io.err, "error: {e}");
@@ -202,7 +210,8 @@ pub fn run_ddp_plan(
     if live {
         let _ = write!(io.err, "\r\x1b[K");
     }
-    let doc = ddp_doc(plan, &output, command_line);
+    let mut doc = ddp_doc(plan, &output, command_line);
+    doc.monitor = watched.iter().map(Into::into).collect();
     if !plan.quiet {
         let _ = write!(io.out, "{}", crate::report::ddp::summary(&doc));
         for (class, detail) in &output.rec.first_errors {
@@ -376,6 +385,7 @@ pub fn ddp_doc(
             reactive_us: hist::encode(&rec.reactive_us),
             fanout_us: hist::encode(&o.traffic.fanout_us),
         },
+        monitor: Vec::new(),
     }
 }
 

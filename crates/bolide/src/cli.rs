@@ -97,6 +97,15 @@ pub struct HttpArgs {
     #[arg(long, value_name = "PATH")]
     pub gnuplot: Option<PathBuf>,
 
+    /// Sample a server process's CPU and RAM (with its descendants) while the load runs:
+    /// NAME=PID, or NAME=:PORT for the process listening on that port. Repeatable.
+    #[arg(long = "monitor", value_name = "NAME=PID|NAME=:PORT")]
+    pub monitors: Vec<String>,
+
+    /// How often --monitor samples.
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    pub monitor_interval: String,
+
     /// Print only errors.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -159,6 +168,15 @@ pub struct RunArgs {
     /// Print only errors.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+
+    /// Sample a server process's CPU and RAM (with its descendants) while the users run:
+    /// NAME=PID, or NAME=:PORT for the process listening on that port. Repeatable.
+    #[arg(long = "monitor", value_name = "NAME=PID|NAME=:PORT")]
+    pub monitors: Vec<String>,
+
+    /// How often --monitor samples.
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    pub monitor_interval: String,
 }
 
 /// `--transport`.

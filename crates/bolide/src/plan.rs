@@ -31,6 +31,22 @@ pub struct HttpPlan {
     pub quiet: bool,
     /// The settings as recorded in the result document.
     pub settings: HttpSettings,
+    /// Processes to watch, and how often.
+    pub monitors: Vec<(String, crate::monitor::Spec)>,
+    pub monitor_interval: Duration,
+}
+
+/// Reads `--monitor` and `--monitor-interval`, adding problems to `problems`.
+pub fn monitors(
+    specs: &[String],
+    interval: &str,
+    problems: &mut Vec<String>,
+) -> (Vec<(String, crate::monitor::Spec)>, Duration) {
+    let parsed =
+        specs.iter().filter_map(|s| crate::monitor::parse_spec(s).map_err(|e| problems.push(e)).ok()).collect();
+    let interval =
+        parse_duration("--monitor-interval", interval).map_err(|e| problems.push(e)).unwrap_or(Duration::from_secs(1));
+    (parsed, interval)
 }
 
 /// Configuration problems, all of them; shown one per line.
@@ -159,6 +175,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
     let spec = RequestSpec { method: method.clone(), headers: headers.clone(), body, keep_alive: !args.no_keepalive };
     let targets: Vec<Target> =
         args.urls.iter().filter_map(|u| target(u, &spec).map_err(|e| check(Err(e))).ok()).collect();
+    let (monitors, monitor_interval) = monitors(&args.monitors, &args.monitor_interval, &mut problems);
 
     if !problems.is_empty() {
         return Err(ConfigError(problems));
@@ -193,6 +210,8 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         gnuplot: args.gnuplot.clone(),
         quiet: args.quiet,
         settings,
+        monitors,
+        monitor_interval,
     })
 }
 
@@ -314,6 +333,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<crate::engine::vu::DdpPlan
     if args.threads == Some(0) {
         problems.push("-t/--threads must be at least 1".into());
     }
+    let (monitors, monitor_interval) = monitors(&args.monitors, &args.monitor_interval, &mut problems);
     if let Some(path) = &args.json {
         if let Err(e) = files::check_writable(path) {
             problems.push(e);
@@ -346,6 +366,8 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<crate::engine::vu::DdpPlan
         json: args.json.clone(),
         quiet: args.quiet,
         insecure: args.insecure,
+        monitors,
+        monitor_interval,
         scenario,
     })
 }

@@ -557,6 +557,7 @@ fn ddp_documents_match_their_published_schema() {
     let server = server(Reactivity::Push);
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
+    let spec = format!("server=:{}", server.addr().port());
     let o = bolide(&[
         "run",
         "tasks-reactive",
@@ -567,16 +568,23 @@ fn ddp_documents_match_their_published_schema() {
         "-d",
         "30ms",
         "--think",
-        "0",
+        "100ms",
         "--tasks",
         "3",
+        "--monitor",
+        &spec,
+        "--monitor-interval",
+        "100ms",
         "--json",
         json.to_str().unwrap(),
     ]);
     assert_eq!(o.code, 0, "{}", o.err);
+    assert!(o.out.contains("Server") && o.out.contains("CPU avg"), "{}", o.out);
     let value: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let errors: Vec<String> = v.iter_errors(&value).map(|e| format!("{e} at {}", e.instance_path())).collect();
     assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(value["monitor"][0]["pid"], std::process::id(), "the server runs in this process");
+    assert!(!value["monitor"][0]["samples"].as_array().unwrap().is_empty());
     // Strict enough to notice a broken document.
     let mut broken = value.clone();
     broken["summary"]["users"].as_object_mut().unwrap().remove("completed");

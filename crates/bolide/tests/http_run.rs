@@ -301,3 +301,50 @@ fn keep_alive_connections_closed_while_idle_are_retried_not_counted() {
     assert_eq!((doc.summary.responses, doc.summary.errors), (40, 0), "{:?}", doc.summary.errors_by_class);
     assert_eq!(doc.summary.connects, 40, "one connection per answer");
 }
+
+#[test]
+fn monitor_samples_the_server_by_port_and_reports_missing_ones() {
+    // The reference server runs inside this test process: the port leads to our own pid.
+    let server = refserver();
+    let port = server.addr().port();
+    let url = format!("{}/ok", server.base_url());
+    let spec = format!("srv=:{port}");
+    let (o, doc) = http_json(&[
+        "-d",
+        "1500ms",
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "--monitor",
+        &spec,
+        "--monitor",
+        "ghost=4000000",
+        "--monitor-interval",
+        "250ms",
+        &url,
+    ]);
+    assert_eq!(doc.monitor.len(), 2);
+    let srv = &doc.monitor[0];
+    assert_eq!((srv.name.as_str(), srv.pid), ("srv", std::process::id()));
+    assert!(srv.samples.len() >= 4, "{:?}", srv.samples);
+    assert!(srv.avg_cpu_pct > 1.0 && srv.peak_rss_bytes > 1 << 20, "{srv:?}");
+    assert_eq!(srv.vanished_s, None);
+    let ghost = &doc.monitor[1];
+    assert_eq!((ghost.vanished_s, ghost.samples.len()), (Some(0.0), 0));
+    assert!(o.err.contains("--monitor ghost=4000000: no process 4000000"), "{}", o.err);
+    assert!(o.out.contains("Server") && o.out.contains("srv") && o.out.contains("(not found)"), "{}", o.out);
+    // The document with a monitor section still matches its schema.
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/result.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let value = serde_json::to_value(&doc).unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = v.iter_errors(&value).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    // Bad specs are usage errors.
+    let o = bolide(&["http", "--monitor", "nonsense", &url]);
+    assert_eq!(o.code, 2);
+    assert!(o.err.contains("NAME=PID or NAME=:PORT"), "{}", o.err);
+}

@@ -35,6 +35,9 @@ pub struct DdpPlan {
     pub json: Option<std::path::PathBuf>,
     pub quiet: bool,
     pub insecure: bool,
+    /// Processes to watch while the users run, and how often.
+    pub monitors: Vec<(String, crate::monitor::Spec)>,
+    pub monitor_interval: Duration,
 }
 
 /// Once a second while users run.

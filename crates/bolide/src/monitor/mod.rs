@@ -9,6 +9,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
+
 /// What to watch, as given on the command line (`NAME=PID` or `NAME=:PORT`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Spec {
@@ -259,6 +261,58 @@ impl Monitor {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
         self.handle.join().unwrap_or_default()
     }
+}
+
+/// One watched process in a result document.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MonitorResult {
+    pub name: String,
+    pub pid: u32,
+    pub avg_cpu_pct: f64,
+    pub peak_cpu_pct: f64,
+    pub avg_rss_bytes: f64,
+    pub peak_rss_bytes: u64,
+    /// Seconds after the start at which the process was gone (or was never found).
+    pub vanished_s: Option<f64>,
+    /// One sample per interval: seconds since the start, CPU% of one core, RSS bytes.
+    pub samples: Vec<(f64, f64, u64)>,
+}
+
+impl From<&Watched> for MonitorResult {
+    fn from(w: &Watched) -> Self {
+        let (avg_cpu_pct, peak_cpu_pct, avg_rss_bytes, peak_rss_bytes) = w.stats();
+        MonitorResult {
+            name: w.name.clone(),
+            pid: w.pid,
+            avg_cpu_pct,
+            peak_cpu_pct,
+            avg_rss_bytes,
+            peak_rss_bytes,
+            vanished_s: w.vanished_s,
+            samples: w.samples.iter().map(|s| (s.t, s.cpu_pct, s.rss_bytes)).collect(),
+        }
+    }
+}
+
+/// Starts watching what `--monitor` named; a process that cannot be found is reported on `warn`
+/// and recorded as gone from the start (the run goes on).
+pub fn start_for(specs: &[(String, Spec)], interval: Duration, warn: &mut dyn std::io::Write) -> Option<Monitor> {
+    if specs.is_empty() {
+        return None;
+    }
+    let mut watched = Vec::new();
+    for (name, spec) in specs {
+        match resolve(name, spec) {
+            Ok(pid) => watched.push(Watched::new(name, pid)),
+            Err(e) => {
+                let _ = writeln!(warn, "warning: {e}; recorded as gone, the run goes on");
+                let mut w = Watched::new(name, 0);
+                w.vanished_s = Some(0.0);
+                watched.push(w);
+            }
+        }
+    }
+    Some(Monitor::start(watched, interval))
 }
 
 #[cfg(test)]

@@ -138,6 +138,7 @@ pub fn summary(doc: &ResultDoc) -> String {
             us(s.max_lag_us as f64)
         );
     }
+    out.push_str(&monitor_rows(&doc.monitor));
     if doc.per_target.len() > 1 {
         out.push('\n');
         let _ = writeln!(
@@ -158,6 +159,36 @@ pub fn summary(doc: &ResultDoc) -> String {
             );
         }
     }
+    out
+}
+
+/// The server processes' CPU and RAM, as the Meteor reports give them.
+pub fn monitor_rows(monitor: &[crate::monitor::MonitorResult]) -> String {
+    let mut out = String::new();
+    if monitor.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "\n  {:<14}{:>10}{:>10}{:>12}{:>12}", "Server", "CPU avg", "CPU peak", "RAM avg", "RAM peak");
+    for m in monitor {
+        let _ = write!(
+            out,
+            "  {:<14}{:>9.2}%{:>9.2}%{:>12}{:>12}",
+            m.name,
+            m.avg_cpu_pct,
+            m.peak_cpu_pct,
+            bytes(m.avg_rss_bytes),
+            bytes(m.peak_rss_bytes as f64)
+        );
+        match m.vanished_s {
+            Some(t) if m.samples.is_empty() && t == 0.0 => out.push_str("   (not found)"),
+            Some(t) => {
+                let _ = write!(out, "   (gone after {t:.1} s)");
+            }
+            None => {}
+        }
+        out.push('\n');
+    }
+    out.push_str("  (CPU in percent of one core, process and descendants, sampled once a second)\n");
     out
 }
 
@@ -274,6 +305,7 @@ mod tests {
             ],
             timeline: vec![],
             histograms: Histograms { latency_us: String::new() },
+            monitor: vec![],
         }
     }
 

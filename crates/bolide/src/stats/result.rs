@@ -31,6 +31,9 @@ pub struct ResultDoc {
     pub per_target: Vec<TargetSummary>,
     pub timeline: Vec<Second>,
     pub histograms: Histograms,
+    /// Server processes watched with `--monitor` (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub monitor: Vec<crate::monitor::MonitorResult>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -197,6 +197,9 @@ pub struct DdpDoc {
     pub steps: Vec<StepSummary>,
     pub timeline: Vec<DdpSecond>,
     pub histograms: DdpHistograms,
+    /// Server processes watched with `--monitor` (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub monitor: Vec<crate::monitor::MonitorResult>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
