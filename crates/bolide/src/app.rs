@@ -105,19 +105,8 @@ fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel
         }
     }
     if let Some(path) = &plan.json {
-        let written = crate::files::write_atomically(path, |w| {
-            serde_json::to_writer_pretty(&mut *w, &doc).map_err(std::io::Error::other)?;
-            w.write_all(b"\n")
-        });
-        match written {
-            Ok(()) if !plan.quiet => {
-                let _ = writeln!(io.out, "\nResult document: {}", path.display());
-            }
-            Ok(()) => {}
-            Err(e) => {
-                let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
-                code = exit::RUN;
-            }
+        if !write_document(path, &doc, plan.quiet, io) {
+            code = exit::RUN;
         }
     }
     if let Some(path) = &plan.gnuplot {
@@ -133,6 +122,26 @@ fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel
         }
     }
     code
+}
+
+/// Writes a result document whole or not at all; says where (unless quiet) or why not.
+fn write_document(path: &std::path::Path, doc: &impl serde::Serialize, quiet: bool, io: &mut Io) -> bool {
+    let written = crate::files::write_atomically(path, |w| {
+        serde_json::to_writer_pretty(&mut *w, doc).map_err(std::io::Error::other)?;
+        w.write_all(b"\n")
+    });
+    match written {
+        Ok(()) => {
+            if !quiet {
+                let _ = writeln!(io.out, "\nResult document: {}", path.display());
+            }
+            true
+        }
+        Err(e) => {
+            let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
+            false
+        }
+    }
 }
 
 /// Assembles the result document of a finished HTTP run.
@@ -220,19 +229,8 @@ pub fn run_ddp_plan(
     }
     let mut code = if doc.summary.ensure.iter().all(|e| e.ok) { exit::OK } else { exit::THRESHOLDS };
     if let Some(path) = &plan.json {
-        let written = crate::files::write_atomically(path, |w| {
-            serde_json::to_writer_pretty(&mut *w, &doc).map_err(std::io::Error::other)?;
-            w.write_all(b"\n")
-        });
-        match written {
-            Ok(()) if !plan.quiet => {
-                let _ = writeln!(io.out, "\nResult document: {}", path.display());
-            }
-            Ok(()) => {}
-            Err(e) => {
-                let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
-                code = exit::RUN;
-            }
+        if !write_document(path, &doc, plan.quiet, io) {
+            code = exit::RUN;
         }
     }
     code
