@@ -10,7 +10,16 @@ struct Guard(Child);
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        let _ = Command::new("kill").args(["-9", &format!("-{}", self.0.id())]).status();
+        // The child leads its own process group (pgid == its pid): signal that group only, and
+        // never a group that could be ours.
+        let pid = self.0.id() as i32;
+        // SAFETY: getpgrp has no preconditions; kill only sends a signal.
+        let ours = unsafe { libc::getpgrp() };
+        if pid > 1 && pid != ours {
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
