@@ -365,19 +365,7 @@ pub fn ddp_doc(
             .timeline
             .iter()
             .enumerate()
-            .map(|(t, (alive, s))| DdpSecond {
-                t: t as u32,
-                users_alive: *alive,
-                launched: s.launched,
-                completed: s.completed,
-                failed: s.failed,
-                steps: s.steps,
-                step_errors: s.step_errors,
-                messages_in: s.messages_in,
-                messages_out: s.messages_out,
-                bytes_in: s.bytes_in,
-                bytes_out: s.bytes_out,
-            })
+            .map(|(t, (alive, s))| DdpSecond { t: t as u32, users_alive: *alive, counts: s.clone() })
             .collect(),
         histograms: DdpHistograms {
             reactive_us: hist::encode(&rec.reactive_us),

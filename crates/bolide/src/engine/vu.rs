@@ -147,13 +147,7 @@ pub fn run(
             }
             Msg::Done { rec: r, traffic: t } => {
                 rec.merge(&r);
-                traffic.messages_in += t.messages_in;
-                traffic.messages_out += t.messages_out;
-                traffic.bytes_in += t.bytes_in;
-                traffic.bytes_out += t.bytes_out;
-                traffic.pings_answered += t.pings_answered;
-                traffic.protocol_errors += t.protocol_errors;
-                traffic.fanout_us.add(&t.fanout_us).expect("same shape");
+                traffic.merge(&t);
             }
         }
     }

@@ -148,6 +148,19 @@ impl Default for Traffic {
     }
 }
 
+impl Traffic {
+    /// Adds another worker's counts and samples.
+    pub fn merge(&mut self, o: &Traffic) {
+        self.messages_in += o.messages_in;
+        self.messages_out += o.messages_out;
+        self.bytes_in += o.bytes_in;
+        self.bytes_out += o.bytes_out;
+        self.pings_answered += o.pings_answered;
+        self.protocol_errors += o.protocol_errors;
+        self.fanout_us.add(&o.fanout_us).expect("fan-out histograms share one shape");
+    }
+}
+
 /// A method call in flight or done.
 #[derive(Debug, Clone)]
 pub struct Call {

@@ -54,7 +54,7 @@ impl StepRec {
 }
 
 /// Counts of one second, for the timeline and the live line.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct VuSecond {
     pub launched: u64,
     pub completed: u64,
@@ -286,19 +286,13 @@ pub struct StepSummary {
     pub latency_histogram: String,
 }
 
+/// One second of a DDP run: when, users alive at its end, and its counts (flattened in JSON).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DdpSecond {
     pub t: u32,
     pub users_alive: u64,
-    pub launched: u64,
-    pub completed: u64,
-    pub failed: u64,
-    pub steps: u64,
-    pub step_errors: u64,
-    pub messages_in: u64,
-    pub messages_out: u64,
-    pub bytes_in: u64,
-    pub bytes_out: u64,
+    #[serde(flatten)]
+    pub counts: VuSecond,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
