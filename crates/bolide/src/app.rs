@@ -13,6 +13,7 @@ use crate::cli::{Cli, Command, DemoArgs, HttpArgs, ServeArgs};
 use crate::engine::http::{self as engine, RunOutput, StartError};
 use crate::plan::{self, HttpPlan};
 use crate::report::term;
+use crate::stats::doc::Doc;
 use crate::stats::{gnuplot, hist, result, summary};
 
 /// Exit codes, the same for every command (see the README).
@@ -68,12 +69,55 @@ pub fn http(args: &HttpArgs, command_line: Vec<String>, io: &mut Io, cancel: &Ca
             return exit::USAGE;
         }
     };
-    run_http_plan(&plan, command_line, io, cancel)
+    run_http_plan(&plan, command_line, io, cancel).code
 }
 
-fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> i32 {
+/// What running a workload left: the exit code, and the result document when it ran.
+pub struct Outcome {
+    pub code: i32,
+    pub doc: Option<Doc>,
+}
+
+impl Outcome {
+    fn failed(code: i32) -> Outcome {
+        Outcome { code, doc: None }
+    }
+}
+
+/// Starts the server if `--spawn` asked for it; the error is written and mapped to exit 3.
+fn spawn_server(
+    server: &plan::ServerPlan,
+    io: &mut Io,
+    cancel: &CancellationToken,
+) -> Result<Option<crate::monitor::spawn::Spawned>, i32> {
+    let Some(spawn) = &server.spawn else { return Ok(None) };
+    match crate::monitor::spawn::start(spawn, cancel) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {e}");
+            Err(exit::RUN)
+        }
+    }
+}
+
+/// Stops the spawned server, if any, and says so when it had died during the run.
+fn stop_server(spawned: Option<crate::monitor::spawn::Spawned>, watched: &[crate::monitor::Watched], io: &mut Io) {
+    if let Some(s) = spawned {
+        if let Some(t) = watched.iter().find(|w| w.pid == s.pid).and_then(|w| w.vanished_s) {
+            let _ = writeln!(io.err, "warning: the spawned server was gone {t:.1} s into the run{}", s.tail());
+        }
+        s.stop();
+    }
+}
+
+fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> Outcome {
+    let spawned = match spawn_server(&plan.server, io, cancel) {
+        Ok(s) => s,
+        Err(code) => return Outcome::failed(code),
+    };
     let live = io.live && !plan.quiet;
-    let monitor = crate::monitor::start_for(&plan.monitors, plan.monitor_interval, &mut *io.err);
+    let monitor =
+        crate::monitor::start_for(&plan.server.monitors, spawned.as_ref(), plan.server.interval, &mut *io.err);
     let err = &mut *io.err;
     let mut progress = |p: &engine::Progress| {
         if live {
@@ -82,14 +126,15 @@ fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel
         }
     };
     let output = engine::run(plan, cancel, &mut progress);
-    let watched = monitor.map(|m| m.finish()).unwrap_or_default();
+    let (watched, own) = monitor.finish_all();
+    stop_server(spawned, &watched, io);
     let output = match output {
         Ok(o) => o,
         Err(e) => {
             let _ = writeln!(io.err, "error: {e}");
-            return match e {
+            return Outcome::failed(match e {
                 StartError::Unreachable(_) | StartError::Setup(_) => exit::RUN,
-            };
+            });
         }
     };
     if live {
@@ -97,6 +142,8 @@ fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel
     }
     let mut doc = result_doc(plan, &output, command_line);
     doc.monitor = watched.iter().map(Into::into).collect();
+    doc.generator = Some(own.result());
+    doc.label = plan.label.clone();
     let mut code = exit::OK;
     if !plan.quiet {
         let _ = write!(io.out, "{}", term::summary(&doc));
@@ -121,7 +168,7 @@ fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel
             }
         }
     }
-    code
+    Outcome { code, doc: Some(Doc::Http(Box::new(doc))) }
 }
 
 /// Writes a result document whole or not at all; says where (unless quiet) or why not.
@@ -165,6 +212,8 @@ pub fn result_doc(plan: &HttpPlan, o: &RunOutput, command_line: Vec<String>) -> 
         timeline: o.timeline.clone(),
         histograms: result::Histograms { latency_us: hist::encode(&all.latency_us) },
         monitor: Vec::new(),
+        generator: None,
+        label: None,
     }
 }
 
@@ -177,16 +226,20 @@ pub fn run(args: &crate::cli::RunArgs, command_line: Vec<String>, io: &mut Io, c
             return exit::USAGE;
         }
     };
-    run_ddp_plan(&plan, command_line, io, cancel)
+    run_ddp_plan(&plan, command_line, io, cancel).code
 }
 
-/// Runs a validated DDP plan and reports it; the exit code.
+/// Runs a validated DDP plan and reports it.
 pub fn run_ddp_plan(
     plan: &crate::engine::vu::DdpPlan,
     command_line: Vec<String>,
     io: &mut Io,
     cancel: &CancellationToken,
-) -> i32 {
+) -> Outcome {
+    let spawned = match spawn_server(&plan.server, io, cancel) {
+        Ok(s) => s,
+        Err(code) => return Outcome::failed(code),
+    };
     // Nothing is measured against a target nobody answers at.
     let reachable =
         plan.endpoint.addrs.iter().any(|a| std::net::TcpStream::connect_timeout(a, Duration::from_secs(5)).is_ok());
@@ -196,10 +249,11 @@ pub fn run_ddp_plan(
             "error: nothing answers at {} ({:?}); is the server running?",
             plan.scenario.config.target, plan.endpoint.addrs
         );
-        return exit::RUN;
+        return Outcome::failed(exit::RUN);
     }
     let live = io.live && !plan.quiet;
-    let monitor = crate::monitor::start_for(&plan.monitors, plan.monitor_interval, &mut *io.err);
+    let monitor =
+        crate::monitor::start_for(&plan.server.monitors, spawned.as_ref(), plan.server.interval, &mut *io.err);
     let err = &mut *io.err;
     let mut progress = |p: &crate::engine::vu::VuProgress| {
         if live {
@@ -208,12 +262,13 @@ pub fn run_ddp_plan(
         }
     };
     let output = crate::engine::vu::run(plan, cancel, &mut progress);
-    let watched = monitor.map(|m| m.finish()).unwrap_or_default();
+    let (watched, own) = monitor.finish_all();
+    stop_server(spawned, &watched, io);
     let output = match output {
         Ok(o) => o,
         Err(e) => {
             let _ = writeln!(io.err, "error: {e}");
-            return exit::RUN;
+            return Outcome::failed(exit::RUN);
         }
     };
     if live {
@@ -221,6 +276,8 @@ pub fn run_ddp_plan(
     }
     let mut doc = ddp_doc(plan, &output, command_line);
     doc.monitor = watched.iter().map(Into::into).collect();
+    doc.generator = Some(own.result());
+    doc.label = plan.label.clone();
     if !plan.quiet {
         let _ = write!(io.out, "{}", crate::report::ddp::summary(&doc));
         for (class, detail) in &output.rec.first_errors {
@@ -233,7 +290,7 @@ pub fn run_ddp_plan(
             code = exit::RUN;
         }
     }
-    code
+    Outcome { code, doc: Some(Doc::Ddp(Box::new(doc))) }
 }
 
 /// Assembles the result document of a DDP run, with the `ensure` verdicts.
@@ -372,6 +429,8 @@ pub fn ddp_doc(
             fanout_us: hist::encode(&o.traffic.fanout_us),
         },
         monitor: Vec::new(),
+        generator: None,
+        label: None,
     }
 }
 

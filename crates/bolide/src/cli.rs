@@ -97,18 +97,39 @@ pub struct HttpArgs {
     #[arg(long, value_name = "PATH")]
     pub gnuplot: Option<PathBuf>,
 
+    #[command(flatten)]
+    pub server: ServerArgs,
+
+    /// Print only errors.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+/// The server under test: which processes to watch, or the command that starts it.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Server under test")]
+pub struct ServerArgs {
     /// Sample a server process's CPU and RAM (with its descendants) while the load runs:
     /// NAME=PID, or NAME=:PORT for the process listening on that port. Repeatable.
     #[arg(long = "monitor", value_name = "NAME=PID|NAME=:PORT")]
     pub monitors: Vec<String>,
 
-    /// How often --monitor samples.
+    /// How often the server (and bolide itself) is sampled.
     #[arg(long, value_name = "DURATION", default_value = "1s")]
     pub monitor_interval: String,
 
-    /// Print only errors.
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
+    /// Start the server with this shell command before the load, watch it as "server", and stop
+    /// it (with everything it started) at the end. Needs --ready-url.
+    #[arg(long, value_name = "COMMAND", requires = "ready_url")]
+    pub spawn: Option<String>,
+
+    /// With --spawn: the load starts once a GET of this http:// URL answers 2xx.
+    #[arg(long, value_name = "URL", requires = "spawn")]
+    pub ready_url: Option<String>,
+
+    /// With --spawn: how long to wait for --ready-url.
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub ready_timeout: String,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -169,14 +190,8 @@ pub struct RunArgs {
     #[arg(short = 'q', long)]
     pub quiet: bool,
 
-    /// Sample a server process's CPU and RAM (with its descendants) while the users run:
-    /// NAME=PID, or NAME=:PORT for the process listening on that port. Repeatable.
-    #[arg(long = "monitor", value_name = "NAME=PID|NAME=:PORT")]
-    pub monitors: Vec<String>,
-
-    /// How often --monitor samples.
-    #[arg(long, value_name = "DURATION", default_value = "1s")]
-    pub monitor_interval: String,
+    #[command(flatten)]
+    pub server: ServerArgs,
 }
 
 /// `--transport`.

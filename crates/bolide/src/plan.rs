@@ -31,22 +31,54 @@ pub struct HttpPlan {
     pub quiet: bool,
     /// The settings as recorded in the result document.
     pub settings: HttpSettings,
-    /// Processes to watch, and how often.
-    pub monitors: Vec<(String, crate::monitor::Spec)>,
-    pub monitor_interval: Duration,
+    /// The server under test.
+    pub server: ServerPlan,
+    /// The `bolide bench` label recorded in the result document.
+    pub label: Option<String>,
 }
 
-/// Reads `--monitor` and `--monitor-interval`, adding problems to `problems`.
-pub fn monitors(
-    specs: &[String],
-    interval: &str,
-    problems: &mut Vec<String>,
-) -> (Vec<(String, crate::monitor::Spec)>, Duration) {
-    let parsed =
-        specs.iter().filter_map(|s| crate::monitor::parse_spec(s).map_err(|e| problems.push(e)).ok()).collect();
-    let interval =
-        parse_duration("--monitor-interval", interval).map_err(|e| problems.push(e)).unwrap_or(Duration::from_secs(1));
-    (parsed, interval)
+/// The server under test: processes to watch, how often, and the command that starts it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerPlan {
+    pub monitors: Vec<(String, crate::monitor::Spec)>,
+    pub interval: Duration,
+    pub spawn: Option<crate::monitor::spawn::SpawnPlan>,
+}
+
+impl Default for ServerPlan {
+    fn default() -> Self {
+        ServerPlan { monitors: Vec::new(), interval: Duration::from_secs(1), spawn: None }
+    }
+}
+
+/// Reads `--monitor`, `--monitor-interval` and `--spawn` with its options, adding problems to
+/// `problems`.
+pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) -> ServerPlan {
+    let monitors =
+        args.monitors.iter().filter_map(|s| crate::monitor::parse_spec(s).map_err(|e| problems.push(e)).ok()).collect();
+    let interval = parse_duration("--monitor-interval", &args.monitor_interval)
+        .map_err(|e| problems.push(e))
+        .unwrap_or(Duration::from_secs(1));
+    let timeout = parse_duration("--ready-timeout", &args.ready_timeout)
+        .map_err(|e| problems.push(e))
+        .unwrap_or(Duration::from_secs(30));
+    let spawn = match (&args.spawn, &args.ready_url) {
+        (Some(command), Some(url)) if command.trim().is_empty() => {
+            problems.push(format!(
+                "--spawn {command:?} is empty; give the command that starts the server (ready at {url})"
+            ));
+            None
+        }
+        (Some(command), Some(url)) => match crate::monitor::spawn::ReadyUrl::parse(url) {
+            Ok(ready) => Some(crate::monitor::spawn::SpawnPlan { command: command.clone(), ready, timeout }),
+            Err(e) => {
+                problems.push(e);
+                None
+            }
+        },
+        _ => None,
+    };
+    ServerPlan { monitors, interval, spawn }
 }
 
 /// Configuration problems, all of them; shown one per line.
@@ -175,7 +207,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
     let spec = RequestSpec { method: method.clone(), headers: headers.clone(), body, keep_alive: !args.no_keepalive };
     let targets: Vec<Target> =
         args.urls.iter().filter_map(|u| target(u, &spec).map_err(|e| check(Err(e))).ok()).collect();
-    let (monitors, monitor_interval) = monitors(&args.monitors, &args.monitor_interval, &mut problems);
+    let server = server_plan(&args.server, &mut problems);
 
     if !problems.is_empty() {
         return Err(ConfigError(problems));
@@ -210,8 +242,8 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         gnuplot: args.gnuplot.clone(),
         quiet: args.quiet,
         settings,
-        monitors,
-        monitor_interval,
+        server,
+        label: None,
     })
 }
 
@@ -333,7 +365,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<crate::engine::vu::DdpPlan
     if args.threads == Some(0) {
         problems.push("-t/--threads must be at least 1".into());
     }
-    let (monitors, monitor_interval) = monitors(&args.monitors, &args.monitor_interval, &mut problems);
+    let server = server_plan(&args.server, &mut problems);
     if let Some(path) = &args.json {
         if let Err(e) = files::check_writable(path) {
             problems.push(e);
@@ -366,8 +398,8 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<crate::engine::vu::DdpPlan
         json: args.json.clone(),
         quiet: args.quiet,
         insecure: args.insecure,
-        monitors,
-        monitor_interval,
+        server,
+        label: None,
         scenario,
     })
 }

@@ -36,8 +36,9 @@ pub struct DdpPlan {
     pub quiet: bool,
     pub insecure: bool,
     /// Processes to watch while the users run, and how often.
-    pub monitors: Vec<(String, crate::monitor::Spec)>,
-    pub monitor_interval: Duration,
+    pub server: crate::plan::ServerPlan,
+    /// The `bolide bench` label recorded in the result document.
+    pub label: Option<String>,
 }
 
 /// Once a second while users run.

@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+pub mod generator;
+pub mod spawn;
+
 /// What to watch, as given on the command line (`NAME=PID` or `NAME=:PORT`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Spec {
@@ -45,17 +48,22 @@ fn clock_ticks() -> f64 {
 /// (parent pid, utime + stime in ticks) of a live process, from /proc/PID/stat.
 pub fn stat(pid: u32) -> Option<(u32, u64)> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some((stat_fields(&text)?.get(1)?.parse().ok()?, ticks_of_stat(&text)?))
+}
+
+/// The fields after the command name of a /proc stat line; None for a zombie (exited, not yet
+/// reaped: no CPU or memory left, it is gone).
+fn stat_fields(text: &str) -> Option<Vec<&str>> {
     // The command name is in parentheses and may hold spaces; fields after it are plain.
-    let rest = &text[text.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // After the name: state(0) ppid(1) ... utime(11) stime(12). A zombie (exited, not yet reaped)
-    // has no CPU or memory left: it is gone.
-    if matches!(f.first(), Some(&"Z") | Some(&"X")) {
-        return None;
-    }
-    let ppid = f.get(1)?.parse().ok()?;
-    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    Some((ppid, ticks))
+    let f: Vec<&str> = text.get(text.rfind(')')? + 2..)?.split_whitespace().collect();
+    (!matches!(f.first(), Some(&"Z") | Some(&"X") | None)).then_some(f)
+}
+
+/// utime + stime of a /proc stat line (a process's or a thread's), in clock ticks.
+fn ticks_of_stat(text: &str) -> Option<u64> {
+    // After the name: state(0) ppid(1) ... utime(11) stime(12).
+    let f = stat_fields(text)?;
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
 /// Resident memory of a process in bytes (VmRSS).
@@ -224,10 +232,11 @@ impl Watched {
     }
 }
 
-/// Samples every watched process each `interval` on a thread of its own until stopped.
+/// Samples every watched process, and bolide's own load threads, each `interval` on a thread of
+/// its own until stopped.
 pub struct Monitor {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    handle: std::thread::JoinHandle<Vec<Watched>>,
+    handle: std::thread::JoinHandle<(Vec<Watched>, generator::Generator)>,
 }
 
 impl Monitor {
@@ -236,6 +245,8 @@ impl Monitor {
         let flag = std::sync::Arc::clone(&stop);
         let handle = std::thread::spawn(move || {
             let start = Instant::now();
+            let mut own = generator::Generator::default();
+            own.sample(start, start);
             for w in &mut watched {
                 w.sample(start, start);
             }
@@ -243,6 +254,7 @@ impl Monitor {
             while !flag.load(std::sync::atomic::Ordering::Relaxed) {
                 let now = Instant::now();
                 if now >= next {
+                    own.sample(start, now);
                     for w in &mut watched {
                         w.sample(start, now);
                     }
@@ -251,13 +263,29 @@ impl Monitor {
                     std::thread::sleep((next - now).min(Duration::from_millis(50)));
                 }
             }
-            watched
+            // The tail after the last whole interval counts too when it is long enough to mean
+            // something (a short run has little else).
+            let now = Instant::now();
+            let last = next - interval;
+            let span = now.duration_since(last);
+            if span >= interval / 2 || (last == start && span >= Duration::from_millis(100)) {
+                own.sample(start, now);
+                for w in &mut watched {
+                    w.sample(start, now);
+                }
+            }
+            (watched, own)
         });
         Monitor { stop, handle }
     }
 
     /// Stops sampling and hands back what was sampled.
     pub fn finish(self) -> Vec<Watched> {
+        self.finish_all().0
+    }
+
+    /// Stops sampling: the watched processes and bolide's own load threads.
+    pub fn finish_all(self) -> (Vec<Watched>, generator::Generator) {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
         self.handle.join().unwrap_or_default()
     }
@@ -294,13 +322,19 @@ impl From<&Watched> for MonitorResult {
     }
 }
 
-/// Starts watching what `--monitor` named; a process that cannot be found is reported on `warn`
-/// and recorded as gone from the start (the run goes on).
-pub fn start_for(specs: &[(String, Spec)], interval: Duration, warn: &mut dyn std::io::Write) -> Option<Monitor> {
-    if specs.is_empty() {
-        return None;
-    }
+/// Starts watching what `--monitor` named, and the server bolide spawned (as "server"); bolide's
+/// own load threads are always watched. A process that cannot be found is reported on `warn` and
+/// recorded as gone from the start (the run goes on).
+pub fn start_for(
+    specs: &[(String, Spec)],
+    spawned: Option<&spawn::Spawned>,
+    interval: Duration,
+    warn: &mut dyn std::io::Write,
+) -> Monitor {
     let mut watched = Vec::new();
+    if let Some(s) = spawned {
+        watched.push(Watched::new("server", s.pid));
+    }
     for (name, spec) in specs {
         match resolve(name, spec) {
             Ok(pid) => watched.push(Watched::new(name, pid)),
@@ -312,7 +346,7 @@ pub fn start_for(specs: &[(String, Spec)], interval: Duration, warn: &mut dyn st
             }
         }
     }
-    Some(Monitor::start(watched, interval))
+    Monitor::start(watched, interval)
 }
 
 #[cfg(test)]

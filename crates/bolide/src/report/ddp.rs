@@ -101,6 +101,7 @@ pub fn summary(doc: &DdpDoc) -> String {
         let _ = writeln!(out, "  {:<14}{} protocol errors from the server", "", count(s.protocol_errors));
     }
     out.push_str(&super::term::monitor_rows(&doc.monitor));
+    out.push_str(&super::term::generator_rows(doc.generator.as_ref()));
     for e in &s.ensure {
         let verdict = if e.ok { "ok" } else { "BROKEN" };
         let _ = writeln!(out, "  {:<14}{}: {:.2} (limit {:.2}) {verdict}", "Ensure", e.what, e.value, e.limit);

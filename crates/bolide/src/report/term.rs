@@ -139,6 +139,7 @@ pub fn summary(doc: &ResultDoc) -> String {
         );
     }
     out.push_str(&monitor_rows(&doc.monitor));
+    out.push_str(&generator_rows(doc.generator.as_ref()));
     if doc.per_target.len() > 1 {
         out.push('\n');
         let _ = writeln!(
@@ -189,6 +190,31 @@ pub fn monitor_rows(monitor: &[crate::monitor::MonitorResult]) -> String {
         out.push('\n');
     }
     out.push_str("  (CPU in percent of one core, process and descendants, sampled once a second)\n");
+    out
+}
+
+/// bolide's own load and the machine's idle CPU, and the warning when the run is suspect.
+pub fn generator_rows(g: Option<&crate::monitor::generator::GeneratorResult>) -> String {
+    let mut out = String::new();
+    let Some(g) = g else { return out };
+    if g.samples.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "  {:<14}{} load thread{}, {:.1}% CPU on average (busiest thread peak {:.0}%); machine idle CPU {:.0}% on average, {:.0}% at least",
+        "Generator",
+        g.threads,
+        if g.threads == 1 { "" } else { "s" },
+        g.avg_cpu_pct,
+        g.peak_thread_pct,
+        g.avg_machine_idle_pct,
+        g.min_machine_idle_pct
+    );
+    if let Some(why) = &g.suspect {
+        let _ =
+            writeln!(out, "  SUSPECT       {why}: these numbers may measure bolide or this machine, not the server");
+    }
     out
 }
 
@@ -306,6 +332,8 @@ mod tests {
             timeline: vec![],
             histograms: Histograms { latency_us: String::new() },
             monitor: vec![],
+            generator: None,
+            label: None,
         }
     }
 

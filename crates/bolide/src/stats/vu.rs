@@ -200,6 +200,13 @@ pub struct DdpDoc {
     /// Server processes watched with `--monitor` (absent when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub monitor: Vec<crate::monitor::MonitorResult>,
+    /// bolide's own load threads and the machine's idle CPU, with the verdict on whether the run
+    /// measured the server or the tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<crate::monitor::generator::GeneratorResult>,
+    /// The name `bolide bench` runs were given (`--label`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -1,0 +1,234 @@
+//! bolide watching itself: the CPU of its own load threads (named `bolide-worker-N` and
+//! `bolide-vu-N`) and the machine's idle CPU, once per monitor interval. When a load thread is
+//! saturated, or the machine has no idle CPU left, the numbers measure the tool (or the machine)
+//! rather than the server, and the run is marked suspect.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+/// A load thread at or above this share of one core is saturated.
+pub const SATURATED_THREAD_PCT: f64 = 90.0;
+/// The machine is out of idle CPU below this share of all its cores.
+pub const MACHINE_IDLE_FLOOR_PCT: f64 = 5.0;
+
+/// Thread-name prefixes of bolide's load threads (/proc shows 15 characters of a name).
+const LOAD_THREADS: [&str; 2] = ["bolide-worker-", "bolide-vu-"];
+
+/// One sample of the generator and the machine.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GenSample {
+    pub t: f64,
+    /// All load threads together, percent of one core.
+    pub cpu_pct: f64,
+    /// The busiest load thread, percent of one core.
+    pub busiest_pct: f64,
+    /// Idle CPU of the whole machine, percent of all its cores.
+    pub machine_idle_pct: f64,
+}
+
+/// Samples of bolide's own load threads.
+#[derive(Debug, Default)]
+pub struct Generator {
+    pub samples: Vec<GenSample>,
+    threads_seen: std::collections::HashSet<u32>,
+    last: HashMap<u32, u64>,
+    last_machine: Option<(u64, u64)>,
+    last_at: Option<Instant>,
+}
+
+/// CPU ticks of each load thread of this process, by thread id.
+fn load_thread_ticks() -> HashMap<u32, u64> {
+    let mut out = HashMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return out };
+    for e in dir.flatten() {
+        let Some(tid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(comm) = std::fs::read_to_string(e.path().join("comm")) else { continue };
+        if !LOAD_THREADS.iter().any(|p| comm.starts_with(p)) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { continue };
+        if let Some(ticks) = super::ticks_of_stat(&stat) {
+            out.insert(tid, ticks);
+        }
+    }
+    out
+}
+
+/// (idle ticks, total ticks) of all cores, from the first line of /proc/stat.
+fn machine_ticks() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = text.lines().next()?.strip_prefix("cpu ")?;
+    let v: Vec<u64> = line.split_whitespace().take(8).filter_map(|f| f.parse().ok()).collect();
+    // user nice system idle iowait irq softirq steal
+    if v.len() < 8 {
+        return None;
+    }
+    Some((v[3] + v[4], v.iter().sum()))
+}
+
+impl Generator {
+    /// Takes a sample at `now`; the first call only sets the baseline.
+    pub fn sample(&mut self, start: Instant, now: Instant) {
+        let ticks = load_thread_ticks();
+        let machine = machine_ticks();
+        // A load thread that ended since the last sample took its last ticks with it: such a
+        // sample would undercount, so it is left out (this happens at the end of a run).
+        let complete = self.last.keys().all(|tid| ticks.contains_key(tid));
+        if let (Some(at), true) = (self.last_at, complete) {
+            let wall = now.duration_since(at).as_secs_f64();
+            if wall > 0.0 {
+                let per_core = super::clock_ticks() * wall;
+                let mut total = 0u64;
+                let mut busiest = 0u64;
+                for (tid, t) in &ticks {
+                    // A thread born since the last sample spent all its ticks in this interval.
+                    let d = t.saturating_sub(self.last.get(tid).copied().unwrap_or(0));
+                    total += d;
+                    busiest = busiest.max(d);
+                }
+                let machine_idle_pct = match (self.last_machine, machine) {
+                    (Some((i0, t0)), Some((i1, t1))) if t1 > t0 => (i1 - i0) as f64 * 100.0 / (t1 - t0) as f64,
+                    _ => 100.0,
+                };
+                self.samples.push(GenSample {
+                    t: now.duration_since(start).as_secs_f64(),
+                    cpu_pct: total as f64 * 100.0 / per_core,
+                    busiest_pct: busiest as f64 * 100.0 / per_core,
+                    machine_idle_pct,
+                });
+            }
+        }
+        self.threads_seen.extend(ticks.keys());
+        self.last = ticks;
+        self.last_machine = machine;
+        self.last_at = Some(now);
+    }
+
+    /// What the result document keeps, with the verdict.
+    pub fn result(&self) -> GeneratorResult {
+        let n = self.samples.len();
+        let avg =
+            |f: fn(&GenSample) -> f64| if n == 0 { 0.0 } else { self.samples.iter().map(f).sum::<f64>() / n as f64 };
+        let saturated_samples = self.samples.iter().filter(|s| s.busiest_pct >= SATURATED_THREAD_PCT).count();
+        let machine_busy_samples = self.samples.iter().filter(|s| s.machine_idle_pct < MACHINE_IDLE_FLOOR_PCT).count();
+        // One sample in ten (at least one) is enough to doubt the run.
+        let limit = n.div_ceil(10).max(1);
+        let mut reasons = Vec::new();
+        if n > 0 && saturated_samples >= limit {
+            reasons.push(format!(
+                "a bolide load thread was saturated (>= {SATURATED_THREAD_PCT:.0}% of a core) in {saturated_samples} of {n} samples"
+            ));
+        }
+        if n > 0 && machine_busy_samples >= limit {
+            reasons.push(format!(
+                "the machine had under {MACHINE_IDLE_FLOOR_PCT:.0}% idle CPU in {machine_busy_samples} of {n} samples"
+            ));
+        }
+        GeneratorResult {
+            threads: self.threads_seen.len(),
+            avg_cpu_pct: avg(|s| s.cpu_pct),
+            peak_cpu_pct: self.samples.iter().map(|s| s.cpu_pct).fold(0.0, f64::max),
+            peak_thread_pct: self.samples.iter().map(|s| s.busiest_pct).fold(0.0, f64::max),
+            avg_machine_idle_pct: avg(|s| s.machine_idle_pct),
+            min_machine_idle_pct: self.samples.iter().map(|s| s.machine_idle_pct).fold(100.0, f64::min),
+            saturated_samples,
+            machine_busy_samples,
+            suspect: (!reasons.is_empty()).then(|| reasons.join("; ")),
+            samples: self.samples.iter().map(|s| (s.t, s.cpu_pct, s.busiest_pct, s.machine_idle_pct)).collect(),
+        }
+    }
+}
+
+/// bolide's own load in a result document.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GeneratorResult {
+    /// Load threads seen.
+    pub threads: usize,
+    /// All load threads together, percent of one core.
+    pub avg_cpu_pct: f64,
+    pub peak_cpu_pct: f64,
+    /// The busiest load thread in its busiest sample, percent of one core.
+    pub peak_thread_pct: f64,
+    /// Idle CPU of the whole machine, percent of all cores.
+    pub avg_machine_idle_pct: f64,
+    pub min_machine_idle_pct: f64,
+    /// Samples in which a load thread was saturated.
+    pub saturated_samples: usize,
+    /// Samples in which the machine had (almost) no idle CPU.
+    pub machine_busy_samples: usize,
+    /// Why the numbers may measure the tool or the machine rather than the server (absent: no doubt).
+    pub suspect: Option<String>,
+    /// Per sample: seconds since the start, load threads' CPU%, busiest thread's CPU%, machine idle%.
+    pub samples: Vec<(f64, f64, f64, f64)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gen(samples: &[(f64, f64)]) -> Generator {
+        Generator {
+            samples: samples
+                .iter()
+                .enumerate()
+                .map(|(i, (busiest, idle))| GenSample {
+                    t: i as f64 + 1.0,
+                    cpu_pct: *busiest,
+                    busiest_pct: *busiest,
+                    machine_idle_pct: *idle,
+                })
+                .collect(),
+            ..Generator::default()
+        }
+    }
+
+    #[test]
+    fn verdicts() {
+        let calm = gen(&[(20.0, 60.0); 20]).result();
+        assert_eq!(calm.suspect, None);
+        assert_eq!((calm.saturated_samples, calm.machine_busy_samples), (0, 0));
+        // One saturated second in twenty stays below one in ten.
+        let mut rows = vec![(20.0, 60.0); 19];
+        rows.push((99.0, 60.0));
+        assert_eq!(gen(&rows).result().suspect, None);
+        rows[3] = (95.0, 60.0);
+        let r = gen(&rows).result();
+        assert_eq!(r.saturated_samples, 2);
+        assert!(
+            r.suspect.as_deref().unwrap().contains("saturated") && r.suspect.as_deref().unwrap().contains("2 of 20")
+        );
+        let busy = gen(&[(30.0, 1.0); 3]).result();
+        assert!(busy.suspect.unwrap().contains("under 5% idle CPU in 3 of 3"));
+        assert_eq!(gen(&[]).result().suspect, None, "no samples, no verdict");
+    }
+
+    #[test]
+    fn a_busy_load_thread_is_seen() {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        // A bounded spin on a thread named like a load thread.
+        let h = std::thread::Builder::new()
+            .name("bolide-vu-99".into())
+            .spawn(move || {
+                let t = Instant::now();
+                let mut x = 0u64;
+                while !flag.load(std::sync::atomic::Ordering::Relaxed) && t.elapsed().as_secs() < 5 {
+                    x = x.wrapping_add(1);
+                    std::hint::black_box(x);
+                }
+            })
+            .unwrap();
+        let mut g = Generator::default();
+        let start = Instant::now();
+        g.sample(start, start);
+        std::thread::sleep(std::time::Duration::from_millis(600));
+        g.sample(start, Instant::now());
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        h.join().unwrap();
+        let r = g.result();
+        assert!(r.threads >= 1);
+        assert!(r.peak_thread_pct > 50.0, "{r:?}");
+    }
+}

@@ -1,0 +1,218 @@
+//! Any result document (HTTP or DDP) as read back from disk, and the few measures that
+//! `bench`, `compare` and `capacity` tabulate: the Meteor reports' Time, CPU and RAM, plus errors
+//! and latency.
+
+use std::path::Path;
+
+use super::result::ResultDoc;
+use super::vu::DdpDoc;
+
+/// A result document of either kind.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Doc {
+    Http(Box<ResultDoc>),
+    Ddp(Box<DdpDoc>),
+}
+
+/// What one run measured, in the units the tables use.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Measures {
+    /// The Meteor reports' "Time": for DDP from the first arrival to the last user's end; for
+    /// HTTP the run's duration.
+    pub time_s: f64,
+    /// Seconds per unit of work, the basis of "faster" and "slower": for DDP the Time (the
+    /// workload is fixed), for HTTP the time per request (1 / requests per second).
+    pub speed_s: f64,
+    /// Sum over the watched processes of their average CPU, percent of one core.
+    pub cpu_pct: Option<f64>,
+    /// Sum over the watched processes of their average resident memory (as the Meteor script
+    /// reports memory), bytes.
+    pub ram_bytes: Option<f64>,
+    pub errors: u64,
+    pub error_rate_pct: f64,
+    pub mean_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    /// Why the run may measure the tool or the machine rather than the server.
+    pub suspect: Option<String>,
+    pub interrupted: bool,
+}
+
+impl Doc {
+    /// Reads a result document of either kind; the error says why the file is not one.
+    pub fn load(path: &Path) -> Result<Doc, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read: {e}"))?;
+        Doc::from_json(&text)
+    }
+
+    pub fn from_json(text: &str) -> Result<Doc, String> {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))?;
+        match value.get("format").and_then(|f| f.as_str()) {
+            Some(super::result::FORMAT) => {}
+            Some(other) => return Err(format!("not a bolide result (format {other:?})")),
+            None => return Err("not a bolide result (no \"format\" field)".into()),
+        }
+        match value.get("kind").and_then(|k| k.as_str()) {
+            Some("http") => ResultDoc::from_json(text).map(|d| Doc::Http(Box::new(d))),
+            Some("ddp") => DdpDoc::from_json(text).map(|d| Doc::Ddp(Box::new(d))),
+            other => Err(format!("a result of unknown kind {other:?}")),
+        }
+    }
+
+    pub fn label(&self) -> Option<&str> {
+        match self {
+            Doc::Http(d) => d.label.as_deref(),
+            Doc::Ddp(d) => d.label.as_deref(),
+        }
+    }
+
+    pub fn started_at(&self) -> &str {
+        match self {
+            Doc::Http(d) => &d.started_at,
+            Doc::Ddp(d) => &d.started_at,
+        }
+    }
+
+    pub fn monitor(&self) -> &[crate::monitor::MonitorResult] {
+        match self {
+            Doc::Http(d) => &d.monitor,
+            Doc::Ddp(d) => &d.monitor,
+        }
+    }
+
+    pub fn generator(&self) -> Option<&crate::monitor::generator::GeneratorResult> {
+        match self {
+            Doc::Http(d) => d.generator.as_ref(),
+            Doc::Ddp(d) => d.generator.as_ref(),
+        }
+    }
+
+    /// The workload's name: a scenario, or `http` and the paths requested.
+    pub fn workload(&self) -> String {
+        match self {
+            Doc::Ddp(d) => scenario_name(&d.settings.scenario),
+            Doc::Http(d) => {
+                let paths: Vec<String> = d.targets.iter().map(|t| path_of(t)).collect();
+                format!("http {}", paths.join(" "))
+            }
+        }
+    }
+
+    /// The workload in named parts: two runs compare only when every part is equal. The target's
+    /// address is not part of it (comparing two servers is the point); threads are bolide's own.
+    pub fn workload_parts(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Doc::Http(d) => {
+                let s = &d.settings;
+                let bound = match (s.duration_s, s.requests) {
+                    (_, Some(n)) => format!("{n} requests"),
+                    (Some(t), None) => format!("{t} s"),
+                    (None, None) => "unbounded".into(),
+                };
+                vec![
+                    ("workload", self.workload()),
+                    ("connections", s.connections.to_string()),
+                    ("length", bound),
+                    ("rate", s.rate_per_s.map_or("as fast as possible".into(), |r| format!("{r} req/s"))),
+                    ("method", s.method.clone()),
+                    ("body", format!("{} bytes", s.body_bytes)),
+                    ("keep-alive", s.keep_alive.to_string()),
+                ]
+            }
+            Doc::Ddp(d) => {
+                let s = &d.settings;
+                let phases: Vec<String> = s
+                    .phases
+                    .iter()
+                    .map(|p| {
+                        let what = match (p.arrival_rate, p.ramp_to, p.arrival_count) {
+                            (Some(r), Some(to), _) => format!("{r}->{to}/s"),
+                            (Some(r), None, _) => format!("{r}/s"),
+                            (_, _, Some(n)) => format!("{n} users"),
+                            _ => "pause".into(),
+                        };
+                        format!("{what} for {} s", p.duration_s)
+                    })
+                    .collect();
+                vec![
+                    ("workload", self.workload()),
+                    ("phases", phases.join(", ")),
+                    ("transport", s.transport.clone()),
+                    ("compression", s.compression.to_string()),
+                ]
+            }
+        }
+    }
+
+    pub fn measures(&self) -> Measures {
+        let monitor = self.monitor();
+        let cpu_pct = (!monitor.is_empty()).then(|| monitor.iter().map(|m| m.avg_cpu_pct).sum());
+        let ram_bytes = (!monitor.is_empty()).then(|| monitor.iter().map(|m| m.avg_rss_bytes).sum());
+        let suspect = self.generator().and_then(|g| g.suspect.clone());
+        match self {
+            Doc::Http(d) => {
+                let s = &d.summary;
+                let sent = s.responses + s.errors;
+                Measures {
+                    time_s: s.duration_s,
+                    speed_s: if s.requests_per_s > 0.0 { 1.0 / s.requests_per_s } else { f64::INFINITY },
+                    cpu_pct,
+                    ram_bytes,
+                    errors: s.errors,
+                    error_rate_pct: if sent > 0 { s.errors as f64 * 100.0 / sent as f64 } else { 0.0 },
+                    mean_ms: (s.responses > 0).then(|| s.latency.mean_us / 1000.0),
+                    p99_ms: (s.responses > 0).then(|| s.latency.p99_us as f64 / 1000.0),
+                    suspect,
+                    interrupted: d.interrupted,
+                }
+            }
+            Doc::Ddp(d) => {
+                let s = &d.summary;
+                let all = all_steps(d);
+                Measures {
+                    time_s: s.total_time_s,
+                    speed_s: s.total_time_s,
+                    cpu_pct,
+                    ram_bytes,
+                    errors: s.step_errors + s.users.cut,
+                    error_rate_pct: s.error_rate_pct,
+                    mean_ms: all.as_ref().map(|h| h.mean() / 1000.0),
+                    p99_ms: all.as_ref().map(|h| h.value_at_quantile(0.99) as f64 / 1000.0),
+                    suspect,
+                    interrupted: d.interrupted,
+                }
+            }
+        }
+    }
+}
+
+/// Every step's latency in one histogram (None when no step was timed).
+fn all_steps(d: &DdpDoc) -> Option<hdrhistogram::Histogram<u64>> {
+    let mut all = super::hist::latency_us();
+    for s in &d.steps {
+        if let Ok(h) = super::hist::decode(&s.latency_histogram) {
+            let _ = all.add(&h);
+        }
+    }
+    (!all.is_empty()).then_some(all)
+}
+
+/// `tasks-reactive` for a built-in, the file stem for a scenario file.
+pub fn scenario_name(source: &str) -> String {
+    Path::new(source).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| source.to_string())
+}
+
+/// The path (and query) of a URL, `/` when it has none.
+fn path_of(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(u) => match u.query() {
+            Some(q) => format!("{}?{q}", u.path()),
+            None => u.path().to_string(),
+        },
+        Err(_) => url.to_string(),
+    }
+}
+
+/// The parts in which two workloads differ, as `name: a vs b`.
+pub fn differences(a: &[(&'static str, String)], b: &[(&'static str, String)]) -> Vec<String> {
+    a.iter().zip(b).filter(|((_, x), (_, y))| x != y).map(|((name, x), (_, y))| format!("{name}: {x} vs {y}")).collect()
+}
