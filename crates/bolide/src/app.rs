@@ -37,6 +37,7 @@ pub struct Io<'a> {
 
 /// Runs the command line `args` (program name first); returns the exit code.
 pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32 {
+    let args = capacity_shorthand(args);
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -56,8 +57,35 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
         Command::Http(a) => http(&a, command_line, io, cancel),
         Command::Run(a) => run(&a, command_line, io, cancel),
         Command::Serve(a) => serve(&a, io, cancel),
+        Command::Bench(a) => {
+            let (workload, opts) = match &a.workload {
+                crate::cli::BenchWorkload::Http(b) => (crate::bench::Workload::http(&b.args), &b.bench),
+                crate::cli::BenchWorkload::Run(b) => (crate::bench::Workload::ddp(&b.args), &b.bench),
+            };
+            match workload {
+                Ok(w) => crate::bench::bench(w, opts, command_line, io, cancel),
+                Err(e) => {
+                    let _ = writeln!(io.err, "{e}");
+                    exit::USAGE
+                }
+            }
+        }
+        Command::Compare(a) => crate::bench::compare::compare(&a, io),
+        Command::Capacity(a) => crate::bench::capacity::capacity(&a.workload, command_line, io, cancel),
         Command::Demo(a) => demo(&a, command_line, io, cancel),
     }
+}
+
+/// `bolide capacity SCENARIO ...` is short for `bolide capacity run SCENARIO ...`.
+fn capacity_shorthand(mut args: Vec<OsString>) -> Vec<OsString> {
+    if args.get(1).is_some_and(|a| a == "capacity") {
+        if let Some(next) = args.get(2).and_then(|a| a.to_str()) {
+            if !["http", "run", "help"].contains(&next) && !next.starts_with('-') {
+                args.insert(2, "run".into());
+            }
+        }
+    }
+    args
 }
 
 /// `bolide http`.
@@ -110,7 +138,7 @@ fn stop_server(spawned: Option<crate::monitor::spawn::Spawned>, watched: &[crate
     }
 }
 
-fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> Outcome {
+pub fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> Outcome {
     let spawned = match spawn_server(&plan.server, io, cancel) {
         Ok(s) => s,
         Err(code) => return Outcome::failed(code),
@@ -512,37 +540,83 @@ pub fn serve(args: &ServeArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
     exit::OK
 }
 
-/// `bolide demo`: the reference server in-process and a short HTTP benchmark against it.
-pub fn demo(args: &DemoArgs, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> i32 {
-    if let Err(e) = plan::parse_duration("-d/--duration", &args.duration) {
-        let _ = writeln!(io.err, "error: {e}");
-        return exit::USAGE;
-    }
-    let server = match refserver::Server::start(refserver::Config::default()) {
-        Ok(s) => s,
+/// `bolide demo`: the reference server as a watched child process (poll reactivity, as in the
+/// Meteor reports), the Meteor benchmark's two workloads against it, and the reports' tables.
+pub fn demo(args: &DemoArgs, _command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> i32 {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
         Err(e) => {
-            let _ = writeln!(io.err, "error: cannot start the reference server: {e}");
+            let _ = writeln!(io.err, "error: cannot find bolide's own executable to start the server: {e}");
             return exit::RUN;
         }
     };
-    let url = format!("{}/ok", server.base_url());
-    let _ = writeln!(
-        io.out,
-        "bolide demo: reference server on {} (in-process, one thread); HTTP load on {url}\n",
-        server.base_url()
-    );
-    let mut argv = vec!["bolide".to_string(), "http".into(), "-c".into(), args.connections.to_string()];
-    argv.extend(["-d".into(), args.duration.clone(), "-t".into(), "1".into(), url]);
-    let http_args = match Cli::try_parse_from(&argv).map(|c| c.command) {
-        Ok(Command::Http(a)) => *a,
-        _ => {
-            let _ = writeln!(io.err, "error: -c/--connections {} is not usable", args.connections);
-            return exit::USAGE;
+    let port = match std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
+        Ok(a) => a.port(),
+        Err(e) => {
+            let _ = writeln!(io.err, "error: no free port on 127.0.0.1: {e}");
+            return exit::RUN;
         }
     };
-    let code = http(&http_args, command_line, io, cancel);
-    let served = server.requests();
-    server.shutdown();
-    let _ = writeln!(io.out, "\nThe server counted {} requests.", term::count(served));
+    let quoted = format!("'{}'", exe.display().to_string().replace('\'', r"'\''"));
+    let spawn = format!("exec {quoted} serve --port {port} --reactivity poll");
+    let target = format!("http://127.0.0.1:{port}");
+    let label = crate::bench::default_label();
+    let dir = args.out.clone().unwrap_or_else(|| std::path::Path::new("bolide-demo").join(&label));
+    // Users per second, seconds of arrivals, pause before each action, tasks per user.
+    let (rate, secs, think, tasks) = if args.quick { ("3", "6s", "100ms", "10") } else { ("3", "30s", "500ms", "20") };
+    let _ = writeln!(
+        io.out,
+        "bolide demo: the reference tasks server (poll reactivity) started by bolide on {target}, watched while\n\
+         the Meteor benchmark's users run against it: {rate} users per second for {secs}, each adding and\n\
+         removing {tasks} tasks with {think} between actions; tasks-reactive, then tasks-nonreactive.\n"
+    );
+    let mut code = exit::OK;
+    for scenario in ["tasks-reactive", "tasks-nonreactive"] {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let argv = [
+            "bolide",
+            "run",
+            scenario,
+            "--target",
+            &target,
+            "--arrival-rate",
+            rate,
+            "-d",
+            secs,
+            "--think",
+            think,
+            "--tasks",
+            tasks,
+            "-t",
+            "1",
+            "--spawn",
+            &spawn,
+            "--ready-url",
+            &format!("{target}/ok"),
+        ];
+        let run_args = match Cli::try_parse_from(argv).map(|c| c.command) {
+            Ok(Command::Run(a)) => a,
+            _ => unreachable!("the demo's own command line parses"),
+        };
+        let workload = match crate::bench::Workload::ddp(&run_args) {
+            Ok(w) => w,
+            Err(e) => {
+                let _ = writeln!(io.err, "error: {e}");
+                return exit::RUN;
+            }
+        };
+        let opts =
+            crate::cli::BenchOpts { runs: 1, label: Some(label.clone()), out: Some(dir.clone()), cooldown: "0".into() };
+        let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
+        code = code.max(crate::bench::bench(workload, &opts, argv, io, cancel));
+        let _ = writeln!(io.out);
+    }
+    let _ = writeln!(
+        io.out,
+        "Run the demo again later (or after a change) and compare the two series:\n  bolide compare {} bolide-demo/<later>",
+        dir.display()
+    );
     code
 }

@@ -292,7 +292,7 @@ impl Monitor {
 }
 
 /// One watched process in a result document.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct MonitorResult {
     pub name: String,
     pub pid: u32,

@@ -11,7 +11,7 @@ pub const FORMAT: &str = "bolide.result";
 /// Version of the document layout; bumped on any incompatible change.
 pub const VERSION: u32 = 1;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ResultDoc {
     pub format: String,
     pub version: u32,
@@ -43,13 +43,13 @@ pub struct ResultDoc {
     pub label: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Tool {
     pub name: String,
     pub version: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Host {
     pub cores: usize,
     pub os: String,
@@ -57,7 +57,7 @@ pub struct Host {
     pub kernel: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct HttpSettings {
     pub connections: usize,
     pub threads: usize,
@@ -137,7 +137,7 @@ pub struct Summary {
     pub max_lag_us: u64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct TargetSummary {
     pub url: String,
     pub responses: u64,
@@ -153,7 +153,7 @@ pub struct TargetSummary {
 }
 
 /// One second of the run, all targets together.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Second {
     /// Seconds since the start at which this interval begins.
     pub t: u32,
@@ -168,7 +168,7 @@ pub struct Second {
     pub latency_max_us: u64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Histograms {
     /// All targets' latency, HdrHistogram V2 deflate, base64.
     pub latency_us: String,

@@ -181,7 +181,7 @@ impl VuRecorder {
 }
 
 /// The result document of a DDP (`bolide run`) run.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct DdpDoc {
     pub format: String,
     pub version: u32,
@@ -209,7 +209,7 @@ pub struct DdpDoc {
     pub label: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct DdpRunSettings {
     /// Built-in name or file path.
     pub scenario: String,
@@ -224,7 +224,7 @@ pub struct DdpRunSettings {
     pub user_timeout_s: f64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct PhaseSettings {
     pub name: Option<String>,
     pub duration_s: f64,
@@ -279,7 +279,7 @@ pub struct EnsureResult {
     pub ok: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct StepSummary {
     pub name: String,
     pub count: u64,
@@ -294,7 +294,7 @@ pub struct StepSummary {
 }
 
 /// One second of a DDP run: when, users alive at its end, and its counts (flattened in JSON).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct DdpSecond {
     pub t: u32,
     pub users_alive: u64,
@@ -302,7 +302,7 @@ pub struct DdpSecond {
     pub counts: VuSecond,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct DdpHistograms {
     pub reactive_us: String,
     pub fanout_us: String,

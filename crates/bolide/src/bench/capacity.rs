@@ -1,0 +1,310 @@
+//! `bolide capacity`: the workload at rising arrival levels (users per second or minute for a
+//! scenario, requests per second for HTTP) until a level fails, as the Meteor reports' connection
+//! ladder (`# Connections | Time | CPU | RAM`, `x` for the levels that failed).
+
+use std::path::PathBuf;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{parse_pause, pause, Workload};
+use crate::app::{exit, Io};
+use crate::cli::{CapacityWorkload, LadderOpts, Unit};
+use crate::report::table::{meteor_bytes, meteor_cpu, meteor_time, Table};
+use crate::stats::doc::Doc;
+
+/// How a level went.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    Pass,
+    /// The server failed the criteria, for these reasons.
+    Fail(Vec<String>),
+    /// bolide itself was the limit: no verdict on the server.
+    Saturated(String),
+    /// Ctrl-C stopped it.
+    Interrupted,
+}
+
+/// The criteria a level must meet.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Criteria {
+    pub max_error_rate_pct: f64,
+    pub max_p99_ms: Option<f64>,
+}
+
+/// Judges one level's result document.
+pub fn judge(doc: &Doc, c: &Criteria) -> Verdict {
+    if let Some(g) = doc.generator() {
+        let limit = g.samples.len().div_ceil(10).max(1);
+        if !g.samples.is_empty() && g.saturated_samples >= limit {
+            return Verdict::Saturated(format!(
+                "a bolide load thread was saturated in {} of {} samples",
+                g.saturated_samples,
+                g.samples.len()
+            ));
+        }
+    }
+    let m = doc.measures();
+    if m.interrupted {
+        return Verdict::Interrupted;
+    }
+    let mut why = Vec::new();
+    for w in doc.monitor() {
+        if let Some(t) = w.vanished_s {
+            why.push(format!("{} was gone {t:.1} s into the run", w.name));
+        }
+    }
+    match doc {
+        Doc::Ddp(d) => {
+            let u = &d.summary.users;
+            if u.failed > 0 {
+                let cut = if u.cut > 0 { format!(" ({} cut at the user timeout)", u.cut) } else { String::new() };
+                why.push(format!("{} of {} users failed{cut}", u.failed, u.launched));
+            }
+            for e in d.summary.ensure.iter().filter(|e| !e.ok) {
+                why.push(format!("ensure {} {:.2} > {:.2}", e.what, e.value, e.limit));
+            }
+        }
+        Doc::Http(d) => {
+            let s = &d.summary;
+            let scheduled = s.sent + s.missed_sends;
+            if s.missed_sends > 0 && s.missed_sends * 100 > scheduled {
+                why.push(format!(
+                    "the server could not keep up: {} of {} scheduled requests never went out",
+                    s.missed_sends, scheduled
+                ));
+            }
+        }
+    }
+    if m.error_rate_pct > c.max_error_rate_pct {
+        why.push(format!("error rate {:.2}% > {:.2}%", m.error_rate_pct, c.max_error_rate_pct));
+    }
+    if let (Some(limit), Some(p99)) = (c.max_p99_ms, m.p99_ms) {
+        if p99 > limit {
+            why.push(format!("p99 {p99:.1} ms > {limit:.1} ms"));
+        }
+    }
+    if why.is_empty() {
+        Verdict::Pass
+    } else {
+        Verdict::Fail(why)
+    }
+}
+
+/// The levels from `from` to `to` by `step`.
+pub fn levels(o: &LadderOpts) -> Result<Vec<f64>, String> {
+    let ok = |v: f64| v.is_finite() && v > 0.0;
+    if !ok(o.from) || !ok(o.step) || !o.to.is_finite() || o.to < o.from {
+        return Err(format!("--from {} --step {} --to {}: need 0 < from <= to and step > 0", o.from, o.step, o.to));
+    }
+    let n = ((o.to - o.from) / o.step + 1e-9).floor() as usize + 1;
+    if n > 1000 {
+        return Err(format!("--from {} --step {} --to {} makes {n} levels; at most 1000", o.from, o.step, o.to));
+    }
+    Ok((0..n).map(|i| o.from + o.step * i as f64).collect())
+}
+
+/// The workload planned at one level (per second).
+fn plan_at(w: &CapacityWorkload, per_s: f64) -> Result<Workload, String> {
+    match w {
+        CapacityWorkload::Http(c) => {
+            let mut args = c.args.clone();
+            args.rps = Some(per_s);
+            Workload::http(&args)
+        }
+        CapacityWorkload::Run(c) => {
+            let builtin = crate::scenario::builtin::NAMES.contains(&c.args.scenario.as_str());
+            let mut args = c.args.clone();
+            if builtin {
+                args.arrival_rate = Some(per_s);
+            }
+            let mut w = Workload::ddp(&args)?;
+            if let (false, Workload::Ddp(p)) = (builtin, &mut w) {
+                scale_rates(&mut p.scenario.config.phases, per_s)?;
+            }
+            Ok(w)
+        }
+    }
+}
+
+/// Scales a scenario's arrival-rate phases so that the first one runs at `per_s`.
+fn scale_rates(phases: &mut [crate::scenario::Phase], per_s: f64) -> Result<(), String> {
+    use crate::scenario::PhaseKind;
+    let first = phases.iter().find_map(|p| match p.kind {
+        PhaseKind::Rate { per_s, .. } if per_s > 0.0 => Some(per_s),
+        _ => None,
+    });
+    let Some(first) = first else {
+        return Err("capacity needs a scenario with an arrivalRate phase (its levels are arrival rates)".into());
+    };
+    let f = per_s / first;
+    for p in phases.iter_mut() {
+        if let PhaseKind::Rate { per_s, ramp_to } = &mut p.kind {
+            *per_s *= f;
+            *ramp_to = ramp_to.map(|r| r * f);
+        }
+    }
+    Ok(())
+}
+
+/// `bolide capacity`.
+pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> i32 {
+    let (opts, kind) = match w {
+        CapacityWorkload::Http(c) => (&c.ladder, "Requests"),
+        CapacityWorkload::Run(c) => (&c.ladder, "Connections"),
+    };
+    let mut problems = Vec::new();
+    let levels = levels(opts).map_err(|e| problems.push(e)).unwrap_or_default();
+    let cooldown = parse_pause("--cooldown", &opts.cooldown).map_err(|e| problems.push(e)).unwrap_or_default();
+    let max_p99_ms = opts.max_p99.as_ref().and_then(|t| {
+        crate::plan::parse_duration("--max-p99", t).map_err(|e| problems.push(e)).ok().map(|d| d.as_secs_f64() * 1e3)
+    });
+    if !(opts.max_error_rate >= 0.0 && opts.max_error_rate <= 100.0) {
+        problems.push(format!("--max-error-rate {} must be a percentage, 0 to 100", opts.max_error_rate));
+    }
+    let per_s = |level: f64| match opts.unit {
+        Unit::PerSecond => level,
+        Unit::PerMinute => level / 60.0,
+    };
+    // Plan the first level now, so that flag and scenario errors stop us before anything runs.
+    let first = levels.first().map(|l| plan_at(w, per_s(*l)));
+    let slug = match &first {
+        Some(Ok(wl)) => wl.slug(),
+        Some(Err(e)) => {
+            problems.push(e.clone());
+            String::new()
+        }
+        None => String::new(),
+    };
+    if let Some(dir) = &opts.out {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            problems.push(format!("--out {}: cannot create it: {e}", dir.display()));
+        }
+    }
+    if !problems.is_empty() {
+        for p in problems {
+            let _ = writeln!(io.err, "error: {p}");
+        }
+        return exit::USAGE;
+    }
+    let unit = match opts.unit {
+        Unit::PerSecond => "per second",
+        Unit::PerMinute => "per minute",
+    };
+    let criteria = Criteria { max_error_rate_pct: opts.max_error_rate, max_p99_ms };
+    let _ = writeln!(
+        io.out,
+        "bolide capacity: {slug}, {} levels of {} {unit} ({} to {}), until one fails\n",
+        levels.len(),
+        kind.to_lowercase(),
+        levels[0],
+        levels[levels.len() - 1]
+    );
+    let mut rows: Vec<(f64, Option<Doc>, Verdict)> = Vec::new();
+    for (i, level) in levels.iter().enumerate() {
+        if i > 0 && !cooldown.is_zero() && !pause(cooldown, cancel) {
+            break;
+        }
+        if cancel.is_cancelled() {
+            break;
+        }
+        let mut wl = match plan_at(w, per_s(*level)) {
+            Ok(wl) => wl,
+            Err(e) => {
+                let _ = writeln!(io.err, "error: level {level}: {e}");
+                break;
+            }
+        };
+        let file: Option<PathBuf> = opts.out.as_ref().map(|d| d.join(format!("{slug}-level-{level}.json")));
+        wl.set_output(file, None, true);
+        let outcome = wl.execute(command_line.clone(), io, cancel);
+        let verdict = match &outcome.doc {
+            Some(d) => judge(d, &criteria),
+            None if cancel.is_cancelled() => Verdict::Interrupted,
+            None => Verdict::Fail(vec!["the run could not complete".into()]),
+        };
+        let line = match (&verdict, &outcome.doc) {
+            (Verdict::Pass, Some(d)) => format!("ok, {}", super::run_line(&entry(d))),
+            (Verdict::Fail(why), _) => format!("x: {}", why.join("; ")),
+            (Verdict::Saturated(why), _) => format!("no verdict: bolide was the limit ({why})"),
+            (Verdict::Interrupted, _) => "interrupted".into(),
+            (Verdict::Pass, None) => unreachable!("a pass has a document"),
+        };
+        let _ = writeln!(io.out, "  {level} {unit}: {line}");
+        let stop = verdict != Verdict::Pass;
+        if i == 0 && outcome.doc.is_none() && !cancel.is_cancelled() {
+            let _ = writeln!(io.err, "error: the first level could not run; nothing to report");
+            return exit::RUN;
+        }
+        rows.push((*level, outcome.doc, verdict));
+        if stop {
+            break;
+        }
+    }
+    let _ = writeln!(io.out);
+    let _ = write!(io.out, "{}", ladder_table(kind, &rows).markdown());
+    let _ = writeln!(io.out, "\n{}", conclusion(&rows, &levels, unit));
+    if let Some(dir) = &opts.out {
+        let _ = writeln!(io.out, "Result documents: {}", dir.display());
+    }
+    exit::OK
+}
+
+fn entry(d: &Doc) -> super::RunEntry {
+    super::RunEntry::of(1, None, &d.measures())
+}
+
+/// The reports' ladder table.
+pub fn ladder_table(kind: &str, rows: &[(f64, Option<Doc>, Verdict)]) -> Table {
+    let head = format!("# {kind}");
+    let mut t = Table::new(&[&head, "Time", "CPU", "RAM", "Result"]);
+    for (level, doc, verdict) in rows {
+        let level = if level.fract() == 0.0 { format!("{level:.0}") } else { format!("{level}") };
+        let x = || "x".to_string();
+        let (time, cpu, ram) = match (verdict, doc) {
+            (Verdict::Pass, Some(d)) => {
+                let m = d.measures();
+                let na = || "n/a".to_string();
+                (
+                    meteor_time(m.time_s),
+                    m.cpu_pct.map(meteor_cpu).unwrap_or_else(na),
+                    m.ram_bytes.map(meteor_bytes).unwrap_or_else(na),
+                )
+            }
+            _ => (x(), x(), x()),
+        };
+        let result = match verdict {
+            Verdict::Pass => "ok".to_string(),
+            Verdict::Fail(why) => format!("x ({})", why.join("; ")),
+            Verdict::Saturated(_) => "no verdict (bolide saturated)".to_string(),
+            Verdict::Interrupted => "interrupted".to_string(),
+        };
+        t.row(vec![level, time, cpu, ram, result]);
+    }
+    t
+}
+
+/// One sentence: the highest passing level, and what stopped the ladder.
+pub fn conclusion(rows: &[(f64, Option<Doc>, Verdict)], levels: &[f64], unit: &str) -> String {
+    let passed = rows
+        .iter()
+        .filter(|r| r.2 == Verdict::Pass)
+        .map(|r| r.0)
+        .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
+    let highest = match passed {
+        Some(p) => format!("Highest passing level: {p} {unit}."),
+        None => "No level passed.".to_string(),
+    };
+    let why = match rows.last().map(|r| &r.2) {
+        Some(Verdict::Fail(_)) => format!(" The server failed at {} {unit}.", rows.last().map(|r| r.0).unwrap_or_default()),
+        Some(Verdict::Saturated(why)) => format!(
+            " At {} {unit} bolide itself was the limit ({why}): the server's limit is higher than this machine can generate; use more threads or another machine.",
+            rows.last().map(|r| r.0).unwrap_or_default()
+        ),
+        Some(Verdict::Interrupted) => " Interrupted before the ladder ended.".to_string(),
+        Some(Verdict::Pass) if rows.len() == levels.len() => {
+            " Every level passed: the limit is above the last level; raise --to.".to_string()
+        }
+        _ => String::new(),
+    };
+    format!("{highest}{why}")
+}

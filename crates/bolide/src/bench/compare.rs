@@ -1,0 +1,690 @@
+//! `bolide compare`: series of saved runs against a baseline, in the Meteor reports' words
+//! ("29.21% faster, 49.15% less cpu, 22.50% less ram"), with medians, spreads and whether each
+//! difference stands out from run-to-run noise; for HTTP also the ab-style side-by-side table.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::stats;
+use super::{runs_table, table_notes, watched_names, RunEntry};
+use crate::cli::Format;
+use crate::report::table::{change_pct, faster_slower, less_more, meteor_bytes, meteor_cpu, meteor_time, ms, Table};
+use crate::stats::doc::{differences, Doc};
+
+/// One series: a directory from `bench`, or one file.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub name: String,
+    pub source: PathBuf,
+    /// Runs in order (file name order, run numbers compared as numbers).
+    pub runs: Vec<(PathBuf, Doc)>,
+}
+
+/// A file left out, and why.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Skipped {
+    pub file: String,
+    pub reason: String,
+}
+
+/// `tasks-reactive-10.json` sorts after `tasks-reactive-9.json`.
+fn natural_key(p: &Path) -> (String, u64) {
+    let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    match stem.rsplit_once('-') {
+        Some((head, n)) if n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty() => {
+            (head.to_string(), n.parse().unwrap_or(0))
+        }
+        _ => (stem, 0),
+    }
+}
+
+/// Reads one input into a series; files that are not usable results are named in `skipped`.
+pub fn load_series(input: &Path, skipped: &mut Vec<Skipped>) -> Result<Series, String> {
+    let mut runs = Vec::new();
+    let name_of_input =
+        input.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| input.display().to_string());
+    if input.is_dir() {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(input)
+            .map_err(|e| format!("{}: cannot read the directory: {e}", input.display()))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_file())
+            .collect();
+        files.sort_by_key(|p| natural_key(p));
+        for f in &files {
+            let ext = f.extension().and_then(|e| e.to_str()).unwrap_or("");
+            if ext == "tsv" || f.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
+                continue;
+            }
+            if ext != "json" {
+                skipped.push(Skipped { file: f.display().to_string(), reason: "not a result document (.json)".into() });
+                continue;
+            }
+            let text = match std::fs::read_to_string(f) {
+                Ok(t) => t,
+                Err(e) => {
+                    skipped.push(Skipped { file: f.display().to_string(), reason: format!("cannot read: {e}") });
+                    continue;
+                }
+            };
+            if let Ok(summary) = serde_json::from_str::<super::BenchSummary>(&text) {
+                // A bench summary: its listed runs must be here.
+                for r in &summary.runs {
+                    if let Some(file) = &r.file {
+                        if !input.join(file).exists() {
+                            skipped.push(Skipped {
+                                file: input.join(file).display().to_string(),
+                                reason: format!("run {} is listed in {} but missing", r.run, f.display()),
+                            });
+                        }
+                    }
+                }
+                continue;
+            }
+            match Doc::from_json(&text) {
+                Ok(d) => runs.push((f.clone(), d)),
+                Err(reason) => skipped.push(Skipped { file: f.display().to_string(), reason }),
+            }
+        }
+    } else if input.exists() {
+        match Doc::load(input) {
+            Ok(d) => runs.push((input.to_path_buf(), d)),
+            Err(reason) => skipped.push(Skipped { file: input.display().to_string(), reason }),
+        }
+    } else {
+        return Err(format!("{}: no such file or directory", input.display()));
+    }
+    // The series is named by its runs' label when they agree, else by the directory or file.
+    let labels: Vec<&str> = runs.iter().filter_map(|(_, d)| d.label()).collect();
+    let name = match labels.first() {
+        Some(l) if labels.len() == runs.len() && labels.iter().all(|x| x == l) => l.to_string(),
+        _ => name_of_input,
+    };
+    Ok(Series { name, source: input.to_path_buf(), runs })
+}
+
+/// The runs of one workload in one series.
+fn runs_of<'a>(s: &'a Series, workload: &str) -> Vec<&'a Doc> {
+    s.runs.iter().filter(|(_, d)| d.workload() == workload).map(|(_, d)| d).collect()
+}
+
+/// A metric compared between two series.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MetricRow {
+    pub metric: String,
+    pub baseline_median: f64,
+    pub baseline_min: f64,
+    pub baseline_max: f64,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Change of the mean against the baseline's mean, percent.
+    pub change_of_means_pct: Option<f64>,
+    /// In the reports' words ("29.21% faster").
+    pub words: String,
+    /// Welch's t-test p-value (absent with fewer than two runs a side).
+    pub p_value: Option<f64>,
+    pub verdict: String,
+}
+
+/// Per-step latency side by side (DDP).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StepRow {
+    pub step: String,
+    pub baseline_p50_ms: Option<f64>,
+    pub p50_ms: Option<f64>,
+    pub baseline_p99_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+}
+
+/// One series against the baseline on one workload.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Comparison {
+    pub workload: String,
+    pub kind: String,
+    pub baseline: String,
+    pub series: String,
+    pub baseline_runs: Vec<RunEntry>,
+    pub runs: Vec<RunEntry>,
+    /// Per run: the reports' sentence against the baseline's run of the same number.
+    pub per_run: Vec<String>,
+    /// The same on the means.
+    pub on_means: String,
+    pub metrics: Vec<MetricRow>,
+    pub steps: Vec<StepRow>,
+}
+
+/// The whole comparison, as `--format json` writes it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Report {
+    pub format: String,
+    pub version: u32,
+    pub baseline: String,
+    pub series: Vec<SeriesInfo>,
+    pub skipped: Vec<Skipped>,
+    /// Workloads left out, with the difference that made them incomparable.
+    pub refused: Vec<String>,
+    pub comparisons: Vec<Comparison>,
+    /// HTTP workloads: the ab-style table, one column per series.
+    pub http_tables: Vec<HttpTable>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SeriesInfo {
+    pub name: String,
+    pub source: String,
+    pub runs: usize,
+}
+
+/// The Node-vs-nginx form: one column per series (means over its runs).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HttpTable {
+    pub workload: String,
+    pub columns: Vec<HttpColumn>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HttpColumn {
+    pub series: String,
+    pub runs: usize,
+    pub requests: f64,
+    pub time_taken_s: f64,
+    pub requests_per_s: f64,
+    /// Mean, across all concurrent requests (ab's second "Time per request").
+    pub time_per_request_ms: f64,
+    pub transfer_kbytes_per_s: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub p99_9_ms: f64,
+    pub max_ms: f64,
+}
+
+fn entries(docs: &[&Doc]) -> Vec<RunEntry> {
+    docs.iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let m = d.measures();
+            RunEntry {
+                run: i as u32 + 1,
+                file: None,
+                time_s: m.time_s,
+                cpu_pct: m.cpu_pct,
+                ram_bytes: m.ram_bytes,
+                errors: m.errors as f64,
+                error_rate_pct: m.error_rate_pct,
+                p99_ms: m.p99_ms,
+                mean_ms: m.mean_ms,
+                suspect: m.suspect,
+                interrupted: m.interrupted,
+            }
+        })
+        .collect()
+}
+
+/// "29.21% faster, 49.15% less cpu, 22.50% less ram" for `new` against `base`; CPU and RAM only
+/// when both were watched. `speed` is each side's seconds per unit of work.
+pub fn sentence(base: &RunEntry, new: &RunEntry, base_speed: f64, new_speed: f64) -> String {
+    let mut parts = vec![faster_slower(base_speed, new_speed)];
+    if let (Some(a), Some(b)) = (base.cpu_pct, new.cpu_pct) {
+        parts.push(less_more(a, b, "cpu"));
+    }
+    if let (Some(a), Some(b)) = (base.ram_bytes, new.ram_bytes) {
+        parts.push(less_more(a, b, "ram"));
+    }
+    parts.join(", ")
+}
+
+fn metric(name: &str, a: &[f64], b: &[f64], words: impl Fn(f64, f64) -> String) -> MetricRow {
+    let (bmin, bmax) = stats::range(a);
+    let (min, max) = stats::range(b);
+    let (ma, mb) = (stats::mean(a), stats::mean(b));
+    MetricRow {
+        metric: name.into(),
+        baseline_median: stats::median(a),
+        baseline_min: bmin,
+        baseline_max: bmax,
+        median: stats::median(b),
+        min,
+        max,
+        change_of_means_pct: change_pct(ma, mb),
+        words: words(ma, mb),
+        p_value: stats::welch(a, b).map(|w| w.p),
+        verdict: stats::verdict(a, b),
+    }
+}
+
+fn compare_one(workload: &str, base_name: &str, base: &[&Doc], name: &str, new: &[&Doc]) -> Comparison {
+    let kind = match base.first() {
+        Some(Doc::Http(_)) => "http",
+        _ => "ddp",
+    };
+    let baseline_runs = entries(base);
+    let runs = entries(new);
+    let speed = |d: &[&Doc]| d.iter().map(|d| d.measures().speed_s).collect::<Vec<f64>>();
+    let (bs, ns) = (speed(base), speed(new));
+    let per_run = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| match baseline_runs.get(i) {
+            Some(b) => sentence(b, r, bs[i], ns[i]),
+            None => format!("no baseline run {}", i + 1),
+        })
+        .collect();
+    let (bm, nm) = (RunEntry::mean_of(&baseline_runs), RunEntry::mean_of(&runs));
+    let on_means = match (&bm, &nm) {
+        (Some(b), Some(n)) => sentence(b, n, stats::mean(&bs), stats::mean(&ns)),
+        _ => String::new(),
+    };
+    let mut metrics = Vec::new();
+    if kind == "http" {
+        let rps = |v: &[f64]| v.iter().map(|s| if *s > 0.0 { 1.0 / s } else { 0.0 }).collect::<Vec<f64>>();
+        metrics.push(metric("Requests per second", &rps(&bs), &rps(&ns), |a, b| {
+            faster_slower(if a > 0.0 { 1.0 / a } else { f64::INFINITY }, if b > 0.0 { 1.0 / b } else { f64::INFINITY })
+        }));
+    } else {
+        metrics.push(metric("Time (s)", &bs, &ns, faster_slower));
+    }
+    let col = |rs: &[RunEntry], f: fn(&RunEntry) -> Option<f64>| -> Option<Vec<f64>> {
+        let v: Vec<f64> = rs.iter().filter_map(f).collect();
+        (!v.is_empty() && v.len() == rs.len()).then_some(v)
+    };
+    type Pick = fn(&RunEntry) -> Option<f64>;
+    let optional: [(&str, Pick, &str); 4] = [
+        ("CPU (%)", |r| r.cpu_pct, "cpu"),
+        ("RAM (MB)", |r| r.ram_bytes.map(|b| b / 1e6), "ram"),
+        ("p99 latency (ms)", |r| r.p99_ms, "p99"),
+        ("Mean latency (ms)", |r| r.mean_ms, "mean latency"),
+    ];
+    for (name, pick, word) in optional {
+        if let (Some(a), Some(b)) = (col(&baseline_runs, pick), col(&runs, pick)) {
+            metrics.push(metric(name, &a, &b, |x, y| less_more(x, y, word)));
+        }
+    }
+    let errs = |rs: &[RunEntry]| rs.iter().map(|r| r.error_rate_pct).collect::<Vec<f64>>();
+    metrics.push(metric("Error rate (%)", &errs(&baseline_runs), &errs(&runs), |x, y| {
+        if x == 0.0 && y == 0.0 {
+            "no errors".into()
+        } else {
+            format!("{x:.2}% -> {y:.2}%")
+        }
+    }));
+    Comparison {
+        workload: workload.into(),
+        kind: kind.into(),
+        baseline: base_name.into(),
+        series: name.into(),
+        baseline_runs,
+        runs,
+        per_run,
+        on_means,
+        metrics,
+        steps: step_rows(base, new),
+    }
+}
+
+/// Median over runs of each step's p50 and p99, steps in the baseline's order.
+fn step_rows(base: &[&Doc], new: &[&Doc]) -> Vec<StepRow> {
+    fn per_step(docs: &[&Doc]) -> BTreeMap<String, (Vec<f64>, Vec<f64>)> {
+        let mut out: BTreeMap<String, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+        for d in docs {
+            if let Doc::Ddp(d) = d {
+                for s in d.steps.iter().filter(|s| s.count > 0) {
+                    let e = out.entry(s.name.clone()).or_default();
+                    e.0.push(s.latency.p50_us as f64 / 1000.0);
+                    e.1.push(s.latency.p99_us as f64 / 1000.0);
+                }
+            }
+        }
+        out
+    }
+    let (a, b) = (per_step(base), per_step(new));
+    let mut order: Vec<String> = Vec::new();
+    for d in base.iter().chain(new) {
+        if let Doc::Ddp(d) = d {
+            for s in &d.steps {
+                if !order.contains(&s.name) {
+                    order.push(s.name.clone());
+                }
+            }
+        }
+    }
+    let med = |m: &BTreeMap<String, (Vec<f64>, Vec<f64>)>, k: &str, p99: bool| {
+        m.get(k).map(|(x, y)| stats::median(if p99 { y } else { x }))
+    };
+    order
+        .into_iter()
+        .filter(|k| a.contains_key(k) || b.contains_key(k))
+        .map(|k| StepRow {
+            baseline_p50_ms: med(&a, &k, false),
+            p50_ms: med(&b, &k, false),
+            baseline_p99_ms: med(&a, &k, true),
+            p99_ms: med(&b, &k, true),
+            step: k,
+        })
+        .collect()
+}
+
+fn http_column(series: &str, docs: &[&Doc]) -> Option<HttpColumn> {
+    let docs: Vec<&crate::stats::result::ResultDoc> =
+        docs.iter().filter_map(|d| if let Doc::Http(h) = d { Some(h.as_ref()) } else { None }).collect();
+    if docs.is_empty() {
+        return None;
+    }
+    let avg = |f: &dyn Fn(&crate::stats::result::ResultDoc) -> f64| {
+        stats::mean(&docs.iter().map(|d| f(d)).collect::<Vec<f64>>())
+    };
+    let ms_of = |us: u64| us as f64 / 1000.0;
+    Some(HttpColumn {
+        series: series.into(),
+        runs: docs.len(),
+        requests: avg(&|d| d.summary.responses as f64),
+        time_taken_s: avg(&|d| d.summary.duration_s),
+        requests_per_s: avg(&|d| d.summary.requests_per_s),
+        time_per_request_ms: avg(&|d| {
+            if d.summary.responses > 0 {
+                d.summary.duration_s * 1000.0 / d.summary.responses as f64
+            } else {
+                0.0
+            }
+        }),
+        transfer_kbytes_per_s: avg(&|d| d.summary.bytes_in_per_s / 1024.0),
+        p50_ms: avg(&|d| ms_of(d.summary.latency.p50_us)),
+        p90_ms: avg(&|d| ms_of(d.summary.latency.p90_us)),
+        p99_ms: avg(&|d| ms_of(d.summary.latency.p99_us)),
+        p99_9_ms: avg(&|d| ms_of(d.summary.latency.p99_9_us)),
+        max_ms: avg(&|d| ms_of(d.summary.latency.max_us)),
+    })
+}
+
+/// Builds the report: every workload of the baseline against every other series.
+pub fn build(series: &[Series], baseline: usize, skipped: Vec<Skipped>) -> Report {
+    let base = &series[baseline];
+    let mut workloads: Vec<String> = Vec::new();
+    for (_, d) in &base.runs {
+        if !workloads.contains(&d.workload()) {
+            workloads.push(d.workload());
+        }
+    }
+    let mut refused = Vec::new();
+    let mut comparisons = Vec::new();
+    let mut http_tables = Vec::new();
+    for w in &workloads {
+        let base_runs = runs_of(base, w);
+        let parts = base_runs[0].workload_parts();
+        let mut columns: Vec<HttpColumn> = http_column(&base.name, &base_runs).into_iter().collect();
+        for (i, s) in series.iter().enumerate() {
+            if i == baseline {
+                continue;
+            }
+            let runs = runs_of(s, w);
+            if runs.is_empty() {
+                refused.push(format!("{w}: {} has no runs of it", s.name));
+                continue;
+            }
+            let diff = differences(&parts, &runs[0].workload_parts());
+            if !diff.is_empty() {
+                refused.push(format!(
+                    "{w}: {} ran a different workload than {} ({}); not compared",
+                    s.name,
+                    base.name,
+                    diff.join("; ")
+                ));
+                continue;
+            }
+            // Runs inside a series must agree with each other too.
+            let (same, odd): (Vec<&Doc>, Vec<&Doc>) =
+                runs.into_iter().partition(|d| differences(&parts, &d.workload_parts()).is_empty());
+            for d in odd {
+                refused.push(format!(
+                    "{w}: a run of {} started {} differs from the rest ({}); left out",
+                    s.name,
+                    d.started_at(),
+                    differences(&parts, &d.workload_parts()).join("; ")
+                ));
+            }
+            columns.extend(http_column(&s.name, &same));
+            comparisons.push(compare_one(w, &base.name, &base_runs, &s.name, &same));
+        }
+        if columns.len() > 1 {
+            http_tables.push(HttpTable { workload: w.clone(), columns });
+        }
+    }
+    for s in series.iter().filter(|s| s.name != base.name) {
+        for (_, d) in &s.runs {
+            let w = d.workload();
+            if !workloads.contains(&w) && !refused.iter().any(|r| r.starts_with(&format!("{w}: {}", s.name))) {
+                refused.push(format!("{w}: {} has runs of it, the baseline {} has none", s.name, base.name));
+            }
+        }
+    }
+    Report {
+        format: "bolide.comparison".into(),
+        version: 1,
+        baseline: base.name.clone(),
+        series: series
+            .iter()
+            .map(|s| SeriesInfo { name: s.name.clone(), source: s.source.display().to_string(), runs: s.runs.len() })
+            .collect(),
+        skipped,
+        refused,
+        comparisons,
+        http_tables,
+    }
+}
+
+fn fmt_metric(metric: &str, v: f64) -> String {
+    if metric.starts_with("Time") {
+        meteor_time(v)
+    } else if metric.starts_with("CPU") {
+        meteor_cpu(v)
+    } else if metric.starts_with("RAM") {
+        meteor_bytes(v * 1e6)
+    } else if metric.contains("latency") {
+        ms(v)
+    } else if metric.starts_with("Error") {
+        format!("{v:.2}%")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// The report as text: Markdown headings for `md`, plain titles for `term`.
+pub fn render(r: &Report, md: bool, watched: &str) -> String {
+    let h =
+        |level: usize, text: &str| if md { format!("{} {text}\n\n", "#".repeat(level)) } else { format!("{text}\n\n") };
+    let mut out = String::new();
+    let mut shown_baselines: Vec<String> = Vec::new();
+    for t in &r.http_tables {
+        out.push_str(&h(2, &format!("{} (ab's figures, mean over each series' runs)", t.workload)));
+        let mut header = vec!["Result".to_string()];
+        header.extend(t.columns.iter().map(|c| {
+            if c.runs == 1 {
+                c.series.clone()
+            } else {
+                format!("{} ({} runs)", c.series, c.runs)
+            }
+        }));
+        let hdr: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut tab = Table::new(&hdr).right(&(1..header.len()).collect::<Vec<_>>());
+        type Cell = fn(&HttpColumn) -> String;
+        let rows: [(&str, Cell); 10] = [
+            ("Requests", |c| format!("{:.0}", c.requests)),
+            ("Time taken (s)", |c| format!("{:.3}", c.time_taken_s)),
+            ("Requests per second", |c| format!("{:.2}", c.requests_per_s)),
+            ("Time per request (ms) (mean, across all concurrent requests)", |c| {
+                format!("{:.3}", c.time_per_request_ms)
+            }),
+            ("Transfer rate (Kbytes/sec)", |c| format!("{:.2}", c.transfer_kbytes_per_s)),
+            ("Latency p50 (ms)", |c| format!("{:.3}", c.p50_ms)),
+            ("Latency p90 (ms)", |c| format!("{:.3}", c.p90_ms)),
+            ("Latency p99 (ms)", |c| format!("{:.3}", c.p99_ms)),
+            ("Latency p99.9 (ms)", |c| format!("{:.3}", c.p99_9_ms)),
+            ("Latency max (ms)", |c| format!("{:.3}", c.max_ms)),
+        ];
+        for (name, cell) in rows {
+            let mut row = vec![name.to_string()];
+            row.extend(t.columns.iter().map(cell));
+            tab.row(row);
+        }
+        out.push_str(&tab.markdown());
+        out.push('\n');
+    }
+    for c in &r.comparisons {
+        if !shown_baselines.contains(&c.workload) {
+            shown_baselines.push(c.workload.clone());
+            out.push_str(&h(2, &c.workload));
+            out.push_str(&h(3, &c.baseline));
+            let mean = RunEntry::mean_of(&c.baseline_runs);
+            out.push_str(&runs_table(&c.baseline_runs, mean.as_ref(), None).markdown());
+            out.push('\n');
+        }
+        out.push_str(&h(3, &c.series));
+        let mean = RunEntry::mean_of(&c.runs);
+        let mut extra = c.per_run.clone();
+        extra.push(c.on_means.clone());
+        let title = format!("Comparison with {}", c.baseline);
+        out.push_str(&runs_table(&c.runs, mean.as_ref(), Some((&title, extra))).markdown());
+        out.push('\n');
+        out.push_str(&format!("{} against {}: median (range) of each metric over the runs, and whether the difference stands out from run-to-run noise.\n\n", c.series, c.baseline));
+        let b_head = format!("{} median (range)", c.baseline);
+        let n_head = format!("{} median (range)", c.series);
+        let mut tab = Table::new(&["Metric", &b_head, &n_head, "Change (means)", "Significance"]);
+        for m in &c.metrics {
+            let f = |v: f64| fmt_metric(&m.metric, v);
+            let spread = |med: f64, lo: f64, hi: f64| {
+                if lo == hi {
+                    f(med)
+                } else {
+                    format!("{} ({} to {})", f(med), f(lo), f(hi))
+                }
+            };
+            let name = m.metric.split(" (").next().unwrap_or(&m.metric).to_string();
+            tab.row(vec![
+                name,
+                spread(m.baseline_median, m.baseline_min, m.baseline_max),
+                spread(m.median, m.min, m.max),
+                m.words.clone(),
+                m.verdict.clone(),
+            ]);
+        }
+        out.push_str(&tab.markdown());
+        out.push('\n');
+        if !c.steps.is_empty() {
+            out.push_str("Per-step latency (median over the runs of each run's p50 and p99):\n\n");
+            let heads = [
+                "Step".to_string(),
+                format!("{} p50", c.baseline),
+                format!("{} p50", c.series),
+                format!("{} p99", c.baseline),
+                format!("{} p99", c.series),
+                "p99 change".to_string(),
+            ];
+            let hr: Vec<&str> = heads.iter().map(String::as_str).collect();
+            let mut tab = Table::new(&hr).right(&[1, 2, 3, 4]);
+            let o = |v: Option<f64>| v.map(ms).unwrap_or_else(|| "n/a".into());
+            for s in &c.steps {
+                let change = match (s.baseline_p99_ms, s.p99_ms) {
+                    (Some(a), Some(b)) => less_more(a, b, "p99").replace(" p99", ""),
+                    _ => "n/a".into(),
+                };
+                tab.row(vec![
+                    s.step.clone(),
+                    o(s.baseline_p50_ms),
+                    o(s.p50_ms),
+                    o(s.baseline_p99_ms),
+                    o(s.p99_ms),
+                    change,
+                ]);
+            }
+            out.push_str(&tab.markdown());
+            out.push('\n');
+        }
+        let mut all = c.baseline_runs.clone();
+        all.extend(c.runs.iter().cloned());
+        out.push_str(&table_notes(&all, watched));
+        out.push('\n');
+    }
+    if !r.refused.is_empty() {
+        out.push_str(&h(2, "Not compared"));
+        for x in &r.refused {
+            out.push_str(&format!("- {x}\n"));
+        }
+        out.push('\n');
+    }
+    if !r.skipped.is_empty() {
+        out.push_str(&h(2, "Skipped files"));
+        for s in &r.skipped {
+            out.push_str(&format!("- {}: {}\n", s.file, s.reason));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// `bolide compare`.
+pub fn compare(args: &crate::cli::CompareArgs, io: &mut crate::app::Io) -> i32 {
+    use crate::app::exit;
+    let mut skipped = Vec::new();
+    let mut series: Vec<Series> = Vec::new();
+    for input in &args.inputs {
+        match load_series(input, &mut skipped) {
+            Ok(s) if s.runs.is_empty() => {
+                let _ = writeln!(io.err, "warning: {}: no usable result documents", input.display());
+            }
+            Ok(mut s) => {
+                if series.iter().any(|x| x.name == s.name) {
+                    s.name = format!("{} ({})", s.name, input.display());
+                }
+                series.push(s);
+            }
+            Err(e) => {
+                let _ = writeln!(io.err, "error: {e}");
+                return exit::USAGE;
+            }
+        }
+    }
+    for s in &skipped {
+        let _ = writeln!(io.err, "skipped {}: {}", s.file, s.reason);
+    }
+    if series.len() < 2 {
+        let _ = writeln!(
+            io.err,
+            "error: compare needs two series with results (got {}); give bench directories or result files",
+            series.len()
+        );
+        return exit::USAGE;
+    }
+    let baseline = match &args.baseline {
+        None => 0,
+        Some(b) => match series.iter().position(|s| &s.name == b || s.source == Path::new(b)) {
+            Some(i) => i,
+            None => {
+                let names: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
+                let _ = writeln!(io.err, "error: --baseline {b:?} is none of the series: {}", names.join(", "));
+                return exit::USAGE;
+            }
+        },
+    };
+    let report = build(&series, baseline, skipped);
+    let watched = series[baseline].runs.first().map(|(_, d)| watched_names(d)).unwrap_or_default();
+    match args.format {
+        Format::Json => {
+            let text = serde_json::to_string_pretty(&report).unwrap_or_default();
+            let _ = writeln!(io.out, "{text}");
+        }
+        Format::Md | Format::Term => {
+            let _ = write!(io.out, "{}", render(&report, args.format == Format::Md, &watched));
+        }
+    }
+    if report.comparisons.is_empty() {
+        for x in &report.refused {
+            let _ = writeln!(io.err, "not compared: {x}");
+        }
+        let _ = writeln!(io.err, "error: nothing comparable between the series");
+        return exit::USAGE;
+    }
+    exit::OK
+}

@@ -1,0 +1,397 @@
+//! Benchmark runs built from single runs: `bench` (the same workload N times), `compare` (series
+//! against a baseline, with statistics) and `capacity` (rising levels until the server fails).
+//! They read and write the same result documents as `bolide http` and `bolide run`.
+
+pub mod capacity;
+pub mod compare;
+pub mod stats;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::app::{exit, Io, Outcome};
+use crate::engine::vu::DdpPlan;
+use crate::plan::HttpPlan;
+use crate::report::table::{meteor_bytes, meteor_cpu, meteor_time, ms, Table};
+use crate::stats::doc::{Doc, Measures};
+
+/// A validated workload of either kind.
+#[derive(Debug, Clone)]
+pub enum Workload {
+    Http(Box<HttpPlan>),
+    Ddp(Box<DdpPlan>),
+}
+
+impl Workload {
+    pub fn http(args: &crate::cli::HttpArgs) -> Result<Workload, String> {
+        crate::plan::http_plan(args).map(|p| Workload::Http(Box::new(p))).map_err(|e| e.to_string())
+    }
+
+    pub fn ddp(args: &crate::cli::RunArgs) -> Result<Workload, String> {
+        crate::plan::run_plan(args).map(|p| Workload::Ddp(Box::new(p))).map_err(|e| e.to_string())
+    }
+
+    /// A short name for files and tables: the scenario, or `http`.
+    pub fn slug(&self) -> String {
+        match self {
+            Workload::Http(_) => "http".into(),
+            Workload::Ddp(p) => crate::stats::doc::scenario_name(&p.source),
+        }
+    }
+
+    /// Where the result document goes, under which label, and whether the run prints its summary.
+    pub fn set_output(&mut self, json: Option<PathBuf>, label: Option<String>, quiet: bool) {
+        match self {
+            Workload::Http(p) => {
+                p.json = json;
+                p.label = label;
+                p.quiet = quiet;
+            }
+            Workload::Ddp(p) => {
+                p.json = json;
+                p.label = label;
+                p.quiet = quiet;
+            }
+        }
+    }
+
+    /// Runs it once.
+    pub fn execute(&self, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> Outcome {
+        match self {
+            Workload::Http(p) => crate::app::run_http_plan(p, command_line, io, cancel),
+            Workload::Ddp(p) => crate::app::run_ddp_plan(p, command_line, io, cancel),
+        }
+    }
+}
+
+/// Reads a pause that may be zero (`0`, `10s`).
+pub fn parse_pause(flag: &str, text: &str) -> Result<Duration, String> {
+    if text.trim().parse::<f64>() == Ok(0.0) {
+        return Ok(Duration::ZERO);
+    }
+    crate::plan::parse_duration(flag, text)
+}
+
+/// Sleeps `d` unless stopped first; false when stopped.
+pub fn pause(d: Duration, cancel: &CancellationToken) -> bool {
+    let until = Instant::now() + d;
+    while Instant::now() < until {
+        if cancel.is_cancelled() {
+            return false;
+        }
+        std::thread::sleep((until - Instant::now()).min(Duration::from_millis(50)));
+    }
+    !cancel.is_cancelled()
+}
+
+/// Value of the `format` field of a bench summary.
+pub const SUMMARY_FORMAT: &str = "bolide.bench";
+
+/// The summary `bench` writes beside the runs' result documents.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BenchSummary {
+    pub format: String,
+    pub version: u32,
+    pub label: String,
+    pub workload: String,
+    pub command_line: Vec<String>,
+    pub runs_planned: u32,
+    /// True when Ctrl-C ended the series early.
+    pub interrupted: bool,
+    pub runs: Vec<RunEntry>,
+    /// Means over the runs (absent when none finished).
+    pub mean: Option<RunEntry>,
+}
+
+/// One run in a bench summary (or the means, with `run` 0 and no file).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunEntry {
+    pub run: u32,
+    pub file: Option<String>,
+    pub time_s: f64,
+    pub cpu_pct: Option<f64>,
+    pub ram_bytes: Option<f64>,
+    pub errors: f64,
+    pub error_rate_pct: f64,
+    pub p99_ms: Option<f64>,
+    pub mean_ms: Option<f64>,
+    pub suspect: Option<String>,
+    pub interrupted: bool,
+}
+
+impl RunEntry {
+    fn of(run: u32, file: Option<String>, m: &Measures) -> RunEntry {
+        RunEntry {
+            run,
+            file,
+            time_s: m.time_s,
+            cpu_pct: m.cpu_pct,
+            ram_bytes: m.ram_bytes,
+            errors: m.errors as f64,
+            error_rate_pct: m.error_rate_pct,
+            p99_ms: m.p99_ms,
+            mean_ms: m.mean_ms,
+            suspect: m.suspect.clone(),
+            interrupted: m.interrupted,
+        }
+    }
+
+    /// The means of `runs` (None when empty).
+    pub fn mean_of(runs: &[RunEntry]) -> Option<RunEntry> {
+        if runs.is_empty() {
+            return None;
+        }
+        let avg = |f: &dyn Fn(&RunEntry) -> f64| stats::mean(&runs.iter().map(f).collect::<Vec<_>>());
+        let opt = |f: &dyn Fn(&RunEntry) -> Option<f64>| {
+            let v: Vec<f64> = runs.iter().filter_map(f).collect();
+            (v.len() == runs.len()).then(|| stats::mean(&v))
+        };
+        Some(RunEntry {
+            run: 0,
+            file: None,
+            time_s: avg(&|r| r.time_s),
+            cpu_pct: opt(&|r| r.cpu_pct),
+            ram_bytes: opt(&|r| r.ram_bytes),
+            errors: avg(&|r| r.errors),
+            error_rate_pct: avg(&|r| r.error_rate_pct),
+            p99_ms: opt(&|r| r.p99_ms),
+            mean_ms: opt(&|r| r.mean_ms),
+            suspect: None,
+            interrupted: runs.iter().any(|r| r.interrupted),
+        })
+    }
+}
+
+/// The Meteor reports' table, `# Run | Time | CPU | RAM`, with errors, p99 and mean latency per
+/// run, and a Mean row. `compare` adds a last column (`extra`, one cell per row, Mean included).
+pub fn runs_table(runs: &[RunEntry], mean: Option<&RunEntry>, extra: Option<(&str, Vec<String>)>) -> Table {
+    let mut header = vec!["# Run", "Time", "CPU", "RAM", "Errors", "p99", "Mean latency"];
+    if let Some((title, _)) = &extra {
+        header.push(title);
+    }
+    let mut t = Table::new(&header).right(&[4]);
+    let na = || "n/a".to_string();
+    let cells = |name: String, r: &RunEntry| {
+        let errors = if r.errors.fract() == 0.0 { format!("{}", r.errors) } else { format!("{:.1}", r.errors) };
+        vec![
+            name,
+            meteor_time(r.time_s),
+            r.cpu_pct.map(meteor_cpu).unwrap_or_else(na),
+            r.ram_bytes.map(meteor_bytes).unwrap_or_else(na),
+            errors,
+            r.p99_ms.map(ms).unwrap_or_else(na),
+            r.mean_ms.map(ms).unwrap_or_else(na),
+        ]
+    };
+    let mut extra_cells = extra.map(|(_, c)| c.into_iter());
+    for r in runs {
+        let mut name = r.run.to_string();
+        if r.suspect.is_some() {
+            name.push_str(" (suspect)");
+        }
+        if r.interrupted {
+            name.push_str(" (interrupted)");
+        }
+        let mut row = cells(name, r);
+        if let Some(e) = extra_cells.as_mut() {
+            row.push(e.next().unwrap_or_default());
+        }
+        t.row(row);
+    }
+    if let (Some(m), true) = (mean, runs.len() > 1) {
+        let mut row = cells("Mean".into(), m);
+        if let Some(e) = extra_cells.as_mut() {
+            row.push(e.next().unwrap_or_default());
+        }
+        t.row(row);
+    }
+    t
+}
+
+/// Notes under a runs table: what CPU and RAM are, and which runs are suspect and why.
+pub fn table_notes(runs: &[RunEntry], watched: &str) -> String {
+    let mut out = String::new();
+    if runs.iter().all(|r| r.cpu_pct.is_none()) {
+        out.push_str("CPU and RAM: n/a (no server watched; use --spawn or --monitor NAME=:PORT).\n");
+    } else {
+        out.push_str(&format!(
+            "CPU: average over the run, percent of one core; RAM: average resident memory ({watched}).\n"
+        ));
+    }
+    for r in runs.iter().filter(|r| r.suspect.is_some()) {
+        out.push_str(&format!("Run {} is suspect: {}.\n", r.run, r.suspect.as_deref().unwrap_or_default()));
+    }
+    out
+}
+
+/// The names of the watched processes of a document, for table notes.
+pub fn watched_names(doc: &Doc) -> String {
+    let names: Vec<&str> = doc.monitor().iter().map(|m| m.name.as_str()).collect();
+    match names.len() {
+        0 => "nothing watched".into(),
+        1 => format!("{} and its descendants", names[0]),
+        _ => format!("sum of {}", names.join(", ")),
+    }
+}
+
+/// The default label: the start time.
+pub fn default_label() -> String {
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    // 2026-11-21T10:15:00Z -> run-20261121-101500
+    let digits: String = now.chars().filter(|c| c.is_ascii_digit()).collect();
+    format!("run-{}-{}", &digits[..8], &digits[8..14])
+}
+
+/// `bolide bench`: the workload `opts.runs` times, documents and a summary into the out
+/// directory, the Meteor table on stdout. Ctrl-C keeps (and reports) the runs already done.
+pub fn bench(
+    mut workload: Workload,
+    opts: &crate::cli::BenchOpts,
+    command_line: Vec<String>,
+    io: &mut Io,
+    cancel: &CancellationToken,
+) -> i32 {
+    let mut problems = Vec::new();
+    if opts.runs == 0 {
+        problems.push("--runs must be at least 1".to_string());
+    }
+    let cooldown = parse_pause("--cooldown", &opts.cooldown).map_err(|e| problems.push(e)).unwrap_or_default();
+    let label = opts.label.clone().unwrap_or_else(default_label);
+    if label.trim().is_empty() || label.contains(['/', '\\']) {
+        problems.push(format!("--label {label:?} must be a plain name (no slashes)"));
+    }
+    let dir = opts.out.clone().unwrap_or_else(|| Path::new("bolide-results").join(&label));
+    let slug = workload.slug();
+    let gnuplot = match &workload {
+        Workload::Http(p) => p.gnuplot.is_some(),
+        Workload::Ddp(_) => false,
+    };
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        problems.push(format!("--out {}: cannot create it: {e}", dir.display()));
+    } else if let Some(existing) = (1..=opts.runs.max(1))
+        .map(|i| dir.join(format!("{slug}-{i}.json")))
+        .chain([dir.join(format!("{slug}-summary.json"))])
+        .find(|p| p.exists())
+    {
+        problems.push(format!(
+            "--out {} already holds runs of {slug} ({}); use another --out or --label, or move them away",
+            dir.display(),
+            existing.display()
+        ));
+    } else if let Err(e) = crate::files::check_writable(&dir.join(format!("{slug}-summary.json"))) {
+        problems.push(format!("--out: {e}"));
+    }
+    if !problems.is_empty() {
+        for p in problems {
+            let _ = writeln!(io.err, "error: {p}");
+        }
+        return exit::USAGE;
+    }
+    let _ = writeln!(
+        io.out,
+        "bolide bench: {slug}, {} run{} labelled {label:?}, into {}\n",
+        opts.runs,
+        if opts.runs == 1 { "" } else { "s" },
+        dir.display()
+    );
+    let mut runs = Vec::new();
+    let mut watched = String::new();
+    let mut code = exit::OK;
+    for i in 1..=opts.runs {
+        if i > 1 && !cooldown.is_zero() {
+            let _ = writeln!(io.out, "  cooling down for {}", humantime::format_duration(cooldown));
+            if !pause(cooldown, cancel) {
+                break;
+            }
+        }
+        if cancel.is_cancelled() {
+            break;
+        }
+        let file = dir.join(format!("{slug}-{i}.json"));
+        workload.set_output(Some(file.clone()), Some(label.clone()), true);
+        if let (true, Workload::Http(p)) = (gnuplot, &mut workload) {
+            p.gnuplot = Some(dir.join(format!("{slug}-{i}.tsv")));
+        }
+        let outcome = workload.execute(command_line.clone(), io, cancel);
+        let Some(doc) = outcome.doc else {
+            let _ = writeln!(io.err, "error: run {i} of {} could not complete; the series stops here", opts.runs);
+            code = exit::RUN;
+            break;
+        };
+        if outcome.code != exit::OK {
+            code = code.max(outcome.code);
+        }
+        let m = doc.measures();
+        watched = watched_names(&doc);
+        let entry = RunEntry::of(i, Some(file.file_name().unwrap_or_default().to_string_lossy().into_owned()), &m);
+        let _ = writeln!(io.out, "  run {i}/{}: {}", opts.runs, run_line(&entry));
+        runs.push(entry);
+    }
+    let interrupted = cancel.is_cancelled();
+    let summary = BenchSummary {
+        format: SUMMARY_FORMAT.into(),
+        version: 1,
+        label: label.clone(),
+        workload: slug.clone(),
+        command_line,
+        runs_planned: opts.runs,
+        interrupted,
+        mean: RunEntry::mean_of(&runs),
+        runs,
+    };
+    let _ = writeln!(io.out);
+    if interrupted {
+        let _ = writeln!(
+            io.out,
+            "Interrupted: {} of {} runs finished; they are kept and reported.\n",
+            summary.runs.len(),
+            opts.runs
+        );
+    }
+    if summary.runs.is_empty() {
+        let _ = writeln!(io.out, "No run finished; nothing to report.");
+        return if code == exit::OK { exit::RUN } else { code };
+    }
+    let _ = writeln!(io.out, "{label} ({slug})\n");
+    let _ = write!(io.out, "{}", runs_table(&summary.runs, summary.mean.as_ref(), None).markdown());
+    let _ = write!(io.out, "\n{}", table_notes(&summary.runs, &watched));
+    let summary_path = dir.join(format!("{slug}-summary.json"));
+    let written = crate::files::write_atomically(&summary_path, |w| {
+        serde_json::to_writer_pretty(&mut *w, &summary).map_err(std::io::Error::other)?;
+        w.write_all(b"\n")
+    });
+    match written {
+        Ok(()) => {
+            let _ = writeln!(io.out, "\nResult documents and summary: {}", dir.display());
+            let _ = writeln!(io.out, "Compare with another series: bolide compare {} OTHER_DIR", dir.display());
+        }
+        Err(e) => {
+            let _ = writeln!(io.err, "error: cannot write {}: {e}", summary_path.display());
+            code = exit::RUN;
+        }
+    }
+    code
+}
+
+/// One run in one line: `2 minutes 6 seconds, CPU 43.67%, RAM 451 MB, 0 errors, p99 12.0 ms`.
+pub fn run_line(r: &RunEntry) -> String {
+    let mut s = meteor_time(r.time_s);
+    if let (Some(c), Some(m)) = (r.cpu_pct, r.ram_bytes) {
+        s.push_str(&format!(", CPU {}, RAM {}", meteor_cpu(c), meteor_bytes(m)));
+    }
+    s.push_str(&format!(", {} errors", r.errors));
+    if let Some(p) = r.p99_ms {
+        s.push_str(&format!(", p99 {}", ms(p)));
+    }
+    if r.interrupted {
+        s.push_str(" (interrupted)");
+    }
+    if r.suspect.is_some() {
+        s.push_str(" (suspect: see below)");
+    }
+    s
+}

@@ -1,0 +1,241 @@
+//! Statistics for comparing runs: medians, spreads, and Welch's t-test, so that a difference
+//! between two versions is called significant only when it stands out from run-to-run noise.
+
+/// Arithmetic mean (0 for no values).
+pub fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// Median (0 for no values).
+pub fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => s[n / 2],
+        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+    }
+}
+
+/// Sample variance (n - 1 in the denominator; 0 for fewer than two values).
+pub fn variance(v: &[f64]) -> f64 {
+    if v.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(v);
+    v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64
+}
+
+/// (smallest, largest).
+pub fn range(v: &[f64]) -> (f64, f64) {
+    v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(*x), hi.max(*x)))
+}
+
+/// Natural log of the gamma function (Lanczos approximation, g = 7, nine terms; about 15
+/// significant digits for positive arguments).
+fn ln_gamma(x: f64) -> f64 {
+    const C: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Reflection: Γ(x)Γ(1-x) = π / sin(πx).
+        return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut sum = C[0];
+    for (i, c) in C.iter().enumerate().skip(1) {
+        sum += c / (x + i as f64);
+    }
+    let t = x + 7.5;
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + sum.ln()
+}
+
+/// The continued fraction of the incomplete beta function, evaluated by the modified Lentz
+/// method; converges quickly for x < (a + 1) / (a + b + 2).
+fn beta_fraction(a: f64, b: f64, x: f64) -> f64 {
+    const TINY: f64 = 1e-300;
+    let mut c = 1.0;
+    let mut d = 1.0 - (a + b) * x / (a + 1.0);
+    if d.abs() < TINY {
+        d = TINY;
+    }
+    d = 1.0 / d;
+    let mut h = d;
+    for m in 1..=300 {
+        let m = m as f64;
+        // The even step, then the odd step, of the fraction's terms.
+        for num in [
+            m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0)),
+        ] {
+            d = 1.0 + num * d;
+            if d.abs() < TINY {
+                d = TINY;
+            }
+            c = 1.0 + num / c;
+            if c.abs() < TINY {
+                c = TINY;
+            }
+            d = 1.0 / d;
+            h *= d * c;
+        }
+        if (d * c - 1.0).abs() < 1e-15 {
+            break;
+        }
+    }
+    h
+}
+
+/// The regularized incomplete beta function I_x(a, b).
+pub fn incomplete_beta(a: f64, b: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let front = (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
+    if x < (a + 1.0) / (a + b + 2.0) {
+        front * beta_fraction(a, b, x) / a
+    } else {
+        1.0 - front * beta_fraction(b, a, 1.0 - x) / b
+    }
+}
+
+/// Two-sided p-value of Student's t with `df` degrees of freedom.
+pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
+    if !t.is_finite() {
+        return 0.0;
+    }
+    incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+}
+
+/// Welch's t-test of two samples.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Welch {
+    pub t: f64,
+    pub df: f64,
+    /// Two-sided p-value.
+    pub p: f64,
+}
+
+/// Welch's unequal-variances t-test; None with fewer than two values on a side.
+pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let (va, vb) = (variance(a) / na, variance(b) / nb);
+    let diff = mean(b) - mean(a);
+    let se2 = va + vb;
+    if se2 == 0.0 {
+        // No spread on either side: any difference is exact, none is none.
+        let p = if diff == 0.0 { 1.0 } else { 0.0 };
+        return Some(Welch { t: if diff == 0.0 { 0.0 } else { f64::INFINITY }, df: na + nb - 2.0, p });
+    }
+    let t = diff / se2.sqrt();
+    let df = se2 * se2 / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
+    Some(Welch { t, df, p: t_two_sided_p(t, df) })
+}
+
+/// Below this p-value a difference is called significant.
+pub const ALPHA: f64 = 0.05;
+
+/// Whether the difference between `a` and `b` stands out from run-to-run noise, in plain words.
+pub fn verdict(a: &[f64], b: &[f64]) -> String {
+    let runs = match (a.len(), b.len()) {
+        (1, 1) => "1 run each".to_string(),
+        (x, y) if x == y => format!("{x} runs"),
+        (x, y) => format!("{x} vs {y} runs"),
+    };
+    match welch(a, b) {
+        None => format!("cannot tell from noise with {runs} (needs 2 or more on each side)"),
+        Some(w) if w.p < ALPHA => format!("significant (p = {}, Welch's t-test, {runs})", p_text(w.p)),
+        Some(w) => format!("not significant with {runs} (p = {}): within run-to-run noise", p_text(w.p)),
+    }
+}
+
+fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "< 0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn basics() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(mean(&[1.0, 2.0, 3.0, 4.0]), 2.5);
+        assert!(close(variance(&[1.0, 2.0, 3.0, 4.0, 5.0]), 2.5, 1e-12));
+        assert_eq!(range(&[2.0, -1.0, 7.0]), (-1.0, 7.0));
+        // Γ(5) = 24, Γ(0.5) = √π.
+        assert!(close(ln_gamma(5.0), 24f64.ln(), 1e-12));
+        assert!(close(ln_gamma(0.5), std::f64::consts::PI.sqrt().ln(), 1e-12));
+    }
+
+    #[test]
+    fn t_distribution_against_closed_forms() {
+        // df = 1 is the Cauchy distribution: P(|T| > 1) = 1/2; P(|T| > t) = 1 - 2 atan(t) / π.
+        assert!(close(t_two_sided_p(1.0, 1.0), 0.5, 1e-12));
+        assert!(close(t_two_sided_p(3.0, 1.0), 1.0 - 2.0 * 3f64.atan() / std::f64::consts::PI, 1e-12));
+        // df = 2: P(|T| > t) = 1 - t / sqrt(t² + 2).
+        for t in [0.5, 2.0, 10.0] {
+            assert!(close(t_two_sided_p(t, 2.0), 1.0 - t / (t * t + 2.0).sqrt(), 1e-12), "{t}");
+        }
+        // Large df tends to the normal: P(|Z| > 1.959964) = 0.05.
+        assert!(close(t_two_sided_p(1.959_964, 1e7), 0.05, 1e-5));
+        assert_eq!(t_two_sided_p(0.0, 5.0), 1.0);
+    }
+
+    #[test]
+    fn welch_on_samples_with_known_answers() {
+        // Equal variances and sizes: Welch equals Student, t = -5, df = 8, p = 0.001053.
+        let w = welch(&[1.0, 2.0, 3.0, 4.0, 5.0], &[6.0, 7.0, 8.0, 9.0, 10.0]).unwrap();
+        assert!(close(w.t, 5.0, 1e-12) && close(w.df, 8.0, 1e-12), "{w:?}");
+        assert!(close(w.p, 0.001_052_825, 2e-6), "{w:?}");
+        // Unequal variances: df by the Welch–Satterthwaite formula. a: mean 2, var 1 (n 3);
+        // b: mean 6, var 16 (n 3): se² = 17/3, t = 4 / sqrt(17/3), df = (17/3)² / ((1/3)²/2 + (16/3)²/2).
+        let w = welch(&[1.0, 2.0, 3.0], &[2.0, 6.0, 10.0]).unwrap();
+        let df = (17.0f64 / 3.0).powi(2) / ((1.0f64 / 3.0).powi(2) / 2.0 + (16.0f64 / 3.0).powi(2) / 2.0);
+        assert!(close(w.df, df, 1e-9) && close(w.t, 4.0 / (17.0f64 / 3.0).sqrt(), 1e-12), "{w:?}");
+        // p from numerical integration of the t density: 0.22095.
+        assert!(close(w.p, 0.220_95, 1e-3), "{w:?}");
+        assert!(welch(&[1.0], &[2.0, 3.0]).is_none());
+        assert_eq!(welch(&[5.0, 5.0], &[5.0, 5.0]).unwrap().p, 1.0);
+        assert_eq!(welch(&[5.0, 5.0], &[6.0, 6.0]).unwrap().p, 0.0);
+    }
+
+    #[test]
+    fn verdicts_in_plain_words() {
+        // The Meteor reports' reactive times: 2.16 vs 3.1.1, three runs each, clearly apart.
+        let v = verdict(&[178.0, 176.0, 178.0], &[126.0, 124.0, 134.0]);
+        assert!(v.starts_with("significant (p = "), "{v}");
+        // Overlapping noise.
+        let v = verdict(&[10.0, 12.0, 11.0], &[11.0, 10.5, 12.5]);
+        assert!(v.starts_with("not significant with 3 runs"), "{v}");
+        assert!(verdict(&[1.0], &[2.0]).contains("cannot tell from noise with 1 run each"));
+        assert!(verdict(&[1.0, 2.0], &[2.0, 3.0, 4.0]).contains("2 vs 3 runs"));
+    }
+}

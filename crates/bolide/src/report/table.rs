@@ -1,0 +1,182 @@
+//! Tables as the Meteor reports print them: Markdown with padded columns, readable as they are in
+//! a terminal and pasted as they are into a report; and the reports' ways of writing a time, a
+//! CPU share and an amount of memory.
+
+/// A table: a header row and rows of cells; columns after the first are right-aligned when
+/// `numeric` says so.
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    pub numeric: Vec<bool>,
+}
+
+impl Table {
+    pub fn new(header: &[&str]) -> Table {
+        Table { header: header.iter().map(|h| h.to_string()).collect(), rows: Vec::new(), numeric: Vec::new() }
+    }
+
+    /// Marks columns (by index) as right-aligned.
+    pub fn right(mut self, columns: &[usize]) -> Table {
+        self.numeric = (0..self.header.len()).map(|i| columns.contains(&i)).collect();
+        self
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    /// Markdown, every column padded to its widest cell.
+    pub fn markdown(&self) -> String {
+        let n = self.header.len();
+        let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count().max(3)).collect();
+        for r in &self.rows {
+            for (i, c) in r.iter().enumerate().take(n) {
+                widths[i] = widths[i].max(c.chars().count());
+            }
+        }
+        let right = |i: usize| self.numeric.get(i).copied().unwrap_or(false);
+        let line = |cells: &[String]| {
+            let mut s = String::from("|");
+            for (i, w) in widths.iter().enumerate() {
+                let c = cells.get(i).map(String::as_str).unwrap_or("");
+                let pad = w - c.chars().count();
+                if right(i) {
+                    s.push_str(&format!(" {}{c} |", " ".repeat(pad)));
+                } else {
+                    s.push_str(&format!(" {c}{} |", " ".repeat(pad)));
+                }
+            }
+            s.push('\n');
+            s
+        };
+        let mut out = line(&self.header);
+        out.push('|');
+        for (i, w) in widths.iter().enumerate() {
+            if right(i) {
+                out.push_str(&format!(" {}: |", "-".repeat(w - 1)));
+            } else {
+                out.push_str(&format!(" {} |", "-".repeat(*w)));
+            }
+        }
+        out.push('\n');
+        for r in &self.rows {
+            out.push_str(&line(r));
+        }
+        out
+    }
+}
+
+/// A duration as the reports write it: `2 minutes 6 seconds`, `1 minute 50 seconds`, `45 seconds`.
+pub fn meteor_time(secs: f64) -> String {
+    let s = secs.round().max(0.0) as u64;
+    let plural = |n: u64, unit: &str| if n == 1 { format!("1 {unit}") } else { format!("{n} {unit}s") };
+    match (s / 60, s % 60) {
+        (0, sec) => plural(sec, "second"),
+        (min, 0) => plural(min, "minute"),
+        (min, sec) => format!("{} {}", plural(min, "minute"), plural(sec, "second")),
+    }
+}
+
+/// A CPU share as the reports write it: `43.67%`.
+pub fn meteor_cpu(pct: f64) -> String {
+    format!("{pct:.2}%")
+}
+
+/// Memory as the reports write it (decimal units, three significant digits): `451 MB`, `1.1 GB`.
+pub fn meteor_bytes(bytes: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
+    if bytes < 1.0 {
+        return "0 B".into();
+    }
+    let exp = ((bytes.log10() / 3.0).floor() as usize).min(UNITS.len() - 1);
+    let v = bytes / 1000f64.powi(exp as i32);
+    // Three significant digits, trailing zeros dropped.
+    let digits = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    let text = format!("{v:.digits$}");
+    let text = if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_string() } else { text };
+    format!("{text} {}", UNITS[exp])
+}
+
+/// A latency in milliseconds, with sensible precision.
+pub fn ms(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0} ms")
+    } else if v >= 10.0 {
+        format!("{v:.1} ms")
+    } else {
+        format!("{v:.2} ms")
+    }
+}
+
+/// `+12.50%`-style change of `new` against `base`, in the reports' words: for a quantity where
+/// less is better, "`12.50% less cpu`" / "`3.00% more cpu`", or "`same cpu`".
+pub fn less_more(base: f64, new: f64, what: &str) -> String {
+    match change_pct(base, new) {
+        None => format!("no {what} to compare"),
+        Some(c) if c.abs() < 0.005 => format!("same {what}"),
+        Some(c) if c < 0.0 => format!("{:.2}% less {what}", -c),
+        Some(c) => format!("{c:.2}% more {what}"),
+    }
+}
+
+/// "`29.21% faster`" / "`4.00% slower`" / "`same time`" from times (or times per unit of work).
+pub fn faster_slower(base_s: f64, new_s: f64) -> String {
+    match change_pct(base_s, new_s) {
+        None => "no time to compare".into(),
+        Some(c) if c.abs() < 0.005 => "same time".into(),
+        Some(c) if c < 0.0 => format!("{:.2}% faster", -c),
+        Some(c) => format!("{c:.2}% slower", c = c),
+    }
+}
+
+/// Change of `new` against `base` in percent of `base`.
+pub fn change_pct(base: f64, new: f64) -> Option<f64> {
+    (base.is_finite() && new.is_finite() && base != 0.0).then(|| (new - base) * 100.0 / base)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reports_ways_of_writing() {
+        assert_eq!(meteor_time(126.0), "2 minutes 6 seconds");
+        assert_eq!(meteor_time(110.4), "1 minute 50 seconds");
+        assert_eq!(meteor_time(61.0), "1 minute 1 second");
+        assert_eq!(meteor_time(120.0), "2 minutes");
+        assert_eq!(meteor_time(44.6), "45 seconds");
+        assert_eq!(meteor_bytes(451e6), "451 MB");
+        assert_eq!(meteor_bytes(1.1e9), "1.1 GB");
+        assert_eq!(meteor_bytes(13.6e6), "13.6 MB");
+        assert_eq!(meteor_bytes(999.0), "999 B");
+        assert_eq!(meteor_bytes(0.0), "0 B");
+        assert_eq!(meteor_cpu(43.666), "43.67%");
+        assert_eq!(faster_slower(178.0, 126.0), "29.21% faster");
+        assert_eq!(faster_slower(100.0, 104.0), "4.00% slower");
+        assert_eq!(faster_slower(100.0, 100.0), "same time");
+        assert_eq!(less_more(85.89, 43.67, "cpu"), "49.16% less cpu");
+        assert_eq!(less_more(109.39, 139.99, "cpu"), "27.97% more cpu");
+        assert_eq!(less_more(0.0, 1.0, "ram"), "no ram to compare");
+    }
+
+    #[test]
+    fn markdown_tables_are_padded() {
+        let mut t = Table::new(&["# Run", "Time", "CPU"]).right(&[2]);
+        t.row(vec!["1".into(), "2 minutes 6 seconds".into(), "43.67%".into()]);
+        t.row(vec!["Mean".into(), "2 minutes".into(), "100.00%".into()]);
+        assert_eq!(
+            t.markdown(),
+            "| # Run | Time                |     CPU |\n\
+             | ----- | ------------------- | ------: |\n\
+             | 1     | 2 minutes 6 seconds |  43.67% |\n\
+             | Mean  | 2 minutes           | 100.00% |\n"
+        );
+    }
+}
