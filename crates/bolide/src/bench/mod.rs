@@ -395,3 +395,6 @@ pub fn run_line(r: &RunEntry) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests;

@@ -160,18 +160,22 @@ pub fn verdict(a: &[f64], b: &[f64]) -> String {
         (x, y) if x == y => format!("{x} runs"),
         (x, y) => format!("{x} vs {y} runs"),
     };
+    let first = a.first().or(b.first());
+    if a.iter().chain(b).all(|x| Some(x) == first) {
+        return format!("no difference in any run ({runs})");
+    }
     match welch(a, b) {
         None => format!("cannot tell from noise with {runs} (needs 2 or more on each side)"),
-        Some(w) if w.p < ALPHA => format!("significant (p = {}, Welch's t-test, {runs})", p_text(w.p)),
-        Some(w) => format!("not significant with {runs} (p = {}): within run-to-run noise", p_text(w.p)),
+        Some(w) if w.p < ALPHA => format!("significant ({}, Welch's t-test, {runs})", p_text(w.p)),
+        Some(w) => format!("not significant with {runs} ({}): within run-to-run noise", p_text(w.p)),
     }
 }
 
 fn p_text(p: f64) -> String {
     if p < 0.001 {
-        "< 0.001".into()
+        "p < 0.001".into()
     } else {
-        format!("{p:.3}")
+        format!("p = {p:.3}")
     }
 }
 
@@ -231,7 +235,8 @@ mod tests {
     fn verdicts_in_plain_words() {
         // The Meteor reports' reactive times: 2.16 vs 3.1.1, three runs each, clearly apart.
         let v = verdict(&[178.0, 176.0, 178.0], &[126.0, 124.0, 134.0]);
-        assert!(v.starts_with("significant (p = "), "{v}");
+        assert!(v.starts_with("significant (p = 0.00"), "{v}");
+        assert_eq!(verdict(&[0.0, 0.0], &[0.0, 0.0]), "no difference in any run (2 runs)");
         // Overlapping noise.
         let v = verdict(&[10.0, 12.0, 11.0], &[11.0, 10.5, 12.5]);
         assert!(v.starts_with("not significant with 3 runs"), "{v}");

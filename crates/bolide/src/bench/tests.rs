@@ -1,0 +1,298 @@
+//! The tables of `bench`, `compare` and `capacity` on documents with known figures: the Meteor
+//! reports' own numbers (../shared/reference/000), and snapshots of every table.
+
+use std::path::PathBuf;
+
+use super::capacity::{conclusion, judge, ladder_table, Criteria, Verdict};
+use super::compare::{build, render, Series};
+use super::{runs_table, RunEntry};
+use crate::monitor::MonitorResult;
+use crate::stats::doc::Doc;
+use crate::stats::result::{Latency, ResultDoc, FORMAT, VERSION};
+use crate::stats::vu::{DdpDoc, StepSummary};
+
+/// Compares `text` with `tests/snapshots/NAME`; `BOLIDE_UPDATE_SNAPSHOTS=1` rewrites the file.
+fn snapshot(name: &str, text: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots").join(name);
+    if std::env::var_os("BOLIDE_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; run with BOLIDE_UPDATE_SNAPSHOTS=1 to create it", path.display()));
+    assert_eq!(text, want, "snapshot {name} differs (BOLIDE_UPDATE_SNAPSHOTS=1 rewrites it after review)");
+}
+
+fn watched(cpu: f64, ram_mb: f64) -> Vec<MonitorResult> {
+    vec![MonitorResult {
+        name: "app".into(),
+        pid: 1,
+        avg_cpu_pct: cpu,
+        peak_cpu_pct: cpu,
+        avg_rss_bytes: ram_mb * 1e6,
+        peak_rss_bytes: (ram_mb * 1e6) as u64,
+        ..Default::default()
+    }]
+}
+
+fn ddp(scenario: &str, label: &str, time_s: f64, cpu: f64, ram_mb: f64) -> Doc {
+    let mut d = DdpDoc { format: FORMAT.into(), version: VERSION, kind: "ddp".into(), ..Default::default() };
+    d.settings.scenario = scenario.into();
+    d.settings.transport = "websocket".into();
+    d.summary.total_time_s = time_s;
+    d.summary.users.launched = 240;
+    d.summary.users.completed = 240;
+    d.monitor = watched(cpu, ram_mb);
+    d.label = Some(label.into());
+    Doc::Ddp(Box::new(d))
+}
+
+fn series(name: &str, docs: Vec<Doc>) -> Series {
+    Series {
+        name: name.into(),
+        source: PathBuf::from(format!("results/{name}")),
+        runs: docs.into_iter().enumerate().map(|(i, d)| (PathBuf::from(format!("run-{}.json", i + 1)), d)).collect(),
+    }
+}
+
+/// (seconds, CPU %, RAM MB) per run, from the report.
+type Runs = [(f64, f64, f64); 3];
+
+const REACTIVE_2_16: Runs = [(178.0, 85.89, 582.0), (176.0, 90.95, 529.0), (178.0, 85.15, 597.0)];
+const REACTIVE_3_1_1: Runs = [(126.0, 43.67, 451.0), (124.0, 42.94, 495.0), (134.0, 41.62, 463.0)];
+const NONREACTIVE_2_16: Runs = [(156.0, 110.78, 421.0), (150.0, 109.39, 423.0), (148.0, 111.79, 437.0)];
+const NONREACTIVE_3_1_1: Runs = [(126.0, 144.91, 551.0), (126.0, 139.99, 552.0), (116.0, 142.75, 523.0)];
+
+fn meteor_series(label: &str, reactive: &Runs, nonreactive: &Runs) -> Series {
+    let mut docs: Vec<Doc> = reactive.iter().map(|r| ddp("tasks-reactive", label, r.0, r.1, r.2)).collect();
+    docs.extend(nonreactive.iter().map(|r| ddp("tasks-nonreactive", label, r.0, r.1, r.2)));
+    series(label, docs)
+}
+
+/// The numbers of a sentence like "29.21% faster, 49.16% less cpu, 22.51% less ram", signed
+/// (faster / less negative).
+fn numbers(sentence: &str) -> Vec<f64> {
+    sentence
+        .split(", ")
+        .map(|part| {
+            let (n, rest) = part.split_once("% ").unwrap_or_else(|| panic!("{part:?}"));
+            let v: f64 = n.parse().unwrap();
+            if rest.starts_with("faster") || rest.starts_with("less") {
+                -v
+            } else {
+                v
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn compare_reproduces_the_meteor_reports_percentages() {
+    let old = meteor_series("2.16", &REACTIVE_2_16, &NONREACTIVE_2_16);
+    let new = meteor_series("3.1.1", &REACTIVE_3_1_1, &NONREACTIVE_3_1_1);
+    let report = build(&[old, new], 0, Vec::new());
+    assert!(report.refused.is_empty(), "{:?}", report.refused);
+    // What the reports print (000_6b74258e15da7298.txt), signed as above. Their hand rounding is
+    // not consistent, so each figure must match within 0.01 point.
+    let printed: [(&str, [[f64; 3]; 3]); 2] = [
+        ("tasks-reactive", [[-29.21, -49.15, -22.50], [-29.54, -52.79, -6.42], [-24.71, -51.12, -22.44]]),
+        ("tasks-nonreactive", [[-19.23, 30.80, 30.87], [-16.0, 27.97, 30.49], [-21.62, 27.69, 19.67]]),
+    ];
+    for (workload, rows) in printed {
+        let c = report.comparisons.iter().find(|c| c.workload == workload).unwrap();
+        assert_eq!(c.per_run.len(), 3);
+        for (i, want) in rows.iter().enumerate() {
+            let got = numbers(&c.per_run[i]);
+            for (g, w) in got.iter().zip(want) {
+                assert!(
+                    (g - w).abs() <= 0.01 + 1e-9,
+                    "{workload} run {}: {} vs the report's {want:?}",
+                    i + 1,
+                    c.per_run[i]
+                );
+            }
+        }
+    }
+    let reactive = report.comparisons.iter().find(|c| c.workload == "tasks-reactive").unwrap();
+    assert_eq!(reactive.per_run[0], "29.21% faster, 49.16% less cpu, 22.51% less ram");
+    // Times: 2:58 vs 2:06 in three runs each are far apart; RAM overlaps more.
+    let time = &reactive.metrics[0];
+    assert!(time.verdict.starts_with("significant"), "{time:?}");
+    assert!(time.p_value.unwrap() < 0.01);
+    assert_eq!(time.baseline_median, 178.0);
+    assert_eq!((time.min, time.max), (124.0, 134.0));
+    snapshot("compare-meteor.md", &render(&report, true, "app and its descendants"));
+    snapshot("compare-meteor.txt", &render(&report, false, "app and its descendants"));
+}
+
+#[test]
+fn incompatible_workloads_are_refused_with_the_difference() {
+    let a = series("a", vec![ddp("tasks-reactive", "a", 10.0, 1.0, 1.0)]);
+    let mut other = ddp("tasks-reactive", "b", 9.0, 1.0, 1.0);
+    if let Doc::Ddp(d) = &mut other {
+        d.settings.transport = "sockjs".into();
+    }
+    let b = series("b", vec![other, ddp("sub-churn", "b", 5.0, 1.0, 1.0)]);
+    let r = build(&[a, b], 0, Vec::new());
+    assert!(r.comparisons.is_empty());
+    assert_eq!(r.refused.len(), 2, "{:?}", r.refused);
+    assert!(r.refused[0].contains("transport: websocket vs sockjs"), "{:?}", r.refused);
+    assert!(r.refused[1].contains("sub-churn: b has runs of it, the baseline a has none"), "{:?}", r.refused);
+}
+
+fn http(label: &str, requests: u64, secs: f64, kbytes_per_s: f64, p50_ms: f64) -> Doc {
+    let mut d = ResultDoc { format: FORMAT.into(), version: VERSION, kind: "http".into(), ..Default::default() };
+    d.targets = vec![format!("http://{label}:3000/")];
+    d.settings.connections = 100;
+    d.settings.requests = Some(100_000);
+    d.settings.method = "GET".into();
+    d.settings.keep_alive = false;
+    d.summary.responses = requests;
+    d.summary.sent = requests;
+    d.summary.duration_s = secs;
+    d.summary.requests_per_s = requests as f64 / secs;
+    d.summary.bytes_in_per_s = kbytes_per_s * 1024.0;
+    d.summary.latency = Latency {
+        p50_us: (p50_ms * 1000.0) as u64,
+        p90_us: (p50_ms * 1500.0) as u64,
+        p99_us: (p50_ms * 3000.0) as u64,
+        p99_9_us: (p50_ms * 5000.0) as u64,
+        max_us: (p50_ms * 9000.0) as u64,
+        mean_us: p50_ms * 1100.0,
+        ..Default::default()
+    };
+    d.label = Some(label.into());
+    Doc::Http(Box::new(d))
+}
+
+#[test]
+fn http_results_get_abs_side_by_side_table() {
+    // ../shared/reference/004: the root path through Node.js, nginx as a proxy, nginx serving static.
+    let node = series("node", vec![http("node", 100_000, 299.050, 269.41, 290.0)]);
+    let proxy = series("nginx-proxy", vec![http("nginx-proxy", 100_000, 106.313, 806.51, 100.0)]);
+    let stat = series("nginx-static", vec![http("nginx-static", 100_000, 108.380, 791.12, 104.0)]);
+    let r = build(&[node, proxy, stat], 0, Vec::new());
+    assert!(r.refused.is_empty(), "{:?}", r.refused);
+    let t = &r.http_tables[0];
+    assert_eq!(t.columns.len(), 3);
+    // ab's figures: 334.39 requests per second and 2.991 ms per request across all concurrent ones.
+    assert_eq!(format!("{:.2}", t.columns[0].requests_per_s), "334.39");
+    // 299.050 s / 100,000 is 2.9905 ms; ab printed 2.991 from its unrounded total.
+    assert!((t.columns[0].time_per_request_ms - 2.991).abs() <= 0.001);
+    assert_eq!(format!("{:.2}", t.columns[1].requests_per_s), "940.62");
+    assert_eq!(format!("{:.3}", t.columns[2].time_per_request_ms), "1.084");
+    // Faster is more requests per second: nginx as a proxy takes 64.45% less time per request.
+    assert!(r.comparisons[0].per_run[0].starts_with("64.45% faster"), "{}", r.comparisons[0].per_run[0]);
+    snapshot("compare-http.md", &render(&r, true, "nothing watched"));
+}
+
+#[test]
+fn per_step_latency_side_by_side() {
+    let with_steps = |label: &str, connect_ms: f64, call_ms: f64| {
+        let mut d = ddp("tasks-reactive", label, 60.0, 10.0, 100.0);
+        if let Doc::Ddp(d) = &mut d {
+            for (name, ms) in [("connect", connect_ms), ("call insertTask", call_ms)] {
+                d.steps.push(StepSummary {
+                    name: name.into(),
+                    count: 100,
+                    latency: Latency {
+                        p50_us: (ms * 1000.0) as u64,
+                        p99_us: (ms * 4000.0) as u64,
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                });
+            }
+        }
+        d
+    };
+    let a = series("before", vec![with_steps("before", 2.0, 10.0), with_steps("before", 4.0, 12.0)]);
+    let b = series("after", vec![with_steps("after", 2.0, 5.0), with_steps("after", 2.0, 7.0)]);
+    let r = build(&[a, b], 0, Vec::new());
+    let steps = &r.comparisons[0].steps;
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[0].step, "connect");
+    assert_eq!((steps[0].baseline_p50_ms, steps[0].p50_ms), (Some(3.0), Some(2.0)));
+    assert_eq!((steps[1].baseline_p99_ms, steps[1].p99_ms), (Some(44.0), Some(24.0)));
+    snapshot("compare-steps.txt", &render(&r, false, "app and its descendants"));
+}
+
+#[test]
+fn bench_table_in_the_reports_form() {
+    let runs: Vec<RunEntry> = REACTIVE_3_1_1
+        .iter()
+        .enumerate()
+        .map(|(i, (t, cpu, ram))| RunEntry {
+            run: i as u32 + 1,
+            file: None,
+            time_s: *t,
+            cpu_pct: Some(*cpu),
+            ram_bytes: Some(ram * 1e6),
+            errors: i as f64,
+            error_rate_pct: 0.0,
+            p99_ms: Some(120.0 + i as f64),
+            mean_ms: Some(12.5),
+            suspect: (i == 2).then(|| "a bolide load thread was saturated".to_string()),
+            interrupted: false,
+        })
+        .collect();
+    let mean = RunEntry::mean_of(&runs).unwrap();
+    assert_eq!(mean.time_s, (126.0 + 124.0 + 134.0) / 3.0);
+    let text = runs_table(&runs, Some(&mean), None).markdown();
+    assert!(text.contains("| 1           | 2 minutes 6 seconds  | 43.67% | 451 MB |"), "{text}");
+    snapshot("bench-table.md", &(text + "\n" + &super::table_notes(&runs, "server and its descendants")));
+}
+
+#[test]
+fn capacity_ladder_in_the_reports_form() {
+    // The 3.1.1 AsyncQueue ladder: 240, 300 and 360 connections per minute pass, 420 fails.
+    let c = Criteria { max_error_rate_pct: 1.0, max_p99_ms: None };
+    let mut rows = Vec::new();
+    for (level, t, cpu, ram) in
+        [(240.0, 144.0, 73.32, 767.0), (300.0, 152.0, 79.24, 827.0), (360.0, 190.0, 92.62, 1100.0)]
+    {
+        let d = ddp("tasks-reactive", "3.1.1", t, cpu, ram);
+        assert_eq!(judge(&d, &c), Verdict::Pass);
+        rows.push((level, Some(d), Verdict::Pass));
+    }
+    let mut failed = ddp("tasks-reactive", "3.1.1", 400.0, 99.0, 1500.0);
+    if let Doc::Ddp(d) = &mut failed {
+        d.summary.users.failed = 31;
+        d.summary.users.cut = 30;
+        d.summary.error_rate_pct = 4.0;
+    }
+    let v = judge(&failed, &c);
+    let Verdict::Fail(why) = &v else { panic!("{v:?}") };
+    assert_eq!(why[0], "31 of 240 users failed (30 cut at the user timeout)");
+    assert_eq!(why[1], "error rate 4.00% > 1.00%");
+    rows.push((420.0, Some(failed), v));
+    let levels = [240.0, 300.0, 360.0, 420.0, 480.0];
+    let text = ladder_table("Connections", &rows).markdown();
+    assert!(text.contains("| 360           | 3 minutes 10 seconds | 92.62% | 1.1 GB |"), "{text}");
+    let end = conclusion(&rows, &levels, "per minute");
+    assert_eq!(end, "Highest passing level: 360 per minute. The server failed at 420 per minute.");
+    snapshot("capacity-ladder.md", &format!("{text}\n{end}\n"));
+}
+
+#[test]
+fn a_saturated_generator_is_no_verdict_on_the_server() {
+    let mut d = ddp("tasks-reactive", "x", 60.0, 10.0, 10.0);
+    if let Doc::Ddp(doc) = &mut d {
+        doc.summary.users.failed = 5;
+        doc.generator = Some(crate::monitor::generator::GeneratorResult {
+            threads: 1,
+            avg_cpu_pct: 97.0,
+            peak_cpu_pct: 99.0,
+            peak_thread_pct: 99.0,
+            avg_machine_idle_pct: 40.0,
+            min_machine_idle_pct: 30.0,
+            saturated_samples: 8,
+            machine_busy_samples: 0,
+            suspect: Some("saturated".into()),
+            samples: vec![(1.0, 97.0, 97.0, 40.0); 10],
+        });
+    }
+    let c = Criteria { max_error_rate_pct: 1.0, max_p99_ms: None };
+    assert!(matches!(judge(&d, &c), Verdict::Saturated(_)));
+}
