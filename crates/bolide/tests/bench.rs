@@ -1,0 +1,333 @@
+//! `bench`, `compare`, `capacity`, `--spawn` and `demo` end to end, against the reference server
+//! started by bolide itself (`--spawn "bolide serve ..."`) or in-process, on 127.0.0.1 only.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bolide::stats::doc::Doc;
+use common::bolide;
+
+const BIN: &str = env!("CARGO_BIN_EXE_bolide");
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn listening(port: u16) -> bool {
+    std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(300)).is_ok()
+}
+
+/// `--spawn` and `--ready-url` for a reference server on `port` with extra `serve` flags.
+fn spawn_flags(port: u16, extra: &str) -> [String; 4] {
+    [
+        "--spawn".into(),
+        format!("exec '{BIN}' serve --port {port} --threads 1 {extra}"),
+        "--ready-url".into(),
+        format!("http://127.0.0.1:{port}/ok"),
+    ]
+}
+
+fn run(args: &[String]) -> common::Outcome {
+    let v: Vec<&str> = args.iter().map(String::as_str).collect();
+    bolide(&v)
+}
+
+/// A tiny tasks-reactive series into `dir` (runs of about a second).
+fn tiny_bench(label: &str, dir: &Path, port: u16, runs: &str) -> common::Outcome {
+    let mut args: Vec<String> = [
+        "bench",
+        "run",
+        "tasks-reactive",
+        "--arrival-rate",
+        "3",
+        "-d",
+        "1s",
+        "--think",
+        "0",
+        "--tasks",
+        "3",
+        "-t",
+        "1",
+        "--runs",
+        runs,
+        "--cooldown",
+        "0",
+        "--label",
+        label,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(["--target".into(), format!("http://127.0.0.1:{port}"), "--out".into(), dir.display().to_string()]);
+    args.extend(spawn_flags(port, "--reactivity poll"));
+    run(&args)
+}
+
+#[test]
+fn bench_spawns_watches_and_stops_the_server_and_compare_reads_the_series() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let o = tiny_bench("before", &a, port, "2");
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    assert!(!listening(port), "the spawned server is stopped after the series");
+    for needle in ["| # Run | Time", "| 1     |", "| 2     |", "| Mean  |", "bolide compare"] {
+        assert!(o.out.contains(needle), "{needle:?} in\n{}", o.out);
+    }
+    // Every run's document: the spawned server watched as "server", bolide's own threads too.
+    for i in 1..=2 {
+        let Doc::Ddp(d) = Doc::load(&a.join(format!("tasks-reactive-{i}.json"))).unwrap() else { panic!() };
+        assert_eq!(d.label.as_deref(), Some("before"));
+        assert_eq!(d.summary.users.completed, 3, "{:?}", d.summary.users);
+        assert_eq!(d.monitor.len(), 1);
+        assert_eq!(d.monitor[0].name, "server");
+        assert!(d.monitor[0].avg_rss_bytes > 1e6, "{:?}", d.monitor[0]);
+        assert!(d.monitor[0].vanished_s.is_none(), "the server lived through the run");
+        // Runs this short may end before bolide's first one-second sample of itself.
+        let g = d.generator.expect("bolide watches itself");
+        assert!(g.threads <= 1, "{g:?}");
+    }
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(a.join("tasks-reactive-summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["format"], "bolide.bench");
+    assert_eq!(summary["runs"].as_array().unwrap().len(), 2);
+    assert!(summary["mean"]["cpu_pct"].as_f64().unwrap() > 0.0);
+
+    // The same directory again would overwrite runs: refused, nothing lost.
+    let again = tiny_bench("before", &a, port, "1");
+    assert_eq!(again.code, 2, "{}", again.err);
+    assert!(again.err.contains("already holds runs of tasks-reactive"), "{}", again.err);
+
+    let o = tiny_bench("after", &b, port, "2");
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let c = bolide(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(c.code, 0, "{}\n{}", c.out, c.err);
+    for needle in ["Comparison with before", "with 2 runs", "Per-step latency", "call insertTask"] {
+        assert!(c.out.contains(needle), "{needle:?} in\n{}", c.out);
+    }
+    assert!(c.out.contains(" faster, ") || c.out.contains(" slower, ") || c.out.contains("same time, "), "{}", c.out);
+    let json =
+        bolide(&["compare", "--format", "json", "--baseline", "after", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_str(&json.out).unwrap();
+    assert_eq!(v["baseline"], "after");
+    assert_eq!(v["comparisons"][0]["per_run"].as_array().unwrap().len(), 2);
+    let bad = bolide(&["compare", "--baseline", "nope", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.err.contains("none of the series: before, after"), "{}", bad.err);
+}
+
+#[test]
+fn a_spawn_that_fails_or_finds_the_port_taken_ends_with_exit_3() {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let o = bolide(&["http", "-d", "1s", "--spawn", "echo boom >&2; exit 4", "--ready-url", &url, &url]);
+    assert_eq!(o.code, 3, "{}", o.err);
+    assert!(o.err.contains("ended (exit status: 4)") && o.err.contains("| boom"), "{}", o.err);
+    let begin = Instant::now();
+    let o = bolide(&["http", "-d", "1s", "--spawn", "sleep 5", "--ready-url", &url, "--ready-timeout", "1s", &url]);
+    assert_eq!(o.code, 3, "{}", o.err);
+    assert!(o.err.contains("not ready after 1s"), "{}", o.err);
+    assert!(begin.elapsed() < Duration::from_secs(4), "the sleeping spawn is stopped, not waited for");
+    // Something already answers at the ready URL: it would be measured instead.
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let ok = format!("{}/ok", server.base_url());
+    let o = bolide(&["http", "-d", "1s", "--spawn", "sleep 5", "--ready-url", &ok, &ok]);
+    assert_eq!(o.code, 3, "{}", o.err);
+    assert!(o.err.contains("something already answers"), "{}", o.err);
+    // Usage errors: --spawn without --ready-url, a ready URL that is not http://.
+    let o = bolide(&["http", "--spawn", "true", &ok]);
+    assert_eq!(o.code, 2);
+    assert!(o.err.contains("--ready-url"), "{}", o.err);
+    let o = bolide(&["http", "--spawn", "true", "--ready-url", "https://127.0.0.1:1/", &ok]);
+    assert_eq!(o.code, 2);
+    assert!(o.err.contains("only http:// URLs"), "{}", o.err);
+}
+
+#[test]
+fn compare_names_and_skips_bad_files_and_refuses_other_workloads() {
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let url = format!("{}/ok", server.base_url());
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = |n: &str| tmp.path().join(n).display().to_string();
+    for (label, conns) in [("one", "1"), ("two", "1"), ("wide", "2")] {
+        let o = bolide(&[
+            "bench",
+            "http",
+            "--runs",
+            "2",
+            "--cooldown",
+            "0",
+            "--label",
+            label,
+            "--out",
+            &dir(label),
+            "-n",
+            "300",
+            "-c",
+            conns,
+            "-t",
+            "1",
+            &url,
+        ]);
+        assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    }
+    let two = tmp.path().join("two");
+    std::fs::write(two.join("corrupt.json"), "{\"format\": \"bolide.result\", ").unwrap();
+    std::fs::write(two.join("foreign.json"), "{\"format\": \"k6-summary\"}").unwrap();
+    std::fs::write(two.join("notes.txt"), "hello").unwrap();
+    std::fs::remove_file(two.join("http-2.json")).unwrap();
+    let o = bolide(&["compare", &dir("one"), &dir("two")]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    for needle in [
+        "corrupt.json: not JSON",
+        "foreign.json: not a bolide result (format \"k6-summary\")",
+        "notes.txt: not a result document",
+        "http-2.json: run 2 is listed in",
+    ] {
+        assert!(o.err.contains(needle), "{needle:?} in\n{}", o.err);
+    }
+    let header = o.out.lines().find(|l| l.starts_with("| Result")).unwrap_or_else(|| panic!("{}", o.out));
+    assert!(header.contains("| one (2 runs) |") && header.trim_end().ends_with("two |"), "{header}");
+    assert!(o.out.lines().any(|l| l.starts_with("| Requests ") && l.matches(" 300 |").count() == 2), "{}", o.out);
+    // Different connection counts are different workloads.
+    let o = bolide(&["compare", &dir("one"), &dir("wide")]);
+    assert_eq!(o.code, 2, "{}\n{}", o.out, o.err);
+    assert!(o.err.contains("connections: 1 vs 2"), "{}", o.err);
+    let o = bolide(&["compare", &dir("one"), &dir("missing")]);
+    assert_eq!(o.code, 2);
+    assert!(o.err.contains("no such file or directory"), "{}", o.err);
+}
+
+#[test]
+fn capacity_finds_the_limit_of_a_server_with_few_sessions() {
+    // At most 4 sessions. At 1 user per second for 2 s, 2 users live at once; at 3 per second 6
+    // users arrive and each lives longer than the arrivals last, so some are refused.
+    let port = free_port();
+    let mut args: Vec<String> = [
+        "capacity",
+        "tasks-reactive",
+        "--from",
+        "1",
+        "--step",
+        "2",
+        "--to",
+        "5",
+        "-d",
+        "2s",
+        "--think",
+        "200ms",
+        "--tasks",
+        "5",
+        "-t",
+        "1",
+        "--cooldown",
+        "0",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(["--target".into(), format!("http://127.0.0.1:{port}")]);
+    args.extend(spawn_flags(port, "--max-sessions 4"));
+    let o = run(&args);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    assert!(o.out.contains("| # Connections |"), "{}", o.out);
+    assert!(o.out.contains("Highest passing level: 1 per second. The server failed at 3 per second."), "{}", o.out);
+    let row3 = o.out.lines().find(|l| l.starts_with("| 3 ")).unwrap_or_else(|| panic!("{}", o.out));
+    assert!(row3.contains("| x ") && row3.contains("users failed"), "{row3}");
+    assert!(!o.out.lines().any(|l| l.starts_with("| 5 ")), "the ladder stops at the first failure");
+    assert!(!listening(port));
+}
+
+#[test]
+fn capacity_over_http_rates() {
+    // Two connections to a 100 ms endpoint carry at most 20 requests per second.
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let url = format!("{}/delay/100", server.base_url());
+    let o = bolide(&[
+        "capacity",
+        "http",
+        "--from",
+        "5",
+        "--step",
+        "35",
+        "--to",
+        "40",
+        "-d",
+        "2s",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--cooldown",
+        "0",
+        &url,
+    ]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    assert!(o.out.contains("| # Requests |"), "{}", o.out);
+    assert!(o.out.contains("Highest passing level: 5 per second. The server failed at 40 per second."), "{}", o.out);
+    assert!(o.out.contains("could not keep up"), "{}", o.out);
+    let bad = bolide(&["capacity", "http", "--from", "5", "--step", "0", "--to", "4", &url]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.err.contains("need 0 < from <= to and step > 0"), "{}", bad.err);
+}
+
+#[test]
+fn ctrl_c_during_bench_keeps_the_finished_runs() {
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("s");
+    let mut child = Command::new(BIN)
+        .args(["bench", "http", "--runs", "20", "--cooldown", "0", "--label", "x", "--out"])
+        .arg(&out)
+        .args(["-d", "1s", "-c", "1", "-t", "1"])
+        .arg(format!("{}/delay/5", server.base_url()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let begin = Instant::now();
+    while !out.join("http-2.json").exists() && begin.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "bench did not stop after SIGINT");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("Interrupted: ") && stdout.contains("of 20 runs finished"), "{stdout}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("http-summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["interrupted"], true);
+    let runs = summary["runs"].as_array().unwrap();
+    assert!(runs.len() >= 2 && runs.len() < 20, "{}", runs.len());
+    for r in runs {
+        assert!(out.join(r["file"].as_str().unwrap()).exists());
+    }
+}
+
+#[test]
+fn demo_quick_runs_the_meteor_benchmark_on_a_spawned_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("demo");
+    let o = Command::new(BIN).args(["demo", "--quick", "--out"]).arg(&out).output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    for name in ["tasks-reactive", "tasks-nonreactive"] {
+        let Doc::Ddp(d) = Doc::load(&out.join(format!("{name}-1.json"))).unwrap() else { panic!() };
+        assert_eq!(d.summary.users.failed, 0, "{name}: {:?}", d.summary.users);
+        assert!(d.summary.users.completed >= 10, "{name}: {:?}", d.summary.users);
+        assert_eq!(d.monitor[0].name, "server");
+        assert!(d.monitor[0].avg_rss_bytes > 1e6);
+        let g = d.generator.expect("bolide watches itself");
+        assert!(g.threads == 1 && !g.samples.is_empty(), "{g:?}");
+    }
+    assert_eq!(stdout.matches("| # Run | Time").count(), 2, "{stdout}");
+    assert!(stdout.contains(&format!("bolide compare {}", out.display())), "{stdout}");
+}
