@@ -331,3 +331,24 @@ fn demo_quick_runs_the_meteor_benchmark_on_a_spawned_server() {
     assert_eq!(stdout.matches("| # Run | Time").count(), 2, "{stdout}");
     assert!(stdout.contains(&format!("bolide compare {}", out.display())), "{stdout}");
 }
+
+#[test]
+fn a_watched_process_that_exits_mid_run_is_recorded_and_the_run_goes_on() {
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let url = format!("{}/ok", server.base_url());
+    let mut short = Command::new("sleep").arg("0.8").spawn().unwrap();
+    let spec = format!("short={}", short.id());
+    // A spawned server that exits by itself after a second.
+    let port = free_port();
+    let spawn = format!("'{BIN}' serve --port {port} --threads 1 & sleep 1.2; kill $!");
+    let ready = format!("http://127.0.0.1:{port}/ok");
+    let o = bolide(&[
+        "http", "-d", "2500ms", "-c", "1", "-t", "1", "--monitor", &spec, "--monitor-interval", "250ms", "--spawn", &spawn,
+        "--ready-url", &ready, &url,
+    ]);
+    let _ = short.wait();
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    assert!(o.out.contains("short") && o.out.contains("(gone after "), "{}", o.out);
+    assert!(o.err.contains("warning: the spawned server was gone"), "{}", o.err);
+    assert!(o.out.contains("responses in 2.5"), "the load ran to its end: {}", o.out);
+}
