@@ -86,9 +86,9 @@ fn bench_spawns_watches_and_stops_the_server_and_compare_reads_the_series() {
         assert_eq!(d.monitor[0].name, "server");
         assert!(d.monitor[0].avg_rss_bytes > 1e6, "{:?}", d.monitor[0]);
         assert!(d.monitor[0].vanished_s.is_none(), "the server lived through the run");
-        // Runs this short may end before bolide's first one-second sample of itself.
-        let g = d.generator.expect("bolide watches itself");
-        assert!(g.threads <= 1, "{g:?}");
+        // bolide's own threads are checked through the binary (the demo test): in this test
+        // process, other tests' load threads run beside ours.
+        assert!(d.generator.is_some(), "bolide watches itself");
     }
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(a.join("tasks-reactive-summary.json")).unwrap()).unwrap();
@@ -343,8 +343,22 @@ fn a_watched_process_that_exits_mid_run_is_recorded_and_the_run_goes_on() {
     let spawn = format!("'{BIN}' serve --port {port} --threads 1 & sleep 1.2; kill $!");
     let ready = format!("http://127.0.0.1:{port}/ok");
     let o = bolide(&[
-        "http", "-d", "2500ms", "-c", "1", "-t", "1", "--monitor", &spec, "--monitor-interval", "250ms", "--spawn", &spawn,
-        "--ready-url", &ready, &url,
+        "http",
+        "-d",
+        "2500ms",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "--monitor",
+        &spec,
+        "--monitor-interval",
+        "250ms",
+        "--spawn",
+        &spawn,
+        "--ready-url",
+        &ready,
+        &url,
     ]);
     let _ = short.wait();
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);

@@ -203,25 +203,7 @@ pub struct HttpColumn {
 }
 
 fn entries(docs: &[&Doc]) -> Vec<RunEntry> {
-    docs.iter()
-        .enumerate()
-        .map(|(i, d)| {
-            let m = d.measures();
-            RunEntry {
-                run: i as u32 + 1,
-                file: None,
-                time_s: m.time_s,
-                cpu_pct: m.cpu_pct,
-                ram_bytes: m.ram_bytes,
-                errors: m.errors as f64,
-                error_rate_pct: m.error_rate_pct,
-                p99_ms: m.p99_ms,
-                mean_ms: m.mean_ms,
-                suspect: m.suspect,
-                interrupted: m.interrupted,
-            }
-        })
-        .collect()
+    docs.iter().enumerate().map(|(i, d)| RunEntry::of(i as u32 + 1, None, &d.measures())).collect()
 }
 
 /// "29.21% faster, 49.15% less cpu, 22.50% less ram" for `new` against `base`; CPU and RAM only
