@@ -97,6 +97,9 @@ fn bench_spawns_watches_and_stops_the_server_and_compare_reads_the_series() {
     assert!(summary["mean"]["cpu_pct"].as_f64().unwrap() > 0.0);
 
     // The same directory again would overwrite runs: refused, nothing lost.
+    let o = bolide(&["bench", "http", "--json", "x.json", "--out", a.to_str().unwrap(), "http://127.0.0.1:1/"]);
+    assert_eq!(o.code, 2);
+    assert!(o.err.contains("drop --json"), "{}", o.err);
     let again = tiny_bench("before", &a, port, "1");
     assert_eq!(again.code, 2, "{}", again.err);
     assert!(again.err.contains("already holds runs of tasks-reactive"), "{}", again.err);
@@ -310,6 +313,47 @@ fn ctrl_c_during_bench_keeps_the_finished_runs() {
     for r in runs {
         assert!(out.join(r["file"].as_str().unwrap()).exists());
     }
+}
+
+#[test]
+fn ctrl_c_during_capacity_reports_the_finished_levels() {
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let mut child = Command::new(BIN)
+        .args([
+            "capacity",
+            "http",
+            "--from",
+            "5",
+            "--step",
+            "5",
+            "--to",
+            "100",
+            "--cooldown",
+            "0",
+            "-d",
+            "1s",
+            "-c",
+            "2",
+        ])
+        .args(["-t", "1"])
+        .arg(format!("{}/ok", server.base_url()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2_600));
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "capacity did not stop after SIGINT");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("| 5 ") && stdout.contains("| ok"), "{stdout}");
+    assert!(stdout.contains("Interrupted before the ladder ended."), "{stdout}");
+    assert!(!stdout.contains("| 100 "), "{stdout}");
 }
 
 #[test]

@@ -256,6 +256,13 @@ pub fn bench(
     cancel: &CancellationToken,
 ) -> i32 {
     let mut problems = Vec::new();
+    let json = match &workload {
+        Workload::Http(p) => p.json.is_some(),
+        Workload::Ddp(p) => p.json.is_some(),
+    };
+    if json {
+        problems.push("--json: bench writes each run's result document into --out DIR itself; drop --json".into());
+    }
     if opts.runs == 0 {
         problems.push("--runs must be at least 1".to_string());
     }
