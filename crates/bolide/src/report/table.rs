@@ -67,9 +67,17 @@ impl Table {
     }
 }
 
-/// A duration as the reports write it: `2 minutes 6 seconds`, `1 minute 50 seconds`, `45 seconds`.
+/// A duration as the reports write it: `2 minutes 6 seconds`, `1 minute 50 seconds`, `45 seconds`
+/// (and `6.2 seconds` below ten seconds).
 pub fn meteor_time(secs: f64) -> String {
-    let s = secs.round().max(0.0) as u64;
+    // Short runs keep their fractions (whole seconds would say "0 seconds").
+    if secs < 0.1 {
+        return format!("{:.3} seconds", secs.max(0.0));
+    }
+    if secs < 9.95 {
+        return format!("{secs:.1} seconds");
+    }
+    let s = secs.round() as u64;
     let plural = |n: u64, unit: &str| if n == 1 { format!("1 {unit}") } else { format!("{n} {unit}s") };
     match (s / 60, s % 60) {
         (0, sec) => plural(sec, "second"),
@@ -152,6 +160,8 @@ mod tests {
         assert_eq!(meteor_time(61.0), "1 minute 1 second");
         assert_eq!(meteor_time(120.0), "2 minutes");
         assert_eq!(meteor_time(44.6), "45 seconds");
+        assert_eq!(meteor_time(6.24), "6.2 seconds");
+        assert_eq!(meteor_time(0.018), "0.018 seconds");
         assert_eq!(meteor_bytes(451e6), "451 MB");
         assert_eq!(meteor_bytes(1.1e9), "1.1 GB");
         assert_eq!(meteor_bytes(13.6e6), "13.6 MB");
