@@ -128,6 +128,41 @@ fn spawn_server(
     }
 }
 
+/// Writes the live line when the run shows one.
+fn show_live(live: bool, err: &mut dyn Write, line: &str) {
+    if live {
+        let _ = write!(err, "{line}");
+        let _ = err.flush();
+    }
+}
+
+/// What the watched processes and bolide itself did during a run.
+struct Watch {
+    monitor: Vec<crate::monitor::MonitorResult>,
+    generator: crate::monitor::generator::GeneratorResult,
+}
+
+/// Starts the server if `--spawn` asked for it, checks `reachable`, runs `load` (given stderr for
+/// its live line) with the server and bolide watched, then stops the server. Err is the exit code
+/// of a run that could not start (the reason already written).
+fn watched<T>(
+    server: &plan::ServerPlan,
+    io: &mut Io,
+    cancel: &CancellationToken,
+    reachable: impl FnOnce(&mut Io) -> bool,
+    load: impl FnOnce(&mut dyn Write) -> T,
+) -> Result<(T, Watch), i32> {
+    let spawned = spawn_server(server, io, cancel)?;
+    if !reachable(io) {
+        return Err(exit::RUN);
+    }
+    let monitor = crate::monitor::start_for(&server.monitors, spawned.as_ref(), server.interval, &mut *io.err);
+    let out = load(&mut *io.err);
+    let (processes, own) = monitor.finish_all();
+    stop_server(spawned, &processes, io);
+    Ok((out, Watch { monitor: processes.iter().map(Into::into).collect(), generator: own.result() }))
+}
+
 /// Stops the spawned server, if any, and says so when it had died during the run.
 fn stop_server(spawned: Option<crate::monitor::spawn::Spawned>, watched: &[crate::monitor::Watched], io: &mut Io) {
     if let Some(s) = spawned {
@@ -139,23 +174,18 @@ fn stop_server(spawned: Option<crate::monitor::spawn::Spawned>, watched: &[crate
 }
 
 pub fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> Outcome {
-    let spawned = match spawn_server(&plan.server, io, cancel) {
-        Ok(s) => s,
+    let live = io.live && !plan.quiet;
+    let run = watched(
+        &plan.server,
+        io,
+        cancel,
+        |_| true,
+        |err| engine::run(plan, cancel, &mut |p: &engine::Progress| show_live(live, err, &term::live_line(p))),
+    );
+    let (output, watch) = match run {
+        Ok(r) => r,
         Err(code) => return Outcome::failed(code),
     };
-    let live = io.live && !plan.quiet;
-    let monitor =
-        crate::monitor::start_for(&plan.server.monitors, spawned.as_ref(), plan.server.interval, &mut *io.err);
-    let err = &mut *io.err;
-    let mut progress = |p: &engine::Progress| {
-        if live {
-            let _ = write!(err, "{}", term::live_line(p));
-            let _ = err.flush();
-        }
-    };
-    let output = engine::run(plan, cancel, &mut progress);
-    let (watched, own) = monitor.finish_all();
-    stop_server(spawned, &watched, io);
     let output = match output {
         Ok(o) => o,
         Err(e) => {
@@ -169,8 +199,8 @@ pub fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, ca
         let _ = write!(io.err, "\r\x1b[K");
     }
     let mut doc = result_doc(plan, &output, command_line);
-    doc.monitor = watched.iter().map(Into::into).collect();
-    doc.generator = Some(own.result());
+    doc.monitor = watch.monitor;
+    doc.generator = Some(watch.generator);
     doc.label = plan.label.clone();
     let mut code = exit::OK;
     if !plan.quiet {
@@ -264,34 +294,29 @@ pub fn run_ddp_plan(
     io: &mut Io,
     cancel: &CancellationToken,
 ) -> Outcome {
-    let spawned = match spawn_server(&plan.server, io, cancel) {
-        Ok(s) => s,
+    // Nothing is measured against a target nobody answers at.
+    let reachable = |io: &mut Io| {
+        let up =
+            plan.endpoint.addrs.iter().any(|a| std::net::TcpStream::connect_timeout(a, Duration::from_secs(5)).is_ok());
+        if !up {
+            let _ = writeln!(
+                io.err,
+                "error: nothing answers at {} ({:?}); is the server running?",
+                plan.scenario.config.target, plan.endpoint.addrs
+            );
+        }
+        up
+    };
+    let live = io.live && !plan.quiet;
+    let run = watched(&plan.server, io, cancel, reachable, |err| {
+        crate::engine::vu::run(plan, cancel, &mut |p: &crate::engine::vu::VuProgress| {
+            show_live(live, err, &crate::report::ddp::live_line(p))
+        })
+    });
+    let (output, watch) = match run {
+        Ok(r) => r,
         Err(code) => return Outcome::failed(code),
     };
-    // Nothing is measured against a target nobody answers at.
-    let reachable =
-        plan.endpoint.addrs.iter().any(|a| std::net::TcpStream::connect_timeout(a, Duration::from_secs(5)).is_ok());
-    if !reachable {
-        let _ = writeln!(
-            io.err,
-            "error: nothing answers at {} ({:?}); is the server running?",
-            plan.scenario.config.target, plan.endpoint.addrs
-        );
-        return Outcome::failed(exit::RUN);
-    }
-    let live = io.live && !plan.quiet;
-    let monitor =
-        crate::monitor::start_for(&plan.server.monitors, spawned.as_ref(), plan.server.interval, &mut *io.err);
-    let err = &mut *io.err;
-    let mut progress = |p: &crate::engine::vu::VuProgress| {
-        if live {
-            let _ = write!(err, "{}", crate::report::ddp::live_line(p));
-            let _ = err.flush();
-        }
-    };
-    let output = crate::engine::vu::run(plan, cancel, &mut progress);
-    let (watched, own) = monitor.finish_all();
-    stop_server(spawned, &watched, io);
     let output = match output {
         Ok(o) => o,
         Err(e) => {
@@ -303,8 +328,8 @@ pub fn run_ddp_plan(
         let _ = write!(io.err, "\r\x1b[K");
     }
     let mut doc = ddp_doc(plan, &output, command_line);
-    doc.monitor = watched.iter().map(Into::into).collect();
-    doc.generator = Some(own.result());
+    doc.monitor = watch.monitor;
+    doc.generator = Some(watch.generator);
     doc.label = plan.label.clone();
     if !plan.quiet {
         let _ = write!(io.out, "{}", crate::report::ddp::summary(&doc));
