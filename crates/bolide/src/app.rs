@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{Cli, Command, DemoArgs, HttpArgs, ServeArgs};
+use crate::cli::{Cli, Command, DemoArgs, ServeArgs};
 use crate::engine::http::{self as engine, RunOutput, StartError};
 use crate::plan::{self, HttpPlan};
 use crate::report::term;
@@ -54,8 +54,8 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
     };
     let command_line: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     match cli.command {
-        Command::Http(a) => http(&a, command_line, io, cancel),
-        Command::Run(a) => run(&a, command_line, io, cancel),
+        Command::Http(a) => once(crate::bench::Workload::http(&a), command_line, io, cancel),
+        Command::Run(a) => once(crate::bench::Workload::ddp(&a), command_line, io, cancel),
         Command::Serve(a) => serve(&a, io, cancel),
         Command::Bench(a) => {
             let (workload, opts) = match &a.workload {
@@ -88,16 +88,21 @@ fn capacity_shorthand(mut args: Vec<OsString>) -> Vec<OsString> {
     args
 }
 
-/// `bolide http`.
-pub fn http(args: &HttpArgs, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> i32 {
-    let plan = match plan::http_plan(args) {
-        Ok(p) => p,
+/// `bolide http` and `bolide run`: a workload planned from its flags, run once; a planning error
+/// is a usage error.
+fn once(
+    workload: Result<crate::bench::Workload, String>,
+    command_line: Vec<String>,
+    io: &mut Io,
+    cancel: &CancellationToken,
+) -> i32 {
+    match workload {
+        Ok(w) => w.execute(command_line, io, cancel).code,
         Err(e) => {
             let _ = writeln!(io.err, "{e}");
-            return exit::USAGE;
+            exit::USAGE
         }
-    };
-    run_http_plan(&plan, command_line, io, cancel).code
+    }
 }
 
 /// What running a workload left: the exit code, and the result document when it ran.
@@ -273,18 +278,6 @@ pub fn result_doc(plan: &HttpPlan, o: &RunOutput, command_line: Vec<String>) -> 
         generator: None,
         label: None,
     }
-}
-
-/// `bolide run`: DDP virtual users.
-pub fn run(args: &crate::cli::RunArgs, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> i32 {
-    let plan = match plan::run_plan(args) {
-        Ok(p) => p,
-        Err(e) => {
-            let _ = writeln!(io.err, "{e}");
-            return exit::USAGE;
-        }
-    };
-    run_ddp_plan(&plan, command_line, io, cancel).code
 }
 
 /// Runs a validated DDP plan and reports it.
