@@ -8,11 +8,14 @@
 pub mod app;
 pub mod bench;
 pub mod cli;
+pub mod console;
 pub mod engine;
 pub mod files;
+pub mod lifecycle;
 pub mod monitor;
 pub mod plan;
 pub mod proto;
 pub mod report;
 pub mod scenario;
+pub mod serve;
 pub mod stats;

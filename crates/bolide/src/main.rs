@@ -20,7 +20,7 @@ fn main() {
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
     let live = stderr.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let mut io = bolide::app::Io { out: &mut stdout.lock(), err: &mut stderr.lock(), live };
+    let mut io = bolide::console::Io { out: &mut stdout.lock(), err: &mut stderr.lock(), live };
     let code = bolide::app::main(std::env::args_os().collect(), &mut io, &cancel);
     std::process::exit(code);
 }

@@ -247,6 +247,24 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
     })
 }
 
+/// A validated DDP run.
+#[derive(Debug, Clone)]
+pub struct DdpPlan {
+    pub scenario: crate::scenario::Scenario,
+    /// Built-in name or file path, for reports.
+    pub source: String,
+    pub endpoint: crate::proto::ddp::Endpoint,
+    pub client: crate::proto::ddp::ClientConfig,
+    pub threads: usize,
+    pub json: Option<std::path::PathBuf>,
+    pub quiet: bool,
+    pub insecure: bool,
+    /// Processes to watch while the users run, and how often.
+    pub server: ServerPlan,
+    /// The `bolide bench` label recorded in the result document.
+    pub label: Option<String>,
+}
+
 /// Why a `bolide run` cannot start: usage errors (exit 2) or a scenario file's problems.
 #[derive(Debug)]
 pub enum RunPlanError {
@@ -289,7 +307,7 @@ pub fn endpoint(target: &str) -> Result<crate::proto::ddp::Endpoint, String> {
 }
 
 /// Builds the plan for `bolide run`, or every reason it cannot be built.
-pub fn run_plan(args: &crate::cli::RunArgs) -> Result<crate::engine::vu::DdpPlan, RunPlanError> {
+pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     use crate::scenario::builtin;
     let mut problems = Vec::new();
     let is_builtin = builtin::NAMES.contains(&args.scenario.as_str());
@@ -390,7 +408,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<crate::engine::vu::DdpPlan
         ..crate::proto::ddp::ClientConfig::default()
     };
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    Ok(crate::engine::vu::DdpPlan {
+    Ok(DdpPlan {
         source: args.scenario.clone(),
         endpoint: endpoint.expect("checked above"),
         client,

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 
 use super::{parse_pause, pause, Workload};
-use crate::app::{exit, Io};
 use crate::cli::{CapacityWorkload, LadderOpts, Unit};
+use crate::console::{exit, Io};
 use crate::report::table::{meteor_bytes, meteor_cpu, meteor_time, Table};
 use crate::stats::doc::Doc;
 

@@ -607,8 +607,8 @@ pub fn render(r: &Report, md: bool, watched: &str) -> String {
 }
 
 /// `bolide compare`.
-pub fn compare(args: &crate::cli::CompareArgs, io: &mut crate::app::Io) -> i32 {
-    use crate::app::exit;
+pub fn compare(args: &crate::cli::CompareArgs, io: &mut crate::console::Io) -> i32 {
+    use crate::console::exit;
     let mut skipped = Vec::new();
     let mut series: Vec<Series> = Vec::new();
     for input in &args.inputs {

@@ -4,69 +4,20 @@
 
 pub mod capacity;
 pub mod compare;
+pub mod demo;
 pub mod stats;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::app::{exit, Io, Outcome};
-use crate::engine::vu::DdpPlan;
-use crate::plan::HttpPlan;
+use crate::console::{exit, Io};
+use crate::lifecycle::Workload;
 use crate::report::table::{meteor_bytes, meteor_cpu, meteor_time, ms, Table};
 use crate::stats::doc::{Doc, Measures};
-
-/// A validated workload of either kind.
-#[derive(Debug, Clone)]
-pub enum Workload {
-    Http(Box<HttpPlan>),
-    Ddp(Box<DdpPlan>),
-}
-
-impl Workload {
-    pub fn http(args: &crate::cli::HttpArgs) -> Result<Workload, String> {
-        crate::plan::http_plan(args).map(|p| Workload::Http(Box::new(p))).map_err(|e| e.to_string())
-    }
-
-    pub fn ddp(args: &crate::cli::RunArgs) -> Result<Workload, String> {
-        crate::plan::run_plan(args).map(|p| Workload::Ddp(Box::new(p))).map_err(|e| e.to_string())
-    }
-
-    /// A short name for files and tables: the scenario, or `http`.
-    pub fn slug(&self) -> String {
-        match self {
-            Workload::Http(_) => "http".into(),
-            Workload::Ddp(p) => crate::stats::doc::scenario_name(&p.source),
-        }
-    }
-
-    /// Where the result document goes, under which label, and whether the run prints its summary.
-    pub fn set_output(&mut self, json: Option<PathBuf>, label: Option<String>, quiet: bool) {
-        match self {
-            Workload::Http(p) => {
-                p.json = json;
-                p.label = label;
-                p.quiet = quiet;
-            }
-            Workload::Ddp(p) => {
-                p.json = json;
-                p.label = label;
-                p.quiet = quiet;
-            }
-        }
-    }
-
-    /// Runs it once.
-    pub fn execute(&self, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> Outcome {
-        match self {
-            Workload::Http(p) => crate::app::run_http_plan(p, command_line, io, cancel),
-            Workload::Ddp(p) => crate::app::run_ddp_plan(p, command_line, io, cancel),
-        }
-    }
-}
 
 /// Reads a pause that may be zero (`0`, `10s`).
 pub fn parse_pause(flag: &str, text: &str) -> Result<Duration, String> {

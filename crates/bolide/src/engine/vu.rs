@@ -16,30 +16,13 @@ use serde_json::Value;
 use tokio::task::LocalSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::proto::ddp::{self as client, ClientConfig, Conn, DdpFailure, Endpoint, Traffic};
+use crate::plan::DdpPlan;
+use crate::proto::ddp::{self as client, Conn, DdpFailure, Traffic};
 use crate::proto::http::tls::Connector;
 use crate::scenario::arrivals::Schedule;
 use crate::scenario::template::{self, Vars};
 use crate::scenario::{Capture, Expect, Flow, HttpStep, LoopOver, Scenario, Step, StepKind, Think, Until, WaitFor};
 use crate::stats::vu::{VuRecorder, VuSecond};
-
-/// A validated DDP run.
-#[derive(Debug, Clone)]
-pub struct DdpPlan {
-    pub scenario: Scenario,
-    /// Built-in name or file path, for reports.
-    pub source: String,
-    pub endpoint: Endpoint,
-    pub client: ClientConfig,
-    pub threads: usize,
-    pub json: Option<std::path::PathBuf>,
-    pub quiet: bool,
-    pub insecure: bool,
-    /// Processes to watch while the users run, and how often.
-    pub server: crate::plan::ServerPlan,
-    /// The `bolide bench` label recorded in the result document.
-    pub label: Option<String>,
-}
 
 /// Once a second while users run.
 #[derive(Debug, Clone, Copy, Default)]

@@ -1,0 +1,89 @@
+//! `bolide demo`: the Meteor benchmark on a fresh machine, against the reference server.
+
+use clap::Parser;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::{Cli, Command, DemoArgs};
+use crate::console::{exit, Io};
+use crate::lifecycle::Workload;
+
+/// `bolide demo`: the reference server as a watched child process (poll reactivity, as in the
+/// Meteor reports), the Meteor benchmark's two workloads against it, and the reports' tables.
+pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: cannot find bolide's own executable to start the server: {e}");
+            return exit::RUN;
+        }
+    };
+    let port = match std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
+        Ok(a) => a.port(),
+        Err(e) => {
+            let _ = writeln!(io.err, "error: no free port on 127.0.0.1: {e}");
+            return exit::RUN;
+        }
+    };
+    let quoted = format!("'{}'", exe.display().to_string().replace('\'', r"'\''"));
+    let spawn = format!("exec {quoted} serve --port {port} --reactivity poll");
+    let target = format!("http://127.0.0.1:{port}");
+    let label = super::default_label();
+    let dir = args.out.clone().unwrap_or_else(|| std::path::Path::new("bolide-demo").join(&label));
+    // Users per second, seconds of arrivals, pause before each action, tasks per user.
+    let (rate, secs, think, tasks) = if args.quick { ("3", "6s", "100ms", "10") } else { ("3", "30s", "500ms", "20") };
+    let _ = writeln!(
+        io.out,
+        "bolide demo: the reference tasks server (poll reactivity) started by bolide on {target}, watched while\n\
+         the Meteor benchmark's users run against it: {rate} users per second for {secs}, each adding and\n\
+         removing {tasks} tasks with {think} between actions; tasks-reactive, then tasks-nonreactive.\n"
+    );
+    let mut code = exit::OK;
+    for scenario in ["tasks-reactive", "tasks-nonreactive"] {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let argv = [
+            "bolide",
+            "run",
+            scenario,
+            "--target",
+            &target,
+            "--arrival-rate",
+            rate,
+            "-d",
+            secs,
+            "--think",
+            think,
+            "--tasks",
+            tasks,
+            "-t",
+            "1",
+            "--spawn",
+            &spawn,
+            "--ready-url",
+            &format!("{target}/ok"),
+        ];
+        let run_args = match Cli::try_parse_from(argv).map(|c| c.command) {
+            Ok(Command::Run(a)) => a,
+            _ => unreachable!("the demo's own command line parses"),
+        };
+        let workload = match Workload::ddp(&run_args) {
+            Ok(w) => w,
+            Err(e) => {
+                let _ = writeln!(io.err, "error: {e}");
+                return exit::RUN;
+            }
+        };
+        let opts =
+            crate::cli::BenchOpts { runs: 1, label: Some(label.clone()), out: Some(dir.clone()), cooldown: "0".into() };
+        let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
+        code = code.max(super::bench(workload, &opts, argv, io, cancel));
+        let _ = writeln!(io.out);
+    }
+    let _ = writeln!(
+        io.out,
+        "Run the demo again later (or after a change) and compare the two series:\n  bolide compare {} bolide-demo/<later>",
+        dir.display()
+    );
+    code
+}

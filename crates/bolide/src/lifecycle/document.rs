@@ -1,0 +1,179 @@
+//! Result documents assembled from a finished run: the plan's settings, the engine's output and
+//! the host's facts, in the versioned form every report and `compare` reads.
+
+use crate::engine::http::RunOutput;
+use crate::plan::{DdpPlan, HttpPlan};
+use crate::stats::{hist, result, summary};
+
+/// Assembles the result document of a finished HTTP run.
+pub fn http(plan: &HttpPlan, o: &RunOutput, command_line: Vec<String>) -> result::ResultDoc {
+    let duration_s = o.duration.as_secs_f64();
+    let urls: Vec<String> = plan.targets.iter().map(|t| t.url.clone()).collect();
+    let (summary, all) = summary::overall(&o.merged, &o.timeline, duration_s, o.scheduled_sends);
+    result::ResultDoc {
+        format: result::FORMAT.to_string(),
+        version: result::VERSION,
+        tool: result::Tool { name: "bolide".into(), version: env!("CARGO_PKG_VERSION").into() },
+        kind: "http".into(),
+        command_line,
+        started_at: humantime::format_rfc3339_millis(o.started_at).to_string(),
+        interrupted: o.interrupted,
+        host: host(),
+        settings: plan.settings.clone(),
+        per_target: summary::per_target(&urls, &o.merged, duration_s),
+        targets: urls,
+        summary,
+        timeline: o.timeline.clone(),
+        histograms: result::Histograms { latency_us: hist::encode(&all.latency_us) },
+        monitor: Vec::new(),
+        generator: None,
+        label: None,
+    }
+}
+
+/// Assembles the result document of a DDP run, with the `ensure` verdicts.
+pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<String>) -> crate::stats::vu::DdpDoc {
+    use crate::scenario::{LatencyStat, PhaseKind};
+    use crate::stats::vu::*;
+    let duration_s = o.duration.as_secs_f64();
+    let rec = &o.rec;
+    let config = &plan.scenario.config;
+    let steps_total: u64 = rec.steps.iter().map(|s| s.count).sum();
+    let step_errors: u64 = rec.steps.iter().map(|s| s.error_total()).sum();
+    let mut errors_by_class = std::collections::BTreeMap::new();
+    for s in &rec.steps {
+        for (k, v) in &s.errors {
+            *errors_by_class.entry(k.clone()).or_insert(0) += v;
+        }
+    }
+    if rec.cut > 0 {
+        errors_by_class.insert("user_timeout".to_string(), rec.cut);
+    }
+    let error_rate_pct = if steps_total > 0 { step_errors as f64 * 100.0 / steps_total as f64 } else { 0.0 };
+    // ensure: over all steps together, or one step.
+    let mut ensure = Vec::new();
+    if let Some(limit) = config.ensure.max_error_rate {
+        ensure.push(EnsureResult {
+            what: "error rate %".into(),
+            limit,
+            value: error_rate_pct,
+            ok: error_rate_pct <= limit,
+        });
+    }
+    for l in &config.ensure.limits {
+        let mut h = crate::stats::hist::latency_us();
+        for (name, s) in rec.names.iter().zip(&rec.steps) {
+            if l.step.as_deref().is_none_or(|want| want == name) {
+                h.add(&s.latency_us).expect("same shape");
+            }
+        }
+        let us = match l.stat {
+            LatencyStat::Max => h.max(),
+            LatencyStat::P95 => h.value_at_quantile(0.95),
+            LatencyStat::P99 => h.value_at_quantile(0.99),
+        };
+        let value = us as f64 / 1000.0;
+        let what = match &l.step {
+            Some(step) => format!("{} of {step} (ms)", l.stat.name()),
+            None => format!("{} of all steps (ms)", l.stat.name()),
+        };
+        ensure.push(EnsureResult { what, limit: l.max_ms, value, ok: value <= l.max_ms });
+    }
+    let total_time_s = match (rec.first_arrival_s, rec.last_finish_s) {
+        (Some(a), Some(b)) if b >= a => b - a,
+        _ => 0.0,
+    };
+    let phases = config
+        .phases
+        .iter()
+        .map(|p| {
+            let (rate, ramp, count, pause) = match p.kind {
+                PhaseKind::Rate { per_s, ramp_to } => (Some(per_s), ramp_to, None, false),
+                PhaseKind::Count(n) => (None, None, Some(n), false),
+                PhaseKind::Pause => (None, None, None, true),
+            };
+            PhaseSettings {
+                name: p.name.clone(),
+                duration_s: p.duration.as_secs_f64(),
+                arrival_rate: rate,
+                ramp_to: ramp,
+                arrival_count: count,
+                pause,
+            }
+        })
+        .collect();
+    let nonempty = |h: &hdrhistogram::Histogram<u64>| (!h.is_empty()).then(|| summary::latency(h));
+    DdpDoc {
+        format: result::FORMAT.to_string(),
+        version: result::VERSION,
+        tool: result::Tool { name: "bolide".into(), version: env!("CARGO_PKG_VERSION").into() },
+        kind: "ddp".into(),
+        command_line,
+        started_at: humantime::format_rfc3339_millis(o.started_at).to_string(),
+        interrupted: o.interrupted,
+        host: host(),
+        settings: DdpRunSettings {
+            scenario: plan.source.clone(),
+            target: config.target.clone(),
+            transport: match plan.client.transport {
+                crate::proto::ddp::Transport::WebSocket => "websocket".into(),
+                crate::proto::ddp::Transport::SockJs => "sockjs".into(),
+            },
+            compression: plan.client.compression,
+            cache: plan.client.cache,
+            threads: plan.threads,
+            phases,
+            max_vusers: config.max_vusers,
+            step_timeout_s: config.ddp.step_timeout.as_secs_f64(),
+            user_timeout_s: config.ddp.user_timeout.as_secs_f64(),
+        },
+        summary: DdpSummary {
+            users: Users {
+                launched: rec.launched,
+                completed: rec.completed,
+                failed: rec.failed,
+                skipped: rec.skipped,
+                cut: rec.cut,
+            },
+            total_time_s,
+            duration_s,
+            steps: steps_total,
+            step_errors,
+            error_rate_pct,
+            errors_by_class,
+            messages_in: o.traffic.messages_in,
+            messages_out: o.traffic.messages_out,
+            bytes_in: o.traffic.bytes_in,
+            bytes_out: o.traffic.bytes_out,
+            pings_answered: o.traffic.pings_answered,
+            protocol_errors: o.traffic.protocol_errors,
+            reactive: nonempty(&rec.reactive_us),
+            fanout: nonempty(&o.traffic.fanout_us),
+            ensure,
+        },
+        steps: step_summaries(rec, duration_s),
+        timeline: o
+            .timeline
+            .iter()
+            .enumerate()
+            .map(|(t, (alive, s))| DdpSecond { t: t as u32, users_alive: *alive, counts: s.clone() })
+            .collect(),
+        histograms: DdpHistograms {
+            reactive_us: hist::encode(&rec.reactive_us),
+            fanout_us: hist::encode(&o.traffic.fanout_us),
+        },
+        monitor: Vec::new(),
+        generator: None,
+        label: None,
+    }
+}
+
+/// Facts about this machine for the result document.
+pub fn host() -> result::Host {
+    result::Host {
+        cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        os: std::env::consts::OS.into(),
+        arch: std::env::consts::ARCH.into(),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default(),
+    }
+}

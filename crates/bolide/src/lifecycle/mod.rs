@@ -1,0 +1,271 @@
+//! The run lifecycle that `http`, `run`, `bench`, `capacity` and `demo` share: start the server
+//! (`--spawn`), check the target, run the engine with the server and bolide itself watched, stop
+//! the server, assemble the result document (see [`document`]), print the summary and write the
+//! files. A [`Workload`] is a validated plan of either kind; [`Workload::execute`] runs it once.
+
+pub mod document;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::console::{exit, Io};
+use crate::engine::http::{self as engine, StartError};
+use crate::plan::{self, DdpPlan, HttpPlan};
+use crate::report::term;
+use crate::stats::doc::Doc;
+use crate::stats::gnuplot;
+
+/// A validated workload of either kind.
+#[derive(Debug, Clone)]
+pub enum Workload {
+    Http(Box<HttpPlan>),
+    Ddp(Box<DdpPlan>),
+}
+
+impl Workload {
+    pub fn http(args: &crate::cli::HttpArgs) -> Result<Workload, String> {
+        crate::plan::http_plan(args).map(|p| Workload::Http(Box::new(p))).map_err(|e| e.to_string())
+    }
+
+    pub fn ddp(args: &crate::cli::RunArgs) -> Result<Workload, String> {
+        crate::plan::run_plan(args).map(|p| Workload::Ddp(Box::new(p))).map_err(|e| e.to_string())
+    }
+
+    /// A short name for files and tables: the scenario, or `http`.
+    pub fn slug(&self) -> String {
+        match self {
+            Workload::Http(_) => "http".into(),
+            Workload::Ddp(p) => crate::stats::doc::scenario_name(&p.source),
+        }
+    }
+
+    /// Where the result document goes, under which label, and whether the run prints its summary.
+    pub fn set_output(&mut self, json: Option<PathBuf>, label: Option<String>, quiet: bool) {
+        match self {
+            Workload::Http(p) => {
+                p.json = json;
+                p.label = label;
+                p.quiet = quiet;
+            }
+            Workload::Ddp(p) => {
+                p.json = json;
+                p.label = label;
+                p.quiet = quiet;
+            }
+        }
+    }
+
+    /// Runs it once.
+    pub fn execute(&self, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> Outcome {
+        match self {
+            Workload::Http(p) => run_http_plan(p, command_line, io, cancel),
+            Workload::Ddp(p) => run_ddp_plan(p, command_line, io, cancel),
+        }
+    }
+}
+
+/// What running a workload left: the exit code, and the result document when it ran.
+pub struct Outcome {
+    pub code: i32,
+    pub doc: Option<Doc>,
+}
+
+impl Outcome {
+    fn failed(code: i32) -> Outcome {
+        Outcome { code, doc: None }
+    }
+}
+
+/// Starts the server if `--spawn` asked for it; the error is written and mapped to exit 3.
+fn spawn_server(
+    server: &plan::ServerPlan,
+    io: &mut Io,
+    cancel: &CancellationToken,
+) -> Result<Option<crate::monitor::spawn::Spawned>, i32> {
+    let Some(spawn) = &server.spawn else { return Ok(None) };
+    match crate::monitor::spawn::start(spawn, cancel) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {e}");
+            Err(exit::RUN)
+        }
+    }
+}
+
+/// Writes the live line when the run shows one.
+fn show_live(live: bool, err: &mut dyn Write, line: &str) {
+    if live {
+        let _ = write!(err, "{line}");
+        let _ = err.flush();
+    }
+}
+
+/// What the watched processes and bolide itself did during a run.
+struct Watch {
+    monitor: Vec<crate::monitor::MonitorResult>,
+    generator: crate::monitor::generator::GeneratorResult,
+}
+
+/// Starts the server if `--spawn` asked for it, checks `reachable`, runs `load` (given stderr for
+/// its live line) with the server and bolide watched, then stops the server. Err is the exit code
+/// of a run that could not start (the reason already written).
+fn watched<T>(
+    server: &plan::ServerPlan,
+    io: &mut Io,
+    cancel: &CancellationToken,
+    reachable: impl FnOnce(&mut Io) -> bool,
+    load: impl FnOnce(&mut dyn Write) -> T,
+) -> Result<(T, Watch), i32> {
+    let spawned = spawn_server(server, io, cancel)?;
+    if !reachable(io) {
+        return Err(exit::RUN);
+    }
+    let monitor = crate::monitor::start_for(&server.monitors, spawned.as_ref(), server.interval, &mut *io.err);
+    let out = load(&mut *io.err);
+    let (processes, own) = monitor.finish_all();
+    stop_server(spawned, &processes, io);
+    Ok((out, Watch { monitor: processes.iter().map(Into::into).collect(), generator: own.result() }))
+}
+
+/// Stops the spawned server, if any, and says so when it had died during the run.
+fn stop_server(spawned: Option<crate::monitor::spawn::Spawned>, watched: &[crate::monitor::Watched], io: &mut Io) {
+    if let Some(s) = spawned {
+        if let Some(t) = watched.iter().find(|w| w.pid == s.pid).and_then(|w| w.vanished_s) {
+            let _ = writeln!(io.err, "warning: the spawned server was gone {t:.1} s into the run{}", s.tail());
+        }
+        s.stop();
+    }
+}
+
+fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> Outcome {
+    let live = io.live && !plan.quiet;
+    let run = watched(
+        &plan.server,
+        io,
+        cancel,
+        |_| true,
+        |err| engine::run(plan, cancel, &mut |p: &engine::Progress| show_live(live, err, &term::live_line(p))),
+    );
+    let (output, watch) = match run {
+        Ok(r) => r,
+        Err(code) => return Outcome::failed(code),
+    };
+    let output = match output {
+        Ok(o) => o,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {e}");
+            return Outcome::failed(match e {
+                StartError::Unreachable(_) | StartError::Setup(_) => exit::RUN,
+            });
+        }
+    };
+    if live {
+        let _ = write!(io.err, "\r\x1b[K");
+    }
+    let mut doc = document::http(plan, &output, command_line);
+    doc.monitor = watch.monitor;
+    doc.generator = Some(watch.generator);
+    doc.label = plan.label.clone();
+    let mut code = exit::OK;
+    if !plan.quiet {
+        let _ = write!(io.out, "{}", term::summary(&doc));
+        for (class, detail) in &output.merged.first_errors {
+            let _ = writeln!(io.err, "first {} error: {detail}", class.name());
+        }
+    }
+    if let Some(path) = &plan.json {
+        if !write_document(path, &doc, plan.quiet, io) {
+            code = exit::RUN;
+        }
+    }
+    if let Some(path) = &plan.gnuplot {
+        match gnuplot::assemble(path, &output.gnuplot_parts) {
+            Ok(()) if !plan.quiet => {
+                let _ = writeln!(io.out, "Per-request data (ab -g layout): {}", path.display());
+            }
+            Ok(()) => {}
+            Err(e) => {
+                let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
+                code = exit::RUN;
+            }
+        }
+    }
+    Outcome { code, doc: Some(Doc::Http(Box::new(doc))) }
+}
+
+/// Writes a result document whole or not at all; says where (unless quiet) or why not.
+fn write_document(path: &std::path::Path, doc: &impl serde::Serialize, quiet: bool, io: &mut Io) -> bool {
+    let written = crate::files::write_atomically(path, |w| {
+        serde_json::to_writer_pretty(&mut *w, doc).map_err(std::io::Error::other)?;
+        w.write_all(b"\n")
+    });
+    match written {
+        Ok(()) => {
+            if !quiet {
+                let _ = writeln!(io.out, "\nResult document: {}", path.display());
+            }
+            true
+        }
+        Err(e) => {
+            let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
+            false
+        }
+    }
+}
+
+/// Runs a validated DDP plan and reports it.
+fn run_ddp_plan(plan: &DdpPlan, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> Outcome {
+    // Nothing is measured against a target nobody answers at.
+    let reachable = |io: &mut Io| {
+        let up =
+            plan.endpoint.addrs.iter().any(|a| std::net::TcpStream::connect_timeout(a, Duration::from_secs(5)).is_ok());
+        if !up {
+            let _ = writeln!(
+                io.err,
+                "error: nothing answers at {} ({:?}); is the server running?",
+                plan.scenario.config.target, plan.endpoint.addrs
+            );
+        }
+        up
+    };
+    let live = io.live && !plan.quiet;
+    let run = watched(&plan.server, io, cancel, reachable, |err| {
+        crate::engine::vu::run(plan, cancel, &mut |p: &crate::engine::vu::VuProgress| {
+            show_live(live, err, &crate::report::ddp::live_line(p))
+        })
+    });
+    let (output, watch) = match run {
+        Ok(r) => r,
+        Err(code) => return Outcome::failed(code),
+    };
+    let output = match output {
+        Ok(o) => o,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {e}");
+            return Outcome::failed(exit::RUN);
+        }
+    };
+    if live {
+        let _ = write!(io.err, "\r\x1b[K");
+    }
+    let mut doc = document::ddp(plan, &output, command_line);
+    doc.monitor = watch.monitor;
+    doc.generator = Some(watch.generator);
+    doc.label = plan.label.clone();
+    if !plan.quiet {
+        let _ = write!(io.out, "{}", crate::report::ddp::summary(&doc));
+        for (class, detail) in &output.rec.first_errors {
+            let _ = writeln!(io.err, "first {class} error: {detail}");
+        }
+    }
+    let mut code = if doc.summary.ensure.iter().all(|e| e.ok) { exit::OK } else { exit::THRESHOLDS };
+    if let Some(path) = &plan.json {
+        if !write_document(path, &doc, plan.quiet, io) {
+            code = exit::RUN;
+        }
+    }
+    Outcome { code, doc: Some(Doc::Ddp(Box::new(doc))) }
+}

@@ -1,0 +1,77 @@
+//! `bolide serve`: the reference server in the foreground until stopped.
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::ServeArgs;
+use crate::console::{exit, Io};
+use crate::report::term;
+
+/// `bolide serve`: the reference server until Ctrl-C.
+pub fn serve(args: &ServeArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
+    let Ok(ip) = args.host.parse::<std::net::IpAddr>() else {
+        let _ = writeln!(io.err, "error: --host {:?} is not an IP address (e.g. 127.0.0.1 or ::1)", args.host);
+        return exit::USAGE;
+    };
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let reactivity = match args.reactivity {
+        crate::cli::ReactivityArg::Push => refserver::Reactivity::Push,
+        crate::cli::ReactivityArg::Poll => refserver::Reactivity::POLL,
+    };
+    if args.max_sessions == 0 || args.max_message_bytes < 1024 {
+        let _ = writeln!(io.err, "error: --max-sessions must be at least 1 and --max-message-bytes at least 1024");
+        return exit::USAGE;
+    }
+    let mut users = Vec::new();
+    for u in &args.users {
+        match u.split_once(':') {
+            Some((name, password)) if !name.is_empty() => users.push((name.to_string(), password.to_string())),
+            _ => {
+                let _ = writeln!(io.err, "error: --user {u:?} must look like NAME:PASSWORD");
+                return exit::USAGE;
+            }
+        }
+    }
+    let ddp = refserver::DdpConfig {
+        users,
+        reactivity,
+        compression: args.compression == crate::cli::Toggle::On,
+        compression_threshold: args.compression_threshold,
+        max_sessions: args.max_sessions,
+        max_message_bytes: args.max_message_bytes,
+        ..refserver::DdpConfig::default()
+    };
+    let config = refserver::Config { addr: (ip, args.port).into(), threads: args.threads.unwrap_or(cores).max(1), ddp };
+    let server = match refserver::Server::start(config) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: cannot listen on {}:{}: {e}", args.host, args.port);
+            return exit::RUN;
+        }
+    };
+    let compression = match args.compression {
+        crate::cli::Toggle::On => format!("on, threshold {} bytes", args.compression_threshold),
+        crate::cli::Toggle::Off => "off".into(),
+    };
+    let _ = writeln!(io.out, "bolide reference server on {} (Ctrl-C stops it)", server.base_url());
+    let _ = writeln!(io.out, "  tasks page:  {}/", server.base_url());
+    let _ =
+        writeln!(io.out, "  DDP:         {} (raw), {}/sockjs/... (SockJS)", server.websocket_url(), server.base_url());
+    let _ = writeln!(io.out, "  reactivity:  {:?}, compression {compression}", args.reactivity);
+    let _ = writeln!(io.out, "  HTTP:        /ok  /bytes/N  /delay/MS  /status/CODE");
+    let _ = io.out.flush();
+    while !cancel.is_cancelled() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let sessions = server.app().sessions_started.load(std::sync::atomic::Ordering::Relaxed);
+    let served = server.requests();
+    server.shutdown();
+    let _ = writeln!(
+        io.out,
+        "stopped after {} HTTP requests and {} DDP sessions",
+        term::count(served),
+        term::count(sessions)
+    );
+    exit::OK
+}
