@@ -261,6 +261,16 @@ fn failures_are_counted_by_class() {
         assert_eq!(doc.summary.errors_by_class.get(class), Some(&2), "row {i}: {:?}", doc.summary.errors_by_class);
         assert_eq!(step(&doc, "disconnect").count, 0, "row {i}: a failed user stops");
         assert!(o.err.contains(&format!("first {class} error")), "row {i}: {}", o.err);
+        // A timed-out step stays in the step's latency at (about) its timeout; other failures
+        // have no latency to record.
+        let failed = doc.steps.iter().find(|s| s.errors > 0).unwrap();
+        let samples = hist_count(&failed.latency_histogram);
+        if class == "timeout" {
+            assert_eq!(samples, 2, "row {i}");
+            assert!(failed.latency.p50_us >= 100_000, "row {i}: {:?}", failed.latency);
+        } else if class != "expect" {
+            assert_eq!(samples, 0, "row {i}");
+        }
     }
 }
 
@@ -313,8 +323,26 @@ fn broken_ensure_exits_1() {
     let e = &doc.summary.ensure;
     assert_eq!(e.len(), 2);
     assert!(e[0].ok, "no errors: {e:?}");
-    assert!(!e[1].ok && e[1].value >= 150.0 && e[1].limit == 50.0, "{e:?}");
+    assert!(!e[1].ok && e[1].value.unwrap() >= 150.0 && e[1].limit == 50.0, "{e:?}");
     assert!(o.out.contains("BROKEN"), "{}", o.out);
+}
+
+#[test]
+fn ensure_on_a_step_without_samples_fails_and_says_why() {
+    let server = server(Reactivity::Push);
+    let dir = tempfile::tempdir().unwrap();
+    // Every call fails at once (404): the step has no sample, so its p95 limit cannot pass.
+    let text = format!(
+        "config:\n  target: {}\n  phases: [{{duration: 100ms, arrivalCount: 2}}]\n  ensure:\n    steps:\n      call noSuchMethod: {{p95: 100}}\nscenarios:\n  - flow:\n      - connect\n      - call: {{method: noSuchMethod}}\n",
+        server.base_url()
+    );
+    let (o, doc) = run(&[&write_scenario(&dir, &text)]);
+    assert_eq!(o.code, 1, "{}", o.out);
+    let e = &doc.summary.ensure[0];
+    assert!(!e.ok && e.value.is_none(), "{e:?}");
+    assert!(e.why.as_deref().unwrap().contains("no sample of call noSuchMethod"), "{e:?}");
+    assert!(o.out.contains("no sample of call noSuchMethod") && o.out.contains("BROKEN"), "{}", o.out);
+    assert!(!o.out.contains("0.00 (limit"), "{}", o.out);
 }
 
 #[test]

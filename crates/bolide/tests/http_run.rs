@@ -348,3 +348,30 @@ fn monitor_samples_the_server_by_port_and_reports_missing_ones() {
     assert_eq!(o.code, 2);
     assert!(o.err.contains("NAME=PID or NAME=:PORT"), "{}", o.err);
 }
+
+#[test]
+fn timed_out_requests_stay_in_the_percentiles_at_their_timeout() {
+    // Every tenth request the server reads is never answered (its connection stays open).
+    static SEEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let server = fake(|mut s| {
+        while read_head(&mut s) {
+            if SEEN.fetch_add(1, std::sync::atomic::Ordering::SeqCst) % 10 == 9 {
+                sleep_ms(2_000);
+                return;
+            }
+            if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
+                return;
+            }
+        }
+    });
+    let (_, doc) = http_json(&["-n", "50", "-c", "1", "--timeout", "250ms", &server.url("/")]);
+    assert_eq!(doc.summary.responses, 45);
+    assert_eq!(class(&doc, "timeout"), 5);
+    assert_eq!(doc.summary.errors, 5);
+    // 5 of 50 samples sit at the timeout: p99 and the max are at least 250 ms, p50 is far below.
+    assert!(doc.summary.latency.p99_us >= 250_000, "{:?}", doc.summary.latency);
+    assert!(doc.summary.latency.max_us >= 250_000, "{:?}", doc.summary.latency);
+    assert!(doc.summary.latency.p50_us < 100_000, "{:?}", doc.summary.latency);
+    let hist = bolide::stats::hist::decode(&doc.histograms.latency_us).unwrap();
+    assert_eq!(hist.len(), 50, "every request, answered or timed out, is in the histogram");
+}

@@ -61,7 +61,7 @@ pub fn judge(doc: &Doc, c: &Criteria) -> Verdict {
                 why.push(format!("{} of {} users failed{cut}", u.failed, u.launched));
             }
             for e in d.summary.ensure.iter().filter(|e| !e.ok) {
-                why.push(format!("ensure {} {:.2} > {:.2}", e.what, e.value, e.limit));
+                why.push(format!("ensure {} {} > {:.2}", e.what, e.shown(), e.limit));
             }
         }
         Doc::Http(d) => {

@@ -409,7 +409,7 @@ async fn connection_loop(w: &Worker, target_index: usize) {
             Err(_elapsed) => {
                 conn = None;
                 let detail = format!("no complete response within {:?}", w.plan.timeout);
-                w.rec.borrow_mut().record_error(target_index, ErrorClass::Timeout, &detail);
+                w.rec.borrow_mut().record_timeout(target_index, micros(done - due), &detail);
             }
         }
     }

@@ -301,7 +301,8 @@ async fn user(w: &Worker, arrival: u64) -> bool {
             }
         }
     }
-    let mut vu = Vu { w, conn: None, vars, subs: HashMap::new(), last_write: None, reconnects: 0 };
+    let mut vu =
+        Vu { w, conn: None, vars, subs: HashMap::new(), last_write: None, reconnects: 0, step_began: Instant::now() };
     let ok = vu.steps(&flow.steps).await.is_ok();
     if let Some(c) = vu.conn.take() {
         c.close();
@@ -321,6 +322,8 @@ struct Vu<'w> {
     reconnects: u32,
     /// When this user last sent a method call (the start of reactive latency).
     last_write: Option<Instant>,
+    /// When the step now running began: a step that times out stays in its latency at this age.
+    step_began: Instant,
 }
 
 /// A failed step: already recorded; the user stops (or reconnects, when the class is "closed"
@@ -344,10 +347,12 @@ impl Vu<'_> {
     fn steps<'a>(&'a mut self, steps: &'a [Step]) -> Pin<Box<dyn Future<Output = Result<(), Stop>> + 'a>> {
         Box::pin(async move {
             for s in steps {
+                self.step_began = Instant::now();
                 match self.step(s).await {
                     Ok(()) => {}
                     Err(Stop { closed: true }) if self.may_reconnect(s) => {
                         self.reconnect().await?;
+                        self.step_began = Instant::now();
                         self.step(s).await?;
                     }
                     Err(stop) => return Err(stop),
@@ -364,7 +369,11 @@ impl Vu<'_> {
     fn fail_with(&self, step: &Step, class: &str, detail: &str) -> Stop {
         let mut r = self.w.rec.borrow_mut();
         let i = r.index(&step.name);
-        r.step_failed(i, class, detail);
+        if class == "timeout" {
+            r.step_timed_out(i, micros(self.step_began.elapsed()), detail);
+        } else {
+            r.step_failed(i, class, detail);
+        }
         Stop { closed: class == "closed" }
     }
 

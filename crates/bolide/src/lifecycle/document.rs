@@ -52,12 +52,15 @@ pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<St
     let error_rate_pct = if steps_total > 0 { step_errors as f64 * 100.0 / steps_total as f64 } else { 0.0 };
     // ensure: over all steps together, or one step.
     let mut ensure = Vec::new();
+    // A threshold over nothing measured fails and says so: "0.00 ms" of no sample is no pass.
     if let Some(limit) = config.ensure.max_error_rate {
+        let value = (steps_total > 0).then_some(error_rate_pct);
         ensure.push(EnsureResult {
             what: "error rate %".into(),
             limit,
-            value: error_rate_pct,
-            ok: error_rate_pct <= limit,
+            value,
+            ok: value.is_some_and(|v| v <= limit),
+            why: value.is_none().then(|| "no step ran".to_string()),
         });
     }
     for l in &config.ensure.limits {
@@ -72,12 +75,16 @@ pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<St
             LatencyStat::P95 => h.value_at_quantile(0.95),
             LatencyStat::P99 => h.value_at_quantile(0.99),
         };
-        let value = us as f64 / 1000.0;
+        let value = (!h.is_empty()).then(|| us as f64 / 1000.0);
         let what = match &l.step {
             Some(step) => format!("{} of {step} (ms)", l.stat.name()),
             None => format!("{} of all steps (ms)", l.stat.name()),
         };
-        ensure.push(EnsureResult { what, limit: l.max_ms, value, ok: value <= l.max_ms });
+        let why = value.is_none().then(|| match &l.step {
+            Some(step) => format!("no sample of {step} (it never completed or never ran)"),
+            None => "no step completed".to_string(),
+        });
+        ensure.push(EnsureResult { what, limit: l.max_ms, value, ok: value.is_some_and(|v| v <= l.max_ms), why });
     }
     let total_time_s = match (rec.first_arrival_s, rec.last_finish_s) {
         (Some(a), Some(b)) if b >= a => b - a,

@@ -58,7 +58,8 @@ const STATUS_SLOTS: usize = 600;
 /// Counts for one target (URL) on one worker.
 #[derive(Debug, Clone)]
 pub struct TargetRecorder {
-    /// Latency of complete responses, from intended send time to last byte.
+    /// Latency of complete responses, from intended send time to last byte, and of timed-out
+    /// requests at their timeout.
     pub latency_us: Histogram<u64>,
     /// Complete responses, whatever their status.
     pub responses: u64,
@@ -199,6 +200,15 @@ impl WorkerRecorder {
         self.second.responses += 1;
         self.second.bytes_in += bytes;
         hist::record(&mut self.second.latency_us, latency_us);
+    }
+
+    /// A request that got no complete response within the timeout: an error of class `timeout`
+    /// that stays in the latency histograms at `latency_us` (its timeout, from the intended send),
+    /// so a server stalling past the timeout makes the percentiles worse, never better.
+    pub fn record_timeout(&mut self, target: usize, latency_us: u64, detail: &str) {
+        hist::record(&mut self.targets[target].latency_us, latency_us);
+        hist::record(&mut self.second.latency_us, latency_us);
+        self.record_error(target, ErrorClass::Timeout, detail);
     }
 
     pub fn record_error(&mut self, target: usize, class: ErrorClass, detail: &str) {

@@ -142,6 +142,13 @@ impl VuRecorder {
         }
     }
 
+    /// A step that timed out: an error of class `timeout` that stays in the step's latency at
+    /// `latency_us` (how long it waited), so a stalling server worsens the percentiles.
+    pub fn step_timed_out(&mut self, step: usize, latency_us: u64, detail: &str) {
+        hist::record(&mut self.steps[step].latency_us, latency_us);
+        self.step_failed(step, "timeout", detail);
+    }
+
     pub fn step_failed(&mut self, step: usize, class: &str, detail: &str) {
         let s = &mut self.steps[step];
         s.count += 1;
@@ -275,8 +282,23 @@ pub struct DdpSummary {
 pub struct EnsureResult {
     pub what: String,
     pub limit: f64,
-    pub value: f64,
+    /// The measured value; None when there was nothing to measure (then the threshold fails).
+    pub value: Option<f64>,
     pub ok: bool,
+    /// Why it failed without a value ("no successful sample of call insertTask").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+impl EnsureResult {
+    /// The value as people read it: `12.34`, or why there is none.
+    pub fn shown(&self) -> String {
+        match (self.value, &self.why) {
+            (Some(v), _) => format!("{v:.2}"),
+            (None, Some(why)) => why.clone(),
+            (None, None) => "no value".into(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
