@@ -511,6 +511,44 @@ fn insert_from_outside(addr: std::net::SocketAddr, description: &str) {
 }
 
 #[test]
+fn fan_out_counts_new_writes_only_never_a_documents_age() {
+    let server = server(Reactivity::Push);
+    // Documents that are seconds old when the users subscribe: their age is no fan-out.
+    for i in 0..20 {
+        insert_from_outside(server.addr(), &format!("old {i}"));
+    }
+    std::thread::sleep(Duration::from_millis(1_500));
+    let (o, doc) = run(&[
+        "tasks-reactive",
+        "--target",
+        &server.base_url(),
+        "--arrival-rate",
+        "100",
+        "-d",
+        "20ms",
+        "--think",
+        "20ms",
+        "--tasks",
+        "3",
+        "-t",
+        "1",
+    ]);
+    assert_eq!((o.code, doc.summary.users.completed), (0, 2), "{}\n{}", o.out, o.err);
+    // Each user's own 3 inserts at least, at most every insert seen by both users.
+    let fanout = doc.summary.fanout.as_ref().expect("fan-out measured");
+    let seen = hist_count(&doc.histograms.fanout_us);
+    assert!((6..=12).contains(&seen), "{seen} fan-out samples");
+    assert!(fanout.max_us < 1_000_000, "the 1.5 s old documents stayed out: {fanout:?}");
+    // A non-reactive user's page-load data (subscribe, then unsubscribe) is no fan-out either;
+    // one user, so no other user's write can reach it while it is briefly subscribed.
+    let (o, doc) =
+        run(&["tasks-nonreactive", "--target", &server.base_url(), "--arrival-rate", "100", "-d", "10ms", "--think", "0"]);
+    assert_eq!((o.code, doc.summary.users.completed), (0, 1), "{}\n{}", o.out, o.err);
+    assert_eq!(hist_count(&doc.histograms.fanout_us), 0);
+    assert!(doc.summary.fanout.is_none());
+}
+
+#[test]
 fn wait_for_sees_documents_that_arrive_while_it_waits() {
     for reactivity in [Reactivity::Push, Reactivity::POLL] {
         let server = server(reactivity);

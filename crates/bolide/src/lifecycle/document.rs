@@ -153,6 +153,7 @@ pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<St
             bytes_in: o.traffic.bytes_in,
             bytes_out: o.traffic.bytes_out,
             pings_answered: o.traffic.pings_answered,
+            pings_sent: o.traffic.pings_sent,
             protocol_errors: o.traffic.protocol_errors,
             reactive: nonempty(&rec.reactive_us),
             fanout: nonempty(&o.traffic.fanout_us),

@@ -128,6 +128,8 @@ pub struct Traffic {
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub pings_answered: u64,
+    /// Heartbeat pings bolide sent after silence (also counted in `messages_out`).
+    pub pings_sent: u64,
     /// Server timestamp field to receipt, microseconds.
     pub fanout_us: hdrhistogram::Histogram<u64>,
     /// Top-level `error` messages and unparsable messages from the server.
@@ -142,6 +144,7 @@ impl Default for Traffic {
             bytes_in: 0,
             bytes_out: 0,
             pings_answered: 0,
+            pings_sent: 0,
             fanout_us: crate::stats::hist::latency_us(),
             protocol_errors: 0,
         }
@@ -156,6 +159,7 @@ impl Traffic {
         self.bytes_in += o.bytes_in;
         self.bytes_out += o.bytes_out;
         self.pings_answered += o.pings_answered;
+        self.pings_sent += o.pings_sent;
         self.protocol_errors += o.protocol_errors;
         self.fanout_us.add(&o.fanout_us).expect("fan-out histograms share one shape");
     }
@@ -667,6 +671,8 @@ async fn run(
                     if stream.write_all(&pong).await.is_err() {
                         break 'conn "write failed".to_string();
                     }
+                    // A WebSocket control frame: bytes on the wire, not a DDP message.
+                    traffic.borrow_mut().bytes_out += pong.len() as u64;
                 }
                 Ok(Some(Frames::Close(why))) => break 'conn why,
                 Ok(Some(Frames::Ddp(texts))) => {
@@ -750,6 +756,10 @@ async fn run(
                         if stream.write_all(&wire).await.is_err() {
                             break 'conn "write failed".to_string();
                         }
+                        let mut t = traffic.borrow_mut();
+                        t.messages_out += 1;
+                        t.bytes_out += wire.len() as u64;
+                        t.pings_sent += 1;
                         ping_sent = Some(now);
                     }
                     heard = false;
@@ -806,12 +816,7 @@ fn handle(text: &str, shared: &Shared, cfg: &ClientConfig, traffic: &RefCell<Tra
             }
         }
         Message::Added { collection, id, fields } | Message::AddedBefore { collection, id, fields, .. } => {
-            if let Some(field) = &cfg.fanout_field {
-                if let Some(sent_ms) = fields.get(field).and_then(ddp::ejson::json_date_ms) {
-                    let lag_us = ((now_ms() - sent_ms) * 1000.0).max(1.0) as u64;
-                    crate::stats::hist::record(&mut traffic.borrow_mut().fanout_us, lag_us);
-                }
-            }
+            record_fanout(&st, cfg, &fields, traffic);
             if cfg.cache {
                 let (collection, id) = (st.collection_name(&collection), Rc::<str>::from(id));
                 st.log_change(&collection, &id);
@@ -821,7 +826,11 @@ fn handle(text: &str, shared: &Shared, cfg: &ClientConfig, traffic: &RefCell<Tra
                     .insert(id, Doc { fields, added_at: now, changed_at: now });
             }
         }
-        Message::Changed { collection, id, fields, cleared } if cfg.cache => {
+        Message::Changed { collection, id, fields, cleared } => {
+            record_fanout(&st, cfg, &fields, traffic);
+            if !cfg.cache {
+                return;
+            }
             let Some((name, docs)) = st.collections.get_key_value_mut_by(&collection) else { return };
             let Some((key, doc)) = docs.get_key_value_mut_by(&id) else { return };
             for (k, v) in fields {
@@ -844,6 +853,26 @@ fn handle(text: &str, shared: &Shared, cfg: &ClientConfig, traffic: &RefCell<Tra
         }
         Message::Error { .. } => traffic.borrow_mut().protocol_errors += 1,
         _ => {}
+    }
+}
+
+/// Fan-out latency: from the write (the document's timestamp field) until this subscriber got it.
+/// Only data that reaches a live subscription after its `ready` counts: a subscription's initial
+/// documents and a method's page-load data say how old a document is, not how fast a write fans
+/// out, so they are left out (and so is whatever arrives while another subscription of the session
+/// is still waiting for its `ready`).
+fn record_fanout(st: &State, cfg: &ClientConfig, fields: &serde_json::Map<String, Value>, traffic: &RefCell<Traffic>) {
+    let Some(field) = &cfg.fanout_field else { return };
+    // DDP does not say which subscription a document is for; while any subscription waits for
+    // its `ready`, what arrives may be its initial data, so nothing is counted until it is ready.
+    let live = st.subs.values().any(|s| s.ready_at.is_some());
+    let pending = st.subs.values().any(|s| s.ready_at.is_none() && s.nosub.is_none());
+    if !live || pending {
+        return;
+    }
+    if let Some(sent_ms) = fields.get(field).and_then(ddp::ejson::json_date_ms) {
+        let lag_us = ((now_ms() - sent_ms) * 1000.0).max(1.0) as u64;
+        crate::stats::hist::record(&mut traffic.borrow_mut().fanout_us, lag_us);
     }
 }
 
@@ -996,6 +1025,13 @@ mod tests {
         let mut replies = Vec::new();
         // Changes are logged for a waiter only while it waits.
         handle(r#"{"msg":"added","collection":"c","id":"early","fields":{}}"#, &shared, &cfg, &traffic, &mut replies);
+        // A subscription's initial data (before its ready) is no fan-out, however old it is.
+        shared.state.borrow_mut().subs.insert("s".into(), Sub { ready_at: None, nosub: None });
+        let old = r#"{"msg":"added","collection":"c","id":"old","fields":{"createdAt":{"$date":1}}}"#;
+        handle(old, &shared, &cfg, &traffic, &mut replies);
+        assert_eq!(traffic.borrow().fanout_us.len(), 0);
+        handle(r#"{"msg":"ready","subs":["s"]}"#, &shared, &cfg, &traffic, &mut replies);
+        handle(r#"{"msg":"removed","collection":"c","id":"old"}"#, &shared, &cfg, &traffic, &mut replies);
         assert!(shared.state.borrow().changes.is_empty());
         shared.state.borrow_mut().reset_changes();
         let added = r#"{"msg":"added","collection":"c","id":"a","fields":{"x":1,"createdAt":{"$date":1}}}"#;
@@ -1011,7 +1047,7 @@ mod tests {
         let st = shared.state.borrow();
         let doc = &st.collections["c"]["a"];
         assert_eq!(serde_json::Value::Object(doc.fields.clone()), serde_json::json!({"x": 2}));
-        assert_eq!(st.recent.len(), 3);
+        assert_eq!(st.recent.len(), 5);
         assert_eq!(st.changes.len(), 2);
         assert_eq!(replies, vec![r#"{"msg":"pong","id":"p"}"#.to_string()]);
         assert_eq!(traffic.borrow().fanout_us.len(), 1);
@@ -1020,7 +1056,7 @@ mod tests {
         let st = shared.state.borrow();
         assert_eq!(st.collections["c"].len(), 1, "only `early` is left");
         assert_eq!(st.removed.back().map(|r| r.1.as_str()), Some("a"));
-        assert_eq!(st.recent.len(), 4);
+        assert_eq!(st.recent.len(), 6);
         assert_eq!(st.changes.len(), 3);
     }
 }

@@ -54,13 +54,14 @@ pub fn summary(doc: &DdpDoc) -> String {
     );
     let _ = writeln!(
         out,
-        "  {:<14}in {} messages ({}), out {} messages ({}); {} pings answered",
+        "  {:<14}in {} messages ({}), out {} messages ({}); {} pings answered, {} sent",
         "Traffic",
         count(s.messages_in),
         bytes(s.bytes_in as f64),
         count(s.messages_out),
         bytes(s.bytes_out as f64),
-        count(s.pings_answered)
+        count(s.pings_answered),
+        count(s.pings_sent)
     );
     out.push('\n');
     let _ = writeln!(

@@ -269,6 +269,9 @@ pub struct DdpSummary {
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub pings_answered: u64,
+    /// Heartbeat pings bolide sent after silence (counted in `messages_out` too).
+    #[serde(default)]
+    pub pings_sent: u64,
     pub protocol_errors: u64,
     /// From a user's write to the change seen through its own subscription.
     pub reactive: Option<Latency>,
