@@ -327,11 +327,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "URL")]
     pub target: Option<String>,
 
-    /// Built-ins: users arriving per second.
+    /// Users arriving per second. Built-ins: the rate; scenario files: every arrival-rate phase
+    /// arrives at this rate (rampTo dropped).
     #[arg(long, value_name = "PER_S")]
     pub arrival_rate: Option<f64>,
 
-    /// Built-ins: how long users keep arriving.
+    /// How long users keep arriving. Scenario files: the phases are cut at this time.
     #[arg(short = 'd', long, value_name = "DURATION")]
     pub duration: Option<String>,
 

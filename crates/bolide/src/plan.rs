@@ -354,19 +354,26 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
                 args.scenario
             )])));
         }
-        for (flag, set) in [
-            ("--arrival-rate", args.arrival_rate.is_some()),
-            ("--duration", args.duration.is_some()),
-            ("--think", args.think.is_some()),
-            ("--tasks", args.tasks.is_some()),
-        ] {
+        for (flag, set) in [("--think", args.think.is_some()), ("--tasks", args.tasks.is_some())] {
             if set {
-                problems.push(format!(
-                    "{flag} is for built-in scenarios; a scenario file sets it in config.phases or its flow"
-                ));
+                problems.push(format!("{flag} is for built-in scenarios; a scenario file sets it in its flow"));
             }
         }
-        crate::scenario::yaml::load_file(path).map_err(RunPlanError::Scenario)?
+        // --arrival-rate and --duration shorten or re-rate a file's phases (see override_phases).
+        let rate = args.arrival_rate.filter(|r| {
+            let ok = r.is_finite() && *r > 0.0;
+            if !ok {
+                problems.push(format!("--arrival-rate {r} must be a positive number of users per second"));
+            }
+            ok
+        });
+        let duration = args
+            .duration
+            .as_deref()
+            .and_then(|d| parse_duration("-d/--duration", d).map_err(|e| problems.push(e)).ok());
+        let mut scenario = crate::scenario::yaml::load_file(path).map_err(RunPlanError::Scenario)?;
+        crate::scenario::override_phases(&mut scenario.config.phases, rate, duration);
+        scenario
     };
     if let Some(t) = &args.target {
         scenario.config.target = t.clone();

@@ -549,6 +549,43 @@ fn fan_out_counts_new_writes_only_never_a_documents_age() {
 }
 
 #[test]
+fn wait_for_appears_and_changes_after_the_users_own_write() {
+    for reactivity in [Reactivity::Push, Reactivity::POLL] {
+        let server = server(reactivity);
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "config:\n  target: {}\n  phases: [{{duration: 100ms, arrivalCount: 2}}]\nscenarios:\n  - flow:\n      - connect\n      - subscribe: fetchTasks\n      - call: {{method: insertTask, params: [{{description: mine, sessionId: \"{{{{ $vuId }}}}\"}}], capture: id}}\n      - waitFor: {{collection: taskCollection, where: {{_id: \"{{{{ id }}}}\"}}, until: appears, timeout: 2s}}\n      - call: {{method: updateTask, params: [{{taskId: \"{{{{ id }}}}\", description: edited}}]}}\n      - waitFor: {{collection: taskCollection, where: {{_id: \"{{{{ id }}}}\", description: edited}}, until: changes, timeout: 2s}}\n      - call: {{method: removeTask, params: [{{taskId: \"{{{{ id }}}}\"}}]}}\n      - waitFor: {{collection: taskCollection, where: {{_id: \"{{{{ id }}}}\"}}, until: disappears, timeout: 2s}}\n      - disconnect\n",
+            server.base_url()
+        );
+        let (o, doc) = run(&[&write_scenario(&dir, &text)]);
+        assert_eq!(o.code, 0, "{reactivity:?}: {}\n{}", o.out, o.err);
+        assert_eq!((doc.summary.users.completed, doc.summary.step_errors), (2, 0), "{reactivity:?}: {}", o.err);
+        assert_eq!(step(&doc, "waitFor taskCollection").count, 6);
+        // Reactive latency: from each call's send to its change, three per user.
+        assert_eq!(hist_count(&doc.histograms.reactive_us), 6);
+        assert_eq!(server.app().tasks.len(), 0);
+    }
+}
+
+#[test]
+fn a_wait_for_that_times_out_says_what_the_cache_held() {
+    let server = server(Reactivity::Push);
+    insert_from_outside(server.addr(), "before");
+    let dir = tempfile::tempdir().unwrap();
+    // The document is there before the user connects, so it never "appears".
+    let text = format!(
+        "config:\n  target: {}\n  phases: [{{duration: 100ms, arrivalCount: 1}}]\nscenarios:\n  - flow:\n      - connect\n      - subscribe: fetchTasks\n      - waitFor: {{collection: taskCollection, where: {{description: before}}, until: appears, timeout: 200ms}}\n",
+        server.base_url()
+    );
+    let (o, doc) = run(&[&write_scenario(&dir, &text)]);
+    assert_eq!(doc.summary.errors_by_class.get("timeout"), Some(&1));
+    let line = o.err.lines().find(|l| l.starts_with("first timeout error")).unwrap_or_else(|| panic!("{}", o.err));
+    assert!(line.contains("taskCollection has 1 matching document, added"), "{line}");
+    assert!(line.contains("before this step began"), "{line}");
+    assert_eq!(line.matches("waitFor taskCollection").count(), 1, "no repeated prefix: {line}");
+}
+
+#[test]
 fn wait_for_sees_documents_that_arrive_while_it_waits() {
     for reactivity in [Reactivity::Push, Reactivity::POLL] {
         let server = server(reactivity);

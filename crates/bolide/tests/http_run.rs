@@ -375,3 +375,14 @@ fn timed_out_requests_stay_in_the_percentiles_at_their_timeout() {
     let hist = bolide::stats::hist::decode(&doc.histograms.latency_us).unwrap();
     assert_eq!(hist.len(), 50, "every request, answered or timed out, is in the histogram");
 }
+
+#[test]
+fn quiet_still_prints_errors_and_nothing_else() {
+    let server = fake(|mut s| {
+        read_head(&mut s);
+    });
+    let o = bolide(&["http", "-q", "-n", "4", "-c", "1", &server.url("/")]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    assert_eq!(o.out, "", "no summary with -q");
+    assert!(o.err.contains("first closed error:"), "{}", o.err);
+}

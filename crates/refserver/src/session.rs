@@ -619,6 +619,11 @@ fn run_method(app: &App, method: &str, params: &[Value], fence: &mut Fence) -> R
             let task = arg(params, "taskId")?;
             Ok(Some(Value::from(tasks.remove_where(|t| t.id == task, fence))))
         }
+        "updateTask" => {
+            let task = arg(params, "taskId")?;
+            let description = arg(params, "description")?;
+            Ok(Some(Value::from(tasks.update(task, description, fence))))
+        }
         "removeAllTasks" => {
             let owner = arg(params, "sessionId")?;
             Ok(Some(Value::from(tasks.remove_where(|t| t.session_id == owner, fence))))

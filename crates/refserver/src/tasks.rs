@@ -250,6 +250,25 @@ impl Tasks {
         ids.len()
     }
 
+    /// Sets the description of task `id` under `fence`; returns how many tasks changed (0 or 1).
+    pub fn update(&self, id: &str, description: &str, fence: &mut Fence) -> usize {
+        let mut inner = self.lock();
+        let Some(task) = inner.docs.by_id.get_mut(id) else { return 0 };
+        if task.description == description {
+            return 0;
+        }
+        task.description = description.to_string();
+        if self.reactivity == Reactivity::Push {
+            let mut changed = Fields::new();
+            changed.insert("description".into(), Value::String(description.to_string()));
+            for h in &inner.handles {
+                h.subscriber.changed(&h.sub_id, id, &changed, &[]);
+            }
+        }
+        self.written(&mut inner, fence);
+        1
+    }
+
     fn written(&self, inner: &mut Inner, fence: &mut Fence) {
         if let Reactivity::Poll { .. } = self.reactivity {
             let (tx, rx) = oneshot::channel();

@@ -343,6 +343,55 @@ fn matches_fields(id: &str, fields: &serde_json::Map<String, Value>, want: &[(St
     want.iter().all(|(k, v)| if k == "_id" { v.as_str() == Some(id) } else { fields.get(k) == Some(v) })
 }
 
+/// For a waitFor that timed out: what the local cache holds that matches, and when it came, in
+/// words ("taskCollection has 1 matching document, added 3 ms before this step began").
+fn what_the_cache_holds(
+    st: &client::State,
+    wf: &WaitFor,
+    want: &[(String, Value)],
+    began: Instant,
+    since: Instant,
+) -> String {
+    let when = |at: Instant| {
+        if at >= began {
+            format!("{} ms after this step began", (at - began).as_millis())
+        } else {
+            format!("{} ms before this step began", (began - at).as_millis())
+        }
+    };
+    let matching: Vec<&client::Doc> = st
+        .collections
+        .get(wf.collection.as_str())
+        .into_iter()
+        .flat_map(|d| d.iter())
+        .filter(|(id, d)| matches_fields(id, &d.fields, want))
+        .map(|(_, d)| d)
+        .collect();
+    let Some(newest) = matching.iter().max_by_key(|d| d.added_at) else {
+        return format!("{} has no matching document", wf.collection);
+    };
+    let n = matching.len();
+    let plural = if n == 1 { "document" } else { "documents" };
+    let mut text = format!("{} has {n} matching {plural}, ", wf.collection);
+    if n > 1 {
+        text.push_str("the newest ");
+    }
+    text.push_str(&format!("added {}", when(newest.added_at)));
+    if newest.changed_at > newest.added_at {
+        text.push_str(&format!(", last changed {}", when(newest.changed_at)));
+    }
+    match wf.until {
+        Until::Appears | Until::Changes if since < began => {
+            text.push_str(&format!(
+                "; the step counts what came after the user's last call, sent {} ms before it began",
+                (began - since).as_millis()
+            ));
+        }
+        _ => {}
+    }
+    text
+}
+
 impl Vu<'_> {
     fn steps<'a>(&'a mut self, steps: &'a [Step]) -> Pin<Box<dyn Future<Output = Result<(), Stop>> + 'a>> {
         Box::pin(async move {
@@ -620,6 +669,10 @@ impl Vu<'_> {
         let want: Vec<(String, Value)> =
             wf.fields.iter().map(|(k, v)| (k.clone(), template::render(v, &self.vars))).collect();
         let began = Instant::now();
+        // "Appears" and "changes" count from the user's last action, not from this step: by DDP's
+        // write fence a call completes (`updated`) only after its data arrived, so data caused by
+        // the call just before this step is already in the cache when the step begins.
+        let since = self.last_write.filter(|w| *w <= began).unwrap_or(began);
         let timeout = self.timeout(wf.timeout);
         let conn = self.conn(step)?;
         let collection = wf.collection.clone();
@@ -628,15 +681,15 @@ impl Vu<'_> {
         conn.shared().state.borrow_mut().reset_changes();
         let mut first = true;
         let seen = conn
-            .wait(timeout, &format!("waitFor {collection}"), |st| {
+            .wait(timeout, "matching change", |st| {
                 let everything = std::mem::take(&mut first) || st.changes_overflowed;
                 let changed: Vec<(std::rc::Rc<str>, std::rc::Rc<str>)> = std::mem::take(&mut st.changes);
                 st.changes_overflowed = false;
                 let docs = st.collections.get(collection.as_str());
                 let ok = |id: &str, d: &client::Doc| match until {
                     Until::Matches => Some(d.changed_at),
-                    Until::Appears => (d.added_at >= began).then_some(d.added_at),
-                    Until::Changes => (d.changed_at >= began && d.changed_at > d.added_at).then_some(d.changed_at),
+                    Until::Appears => (d.added_at >= since).then_some(d.added_at),
+                    Until::Changes => (d.changed_at >= since && d.changed_at > d.added_at).then_some(d.changed_at),
                     Until::Disappears => {
                         let _ = id;
                         None
@@ -698,7 +751,14 @@ impl Vu<'_> {
             })
             .await;
         conn.shared().state.borrow_mut().stop_waiting();
-        let seen = seen.map_err(|f| self.fail(step, &f))?;
+        let seen = match seen {
+            Ok(at) => at,
+            Err(client::DdpFailure::Timeout(why)) => {
+                let seen = what_the_cache_holds(&conn.shared().state.borrow(), wf, &want, began, since);
+                return Err(self.fail_with(step, "timeout", &format!("{why}: {seen}")));
+            }
+            Err(f) => return Err(self.fail(step, &f)),
+        };
         self.ok(step, began.elapsed());
         if let Some(sent) = self.last_write {
             if seen >= sent {

@@ -172,9 +172,10 @@ fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel
     let mut code = exit::OK;
     if !plan.quiet {
         let _ = write!(io.out, "{}", term::summary(&doc));
-        for (class, detail) in &output.merged.first_errors {
-            let _ = writeln!(io.err, "first {} error: {detail}", class.name());
-        }
+    }
+    // Errors are shown even with -q ("print only errors").
+    for (class, detail) in &output.merged.first_errors {
+        let _ = writeln!(io.err, "first {} error: {detail}", class.name());
     }
     if let Some(path) = &plan.json {
         if !write_document(path, &doc, plan.quiet, io) {
@@ -257,9 +258,9 @@ fn run_ddp_plan(plan: &DdpPlan, command_line: Vec<String>, io: &mut Io, cancel: 
     doc.label = plan.label.clone();
     if !plan.quiet {
         let _ = write!(io.out, "{}", crate::report::ddp::summary(&doc));
-        for (class, detail) in &output.rec.first_errors {
-            let _ = writeln!(io.err, "first {class} error: {detail}");
-        }
+    }
+    for (class, detail) in &output.rec.first_errors {
+        let _ = writeln!(io.err, "first {class} error: {detail}");
     }
     let mut code = if doc.summary.ensure.iter().all(|e| e.ok) { exit::OK } else { exit::THRESHOLDS };
     if let Some(path) = &plan.json {

@@ -909,14 +909,14 @@ impl Conn {
                 }
                 if let Some(why) = &st.closed {
                     return Err(if st.protocol_broken {
-                        DdpFailure::Protocol(format!("{what}: {why}"))
+                        DdpFailure::Protocol(format!("{why} while waiting for {what}"))
                     } else {
-                        DdpFailure::Closed(format!("{what}: {why}"))
+                        DdpFailure::Closed(format!("{why} while waiting for {what}"))
                     });
                 }
             }
             if tokio::time::timeout_at(end, notified).await.is_err() {
-                return Err(DdpFailure::Timeout(format!("{what}: nothing within {timeout:?}")));
+                return Err(DdpFailure::Timeout(format!("no {what} within {timeout:?}")));
             }
         }
     }
@@ -939,7 +939,7 @@ impl Conn {
         };
         self.send(&Message::Method { method: method.to_string(), params, id: id.clone(), random_seed: None })?;
         let done = self
-            .wait(timeout, &format!("method {method}"), |st| {
+            .wait(timeout, "result and updated", |st| {
                 let c = st.calls.get(&id)?;
                 (c.result_at.is_some() && c.updated_at.is_some()).then(|| st.calls.remove(&id).expect("present"))
             })
@@ -976,7 +976,7 @@ impl Conn {
         self.shared.state.borrow_mut().subs.insert(id.clone(), Sub { ready_at: None, nosub: None });
         self.send(&Message::Sub { id: id.clone(), name: name.to_string(), params })?;
         let got = self
-            .wait(timeout, &format!("subscription {name}"), |st| {
+            .wait(timeout, "ready", |st| {
                 let s = st.subs.get(&id)?;
                 match (&s.nosub, s.ready_at) {
                     (Some(err), _) => Some(Err(err.clone())),

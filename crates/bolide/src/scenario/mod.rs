@@ -85,6 +85,46 @@ pub enum PhaseKind {
     Pause,
 }
 
+/// Shortens or re-rates a scenario file's phases from the command line (`--duration`,
+/// `--arrival-rate`), as Artillery's overrides do: with `duration`, the phases are cut at that
+/// time (a phase that crosses it ends there, an `arrivalCount` keeping its share of users, and
+/// later phases are dropped); with `rate`, every arrival-rate phase arrives at that rate (its
+/// `rampTo` dropped), while count phases and pauses stay as written.
+pub fn override_phases(phases: &mut Vec<Phase>, rate: Option<f64>, duration: Option<Duration>) {
+    if let Some(limit) = duration {
+        let mut at = Duration::ZERO;
+        let mut kept = Vec::new();
+        for mut p in phases.drain(..) {
+            if at >= limit {
+                break;
+            }
+            let left = limit - at;
+            if p.duration > left {
+                if let PhaseKind::Count(n) = p.kind {
+                    let share = n as f64 * left.as_secs_f64() / p.duration.as_secs_f64();
+                    p.kind = PhaseKind::Count(share.round() as u64);
+                }
+                if let PhaseKind::Rate { per_s, ramp_to: Some(to) } = p.kind {
+                    // The ramp stops where the phase is cut.
+                    let reached = per_s + (to - per_s) * left.as_secs_f64() / p.duration.as_secs_f64();
+                    p.kind = PhaseKind::Rate { per_s, ramp_to: Some(reached) };
+                }
+                p.duration = left;
+            }
+            at += p.duration;
+            kept.push(p);
+        }
+        *phases = kept;
+    }
+    if let Some(r) = rate {
+        for p in phases.iter_mut() {
+            if let PhaseKind::Rate { .. } = p.kind {
+                p.kind = PhaseKind::Rate { per_s: r, ramp_to: None };
+            }
+        }
+    }
+}
+
 /// CSV rows handed to users in turn.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Payload {
@@ -281,5 +321,51 @@ pub fn default_step_name(kind: &StepKind) -> String {
         StepKind::Loop(_) => "loop".into(),
         StepKind::Disconnect => "disconnect".into(),
         StepKind::Http(h) => format!("{} {}", h.method, h.url),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phase(secs: u64, kind: PhaseKind) -> Phase {
+        Phase { name: None, duration: Duration::from_secs(secs), kind }
+    }
+
+    #[test]
+    fn phases_are_cut_and_re_rated() {
+        let rate = |per_s, ramp_to| PhaseKind::Rate { per_s, ramp_to };
+        let file = vec![
+            phase(60, rate(4.0, None)),
+            phase(30, rate(4.0, Some(8.0))),
+            phase(10, PhaseKind::Count(50)),
+            phase(5, PhaseKind::Pause),
+        ];
+        // (rate, duration s, expected phases)
+        let rows: Vec<(Option<f64>, Option<u64>, Vec<Phase>)> = vec![
+            // Nothing given: the file as written.
+            (None, None, file.clone()),
+            // Cut inside the first phase: only it, shortened.
+            (None, Some(2), vec![phase(2, rate(4.0, None))]),
+            // Cut half-way through the ramp: the ramp ends where it was cut.
+            (None, Some(75), vec![phase(60, rate(4.0, None)), phase(15, rate(4.0, Some(6.0)))]),
+            // Cut inside the count phase: its share of the users.
+            (None, Some(94), vec![file[0].clone(), file[1].clone(), phase(4, PhaseKind::Count(20))]),
+            // Longer than the file: unchanged.
+            (None, Some(500), file.clone()),
+            // A rate for every rate phase, ramps dropped; counts and pauses stay.
+            (
+                Some(2.0),
+                None,
+                vec![phase(60, rate(2.0, None)), phase(30, rate(2.0, None)), file[2].clone(), file[3].clone()],
+            ),
+            // Both: the README's example shortened for a test.
+            (Some(3.0), Some(1), vec![phase(1, rate(3.0, None))]),
+        ];
+        for (i, (r, d, want)) in rows.into_iter().enumerate() {
+            let mut phases = file.clone();
+            override_phases(&mut phases, r, d.map(Duration::from_secs));
+            assert_eq!(phases, want, "row {i}");
+        }
     }
 }

@@ -156,7 +156,10 @@ impl VuRecorder {
         self.second.steps += 1;
         self.second.step_errors += 1;
         if !self.first_errors.iter().any(|(c, _)| c == class) {
-            self.first_errors.push((class.to_string(), format!("{}: {detail}", self.names[step])));
+            // The step's name first, unless the detail already starts with it ("connect ...").
+            let name = &self.names[step];
+            let text = if detail.starts_with(name.as_str()) { detail.to_string() } else { format!("{name}: {detail}") };
+            self.first_errors.push((class.to_string(), text));
         }
     }
 
