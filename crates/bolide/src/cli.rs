@@ -266,7 +266,7 @@ pub struct HttpArgs {
     #[arg(long)]
     pub insecure: bool,
 
-    /// Write the result document (JSON) to this file.
+    /// Write the result document (JSON) to this file (`-`: stdout, the summary then on stderr).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
 
@@ -360,7 +360,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub insecure: bool,
 
-    /// Write the result document (JSON) to this file.
+    /// Write the result document (JSON) to this file (`-`: stdout, the summary then on stderr).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
 

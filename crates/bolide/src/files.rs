@@ -1,20 +1,55 @@
 //! Output files: checked before a run starts (a bad path fails fast), written whole or not at all
 //! (a temporary sibling, then one rename).
+//!
+//! Only regular files (or paths that do not exist yet) are replaced that way. A FIFO, a character
+//! device, a socket, or a path under `/dev` or `/proc` (`/dev/stdout`, a process substitution's
+//! `/dev/fd/N`) is a stream someone reads: it is opened and written into, never replaced. `-` means
+//! standard output, which the caller writes itself ([`is_stdout`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-/// A hidden sibling of `dest` with a purpose tag and this process's id.
+/// Whether `dest` is `-`: standard output.
+pub fn is_stdout(dest: &Path) -> bool {
+    dest.as_os_str() == "-"
+}
+
+/// Whether `dest` is a stream to write into rather than a file to replace.
+pub fn is_stream(dest: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    if dest.starts_with("/dev") || dest.starts_with("/proc") {
+        return true;
+    }
+    std::fs::metadata(dest).is_ok_and(|m| {
+        let t = m.file_type();
+        t.is_fifo() || t.is_char_device() || t.is_socket() || t.is_block_device()
+    })
+}
+
+/// A hidden sibling of `dest` with a purpose tag and this process's id (in the temporary directory
+/// when `dest` is a stream: nothing is created beside a device).
 pub fn sibling(dest: &Path, tag: &str) -> PathBuf {
     let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    dest.with_file_name(format!(".{name}.{tag}.{}", std::process::id()))
+    let name = format!(".{name}.{tag}.{}", std::process::id());
+    if is_stream(dest) {
+        std::env::temp_dir().join(name)
+    } else {
+        dest.with_file_name(name)
+    }
 }
 
 /// Checks that `dest` can be written, by creating and removing a sibling; names the path on error.
 pub fn check_writable(dest: &Path) -> Result<(), String> {
+    if is_stdout(dest) {
+        return Ok(());
+    }
     if dest.is_dir() {
         return Err(format!("{} is a directory", dest.display()));
+    }
+    if is_stream(dest) {
+        // Opening a FIFO would wait for its reader; the write at the end says if it fails.
+        return Ok(());
     }
     let probe = sibling(dest, "probe");
     match OpenOptions::new().write(true).create_new(true).open(&probe) {
@@ -29,6 +64,13 @@ pub fn check_writable(dest: &Path) -> Result<(), String> {
 /// Writes `dest` through `fill` into a temporary sibling, then renames it into place; on any
 /// error the temporary file is removed and `dest` is untouched.
 pub fn write_atomically(dest: &Path, fill: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>) -> io::Result<()> {
+    if is_stream(dest) {
+        // Appending: a descriptor that is really a regular file (`/dev/stdout > out.txt`) keeps
+        // what was written to it before.
+        let mut w = BufWriter::new(OpenOptions::new().append(true).open(dest)?);
+        fill(&mut w)?;
+        return w.flush();
+    }
     let tmp = sibling(dest, "tmp");
     let result = (|| {
         let mut w = BufWriter::new(File::create(&tmp)?);
@@ -59,6 +101,28 @@ mod tests {
         assert!(err.is_err());
         assert_eq!(std::fs::read_to_string(&dest).unwrap(), "first");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary left");
+    }
+
+    #[test]
+    fn a_fifo_is_written_into_never_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("results.fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(is_stream(&fifo) && check_writable(&fifo).is_ok());
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+        };
+        write_atomically(&fifo, |w| w.write_all(b"{\"ok\":true}")).unwrap();
+        assert_eq!(reader.join().unwrap(), "{\"ok\":true}");
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo(), "still a FIFO");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "nothing beside it");
+        // Devices and descriptors are streams; `-` is standard output.
+        assert!(is_stream(Path::new("/dev/null")) && is_stream(Path::new("/dev/stdout")));
+        assert!(is_stdout(Path::new("-")) && check_writable(Path::new("-")).is_ok());
+        assert!(!is_stream(&dir.path().join("plain.json")));
     }
 
     #[test]

@@ -79,3 +79,143 @@ fn serve_runs_until_sigint_and_stops_cleanly() {
     let rest: Vec<String> = out.lines().map_while(Result::ok).collect();
     assert!(rest.iter().any(|l| l.starts_with("stopped after 1 HTTP requests")), "{rest:?}");
 }
+
+/// Starts `bolide http` for a minute against a slow endpoint, sends `signals` (with `gap_ms`
+/// between them) after 800 ms, and returns (exit code, stdout, stderr, the JSON document text).
+fn stop_with(signals: &[&str], gap_ms: u64) -> (Option<i32>, String, String, String) {
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let child = bolide()
+        .args(["http", "-d", "60s", "-c", "2", "-t", "1", "--json", json.to_str().unwrap()])
+        .arg(format!("{}/delay/2", server.base_url()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    let begin = Instant::now();
+    for (i, sig) in signals.iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(gap_ms));
+        }
+        assert!(Command::new("kill").args([&format!("-{sig}"), &child.id().to_string()]).status().unwrap().success());
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(begin.elapsed() < Duration::from_secs(10));
+    let text = std::fs::read_to_string(&json).unwrap_or_default();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        text,
+    )
+}
+
+fn valid_http_document(text: &str) {
+    let value: serde_json::Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/result.schema.json")))
+            .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&value).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(value["interrupted"], true);
+}
+
+#[test]
+fn sigterm_sighup_and_a_doubled_sigint_stop_the_run_and_keep_the_report() {
+    // Each row: the signals sent, the gap between them.
+    let rows: [(&[&str], u64); 3] = [
+        // What timeout, CI cancellation and docker stop send.
+        (&["TERM"], 0),
+        // A closed terminal.
+        (&["HUP"], 0),
+        // timeout -s INT signals the child and then its process group: one stop, delivered twice.
+        (&["INT", "INT"], 10),
+    ];
+    for (signals, gap) in rows {
+        let (code, stdout, stderr, json) = stop_with(signals, gap);
+        assert_eq!(code, Some(0), "{signals:?}: {stderr}");
+        assert!(stdout.contains("interrupted") && stdout.contains("Latency"), "{signals:?}: {stdout}");
+        valid_http_document(&json);
+    }
+}
+
+#[test]
+fn json_dash_writes_the_document_to_stdout_and_the_summary_to_stderr() {
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let out = bolide()
+        .args(["http", "-n", "20", "-c", "2", "--json", "-"])
+        .arg(format!("{}/ok", server.base_url()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let doc = bolide::stats::result::ResultDoc::from_json(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    assert_eq!(doc.summary.responses, 20);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Latency"), "the summary went to stderr");
+}
+
+#[test]
+fn json_into_a_fifo_reaches_its_reader() {
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("results");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo only creates a file system node.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let out = bolide()
+        .args(["http", "-n", "10", "-c", "1", "--json", fifo.to_str().unwrap()])
+        .arg(format!("{}/ok", server.base_url()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = bolide::stats::result::ResultDoc::from_json(&reader.join().unwrap()).unwrap();
+    assert_eq!(doc.summary.responses, 10);
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO is still a FIFO");
+}
+
+#[test]
+fn a_spawned_server_that_is_not_execed_gets_to_finish_its_shutdown() {
+    // A server behind `cd ... &&` (so sh stays its parent) that needs a second to shut down and
+    // says when it is done.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("shutdown.log");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let script = dir.path().join("server.py");
+    std::fs::write(
+        &script,
+        format!(
+            r#"
+import http.server, signal, sys, threading, time
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.send_header("Content-Length", "2"); self.end_headers(); self.wfile.write(b"ok")
+    def log_message(self, *a): pass
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", {port}), H)
+def term(*_):
+    time.sleep(1)
+    open({log:?}, "w").write("clean exit\n")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, term)
+srv.serve_forever()
+"#,
+            log = log.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let spawn = format!("cd {} && python3 server.py", dir.path().display());
+    let out = bolide()
+        .args(["http", "-n", "5", "-c", "1", "--spawn", &spawn, "--ready-url"])
+        .arg(format!("http://127.0.0.1:{port}/"))
+        .arg(format!("http://127.0.0.1:{port}/"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&log).unwrap_or_default(), "clean exit\n");
+}

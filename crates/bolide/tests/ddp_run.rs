@@ -541,8 +541,17 @@ fn fan_out_counts_new_writes_only_never_a_documents_age() {
     assert!(fanout.max_us < 1_000_000, "the 1.5 s old documents stayed out: {fanout:?}");
     // A non-reactive user's page-load data (subscribe, then unsubscribe) is no fan-out either;
     // one user, so no other user's write can reach it while it is briefly subscribed.
-    let (o, doc) =
-        run(&["tasks-nonreactive", "--target", &server.base_url(), "--arrival-rate", "100", "-d", "10ms", "--think", "0"]);
+    let (o, doc) = run(&[
+        "tasks-nonreactive",
+        "--target",
+        &server.base_url(),
+        "--arrival-rate",
+        "100",
+        "-d",
+        "10ms",
+        "--think",
+        "0",
+    ]);
     assert_eq!((o.code, doc.summary.users.completed), (0, 1), "{}\n{}", o.out, o.err);
     assert_eq!(hist_count(&doc.histograms.fanout_us), 0);
     assert!(doc.summary.fanout.is_none());

@@ -6,7 +6,7 @@
 pub mod document;
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -169,23 +169,18 @@ fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel
     doc.monitor = watch.monitor;
     doc.generator = Some(watch.generator);
     doc.label = plan.label.clone();
-    let mut code = exit::OK;
-    if !plan.quiet {
-        let _ = write!(io.out, "{}", term::summary(&doc));
-    }
-    // Errors are shown even with -q ("print only errors").
-    for (class, detail) in &output.merged.first_errors {
-        let _ = writeln!(io.err, "first {} error: {detail}", class.name());
-    }
-    if let Some(path) = &plan.json {
-        if !write_document(path, &doc, plan.quiet, io) {
-            code = exit::RUN;
-        }
-    }
+    let first_errors = output.merged.first_errors.iter().map(|(c, d)| (c.name(), d.as_str()));
+    let mut code = if present(io, plan.quiet, plan.json.as_deref(), &term::summary(&doc), first_errors, &doc) {
+        exit::OK
+    } else {
+        exit::RUN
+    };
     if let Some(path) = &plan.gnuplot {
         match gnuplot::assemble(path, &output.gnuplot_parts) {
             Ok(()) if !plan.quiet => {
-                let _ = writeln!(io.out, "Per-request data (ab -g layout): {}", path.display());
+                let human =
+                    if plan.json.as_deref().is_some_and(crate::files::is_stdout) { &mut *io.err } else { &mut *io.out };
+                let _ = writeln!(human, "Per-request data (ab -g layout): {}", path.display());
             }
             Ok(()) => {}
             Err(e) => {
@@ -197,8 +192,38 @@ fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel
     Outcome { code, doc: Some(Doc::Http(Box::new(doc))) }
 }
 
-/// Writes a result document whole or not at all; says where (unless quiet) or why not.
-fn write_document(path: &std::path::Path, doc: &impl serde::Serialize, quiet: bool, io: &mut Io) -> bool {
+/// Shows the run: the summary (unless quiet), the first error of each class (always, on stderr),
+/// and the result document, written whole or not at all to `json`. With `--json -` the document
+/// is what goes to stdout, and the summary goes to stderr. False when the document could not be
+/// written (the reason is on stderr).
+fn present<'e>(
+    io: &mut Io,
+    quiet: bool,
+    json: Option<&Path>,
+    summary: &str,
+    first_errors: impl Iterator<Item = (&'e str, &'e str)>,
+    doc: &impl serde::Serialize,
+) -> bool {
+    let to_stdout = json.is_some_and(crate::files::is_stdout);
+    if !quiet {
+        let human = if to_stdout { &mut *io.err } else { &mut *io.out };
+        let _ = write!(human, "{summary}");
+    }
+    for (class, detail) in first_errors {
+        let _ = writeln!(io.err, "first {class} error: {detail}");
+    }
+    let Some(path) = json else { return true };
+    if to_stdout {
+        let written = serde_json::to_writer_pretty(&mut *io.out, doc)
+            .map_err(std::io::Error::other)
+            .and_then(|()| writeln!(io.out))
+            .and_then(|()| io.out.flush());
+        if let Err(e) = written {
+            let _ = writeln!(io.err, "error: cannot write the result document to stdout: {e}");
+            return false;
+        }
+        return true;
+    }
     let written = crate::files::write_atomically(path, |w| {
         serde_json::to_writer_pretty(&mut *w, doc).map_err(std::io::Error::other)?;
         w.write_all(b"\n")
@@ -256,17 +281,11 @@ fn run_ddp_plan(plan: &DdpPlan, command_line: Vec<String>, io: &mut Io, cancel: 
     doc.monitor = watch.monitor;
     doc.generator = Some(watch.generator);
     doc.label = plan.label.clone();
-    if !plan.quiet {
-        let _ = write!(io.out, "{}", crate::report::ddp::summary(&doc));
-    }
-    for (class, detail) in &output.rec.first_errors {
-        let _ = writeln!(io.err, "first {class} error: {detail}");
-    }
+    let first_errors = output.rec.first_errors.iter().map(|(c, d)| (c.as_str(), d.as_str()));
+    let summary = crate::report::ddp::summary(&doc);
     let mut code = if doc.summary.ensure.iter().all(|e| e.ok) { exit::OK } else { exit::THRESHOLDS };
-    if let Some(path) = &plan.json {
-        if !write_document(path, &doc, plan.quiet, io) {
-            code = exit::RUN;
-        }
+    if !present(io, plan.quiet, plan.json.as_deref(), &summary, first_errors, &doc) {
+        code = exit::RUN;
     }
     Outcome { code, doc: Some(Doc::Ddp(Box::new(doc))) }
 }

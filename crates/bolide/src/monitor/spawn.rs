@@ -177,27 +177,31 @@ impl Spawned {
         format!("; the last lines it wrote:\n  | {}", lines[from..].join("\n  | "))
     }
 
-    /// Stops the server and everything it started: SIGTERM, then SIGKILL after 5 s.
+    /// Stops the server and everything it started: SIGTERM to the whole process group, then a
+    /// wait until every process of the group is gone (not only `sh`, which dies at once when the
+    /// command was not `exec`ed), for up to [`STOP_GRACE`]; SIGKILL to what is left after that.
     pub fn stop(mut self) -> Option<std::process::ExitStatus> {
         self.end()
     }
 
     fn end(&mut self) -> Option<std::process::ExitStatus> {
-        if let Ok(Some(status)) = self.child.try_wait() {
-            self.kill_group(libc::SIGKILL);
-            return Some(status);
-        }
         self.kill_group(libc::SIGTERM);
         let begin = Instant::now();
-        while begin.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                self.kill_group(libc::SIGKILL);
-                return Some(status);
+        let mut status = None;
+        loop {
+            if status.is_none() {
+                status = self.child.try_wait().ok().flatten();
+            }
+            if status.is_some() && !group_alive(self.pid) {
+                return status;
+            }
+            if begin.elapsed() >= STOP_GRACE {
+                break;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
         self.kill_group(libc::SIGKILL);
-        self.child.wait().ok()
+        status.or_else(|| self.child.wait().ok())
     }
 
     fn kill_group(&self, signal: i32) {
@@ -211,6 +215,27 @@ impl Spawned {
             }
         }
     }
+}
+
+/// How long a stopped server may take to shut down before it is killed.
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Whether any process of group `pgid` is still running (zombies, already dead, do not count).
+fn group_alive(pgid: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return false };
+    entries.flatten().any(|e| {
+        let name = e.file_name();
+        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            return false;
+        }
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { return false };
+        // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses, so split after it.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { return false };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next().unwrap_or("Z");
+        let pgrp = fields.nth(1).and_then(|f| f.parse::<u32>().ok());
+        pgrp == Some(pgid) && state != "Z" && state != "X"
+    })
 }
 
 impl Drop for Spawned {
