@@ -23,8 +23,10 @@ ROOT=$(cd "$HERE/.." && pwd)
 SHARED=${SHARED:-$ROOT/../shared}
 OUT=${OUT:-$ROOT/bench/out/http-peers-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT"
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
+trap stop_nginx EXIT
 
-log() { printf '%s\n' "$*" >&2; }
 
 install_peers() {
     local apt=()
@@ -56,29 +58,6 @@ install_peers() {
     (cd "$ROOT" && cargo build --release --quiet)
 }
 
-NGINX_PID=""
-start_nginx() {
-    local nb="$OUT/nginx"
-    mkdir -p "$nb/www" "$nb/logs" "$nb/tmp"
-    head -c 102400 /dev/urandom >"$nb/www/image.jpg"
-    sed "s#BENCH_ROOT#$nb#g" "$SHARED/bench/nginx-bench.conf" >"$nb/nginx.conf"
-    nginx -t -q -p "$nb" -c "$nb/nginx.conf"
-    taskset -c 0 nginx -p "$nb" -c "$nb/nginx.conf" >"$nb/logs/stdout.log" 2>&1 &
-    NGINX_PID=$!
-    for _ in $(seq 50); do
-        curl -fs -o /dev/null http://127.0.0.1:8080/ 2>/dev/null && return 0
-        python3 -c 'import urllib.request; urllib.request.urlopen("http://127.0.0.1:8080/")' 2>/dev/null && return 0
-        sleep 0.1
-    done
-    log "nginx did not come up"; exit 1
-}
-stop_nginx() {
-    if [ -n "$NGINX_PID" ] && kill -0 "$NGINX_PID" 2>/dev/null; then
-        kill -QUIT "$NGINX_PID"
-        wait "$NGINX_PID" 2>/dev/null || true
-    fi
-}
-trap stop_nginx EXIT
 
 BOLIDE="$ROOT/target/release/bolide"
 D=$DURATION

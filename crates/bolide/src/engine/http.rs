@@ -12,6 +12,7 @@ use tokio::task::LocalSet;
 use tokio_util::sync::CancellationToken;
 
 use super::pacer::{self, Next, Pacer, Slice, Stop};
+use super::timer::Timer;
 use crate::plan::HttpPlan;
 use crate::proto::http::{self, micros, tls::Connector, Connection, Target, Timings};
 use crate::stats::gnuplot::{Line, PartWriter};
@@ -223,6 +224,8 @@ struct Worker {
     start: Instant,
     started_at: SystemTime,
     tls: Option<Connector>,
+    /// The high-resolution timer of a fixed-rate schedule (none for the closed model).
+    timer: Option<Timer>,
     /// Sends handed out so far (the pacer's `sent`).
     reserved: Cell<u64>,
     rec: RefCell<WorkerRecorder>,
@@ -277,7 +280,18 @@ fn worker_main(
         Err(e) => return fail(format!("cannot create the gnuplot part file: {e}")),
     };
     let needs_tls = plan.targets.iter().any(|t| t.tls);
+    let timer = match share.pacer {
+        Pacer::Rate { .. } => {
+            let _in_runtime = rt.enter();
+            match Timer::new() {
+                Ok(t) => Some(t),
+                Err(e) => return fail(format!("cannot create the worker's timer: {e}")),
+            }
+        }
+        Pacer::Closed => None,
+    };
     let worker = Rc::new(Worker {
+        timer,
         tls: needs_tls.then(|| Connector::new(plan.insecure)),
         rec: RefCell::new(WorkerRecorder::new(targets)),
         plan,
@@ -296,6 +310,9 @@ fn worker_main(
     };
     let local = LocalSet::new();
     rt.block_on(local.run_until(async {
+        if let Some(t) = &worker.timer {
+            tokio::task::spawn_local(t.clone().drive());
+        }
         let mut tasks = Vec::with_capacity(share.connections);
         for c in 0..share.connections {
             let target = (share.first_connection + c) % targets;
@@ -355,10 +372,16 @@ async fn connection_loop(w: &Worker, target_index: usize) {
     let mut backoff = Duration::ZERO;
     while let Some(due) = w.reserve() {
         if due > Instant::now() {
-            tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
+            match &w.timer {
+                Some(t) => t.sleep_until(due).await,
+                None => tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await,
+            }
         }
         let sent_at = Instant::now();
         w.rec.borrow_mut().record_send(micros(sent_at.saturating_duration_since(due)));
+        // A send the timer let go a little early (with its window's batch) is measured from when
+        // it went out; a late one from when it was due.
+        let due = due.min(sent_at);
         let mut timings = Timings::default();
         let outcome = tokio::time::timeout(w.plan.timeout, async {
             loop {

@@ -3,4 +3,5 @@
 
 pub mod http;
 pub mod pacer;
+pub mod timer;
 pub mod vu;

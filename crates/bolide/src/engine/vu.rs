@@ -16,6 +16,7 @@ use serde_json::Value;
 use tokio::task::LocalSet;
 use tokio_util::sync::CancellationToken;
 
+use super::timer::Timer;
 use crate::plan::DdpPlan;
 use crate::proto::ddp::{self as client, Conn, DdpFailure, Traffic};
 use crate::proto::http::tls::Connector;
@@ -192,12 +193,23 @@ fn worker(
         let _ = tx.send(Msg::Tick { t: *ticks, second: Box::new(second) });
         *ticks += 1;
     };
+    // Arrivals keep to their schedule with the worker's high-resolution timer.
+    let timer = {
+        let _in_runtime = rt.enter();
+        Timer::new().ok()
+    };
     rt.block_on(local.run_until(async {
+        if let Some(t) = &timer {
+            tokio::task::spawn_local(t.clone().drive());
+        }
         let arrivals = async {
             let mut users = Vec::new();
             let mut k = index as u64;
             while let Some(due) = schedule.arrival(k) {
-                tokio::time::sleep_until(tokio::time::Instant::from_std(start + due)).await;
+                match &timer {
+                    Some(t) => t.sleep_until(start + due).await,
+                    None => tokio::time::sleep_until(tokio::time::Instant::from_std(start + due)).await,
+                }
                 let max = w.plan.scenario.config.max_vusers;
                 if max.is_some_and(|m| w.alive.load(Ordering::SeqCst) >= m) {
                     w.rec.borrow_mut().skipped += 1;

@@ -131,11 +131,14 @@ pub fn summary(doc: &ResultDoc) -> String {
     if let Some(rate) = set.rate_per_s {
         let _ = writeln!(
             out,
-            "  {:<14}{rate} req/s: {} sends late by more than 1 ms, {} never sent, worst lag {}",
+            "  {:<14}{rate} req/s: send lag p50 {}, p99 {}, max {}; {} sends late by more than {}, {} never sent",
             "Schedule",
+            us(s.lag_p50_us as f64),
+            us(s.lag_p99_us as f64),
+            us(s.max_lag_us as f64),
             count(s.late_sends),
-            count(s.missed_sends),
-            us(s.max_lag_us as f64)
+            us(s.late_threshold_us as f64),
+            count(s.missed_sends)
         );
     }
     out.push_str(&monitor_rows(&doc.monitor));
@@ -324,6 +327,9 @@ mod tests {
                 late_sends: 12,
                 missed_sends: 0,
                 max_lag_us: 2_500,
+                lag_p50_us: 14,
+                lag_p99_us: 90,
+                late_threshold_us: 200,
             },
             per_target: vec![
                 target("http://127.0.0.1:8080/", 9_995, 0, 800),
@@ -356,7 +362,7 @@ bolide http 2 URLs: 10 connections, 2 threads, 10s, fixed rate 2000 req/s, keep-
   Status        200: 19,000, 503: 990
                 990 responses not 2xx or 3xx
   Errors        timeout 7
-  Schedule      2000 req/s: 12 sends late by more than 1 ms, 0 never sent, worst lag 2.50ms
+  Schedule      2000 req/s: send lag p50 14µs, p99 90µs, max 2.50ms; 12 sends late by more than 200µs, 0 never sent
 
   URL                                        responses    errors       req/s       p50       p99
   http://127.0.0.1:8080/                         9,995         0       999.5     800µs    8.00ms

@@ -129,12 +129,21 @@ pub struct Summary {
     pub non_2xx_3xx: u64,
     /// Failed requests by class (every class present, zeros included).
     pub errors_by_class: BTreeMap<String, u64>,
-    /// `--rps`: sends more than 1 ms behind their schedule.
+    /// `--rps`: sends more than `late_threshold_us` behind their schedule.
     pub late_sends: u64,
     /// `--rps`: sends the schedule asked for that never went out before the run ended.
     pub missed_sends: u64,
     /// `--rps`: the worst delay of a send behind its schedule.
     pub max_lag_us: u64,
+    /// `--rps`: the median and 99th percentile of the sends' delay behind their schedule (the
+    /// generator's own precision).
+    #[serde(default)]
+    pub lag_p50_us: u64,
+    #[serde(default)]
+    pub lag_p99_us: u64,
+    /// How far behind its schedule a send must be to count as late.
+    #[serde(default)]
+    pub late_threshold_us: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

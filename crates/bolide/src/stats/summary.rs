@@ -141,6 +141,9 @@ pub fn overall(
         late_sends: merged.late_sends,
         missed_sends: expected_sends.saturating_sub(merged.sent),
         max_lag_us: merged.max_lag_us,
+        lag_p50_us: merged.send_lag_us.value_at_quantile(0.5),
+        lag_p99_us: merged.send_lag_us.value_at_quantile(0.99),
+        late_threshold_us: super::recorder::LATE_THRESHOLD_US,
     };
     (summary, all)
 }

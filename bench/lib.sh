@@ -1,0 +1,29 @@
+# Shared by the benchmark scripts (sourced, not run): logging and one pinned nginx worker.
+# Expects SHARED (the shared/ folder beside the repository) and OUT (a scratch directory).
+
+log() { printf '%s\n' "$*" >&2; }
+
+# One nginx worker pinned to core 0 with ../shared/bench/nginx-bench.conf: a 2-byte body at / and
+# a 100 KB file at /image.jpg on 127.0.0.1:8080. Stopped by PID with stop_nginx.
+NGINX_PID=""
+start_nginx() {
+    local nb="$OUT/nginx"
+    mkdir -p "$nb/www" "$nb/logs" "$nb/tmp"
+    head -c 102400 /dev/urandom >"$nb/www/image.jpg"
+    sed "s#BENCH_ROOT#$nb#g" "$SHARED/bench/nginx-bench.conf" >"$nb/nginx.conf"
+    nginx -t -q -p "$nb" -c "$nb/nginx.conf"
+    taskset -c 0 nginx -p "$nb" -c "$nb/nginx.conf" >"$nb/logs/stdout.log" 2>&1 &
+    NGINX_PID=$!
+    for _ in $(seq 50); do
+        curl -fs -o /dev/null http://127.0.0.1:8080/ 2>/dev/null && return 0
+        python3 -c 'import urllib.request; urllib.request.urlopen("http://127.0.0.1:8080/")' 2>/dev/null && return 0
+        sleep 0.1
+    done
+    log "nginx did not come up"; exit 1
+}
+stop_nginx() {
+    if [ -n "$NGINX_PID" ] && kill -0 "$NGINX_PID" 2>/dev/null; then
+        kill -QUIT "$NGINX_PID"
+        wait "$NGINX_PID" 2>/dev/null || true
+    fi
+}
