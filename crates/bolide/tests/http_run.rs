@@ -334,6 +334,9 @@ fn monitor_samples_the_server_by_port_and_reports_missing_ones() {
     assert_eq!((ghost.vanished_s, ghost.samples.len()), (Some(0.0), 0));
     assert!(o.err.contains("--monitor ghost=4000000: no process 4000000"), "{}", o.err);
     assert!(o.out.contains("Server") && o.out.contains("srv") && o.out.contains("(not found)"), "{}", o.out);
+    // Not found is n/a, never figures that read as measured.
+    let ghost_line = o.out.lines().find(|l| l.trim_start().starts_with("ghost")).unwrap();
+    assert!(ghost_line.contains("n/a") && !ghost_line.contains('%') && !ghost_line.contains(" B"), "{ghost_line}");
     // The document with a monitor section still matches its schema.
     let schema: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/result.schema.json")).unwrap(),

@@ -18,8 +18,11 @@ pub enum Verdict {
     Pass,
     /// The server failed the criteria, for these reasons.
     Fail(Vec<String>),
-    /// bolide itself was the limit: no verdict on the server.
+    /// bolide itself, the machine, or the load's own shape was the limit: no verdict on the
+    /// server. The text says which and what to change.
     Saturated(String),
+    /// Nothing was measured at this level (no response, no user): no verdict either way.
+    Unmeasured(String),
     /// Ctrl-C stopped it.
     Interrupted,
 }
@@ -37,15 +40,54 @@ pub fn judge(doc: &Doc, c: &Criteria) -> Verdict {
         let limit = g.samples.len().div_ceil(10).max(1);
         if !g.samples.is_empty() && g.saturated_samples >= limit {
             return Verdict::Saturated(format!(
-                "a bolide load thread was saturated in {} of {} samples",
+                "a bolide load thread was saturated in {} of {} samples; give bolide more threads (-t) or another machine",
                 g.saturated_samples,
                 g.samples.len()
+            ));
+        }
+        if !g.samples.is_empty() && g.machine_busy_samples >= limit {
+            return Verdict::Saturated(format!(
+                "the machine had no idle CPU in {} of {} samples (server and bolide share it: min idle {:.0}%); run bolide on another machine or pin them to separate cores",
+                g.machine_busy_samples,
+                g.samples.len(),
+                g.min_machine_idle_pct
             ));
         }
     }
     let m = doc.measures();
     if m.interrupted {
         return Verdict::Interrupted;
+    }
+    match doc {
+        Doc::Http(d) if d.summary.sent == 0 => {
+            return Verdict::Unmeasured("no request went out".into());
+        }
+        Doc::Ddp(d) if d.summary.users.launched == 0 => {
+            return Verdict::Unmeasured("no user arrived (the phases are shorter than one arrival)".into());
+        }
+        _ => {}
+    }
+    // Too few connections for the rate: by Little's law C connections at a mean latency of L
+    // carry at most C / L requests per second; past that, missed sends are bolide's shape, not
+    // the server failing.
+    if let Doc::Http(d) = doc {
+        let s = &d.summary;
+        let scheduled = s.sent + s.missed_sends;
+        if let (Some(rate), true) = (d.settings.rate_per_s, s.missed_sends * 100 > scheduled) {
+            let mean_s = s.latency.mean_us / 1e6;
+            let ceiling = if mean_s > 0.0 { d.settings.connections as f64 / mean_s } else { f64::INFINITY };
+            let errors_small = s.errors * 100 <= scheduled.max(1);
+            if ceiling < rate * 1.1 && errors_small && c.max_p99_ms.is_none_or(|l| (s.latency.p99_us as f64) / 1e3 <= l)
+            {
+                let need = (rate * mean_s * 1.5).ceil().max(d.settings.connections as f64 + 1.0);
+                return Verdict::Saturated(format!(
+                    "too few connections for the rate: {} connections at {:.2} ms mean latency carry at most {:.0} req/s (Little's law), below {rate} req/s; raise -c to at least {need:.0}",
+                    d.settings.connections,
+                    mean_s * 1e3,
+                    ceiling
+                ));
+            }
+        }
     }
     let mut why = Vec::new();
     for w in doc.monitor() {
@@ -153,6 +195,27 @@ pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, ca
         CapacityWorkload::Run(c) => (&c.ladder, "Connections"),
     };
     let mut problems = Vec::new();
+    // The ladder sets each level's rate itself: a rate or a count given as well would be
+    // silently overridden or would cut the levels short, so they are refused.
+    match w {
+        CapacityWorkload::Http(c) => {
+            if c.args.rps.is_some() {
+                problems.push("--rps: capacity sets each level's rate from --from/--step/--to; drop --rps".into());
+            }
+            if c.args.requests.is_some() {
+                problems
+                    .push("-n/--requests: each capacity level runs for -d/--duration (10s by default); drop -n".into());
+            }
+        }
+        CapacityWorkload::Run(c) => {
+            if c.args.arrival_rate.is_some() {
+                problems.push(
+                    "--arrival-rate: capacity sets each level's arrival rate from --from/--step/--to; drop --arrival-rate"
+                        .into(),
+                );
+            }
+        }
+    }
     let levels = levels(opts).map_err(|e| problems.push(e)).unwrap_or_default();
     let cooldown = parse_pause("--cooldown", &opts.cooldown).map_err(|e| problems.push(e)).unwrap_or_default();
     let max_p99_ms = opts.max_p99.as_ref().and_then(|t| {
@@ -225,7 +288,8 @@ pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, ca
         let line = match (&verdict, &outcome.doc) {
             (Verdict::Pass, Some(d)) => format!("ok, {}", super::run_line(&entry(d))),
             (Verdict::Fail(why), _) => format!("x: {}", why.join("; ")),
-            (Verdict::Saturated(why), _) => format!("no verdict: bolide was the limit ({why})"),
+            (Verdict::Saturated(why), _) => format!("no verdict on the server: {why}"),
+            (Verdict::Unmeasured(why), _) => format!("no verdict: nothing measured ({why})"),
             (Verdict::Interrupted, _) => "interrupted".into(),
             (Verdict::Pass, None) => unreachable!("a pass has a document"),
         };
@@ -243,6 +307,10 @@ pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, ca
     let _ = writeln!(io.out);
     let _ = write!(io.out, "{}", ladder_table(kind, &rows).markdown());
     let _ = writeln!(io.out, "\n{}", conclusion(&rows, &levels, unit));
+    let notes = suspect_notes(&rows, unit);
+    if !notes.is_empty() {
+        let _ = write!(io.out, "{notes}");
+    }
     if let Some(dir) = &opts.out {
         let _ = writeln!(io.out, "Result documents: {}", dir.display());
     }
@@ -272,15 +340,29 @@ pub fn ladder_table(kind: &str, rows: &[(f64, Option<Doc>, Verdict)]) -> Table {
             }
             _ => (x(), x(), x()),
         };
+        let suspect = doc.as_ref().is_some_and(|d| d.measures().suspect.is_some());
         let result = match verdict {
+            Verdict::Pass if suspect => "ok (suspect: see below)".to_string(),
             Verdict::Pass => "ok".to_string(),
             Verdict::Fail(why) => format!("x ({})", why.join("; ")),
-            Verdict::Saturated(_) => "no verdict (bolide saturated)".to_string(),
+            Verdict::Saturated(_) => "no verdict (limit not the server: see below)".to_string(),
+            Verdict::Unmeasured(why) => format!("no verdict ({why})"),
             Verdict::Interrupted => "interrupted".to_string(),
         };
         t.row(vec![level, time, cpu, ram, result]);
     }
     t
+}
+
+/// The "(suspect: see below)" of the level lines, explained: one line per suspect level.
+pub fn suspect_notes(rows: &[(f64, Option<Doc>, Verdict)], unit: &str) -> String {
+    let mut out = String::new();
+    for (level, doc, _) in rows {
+        if let Some(why) = doc.as_ref().and_then(|d| d.measures().suspect) {
+            out.push_str(&format!("Level {level} {unit} is suspect: {why}.\n"));
+        }
+    }
+    out
 }
 
 /// One sentence: the highest passing level, and what stopped the ladder.
@@ -295,9 +377,15 @@ pub fn conclusion(rows: &[(f64, Option<Doc>, Verdict)], levels: &[f64], unit: &s
         None => "No level passed.".to_string(),
     };
     let why = match rows.last().map(|r| &r.2) {
-        Some(Verdict::Fail(_)) => format!(" The server failed at {} {unit}.", rows.last().map(|r| r.0).unwrap_or_default()),
+        Some(Verdict::Fail(_)) => {
+            format!(" The server failed at {} {unit}.", rows.last().map(|r| r.0).unwrap_or_default())
+        }
         Some(Verdict::Saturated(why)) => format!(
-            " At {} {unit} bolide itself was the limit ({why}): the server's limit is higher than this machine can generate; use more threads or another machine.",
+            " At {} {unit} the limit was not the server: {why}. The server's limit is at or above this level.",
+            rows.last().map(|r| r.0).unwrap_or_default()
+        ),
+        Some(Verdict::Unmeasured(why)) => format!(
+            " At {} {unit} nothing was measured ({why}); the ladder stopped without a verdict.",
             rows.last().map(|r| r.0).unwrap_or_default()
         ),
         Some(Verdict::Interrupted) => " Interrupted before the ladder ended.".to_string(),

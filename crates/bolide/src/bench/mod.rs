@@ -64,6 +64,9 @@ pub struct RunEntry {
     pub run: u32,
     pub file: Option<String>,
     pub time_s: f64,
+    /// HTTP runs: responses per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_s: Option<f64>,
     pub cpu_pct: Option<f64>,
     pub ram_bytes: Option<f64>,
     pub errors: f64,
@@ -80,6 +83,7 @@ impl RunEntry {
             run,
             file,
             time_s: m.time_s,
+            requests_per_s: m.requests_per_s,
             cpu_pct: m.cpu_pct,
             ram_bytes: m.ram_bytes,
             errors: m.errors as f64,
@@ -105,6 +109,7 @@ impl RunEntry {
             run: 0,
             file: None,
             time_s: avg(&|r| r.time_s),
+            requests_per_s: opt(&|r| r.requests_per_s),
             cpu_pct: opt(&|r| r.cpu_pct),
             ram_bytes: opt(&|r| r.ram_bytes),
             errors: avg(&|r| r.errors),
@@ -120,23 +125,32 @@ impl RunEntry {
 /// The Meteor reports' table, `# Run | Time | CPU | RAM`, with errors, p99 and mean latency per
 /// run, and a Mean row. `compare` adds a last column (`extra`, one cell per row, Mean included).
 pub fn runs_table(runs: &[RunEntry], mean: Option<&RunEntry>, extra: Option<(&str, Vec<String>)>) -> Table {
-    let mut header = vec!["# Run", "Time", "CPU", "RAM", "Errors", "p99", "Mean latency"];
+    // HTTP runs are about throughput: a Requests/s column after Time.
+    let http = runs.iter().any(|r| r.requests_per_s.is_some());
+    let mut header = vec!["# Run", "Time"];
+    if http {
+        header.push("Requests/s");
+    }
+    header.extend(["CPU", "RAM", "Errors", "p99", "Mean latency"]);
     if let Some((title, _)) = &extra {
         header.push(title);
     }
-    let mut t = Table::new(&header).right(&[4]);
+    let mut t = Table::new(&header).right(&if http { vec![2, 5] } else { vec![4] });
     let na = || "n/a".to_string();
     let cells = |name: String, r: &RunEntry| {
         let errors = if r.errors.fract() == 0.0 { format!("{}", r.errors) } else { format!("{:.1}", r.errors) };
-        vec![
-            name,
-            meteor_time(r.time_s),
+        let mut row = vec![name, meteor_time(r.time_s)];
+        if http {
+            row.push(r.requests_per_s.map(|v| format!("{v:.1}")).unwrap_or_else(na));
+        }
+        row.extend([
             r.cpu_pct.map(meteor_cpu).unwrap_or_else(na),
             r.ram_bytes.map(meteor_bytes).unwrap_or_else(na),
             errors,
             r.p99_ms.map(ms).unwrap_or_else(na),
             r.mean_ms.map(ms).unwrap_or_else(na),
-        ]
+        ]);
+        row
     };
     let mut extra_cells = extra.map(|(_, c)| c.into_iter());
     for r in runs {
@@ -163,18 +177,21 @@ pub fn runs_table(runs: &[RunEntry], mean: Option<&RunEntry>, extra: Option<(&st
     t
 }
 
-/// Notes under a runs table: what CPU and RAM are, and which runs are suspect and why.
-pub fn table_notes(runs: &[RunEntry], watched: &str) -> String {
-    let mut out = String::new();
+/// Notes under a runs table, one per line: what CPU and RAM are, and which runs are suspect and
+/// why (naming the series when there are several).
+pub fn table_notes(runs: &[RunEntry], watched: &str, series: Option<&str>) -> Vec<String> {
+    let mut out = Vec::new();
     if runs.iter().all(|r| r.cpu_pct.is_none()) {
-        out.push_str("CPU and RAM: n/a (no server watched; use --spawn or --monitor NAME=:PORT).\n");
+        out.push("CPU and RAM: n/a (no server watched; use --spawn or --monitor NAME=:PORT).".to_string());
     } else {
-        out.push_str(&format!(
-            "CPU: average over the run, percent of one core; RAM: average resident memory ({watched}).\n"
-        ));
+        out.push(format!("CPU: average over the run, percent of one core; RAM: average resident memory ({watched})."));
     }
     for r in runs.iter().filter(|r| r.suspect.is_some()) {
-        out.push_str(&format!("Run {} is suspect: {}.\n", r.run, r.suspect.as_deref().unwrap_or_default()));
+        let who = match series {
+            Some(name) => format!("{name} run {}", r.run),
+            None => format!("Run {}", r.run),
+        };
+        out.push(format!("{who} is suspect: {}.", r.suspect.as_deref().unwrap_or_default()));
     }
     out
 }
@@ -316,7 +333,10 @@ pub fn bench(
     }
     let _ = writeln!(io.out, "{label} ({slug})\n");
     let _ = write!(io.out, "{}", runs_table(&summary.runs, summary.mean.as_ref(), None).markdown());
-    let _ = write!(io.out, "\n{}", table_notes(&summary.runs, &watched));
+    let _ = writeln!(io.out);
+    for note in table_notes(&summary.runs, &watched, None) {
+        let _ = writeln!(io.out, "{note}");
+    }
     let summary_path = dir.join(format!("{slug}-summary.json"));
     let written = crate::files::write_atomically(&summary_path, |w| {
         serde_json::to_writer_pretty(&mut *w, &summary).map_err(std::io::Error::other)?;
@@ -338,6 +358,9 @@ pub fn bench(
 /// One run in one line: `2 minutes 6 seconds, CPU 43.67%, RAM 451 MB, 0 errors, p99 12.0 ms`.
 pub fn run_line(r: &RunEntry) -> String {
     let mut s = meteor_time(r.time_s);
+    if let Some(rps) = r.requests_per_s {
+        s.push_str(&format!(", {rps:.1} requests/s"));
+    }
     if let (Some(c), Some(m)) = (r.cpu_pct, r.ram_bytes) {
         s.push_str(&format!(", CPU {}, RAM {}", meteor_cpu(c), meteor_bytes(m)));
     }

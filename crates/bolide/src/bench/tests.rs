@@ -32,6 +32,7 @@ fn watched(cpu: f64, ram_mb: f64) -> Vec<MonitorResult> {
         peak_cpu_pct: cpu,
         avg_rss_bytes: ram_mb * 1e6,
         peak_rss_bytes: (ram_mb * 1e6) as u64,
+        samples: vec![(1.0, cpu, (ram_mb * 1e6) as u64)],
         ..Default::default()
     }]
 }
@@ -182,9 +183,69 @@ fn http_results_get_abs_side_by_side_table() {
     assert!((t.columns[0].time_per_request_ms - 2.991).abs() <= 0.001);
     assert_eq!(format!("{:.2}", t.columns[1].requests_per_s), "940.62");
     assert_eq!(format!("{:.3}", t.columns[2].time_per_request_ms), "1.084");
-    // Faster is more requests per second: nginx as a proxy takes 64.45% less time per request.
-    assert!(r.comparisons[0].per_run[0].starts_with("64.45% faster"), "{}", r.comparisons[0].per_run[0]);
+    // HTTP is compared in requests per second and latency, never "faster" on time per request:
+    // nginx as a proxy serves 940.62 / 334.39 - 1 = 181.29% more requests per second.
+    let sentence = &r.comparisons[0].per_run[0];
+    assert!(sentence.starts_with("181.29% more requests/s, "), "{sentence}");
+    assert!(!sentence.contains("faster") && !sentence.contains("slower"), "{sentence}");
     snapshot("compare-http.md", &render(&r, true, "nothing watched"));
+}
+
+/// An HTTP run at `rps` requests per second for 10 s, suspect when `suspect` says why.
+fn http_run(label: &str, rps: f64, p50_ms: f64, suspect: Option<&str>) -> Doc {
+    let mut d = http(label, (rps * 10.0) as u64, 10.0, rps / 10.0, p50_ms);
+    if let Doc::Http(h) = &mut d {
+        h.generator = Some(crate::monitor::generator::GeneratorResult {
+            suspect: suspect.map(String::from),
+            ..Default::default()
+        });
+    }
+    d
+}
+
+#[test]
+fn compare_of_http_series_in_requests_per_second_with_suspect_runs_named() {
+    let sat = Some("a bolide load thread was saturated in 3 of 10 samples");
+    let node = series(
+        "node",
+        vec![
+            http_run("node", 9_000.0, 1.0, None),
+            http_run("node", 9_100.0, 1.0, None),
+            http_run("node", 8_950.0, 1.1, None),
+        ],
+    );
+    let nginx = series(
+        "nginx",
+        vec![
+            http_run("nginx", 5_000.0, 2.0, None),
+            http_run("nginx", 5_050.0, 2.0, sat),
+            http_run("nginx", 4_980.0, 2.1, None),
+        ],
+    );
+    let r = build(&[node, nginx], 0, Vec::new());
+    let c = &r.comparisons[0];
+    assert!(c.on_means.starts_with("44.") && c.on_means.contains("% fewer requests/s"), "{}", c.on_means);
+    let rps = &c.metrics[0];
+    assert_eq!(rps.metric, "Requests per second");
+    assert!(rps.verdict.contains("without 1 suspect run") && rps.verdict.contains("3 vs 2 runs"), "{}", rps.verdict);
+    let text = render(&r, true, "nothing watched");
+    assert!(text.contains("nginx run 2 is suspect: a bolide load thread was saturated"), "{text}");
+    assert!(text.contains("Significance is computed without the suspect runs."), "{text}");
+    assert!(!text.contains("slower") && !text.contains("faster"), "{text}");
+    snapshot("compare-http-suspect.md", &text);
+}
+
+#[test]
+fn series_whose_runs_are_all_suspect_are_never_called_significantly_different() {
+    let sat = Some("the machine had under 5% idle CPU in 10 of 10 samples");
+    let a = series("a", vec![http_run("a", 9_000.0, 1.0, sat), http_run("a", 9_010.0, 1.0, sat)]);
+    let b = series("b", vec![http_run("b", 4_000.0, 2.0, sat), http_run("b", 4_010.0, 2.0, sat)]);
+    let r = build(&[a, b], 0, Vec::new());
+    for m in &r.comparisons[0].metrics {
+        assert!(!m.verdict.starts_with("significant"), "{}: {}", m.metric, m.verdict);
+        assert!(m.verdict.contains("every run of both series is suspect"), "{}: {}", m.metric, m.verdict);
+        assert_eq!(m.p_value, None);
+    }
 }
 
 #[test]
@@ -227,6 +288,7 @@ fn bench_table_in_the_reports_form() {
             run: i as u32 + 1,
             file: None,
             time_s: *t,
+            requests_per_s: None,
             cpu_pct: Some(*cpu),
             ram_bytes: Some(ram * 1e6),
             errors: i as f64,
@@ -241,7 +303,8 @@ fn bench_table_in_the_reports_form() {
     assert_eq!(mean.time_s, (126.0 + 124.0 + 134.0) / 3.0);
     let text = runs_table(&runs, Some(&mean), None).markdown();
     assert!(text.contains("| 1           | 2 minutes 6 seconds  | 43.67% | 451 MB |"), "{text}");
-    snapshot("bench-table.md", &(text + "\n" + &super::table_notes(&runs, "server and its descendants")));
+    let notes = super::table_notes(&runs, "server and its descendants", None).join("\n");
+    snapshot("bench-table.md", &(text + "\n" + &notes + "\n"));
 }
 
 #[test]
@@ -295,4 +358,61 @@ fn a_saturated_generator_is_no_verdict_on_the_server() {
     }
     let c = Criteria { max_error_rate_pct: 1.0, max_p99_ms: None };
     assert!(matches!(judge(&d, &c), Verdict::Saturated(_)));
+}
+
+#[test]
+fn capacity_says_which_limit_was_not_the_server_and_explains_suspect_levels() {
+    use super::capacity::suspect_notes;
+    let c = Criteria { max_error_rate_pct: 1.0, max_p99_ms: None };
+    // (a) 10 connections at 50 ms mean latency carry at most 200 req/s: a 1,000 req/s level that
+    // missed most sends is the connections' limit, not the server's.
+    let mut few = http_run("x", 190.0, 45.45, None);
+    if let Doc::Http(d) = &mut few {
+        d.settings.connections = 10;
+        d.settings.rate_per_s = Some(1000.0);
+        d.summary.sent = 1_900;
+        d.summary.missed_sends = 8_100;
+    }
+    let v = judge(&few, &c);
+    let Verdict::Saturated(why) = &v else { panic!("{v:?}") };
+    assert!(why.contains("too few connections for the rate") && why.contains("Little's law"), "{why}");
+    assert!(why.contains("raise -c to at least 75"), "{why}");
+    // (b) A machine without idle CPU: no verdict on the server either, and the reason says so.
+    let mut busy = ddp("tasks-reactive", "x", 60.0, 10.0, 10.0);
+    if let Doc::Ddp(d) = &mut busy {
+        d.summary.users.failed = 3;
+        d.generator = Some(crate::monitor::generator::GeneratorResult {
+            threads: 1,
+            machine_busy_samples: 6,
+            min_machine_idle_pct: 1.0,
+            samples: vec![(1.0, 40.0, 40.0, 2.0); 10],
+            suspect: Some("the machine had under 5% idle CPU in 6 of 10 samples".into()),
+            ..Default::default()
+        });
+    }
+    let v = judge(&busy, &c);
+    let Verdict::Saturated(why) = &v else { panic!("{v:?}") };
+    assert!(why.contains("the machine had no idle CPU in 6 of 10 samples"), "{why}");
+    // (c) A level at which nothing happened is no "ok".
+    let mut empty = ddp("tasks-reactive", "x", 0.0, 1.0, 1.0);
+    if let Doc::Ddp(d) = &mut empty {
+        d.summary.users.launched = 0;
+        d.summary.users.completed = 0;
+    }
+    assert!(matches!(judge(&empty, &c), Verdict::Unmeasured(_)));
+    // A suspect level that passed is explained under the table.
+    let mut suspect = ddp("tasks-reactive", "x", 60.0, 10.0, 10.0);
+    if let Doc::Ddp(d) = &mut suspect {
+        d.generator = Some(crate::monitor::generator::GeneratorResult {
+            suspect: Some("a bolide load thread was saturated in 1 of 60 samples".into()),
+            ..Default::default()
+        });
+    }
+    let rows = vec![(4.0, Some(suspect), Verdict::Pass), (6.0, Some(busy), Verdict::Saturated(why.clone()))];
+    let text = ladder_table("Connections", &rows).markdown();
+    let end = conclusion(&rows, &[4.0, 6.0, 8.0], "per second");
+    let notes = suspect_notes(&rows, "per second");
+    assert!(notes.contains("Level 4 per second is suspect: a bolide load thread was saturated"), "{notes}");
+    assert!(end.contains("the limit was not the server: the machine had no idle CPU"), "{end}");
+    snapshot("capacity-notes.md", &format!("{text}\n{end}\n{notes}"));
 }

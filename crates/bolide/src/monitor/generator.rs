@@ -142,7 +142,7 @@ impl Generator {
 }
 
 /// bolide's own load in a result document.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct GeneratorResult {
     /// Load threads seen.
     pub threads: usize,

@@ -134,6 +134,17 @@ pub fn less_more(base: f64, new: f64, what: &str) -> String {
     }
 }
 
+/// For a quantity where more is better (throughput): "`44.40% fewer requests/s`" / "`3.00% more
+/// requests/s`" / "`same requests/s`".
+pub fn more_fewer(base: f64, new: f64, what: &str) -> String {
+    match change_pct(base, new) {
+        None => format!("no {what} to compare"),
+        Some(c) if c.abs() < 0.005 => format!("same {what}"),
+        Some(c) if c < 0.0 => format!("{:.2}% fewer {what}", -c),
+        Some(c) => format!("{c:.2}% more {what}"),
+    }
+}
+
 /// "`29.21% faster`" / "`4.00% slower`" / "`same time`" from times (or times per unit of work).
 pub fn faster_slower(base_s: f64, new_s: f64) -> String {
     match change_pct(base_s, new_s) {

@@ -174,6 +174,11 @@ pub fn monitor_rows(monitor: &[crate::monitor::MonitorResult]) -> String {
     }
     let _ = writeln!(out, "\n  {:<14}{:>10}{:>10}{:>12}{:>12}", "Server", "CPU avg", "CPU peak", "RAM avg", "RAM peak");
     for m in monitor {
+        if m.samples.is_empty() {
+            // Never measured: no figure at all, rather than zeros that read as measured.
+            let _ = writeln!(out, "  {:<14}{:>10}{:>10}{:>12}{:>12}   (not found)", m.name, "n/a", "n/a", "n/a", "n/a");
+            continue;
+        }
         let _ = write!(
             out,
             "  {:<14}{:>9.2}%{:>9.2}%{:>12}{:>12}",
@@ -183,12 +188,8 @@ pub fn monitor_rows(monitor: &[crate::monitor::MonitorResult]) -> String {
             bytes(m.avg_rss_bytes),
             bytes(m.peak_rss_bytes as f64)
         );
-        match m.vanished_s {
-            Some(t) if m.samples.is_empty() && t == 0.0 => out.push_str("   (not found)"),
-            Some(t) => {
-                let _ = write!(out, "   (gone after {t:.1} s)");
-            }
-            None => {}
+        if let Some(t) = m.vanished_s {
+            let _ = write!(out, "   (gone after {t:.1} s)");
         }
         out.push('\n');
     }

@@ -23,6 +23,8 @@ pub struct Measures {
     /// Seconds per unit of work, the basis of "faster" and "slower": for DDP the Time (the
     /// workload is fixed), for HTTP the time per request (1 / requests per second).
     pub speed_s: f64,
+    /// HTTP: completed responses per second (the figure that says "faster" for HTTP).
+    pub requests_per_s: Option<f64>,
     /// Sum over the watched processes of their average CPU, percent of one core.
     pub cpu_pct: Option<f64>,
     /// Sum over the watched processes of their average resident memory (as the Meteor script
@@ -144,7 +146,9 @@ impl Doc {
     }
 
     pub fn measures(&self) -> Measures {
-        let monitor = self.monitor();
+        // Only processes that were found and sampled count: a monitor that found nothing is n/a,
+        // never a measured zero.
+        let monitor: Vec<_> = self.monitor().iter().filter(|m| !m.samples.is_empty()).collect();
         let cpu_pct = (!monitor.is_empty()).then(|| monitor.iter().map(|m| m.avg_cpu_pct).sum());
         let ram_bytes = (!monitor.is_empty()).then(|| monitor.iter().map(|m| m.avg_rss_bytes).sum());
         let suspect = self.generator().and_then(|g| g.suspect.clone());
@@ -155,6 +159,7 @@ impl Doc {
                 Measures {
                     time_s: s.duration_s,
                     speed_s: if s.requests_per_s > 0.0 { 1.0 / s.requests_per_s } else { f64::INFINITY },
+                    requests_per_s: Some(s.requests_per_s),
                     cpu_pct,
                     ram_bytes,
                     errors: s.errors,
@@ -171,6 +176,7 @@ impl Doc {
                 Measures {
                     time_s: s.total_time_s,
                     speed_s: s.total_time_s,
+                    requests_per_s: None,
                     cpu_pct,
                     ram_bytes,
                     errors: s.step_errors + s.users.cut,
