@@ -38,11 +38,7 @@ install_peers() {
     [ -x /usr/bin/time ] || apt+=(time)
     command -v taskset >/dev/null || apt+=(util-linux)
     command -v python3 >/dev/null || apt+=(python3)
-    if [ ${#apt[@]} -gt 0 ]; then
-        log "installing ${apt[*]} (apt)"
-        DEBIAN_FRONTEND=noninteractive apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${apt[@]}" >/dev/null
-    fi
+    apt_install "${apt[@]}"
     local npm=()
     command -v autocannon >/dev/null || npm+=(autocannon)
     command -v loadtest >/dev/null || npm+=(loadtest)
@@ -50,10 +46,7 @@ install_peers() {
         log "installing ${npm[*]} (npm)"
         npm install -g --silent "${npm[@]}" >/dev/null
     fi
-    if ! command -v oha >/dev/null; then
-        log "installing oha (cargo install --locked; a few minutes)"
-        cargo install --locked --quiet oha
-    fi
+    cargo_install oha oha
     log "building bolide (release)"
     (cd "$ROOT" && cargo build --release --quiet)
 }

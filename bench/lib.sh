@@ -3,6 +3,21 @@
 
 log() { printf '%s\n' "$*" >&2; }
 
+# Installs the Debian packages given, once, quietly.
+apt_install() {
+    [ $# -gt 0 ] || return 0
+    log "installing $* (apt)"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# cargo install --locked, unless the command is already there.
+cargo_install() { # command crate
+    command -v "$1" >/dev/null && return 0
+    log "installing $2 (cargo install --locked; a few minutes)"
+    cargo install --locked --quiet "$2"
+}
+
 # One nginx worker pinned to core 0 with ../shared/bench/nginx-bench.conf: a 2-byte body at / and
 # a 100 KB file at /image.jpg on 127.0.0.1:8080. Stopped by PID with stop_nginx.
 NGINX_PID=""

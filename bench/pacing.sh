@@ -30,15 +30,8 @@ apt=()
 command -v nginx >/dev/null || apt+=(nginx-light)
 [ -x /usr/bin/time ] || apt+=(time)
 command -v taskset >/dev/null || apt+=(util-linux)
-if [ ${#apt[@]} -gt 0 ]; then
-    log "installing ${apt[*]} (apt)"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${apt[@]}" >/dev/null
-fi
-if ! command -v oha >/dev/null; then
-    log "installing oha (cargo install --locked; a few minutes)"
-    cargo install --locked --quiet oha
-fi
+apt_install "${apt[@]}"
+cargo_install oha oha
 log "building bolide (release)"
 (cd "$ROOT" && cargo build --release --quiet)
 BOLIDE="$ROOT/target/release/bolide"

@@ -174,8 +174,10 @@ fn result_documents_match_the_published_schema() {
             merged.add(bolide::stats::hist::decode(&t.latency_histogram).unwrap()).unwrap();
         }
         let overall = bolide::stats::hist::decode(&doc.histograms.latency_us).unwrap();
-        assert_eq!(merged.len(), doc.summary.responses);
-        assert_eq!(overall.len(), doc.summary.responses);
+        // Every response, and every request that timed out (at its timeout).
+        let timed_out = doc.summary.errors_by_class["timeout"];
+        assert_eq!(merged.len(), doc.summary.responses + timed_out);
+        assert_eq!(overall.len(), doc.summary.responses + timed_out);
         assert_eq!(overall.value_at_quantile(0.99), doc.summary.latency.p99_us);
     }
 }

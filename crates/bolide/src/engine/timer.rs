@@ -116,7 +116,9 @@ impl Timer {
             self.arm(first);
             return;
         }
-        let horizon = first.max(now) + WINDOW;
+        // The window is anchored at the earliest due time, so a late firing never lets later
+        // waiters go early; everything already overdue goes at once.
+        let horizon = (first + WINDOW).max(now + Duration::from_nanos(1));
         inner.window_end.set(Some(horizon));
         while let Some(Reverse((due, seq))) = heap.peek().copied() {
             if due >= horizon {
