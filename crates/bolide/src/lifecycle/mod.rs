@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::console::{exit, Io};
-use crate::engine::http::{self as engine, StartError};
+use crate::engine::http as engine;
 use crate::plan::{self, DdpPlan, HttpPlan};
 use crate::report::term;
 use crate::stats::doc::Doc;
@@ -110,14 +110,16 @@ struct Watch {
 }
 
 /// Starts the server if `--spawn` asked for it, checks `reachable`, runs `load` (given stderr for
-/// its live line) with the server and bolide watched, then stops the server. Err is the exit code
-/// of a run that could not start (the reason already written).
-fn watched<T>(
+/// its live line, cleared afterwards when `live`) with the server and bolide watched, then stops
+/// the server. Err is the exit code of a run that could not start or whose engine failed (the
+/// reason already written).
+fn watched<T, E: std::fmt::Display>(
     server: &plan::ServerPlan,
     io: &mut Io,
     cancel: &CancellationToken,
+    live: bool,
     reachable: impl FnOnce(&mut Io) -> bool,
-    load: impl FnOnce(&mut dyn Write) -> T,
+    load: impl FnOnce(&mut dyn Write) -> Result<T, E>,
 ) -> Result<(T, Watch), i32> {
     let spawned = spawn_server(server, io, cancel)?;
     if !reachable(io) {
@@ -127,6 +129,16 @@ fn watched<T>(
     let out = load(&mut *io.err);
     let (processes, own) = monitor.finish_all();
     stop_server(spawned, &processes, io);
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {e}");
+            return Err(exit::RUN);
+        }
+    };
+    if live {
+        let _ = write!(io.err, "\r\x1b[K");
+    }
     Ok((out, Watch { monitor: processes.iter().map(Into::into).collect(), generator: own.result() }))
 }
 
@@ -146,6 +158,7 @@ fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel
         &plan.server,
         io,
         cancel,
+        live,
         |_| true,
         |err| engine::run(plan, cancel, &mut |p: &engine::Progress| show_live(live, err, &term::live_line(p))),
     );
@@ -153,18 +166,6 @@ fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel
         Ok(r) => r,
         Err(code) => return Outcome::failed(code),
     };
-    let output = match output {
-        Ok(o) => o,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: {e}");
-            return Outcome::failed(match e {
-                StartError::Unreachable(_) | StartError::Setup(_) => exit::RUN,
-            });
-        }
-    };
-    if live {
-        let _ = write!(io.err, "\r\x1b[K");
-    }
     let mut doc = document::http(plan, &output, command_line);
     doc.monitor = watch.monitor;
     doc.generator = Some(watch.generator);
@@ -258,7 +259,7 @@ fn run_ddp_plan(plan: &DdpPlan, command_line: Vec<String>, io: &mut Io, cancel: 
         up
     };
     let live = io.live && !plan.quiet;
-    let run = watched(&plan.server, io, cancel, reachable, |err| {
+    let run = watched(&plan.server, io, cancel, live, reachable, |err| {
         crate::engine::vu::run(plan, cancel, &mut |p: &crate::engine::vu::VuProgress| {
             show_live(live, err, &crate::report::ddp::live_line(p))
         })
@@ -267,16 +268,6 @@ fn run_ddp_plan(plan: &DdpPlan, command_line: Vec<String>, io: &mut Io, cancel: 
         Ok(r) => r,
         Err(code) => return Outcome::failed(code),
     };
-    let output = match output {
-        Ok(o) => o,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: {e}");
-            return Outcome::failed(exit::RUN);
-        }
-    };
-    if live {
-        let _ = write!(io.err, "\r\x1b[K");
-    }
     let mut doc = document::ddp(plan, &output, command_line);
     doc.monitor = watch.monitor;
     doc.generator = Some(watch.generator);
