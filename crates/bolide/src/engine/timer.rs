@@ -171,7 +171,10 @@ impl Future for Sleep {
         if self.timer.0.window_end.get().is_some_and(|end| self.due < end && now < end) {
             return Poll::Ready(());
         }
-        let seq = match self.seq {
+        // Registered and still pending in the heap (a waiter that was woken and polled again
+        // before its time registers anew, so it can never be left without an entry).
+        let pending = self.seq.filter(|s| self.timer.0.wakers.borrow().contains_key(s));
+        let seq = match pending {
             Some(seq) => seq,
             None => {
                 let inner = &self.timer.0;
