@@ -311,20 +311,24 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     use crate::scenario::builtin;
     let mut problems = Vec::new();
     let is_builtin = builtin::NAMES.contains(&args.scenario.as_str());
+    // --arrival-rate and --duration: the built-ins' knobs, or a file's phases shortened or
+    // re-rated (see override_phases).
+    let rate = args.arrival_rate.filter(|r| {
+        let ok = r.is_finite() && *r > 0.0;
+        if !ok {
+            problems.push(format!("--arrival-rate {r} must be a positive number of users per second"));
+        }
+        ok
+    });
+    let duration =
+        args.duration.as_deref().and_then(|d| parse_duration("-d/--duration", d).map_err(|e| problems.push(e)).ok());
     let mut scenario = if is_builtin {
         let mut knobs = builtin::Knobs::default();
-        if let Some(r) = args.arrival_rate {
-            if r.is_finite() && r > 0.0 {
-                knobs.arrival_rate = r;
-            } else {
-                problems.push(format!("--arrival-rate {r} must be a positive number of users per second"));
-            }
+        if let Some(r) = rate {
+            knobs.arrival_rate = r;
         }
-        if let Some(d) = &args.duration {
-            match parse_duration("-d/--duration", d) {
-                Ok(d) => knobs.duration = d,
-                Err(e) => problems.push(e),
-            }
+        if let Some(d) = duration {
+            knobs.duration = d;
         }
         if let Some(t) = &args.think {
             match humantime::parse_duration(t.trim())
@@ -359,18 +363,6 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
                 problems.push(format!("{flag} is for built-in scenarios; a scenario file sets it in its flow"));
             }
         }
-        // --arrival-rate and --duration shorten or re-rate a file's phases (see override_phases).
-        let rate = args.arrival_rate.filter(|r| {
-            let ok = r.is_finite() && *r > 0.0;
-            if !ok {
-                problems.push(format!("--arrival-rate {r} must be a positive number of users per second"));
-            }
-            ok
-        });
-        let duration = args
-            .duration
-            .as_deref()
-            .and_then(|d| parse_duration("-d/--duration", d).map_err(|e| problems.push(e)).ok());
         let mut scenario = crate::scenario::yaml::load_file(path).map_err(RunPlanError::Scenario)?;
         crate::scenario::override_phases(&mut scenario.config.phases, rate, duration);
         scenario

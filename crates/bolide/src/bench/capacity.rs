@@ -20,7 +20,7 @@ pub enum Verdict {
     Fail(Vec<String>),
     /// bolide itself, the machine, or the load's own shape was the limit: no verdict on the
     /// server. The text says which and what to change.
-    Saturated(String),
+    NotTheServer(String),
     /// Nothing was measured at this level (no response, no user): no verdict either way.
     Unmeasured(String),
     /// Ctrl-C stopped it.
@@ -39,14 +39,14 @@ pub fn judge(doc: &Doc, c: &Criteria) -> Verdict {
     if let Some(g) = doc.generator() {
         let limit = g.samples.len().div_ceil(10).max(1);
         if !g.samples.is_empty() && g.saturated_samples >= limit {
-            return Verdict::Saturated(format!(
+            return Verdict::NotTheServer(format!(
                 "a bolide load thread was saturated in {} of {} samples; give bolide more threads (-t) or another machine",
                 g.saturated_samples,
                 g.samples.len()
             ));
         }
         if !g.samples.is_empty() && g.machine_busy_samples >= limit {
-            return Verdict::Saturated(format!(
+            return Verdict::NotTheServer(format!(
                 "the machine had no idle CPU in {} of {} samples (server and bolide share it: min idle {:.0}%); run bolide on another machine or pin them to separate cores",
                 g.machine_busy_samples,
                 g.samples.len(),
@@ -80,7 +80,7 @@ pub fn judge(doc: &Doc, c: &Criteria) -> Verdict {
             if ceiling < rate * 1.1 && errors_small && c.max_p99_ms.is_none_or(|l| (s.latency.p99_us as f64) / 1e3 <= l)
             {
                 let need = (rate * mean_s * 1.5).ceil().max(d.settings.connections as f64 + 1.0);
-                return Verdict::Saturated(format!(
+                return Verdict::NotTheServer(format!(
                     "too few connections for the rate: {} connections at {:.2} ms mean latency carry at most {:.0} req/s (Little's law), below {rate} req/s; raise -c to at least {need:.0}",
                     d.settings.connections,
                     mean_s * 1e3,
@@ -288,7 +288,7 @@ pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, ca
         let line = match (&verdict, &outcome.doc) {
             (Verdict::Pass, Some(d)) => format!("ok, {}", super::run_line(&entry(d))),
             (Verdict::Fail(why), _) => format!("x: {}", why.join("; ")),
-            (Verdict::Saturated(why), _) => format!("no verdict on the server: {why}"),
+            (Verdict::NotTheServer(why), _) => format!("no verdict on the server: {why}"),
             (Verdict::Unmeasured(why), _) => format!("no verdict: nothing measured ({why})"),
             (Verdict::Interrupted, _) => "interrupted".into(),
             (Verdict::Pass, None) => unreachable!("a pass has a document"),
@@ -345,7 +345,7 @@ pub fn ladder_table(kind: &str, rows: &[(f64, Option<Doc>, Verdict)]) -> Table {
             Verdict::Pass if suspect => "ok (suspect: see below)".to_string(),
             Verdict::Pass => "ok".to_string(),
             Verdict::Fail(why) => format!("x ({})", why.join("; ")),
-            Verdict::Saturated(_) => "no verdict (limit not the server: see below)".to_string(),
+            Verdict::NotTheServer(_) => "no verdict (limit not the server: see below)".to_string(),
             Verdict::Unmeasured(why) => format!("no verdict ({why})"),
             Verdict::Interrupted => "interrupted".to_string(),
         };
@@ -380,7 +380,7 @@ pub fn conclusion(rows: &[(f64, Option<Doc>, Verdict)], levels: &[f64], unit: &s
         Some(Verdict::Fail(_)) => {
             format!(" The server failed at {} {unit}.", rows.last().map(|r| r.0).unwrap_or_default())
         }
-        Some(Verdict::Saturated(why)) => format!(
+        Some(Verdict::NotTheServer(why)) => format!(
             " At {} {unit} the limit was not the server: {why}. The server's limit is at or above this level.",
             rows.last().map(|r| r.0).unwrap_or_default()
         ),

@@ -357,7 +357,7 @@ fn a_saturated_generator_is_no_verdict_on_the_server() {
         });
     }
     let c = Criteria { max_error_rate_pct: 1.0, max_p99_ms: None };
-    assert!(matches!(judge(&d, &c), Verdict::Saturated(_)));
+    assert!(matches!(judge(&d, &c), Verdict::NotTheServer(_)));
 }
 
 #[test]
@@ -374,7 +374,7 @@ fn capacity_says_which_limit_was_not_the_server_and_explains_suspect_levels() {
         d.summary.missed_sends = 8_100;
     }
     let v = judge(&few, &c);
-    let Verdict::Saturated(why) = &v else { panic!("{v:?}") };
+    let Verdict::NotTheServer(why) = &v else { panic!("{v:?}") };
     assert!(why.contains("too few connections for the rate") && why.contains("Little's law"), "{why}");
     assert!(why.contains("raise -c to at least 75"), "{why}");
     // (b) A machine without idle CPU: no verdict on the server either, and the reason says so.
@@ -391,7 +391,7 @@ fn capacity_says_which_limit_was_not_the_server_and_explains_suspect_levels() {
         });
     }
     let v = judge(&busy, &c);
-    let Verdict::Saturated(why) = &v else { panic!("{v:?}") };
+    let Verdict::NotTheServer(why) = &v else { panic!("{v:?}") };
     assert!(why.contains("the machine had no idle CPU in 6 of 10 samples"), "{why}");
     // (c) A level at which nothing happened is no "ok".
     let mut empty = ddp("tasks-reactive", "x", 0.0, 1.0, 1.0);
@@ -408,7 +408,7 @@ fn capacity_says_which_limit_was_not_the_server_and_explains_suspect_levels() {
             ..Default::default()
         });
     }
-    let rows = vec![(4.0, Some(suspect), Verdict::Pass), (6.0, Some(busy), Verdict::Saturated(why.clone()))];
+    let rows = vec![(4.0, Some(suspect), Verdict::Pass), (6.0, Some(busy), Verdict::NotTheServer(why.clone()))];
     let text = ladder_table("Connections", &rows).markdown();
     let end = conclusion(&rows, &[4.0, 6.0, 8.0], "per second");
     let notes = suspect_notes(&rows, "per second");

@@ -12,7 +12,7 @@ use tokio::task::LocalSet;
 use tokio_util::sync::CancellationToken;
 
 use super::pacer::{self, Next, Pacer, Slice, Stop};
-use super::timer::Timer;
+use super::timer::{self, Timer};
 use crate::plan::HttpPlan;
 use crate::proto::http::{self, micros, tls::Connector, Connection, Target, Timings};
 use crate::stats::gnuplot::{Line, PartWriter};
@@ -372,10 +372,7 @@ async fn connection_loop(w: &Worker, target_index: usize) {
     let mut backoff = Duration::ZERO;
     while let Some(due) = w.reserve() {
         if due > Instant::now() {
-            match &w.timer {
-                Some(t) => t.sleep_until(due).await,
-                None => tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await,
-            }
+            timer::sleep_until(w.timer.as_ref(), due).await;
         }
         let sent_at = Instant::now();
         w.rec.borrow_mut().record_send(micros(sent_at.saturating_duration_since(due)));

@@ -151,6 +151,14 @@ impl Timer {
     }
 }
 
+/// Waits until `due` on `timer`, or on tokio's millisecond timer when the worker has none.
+pub async fn sleep_until(timer: Option<&Timer>, due: Instant) {
+    match timer {
+        Some(t) => t.sleep_until(due).await,
+        None => tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await,
+    }
+}
+
 /// The future of [`Timer::sleep_until`].
 pub struct Sleep {
     timer: Timer,

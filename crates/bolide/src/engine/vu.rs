@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::task::LocalSet;
 use tokio_util::sync::CancellationToken;
 
-use super::timer::Timer;
+use super::timer::{self, Timer};
 use crate::plan::DdpPlan;
 use crate::proto::ddp::{self as client, Conn, DdpFailure, Traffic};
 use crate::proto::http::tls::Connector;
@@ -206,10 +206,7 @@ fn worker(
             let mut users = Vec::new();
             let mut k = index as u64;
             while let Some(due) = schedule.arrival(k) {
-                match &timer {
-                    Some(t) => t.sleep_until(start + due).await,
-                    None => tokio::time::sleep_until(tokio::time::Instant::from_std(start + due)).await,
-                }
+                timer::sleep_until(timer.as_ref(), start + due).await;
                 let max = w.plan.scenario.config.max_vusers;
                 if max.is_some_and(|m| w.alive.load(Ordering::SeqCst) >= m) {
                     w.rec.borrow_mut().skipped += 1;

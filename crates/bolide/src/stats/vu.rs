@@ -291,7 +291,8 @@ pub struct EnsureResult {
     /// The measured value; None when there was nothing to measure (then the threshold fails).
     pub value: Option<f64>,
     pub ok: bool,
-    /// Why it failed without a value ("no successful sample of call insertTask").
+    /// Why it failed without a value ("no sample of call insertTask (it never completed or never
+    /// ran)").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
 }
