@@ -29,7 +29,10 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
             return code;
         }
     };
-    let command_line: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    // Recorded in result documents, so without secrets.
+    let command_line = crate::redact::Redactor::command_line(
+        &args.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
+    );
     match cli.command {
         Command::Http(a) => once(Workload::http(&a), command_line, io, cancel),
         Command::Run(a) => once(Workload::ddp(&a), command_line, io, cancel),

@@ -246,6 +246,12 @@ pub struct HttpArgs {
     #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]
     pub headers: Vec<String>,
 
+    /// Also keep this header's value out of the terminal, documents and reports (repeatable);
+    /// Authorization, Cookie, API keys and names with auth, token, secret or password in them
+    /// are always kept out.
+    #[arg(long = "redact", value_name = "NAME")]
+    pub redact: Vec<String>,
+
     /// Request body.
     #[arg(short = 'b', long, value_name = "STRING", conflicts_with = "body_file")]
     pub body: Option<String>,
@@ -265,6 +271,13 @@ pub struct HttpArgs {
     /// Accept any TLS certificate.
     #[arg(long)]
     pub insecure: bool,
+
+    /// When a kept-alive connection turns out closed before any response, send the request
+    /// again on a new one (counted as a retry) even for POST, PATCH and other methods that are
+    /// not idempotent. Without it, only GET, HEAD, PUT, DELETE, OPTIONS and TRACE are resent;
+    /// others count as errors.
+    #[arg(long)]
+    pub retry_non_idempotent: bool,
 
     /// Write the result document (JSON) to this file (`-`: stdout, the summary then on stderr).
     #[arg(long, value_name = "PATH")]

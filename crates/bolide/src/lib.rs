@@ -15,6 +15,7 @@ pub mod lifecycle;
 pub mod monitor;
 pub mod plan;
 pub mod proto;
+pub mod redact;
 pub mod report;
 pub mod scenario;
 pub mod serve;

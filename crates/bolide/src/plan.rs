@@ -25,6 +25,8 @@ pub struct HttpPlan {
     pub stop: Stop,
     pub timeout: Duration,
     pub keep_alive: bool,
+    /// Resend a request once on a new connection when the kept-alive one turns out closed.
+    pub retry_closed: bool,
     pub insecure: bool,
     pub json: Option<PathBuf>,
     pub gnuplot: Option<PathBuf>,
@@ -81,6 +83,44 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
     ServerPlan { monitors, interval, spawn }
 }
 
+/// The most connections one bolide process holds (`-c`); more belong in several processes.
+pub const MAX_CONNECTIONS: usize = 1_000_000;
+/// Descriptors a run needs beside its connections: stdio, each worker's runtime and timer,
+/// the monitor's /proc files, output files.
+fn descriptor_overhead(threads: usize) -> u64 {
+    64 + 8 * threads as u64
+}
+
+/// Makes room for `need` open files: raises the soft limit towards the hard one when it is
+/// lower (as servers and load tools do at start), and says what stands in the way otherwise.
+pub fn descriptor_room(need: u64) -> Result<(), String> {
+    // SAFETY: getrlimit/setrlimit only read and write the struct handed to them.
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Ok(());
+    }
+    if lim.rlim_cur >= need {
+        return Ok(());
+    }
+    let raised = libc::rlimit { rlim_cur: need.min(lim.rlim_max), rlim_max: lim.rlim_max };
+    let ok = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0;
+    let now = if ok { raised.rlim_cur } else { lim.rlim_cur };
+    if now >= need {
+        return Ok(());
+    }
+    Err(format!(
+        "needs about {need} open files, and this process may open {now} (hard limit {}); raise it \
+         with `ulimit -n {need}` (as root, or in /etc/security/limits.conf), or use fewer connections",
+        lim.rlim_max
+    ))
+}
+
+/// Raises the soft open-file limit to the hard one (for runs whose connection count is not
+/// known in advance, such as virtual users).
+pub fn descriptor_room_all() {
+    let _ = descriptor_room(u64::MAX);
+}
+
 /// Configuration problems, all of them; shown one per line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfigError(pub Vec<String>);
@@ -91,22 +131,30 @@ impl std::fmt::Display for ConfigError {
             if i > 0 {
                 writeln!(f)?;
             }
-            write!(f, "error: {p}")?;
+            // A URL in a problem may carry a password.
+            write!(f, "error: {}", crate::redact::text(p))?;
         }
         Ok(())
     }
 }
 
-/// Parses `30s`, `2m`, `1m30s`, `500ms`; a bare number means seconds.
+/// Parses `30s`, `2m`, `1m30s`, `500ms`; a bare number means seconds. Longer than
+/// [`crate::scenario::MAX_DURATION`] is refused with the allowed range.
 pub fn parse_duration(flag: &str, text: &str) -> Result<Duration, String> {
+    use crate::scenario::{duration_range, MAX_DURATION};
     let text = text.trim();
     let parsed = match text.parse::<f64>() {
-        Ok(secs) if secs.is_finite() && secs >= 0.0 => Ok(Duration::from_secs_f64(secs)),
+        Ok(secs) if secs.is_finite() && secs >= 0.0 => {
+            Ok(Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX).min(MAX_DURATION + Duration::from_secs(1)))
+        }
         Ok(_) => Err("not a valid number of seconds".to_string()),
         Err(_) => humantime::parse_duration(text).map_err(|e| e.to_string()),
     };
     match parsed {
         Ok(d) if d.is_zero() => Err(format!("{flag} {text:?} must be longer than zero")),
+        Ok(d) if d > MAX_DURATION => {
+            Err(format!("{flag} {text:?} is out of range: a duration must be {}", duration_range()))
+        }
         Ok(d) => Ok(d),
         Err(why) => Err(format!("{flag} {text:?} is not a duration ({why}); use e.g. 30s, 2m, 1m30s, 500ms")),
     }
@@ -138,21 +186,70 @@ fn target(raw: &str, spec: &RequestSpec) -> Result<Target, String> {
     if addrs.is_empty() {
         return Err(format!("host {bare:?} of {raw:?} resolves to no address"));
     }
+    // user:password@ in the URL becomes Basic auth, as curl does (unless -H Authorization says
+    // otherwise); the password is never shown.
+    let mut spec = spec.clone();
+    let has_credentials = !url.username().is_empty() || url.password().is_some();
+    if has_credentials && !spec.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("authorization")) {
+        use base64::Engine;
+        let credentials =
+            format!("{}:{}", percent_decode(url.username()), percent_decode(url.password().unwrap_or("")));
+        let value = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(credentials));
+        spec.headers.push(("Authorization".into(), value));
+    }
+    let mut shown = url.clone();
+    if shown.password().is_some() {
+        let _ = shown.set_password(Some(crate::redact::MASK));
+    }
+    let mut request_url = url.clone();
+    let _ = request_url.set_username("");
+    let _ = request_url.set_password(None);
     Ok(Target {
-        url: url.to_string(),
+        url: crate::redact::text(shown.as_str()),
         host: bare.to_string(),
         addrs,
         tls,
-        request: Arc::from(build_request(&url, spec)),
+        request: Arc::from(build_request(&request_url, &spec)),
         expect_body: spec.method != "HEAD",
     })
 }
 
-fn header(raw: &str) -> Result<(String, String), String> {
+fn header(raw: &str, redactor: &crate::redact::Redactor) -> Result<(String, String), String> {
+    let shown = redactor.header_arg(raw);
     match raw.split_once(':') {
-        Some((name, value)) if is_token(name.trim()) => Ok((name.trim().to_string(), value.trim().to_string())),
-        _ => Err(format!("header {raw:?} must look like 'Name: value'")),
+        Some((name, value)) if is_token(name.trim()) => {
+            // CR or LF would start a header line (or the body) of the user's own making.
+            if value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+                return Err(format!(
+                    "header {shown:?}: its value holds a control character (CR, LF, NUL...), which would end the \
+                     header line on the wire; send each header with its own -H"
+                ));
+            }
+            Ok((name.trim().to_string(), value.trim().to_string()))
+        }
+        _ => Err(format!("header {shown:?} must look like 'Name: value'")),
     }
+}
+
+/// `%XX` escapes of a URL's userinfo decoded (invalid ones kept as they are).
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (b[i], b.get(i + 1).and_then(|c| hex(*c)), b.get(i + 2).and_then(|c| hex(*c))) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn is_token(s: &str) -> bool {
@@ -170,6 +267,12 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
 
     if args.connections == 0 {
         check(Err("-c/--connections must be at least 1".into()));
+    } else if args.connections > MAX_CONNECTIONS {
+        check(Err(format!(
+            "-c/--connections {} is more than one bolide process holds (at most {MAX_CONNECTIONS}); \
+             spread the load over several processes or machines",
+            args.connections
+        )));
     }
     if args.threads == Some(0) {
         check(Err("-t/--threads must be at least 1".into()));
@@ -178,9 +281,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         check(Err("-n/--requests must be at least 1".into()));
     }
     if let Some(r) = args.rps {
-        if !(r.is_finite() && r > 0.0) {
-            check(Err(format!("--rps {r} must be a positive number of requests per second")));
-        }
+        check(crate::scenario::check_rate(r).map(drop).map_err(|why| format!("--rps {why}")));
     }
     let method = args.method.trim().to_string();
     if !is_token(&method) {
@@ -192,8 +293,9 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         None => None,
     };
     let timeout = parse_duration("--timeout", &args.timeout).map_err(|e| check(Err(e))).ok();
+    let redactor = crate::redact::Redactor::new(&args.redact);
     let headers: Vec<(String, String)> =
-        args.headers.iter().filter_map(|h| header(h).map_err(|e| check(Err(e))).ok()).collect();
+        args.headers.iter().filter_map(|h| header(h, &redactor).map_err(|e| check(Err(e))).ok()).collect();
     let body = match (&args.body, &args.body_file) {
         (Some(b), _) => b.clone().into_bytes(),
         (None, Some(path)) => std::fs::read(path)
@@ -215,7 +317,11 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
     let connections = args.connections;
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let threads = args.threads.unwrap_or(cores).min(connections);
+    descriptor_room(connections as u64 + descriptor_overhead(threads))
+        .map_err(|why| ConfigError(vec![format!("-c/--connections {connections} {why}")]))?;
     let timeout = timeout.expect("checked above");
+    let idempotent = matches!(method.as_str(), "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS" | "TRACE");
+    let retry_closed = idempotent || args.retry_non_idempotent;
     let settings = HttpSettings {
         connections,
         threads,
@@ -223,11 +329,13 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         requests: args.requests,
         rate_per_s: args.rps,
         method,
-        headers,
+        // Recorded in the document: secrets' values masked, names kept.
+        headers: headers.iter().map(|(n, v)| (n.clone(), redactor.value(n, v))).collect(),
         body_bytes: spec.body.len(),
         timeout_s: timeout.as_secs_f64(),
         keep_alive: !args.no_keepalive,
         insecure: args.insecure,
+        retry_closed,
     };
     Ok(HttpPlan {
         targets,
@@ -237,6 +345,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         stop: Stop { time: duration, count: args.requests },
         timeout,
         keep_alive: !args.no_keepalive,
+        retry_closed,
         insecure: args.insecure,
         json: args.json.clone(),
         gnuplot: args.gnuplot.clone(),
@@ -313,12 +422,8 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     let is_builtin = builtin::NAMES.contains(&args.scenario.as_str());
     // --arrival-rate and --duration: the built-ins' knobs, or a file's phases shortened or
     // re-rated (see override_phases).
-    let rate = args.arrival_rate.filter(|r| {
-        let ok = r.is_finite() && *r > 0.0;
-        if !ok {
-            problems.push(format!("--arrival-rate {r} must be a positive number of users per second"));
-        }
-        ok
+    let rate = args.arrival_rate.and_then(|r| {
+        crate::scenario::check_rate(r).map_err(|why| problems.push(format!("--arrival-rate {why}"))).ok()
     });
     let duration =
         args.duration.as_deref().and_then(|d| parse_duration("-d/--duration", d).map_err(|e| problems.push(e)).ok());
@@ -331,11 +436,13 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
             knobs.duration = d;
         }
         if let Some(t) = &args.think {
-            match humantime::parse_duration(t.trim())
-                .or_else(|_| t.trim().parse::<f64>().map(Duration::from_secs_f64).map_err(|_| ()))
-            {
-                Ok(d) => knobs.think = d,
-                Err(_) => problems.push(format!("--think {t:?} is not a duration; use e.g. 500ms, 1s, 0")),
+            // 0 is allowed here (no pause), unlike other durations.
+            match t.trim().parse::<f64>() {
+                Ok(0.0) => knobs.think = Duration::ZERO,
+                _ => match parse_duration("--think", t) {
+                    Ok(d) => knobs.think = d,
+                    Err(e) => problems.push(e),
+                },
             }
         }
         if let Some(n) = args.tasks {
@@ -407,6 +514,8 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         ..crate::proto::ddp::ClientConfig::default()
     };
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    // Each user holds a connection; how many at once is not known before the run.
+    descriptor_room_all();
     Ok(DdpPlan {
         source: args.scenario.clone(),
         endpoint: endpoint.expect("checked above"),
@@ -476,7 +585,7 @@ mod tests {
         let text = err.to_string();
         for needle in [
             "-c/--connections",
-            "--rps -5",
+            "--rps must be above 0",
             "--timeout \"x\"",
             "header \"novalue\"",
             "scheme ftp://",

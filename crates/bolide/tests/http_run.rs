@@ -287,7 +287,7 @@ fn nothing_reachable_exits_3() {
 }
 
 #[test]
-fn keep_alive_connections_closed_while_idle_are_retried_not_counted() {
+fn keep_alive_connections_closed_while_idle_are_retried_and_counted() {
     // Like a server whose keep-alive timeout ends each connection after one answer: it promises
     // keep-alive, answers, then closes. The next request on that connection finds it dead before
     // any byte of a response; a client retries that on a new connection.
@@ -300,6 +300,60 @@ fn keep_alive_connections_closed_while_idle_are_retried_not_counted() {
     let (_, doc) = http_json(&["-n", "40", "-c", "2", "-t", "1", &server.url("/")]);
     assert_eq!((doc.summary.responses, doc.summary.errors), (40, 0), "{:?}", doc.summary.errors_by_class);
     assert_eq!(doc.summary.connects, 40, "one connection per answer");
+    // Every resend is counted: 2 connections' first requests, then one retry per answer.
+    assert!((36..=40).contains(&doc.summary.retries), "{}", doc.summary.retries);
+    assert_eq!(doc.per_target[0].retries, doc.summary.retries);
+    assert!(doc.settings.retry_closed);
+}
+
+/// Requests read by [`every_second_request_dropped`], over all its connections.
+static READ_BY_DROPPER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Answers the first request of each connection (keep-alive), reads the second and closes
+/// without an answer.
+fn every_second_request_dropped(mut s: std::net::TcpStream) {
+    use std::sync::atomic::Ordering::SeqCst;
+    if read_head(&mut s) {
+        READ_BY_DROPPER.fetch_add(1, SeqCst);
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nOK");
+        if read_head(&mut s) {
+            READ_BY_DROPPER.fetch_add(1, SeqCst);
+        }
+    }
+}
+
+#[test]
+fn every_request_on_the_wire_is_reported_and_posts_are_not_resent_unless_asked() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let server = fake(every_second_request_dropped);
+    let url = server.url("/");
+    // Each row: extra arguments, whether the dropped requests are resent.
+    let rows: [(&[&str], bool); 3] = [
+        (&["-m", "GET"], true),
+        (&["-m", "POST", "-b", "x"], false),
+        (&["-m", "POST", "-b", "x", "--retry-non-idempotent"], true),
+    ];
+    for (extra, resent) in rows {
+        let before = READ_BY_DROPPER.load(SeqCst);
+        let mut args = vec!["-n", "30", "-c", "1", "-t", "1"];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        let (o, doc) = http_json(&args);
+        // The server has read every request before closing or answering.
+        let read = READ_BY_DROPPER.load(SeqCst) - before;
+        let s = &doc.summary;
+        assert_eq!(read, s.responses + s.errors + s.retries, "{extra:?}: {:?}\n{}", s, o.out);
+        assert_eq!(s.responses + s.errors, 30, "{extra:?}");
+        if resent {
+            assert_eq!((s.errors, s.responses), (0, 30), "{extra:?}");
+            assert!(s.retries >= 25, "{extra:?}: {}", s.retries);
+            assert!(o.out.contains("resent after a kept-alive connection closed"), "{}", o.out);
+        } else {
+            assert_eq!(s.retries, 0, "{extra:?}");
+            assert!(s.errors >= 10, "{extra:?}: a POST on a closed connection is an error: {:?}", s.errors_by_class);
+            assert!(!doc.settings.retry_closed);
+        }
+    }
 }
 
 #[test]

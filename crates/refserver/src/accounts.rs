@@ -44,6 +44,11 @@ fn digest_of(password: &Value) -> Option<String> {
 }
 
 impl Accounts {
+    /// Every login token issued so far (for tests that check no token leaks into a report).
+    pub fn tokens(&self) -> Vec<String> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).1.keys().cloned().collect()
+    }
+
     /// Adds a user with a plain password (server-side seeding).
     pub fn add(&self, username: &str, password: &str) -> String {
         let id = ddp::id::random_id();

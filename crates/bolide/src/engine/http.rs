@@ -391,8 +391,12 @@ async fn connection_loop(w: &Worker, target_index: usize) {
                 }
                 match conn.as_mut().expect("connected above").exchange(target, &mut timings).await {
                     // The server had closed the idle keep-alive connection: retry once on a new
-                    // one, as browsers and HTTP clients do. The time spent stays in the latency.
-                    Err(f) if f.stale && reused => conn = None,
+                    // one, as browsers and HTTP clients do (idempotent methods only, unless asked),
+                    // and count it. The time spent stays in the latency.
+                    Err(f) if f.stale && reused && w.plan.retry_closed => {
+                        w.rec.borrow_mut().targets[target_index].retries += 1;
+                        conn = None;
+                    }
                     other => return other,
                 }
             }

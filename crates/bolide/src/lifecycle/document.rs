@@ -121,7 +121,7 @@ pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<St
         host: host(),
         settings: DdpRunSettings {
             scenario: plan.source.clone(),
-            target: config.target.clone(),
+            target: crate::redact::text(&config.target),
             transport: match plan.client.transport {
                 crate::proto::ddp::Transport::WebSocket => "websocket".into(),
                 crate::proto::ddp::Transport::SockJs => "sockjs".into(),

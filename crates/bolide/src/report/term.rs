@@ -100,6 +100,10 @@ pub fn summary(doc: &ResultDoc) -> String {
     if s.unfinished > 0 {
         let _ = write!(out, ", {} in flight at the end", count(s.unfinished));
     }
+    if s.retries > 0 {
+        // Each went on the wire twice: the server may have read it twice.
+        let _ = write!(out, "\n{:<16}{} resent after a kept-alive connection closed", "", count(s.retries));
+    }
     out.push('\n');
     let _ = writeln!(
         out,
@@ -272,6 +276,7 @@ mod tests {
             requests_per_s: responses as f64 / 10.0,
             bytes_in: responses * 100,
             connects: 5,
+            retries: 0,
             latency: latency(p50),
             status: BTreeMap::from([("200".to_string(), responses)]),
             errors_by_class: classes(errors),
@@ -298,6 +303,7 @@ mod tests {
                 timeout_s: 10.0,
                 keep_alive: true,
                 insecure: false,
+                retry_closed: true,
             },
             targets: vec!["http://127.0.0.1:8080/".into(), "http://127.0.0.1:8080/api".into()],
             summary: Summary {
@@ -310,6 +316,7 @@ mod tests {
                 bytes_in: 1_999_000,
                 bytes_in_per_s: 199_900.0,
                 connects: 10,
+                retries: 3,
                 latency: latency(850),
                 rate: RateDistribution {
                     samples: 10,
@@ -350,6 +357,7 @@ mod tests {
 bolide http 2 URLs: 10 connections, 2 threads, 10s, fixed rate 2000 req/s, keep-alive
 
   Requests      19,990 responses in 10.00s, 7 errors, 3 in flight at the end
+                3 resent after a kept-alive connection closed
   Throughput    1,999.0 req/s, 199.90 kB/s in (2.00 MB total, 10 connections opened)
 
   Latency              min      mean     stdev       max

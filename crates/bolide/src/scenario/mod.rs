@@ -13,6 +13,34 @@ use serde_json::Value;
 
 use crate::proto::ddp::Transport;
 
+/// The longest duration a flag or a scenario file may give: a run, a phase, a think time, a
+/// timeout. Longer ones are refused with this range rather than overflowing a clock.
+pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
+/// The highest rate a flag or a scenario file may give (users arriving, or requests, per second).
+pub const MAX_RATE_PER_S: f64 = 1_000_000.0;
+/// The most users an `arrivalCount` phase may bring.
+pub const MAX_ARRIVAL_COUNT: u64 = 1_000_000_000;
+
+/// The allowed range of durations, in words, for error messages.
+pub fn duration_range() -> String {
+    format!("between 0 and {} days", MAX_DURATION.as_secs() / 86_400)
+}
+
+/// A number of seconds as a duration, if finite, not negative and at most [`MAX_DURATION`].
+pub fn seconds(secs: f64) -> Option<Duration> {
+    (secs.is_finite() && secs >= 0.0 && secs <= MAX_DURATION.as_secs_f64()).then(|| Duration::from_secs_f64(secs))
+}
+
+/// A rate, if above zero and at most [`MAX_RATE_PER_S`] (with the range in words otherwise).
+pub fn check_rate(per_s: f64) -> Result<f64, String> {
+    if per_s.is_finite() && per_s > 0.0 && per_s <= MAX_RATE_PER_S {
+        Ok(per_s)
+    } else {
+        let shown = if per_s.abs() >= 1e9 { format!("{per_s:e}") } else { per_s.to_string() };
+        Err(format!("must be above 0 and at most {MAX_RATE_PER_S:.0} per second, not {shown}"))
+    }
+}
+
 /// A whole scenario file (or built-in).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {

@@ -57,7 +57,8 @@ impl std::fmt::Display for LoadError {
             if i > 0 {
                 writeln!(f)?;
             }
-            write!(f, "{}:{}:{}: {}", self.file, p.line, p.col, p.message)?;
+            // A URL in a message may carry a password.
+            write!(f, "{}:{}:{}: {}", self.file, p.line, p.col, crate::redact::text(&p.message))?;
             if let Some(h) = &p.hint {
                 write!(f, "\n    hint: {h}")?;
             }
@@ -83,14 +84,44 @@ fn resolve_plain(s: &str) -> Kind {
     }
 }
 
-/// Parses YAML text into a tree; a syntax error comes back as a problem with its position.
+/// The largest scenario file read, in bytes (payload rows live in their CSV file, not here).
+pub const MAX_FILE_BYTES: usize = 4 << 20;
+/// The most nodes a scenario may hold once aliases are expanded: a file of nested aliases
+/// ("billion laughs") stops here instead of growing without bound.
+pub const MAX_NODES: usize = 200_000;
+/// The deepest nesting of lists and mappings.
+pub const MAX_DEPTH: usize = 64;
+
+/// Nodes in a tree (itself included) and its depth (1 for a scalar).
+fn size(node: &Node) -> (usize, usize) {
+    let children: Vec<(usize, usize)> = match &node.kind {
+        Kind::Seq(items) => items.iter().map(size).collect(),
+        Kind::Map(pairs) => pairs.iter().flat_map(|(k, v)| [size(k), size(v)]).collect(),
+        _ => vec![],
+    };
+    (1 + children.iter().map(|c| c.0).sum::<usize>(), 1 + children.iter().map(|c| c.1).max().unwrap_or(0))
+}
+
+/// Parses YAML text into a tree; a syntax error comes back as a problem with its position. One
+/// document per file, no duplicate keys, at most [`MAX_FILE_BYTES`] and [`MAX_NODES`].
 pub fn parse(text: &str) -> Result<Node, Problem> {
     enum Open {
         Seq(Node, usize),
-        Map(Node, Vec<(Node, Node)>, Option<Node>, usize),
+        /// The node, its pairs, a key waiting for its value, the anchor, the keys seen.
+        Map(Node, Vec<(Node, Node)>, Option<Node>, usize, HashMap<String, (usize, usize)>),
+    }
+    if text.len() > MAX_FILE_BYTES {
+        return Err(Problem {
+            line: 1,
+            col: 1,
+            message: format!("the file has {} bytes; a scenario file may have at most {MAX_FILE_BYTES}", text.len()),
+            hint: Some("large data belongs in a config.payload CSV file".into()),
+        });
     }
     let mut stack: Vec<Open> = Vec::new();
-    let mut anchors: HashMap<usize, Node> = HashMap::new();
+    // Each anchor's node, its size and its depth.
+    let mut anchors: HashMap<usize, (Node, (usize, usize))> = HashMap::new();
+    let mut nodes = 0usize;
     let mut root: Option<Node> = None;
     for item in Parser::new_from_str(text) {
         let (event, span) = item.map_err(|e| Problem {
@@ -101,21 +132,59 @@ pub fn parse(text: &str) -> Result<Node, Problem> {
         })?;
         let (line, col) = (span.start.line(), span.start.col() + 1);
         let done: Option<(Node, usize)> = match event {
+            Event::DocumentStart(_) if root.is_some() => {
+                return Err(Problem {
+                    line,
+                    col,
+                    message: "a second YAML document begins here; a scenario file holds one".into(),
+                    hint: Some("put each scenario in a file of its own, or list its flows under one scenarios:".into()),
+                })
+            }
             Event::Scalar(value, style, anchor, _) => {
                 let kind =
                     if style == ScalarStyle::Plain { resolve_plain(&value) } else { Kind::Str(value.into_owned()) };
                 Some((Node { line, col, kind }, anchor))
             }
             Event::Alias(id) => match anchors.get(&id) {
-                Some(n) => Some((Node { line, col, ..n.clone() }, 0)),
+                Some((n, (n_size, n_depth))) => {
+                    if stack.len() + n_depth > MAX_DEPTH {
+                        return Err(Problem {
+                            line,
+                            col,
+                            message: format!("this alias nests lists and mappings deeper than {MAX_DEPTH} levels"),
+                            hint: None,
+                        });
+                    }
+                    // The alias's copy counts; its own node is counted below.
+                    nodes += n_size - 1;
+                    if nodes >= MAX_NODES {
+                        return Err(Problem {
+                            line,
+                            col,
+                            message: format!(
+                                "aliases expand this file beyond {MAX_NODES} values; a scenario file may hold at most that"
+                            ),
+                            hint: Some("nested anchors and aliases multiply; write the values out or use fewer".into()),
+                        });
+                    }
+                    Some((Node { line, col, ..n.clone() }, 0))
+                }
                 None => return Err(Problem { line, col, message: "alias of an unknown anchor".into(), hint: None }),
             },
+            Event::SequenceStart(..) | Event::MappingStart(..) if stack.len() >= MAX_DEPTH => {
+                return Err(Problem {
+                    line,
+                    col,
+                    message: format!("lists and mappings nest deeper than {MAX_DEPTH} levels here"),
+                    hint: None,
+                })
+            }
             Event::SequenceStart(anchor, _) => {
                 stack.push(Open::Seq(Node { line, col, kind: Kind::Seq(vec![]) }, anchor));
                 None
             }
             Event::MappingStart(anchor, _) => {
-                stack.push(Open::Map(Node { line, col, kind: Kind::Null }, vec![], None, anchor));
+                stack.push(Open::Map(Node { line, col, kind: Kind::Null }, vec![], None, anchor, HashMap::new()));
                 None
             }
             Event::SequenceEnd => match stack.pop() {
@@ -123,7 +192,7 @@ pub fn parse(text: &str) -> Result<Node, Problem> {
                 _ => None,
             },
             Event::MappingEnd => match stack.pop() {
-                Some(Open::Map(mut n, pairs, _, anchor)) => {
+                Some(Open::Map(mut n, pairs, _, anchor, _)) => {
                     n.kind = Kind::Map(pairs);
                     Some((n, anchor))
                 }
@@ -132,8 +201,17 @@ pub fn parse(text: &str) -> Result<Node, Problem> {
             _ => None,
         };
         let Some((node, anchor)) = done else { continue };
+        nodes += 1;
+        if nodes >= MAX_NODES {
+            return Err(Problem {
+                line,
+                col,
+                message: format!("this file holds more than {MAX_NODES} values; a scenario file may hold at most that"),
+                hint: Some("large data belongs in a config.payload CSV file".into()),
+            });
+        }
         if anchor != 0 {
-            anchors.insert(anchor, node.clone());
+            anchors.insert(anchor, (node.clone(), size(&node)));
         }
         match stack.last_mut() {
             Some(Open::Seq(parent, _)) => {
@@ -141,8 +219,18 @@ pub fn parse(text: &str) -> Result<Node, Problem> {
                     items.push(node);
                 }
             }
-            Some(Open::Map(_, pairs, key, _)) => match key.take() {
-                None => *key = Some(node),
+            Some(Open::Map(_, pairs, key, _, seen)) => match key.take() {
+                None => {
+                    if let Some((l, c)) = seen.insert(node.to_json().to_string(), (node.line, node.col)) {
+                        return Err(Problem {
+                            line: node.line,
+                            col: node.col,
+                            message: format!("duplicate key \"{}\" (first at line {l}, column {c})", node.key_text()),
+                            hint: Some("a mapping may have each key once; the second would silently win".into()),
+                        });
+                    }
+                    *key = Some(node)
+                }
                 Some(k) => pairs.push((k, node)),
             },
             None => {
@@ -326,15 +414,34 @@ impl Reader {
     /// A duration: a number of seconds, or text like `500ms`, `30s`, `2m`.
     fn duration(&mut self, node: &Node, what: &str) -> Option<Duration> {
         let d = match &node.kind {
-            Kind::Int(i) if *i >= 0 => Some(Duration::from_secs(*i as u64)),
-            Kind::Float(f) if *f >= 0.0 && f.is_finite() => Some(Duration::from_secs_f64(*f)),
-            Kind::Str(s) => humantime::parse_duration(s.trim()).ok(),
+            Kind::Int(i) => Some(seconds(*i as f64)),
+            Kind::Float(f) => Some(seconds(*f)),
+            Kind::Str(s) => humantime::parse_duration(s.trim()).ok().map(|d| Some(d).filter(|d| *d <= MAX_DURATION)),
             _ => None,
         };
-        if d.is_none() {
-            self.problem(node, format!("{what} must be a duration (seconds, or e.g. 500ms, 30s, 2m)"), None);
+        match d {
+            Some(Some(d)) => return Some(d),
+            Some(None) => {
+                self.problem(node, format!("{what} is out of range: a duration must be {}", duration_range()), None)
+            }
+            None => self.problem(node, format!("{what} must be a duration (seconds, or e.g. 500ms, 30s, 2m)"), None),
         }
-        d
+        None
+    }
+
+    /// A rate per second within [`check_rate`]'s range (0 allowed when `zero_ok`).
+    fn rate(&mut self, node: &Node, what: &str, zero_ok: bool) -> Option<f64> {
+        let n = self.number(node, what)?;
+        if zero_ok && n == 0.0 {
+            return Some(0.0);
+        }
+        match check_rate(n) {
+            Ok(n) => Some(n),
+            Err(why) => {
+                self.problem(node, format!("{what} {why}"), None);
+                None
+            }
+        }
     }
 
     fn fields(&mut self, node: &Node, what: &'static str) -> Vec<(String, Value)> {
@@ -375,9 +482,29 @@ const BUILTIN_VARS: &[&str] =
 /// Reads a scenario file.
 pub fn load_file(path: &Path) -> Result<Scenario, LoadError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| LoadError {
+    let unreadable = |e: std::io::Error| LoadError {
         file: file.clone(),
         problems: vec![Problem { line: 1, col: 1, message: format!("cannot read the scenario file: {e}"), hint: None }],
+    };
+    // Read at most one byte past the limit, so that a huge file (or a device) is refused by
+    // `parse` without being read whole.
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| std::io::Read::read_to_end(&mut std::io::Read::take(f, MAX_FILE_BYTES as u64 + 1), &mut bytes))
+        .map_err(unreadable)?;
+    if bytes.len() > MAX_FILE_BYTES {
+        return Err(LoadError {
+            file,
+            problems: vec![Problem {
+                line: 1,
+                col: 1,
+                message: format!("the file is larger than {MAX_FILE_BYTES} bytes, the most a scenario file may have"),
+                hint: Some("large data belongs in a config.payload CSV file".into()),
+            }],
+        });
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        unreadable(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not UTF-8 text ({e})")))
     })?;
     load_str(&text, &file, path.parent().unwrap_or(Path::new(".")))
 }
@@ -444,8 +571,21 @@ fn read_config(r: &mut Reader, node: &Node, base: &Path) -> Option<Config> {
         }
     }
     let phases = match m.require(r, "phases") {
-        Some(Node { kind: Kind::Seq(items), .. }) if !items.is_empty() => {
-            items.iter().filter_map(|p| read_phase(r, p)).collect()
+        Some(n @ Node { kind: Kind::Seq(items), .. }) if !items.is_empty() => {
+            let phases: Vec<Phase> = items.iter().filter_map(|p| read_phase(r, p)).collect();
+            let total: Duration = phases.iter().map(|p| p.duration).sum();
+            if total > MAX_DURATION {
+                r.problem(
+                    n,
+                    format!(
+                        "the phases last {:.1} days in all; a run must last {}",
+                        total.as_secs_f64() / 86_400.0,
+                        duration_range()
+                    ),
+                    None,
+                );
+            }
+            phases
         }
         Some(n) => {
             r.problem(
@@ -495,23 +635,30 @@ fn read_phase(r: &mut Reader, node: &Node) -> Option<Phase> {
     let duration = m.require(r, "duration").and_then(|n| r.duration(n, "duration"));
     let kind = match (m.get("arrivalRate"), m.get("arrivalCount")) {
         (Some(rate), None) => {
-            let per_s = r.number(rate, "arrivalRate").filter(|v| *v >= 0.0);
-            let ramp_to = m.get("rampTo").and_then(|n| r.number(n, "rampTo"));
+            let per_s = r.rate(rate, "arrivalRate", true);
+            let ramp_to = m.get("rampTo").and_then(|n| r.rate(n, "rampTo", true));
             match per_s {
                 Some(per_s) if per_s > 0.0 || ramp_to.is_some_and(|t| t > 0.0) => {
                     Some(PhaseKind::Rate { per_s, ramp_to })
                 }
-                _ => {
+                Some(_) => {
                     r.problem(rate, "arrivalRate must be above zero (or ramp to above zero)", None);
                     None
                 }
+                None => None,
             }
         }
         (None, Some(count)) => {
             if let Some(n) = m.get("rampTo") {
                 r.problem(n, "rampTo goes with arrivalRate, not arrivalCount", None);
             }
-            r.count(count, "arrivalCount").map(PhaseKind::Count)
+            match r.count(count, "arrivalCount") {
+                Some(n) if n > MAX_ARRIVAL_COUNT => {
+                    r.problem(count, format!("arrivalCount must be at most {MAX_ARRIVAL_COUNT}, not {n}"), None);
+                    None
+                }
+                n => n.map(PhaseKind::Count),
+            }
         }
         (Some(_), Some(n)) => {
             r.problem(n, "a phase has either arrivalRate or arrivalCount, not both", None);

@@ -67,6 +67,9 @@ pub struct TargetRecorder {
     pub bytes_in: u64,
     /// Connections opened successfully.
     pub connects: u64,
+    /// Requests sent again on a new connection because the kept-alive one turned out closed
+    /// (each also went on the wire once before).
+    pub retries: u64,
     /// Failed requests by class, indexed by `ErrorClass as usize`.
     pub errors: [u64; ErrorClass::ALL.len()],
     status: Vec<u64>,
@@ -79,6 +82,7 @@ impl Default for TargetRecorder {
             responses: 0,
             bytes_in: 0,
             connects: 0,
+            retries: 0,
             errors: [0; ErrorClass::ALL.len()],
             status: vec![0; STATUS_SLOTS],
         }
@@ -113,6 +117,7 @@ impl TargetRecorder {
         self.responses += other.responses;
         self.bytes_in += other.bytes_in;
         self.connects += other.connects;
+        self.retries += other.retries;
         for (a, b) in self.errors.iter_mut().zip(other.errors) {
             *a += b;
         }

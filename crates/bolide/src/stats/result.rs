@@ -73,6 +73,10 @@ pub struct HttpSettings {
     pub timeout_s: f64,
     pub keep_alive: bool,
     pub insecure: bool,
+    /// Whether a request whose kept-alive connection turned out closed is sent again on a new
+    /// one (GET, HEAD, PUT, DELETE, OPTIONS, TRACE; others with --retry-non-idempotent).
+    #[serde(default)]
+    pub retry_closed: bool,
 }
 
 /// Latency statistics of a histogram, microseconds.
@@ -121,6 +125,10 @@ pub struct Summary {
     pub bytes_in_per_s: f64,
     /// Connections opened.
     pub connects: u64,
+    /// Requests sent a second time on a new connection after the kept-alive one turned out
+    /// closed (the server read them twice, or not at all the first time).
+    #[serde(default)]
+    pub retries: u64,
     pub latency: Latency,
     pub rate: RateDistribution,
     /// Responses by status code.
@@ -154,6 +162,8 @@ pub struct TargetSummary {
     pub requests_per_s: f64,
     pub bytes_in: u64,
     pub connects: u64,
+    #[serde(default)]
+    pub retries: u64,
     pub latency: Latency,
     pub status: BTreeMap<String, u64>,
     pub errors_by_class: BTreeMap<String, u64>,

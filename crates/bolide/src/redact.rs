@@ -1,0 +1,202 @@
+//! Keeping secrets out of everything bolide prints or writes: the values of sensitive headers
+//! (Authorization, Cookie, API keys, and any name given to `--redact`), passwords in URLs, and
+//! the password of `serve --user NAME:PASSWORD`. Names stay, so a reader sees what was sent.
+
+/// What replaces a secret.
+pub const MASK: &str = "<redacted>";
+
+/// Header names whose values are secrets, compared without case; a name containing one of
+/// [`SENSITIVE_PARTS`] is one too.
+const SENSITIVE_NAMES: &[&str] =
+    &["authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key", "apikey"];
+const SENSITIVE_PARTS: &[&str] = &["auth", "cookie", "token", "secret", "password", "passwd", "api-key", "apikey"];
+
+/// Which headers to redact: the built-in list plus names from `--redact`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Redactor {
+    extra: Vec<String>,
+}
+
+impl Redactor {
+    pub fn new(extra: &[String]) -> Redactor {
+        Redactor { extra: extra.iter().map(|n| n.trim().to_ascii_lowercase()).filter(|n| !n.is_empty()).collect() }
+    }
+
+    /// Whether the value of header `name` is a secret.
+    pub fn sensitive(&self, name: &str) -> bool {
+        let name = name.trim().to_ascii_lowercase();
+        SENSITIVE_NAMES.contains(&name.as_str())
+            || SENSITIVE_PARTS.iter().any(|p| name.contains(p))
+            || self.extra.contains(&name)
+    }
+
+    /// A header's value as it may be shown.
+    pub fn value(&self, name: &str, value: &str) -> String {
+        if self.sensitive(name) {
+            MASK.to_string()
+        } else {
+            text(value)
+        }
+    }
+
+    /// A `Name: value` argument as it may be shown.
+    pub fn header_arg(&self, raw: &str) -> String {
+        match raw.split_once(':') {
+            Some((name, value)) if self.sensitive(name) => {
+                let _ = value;
+                format!("{name}: {MASK}")
+            }
+            _ => text(raw),
+        }
+    }
+
+    /// A command line as it may be recorded: header values of sensitive headers (`-H`,
+    /// `--header`, in any of clap's spellings, and names given to `--redact` on that line),
+    /// `serve --user` passwords and passwords in URLs anywhere in an argument.
+    pub fn command_line(args: &[String]) -> Vec<String> {
+        let mut extra = Vec::new();
+        for (i, arg) in args.iter().enumerate() {
+            if arg == "--redact" {
+                extra.extend(args.get(i + 1).cloned());
+            } else if let Some(name) = arg.strip_prefix("--redact=") {
+                extra.push(name.to_string());
+            }
+        }
+        Redactor::new(&extra).line(args)
+    }
+
+    fn line(&self, args: &[String]) -> Vec<String> {
+        let mut out = Vec::with_capacity(args.len());
+        let mut next_is: Option<&str> = None;
+        for arg in args {
+            let shown = match next_is.take() {
+                Some("header") => self.header_arg(arg),
+                Some("user") => user_arg(arg),
+                _ => {
+                    if arg == "-H" || arg == "--header" {
+                        next_is = Some("header");
+                        arg.clone()
+                    } else if arg == "--user" {
+                        next_is = Some("user");
+                        arg.clone()
+                    } else if let Some(h) = arg.strip_prefix("--header=") {
+                        format!("--header={}", self.header_arg(h))
+                    } else if let Some(u) = arg.strip_prefix("--user=") {
+                        format!("--user={}", user_arg(u))
+                    } else if let Some(h) = arg.strip_prefix("-H").filter(|h| !h.is_empty() && !arg.starts_with("--")) {
+                        format!("-H{}", self.header_arg(h.strip_prefix('=').unwrap_or(h)))
+                    } else {
+                        text(arg)
+                    }
+                }
+            };
+            out.push(shown);
+        }
+        out
+    }
+}
+
+/// `NAME:PASSWORD` as `NAME:<redacted>`.
+fn user_arg(raw: &str) -> String {
+    match raw.split_once(':') {
+        Some((name, _)) => format!("{name}:{MASK}"),
+        None => text(raw),
+    }
+}
+
+/// Text with the password of every `scheme://user:password@` in it replaced.
+pub fn text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        // The authority ends at the first '/', '?', '#' or whitespace; its userinfo at the last '@'.
+        let end = tail.find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace()).unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority.rfind('@').map(|at| (&authority[..at], &authority[at..])) {
+            Some((userinfo, host)) => match userinfo.split_once(':') {
+                Some((user, _password)) => {
+                    out.push_str(user);
+                    out.push(':');
+                    out.push_str(MASK);
+                    out.push_str(host);
+                }
+                None => out.push_str(authority),
+            },
+            None => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_in_text() {
+        // Each row: text, as shown.
+        let rows = [
+            ("http://127.0.0.1:8080/", "http://127.0.0.1:8080/"),
+            ("http://ann:s3cret@127.0.0.1/x?y", "http://ann:<redacted>@127.0.0.1/x?y"),
+            ("http://ann@127.0.0.1/", "http://ann@127.0.0.1/"),
+            ("http://a:b@c@host", "http://a:<redacted>@host"),
+            (
+                "MONGO_URL=mongodb://u:p@db:27017/app node main.js",
+                "MONGO_URL=mongodb://u:<redacted>@db:27017/app node main.js",
+            ),
+            ("two http://a:1@h/ and ws://b:2@k", "two http://a:<redacted>@h/ and ws://b:<redacted>@k"),
+            ("no scheme a:b@c", "no scheme a:b@c"),
+        ];
+        for (raw, want) in rows {
+            assert_eq!(text(raw), want, "{raw}");
+        }
+    }
+
+    #[test]
+    fn command_lines() {
+        let args: Vec<String> = [
+            "bolide",
+            "http",
+            "--redact",
+            "x-tenant",
+            "-H",
+            "Authorization: Bearer abc",
+            "-HCookie: a=b",
+            "--header=x-api-key: k",
+            "--header",
+            "X-Tenant: t1",
+            "-H",
+            "Accept: text/html",
+            "--user",
+            "ann:pw",
+            "http://u:pw@127.0.0.1/",
+            "--spawn",
+            "env DB=postgres://x:y@h/db ./server",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let shown = Redactor::command_line(&args).join(" ");
+        for secret in ["abc", "a=b", ": k", "t1", "ann:pw", "u:pw", "x:y"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        for kept in ["Authorization: <redacted>", "Accept: text/html", "X-Tenant: <redacted>", "-HCookie: <redacted>"] {
+            assert!(shown.contains(kept), "{kept} missing in {shown}");
+        }
+    }
+
+    #[test]
+    fn sensitive_names() {
+        let r = Redactor::default();
+        for name in ["Authorization", "proxy-authorization", "COOKIE", "X-Api-Key", "X-Auth-Token", "X-CSRF-Token"] {
+            assert!(r.sensitive(name), "{name}");
+        }
+        for name in ["Accept", "Content-Type", "X-Request-Id"] {
+            assert!(!r.sensitive(name), "{name}");
+        }
+    }
+}
