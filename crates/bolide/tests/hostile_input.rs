@@ -337,3 +337,46 @@ fn login_passwords_tokens_and_target_passwords_stay_out_of_ddp_reports() {
     }
     assert!(o.err.contains("first ddp_error error"), "the wrong password is counted: {}", o.err);
 }
+
+#[test]
+fn a_full_disk_for_the_gnuplot_file_costs_neither_the_document_nor_a_stray_file() {
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let url = format!("{}/ok", server.base_url());
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let bin = env!("CARGO_BIN_EXE_bolide");
+
+    // /dev/full: every write fails with "no space left on device".
+    let out = Command::new(bin)
+        .args(["http", "-n", "2000", "-c", "2", "--gnuplot", "/dev/full", "--json", json.to_str().unwrap(), &url])
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("cannot write /dev/full") && err.contains("No space left"), "{err}");
+    assert_eq!(common::read_doc(&json).summary.responses, 2000, "the document is whole");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "no part file left behind");
+
+    // A real file system that fills up while the parts are written (a 64 KiB tmpfs, mounted in
+    // a private mount namespace): the parts go, the document stays.
+    std::fs::remove_file(&json).unwrap();
+    let full = dir.path().join("full");
+    std::fs::create_dir(&full).unwrap();
+    let script = "mount -t tmpfs -o size=64k tmpfs \"$1\" || exit 99; shift; \"$@\"; rc=$?; echo \"left on the disk: [$(ls -A \"$FULL\")]\"; exit $rc";
+    let out = Command::new("unshare")
+        .args(["-rm", "sh", "-c", script, "sh", full.to_str().unwrap(), bin, "http", "-n", "20000", "-c", "2"])
+        .args(["--gnuplot", full.join("g.tsv").to_str().unwrap(), "--json", json.to_str().unwrap(), &url])
+        .env("FULL", &full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(99), "this test needs a private mount namespace (unshare -rm): {err}");
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("g.tsv") && err.contains("No space left"), "{err}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("left on the disk: []"), "files left on the full disk:\n{stdout}");
+    assert_eq!(common::read_doc(&json).summary.responses, 20000, "the document is whole");
+}

@@ -46,6 +46,9 @@ pub struct RunOutput {
     pub scheduled_sends: u64,
     /// The gnuplot part files, one per worker, in order.
     pub gnuplot_parts: Vec<std::path::PathBuf>,
+    /// Why the gnuplot file cannot be written (a part failed, e.g. a full disk); the parts are
+    /// already removed and the run's other outputs are unaffected.
+    pub gnuplot_error: Option<String>,
 }
 
 /// Why the run could not start.
@@ -73,8 +76,19 @@ impl std::fmt::Display for StartError {
 }
 
 enum Msg {
-    Tick { t: u32, span: Duration, rec: Box<SecondRecorder> },
-    Done { worker: usize, rec: Box<WorkerRecorder>, part: Option<std::path::PathBuf>, error: Option<String> },
+    Tick {
+        t: u32,
+        span: Duration,
+        rec: Box<SecondRecorder>,
+    },
+    /// A worker's end: its recorder, its gnuplot part (or why it failed), and why the worker
+    /// could not run at all.
+    Done {
+        worker: usize,
+        rec: Box<WorkerRecorder>,
+        part: Result<Option<std::path::PathBuf>, String>,
+        error: Option<String>,
+    },
 }
 
 /// One worker's slice of the plan.
@@ -153,6 +167,7 @@ pub fn run(
     let mut parts: Vec<Option<std::path::PathBuf>> = vec![None; workers];
     let mut seconds: Vec<(usize, Duration, SecondRecorder)> = Vec::new();
     let mut worker_error = None;
+    let mut gnuplot_error = None;
     let (mut responses, mut errors) = (0u64, 0u64);
     let mut reported = 0usize;
     for msg in rx {
@@ -185,7 +200,10 @@ pub fn run(
             }
             Msg::Done { worker, rec, part, error } => {
                 merged.merge(&rec);
-                parts[worker] = part;
+                match part {
+                    Ok(p) => parts[worker] = p,
+                    Err(e) => gnuplot_error = Some(e),
+                }
                 if error.is_some() {
                     worker_error = error;
                 }
@@ -196,10 +214,15 @@ pub fn run(
     for h in handles {
         let _ = h.join();
     }
-    let gnuplot_parts: Vec<_> = parts.into_iter().flatten().collect();
+    let mut gnuplot_parts: Vec<_> = parts.into_iter().flatten().collect();
     if let Some(e) = worker_error {
         crate::stats::gnuplot::discard(&gnuplot_parts);
         return Err(StartError::Setup(e));
+    }
+    if gnuplot_error.is_some() {
+        // One part is missing: the others alone would be a wrong file.
+        crate::stats::gnuplot::discard(&gnuplot_parts);
+        gnuplot_parts.clear();
     }
     let timeline = seconds
         .iter()
@@ -214,6 +237,7 @@ pub fn run(
         interrupted: cancel.is_cancelled(),
         scheduled_sends: pacer::scheduled_sends(plan.pacer, plan.stop),
         gnuplot_parts,
+        gnuplot_error,
     })
 }
 
@@ -250,8 +274,10 @@ impl Worker {
         let mut g = self.gnuplot.borrow_mut();
         if let Some(w) = g.as_mut() {
             if let Err(e) = w.write(&line) {
-                *self.gnuplot_error.borrow_mut() = Some(format!("writing the gnuplot file: {e}"));
-                *g = None;
+                *self.gnuplot_error.borrow_mut() = Some(e.to_string());
+                if let Some(w) = g.take() {
+                    w.abandon();
+                }
             }
         }
     }
@@ -269,7 +295,7 @@ fn worker_main(
     let targets = plan.targets.len();
     let fail = |error: String| {
         let rec = Box::new(WorkerRecorder::new(targets));
-        let _ = tx.send(Msg::Done { worker: index, rec, part: None, error: Some(error) });
+        let _ = tx.send(Msg::Done { worker: index, rec, part: Ok(None), error: Some(error) });
     };
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -352,16 +378,12 @@ fn worker_main(
     let Ok(worker) = Rc::try_unwrap(worker) else {
         return fail("internal error: a connection task outlived its worker".into());
     };
-    let mut error = worker.gnuplot_error.into_inner();
-    let part = match worker.gnuplot.into_inner().map(PartWriter::finish).transpose() {
-        Ok(p) => p,
-        Err(e) => {
-            error = Some(format!("writing the gnuplot file: {e}"));
-            None
-        }
+    let part = match worker.gnuplot_error.into_inner() {
+        Some(e) => Err(e),
+        None => worker.gnuplot.into_inner().map(PartWriter::finish).transpose().map_err(|e| e.to_string()),
     };
     let rec = Box::new(worker.rec.into_inner());
-    let _ = tx.send(Msg::Done { worker: index, rec, part, error });
+    let _ = tx.send(Msg::Done { worker: index, rec, part, error: None });
     drop(rt);
 }
 

@@ -177,7 +177,12 @@ fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel
         exit::RUN
     };
     if let Some(path) = &plan.gnuplot {
-        match gnuplot::assemble(path, &output.gnuplot_parts) {
+        let assembled = match &output.gnuplot_error {
+            // The result document above is written regardless.
+            Some(e) => Err(std::io::Error::other(e.clone())),
+            None => gnuplot::assemble(path, &output.gnuplot_parts),
+        };
+        match assembled {
             Ok(()) if !plan.quiet => {
                 let human =
                     if plan.json.as_deref().is_some_and(crate::files::is_stdout) { &mut *io.err } else { &mut *io.out };

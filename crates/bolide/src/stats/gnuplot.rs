@@ -57,10 +57,23 @@ impl PartWriter {
         )
     }
 
-    /// Flushes and hands back the part's path.
+    /// Flushes and hands back the part's path; on failure the part is removed.
     pub fn finish(mut self) -> io::Result<PathBuf> {
-        self.out.flush()?;
-        Ok(self.path)
+        match self.out.flush() {
+            Ok(()) => Ok(self.path),
+            Err(e) => {
+                self.abandon();
+                Err(e)
+            }
+        }
+    }
+
+    /// Removes the part (after a write failed: the file would be incomplete).
+    pub fn abandon(self) {
+        let PartWriter { out, path, .. } = self;
+        // Dropping the writer retries its flush; the file goes either way.
+        drop(out.into_parts());
+        let _ = std::fs::remove_file(path);
     }
 }
 
