@@ -57,7 +57,7 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
 }
 
 /// `bolide capacity SCENARIO ...` is short for `bolide capacity run SCENARIO ...`.
-fn capacity_shorthand(mut args: Vec<OsString>) -> Vec<OsString> {
+pub fn capacity_shorthand(mut args: Vec<OsString>) -> Vec<OsString> {
     if args.get(1).is_some_and(|a| a == "capacity") {
         if let Some(next) = args.get(2).and_then(|a| a.to_str()) {
             if !["http", "run", "help"].contains(&next) && !next.starts_with('-') {

@@ -423,6 +423,34 @@ pub struct ServeArgs {
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
     pub max_message_bytes: usize,
 
+    /// Most connections open at once (HTTP and DDP); more are answered 503 and closed
+    /// [default: the open-file limit, raised to its hard limit, less 64].
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+
+    /// A connection that has not sent a complete request head this long after opening (or
+    /// after its last answer) is closed: idle keep-alive connections and slowloris clients.
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub request_timeout: String,
+
+    /// A DDP connection that has not sent `connect` this long after the upgrade is closed.
+    #[arg(long, value_name = "DURATION", default_value = "45s")]
+    pub handshake_timeout: String,
+
+    /// Most live subscriptions of one DDP session; more get `nosub` with error 429.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub max_subs_per_session: usize,
+
+    /// Most documents one session's merge box holds (each counted once per subscription that
+    /// publishes it); a session past it is closed.
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub max_session_documents: usize,
+
+    /// Most bytes waiting to be written to one DDP client; a client that reads too slowly to
+    /// stay under it is cut off instead of buffered without bound.
+    #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
+    pub max_pending_bytes: usize,
+
     /// Runtime threads [default: the number of cores].
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,

@@ -19,8 +19,28 @@ pub fn serve(args: &ServeArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
         crate::cli::ReactivityArg::Push => refserver::Reactivity::Push,
         crate::cli::ReactivityArg::Poll => refserver::Reactivity::POLL,
     };
+    let mut problems = Vec::new();
     if args.max_sessions == 0 || args.max_message_bytes < 1024 {
-        let _ = writeln!(io.err, "error: --max-sessions must be at least 1 and --max-message-bytes at least 1024");
+        problems.push("--max-sessions must be at least 1 and --max-message-bytes at least 1024".to_string());
+    }
+    if args.max_connections == Some(0) || args.max_subs_per_session == 0 || args.max_session_documents == 0 {
+        problems.push(
+            "--max-connections, --max-subs-per-session and --max-session-documents must be at least 1".to_string(),
+        );
+    }
+    if args.max_pending_bytes < 64 * 1024 {
+        problems.push(format!("--max-pending-bytes {} must be at least 65536", args.max_pending_bytes));
+    }
+    let request_timeout = crate::plan::parse_duration("--request-timeout", &args.request_timeout)
+        .map_err(|e| problems.push(e))
+        .unwrap_or_default();
+    let handshake_timeout = crate::plan::parse_duration("--handshake-timeout", &args.handshake_timeout)
+        .map_err(|e| problems.push(e))
+        .unwrap_or_default();
+    if !problems.is_empty() {
+        for p in problems {
+            let _ = writeln!(io.err, "error: {p}");
+        }
         return exit::USAGE;
     }
     let mut users = Vec::new();
@@ -40,9 +60,19 @@ pub fn serve(args: &ServeArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
         compression_threshold: args.compression_threshold,
         max_sessions: args.max_sessions,
         max_message_bytes: args.max_message_bytes,
+        handshake_timeout,
+        max_subs_per_session: args.max_subs_per_session,
+        max_session_documents: args.max_session_documents,
+        max_pending_bytes: args.max_pending_bytes,
         ..refserver::DdpConfig::default()
     };
-    let config = refserver::Config { addr: (ip, args.port).into(), threads: args.threads.unwrap_or(cores).max(1), ddp };
+    let config = refserver::Config {
+        addr: (ip, args.port).into(),
+        threads: args.threads.unwrap_or(cores).max(1),
+        ddp,
+        max_connections: args.max_connections.unwrap_or(0),
+        request_timeout,
+    };
     let server = match refserver::Server::start(config) {
         Ok(s) => s,
         Err(e) => {

@@ -356,7 +356,7 @@ fn unreachable_target_exits_3_and_bad_input_exits_2() {
     // Each row: arguments, words of the message.
     let rows: Vec<(Vec<&str>, &str)> = vec![
         (vec!["run", "tasks-reactiv"], "did you mean the built-in \"tasks-reactive\""),
-        (vec!["run", "tasks-reactive", "--arrival-rate", "0"], "--arrival-rate 0"),
+        (vec!["run", "tasks-reactive", "--arrival-rate", "0"], "--arrival-rate must be above 0"),
         (vec!["run", "tasks-reactive", "--target", "ftp://x/"], "scheme ftp://"),
         (vec!["run", "tasks-reactive", "--think", "soon"], "--think \"soon\""),
         (vec!["run", "examples-not-here.yml"], "neither a built-in scenario nor a file"),

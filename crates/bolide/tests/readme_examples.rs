@@ -8,11 +8,15 @@ use common::bolide;
 use refserver::{Config, DdpConfig, Reactivity, Server};
 
 fn yaml_blocks(readme: &str) -> Vec<String> {
+    blocks(readme, "```yaml")
+}
+
+fn blocks(readme: &str, fence: &str) -> Vec<String> {
     let mut blocks = Vec::new();
     let mut current: Option<String> = None;
     for line in readme.lines() {
         match (&mut current, line.trim_end()) {
-            (None, "```yaml") => current = Some(String::new()),
+            (None, l) if l == fence => current = Some(String::new()),
             (Some(_), "```") => blocks.push(current.take().unwrap()),
             (Some(text), l) => {
                 text.push_str(l);
@@ -75,4 +79,62 @@ fn the_readme_scenarios_run_green_against_the_reference_server() {
         }
         assert_eq!(server.app().tasks.len(), 0, "every task the examples added was removed");
     }
+}
+
+/// Splits a shell line into words: single and double quotes, no expansions.
+fn words(line: &str) -> Vec<String> {
+    let (mut out, mut word, mut quote, mut any) = (Vec::new(), String::new(), None, false);
+    for c in line.chars() {
+        match (quote, c) {
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                any = true;
+            }
+            (Some(q), c) if c == q => quote = None,
+            (None, c) if c.is_whitespace() => {
+                if any {
+                    out.push(std::mem::take(&mut word));
+                    any = false;
+                }
+            }
+            (_, c) => {
+                word.push(c);
+                any = true;
+            }
+        }
+    }
+    if any {
+        out.push(word);
+    }
+    out
+}
+
+#[test]
+fn every_bolide_command_the_readme_shows_parses() {
+    use clap::Parser;
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let mut checked = 0;
+    for block in blocks(&readme, "```sh") {
+        let joined = block.replace("\\\n", " ");
+        for line in joined.lines() {
+            // The command before a comment, a pipe or a redirection.
+            let line = line.split(" #").next().unwrap().split(" | ").next().unwrap().split(" > ").next().unwrap();
+            let line = line.trim();
+            let Some(rest) = line.strip_prefix("bolide ") else { continue };
+            // A command substitution stands for one word (a PID here).
+            let mut rest = rest.to_string();
+            while let Some(at) = rest.find("$(") {
+                let end = rest[at..].find(')').map_or(rest.len(), |e| at + e + 1);
+                rest.replace_range(at..end, "4242");
+            }
+            let mut argv = vec!["bolide".to_string()];
+            argv.extend(words(&rest));
+            let argv = bolide::app::capacity_shorthand(argv.into_iter().map(Into::into).collect());
+            if let Err(e) = bolide::cli::Cli::try_parse_from(&argv) {
+                panic!("README command does not parse: {line}\n{e}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "only {checked} commands found");
 }

@@ -51,12 +51,45 @@ pub struct Config {
     pub threads: usize,
     /// The DDP side: reactivity, compression, limits, heartbeats.
     pub ddp: DdpConfig,
+    /// Most connections open at once (HTTP and DDP); more are answered 503 and closed. 0: the
+    /// open-file limit (raised to its hard limit at start) less [`FD_RESERVE`], so that the
+    /// server can always accept and refuse.
+    pub max_connections: usize,
+    /// How long a connection may take to send a complete request head, from when it opens or
+    /// its previous request was answered (idle keep-alive connections and slowloris clients are
+    /// closed after it).
+    pub request_timeout: Duration,
 }
+
+/// Descriptors kept free under the open-file limit (for accepting and refusing, and files).
+pub const FD_RESERVE: usize = 64;
 
 impl Default for Config {
     fn default() -> Self {
-        Config { addr: SocketAddr::from(([127, 0, 0, 1], 0)), threads: 1, ddp: DdpConfig::default() }
+        Config {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            threads: 1,
+            ddp: DdpConfig::default(),
+            max_connections: 0,
+            request_timeout: Duration::from_secs(10),
+        }
     }
+}
+
+/// Raises the soft open-file limit to the hard one and returns it.
+fn open_file_limit() -> usize {
+    // SAFETY: getrlimit/setrlimit only read and write the struct handed to them.
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return 1024;
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let raised = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            lim.rlim_cur = lim.rlim_max;
+        }
+    }
+    usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX)
 }
 
 /// Counters a test can read while the server runs.
@@ -66,6 +99,28 @@ pub struct Counters {
     pub requests: AtomicU64,
     /// Connections accepted.
     pub connections: AtomicU64,
+    /// Connections open now.
+    pub open: AtomicU64,
+    /// Connections refused (503) because `max_connections` were open.
+    pub refused: AtomicU64,
+    /// Connections closed because no complete request head came within `request_timeout`.
+    pub timed_out: AtomicU64,
+}
+
+/// The HTTP side's limits.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    max_connections: usize,
+    request_timeout: Duration,
+}
+
+/// A connection's place in the open count, given back when dropped.
+struct Open(Arc<Counters>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// A running server; stops on [`Server::shutdown`] or when dropped.
@@ -89,6 +144,11 @@ impl Server {
             .enable_all()
             .build()?;
         let counters = Arc::new(Counters::default());
+        let cap = match config.max_connections {
+            0 => open_file_limit().saturating_sub(FD_RESERVE).max(16),
+            n => n,
+        };
+        let limits = Limits { max_connections: cap, request_timeout: config.request_timeout };
         let app = App::new(config.ddp.clone());
         let (stop_tx, stop_rx) = watch::channel(false);
         let c = Arc::clone(&counters);
@@ -100,7 +160,7 @@ impl Server {
         let thread = std::thread::Builder::new().name("refserver-main".into()).spawn(move || {
             rt.block_on(async move {
                 let poller = tokio::spawn(Arc::clone(&a.tasks).run_poller());
-                accept_loop(listener, c, a, stop_rx).await;
+                accept_loop(listener, c, a, limits, stop_rx).await;
                 poller.abort();
             });
             rt.shutdown_timeout(Duration::from_secs(1));
@@ -126,6 +186,11 @@ impl Server {
     /// Connections accepted so far.
     pub fn connections(&self) -> u64 {
         self.counters.connections.load(Ordering::Relaxed)
+    }
+
+    /// The connection counters: open now, refused at the cap, closed by the request timeout.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
     }
 
     /// The DDP side: the tasks collection, session and method counters.
@@ -159,18 +224,33 @@ impl Drop for Server {
     }
 }
 
-async fn accept_loop(listener: TcpListener, counters: Arc<Counters>, app: Arc<App>, mut stop: watch::Receiver<bool>) {
+async fn accept_loop(
+    listener: TcpListener,
+    counters: Arc<Counters>,
+    app: Arc<App>,
+    limits: Limits,
+    mut stop: watch::Receiver<bool>,
+) {
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     counters.connections.fetch_add(1, Ordering::Relaxed);
+                    if counters.open.load(Ordering::Relaxed) >= limits.max_connections as u64 {
+                        // Full: say so without waiting on the client, and close.
+                        counters.refused.fetch_add(1, Ordering::Relaxed);
+                        let _ = stream.try_write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                        continue;
+                    }
+                    counters.open.fetch_add(1, Ordering::Relaxed);
+                    let open = Open(Arc::clone(&counters));
                     let _ = stream.set_nodelay(true);
                     let c = Arc::clone(&counters);
                     let a = Arc::clone(&app);
                     tokio::spawn(async move {
+                        let _open = open;
                         // The HTTP part ends (its buffers freed) before a DDP session starts.
-                        if let Ok(Some(up)) = serve_connection(stream, &c).await {
+                        if let Ok(Some(up)) = serve_connection(stream, &c, limits.request_timeout).await {
                             let _ = upgrade(up, a).await;
                         }
                     });
@@ -275,6 +355,7 @@ fn reason(status: u16) -> &'static str {
         304 => "Not Modified",
         400 => "Bad Request",
         404 => "Not Found",
+        408 => "Request Timeout",
         413 => "Payload Too Large",
         426 => "Upgrade Required",
         431 => "Request Header Fields Too Large",
@@ -401,34 +482,49 @@ static FILLER: [u8; 16 * 1024] = [b'x'; 16 * 1024];
 /// Serves requests on one connection until the client closes or asks to close; a WebSocket
 /// request on a DDP path is handed back to the caller. Holds no large array across an await, so
 /// the task stays small (it is every DDP session's task too).
-async fn serve_connection(mut stream: TcpStream, counters: &Counters) -> io::Result<Option<Upgrade>> {
+async fn serve_connection(
+    mut stream: TcpStream,
+    counters: &Counters,
+    request_timeout: Duration,
+) -> io::Result<Option<Upgrade>> {
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     let mut out: Vec<u8> = Vec::with_capacity(4096);
     loop {
-        // Read until a whole head is buffered (pipelined requests may already be there).
+        // Read until a whole head is buffered (pipelined requests may already be there), within
+        // the request timeout.
+        let deadline = tokio::time::Instant::now() + request_timeout;
         let head_len = loop {
             if let Some(at) = memchr::memmem::find(&buf, b"\r\n\r\n") {
                 break at + 4;
             }
             if buf.len() > HEAD_LIMIT {
-                write_error(&mut stream, 431).await?;
+                write_error(&mut stream, 431, request_timeout).await?;
                 return Ok(None);
             }
             buf.reserve(4096);
-            if stream.read_buf(&mut buf).await? == 0 {
-                return Ok(None);
+            match tokio::time::timeout_at(deadline, stream.read_buf(&mut buf)).await {
+                Ok(Ok(0)) => return Ok(None),
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => return Err(e),
+                Err(_) => {
+                    counters.timed_out.fetch_add(1, Ordering::Relaxed);
+                    if !buf.is_empty() {
+                        write_error(&mut stream, 408, request_timeout).await?;
+                    }
+                    return Ok(None);
+                }
             }
         };
         let Some(info) = parse_request(&buf, head_len) else {
-            write_error(&mut stream, 400).await?;
+            write_error(&mut stream, 400, request_timeout).await?;
             return Ok(None);
         };
         if info.bad_length {
-            write_error(&mut stream, 400).await?;
+            write_error(&mut stream, 400, request_timeout).await?;
             return Ok(None);
         }
         if info.chunked {
-            write_error(&mut stream, 501).await?;
+            write_error(&mut stream, 501, request_timeout).await?;
             return Ok(None);
         }
         if let Some(framing) = ddp_framing(&info.path) {
@@ -439,7 +535,7 @@ async fn serve_connection(mut stream: TcpStream, counters: &Counters) -> io::Res
             }
             // sockjs-node answers a plain GET on a websocket route like this.
             let msg = "HTTP/1.1 400 Bad Request\r\nContent-Length: 34\r\nConnection: close\r\n\r\nCan \"Upgrade\" only to \"WebSocket\".";
-            stream.write_all(msg.as_bytes()).await?;
+            write_within(&mut stream, msg.as_bytes(), request_timeout).await?;
             return Ok(None);
         }
         let keep_alive = info.keep_alive;
@@ -480,19 +576,19 @@ async fn serve_connection(mut stream: TcpStream, counters: &Counters) -> io::Res
                 Body::Static(b) => out.extend_from_slice(b),
                 Body::Text(s) => out.extend_from_slice(s.as_bytes()),
                 Body::Repeat(n) => {
-                    stream.write_all(&out).await?;
+                    write_within(&mut stream, &out, request_timeout).await?;
                     out.clear();
                     let mut left = *n;
                     while left > 0 {
                         let take = left.min(FILLER.len() as u64) as usize;
-                        stream.write_all(&FILLER[..take]).await?;
+                        write_within(&mut stream, &FILLER[..take], request_timeout).await?;
                         left -= take as u64;
                     }
                 }
             }
         }
         if !out.is_empty() {
-            stream.write_all(&out).await?;
+            write_within(&mut stream, &out, request_timeout).await?;
         }
         if !keep_alive {
             let _ = stream.shutdown().await;
@@ -501,9 +597,24 @@ async fn serve_connection(mut stream: TcpStream, counters: &Counters) -> io::Res
     }
 }
 
-async fn write_error(stream: &mut TcpStream, status: u16) -> io::Result<()> {
+/// Writes all of `bytes`, each write making progress within `timeout` (a client that stops
+/// reading is dropped, not waited for).
+async fn write_within(stream: &mut TcpStream, bytes: &[u8], timeout: Duration) -> io::Result<()> {
+    let mut at = 0;
+    while at < bytes.len() {
+        match tokio::time::timeout(timeout, stream.write(&bytes[at..])).await {
+            Ok(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(Ok(n)) => at += n,
+            Ok(Err(e)) => return Err(e),
+            Err(_) => return Err(io::ErrorKind::TimedOut.into()),
+        }
+    }
+    Ok(())
+}
+
+async fn write_error(stream: &mut TcpStream, status: u16, timeout: Duration) -> io::Result<()> {
     let msg = format!("HTTP/1.1 {status} {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", reason(status));
-    stream.write_all(msg.as_bytes()).await?;
+    write_within(stream, msg.as_bytes(), timeout).await?;
     let _ = stream.shutdown().await;
     Ok(())
 }

@@ -64,6 +64,8 @@ impl DocView {
 #[derive(Debug, Default)]
 pub struct MergeBox {
     collections: HashMap<String, HashMap<String, DocView>>,
+    /// Documents held, each counted once per subscription that publishes it.
+    copies: usize,
 }
 
 impl MergeBox {
@@ -76,12 +78,19 @@ impl MergeBox {
         self.len() == 0
     }
 
+    /// Documents held, each counted once per subscription that publishes it (what a session's
+    /// memory grows with).
+    pub fn copies(&self) -> usize {
+        self.copies
+    }
+
     /// `sub` publishes document `id` with `fields`.
     pub fn added(&mut self, sub: &str, collection: &str, id: &str, fields: &Fields, out: &mut Vec<Message>) {
         let docs = self.collections.entry(collection.to_string()).or_default();
         match docs.get_mut(id) {
             None => {
                 let mut doc = DocView { subs: vec![sub.to_string()], ..DocView::default() };
+                self.copies += 1;
                 for (k, v) in fields {
                     doc.set(sub, k, v.clone());
                 }
@@ -91,6 +100,7 @@ impl MergeBox {
             Some(doc) => {
                 if !doc.subs.iter().any(|s| s == sub) {
                     doc.subs.push(sub.to_string());
+                    self.copies += 1;
                 }
                 let mut changed = Fields::new();
                 for (k, v) in fields {
@@ -150,6 +160,7 @@ impl MergeBox {
             return;
         }
         doc.subs.retain(|s| s != sub);
+        self.copies -= 1;
         if doc.subs.is_empty() {
             docs.remove(id);
             out.push(Message::Removed { collection: collection.into(), id: id.into() });

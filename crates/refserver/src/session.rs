@@ -47,6 +47,15 @@ pub struct DdpConfig {
     pub sockjs_heartbeat: Duration,
     /// Messages of one session waiting to be processed before reading from it pauses.
     pub queue_limit: usize,
+    /// Most live subscriptions of one session; more get `nosub` with error 429.
+    pub max_subs_per_session: usize,
+    /// Most documents a session's merge box holds, each counted once per subscription that
+    /// publishes it; a session past it is closed (1008), as a production server sheds a client
+    /// that would exhaust its memory.
+    pub max_session_documents: usize,
+    /// Most bytes waiting to be written to one client; a client that reads too slowly to keep
+    /// under it is cut off (the connection closed), not buffered without bound.
+    pub max_pending_bytes: usize,
     /// Users that exist from the start (username, password), for `login`.
     pub users: Vec<(String, String)>,
 }
@@ -64,6 +73,9 @@ impl Default for DdpConfig {
             heartbeat_timeout: Duration::from_secs(15),
             sockjs_heartbeat: Duration::from_secs(45),
             queue_limit: 1_000,
+            max_subs_per_session: 100,
+            max_session_documents: 100_000,
+            max_pending_bytes: 16 << 20,
             users: Vec::new(),
         }
     }
@@ -131,25 +143,80 @@ enum Out {
     Close(u16, String),
 }
 
+impl Out {
+    /// Bytes this item holds while it waits.
+    fn size(&self) -> usize {
+        match self {
+            Out::Ddp(t) => t.len(),
+            Out::Pong(p) => p.len(),
+            Out::Ping => 0,
+            Out::Close(_, r) => r.len(),
+        }
+    }
+}
+
+/// What waits to be written to one client, and the switch that cuts it off.
+#[derive(Default)]
+struct Pending {
+    bytes: AtomicUsize,
+    cut: std::sync::atomic::AtomicBool,
+    /// Wakes the writer (the only waiter) when the client is cut off.
+    wake: tokio::sync::Notify,
+}
+
+/// The way out to one client: queues for the writer, counting bytes against
+/// [`DdpConfig::max_pending_bytes`].
+#[derive(Clone)]
+struct Outbox {
+    tx: mpsc::UnboundedSender<Out>,
+    pending: Arc<Pending>,
+    limit: usize,
+}
+
+impl Outbox {
+    fn send(&self, item: Out) {
+        if self.pending.cut.load(Ordering::Relaxed) {
+            return;
+        }
+        let size = item.size();
+        if self.pending.bytes.fetch_add(size, Ordering::Relaxed) + size > self.limit {
+            self.cut();
+            return;
+        }
+        let _ = self.tx.send(item);
+    }
+
+    /// Closes the connection without writing what waits (the writer stops at once).
+    fn cut(&self) {
+        self.pending.cut.store(true, Ordering::Relaxed);
+        self.pending.wake.notify_one();
+    }
+}
+
 /// One DDP session once `connect` succeeded.
 pub struct Session {
     pub id: String,
     version: String,
     app: Arc<App>,
-    out: mpsc::UnboundedSender<Out>,
+    out: Outbox,
     state: Mutex<SessionState>,
 }
 
 #[derive(Default)]
 struct SessionState {
     merge: MergeBox,
-    /// Live subscriptions and the observer handle of each (none for the empty autoupdate one).
-    subs: HashMap<String, Option<u64>>,
+    /// Live subscriptions: whether each is a `fetchTasks` one (the autoupdate one publishes
+    /// nothing).
+    subs: HashMap<String, bool>,
+    /// The observer of the tasks collection that every `fetchTasks` subscription of this session
+    /// shares: identical cursors are observed once per session, so a session holding many
+    /// subscriptions costs each write one callback, not one per subscription.
+    tasks_view: Option<u64>,
 }
 
 impl Session {
     fn send(&self, m: &Message) {
-        let _ = self.out.send(Out::Ddp(m.to_json()));
+        self.out.send(Out::Ddp(m.to_json()));
     }
 
     fn send_all(&self, msgs: Vec<Message>) {
@@ -163,9 +230,14 @@ impl Session {
         {
             let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
             f(&mut st.merge, &mut out);
+            if st.merge.copies() > self.app.config.max_session_documents {
+                // The client would hold more than a session may: shed it.
+                self.out.cut();
+                return;
+            }
             // Queue while holding the lock so that the order of data messages is the merge order.
             for m in &out {
-                let _ = self.out.send(Out::Ddp(m.to_json()));
+                self.out.send(Out::Ddp(m.to_json()));
             }
         }
     }
@@ -221,9 +293,11 @@ pub async fn serve(
     _slot: SessionSlot,
 ) {
     let (rd, wr) = stream.into_split();
-    let (out_tx, out_rx) = mpsc::unbounded_channel::<Out>();
+    let (tx, out_rx) = mpsc::unbounded_channel::<Out>();
+    let pending = Arc::new(Pending::default());
+    let out_tx = Outbox { tx, pending: Arc::clone(&pending), limit: app.config.max_pending_bytes };
     let threshold = app.config.compression_threshold;
-    let writer = tokio::spawn(write_loop(wr, out_rx, framing, deflate, threshold));
+    let writer = tokio::spawn(write_loop(wr, out_rx, framing, deflate, threshold, pending));
     let config = app.config.clone();
     let mut reader = ws::Reader::new(true, config.max_message_bytes, deflate);
     let mut buf = leftover;
@@ -241,9 +315,10 @@ pub async fn serve(
     let mut ws_pong_deadline: Option<tokio::time::Instant> = None;
     let handshake_deadline = tokio::time::Instant::now() + config.handshake_timeout;
     let close = |code: u16, reason: &str| {
-        let _ = out_tx.send(Out::Close(code, reason.to_string()));
+        out_tx.send(Out::Close(code, reason.to_string()));
     };
 
+    let mut queued = 0u64;
     'conn: loop {
         // Take every complete frame already buffered.
         let mut used = 0;
@@ -255,7 +330,7 @@ pub async fn serve(
                     let Some(msg) = msg else { continue };
                     match msg {
                         Incoming::Ping(p) => {
-                            let _ = out_tx.send(Out::Pong(p));
+                            out_tx.send(Out::Pong(p));
                         }
                         Incoming::Pong(_) => ws_pong_deadline = None,
                         Incoming::Close { code, .. } => {
@@ -317,27 +392,26 @@ pub async fn serve(
                                                 session = Some(s);
                                             }
                                             Err(v) => {
-                                                let _ = out_tx.send(Out::Ddp(Message::Failed { version: v }.to_json()));
+                                                out_tx.send(Out::Ddp(Message::Failed { version: v }.to_json()));
                                                 close(1000, "");
                                                 break 'conn;
                                             }
                                         }
                                     }
                                     (None, Err(ParseError::Malformed { msg, .. })) if msg == "connect" => {
-                                        let _ =
-                                            out_tx.send(Out::Ddp(Message::Failed { version: "1".into() }.to_json()));
+                                        out_tx.send(Out::Ddp(Message::Failed { version: "1".into() }.to_json()));
                                         close(1000, "");
                                         break 'conn;
                                     }
                                     (None, Err(e)) => {
-                                        let _ = out_tx.send(Out::Ddp(e.reply().to_json()));
+                                        out_tx.send(Out::Ddp(e.reply().to_json()));
                                     }
                                     (None, Ok(m)) => {
                                         let reply = Message::Error {
                                             reason: "Must connect first".into(),
                                             offending_message: Some(m.to_value()),
                                         };
-                                        let _ = out_tx.send(Out::Ddp(reply.to_json()));
+                                        out_tx.send(Out::Ddp(reply.to_json()));
                                     }
                                     (Some(s), Ok(Message::Ping { id })) if s.heartbeats() => {
                                         // Ahead of the queue: answered even while a method runs.
@@ -348,6 +422,11 @@ pub async fn serve(
                                         // A full queue pauses reading: a flood slows its own session only.
                                         if q.send(Box::new(item)).await.is_err() {
                                             break 'conn;
+                                        }
+                                        queued += 1;
+                                        if queued.is_multiple_of(16) {
+                                            // Many messages in one read: let other sessions run.
+                                            tokio::task::yield_now().await;
                                         }
                                     }
                                 }
@@ -408,7 +487,7 @@ pub async fn serve(
             }
             _ = sockjs_tick.tick(), if framing == Framing::SockJs => {
                 if ws_pong_deadline.is_none() {
-                    let _ = out_tx.send(Out::Ping);
+                    out_tx.send(Out::Ping);
                     ws_pong_deadline = Some(tokio::time::Instant::now() + Duration::from_secs(10));
                 }
             }
@@ -420,6 +499,8 @@ pub async fn serve(
                 close(1000, "DDP handshake timeout");
                 break 'conn;
             }
+            // The writer stopped: the client was cut off, or its socket failed.
+            _ = out_tx.tx.closed() => break 'conn,
         }
     }
     drop(queue);
@@ -429,11 +510,12 @@ pub async fn serve(
         let _ = p.await;
     }
     if let Some(s) = session {
-        let keys: Vec<u64> = {
+        let key = {
             let mut st = s.state.lock().unwrap_or_else(|p| p.into_inner());
-            st.subs.drain().filter_map(|(_, k)| k).collect()
+            st.subs.clear();
+            st.tasks_view.take()
         };
-        for k in keys {
+        if let Some(k) = key {
             s.app.tasks.stop_observing(k);
         }
     }
@@ -448,6 +530,7 @@ async fn write_loop(
     framing: Framing,
     deflate: bool,
     threshold: usize,
+    pending: Arc<Pending>,
 ) {
     let mut wire = Vec::new();
     let frame_text = |wire: &mut Vec<u8>, text: &[u8]| {
@@ -474,10 +557,17 @@ async fn write_loop(
         }
     };
     let mut closing = None;
-    while let Some(first) = rx.recv().await {
+    loop {
+        let first = tokio::select! {
+            item = rx.recv() => item,
+            _ = pending.wake.notified() => None,
+        };
+        let Some(first) = first.filter(|_| !pending.cut.load(Ordering::Relaxed)) else { break };
         let mut next = Some(first);
         let mut taken = 0;
+        let mut bytes = 0;
         while let Some(item) = next {
+            bytes += item.size();
             match item {
                 Out::Ddp(text) => match framing {
                     Framing::Raw => frame_text(&mut wire, text.as_bytes()),
@@ -507,9 +597,15 @@ async fn write_loop(
             let code = if (1000..5000).contains(code) && *code != 1005 && *code != 1006 { *code } else { 1000 };
             ws::encode_frame(&mut wire, Opcode::Close, false, &ws::close_payload(code, reason), None);
         }
-        if wr.write_all(&wire).await.is_err() {
+        let written = tokio::select! {
+            r = wr.write_all(&wire) => r.is_ok(),
+            // Cut off while the client is not reading: drop what waits.
+            _ = pending.wake.notified() => false,
+        };
+        if !written {
             return;
         }
+        pending.bytes.fetch_sub(bytes, Ordering::Relaxed);
         // Idle sessions keep no write buffer either.
         wire = Vec::new();
         if closing.is_some() {
@@ -526,6 +622,9 @@ type Queued = Box<Result<Message, ParseError>>;
 
 async fn process(session: Arc<Session>, mut rx: mpsc::Receiver<Queued>) {
     while let Some(item) = rx.recv().await {
+        // One message, then other sessions' turn: a session flooding its queue gets its share
+        // of the threads, not all of them.
+        tokio::task::yield_now().await;
         match *item {
             Err(e) => session.send(&e.reply()),
             Ok(Message::Connect { .. }) => {
@@ -557,8 +656,12 @@ async fn process(session: Arc<Session>, mut rx: mpsc::Receiver<Queued>) {
     }
 }
 
+/// The merge box's name for the shared `fetchTasks` observer (see `SessionState::tasks_view`).
+const TASKS_VIEW: &str = "fetchTasks";
+
 fn subscribe(session: &Arc<Session>, id: String, name: &str) {
-    {
+    // Messages of a session are processed one at a time, so nothing else subscribes meanwhile.
+    let first_view = {
         let mut st = session.state.lock().unwrap_or_else(|p| p.into_inner());
         if st.subs.contains_key(&id) {
             return; // a known id is silently ignored, as Meteor does
@@ -569,27 +672,40 @@ fn subscribe(session: &Arc<Session>, id: String, name: &str) {
             session.send(&Message::Nosub { id, error: Some(error) });
             return;
         }
-        st.subs.insert(id.clone(), None);
-    }
-    if name == "fetchTasks" {
-        let subscriber: Arc<dyn Subscriber> = Arc::clone(session) as Arc<dyn Subscriber>;
-        let key = session.app.tasks.observe(subscriber, &id);
-        let mut st = session.state.lock().unwrap_or_else(|p| p.into_inner());
-        match st.subs.get_mut(&id) {
-            Some(slot) => *slot = Some(key),
-            None => session.app.tasks.stop_observing(key),
+        let most = session.app.config.max_subs_per_session;
+        if st.subs.len() >= most {
+            drop(st);
+            let error = DdpError::meteor(429, &format!("Too many subscriptions on this connection (at most {most})"));
+            session.send(&Message::Nosub { id, error: Some(error) });
+            return;
         }
+        let tasks = name == "fetchTasks";
+        st.subs.insert(id.clone(), tasks);
+        tasks && st.tasks_view.is_none()
+    };
+    if first_view {
+        // The initial documents go out (as `added`) before `ready`.
+        let subscriber: Arc<dyn Subscriber> = Arc::clone(session) as Arc<dyn Subscriber>;
+        let key = session.app.tasks.observe(subscriber, TASKS_VIEW);
+        session.state.lock().unwrap_or_else(|p| p.into_inner()).tasks_view = Some(key);
     }
     session.send(&Message::Ready { subs: vec![id] });
 }
 
 fn unsubscribe(session: &Arc<Session>, id: &str) {
-    let key = session.state.lock().unwrap_or_else(|p| p.into_inner()).subs.remove(id);
-    if let Some(Some(key)) = key {
+    let last_view = {
+        let mut st = session.state.lock().unwrap_or_else(|p| p.into_inner());
+        let was = st.subs.remove(id);
+        let others = st.subs.values().any(|tasks| *tasks);
+        if was == Some(true) && !others {
+            st.tasks_view.take()
+        } else {
+            None
+        }
+    };
+    if let Some(key) = last_view {
         session.app.tasks.stop_observing(key);
-    }
-    if key.is_some() {
-        session.with_merge(|mb, out| mb.drop_sub(id, out));
+        session.with_merge(|mb, out| mb.drop_sub(TASKS_VIEW, out));
     }
     session.send(&Message::Nosub { id: id.to_string(), error: None });
 }
@@ -690,7 +806,11 @@ mod memory_tests {
             let addr = listener.local_addr().unwrap();
             let app = super::App::new(super::DdpConfig::default());
             let counters = crate::Counters::default();
-            let http = crate::serve_connection(tokio::net::TcpStream::connect(addr).await.unwrap(), &counters);
+            let http = crate::serve_connection(
+                tokio::net::TcpStream::connect(addr).await.unwrap(),
+                &counters,
+                std::time::Duration::from_secs(10),
+            );
             assert!(std::mem::size_of_val(&http) < 2048, "HTTP task: {}", std::mem::size_of_val(&http));
             let slot = app.admit().unwrap();
             let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -698,7 +818,7 @@ mod memory_tests {
             assert!(std::mem::size_of_val(&session) < 4096, "session task: {}", std::mem::size_of_val(&session));
             let (_tx, rx) = tokio::sync::mpsc::unbounded_channel::<super::Out>();
             let (_, w) = listener.accept().await.unwrap().0.into_split();
-            let writer = super::write_loop(w, rx, super::Framing::Raw, false, 1024);
+            let writer = super::write_loop(w, rx, super::Framing::Raw, false, 1024, Default::default());
             assert!(std::mem::size_of_val(&writer) < 1024, "writer task: {}", std::mem::size_of_val(&writer));
             assert_eq!(std::mem::size_of::<super::Queued>(), 8, "queue slots are boxed");
         });
