@@ -42,10 +42,7 @@ impl Redactor {
     /// A `Name: value` argument as it may be shown.
     pub fn header_arg(&self, raw: &str) -> String {
         match raw.split_once(':') {
-            Some((name, value)) if self.sensitive(name) => {
-                let _ = value;
-                format!("{name}: {MASK}")
-            }
+            Some((name, _)) if self.sensitive(name) => format!("{name}: {MASK}"),
             _ => text(raw),
         }
     }
