@@ -451,6 +451,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
     pub max_pending_bytes: usize,
 
+    /// Also serve `/echo`: a WebSocket that sends every message back, through the same framing,
+    /// compression, ping and close handling as the DDP routes (for conformance suites such as
+    /// Autobahn's).
+    #[arg(long)]
+    pub ws_echo: bool,
+
     /// Runtime threads [default: the number of cores].
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,

@@ -64,6 +64,7 @@ pub fn serve(args: &ServeArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
         max_subs_per_session: args.max_subs_per_session,
         max_session_documents: args.max_session_documents,
         max_pending_bytes: args.max_pending_bytes,
+        ws_echo: args.ws_echo,
         ..refserver::DdpConfig::default()
     };
     let config = refserver::Config {

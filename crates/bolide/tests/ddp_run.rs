@@ -422,7 +422,19 @@ fn fake_ddp(script: fn(usize, &str) -> Vec<String>) -> (String, std::sync::Arc<s
                 loop {
                     while let Ok(Some((used, msg))) = reader.next(&mut buf) {
                         buf.drain(..used);
-                        let Some(Incoming::Data { payload, .. }) = msg else { continue };
+                        // Control frames from the client are logged as `N #kind detail`.
+                        let payload = match msg {
+                            Some(Incoming::Data { payload, .. }) => payload,
+                            Some(Incoming::Close { code, .. }) => {
+                                log.lock().unwrap().push(format!("{n} #close {}", code.unwrap_or(1005)));
+                                continue;
+                            }
+                            Some(Incoming::Pong(p)) => {
+                                log.lock().unwrap().push(format!("{n} #pong {}", String::from_utf8_lossy(&p)));
+                                continue;
+                            }
+                            _ => continue,
+                        };
                         let text = String::from_utf8_lossy(&payload).to_string();
                         log.lock().unwrap().push(format!("{n} {text}"));
                         for reply in script(n, &text) {
@@ -432,6 +444,11 @@ fn fake_ddp(script: fn(usize, &str) -> Vec<String>) -> (String, std::sync::Arc<s
                             } else if reply == "BADFRAME" {
                                 // Reserved bits set: not WebSocket.
                                 wire.extend_from_slice(&[0xF1, 0x01, b'x']);
+                            } else if let Some(hex) = reply.strip_prefix("BYTES:") {
+                                // Frames built by the script, written as they are.
+                                wire.extend(
+                                    (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()),
+                                );
                             } else if let Some(raw) = reply.strip_prefix("RAW:") {
                                 ws::encode_frame(&mut wire, Opcode::Text, false, raw.as_bytes(), None);
                             } else {
@@ -475,7 +492,7 @@ fn client_follows_failed_ignores_legacy_greetings_and_answers_pings() {
     let text = format!("config:\n  target: {url}\n  phases: [{{duration: 100ms, arrivalCount: 1}}]\n  ddp: {{compression: false}}\nscenarios:\n  - flow:\n      - connect\n      - think: 200ms\n      - call: {{method: m}}\n      - disconnect\n");
     let (o, doc) = run(&[&write_scenario(&dir, &text)]);
     assert_eq!((o.code, doc.summary.users.completed), (0, 1), "{}\n{}", o.out, o.err);
-    let log = seen.lock().unwrap().clone();
+    let log: Vec<String> = seen.lock().unwrap().iter().filter(|l| !l.contains(" #")).cloned().collect();
     assert_eq!(log[0], r#"0 {"msg":"connect","version":"1","support":["1","pre2","pre1"]}"#);
     assert_eq!(log[1], r#"1 {"msg":"connect","version":"pre2","support":["1","pre2","pre1"]}"#);
     assert!(log.contains(&r#"1 {"msg":"pong","id":"p1"}"#.to_string()), "{log:?}");
@@ -744,4 +761,69 @@ fn a_server_speaking_garbage_is_a_protocol_error() {
     let (o, doc) = run(&[&write_scenario(&dir, &text)]);
     assert_eq!(o.code, 0, "{}", o.err);
     assert_eq!(doc.summary.errors_by_class.get("protocol"), Some(&2), "{:?}", doc.summary.errors_by_class);
+}
+
+/// Server frames as the fake server's script writes them (`BYTES:` + hex).
+fn frames(list: &[(ddp::ws::Opcode, bool, &[u8])]) -> String {
+    let mut wire = Vec::new();
+    for &(opcode, fin, payload) in list {
+        let start = wire.len();
+        ddp::ws::encode_frame(&mut wire, opcode, false, payload, None);
+        if !fin {
+            wire[start] &= 0x7f;
+        }
+    }
+    format!("BYTES:{}", wire.iter().map(|b| format!("{b:02x}")).collect::<String>())
+}
+
+#[test]
+fn client_websocket_conformance() {
+    // RFC 6455 as Autobahn's client cases check it, one connection per case: a message in
+    // fragments with a ping between them is read whole and the ping answered; a close from the
+    // server is echoed with its code; invalid UTF-8 is answered with 1007, a close code no peer may
+    // send with 1002, a close reason that is not UTF-8 with 1007.
+    use ddp::ws::{close_payload, Opcode};
+    let (url, seen) = fake_ddp(|n, text| {
+        let m: serde_json::Value = serde_json::from_str(text).unwrap();
+        if m["msg"] == "connect" {
+            return vec![r#"{"msg":"connected","session":"s"}"#.into()];
+        }
+        if m["msg"] != "method" {
+            return vec![];
+        }
+        let updated = format!(r#"{{"msg":"updated","methods":[{}]}}"#, m["id"]);
+        let result = format!(r#"{{"msg":"result","id":{},"result":1}}"#, m["id"]);
+        let (head, tail) = result.split_at(10);
+        let mut reason = close_payload(1000, "");
+        reason.extend_from_slice(&[0xce, 0xba, 0xff]);
+        match n {
+            0 => vec![
+                updated,
+                frames(&[
+                    (Opcode::Text, false, head.as_bytes()),
+                    (Opcode::Ping, true, b"mid"),
+                    (Opcode::Continuation, true, tail.as_bytes()),
+                ]),
+            ],
+            1 => vec![frames(&[(Opcode::Close, true, &close_payload(1001, "going away"))])],
+            2 => vec![frames(&[(Opcode::Text, true, b"{\"msg\":\"\xff\"}")])],
+            3 => vec![frames(&[(Opcode::Close, true, &[0x03, 0xed])])],
+            _ => vec![frames(&[(Opcode::Close, true, &reason)])],
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    // One user at a time, so that connection N is case N.
+    let text = format!("config:\n  target: {url}\n  phases: [{{duration: 2500ms, arrivalCount: 5}}]\n  ddp: {{compression: false, stepTimeout: 2s}}\nscenarios:\n  - flow:\n      - connect\n      - call: {{method: m}}\n      - disconnect\n");
+    let (o, doc) = run(&[&write_scenario(&dir, &text)]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    let log = seen.lock().unwrap().clone();
+    let control = |n: usize| -> Vec<String> {
+        log.iter().filter(|l| l.starts_with(&format!("{n} #"))).map(|l| l[2..].to_string()).collect()
+    };
+    assert_eq!(control(0), ["#pong mid", "#close 1000"], "{log:?}");
+    assert_eq!(control(1), ["#close 1001"], "{log:?}");
+    assert_eq!(control(2), ["#close 1007"], "{log:?}");
+    assert_eq!(control(3), ["#close 1002"], "{log:?}");
+    assert_eq!(control(4), ["#close 1007"], "{log:?}");
+    assert_eq!((doc.summary.users.completed, doc.summary.users.failed), (1, 4), "{:?}", doc.summary.users);
 }

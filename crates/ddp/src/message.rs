@@ -561,6 +561,14 @@ mod tests {
     }
 
     #[test]
+    fn numbers_survive_a_round_trip_exactly() {
+        // Found by fuzzing: without exact float parsing this number came back one ulp off.
+        let text = r#"{"msg":"changed","collection":"c","id":"1","fields":{"x":{"$type":-118446744073709551616}}}"#;
+        let m = Message::parse(text).unwrap();
+        assert_eq!(Message::parse(&m.to_json()).unwrap(), m);
+    }
+
+    #[test]
     fn garbage_never_panics() {
         let inputs = [
             "",

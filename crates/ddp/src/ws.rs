@@ -141,11 +141,14 @@ impl Reader {
             127 => (u64::from_be_bytes(buf[2..10].try_into().expect("8 bytes")), 10),
             n => (u64::from(n), 2),
         };
+        if len >> 63 != 0 {
+            return Err(WsError::protocol("64-bit length with its top bit set"));
+        }
         if opcode.is_control() && (len > 125 || !fin) {
             return Err(WsError::protocol("control frame too long or fragmented"));
         }
         let so_far = self.partial.as_ref().map_or(0, |p| p.2.len()) as u64;
-        if len + so_far > self.max_message as u64 {
+        if len.saturating_add(so_far) > self.max_message as u64 {
             return Err(WsError {
                 close_code: 1009,
                 reason: format!("message larger than {} bytes", self.max_message),
@@ -179,7 +182,14 @@ impl Reader {
                     [] => (None, String::new()),
                     [_] => return Err(WsError::protocol("close frame of one byte")),
                     [a, b, rest @ ..] => {
-                        (Some(u16::from_be_bytes([*a, *b])), String::from_utf8_lossy(rest).into_owned())
+                        let code = u16::from_be_bytes([*a, *b]);
+                        if !close_code_allowed(code) {
+                            return Err(WsError::protocol(format!("close code {code} may not be sent")));
+                        }
+                        let Ok(reason) = std::str::from_utf8(rest) else {
+                            return Err(WsError { close_code: 1007, reason: "close reason is not UTF-8".into() });
+                        };
+                        (Some(code), reason.to_string())
                     }
                 };
                 Some(Incoming::Close { code, reason })
@@ -216,6 +226,13 @@ impl Reader {
         };
         Ok(Some((end, message)))
     }
+}
+
+/// Whether a peer may send this close code (RFC 6455 section 7.4): the defined codes except
+/// 1004-1006 and 1015 (reserved, or meant for reporting only), IANA's 1012-1014, and the
+/// application ranges 3000-4999.
+pub fn close_code_allowed(code: u16) -> bool {
+    matches!(code, 1000..=1003 | 1007..=1014 | 3000..=4999)
 }
 
 /// Appends one frame to `out`; `mask` is required on frames a client sends.
@@ -465,17 +482,41 @@ mod tests {
     fn protocol_violations() {
         // Each row: bytes from a client (masked unless the row is about masking), close code.
         let rows: Vec<(Vec<u8>, u16)> = vec![
-            (vec![0x81, 0x01, b'x'], 1002),                      // unmasked client frame
-            (vec![0xF1, 0x80, 0, 0, 0, 0], 1002),                // reserved bits
-            (vec![0x83, 0x80, 0, 0, 0, 0], 1002),                // opcode 3
-            (vec![0x89, 0xFE, 0x00, 0x7E], 1002),                // ping of 126 bytes
-            (vec![0x80, 0x80, 0, 0, 0, 0], 1002),                // continuation without start
-            (vec![0xC1, 0x80, 0, 0, 0, 0], 1002),                // compressed without the extension
-            (vec![0x82, 0xFF, 0, 0, 0, 0, 0, 0, 0x10, 0], 1009), // 1 MiB frame over a 1 KiB limit
+            (vec![0x81, 0x01, b'x'], 1002),                         // unmasked client frame
+            (vec![0xF1, 0x80, 0, 0, 0, 0], 1002),                   // reserved bits
+            (vec![0x83, 0x80, 0, 0, 0, 0], 1002),                   // opcode 3
+            (vec![0x89, 0xFE, 0x00, 0x7E], 1002),                   // ping of 126 bytes
+            (vec![0x80, 0x80, 0, 0, 0, 0], 1002),                   // continuation without start
+            (vec![0xC1, 0x80, 0, 0, 0, 0], 1002),                   // compressed without the extension
+            (vec![0x82, 0xFF, 0, 0, 0, 0, 0, 0, 0x10, 0], 1009),    // 1 MiB frame over a 1 KiB limit
+            (vec![0x82, 0xFF, 0x80, 0, 0, 0, 0, 0, 0, 0], 1002),    // 64-bit length, top bit set
+            (vec![0x88, 0x82, 0, 0, 0, 0, 0x03, 0xED], 1002),       // close code 1005 on the wire
+            (vec![0x88, 0x82, 0, 0, 0, 0, 0x03, 0xE7], 1002),       // close code 999
+            (vec![0x88, 0x82, 0, 0, 0, 0, 0x07, 0xD0], 1002),       // close code 2000
+            (vec![0x88, 0x83, 0, 0, 0, 0, 0x03, 0xE8, 0xFF], 1007), // close reason not UTF-8
         ];
         for (i, (mut bytes, code)) in rows.into_iter().enumerate() {
             let err = Reader::new(true, 1024, false).next(&mut bytes).unwrap_err();
             assert_eq!(err.close_code, code, "row {i}: {err}");
+        }
+    }
+
+    #[test]
+    fn huge_continuation_after_a_fragment_is_refused_not_wrapped() {
+        // Found by fuzzing: a length near 2^63 after a fragment overflowed the size check.
+        let mut r = Reader::new(false, 1024, false);
+        let mut first = vec![0x01, 0x01, b'a'];
+        assert!(matches!(r.next(&mut first), Ok(Some((3, None)))));
+        let mut next = vec![0x80, 0x7F, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF];
+        assert_eq!(r.next(&mut next).unwrap_err().close_code, 1009);
+    }
+
+    #[test]
+    fn close_codes_peers_may_send() {
+        let allowed: Vec<u16> = (0..=5000).filter(|&c| close_code_allowed(c)).collect();
+        assert_eq!(allowed.len(), 4 + 8 + 2000);
+        for c in [0, 999, 1004, 1005, 1006, 1015, 1016, 1100, 2000, 2999, 5000] {
+            assert!(!close_code_allowed(c), "{c}");
         }
     }
 

@@ -250,7 +250,7 @@ async fn accept_loop(
                     tokio::spawn(async move {
                         let _open = open;
                         // The HTTP part ends (its buffers freed) before a DDP session starts.
-                        if let Ok(Some(up)) = serve_connection(stream, &c, limits.request_timeout).await {
+                        if let Ok(Some(up)) = serve_connection(stream, &c, limits.request_timeout, a.config.ws_echo).await {
                             let _ = upgrade(up, a).await;
                         }
                     });
@@ -325,10 +325,12 @@ fn rand_entropy() -> u32 {
     t.subsec_nanos() ^ (t.as_secs() as u32).rotate_left(13)
 }
 
-/// Which DDP transport a WebSocket path asks for, if any (Meteor's routes).
-fn ddp_framing(path: &str) -> Option<session::Framing> {
+/// Which DDP transport a WebSocket path asks for, if any (Meteor's routes, and `/echo` when
+/// enabled).
+fn ddp_framing(path: &str, echo: bool) -> Option<session::Framing> {
     let path = path.split('?').next().unwrap_or(path);
     match path {
+        "/echo" if echo => Some(session::Framing::Echo),
         "/websocket" | "/websocket/" | "/sockjs/websocket" | "/sockjs/websocket/" => Some(session::Framing::Raw),
         _ => {
             let rest = path.strip_prefix("/sockjs/")?;
@@ -486,6 +488,7 @@ async fn serve_connection(
     mut stream: TcpStream,
     counters: &Counters,
     request_timeout: Duration,
+    ws_echo: bool,
 ) -> io::Result<Option<Upgrade>> {
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     let mut out: Vec<u8> = Vec::with_capacity(4096);
@@ -527,7 +530,7 @@ async fn serve_connection(
             write_error(&mut stream, 501, request_timeout).await?;
             return Ok(None);
         }
-        if let Some(framing) = ddp_framing(&info.path) {
+        if let Some(framing) = ddp_framing(&info.path, ws_echo) {
             counters.requests.fetch_add(1, Ordering::Relaxed);
             if info.upgrade_websocket {
                 let leftover = buf[head_len..].to_vec();

@@ -58,6 +58,9 @@ pub struct DdpConfig {
     pub max_pending_bytes: usize,
     /// Users that exist from the start (username, password), for `login`.
     pub users: Vec<(String, String)>,
+    /// Serve `/echo`: a WebSocket that sends every message back, through the same framing,
+    /// compression, ping and close handling as the DDP routes; for WebSocket conformance suites.
+    pub ws_echo: bool,
 }
 
 impl Default for DdpConfig {
@@ -77,6 +80,7 @@ impl Default for DdpConfig {
             max_session_documents: 100_000,
             max_pending_bytes: 16 << 20,
             users: Vec::new(),
+            ws_echo: false,
         }
     }
 }
@@ -134,10 +138,15 @@ pub enum Framing {
     Raw,
     /// SockJS: `o`, `a[...]`, `c[...]` from the server, `["..."]` from the client.
     SockJs,
+    /// `/echo` (only with [`DdpConfig::ws_echo`]): every text or binary message sent back as it
+    /// came; no DDP.
+    Echo,
 }
 
 enum Out {
     Ddp(String),
+    /// A message sent back by `/echo`: binary or not, and its bytes.
+    Echo(bool, Vec<u8>),
     Pong(Vec<u8>),
     Ping,
     Close(u16, String),
@@ -148,6 +157,7 @@ impl Out {
     fn size(&self) -> usize {
         match self {
             Out::Ddp(t) => t.len(),
+            Out::Echo(_, b) => b.len(),
             Out::Pong(p) => p.len(),
             Out::Ping => 0,
             Out::Close(_, r) => r.len(),
@@ -351,6 +361,10 @@ pub async fn serve(
                             } else {
                                 payload
                             };
+                            if framing == Framing::Echo && opcode == Opcode::Binary {
+                                out_tx.send(Out::Echo(true, payload));
+                                continue;
+                            }
                             if opcode != Opcode::Text {
                                 close(1003, "DDP travels in text frames");
                                 break 'conn;
@@ -359,8 +373,12 @@ pub async fn serve(
                                 close(1007, "invalid UTF-8");
                                 break 'conn;
                             };
+                            if framing == Framing::Echo {
+                                out_tx.send(Out::Echo(false, text.into_bytes()));
+                                continue;
+                            }
                             let texts = match framing {
-                                Framing::Raw => vec![text],
+                                Framing::Raw | Framing::Echo => vec![text],
                                 Framing::SockJs => match ddp::sockjs::parse_client_frame(&text) {
                                     Ok(list) => list,
                                     Err(_) => {
@@ -452,7 +470,7 @@ pub async fn serve(
             }
         };
         let handshake_wait = async {
-            if session.is_none() {
+            if session.is_none() && framing != Framing::Echo {
                 tokio::time::sleep_until(handshake_deadline).await
             } else {
                 std::future::pending().await
@@ -533,15 +551,16 @@ async fn write_loop(
     pending: Arc<Pending>,
 ) {
     let mut wire = Vec::new();
-    let frame_text = |wire: &mut Vec<u8>, text: &[u8]| {
-        if deflate && text.len() >= threshold {
-            let mut packed = Vec::with_capacity(text.len() / 3 + 16);
-            DEFLATE.with(|d| d.borrow_mut().compress(text, true, &mut packed));
-            ws::encode_frame(wire, Opcode::Text, true, &packed, None);
+    let frame_message = |wire: &mut Vec<u8>, opcode: Opcode, data: &[u8]| {
+        if deflate && data.len() >= threshold {
+            let mut packed = Vec::with_capacity(data.len() / 3 + 16);
+            DEFLATE.with(|d| d.borrow_mut().compress(data, true, &mut packed));
+            ws::encode_frame(wire, opcode, true, &packed, None);
         } else {
-            ws::encode_frame(wire, Opcode::Text, false, text, None);
+            ws::encode_frame(wire, opcode, false, data, None);
         }
     };
+    let frame_text = |wire: &mut Vec<u8>, text: &[u8]| frame_message(wire, Opcode::Text, text);
     if framing == Framing::SockJs {
         frame_text(&mut wire, b"o");
         if wr.write_all(&wire).await.is_err() {
@@ -570,9 +589,12 @@ async fn write_loop(
             bytes += item.size();
             match item {
                 Out::Ddp(text) => match framing {
-                    Framing::Raw => frame_text(&mut wire, text.as_bytes()),
+                    Framing::Raw | Framing::Echo => frame_text(&mut wire, text.as_bytes()),
                     Framing::SockJs => batch.push(text),
                 },
+                Out::Echo(binary, data) => {
+                    frame_message(&mut wire, if binary { Opcode::Binary } else { Opcode::Text }, &data)
+                }
                 Out::Pong(p) => {
                     flush(&mut wire, &mut batch);
                     ws::encode_frame(&mut wire, Opcode::Pong, false, &p, None);
@@ -594,7 +616,7 @@ async fn write_loop(
             if framing == Framing::SockJs {
                 frame_text(&mut wire, ddp::sockjs::encode_close(*code, reason).as_bytes());
             }
-            let code = if (1000..5000).contains(code) && *code != 1005 && *code != 1006 { *code } else { 1000 };
+            let code = if ws::close_code_allowed(*code) { *code } else { 1000 };
             ws::encode_frame(&mut wire, Opcode::Close, false, &ws::close_payload(code, reason), None);
         }
         let written = tokio::select! {
@@ -810,6 +832,7 @@ mod memory_tests {
                 tokio::net::TcpStream::connect(addr).await.unwrap(),
                 &counters,
                 std::time::Duration::from_secs(10),
+                false,
             );
             assert!(std::mem::size_of_val(&http) < 2048, "HTTP task: {}", std::mem::size_of_val(&http));
             let slot = app.admit().unwrap();

@@ -308,11 +308,15 @@ pub struct Conn {
     task: tokio::task::JoinHandle<()>,
     /// When the WebSocket was open and `connected` arrived, measured from the start of `connect`.
     pub handshake: Duration,
+    /// Closed politely: the task sends the close frame and ends by itself.
+    closing: bool,
 }
 
 impl Drop for Conn {
     fn drop(&mut self) {
-        self.task.abort();
+        if !self.closing {
+            self.task.abort();
+        }
     }
 }
 
@@ -463,6 +467,9 @@ struct Framer {
     peer_resets: bool,
     max: usize,
     opened: bool,
+    /// The close code to send the server before the socket closes: its own code echoed after it
+    /// closed, or ours after it broke the protocol (RFC 6455 sections 5.5.1 and 7.4.1).
+    close_reply: Option<u16>,
 }
 
 enum Frames {
@@ -483,13 +490,17 @@ impl Framer {
             peer_resets,
             max: cfg.max_message_bytes,
             opened: cfg.transport == Transport::WebSocket,
+            close_reply: None,
         }
     }
 
     /// Takes one frame from the buffer, if complete. `Ok(None)`: need more bytes.
     fn next(&mut self) -> Result<Option<Frames>, DdpFailure> {
-        let Some((used, msg)) = self.reader.next(&mut self.buf).map_err(|e| DdpFailure::Protocol(e.to_string()))?
-        else {
+        let next = self.reader.next(&mut self.buf).map_err(|e| {
+            self.close_reply = Some(e.close_code);
+            DdpFailure::Protocol(e.to_string())
+        });
+        let Some((used, msg)) = next? else {
             return Ok(None);
         };
         self.buf.drain(..used);
@@ -498,10 +509,11 @@ impl Framer {
             Incoming::Ping(p) => return Ok(Some(Frames::Ping(p))),
             Incoming::Pong(_) => return Ok(Some(Frames::Nothing)),
             Incoming::Close { code, reason } => {
+                self.close_reply = Some(code.unwrap_or(1000));
                 return Ok(Some(Frames::Close(format!(
                     "server closed the WebSocket ({} {reason})",
                     code.unwrap_or(1005)
-                ))))
+                ))));
             }
             Incoming::Data { compressed: false, payload, .. } => payload,
             Incoming::Data { compressed: true, payload, .. } => {
@@ -509,10 +521,16 @@ impl Framer {
                     Some(d) => d.decompress(&payload, false, self.max),
                     None => DEFLATE.with(|d| d.borrow_mut().decompress(&payload, self.peer_resets, self.max)),
                 };
-                out.map_err(|e| DdpFailure::Protocol(e.to_string()))?
+                out.map_err(|e| {
+                    self.close_reply = Some(e.close_code);
+                    DdpFailure::Protocol(e.to_string())
+                })?
             }
         };
-        let text = String::from_utf8(payload).map_err(|_| DdpFailure::Protocol("frame is not UTF-8".into()))?;
+        let text = String::from_utf8(payload).map_err(|_| {
+            self.close_reply = Some(1007);
+            DdpFailure::Protocol("frame is not UTF-8".into())
+        })?;
         match self.transport {
             Transport::WebSocket => Ok(Some(Frames::Ddp(vec![text]))),
             Transport::SockJs => {
@@ -601,7 +619,10 @@ async fn handshake(
                 let _ = stream.write_all(&pong).await;
                 continue;
             }
-            Frames::Close(why) => return Err(DdpFailure::Closed(why)),
+            Frames::Close(why) => {
+                send_close(&mut stream, &mut framer).await;
+                return Err(DdpFailure::Closed(why));
+            }
             Frames::Nothing => continue,
             Frames::Ddp(texts) => texts,
         };
@@ -629,7 +650,7 @@ async fn handshake(
                         Rc::clone(traffic),
                         deflate.is_some(),
                     ));
-                    return Ok(Ok(Conn { shared, tx, task, handshake: begin.elapsed() }));
+                    return Ok(Ok(Conn { shared, tx, task, handshake: begin.elapsed(), closing: false }));
                 }
                 Ok(Message::Failed { version }) => return Ok(Err(version)),
                 // The legacy `{"server_id":"0"}` greeting, and anything else before `connected`.
@@ -637,6 +658,15 @@ async fn handshake(
                 Err(e) => return Err(DdpFailure::Protocol(e.to_string())),
             }
         }
+    }
+}
+
+/// Answers a server's close, or tells it why we close, once; the socket closes after it.
+async fn send_close(stream: &mut Stream, framer: &mut Framer) {
+    if let Some(code) = framer.close_reply.take() {
+        let mut wire = Vec::new();
+        ws::encode_frame(&mut wire, Opcode::Close, false, &ws::close_payload(code, ""), Some(rand::random()));
+        let _ = stream.write_all(&wire).await;
     }
 }
 
@@ -674,7 +704,10 @@ async fn run(
                     // A WebSocket control frame: bytes on the wire, not a DDP message.
                     traffic.borrow_mut().bytes_out += pong.len() as u64;
                 }
-                Ok(Some(Frames::Close(why))) => break 'conn why,
+                Ok(Some(Frames::Close(why))) => {
+                    send_close(&mut stream, &mut framer).await;
+                    break 'conn why;
+                }
                 Ok(Some(Frames::Ddp(texts))) => {
                     heard = true;
                     ping_sent = None;
@@ -695,6 +728,7 @@ async fn run(
                     woke = true;
                 }
                 Err(e) => {
+                    send_close(&mut stream, &mut framer).await;
                     traffic.borrow_mut().protocol_errors += 1;
                     shared.state.borrow_mut().protocol_broken = true;
                     break 'conn e.detail();
@@ -738,8 +772,11 @@ async fn run(
                 Some(Outgoing::Close) | None => {
                     let mut wire = Vec::new();
                     ws::encode_frame(&mut wire, Opcode::Close, false, &ws::close_payload(1000, ""), Some(rand::random()));
-                    let _ = stream.write_all(&wire).await;
-                    let _ = stream.shutdown().await;
+                    let goodbye = async {
+                        let _ = stream.write_all(&wire).await;
+                        let _ = stream.shutdown().await;
+                    };
+                    let _ = tokio::time::timeout(Duration::from_secs(1), goodbye).await;
                     break 'conn "closed by the client".to_string();
                 }
             },
@@ -1002,9 +1039,10 @@ impl Conn {
         self.send(&Message::Unsub { id: id.to_string() })
     }
 
-    /// Closes the WebSocket politely.
-    pub fn close(&self) {
-        let _ = self.tx.send(Outgoing::Close);
+    /// Closes the WebSocket politely: the connection's task sends a close frame (1000) and ends
+    /// within a second, even if the server does not read.
+    pub fn close(mut self) {
+        self.closing = self.tx.send(Outgoing::Close).is_ok();
     }
 
     /// Whether the connection is gone, and why.

@@ -150,8 +150,11 @@ impl ResponseParser {
                         if rest.len() > self.head_limit {
                             return Err(ParseError::HeadTooLarge { limit_bytes: self.head_limit });
                         }
-                        // A stray byte that can never start "HTTP/" means garbage: fail early.
-                        if !rest.is_empty() && !b"HTTP/"[..rest.len().min(5)].eq(&rest[..rest.len().min(5)]) {
+                        // A stray byte that can never start "HTTP/" means garbage: fail early. Empty
+                        // lines before the status line are skipped, as the head parser skips them.
+                        let start = rest.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(rest.len());
+                        let line = &rest[start..];
+                        if !line.is_empty() && !b"HTTP/"[..line.len().min(5)].eq(&line[..line.len().min(5)]) {
                             return Err(ParseError::BadHead(describe_garbage(rest)));
                         }
                         self.state = State::Head { scanned: rest.len() };

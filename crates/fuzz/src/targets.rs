@@ -1,0 +1,390 @@
+//! The fuzz targets: each takes arbitrary bytes, drives one parser the way bolide or its
+//! reference server drives it, and checks properties that must hold for every input (round trips,
+//! the same answer whatever way the bytes are split). A panic anywhere is a finding.
+
+use bolide::proto::http::parser::{Progress, ResponseParser};
+use ddp::ws::{self, Deflate, Incoming, Opcode};
+use serde_json::Value;
+
+/// One fuzz target: its name, inputs to start from, words worth inserting, and the function.
+pub struct Target {
+    pub name: &'static str,
+    pub about: &'static str,
+    pub seeds: fn() -> Vec<Vec<u8>>,
+    pub dictionary: &'static [&'static str],
+    pub max_len: usize,
+    pub run: fn(&[u8]),
+}
+
+pub const TARGETS: &[Target] = &[
+    Target {
+        name: "http-response",
+        about: "bolide's HTTP/1.1 response parser, fed whole and in pieces",
+        seeds: http_seeds,
+        dictionary: &[
+            "HTTP/1.1 ",
+            "HTTP/1.0 ",
+            "200 OK",
+            "100 Continue",
+            "204",
+            "304",
+            "\r\n",
+            "\r\n\r\n",
+            "Content-Length: ",
+            "Transfer-Encoding: chunked",
+            "Connection: close",
+            "Connection: keep-alive",
+            "0\r\n\r\n",
+            "ffffffffffffffff",
+            ";ext=1",
+            "18446744073709551616",
+        ],
+        max_len: 4096,
+        run: http_response,
+    },
+    Target {
+        name: "ws-frames",
+        about: "WebSocket frame reader (client and server side), messages inflated",
+        seeds: ws_seeds,
+        dictionary: &["\u{81}", "\u{1}", "\u{80}", "\u{88}", "\u{89}", "\u{8a}", "\u{c1}", "\u{7e}", "\u{7f}"],
+        max_len: 4096,
+        run: ws_frames,
+    },
+    Target {
+        name: "deflate",
+        about: "permessage-deflate: inflating any bytes, and compress-then-inflate round trips",
+        seeds: deflate_seeds,
+        dictionary: &["\u{0}\u{0}\u{ff}\u{ff}", "\u{2}\u{0}", "\u{3}\u{0}"],
+        max_len: 4096,
+        run: deflate,
+    },
+    Target {
+        name: "sockjs",
+        about: "SockJS frames from servers and clients, and their round trips",
+        seeds: sockjs_seeds,
+        dictionary: &["a[", "c[", "o", "h", "[\"", "\\\"", "\\u0000", "\\ud800", "\"]", ","],
+        max_len: 4096,
+        run: sockjs,
+    },
+    Target {
+        name: "ddp",
+        about: "DDP messages and EJSON values, with exact round trips",
+        seeds: ddp_seeds,
+        dictionary: &[
+            "{\"msg\":\"",
+            "\"id\":\"",
+            "\"fields\":",
+            "\"$date\":",
+            "\"$binary\":",
+            "\"$escape\":",
+            "\"$type\":",
+            "\"$value\":",
+            "\"$InfNaN\":",
+            "\"cleared\":[",
+            "\"params\":[",
+            "1e308",
+            "-0",
+            "null",
+        ],
+        max_len: 4096,
+        run: ddp_messages,
+    },
+    Target {
+        name: "scenario",
+        about: "scenario files: the YAML reader and the scenario loader",
+        seeds: scenario_seeds,
+        dictionary: &[
+            "config:\n",
+            "scenarios:\n",
+            "  - ",
+            "phases:",
+            "duration: ",
+            "arrivalRate: ",
+            "rampTo: ",
+            "arrivalCount: ",
+            "flow:\n",
+            "- call: ",
+            "- think: ",
+            "- loop:\n",
+            "count: ",
+            "&a ",
+            "*a",
+            "<<: ",
+            "{{ ",
+            " }}",
+            "\"",
+            "'",
+            "1e20",
+            "-1",
+            "---\n",
+            "? ",
+            "!!str ",
+        ],
+        max_len: 8192,
+        run: scenario,
+    },
+];
+
+fn strings(list: &[&str]) -> Vec<Vec<u8>> {
+    list.iter().map(|s| s.as_bytes().to_vec()).collect()
+}
+
+// --- HTTP -----------------------------------------------------------------------------------
+
+fn http_seeds() -> Vec<Vec<u8>> {
+    // The first byte is the control byte (HEAD or not, piece size); the response follows.
+    strings(&[
+        "\u{0}HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+        "\u{2}HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n0\r\nTrailer: t\r\n\r\n",
+        "\u{4}HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\nHTTP/1.0 200 OK\r\n\r\nbody until close",
+        "\u{1}HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n",
+        "\u{6}HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nokHTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n",
+    ])
+}
+
+/// Everything one connection's parser reports for a byte stream. Errors compare equal whatever
+/// their detail: fed in pieces, a bad head can be caught earlier and named differently, but it
+/// must be an error at the same point of the stream.
+#[derive(Debug, PartialEq)]
+enum Seen {
+    Response(bolide::proto::http::parser::Response),
+    Error,
+    Eof(Option<bolide::proto::http::parser::Response>),
+}
+
+/// Feeds `data` to a parser `piece` bytes at a time, as a connection would, following the
+/// parser's contract (unconsumed bytes are offered again).
+fn http_parse(data: &[u8], expect_body: bool, piece: usize) -> Vec<Seen> {
+    let mut parser = ResponseParser::new(1024);
+    parser.start(expect_body);
+    let mut seen = Vec::new();
+    let mut buf: Vec<u8> = Vec::new();
+    let mut fed = 0;
+    // Each step either feeds bytes or consumes some; the bound catches a parser that does neither.
+    for _ in 0..(4 * data.len() + 16) {
+        let end = (fed + piece).min(data.len());
+        buf.extend_from_slice(&data[fed..end]);
+        fed = end;
+        match parser.advance(&buf) {
+            Ok(Progress::More { consumed }) => {
+                assert!(consumed <= buf.len(), "consumed {consumed} of {} bytes", buf.len());
+                buf.drain(..consumed);
+                if fed == data.len() {
+                    seen.push(match parser.eof() {
+                        Ok(r) => Seen::Eof(r),
+                        Err(_) => Seen::Error,
+                    });
+                    return seen;
+                }
+            }
+            Ok(Progress::Done { consumed, response }) => {
+                assert!(consumed <= buf.len(), "consumed {consumed} of {} bytes", buf.len());
+                assert!(consumed > 0, "a response ended without consuming a byte");
+                buf.drain(..consumed);
+                seen.push(Seen::Response(response));
+                if !response.keep_alive {
+                    return seen;
+                }
+                parser.start(expect_body);
+                if buf.is_empty() && fed == data.len() {
+                    return seen;
+                }
+            }
+            Err(_) => {
+                seen.push(Seen::Error);
+                return seen;
+            }
+        }
+    }
+    panic!("the parser made no progress on {} bytes", data.len());
+}
+
+fn http_response(data: &[u8]) {
+    let Some((&ctl, rest)) = data.split_first() else { return };
+    let expect_body = ctl & 1 == 0;
+    let piece = 1 + usize::from(ctl >> 1) % 32;
+    let whole = http_parse(rest, expect_body, rest.len().max(1));
+    let pieces = http_parse(rest, expect_body, piece);
+    assert_eq!(whole, pieces, "the same bytes parsed differently whole and in pieces of {piece}");
+}
+
+// --- WebSocket ------------------------------------------------------------------------------
+
+fn ws_seeds() -> Vec<Vec<u8>> {
+    let mut seeds = Vec::new();
+    let mut compressed = Vec::new();
+    Deflate::new(1, 9).compress(br#"{"msg":"ping"}"#, true, &mut compressed);
+    for (ctl, mask) in [(0u8, None), (1u8, Some([1, 2, 3, 4]))] {
+        let mut s = vec![ctl | 2];
+        ws::encode_frame(&mut s, Opcode::Text, false, br#"{"msg":"ping"}"#, mask);
+        ws::encode_frame(&mut s, Opcode::Ping, false, b"hi", mask);
+        ws::encode_frame(&mut s, Opcode::Text, true, &compressed, mask);
+        ws::encode_frame(&mut s, Opcode::Binary, false, &[7u8; 300], mask);
+        ws::encode_frame(&mut s, Opcode::Close, false, &ws::close_payload(1000, "bye"), mask);
+        seeds.push(s);
+        // A fragmented message with a ping between its fragments.
+        let mut f = vec![ctl];
+        let mut frag = Vec::new();
+        ws::encode_frame(&mut frag, Opcode::Text, false, b"{\"msg\":", mask);
+        frag[0] &= 0x7f;
+        f.extend_from_slice(&frag);
+        ws::encode_frame(&mut f, Opcode::Ping, false, b"", mask);
+        ws::encode_frame(&mut f, Opcode::Continuation, false, b"\"pong\"}", mask);
+        seeds.push(f);
+    }
+    seeds
+}
+
+fn ws_frames(data: &[u8]) {
+    let Some((&ctl, rest)) = data.split_first() else { return };
+    let from_client = ctl & 1 != 0;
+    let deflate = ctl & 2 != 0;
+    let max = [125, 1 << 10, 1 << 16][usize::from(ctl >> 2) % 3];
+    let mut buf = rest.to_vec();
+    let mut reader = ws::Reader::new(from_client, max, deflate);
+    let mut inflater = Deflate::new(1, 15);
+    let mut pos = 0;
+    while let Ok(Some((used, message))) = reader.next(&mut buf[pos..]) {
+        assert!(used > 0 && pos + used <= buf.len(), "used {used} at {pos} of {}", buf.len());
+        pos += used;
+        match message {
+            Some(Incoming::Data { compressed: true, payload, .. }) => {
+                assert!(deflate, "a compressed message without permessage-deflate");
+                if let Ok(text) = inflater.decompress(&payload, true, max) {
+                    assert!(text.len() <= max, "inflated {} bytes past the limit {max}", text.len());
+                }
+            }
+            Some(Incoming::Data { payload, .. }) => assert!(payload.len() <= max),
+            Some(Incoming::Ping(p) | Incoming::Pong(p)) => assert!(p.len() <= 125),
+            _ => {}
+        }
+    }
+    // Any payload framed by us reads back as itself, masked or not.
+    let mask = (ctl & 4 != 0).then_some([ctl, 0x5a, 0xa5, 0x0f]);
+    let mut framed = Vec::new();
+    ws::encode_frame(&mut framed, Opcode::Binary, false, rest, mask);
+    let mut reader = ws::Reader::new(mask.is_some(), 1 << 20, false);
+    let expected = Incoming::Data { opcode: Opcode::Binary, compressed: false, payload: rest.to_vec() };
+    let len = framed.len();
+    assert_eq!(reader.next(&mut framed), Ok(Some((len, Some(expected)))), "a frame did not read back");
+}
+
+// --- permessage-deflate ---------------------------------------------------------------------
+
+fn deflate_seeds() -> Vec<Vec<u8>> {
+    let mut seeds = strings(&[
+        "\u{9}{\"msg\":\"added\",\"collection\":\"tasks\",\"id\":\"abc\",\"fields\":{\"text\":\"hello\"}}",
+        "\u{f}aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    ]);
+    let mut c = vec![0x8f];
+    Deflate::new(1, 15).compress(b"hello hello hello hello", true, &mut c);
+    seeds.push(c);
+    seeds
+}
+
+fn deflate(data: &[u8]) {
+    let Some((&ctl, rest)) = data.split_first() else { return };
+    let reset = ctl & 0x80 != 0;
+    let window = 9 + (ctl & 0x7f) % 7;
+    let max = 1 << 16;
+    // Arbitrary bytes inflate to at most `max`, or fail.
+    let mut d = Deflate::new(1, window);
+    if let Ok(out) = d.decompress(rest, reset, max) {
+        assert!(out.len() <= max);
+    }
+    // Whatever we compress inflates back to itself, with or without context takeover.
+    let mut ours = Deflate::new(1, window);
+    let mut theirs = Deflate::new(1, window);
+    for _ in 0..2 {
+        let mut packed = Vec::new();
+        ours.compress(rest, reset, &mut packed);
+        let back = theirs.decompress(&packed, reset, max).expect("our own compressed message inflates");
+        assert_eq!(back, rest, "compress then inflate changed the message");
+    }
+}
+
+// --- SockJS ---------------------------------------------------------------------------------
+
+fn sockjs_seeds() -> Vec<Vec<u8>> {
+    strings(&[
+        "o",
+        "h",
+        r#"a["{\"msg\":\"ping\"}","{\"msg\":\"ready\",\"subs\":[\"a\"]}"]"#,
+        r#"c[3000,"Go away!"]"#,
+        r#"["{\"msg\":\"sub\",\"id\":\"a\",\"name\":\"n\",\"params\":[]}"]"#,
+        r#""{\"msg\":\"pong\"}""#,
+    ])
+}
+
+fn sockjs(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let _ = ddp::sockjs::parse_server_frame(&text);
+    if let Ok(list) = ddp::sockjs::parse_client_frame(&text) {
+        let framed = ddp::sockjs::encode_messages(&list);
+        assert_eq!(
+            ddp::sockjs::parse_server_frame(&framed),
+            Ok(ddp::sockjs::ServerFrame::Messages(list.clone())),
+            "messages did not survive a server frame"
+        );
+        for m in &list {
+            let one = ddp::sockjs::encode_client(m);
+            assert_eq!(ddp::sockjs::parse_client_frame(&one), Ok(vec![m.clone()]), "client frame round trip");
+        }
+    }
+}
+
+// --- DDP and EJSON --------------------------------------------------------------------------
+
+fn ddp_seeds() -> Vec<Vec<u8>> {
+    strings(&[
+        r#"{"msg":"connect","version":"1","support":["1","pre2","pre1"]}"#,
+        r#"{"msg":"added","collection":"c","id":"1","fields":{"a":{"$date":5},"b":{"$binary":"AAE="}}}"#,
+        r#"{"msg":"changed","collection":"c","id":"1","fields":{"x":{"$escape":{"$type":1}}},"cleared":["y"]}"#,
+        r#"{"msg":"result","id":"1","error":{"error":404,"reason":"r","details":"d"}}"#,
+        r#"{"msg":"method","method":"insertTask","params":[{"text":"t","n":{"$InfNaN":1}}],"id":"7","randomSeed":"s"}"#,
+        r#"{"msg":"sub","id":"a","name":"fetchTasks","params":[{"$type":"oid","$value":"abc"}]}"#,
+        r#"{"msg":"nosub","id":"a","error":{"error":"e","reason":"r","message":"m","errorType":"Meteor.Error"}}"#,
+        r#"{"msg":"updated","methods":["1","2"]}"#,
+    ])
+}
+
+fn ddp_messages(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    if let Ok(message) = ddp::Message::parse(text) {
+        let again = ddp::Message::parse(&message.to_json());
+        assert_eq!(again.as_ref(), Ok(&message), "a message did not survive its own JSON");
+    }
+    if let Ok(value) = serde_json::from_str::<Value>(text) {
+        if let Ok(e) = ddp::Ejson::from_json(&value) {
+            let json = e.to_json();
+            assert_eq!(ddp::Ejson::from_json(&json).as_ref(), Ok(&e), "EJSON value changed on a round trip");
+        }
+    }
+}
+
+// --- scenario files -------------------------------------------------------------------------
+
+fn scenario_seeds() -> Vec<Vec<u8>> {
+    let mut seeds = strings(&[
+        include_str!("../../../examples/tasks-reactive.yml"),
+        include_str!("../../../examples/tasks-nonreactive.yml"),
+        include_str!("../../../examples/sub-churn.yml"),
+        "config:\n  target: ws://127.0.0.1:3000\n  phases:\n    - duration: 1\n      arrivalCount: 2\n    - pause: 1\nscenarios:\n  - flow:\n      - think: [1, 2]\n      - loop:\n          - call: m\n            params: [\"{{ $uuid }}\"]\n        count: 2\n",
+        "a: &x [1, 2]\nb: *x\nc: {d: 'e', f: \"g\\n\"}\n",
+    ]);
+    seeds.push(
+        b"config:\n  target: http://127.0.0.1\n  ensure:\n    p99: 100\n    maxErrorRate: 1\nscenarios: []\n".to_vec(),
+    );
+    seeds
+}
+
+fn scenario(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let _ = bolide::scenario::yaml::parse(&text);
+    // Payload files are looked up under a directory that does not exist: nothing is read.
+    let base = std::path::Path::new("/nonexistent/bolide-fuzz");
+    if let Err(e) = bolide::scenario::yaml::load_str(&text, "fuzz.yml", base) {
+        // Every problem is printable (positions, hints) without panicking.
+        let _ = e.to_string();
+    }
+}
