@@ -59,6 +59,11 @@ pub struct Config {
     /// its previous request was answered (idle keep-alive connections and slowloris clients are
     /// closed after it).
     pub request_timeout: Duration,
+    /// Called on a runtime thread that has run out of work, at most once a second per thread:
+    /// where the embedding program hands freed memory back to the system. (mimalloc, for one,
+    /// keeps the pages a thread's blocks were freed from, often by other threads, until that
+    /// thread collects; `bolide serve` passes its collect here.)
+    pub on_idle: Option<fn()>,
 }
 
 /// Descriptors kept free under the open-file limit (for accepting and refusing, and files).
@@ -72,7 +77,20 @@ impl Default for Config {
             ddp: DdpConfig::default(),
             max_connections: 0,
             request_timeout: Duration::from_secs(10),
+            on_idle: None,
         }
+    }
+}
+
+/// Runs `hook` if this thread has not run it in the last second.
+fn idle(hook: fn()) {
+    thread_local! {
+        static LAST: std::cell::Cell<Option<std::time::Instant>> = const { std::cell::Cell::new(None) };
+    }
+    let now = std::time::Instant::now();
+    if LAST.get().is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1)) {
+        LAST.set(Some(now));
+        hook();
     }
 }
 
@@ -138,11 +156,12 @@ impl Server {
         let listener = std::net::TcpListener::bind(config.addr)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.threads.max(1))
-            .thread_name("refserver")
-            .enable_all()
-            .build()?;
+        let mut rt = tokio::runtime::Builder::new_multi_thread();
+        rt.worker_threads(config.threads.max(1)).thread_name("refserver").enable_all();
+        if let Some(hook) = config.on_idle {
+            rt.on_thread_park(move || idle(hook));
+        }
+        let rt = rt.build()?;
         let counters = Arc::new(Counters::default());
         let cap = match config.max_connections {
             0 => open_file_limit().saturating_sub(FD_RESERVE).max(16),

@@ -1,31 +1,74 @@
-//! Hostile clients against the reference server while one good client calls methods in a loop:
-//! subscription floods, sessions holding many subscriptions, a merge-box bomb, slowloris
-//! connections past the connection cap, garbage and half-open sockets; and a client that does
-//! not read. Every attack meets its limit, none of the good client's calls times out, its p99 is
-//! back within twice its unattacked value plus 10 ms once the attackers leave, and the server's
-//! memory comes back to within twice its starting value.
+//! Hostile clients against `bolide serve`, run as users run it (its own process, its own
+//! allocator), while one good client calls methods in a loop: subscription floods, sessions
+//! holding many subscriptions, a merge-box bomb, slowloris connections past the connection cap,
+//! garbage and half-open sockets. Every attack meets its limit, none of the good client's calls
+//! times out, its p99 is back within twice its unattacked value plus 10 ms once the attackers
+//! leave, the server lets go of every socket they held, and its memory comes back to within
+//! twice its starting value. (The client that does not read is in the reference server's tests.)
 
-// The allocator of `bolide serve`, so that the RSS measured here is the one users see.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+#[path = "../../refserver/tests/common/mod.rs"]
+mod ddpclient;
 
-mod common;
-
-use std::io::Write;
-use std::net::TcpStream;
-use std::sync::atomic::Ordering;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use common::*;
-use refserver::{Config, DdpConfig, Reactivity, Server};
+use ddpclient::{eventually, Client, Transport};
 use serde_json::json;
 
-/// Resident memory of this process, bytes.
-fn rss() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
-    pages * 4096
+/// `bolide serve --port 0 ARGS...` in a child process, killed when dropped.
+struct Served {
+    child: Child,
+    addr: SocketAddr,
+    _stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl Served {
+    fn start(args: &[&str]) -> Served {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_bolide"))
+            .args(["serve", "--port", "0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        stdout.read_line(&mut first).unwrap();
+        // "bolide reference server on http://127.0.0.1:PORT (Ctrl-C stops it)"
+        let url = first.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("{first}"));
+        let addr = url.trim_start_matches("http://").parse().unwrap();
+        Served { child, addr, _stdout: stdout }
+    }
+
+    fn proc(&self, what: &str) -> String {
+        format!("/proc/{}/{what}", self.child.id())
+    }
+
+    /// Resident memory, bytes.
+    fn rss(&self) -> u64 {
+        let statm = std::fs::read_to_string(self.proc("statm")).unwrap();
+        let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+        pages * 4096
+    }
+
+    /// Sockets the server holds open (its listener included).
+    fn sockets(&self) -> usize {
+        std::fs::read_dir(self.proc("fd"))
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .filter(|target| target.to_string_lossy().starts_with("socket:"))
+            .count()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// `n` calls of the good client (an insert and a remove of its own task each); their latencies.
@@ -58,26 +101,33 @@ const DOCS: usize = 1_000;
 
 #[test]
 fn hostile_clients_do_not_take_the_server_down() {
-    let server = Server::start(Config {
-        threads: 2,
-        max_connections: CAP,
-        request_timeout: Duration::from_secs(3),
-        ddp: DdpConfig {
-            reactivity: Reactivity::Push,
-            handshake_timeout: Duration::from_secs(2),
-            max_subs_per_session: SUBS,
-            max_session_documents: DOCS,
-            max_pending_bytes: 1 << 20,
-            ..DdpConfig::default()
-        },
-        ..Config::default()
-    })
-    .unwrap();
-    let addr = server.addr();
+    let cap = CAP.to_string();
+    let (subs, docs) = (SUBS.to_string(), DOCS.to_string());
+    let server = Served::start(&[
+        "--threads",
+        "2",
+        "--max-connections",
+        &cap,
+        "--request-timeout",
+        "3s",
+        "--reactivity",
+        "push",
+        "--handshake-timeout",
+        "2s",
+        "--max-subs-per-session",
+        &subs,
+        "--max-session-documents",
+        &docs,
+        "--max-pending-bytes",
+        "1048576",
+    ]);
+    let addr = server.addr;
     let mut good = Client::open(addr, Transport::Raw);
     let me = good.handshake();
     calls(&mut good, &me, 100, "w");
-    let rss_before = rss();
+    // The listener and the good client's connection.
+    let sockets_before = server.sockets();
+    let rss_before = server.rss();
     let quiet = p99(calls(&mut good, &me, 300, "q"));
 
     // The attacks, all at once, while the good client goes on.
@@ -159,13 +209,14 @@ fn hostile_clients_do_not_take_the_server_down() {
         let got = c.until_closed(Duration::from_secs(20));
         !got.iter().any(|m| m["msg"] == "ready") && c.try_recv().is_none()
     });
-    // 4. Slowloris: more idle connections than the cap, each a few bytes of a request head.
+    // 4. Slowloris: more idle connections than the cap, each a few bytes of a request head. What
+    // each one got back: (503 or closed at once: refused at the cap, 408: timed out).
     let b = Arc::clone(&start);
     let loris = std::thread::spawn(move || {
         b.wait();
         let mut held = Vec::new();
         if !l_on {
-            return held;
+            return (0, 0);
         }
         for _ in 0..CAP + 100 {
             if let Ok(mut s) = TcpStream::connect(addr) {
@@ -174,7 +225,19 @@ fn hostile_clients_do_not_take_the_server_down() {
             }
         }
         std::thread::sleep(Duration::from_millis(3500));
-        held
+        let (mut refused, mut timed_out) = (0, 0);
+        for mut s in held {
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            let mut answer = Vec::new();
+            match s.read_to_end(&mut answer) {
+                _ if answer.starts_with(b"HTTP/1.1 408") => timed_out += 1,
+                // A refused connection may be reset before its 503 is read.
+                Ok(_) => refused += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => refused += 1,
+                Err(e) => panic!("a slowloris connection still open after 5.5 s: {e}"),
+            }
+        }
+        (refused, timed_out)
     });
     // 5. Garbage and half-open sockets.
     let b = Arc::clone(&start);
@@ -201,83 +264,47 @@ fn hostile_clients_do_not_take_the_server_down() {
     eprintln!("good client under attack: p99 {:?}, quiet {quiet:?}", p99(attacked.clone()));
     let (refused_subs, shed, floods) = attackers.pop().unwrap().join().unwrap();
     let bomb_closed = bomb.join().unwrap();
-    let loris_held = loris.join().unwrap();
+    let (loris_refused, loris_timed_out) = loris.join().unwrap();
     let garbage_held = garbage.join().unwrap();
 
     // Every attack met its limit.
-    assert!(refused_subs > 0, "subscriptions past the limit get nosub 429");
+    assert!(!f_on || refused_subs > 0, "subscriptions past the limit get nosub 429");
     eprintln!(
         "subscription floods: {refused_subs} refused with 429, {shed} of 10 sessions shed at the merge-box limit"
     );
     assert!(bomb_closed, "the merge-box bomb's session is closed");
-    let c = server.counters();
     eprintln!(
-        "connections: {} refused at the cap, {} closed by the request timeout; attack over after {:?}",
-        c.refused.load(Ordering::Relaxed),
-        c.timed_out.load(Ordering::Relaxed),
+        "slowloris: {loris_refused} refused at the cap, {loris_timed_out} closed by the request timeout; attack over after {:?}",
         began.elapsed()
     );
-    assert!(c.refused.load(Ordering::Relaxed) > 0, "connections past the cap are refused");
-    assert!(c.timed_out.load(Ordering::Relaxed) >= CAP as u64 / 2, "slowloris connections time out");
+    assert!(!l_on || loris_refused > 0, "connections past the cap are refused");
+    assert!(!l_on || loris_timed_out >= CAP / 2, "slowloris connections time out");
 
-    // The attackers leave; the server lets go of what they held.
-    drop((floods, loris_held, garbage_held));
+    // The attackers leave; the server lets go of every socket they held.
+    drop((floods, garbage_held));
     assert!(
-        eventually(Duration::from_secs(10), || c.open.load(Ordering::Relaxed) == 1),
-        "open connections: {}",
-        c.open.load(Ordering::Relaxed)
+        eventually(Duration::from_secs(10), || server.sockets() == sockets_before),
+        "sockets open in the server: {}, {sockets_before} before the attack",
+        server.sockets()
     );
     let after = calls(&mut good, &me, 300, "z");
     // A newcomer is served again.
     let mut late = Client::open(addr, Transport::SockJs);
     late.handshake();
     std::thread::sleep(Duration::from_millis(500));
-    let rss_after = rss();
+    let rss_after = server.rss();
 
     let bound = quiet * 2 + Duration::from_millis(10);
     let (attacked, after) = (p99(attacked), p99(after));
     eprintln!("good client p99: quiet {quiet:?}, attacked {attacked:?}, after {after:?} (bound {bound:?}); RSS {} MB before, {} MB after", rss_before >> 20, rss_after >> 20);
-    // The bound (2x quiet + 10 ms) holds in an optimized build in 7 of 8 runs on 2 cores
-    // (2.9-5.7 ms; one run 12.0 ms; BENCHMARKS.md, `cargo test --release -p refserver --test
-    // attack -- --nocapture`). This unoptimized test build, where the attackers' own JSON
-    // work shares the two cores, sees 50-60 ms, so timing is reported here, not asserted, beyond
-    // what would be a stall: no call times out (a 5 s read timeout would fail the test), and once
-    // the attackers leave the p99 is back within the bound.
+    // The bound (2x quiet + 10 ms) held under attack in 10 of 10 runs of an optimized
+    // build on 2 cores (4.0-6.8 ms; BENCHMARKS.md, `cargo test --release -p bolide --test attack
+    // -- --nocapture`). A debug build of the server, sharing the two cores with the attackers,
+    // sees 18-34 ms, so timing is reported here, not asserted, beyond what would be a stall: no
+    // call times out (a 5 s read timeout would fail the test), and once the attackers leave the
+    // p99 is back within the bound.
     assert!(attacked < Duration::from_secs(1), "p99 under attack {attacked:?}");
     assert!(after <= bound, "p99 after the attack {after:?} > {bound:?}");
-    // The target is 2x; measured 1.9-2.3x (about 20 MB stays after the attackers leave,
-    // not yet traced: see BENCHMARKS.md). 3x catches a leak without failing on that.
-    assert!(rss_after <= 3 * rss_before, "RSS {rss_after} after the attack, {rss_before} before");
-}
-
-#[test]
-fn a_client_that_does_not_read_is_cut_off_not_buffered() {
-    let server = Server::start(Config {
-        threads: 2,
-        ddp: DdpConfig { max_pending_bytes: 1 << 20, ..DdpConfig::default() },
-        ..Config::default()
-    })
-    .unwrap();
-    let addr = server.addr();
-    let mut good = Client::open(addr, Transport::Raw);
-    let me = good.handshake();
-    let mut slow = Client::open(addr, Transport::Raw);
-    slow.handshake();
-    slow.sub("slow", "fetchTasks");
-    // 4 MB of documents for a client that reads nothing: it is cut off past 1 MiB waiting.
-    let big = "x".repeat(60_000);
-    for i in 0..70 {
-        good.call(&format!("w{i}"), "insertTask", json!([{"description": big, "sessionId": me}]));
-    }
-    good.call("clean", "removeAllTasks", json!([{"sessionId": me}]));
-    let before = server.app().live_sessions.load(Ordering::SeqCst);
-    assert!(
-        eventually(Duration::from_secs(5), || server.app().live_sessions.load(Ordering::SeqCst) == 1),
-        "{before} sessions"
-    );
-    // What the slow client finally reads ends without a close frame, well short of 4 MB.
-    let got = slow.until_closed(Duration::from_secs(5));
-    let bytes: usize = got.iter().map(|m| m.to_string().len()).sum();
-    assert!(slow.closed.is_none() && bytes < 3 << 20, "{bytes} bytes, close {:?}", slow.closed);
-    calls(&mut good, &me, 10, "after");
+    // Measured 1.2-1.6x, with transparent huge pages on or off.
+    assert!(rss_after <= 2 * rss_before, "RSS {rss_after} after the attack, {rss_before} before");
 }
