@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# Autobahn|Testsuite (the WebSocket conformance suite) against bolide's reference server.
+# Autobahn|Testsuite (the WebSocket conformance suite) against bolide's two WebSocket
+# implementations: the reference server and the client that virtual users speak through.
 #
-# The server's `--ws-echo` route sends every message back through the same framing, compression,
-# ping and close code as its DDP routes, which is what the suite's fuzzing client needs. The
-# suite runs on Python 2.7: this script makes a virtualenv with `autobahntestsuite` from PyPI
+# server: the suite's fuzzing client against `bolide serve --ws-echo`, whose /echo route sends
+#   every message back through the same framing, compression, ping and close code as its DDP
+#   routes.
+# client: the suite's fuzzing server against crates/bolide/examples/ws_echo.rs, bolide's DDP
+#   client framing (the same reader, inflater, ping and close handling) in an echo loop.
+# The suite runs on Python 2.7: this script makes a virtualenv with `autobahntestsuite` from PyPI
 # (Python 2.7 from pyenv if present, else `python2`).
 #
-#   bench/autobahn.sh              # every case but 9.* (performance: minutes per case)
-#   CASES='9.*' bench/autobahn.sh  # only those (any case pattern the suite accepts)
+#   bench/autobahn.sh [server|client]          # every case but 9.* (performance: minutes per case)
+#   CASES='9.*' bench/autobahn.sh [server|client]  # only those (any case pattern the suite accepts)
 #
 # Writes bench/out/autobahn/ (the suite's HTML and JSON reports) and prints a summary by verdict.
+# Traffic stays on 127.0.0.1; everything started is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+MODE=${1:-server}
+case "$MODE" in server|client) ;; *) echo "usage: bench/autobahn.sh [server|client]" >&2; exit 2;; esac
 OUT=bench/out/autobahn
 CASES=${CASES:-}
 PORT=${PORT:-9011}
@@ -29,18 +36,23 @@ if [ ! -x "$VENV/bin/wstest" ]; then
     "$VENV/bin/pip" install --quiet autobahntestsuite
 fi
 
-cargo build --release --locked -p bolide --quiet
-target/release/bolide serve --port "$PORT" --ws-echo --max-message-bytes 16777216 \
-    --max-pending-bytes 67108864 >"$OUT/server.log" 2>&1 &
-SERVER=$!
-trap 'kill $SERVER 2>/dev/null || true' EXIT
-for _ in $(seq 50); do
-    python3 -c "import socket; socket.create_connection(('127.0.0.1', $PORT), 1)" 2>/dev/null && break
-    sleep 0.1
-done
-
 if [ -z "$CASES" ]; then cases='"*"'; exclude='["9.*"]'; else cases="\"$CASES\""; exclude='[]'; fi
-cat >"$OUT/fuzzingclient.json" <<JSON
+wait_port() {
+    for _ in $(seq 100); do
+        python3 -c "import socket; socket.create_connection(('127.0.0.1', $PORT), 1)" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "autobahn: nothing listens on 127.0.0.1:$PORT" >&2; exit 1
+}
+
+if [ "$MODE" = server ]; then
+    cargo build --release --locked -p bolide --quiet
+    target/release/bolide serve --port "$PORT" --ws-echo --max-message-bytes 16777216 \
+        --max-pending-bytes 67108864 >"$OUT/server.log" 2>&1 &
+    SERVER=$!
+    trap 'kill $SERVER 2>/dev/null || true' EXIT
+    wait_port
+    cat >"$OUT/fuzzingclient.json" <<JSON
 {
   "outdir": "$(realpath -m "$OUT/reports")",
   "servers": [{"agent": "bolide-serve", "url": "ws://127.0.0.1:$PORT/echo"}],
@@ -49,10 +61,30 @@ cat >"$OUT/fuzzingclient.json" <<JSON
   "exclude-agent-cases": {}
 }
 JSON
-(cd "$OUT" && "$VENV/bin/wstest" -m fuzzingclient -s fuzzingclient.json >wstest.log 2>&1) || {
-    echo "autobahn: wstest failed; see $OUT/wstest.log" >&2; exit 1; }
+    (cd "$OUT" && "$VENV/bin/wstest" -m fuzzingclient -s fuzzingclient.json >wstest.log 2>&1) || {
+        echo "autobahn: wstest failed; see $OUT/wstest.log" >&2; exit 1; }
+    INDEX=$OUT/reports/index.json
+else
+    cargo build --release --locked -p bolide --example ws_echo --quiet
+    cat >"$OUT/fuzzingserver.json" <<JSON
+{
+  "url": "ws://127.0.0.1:$PORT",
+  "outdir": "$(realpath -m "$OUT/clients")",
+  "cases": [$cases],
+  "exclude-cases": $exclude,
+  "exclude-agent-cases": {}
+}
+JSON
+    (cd "$OUT" && exec "$VENV/bin/wstest" -m fuzzingserver -s fuzzingserver.json >wstest-server.log 2>&1) &
+    SERVER=$!
+    trap 'kill $SERVER 2>/dev/null || true' EXIT
+    wait_port
+    target/release/examples/ws_echo "ws://127.0.0.1:$PORT" bolide-client 2>"$OUT/client.log" || {
+        echo "autobahn: the echo client failed; see $OUT/client.log" >&2; exit 1; }
+    INDEX=$OUT/clients/index.json
+fi
 
-python3 - "$OUT/reports/index.json" <<'PY'
+python3 - "$INDEX" <<'PY'
 import json, sys, collections
 index = json.load(open(sys.argv[1]))
 for agent, cases in index.items():

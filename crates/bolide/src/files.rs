@@ -5,10 +5,31 @@
 //! device, a socket, or a path under `/dev` or `/proc` (`/dev/stdout`, a process substitution's
 //! `/dev/fd/N`) is a stream someone reads: it is opened and written into, never replaced. `-` means
 //! standard output, which the caller writes itself ([`is_stdout`]).
+//!
+//! Input files other than scenarios (request bodies, payload CSVs) are read with a size limit
+//! ([`read_limited`]), so that naming `/dev/zero` or a huge file is an error, not a hang.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+
+/// The most bytes of a request body or payload file: far more than a load test sends or cycles
+/// through, far less than a machine holds several times over.
+pub const MAX_INPUT_BYTES: u64 = 64 << 20;
+
+/// Reads a whole input file (a FIFO or process substitution too) of at most `max` bytes; a larger
+/// one, or an endless one such as `/dev/zero`, is refused after `max + 1` bytes.
+pub fn read_limited(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(&mut io::Read::take(File::open(path)?, max + 1), &mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!("larger than {} MiB, the most bolide reads from one file", max >> 20),
+        ));
+    }
+    Ok(bytes)
+}
 
 /// Whether `dest` is `-`: standard output.
 pub fn is_stdout(dest: &Path) -> bool {

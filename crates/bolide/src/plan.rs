@@ -298,7 +298,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         args.headers.iter().filter_map(|h| header(h, &redactor).map_err(|e| check(Err(e))).ok()).collect();
     let body = match (&args.body, &args.body_file) {
         (Some(b), _) => b.clone().into_bytes(),
-        (None, Some(path)) => std::fs::read(path)
+        (None, Some(path)) => files::read_limited(path, files::MAX_INPUT_BYTES)
             .map_err(|e| check(Err(format!("--body-file {}: {e}", path.display()))))
             .unwrap_or_default(),
         (None, None) => Vec::new(),

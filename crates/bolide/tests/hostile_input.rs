@@ -104,7 +104,7 @@ fn out_of_range_numbers_in_scenario_files_are_refused_with_their_place() {
 fn out_of_range_flags_are_refused() {
     let url = "http://127.0.0.1:9/";
     // Each row: arguments, what the message says.
-    let rows: [(&[&str], &str); 7] = [
+    let rows: [(&[&str], &str); 8] = [
         (&["http", "-d", "1e20", url], "-d/--duration \"1e20\" is out of range"),
         (&["http", "--timeout", "9999999999999999999999s", url], "--timeout"),
         (&["http", "--rps", "1e308", url], "--rps must be above 0 and at most 1000000 per second, not 1e308"),
@@ -112,6 +112,8 @@ fn out_of_range_flags_are_refused() {
         (&["run", "tasks-reactive", "--target", url, "--arrival-rate", "1e308"], "--arrival-rate must be"),
         (&["run", "tasks-reactive", "--target", url, "--think", "1e20"], "--think \"1e20\" is out of range"),
         (&["http", "--monitor-interval", "1e30", url], "--monitor-interval"),
+        // A body without end is refused after 64 MiB, not read until memory runs out.
+        (&["http", "--body-file", "/dev/zero", url], "--body-file /dev/zero: larger than 64 MiB"),
     ];
     for (args, want) in rows {
         let r = run(args, None, Duration::from_secs(20));

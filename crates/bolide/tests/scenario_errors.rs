@@ -76,3 +76,12 @@ fn syntax_and_shape_errors() {
         assert!(got.starts_with(want), "for:\n{text}\ngot:\n{got}\nwant:\n{want}");
     }
 }
+
+#[test]
+fn a_payload_file_without_end_is_refused_not_read_forever() {
+    let text = "config:\n  target: http://h\n  phases: [{duration: 1, arrivalCount: 1}]\n  payload:\n    path: /dev/zero\n    fields: [a]\nscenarios:\n  - flow:\n      - think: 1\n";
+    assert_eq!(
+        errors(text),
+        "bench.yml:5:11: payload /dev/zero: larger than 64 MiB, the most bolide reads from one file"
+    );
+}

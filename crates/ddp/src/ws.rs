@@ -273,6 +273,10 @@ pub struct DeflateParams {
     pub own_no_context_takeover: bool,
     /// The peer resets its compressor after every message (so we may reset our decompressor).
     pub peer_no_context_takeover: bool,
+    /// The largest LZ77 window this side may compress with (9-15; the peer's decompressor may
+    /// hold no more). zlib's smallest, 9, also serves a request for 8: its matches never reach
+    /// further back than 250 bytes.
+    pub own_max_window_bits: u8,
 }
 
 /// An extension's `key[=value]` parameters.
@@ -316,7 +320,12 @@ pub fn server_accept_deflate(offer_header: &str) -> Option<(String, DeflateParam
         }
     }
     let header = "permessage-deflate; server_no_context_takeover; client_no_context_takeover".to_string();
-    Some((header, DeflateParams { own_no_context_takeover: true, peer_no_context_takeover: true }))
+    // The server compresses with the smallest window (see refserver's session), so any
+    // server_max_window_bits the client asks for holds.
+    Some((
+        header,
+        DeflateParams { own_no_context_takeover: true, peer_no_context_takeover: true, own_max_window_bits: 9 },
+    ))
 }
 
 /// The browser's offer.
@@ -333,10 +342,20 @@ pub fn client_accept_deflate(response_header: Option<&str>) -> Result<Option<Def
         };
     };
     let has = |k: &str| params.iter().any(|(p, _)| p == k);
+    // The window the server lets us compress with (RFC 7692 section 7.1.2.2).
+    let own_max_window_bits = match params.iter().find(|(p, _)| p == "client_max_window_bits") {
+        None => 15,
+        Some((_, Some(v))) => match v.parse::<u8>() {
+            Ok(bits @ 8..=15) => bits.max(9),
+            _ => return Err(format!("server asked for client_max_window_bits={v}, not 8-15")),
+        },
+        Some((_, None)) => return Err("server answered client_max_window_bits without a value".into()),
+    };
     // We never use context takeover for what we send (always allowed), whatever the server says.
     Ok(Some(DeflateParams {
         own_no_context_takeover: true,
         peer_no_context_takeover: has("server_no_context_takeover"),
+        own_max_window_bits,
     }))
 }
 
@@ -569,5 +588,28 @@ mod tests {
         assert!(!p.peer_no_context_takeover, "a server that keeps its context needs our own inflater");
         assert_eq!(client_accept_deflate(None).unwrap(), None);
         assert!(client_accept_deflate(Some("x-other")).is_err());
+        // The window the server lets the client compress with.
+        let bits = |h: &str| client_accept_deflate(Some(h)).map(|p| p.unwrap().own_max_window_bits);
+        assert_eq!(bits("permessage-deflate"), Ok(15));
+        assert_eq!(bits("permessage-deflate; client_max_window_bits=12"), Ok(12));
+        assert_eq!(bits("permessage-deflate; client_max_window_bits=8"), Ok(9), "zlib's 9 never reaches past 250");
+        assert!(bits("permessage-deflate; client_max_window_bits=16").unwrap_err().contains("not 8-15"));
+        assert!(bits("permessage-deflate; client_max_window_bits").is_err());
+    }
+
+    #[test]
+    fn a_small_window_is_kept_to() {
+        // The same 2 KB twice: the second copy is a match 2 KB back, past a 9-bit (512-byte)
+        // window. With it the copy costs a few bytes; without, as much as the first.
+        let block: Vec<u8> =
+            (0..2048u32).map(|i| (i.wrapping_mul(2654435761).rotate_left(i % 29) >> 7) as u8).collect();
+        let message = [block.clone(), block].concat();
+        let (mut wide, mut small) = (Vec::new(), Vec::new());
+        Deflate::new(1, 15).compress(&message, true, &mut wide);
+        Deflate::new(1, 9).compress(&message, true, &mut small);
+        assert!(small.len() > wide.len() * 3 / 2, "9-bit window {} bytes, 15-bit {}", small.len(), wide.len());
+        let mut rx = Deflate::new(1, 15);
+        assert_eq!(rx.decompress(&small, true, 1 << 20).unwrap(), message);
+        assert_eq!(rx.decompress(&wide, true, 1 << 20).unwrap(), message);
     }
 }

@@ -324,6 +324,8 @@ thread_local! {
     /// Compressor for what we send (we never keep context) and decompressor for peers that do not
     /// keep theirs: one per thread for every connection.
     static DEFLATE: RefCell<Deflate> = RefCell::new(Deflate::new(1, 15));
+    /// Compressors for servers that allow less than a 15-bit window (9 to 14 bits).
+    static SMALL_WINDOWS: RefCell<[Option<Deflate>; 6]> = const { RefCell::new([None, None, None, None, None, None]) };
 }
 
 fn now_ms() -> f64 {
@@ -414,6 +416,11 @@ async fn websocket(ep: &Endpoint, cfg: &ClientConfig, tls: Option<&Connector>) -
             format!("{}/sockjs/{server:03}/{}/websocket", ep.prefix, random_lower(8))
         }
     };
+    upgrade(ep, &path, cfg.compression, tls).await
+}
+
+/// Opens a WebSocket on `path` (with its query), offering permessage-deflate if `compression`.
+async fn upgrade(ep: &Endpoint, path: &str, compression: bool, tls: Option<&Connector>) -> Result<Socket, DdpFailure> {
     let mut stream = open(ep, tls).await?;
     let key = ws::client_key();
     let mut req = format!(
@@ -421,7 +428,7 @@ async fn websocket(ep: &Endpoint, cfg: &ClientConfig, tls: Option<&Connector>) -
         host_header(ep),
         env!("CARGO_PKG_VERSION")
     );
-    if cfg.compression {
+    if compression {
         req.push_str(&format!("Sec-WebSocket-Extensions: {}\r\n", ws::CLIENT_OFFER));
     }
     req.push_str("\r\n");
@@ -438,8 +445,21 @@ async fn websocket(ep: &Endpoint, cfg: &ClientConfig, tls: Option<&Connector>) -
     Ok(Socket { stream, leftover, deflate })
 }
 
-/// Frames one DDP message for the wire.
-fn frame(out: &mut Vec<u8>, text: &str, transport: Transport, deflate: bool) {
+/// Compresses one message with at most `window_bits` of window (what the server allowed), from
+/// this thread's compressors (no context takeover: one per window size serves every connection).
+fn compress(payload: &[u8], window_bits: u8, out: &mut Vec<u8>) {
+    if window_bits >= 15 {
+        return DEFLATE.with(|d| d.borrow_mut().compress(payload, true, out));
+    }
+    SMALL_WINDOWS.with(|all| {
+        let mut all = all.borrow_mut();
+        let slot = &mut all[usize::from(window_bits.saturating_sub(9)).min(5)];
+        slot.get_or_insert_with(|| Deflate::new(1, window_bits)).compress(payload, true, out);
+    });
+}
+
+/// Frames one DDP message for the wire; `deflate`: compressed, with this window.
+fn frame(out: &mut Vec<u8>, text: &str, transport: Transport, deflate: Option<u8>) {
     let framed;
     let payload = match transport {
         Transport::WebSocket => text,
@@ -449,9 +469,9 @@ fn frame(out: &mut Vec<u8>, text: &str, transport: Transport, deflate: bool) {
         }
     };
     let mask = Some(rand::random());
-    if deflate {
+    if let Some(window_bits) = deflate {
         let mut packed = Vec::with_capacity(payload.len() / 2 + 16);
-        DEFLATE.with(|d| d.borrow_mut().compress(payload.as_bytes(), true, &mut packed));
+        compress(payload.as_bytes(), window_bits, &mut packed);
         ws::encode_frame(out, Opcode::Text, true, &packed, mask);
     } else {
         ws::encode_frame(out, Opcode::Text, false, payload.as_bytes(), mask);
@@ -470,10 +490,14 @@ struct Framer {
     /// The close code to send the server before the socket closes: its own code echoed after it
     /// closed, or ours after it broke the protocol (RFC 6455 sections 5.5.1 and 7.4.1).
     close_reply: Option<u16>,
+    /// Hand data messages over as they came (text or binary), for [`echo`]; not DDP.
+    raw: bool,
 }
 
 enum Frames {
     Ddp(Vec<String>),
+    /// A whole data message in raw mode: whether it was binary, and its payload.
+    Raw(bool, Vec<u8>),
     Ping(Vec<u8>),
     Close(String),
     Nothing,
@@ -491,6 +515,7 @@ impl Framer {
             max: cfg.max_message_bytes,
             opened: cfg.transport == Transport::WebSocket,
             close_reply: None,
+            raw: false,
         }
     }
 
@@ -515,8 +540,12 @@ impl Framer {
                     code.unwrap_or(1005)
                 ))));
             }
-            Incoming::Data { compressed: false, payload, .. } => payload,
-            Incoming::Data { compressed: true, payload, .. } => {
+            Incoming::Data { opcode, compressed, payload } => (opcode == Opcode::Binary, compressed, payload),
+        };
+        let (binary, compressed, payload) = payload;
+        let payload = match compressed {
+            false => payload,
+            true => {
                 let out = match &mut self.own_inflater {
                     Some(d) => d.decompress(&payload, false, self.max),
                     None => DEFLATE.with(|d| d.borrow_mut().decompress(&payload, self.peer_resets, self.max)),
@@ -527,10 +556,16 @@ impl Framer {
                 })?
             }
         };
+        if self.raw && binary {
+            return Ok(Some(Frames::Raw(true, payload)));
+        }
         let text = String::from_utf8(payload).map_err(|_| {
             self.close_reply = Some(1007);
             DdpFailure::Protocol("frame is not UTF-8".into())
         })?;
+        if self.raw {
+            return Ok(Some(Frames::Raw(false, text.into_bytes())));
+        }
         match self.transport {
             Transport::WebSocket => Ok(Some(Frames::Ddp(vec![text]))),
             Transport::SockJs => {
@@ -595,7 +630,7 @@ async fn handshake(
     let connect =
         Message::Connect { session: None, version: version.to_string(), support: SUPPORTED.map(String::from).to_vec() };
     let mut wire = Vec::new();
-    frame(&mut wire, &connect.to_json(), cfg.transport, deflate.is_some());
+    frame(&mut wire, &connect.to_json(), cfg.transport, deflate.map(|d| d.own_max_window_bits));
     stream.write_all(&wire).await.map_err(|e| DdpFailure::Closed(format!("sending connect: {e}")))?;
     {
         let mut t = traffic.borrow_mut();
@@ -623,7 +658,8 @@ async fn handshake(
                 send_close(&mut stream, &mut framer).await;
                 return Err(DdpFailure::Closed(why));
             }
-            Frames::Nothing => continue,
+            // Raw messages come only in raw mode (`echo`).
+            Frames::Nothing | Frames::Raw(..) => continue,
             Frames::Ddp(texts) => texts,
         };
         for (i, t) in texts.iter().enumerate() {
@@ -648,7 +684,7 @@ async fn handshake(
                         Rc::clone(&shared),
                         cfg.clone(),
                         Rc::clone(traffic),
-                        deflate.is_some(),
+                        deflate.map(|d| d.own_max_window_bits),
                     ));
                     return Ok(Ok(Conn { shared, tx, task, handshake: begin.elapsed(), closing: false }));
                 }
@@ -659,6 +695,92 @@ async fn handshake(
             }
         }
     }
+}
+
+/// What [`echo`] saw before the connection ended.
+#[derive(Debug, Default)]
+pub struct EchoOutcome {
+    /// Data messages received (and, when echoing, sent back).
+    pub messages: u64,
+    /// The first data message.
+    pub first: Option<Vec<u8>>,
+    /// How the connection ended: the server's close, or the protocol error we closed for.
+    pub ended: String,
+}
+
+/// A WebSocket on `path` (with its query) through the DDP client's own framing, deflate, ping and
+/// close handling, that sends every data message back with its opcode when `echo` (what
+/// conformance suites' fuzzing servers ask of a client, e.g. Autobahn's `/runCase`); otherwise it
+/// only reads. Ends when the server closes, on a protocol error (after telling the server why),
+/// or after `within`.
+pub async fn echo(
+    ep: &Endpoint,
+    path: &str,
+    compression: bool,
+    tls: Option<&Connector>,
+    echo: bool,
+    within: Duration,
+) -> Result<EchoOutcome, DdpFailure> {
+    let socket = upgrade(ep, path, compression, tls).await?;
+    let (mut stream, deflate) = (socket.stream, socket.deflate.map(|d| d.own_max_window_bits));
+    let cfg = ClientConfig { compression, ..ClientConfig::default() };
+    let mut framer = Framer::new(socket.leftover, &cfg, socket.deflate);
+    framer.raw = true;
+    let mut outcome = EchoOutcome::default();
+    let session = async {
+        loop {
+            while let Some(frames) = framer.next().inspect_err(|e| outcome.ended = e.detail()).ok().flatten() {
+                let mut wire = Vec::new();
+                match frames {
+                    Frames::Raw(binary, payload) => {
+                        outcome.messages += 1;
+                        if echo {
+                            let opcode = if binary { Opcode::Binary } else { Opcode::Text };
+                            if let Some(window_bits) = deflate {
+                                let mut packed = Vec::with_capacity(payload.len() / 2 + 16);
+                                compress(&payload, window_bits, &mut packed);
+                                ws::encode_frame(&mut wire, opcode, true, &packed, Some(rand::random()));
+                            } else {
+                                ws::encode_frame(&mut wire, opcode, false, &payload, Some(rand::random()));
+                            }
+                        }
+                        outcome.first.get_or_insert(payload);
+                    }
+                    Frames::Ping(p) => ws::encode_frame(&mut wire, Opcode::Pong, false, &p, Some(rand::random())),
+                    Frames::Close(why) => {
+                        outcome.ended = why;
+                        return;
+                    }
+                    Frames::Nothing | Frames::Ddp(_) => {}
+                }
+                if stream.write_all(&wire).await.is_err() {
+                    outcome.ended = "write failed".into();
+                    return;
+                }
+            }
+            if !outcome.ended.is_empty() {
+                return;
+            }
+            framer.buf.reserve(64 * 1024);
+            match stream.read_buf(&mut framer.buf).await {
+                Ok(0) => return outcome.ended = "server closed the connection".into(),
+                Ok(_) => {}
+                Err(e) => return outcome.ended = format!("read: {e}"),
+            }
+        }
+    };
+    if tokio::time::timeout(within, session).await.is_err() {
+        outcome.ended = format!("still open after {within:?}");
+        framer.close_reply = Some(1000);
+    }
+    // Answer the close (or say why we close), then wait briefly for the server to close first.
+    let goodbye = async {
+        send_close(&mut stream, &mut framer).await;
+        let mut rest = [0u8; 4096];
+        while matches!(stream.read(&mut rest).await, Ok(n) if n > 0) {}
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(2), goodbye).await;
+    Ok(outcome)
 }
 
 /// Answers a server's close, or tells it why we close, once; the socket closes after it.
@@ -679,7 +801,7 @@ async fn run(
     shared: Rc<Shared>,
     cfg: ClientConfig,
     traffic: Rc<RefCell<Traffic>>,
-    deflate: bool,
+    deflate: Option<u8>,
 ) {
     // Meteor's heartbeat (ddp-common/heartbeat.js): a repeating tick; at a tick, if nothing arrived
     // since the previous one and no ping is outstanding, send a ping; if nothing arrives within the
@@ -694,7 +816,7 @@ async fn run(
         loop {
             match framer.next() {
                 Ok(None) => break,
-                Ok(Some(Frames::Nothing)) => {}
+                Ok(Some(Frames::Nothing | Frames::Raw(..))) => {}
                 Ok(Some(Frames::Ping(p))) => {
                     let mut pong = Vec::new();
                     ws::encode_frame(&mut pong, Opcode::Pong, false, &p, Some(rand::random()));
@@ -1054,6 +1176,26 @@ impl Conn {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_are_compressed_within_the_window_the_server_allows() {
+        // A repeat 2 KB back: a 9-bit window cannot reach it, a 15-bit one can.
+        let block: String =
+            (0..2048u32).map(|i| char::from(b'!' + (i.wrapping_mul(2654435761) >> 25) as u8 % 90)).collect();
+        let message = format!("{block}{block}");
+        let sizes: Vec<usize> = [9u8, 15]
+            .iter()
+            .map(|&bits| {
+                let mut wire = Vec::new();
+                frame(&mut wire, &message, Transport::WebSocket, Some(bits));
+                wire.len()
+            })
+            .collect();
+        assert!(sizes[0] > sizes[1] * 3 / 2, "9-bit window {} bytes, 15-bit {}", sizes[0], sizes[1]);
+        // And the server's answer sets the window.
+        let params = ws::client_accept_deflate(Some("permessage-deflate; client_max_window_bits=9")).unwrap();
+        assert_eq!(params.map(|p| p.own_max_window_bits), Some(9));
+    }
 
     #[test]
     fn document_events_reach_the_cache_and_the_change_logs() {

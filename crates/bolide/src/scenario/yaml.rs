@@ -692,13 +692,14 @@ fn read_payload(r: &mut Reader, node: &Node, base: &Path) -> Option<Payload> {
     let skip_header = m.get("skipHeader").and_then(|n| r.boolean(n, "payload.skipHeader")).unwrap_or(false);
     r.known_vars.extend(fields.iter().cloned());
     let full = base.join(&path);
-    let mut reader = match csv::ReaderBuilder::new().has_headers(skip_header).flexible(true).from_path(&full) {
-        Ok(rd) => rd,
+    let bytes = match crate::files::read_limited(&full, crate::files::MAX_INPUT_BYTES) {
+        Ok(b) => b,
         Err(e) => {
             r.problem(m.get("path").unwrap_or(node), format!("payload {}: {e}", full.display()), None);
             return None;
         }
     };
+    let mut reader = csv::ReaderBuilder::new().has_headers(skip_header).flexible(true).from_reader(&bytes[..]);
     let mut rows = Vec::new();
     for (i, rec) in reader.records().enumerate() {
         match rec {
