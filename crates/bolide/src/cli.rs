@@ -28,6 +28,8 @@ pub enum Command {
     Bench(BenchArgs),
     /// Compare saved runs (directories or files): "29.21% faster, 49.15% less cpu", with significance.
     Compare(CompareArgs),
+    /// Write a report of saved runs: one HTML file with charts (offline, self-contained), or Markdown.
+    Report(ReportArgs),
     /// Run a workload at rising arrival levels until the server fails; report the highest passing.
     Capacity(CapacityArgs),
     /// Start the reference server and run the Meteor benchmark against it: works on a fresh machine.
@@ -112,6 +114,38 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Term)]
     pub format: Format,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "Examples:\n  \
+    bolide report run.json                       # writes bolide-report.html\n  \
+    bolide report results/3.1.1 results/3.0.0 -o meteor.html\n  \
+    bolide report run.json --format md -o -      # Markdown on stdout, for a pull request")]
+pub struct ReportArgs {
+    /// Result documents, or directories of them (from `bolide bench`), named and matched as
+    /// `compare` does.
+    #[arg(required = true, value_name = "DIR_OR_FILE")]
+    pub inputs: Vec<PathBuf>,
+
+    /// Where to write (`-`: standard output) [default: bolide-report.html, or standard output
+    /// for Markdown].
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// html: one self-contained file with interactive charts; md: Markdown for a pull request.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Html)]
+    pub format: ReportFormat,
+
+    /// The report's title [default: from the inputs].
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
+}
+
+/// Output formats of `report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Html,
+    Md,
 }
 
 /// Output formats of `compare`.
@@ -283,6 +317,10 @@ pub struct HttpArgs {
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
 
+    /// Write the HTML report of the run (charts, self-contained, opens offline) to this file.
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<PathBuf>,
+
     /// Write one line per request in ApacheBench's -g (gnuplot TSV) layout to this file.
     #[arg(long, value_name = "PATH")]
     pub gnuplot: Option<PathBuf>,
@@ -376,6 +414,10 @@ pub struct RunArgs {
     /// Write the result document (JSON) to this file (`-`: stdout, the summary then on stderr).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
+
+    /// Write the HTML report of the run (charts, self-contained, opens offline) to this file.
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<PathBuf>,
 
     /// Print only errors.
     #[arg(short = 'q', long)]
@@ -489,6 +531,10 @@ pub struct DemoArgs {
     /// Where the result documents go [default: bolide-demo/<start time>].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+
+    /// Where the HTML report goes [default: report.html in the results directory].
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<PathBuf>,
 }
 
 #[cfg(test)]

@@ -29,6 +29,8 @@ pub struct HttpPlan {
     pub retry_closed: bool,
     pub insecure: bool,
     pub json: Option<PathBuf>,
+    /// The HTML report of the run.
+    pub html: Option<PathBuf>,
     pub gnuplot: Option<PathBuf>,
     pub quiet: bool,
     /// The settings as recorded in the result document.
@@ -303,7 +305,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
             .unwrap_or_default(),
         (None, None) => Vec::new(),
     };
-    for path in [&args.json, &args.gnuplot].into_iter().flatten() {
+    for path in [&args.json, &args.gnuplot, &args.html].into_iter().flatten() {
         check(files::check_writable(path));
     }
     let spec = RequestSpec { method: method.clone(), headers: headers.clone(), body, keep_alive: !args.no_keepalive };
@@ -348,6 +350,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         retry_closed,
         insecure: args.insecure,
         json: args.json.clone(),
+        html: args.html.clone(),
         gnuplot: args.gnuplot.clone(),
         quiet: args.quiet,
         settings,
@@ -366,6 +369,8 @@ pub struct DdpPlan {
     pub client: crate::proto::ddp::ClientConfig,
     pub threads: usize,
     pub json: Option<std::path::PathBuf>,
+    /// The HTML report of the run.
+    pub html: Option<std::path::PathBuf>,
     pub quiet: bool,
     pub insecure: bool,
     /// Processes to watch while the users run, and how often.
@@ -490,7 +495,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         problems.push("-t/--threads must be at least 1".into());
     }
     let server = server_plan(&args.server, &mut problems);
-    if let Some(path) = &args.json {
+    for path in [&args.json, &args.html].into_iter().flatten() {
         if let Err(e) = files::check_writable(path) {
             problems.push(e);
         }
@@ -522,6 +527,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         client,
         threads: args.threads.unwrap_or(cores),
         json: args.json.clone(),
+        html: args.html.clone(),
         quiet: args.quiet,
         insecure: args.insecure,
         server,

@@ -386,6 +386,10 @@ fn demo_quick_runs_the_meteor_benchmark_on_a_spawned_server() {
     }
     assert_eq!(stdout.matches("| # Run ").count(), 2, "{stdout}");
     assert!(stdout.contains(&format!("bolide compare {}", out.display())), "{stdout}");
+    // The HTML report of both runs, by default beside them.
+    assert!(stdout.contains(&format!("HTML report: {}", out.join("report.html").display())), "{stdout}");
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(page.contains("tasks-reactive-1.json") && page.contains("tasks-nonreactive-1.json"));
 }
 
 #[test]

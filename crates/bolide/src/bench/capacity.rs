@@ -2,6 +2,7 @@
 //! scenario, requests per second for HTTP) until a level fails, as the Meteor reports' connection
 //! ladder (`# Connections | Time | CPU | RAM`, `x` for the levels that failed).
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use tokio_util::sync::CancellationToken;
@@ -9,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::{parse_pause, pause, Workload};
 use crate::cli::{CapacityWorkload, LadderOpts, Unit};
 use crate::console::{exit, Io};
+use crate::report::html::Section;
 use crate::report::table::{meteor_bytes, meteor_cpu, meteor_time, Table};
 use crate::stats::doc::Doc;
 
@@ -195,6 +197,10 @@ pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, ca
         CapacityWorkload::Run(c) => (&c.ladder, "Connections"),
     };
     let mut problems = Vec::new();
+    let html = match w {
+        CapacityWorkload::Http(c) => c.args.html.clone(),
+        CapacityWorkload::Run(c) => c.args.html.clone(),
+    };
     // The ladder sets each level's rate itself: a rate or a count given as well would be
     // silently overridden or would cut the levels short, so they are refused.
     match w {
@@ -313,6 +319,35 @@ pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, ca
     }
     if let Some(dir) = &opts.out {
         let _ = writeln!(io.out, "Result documents: {}", dir.display());
+    }
+    if let Some(path) = html {
+        let measured: Vec<(f64, crate::stats::doc::Measures, bool)> = rows
+            .iter()
+            .filter_map(|(level, doc, verdict)| doc.as_ref().map(|d| (*level, d.measures(), *verdict == Verdict::Pass)))
+            .collect();
+        let ladder = Section {
+            title: "Capacity ladder".into(),
+            notes: vec![conclusion(&rows, &levels, unit)],
+            text: format!("{}{notes}", ladder_table(kind, &rows).markdown()),
+            charts: crate::report::charts::ladder(&measured, &format!("level ({unit})")),
+        };
+        let runs = rows
+            .iter()
+            .filter_map(|(level, doc, _)| doc.clone().map(|d| (PathBuf::from(format!("level {level} {unit}")), d)))
+            .collect();
+        let series = super::compare::Series { name: "capacity".into(), source: PathBuf::new(), runs };
+        let mut sections = vec![ladder];
+        sections.extend(super::report::sections(&[series]));
+        let page = crate::report::html::page("bolide capacity", &sections);
+        match crate::files::write_atomically(&path, |w| w.write_all(page.as_bytes())) {
+            Ok(()) => {
+                let _ = writeln!(io.out, "HTML report: {}", path.display());
+            }
+            Err(e) => {
+                let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
+                return exit::RUN;
+            }
+        }
     }
     exit::OK
 }

@@ -664,12 +664,12 @@ pub fn render(r: &Report, md: bool, watched: &str) -> String {
     out
 }
 
-/// `bolide compare`.
-pub fn compare(args: &crate::cli::CompareArgs, io: &mut crate::console::Io) -> i32 {
-    use crate::console::exit;
+/// Every input as a series (names made unique); inputs without results are warned about and
+/// unusable files named on stderr. `Err` (the exit code) when an input does not exist.
+pub fn load_inputs(inputs: &[PathBuf], io: &mut crate::console::Io) -> Result<(Vec<Series>, Vec<Skipped>), i32> {
     let mut skipped = Vec::new();
     let mut series: Vec<Series> = Vec::new();
-    for input in &args.inputs {
+    for input in inputs {
         match load_series(input, &mut skipped) {
             Ok(s) if s.runs.is_empty() => {
                 let _ = writeln!(io.err, "warning: {}: no usable result documents", input.display());
@@ -682,13 +682,23 @@ pub fn compare(args: &crate::cli::CompareArgs, io: &mut crate::console::Io) -> i
             }
             Err(e) => {
                 let _ = writeln!(io.err, "error: {e}");
-                return exit::USAGE;
+                return Err(crate::console::exit::USAGE);
             }
         }
     }
     for s in &skipped {
         let _ = writeln!(io.err, "skipped {}: {}", s.file, s.reason);
     }
+    Ok((series, skipped))
+}
+
+/// `bolide compare`.
+pub fn compare(args: &crate::cli::CompareArgs, io: &mut crate::console::Io) -> i32 {
+    use crate::console::exit;
+    let (series, skipped) = match load_inputs(&args.inputs, io) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
     if series.len() < 2 {
         let _ = writeln!(
             io.err,

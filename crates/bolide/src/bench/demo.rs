@@ -80,6 +80,10 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
         code = code.max(super::bench(workload, &opts, argv, io, cancel));
         let _ = writeln!(io.out);
     }
+    let html = args.html.clone().unwrap_or_else(|| dir.join("report.html"));
+    if !super::report::write_dir_report(&dir, &html, &format!("bolide demo: {label}"), io) {
+        code = code.max(exit::RUN);
+    }
     let _ = writeln!(
         io.out,
         "Run the demo again later (or after a change) and compare the two series:\n  bolide compare {} bolide-demo/<later>",

@@ -5,6 +5,7 @@
 pub mod capacity;
 pub mod compare;
 pub mod demo;
+pub mod report;
 pub mod stats;
 
 use std::io::Write;
@@ -234,6 +235,7 @@ pub fn bench(
     if opts.runs == 0 {
         problems.push("--runs must be at least 1".to_string());
     }
+    let html = workload.html();
     let cooldown = parse_pause("--cooldown", &opts.cooldown).map_err(|e| problems.push(e)).unwrap_or_default();
     let label = opts.label.clone().unwrap_or_else(default_label);
     if label.trim().is_empty() || label.contains(['/', '\\']) {
@@ -349,6 +351,11 @@ pub fn bench(
         }
         Err(e) => {
             let _ = writeln!(io.err, "error: cannot write {}: {e}", summary_path.display());
+            code = exit::RUN;
+        }
+    }
+    if let Some(path) = html {
+        if !report::write_dir_report(&dir, &path, &format!("bolide bench: {label} ({slug})"), io) {
             code = exit::RUN;
         }
     }

@@ -42,16 +42,28 @@ impl Workload {
         }
     }
 
-    /// Where the result document goes, under which label, and whether the run prints its summary.
+    /// The HTML report the command line asked for (`--html`).
+    pub fn html(&self) -> Option<PathBuf> {
+        match self {
+            Workload::Http(p) => p.html.clone(),
+            Workload::Ddp(p) => p.html.clone(),
+        }
+    }
+
+    /// Where the result document goes, under which label, and whether the run prints its summary
+    /// (and no HTML report per run).
     pub fn set_output(&mut self, json: Option<PathBuf>, label: Option<String>, quiet: bool) {
         match self {
+            // A repeated workload's report covers every run; the command writes it at the end.
             Workload::Http(p) => {
                 p.json = json;
+                p.html = None;
                 p.label = label;
                 p.quiet = quiet;
             }
             Workload::Ddp(p) => {
                 p.json = json;
+                p.html = None;
                 p.label = label;
                 p.quiet = quiet;
             }
@@ -195,7 +207,33 @@ fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel
             }
         }
     }
-    Outcome { code, doc: Some(Doc::Http(Box::new(doc))) }
+    let doc = Doc::Http(Box::new(doc));
+    if !write_html(io, plan.quiet, plan.json.as_deref(), plan.html.as_deref(), &doc) {
+        code = exit::RUN;
+    }
+    Outcome { code, doc: Some(doc) }
+}
+
+/// Writes the HTML report of one run to `path`, whole or not at all; false when it could not be
+/// written (the reason is on stderr).
+fn write_html(io: &mut Io, quiet: bool, json: Option<&Path>, path: Option<&Path>, doc: &Doc) -> bool {
+    let Some(path) = path else { return true };
+    let title = format!("bolide {}: {}", doc.workload(), doc.started_at());
+    let page = crate::report::html::page(&title, &[crate::report::html::run_section(doc, &doc.workload())]);
+    match crate::files::write_atomically(path, |w| w.write_all(page.as_bytes())) {
+        Ok(()) => {
+            if !quiet {
+                // With `--json -`, stdout carries the document only.
+                let human = if json.is_some_and(crate::files::is_stdout) { &mut *io.err } else { &mut *io.out };
+                let _ = writeln!(human, "HTML report: {}", path.display());
+            }
+            true
+        }
+        Err(e) => {
+            let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
+            false
+        }
+    }
 }
 
 /// Shows the run: the summary (unless quiet), the first error of each class (always, on stderr),
@@ -283,5 +321,9 @@ fn run_ddp_plan(plan: &DdpPlan, command_line: Vec<String>, io: &mut Io, cancel: 
     if !present(io, plan.quiet, plan.json.as_deref(), &summary, first_errors, &doc) {
         code = exit::RUN;
     }
-    Outcome { code, doc: Some(Doc::Ddp(Box::new(doc))) }
+    let doc = Doc::Ddp(Box::new(doc));
+    if !write_html(io, plan.quiet, plan.json.as_deref(), plan.html.as_deref(), &doc) {
+        code = exit::RUN;
+    }
+    Outcome { code, doc: Some(doc) }
 }

@@ -201,10 +201,19 @@ impl ResultDoc {
             Some(FORMAT) => {}
             other => return Err(format!("not a bolide result (format is {other:?})")),
         }
-        match value.get("version").and_then(|v| v.as_u64()) {
-            Some(v) if v == u64::from(VERSION) => {}
-            other => return Err(format!("result version {other:?} is not {VERSION}")),
-        }
+        check_version(&value)?;
         serde_json::from_value(value).map_err(|e| format!("malformed result: {e}"))
+    }
+}
+
+/// Whether this bolide reads a result document's format version; the reason when it does not.
+pub fn check_version(doc: &serde_json::Value) -> Result<(), String> {
+    match doc.get("version").and_then(|v| v.as_u64()) {
+        Some(v) if v == u64::from(VERSION) => Ok(()),
+        Some(v) if v > u64::from(VERSION) => Err(format!(
+            "written by a newer bolide (result format version {v}; this one reads version {VERSION}): upgrade bolide to read it"
+        )),
+        Some(v) => Err(format!("result format version {v} is older than any this bolide reads (version {VERSION})")),
+        None => Err("the document has no format version (\"version\")".into()),
     }
 }

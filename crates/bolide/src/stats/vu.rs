@@ -366,6 +366,7 @@ impl DdpDoc {
         if value.get("kind").and_then(|k| k.as_str()) != Some("ddp") {
             return Err(format!("a {:?} result, not a DDP one", value.get("kind")));
         }
+        super::result::check_version(&value)?;
         serde_json::from_value(value).map_err(|e| format!("malformed result: {e}"))
     }
 }

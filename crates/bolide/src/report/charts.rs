@@ -1,0 +1,433 @@
+//! What each chart of a report plots, built from result documents only. The HTML report draws
+//! these with uPlot; the tests snapshot them ([`Chart::outline`]).
+
+use serde::Serialize;
+
+use crate::monitor::generator::{GeneratorResult, MACHINE_IDLE_FLOOR_PCT, SATURATED_THREAD_PCT};
+use crate::monitor::MonitorResult;
+use crate::stats::doc::Doc;
+use crate::stats::result::ResultDoc;
+use crate::stats::vu::DdpDoc;
+
+/// Most points a series keeps; longer ones are bucketed (each bucket's mean, or its maximum for
+/// series where a peak matters), so a report of an hours-long run stays small and fast.
+pub const MAX_POINTS: usize = 2_000;
+
+/// How a chart's x axis reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum XKind {
+    /// Seconds since the run started.
+    Seconds,
+    /// A percentile spectrum: x is 1 / (1 - q), drawn on a log scale and labelled as percentiles.
+    Percentile,
+    /// Run numbers of a series (1, 2, ...).
+    Run,
+    /// The levels of a capacity ladder (users or requests per second or minute).
+    Level,
+}
+
+/// How a series is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Style {
+    Line,
+    /// Marks only (e.g. the samples in which bolide itself was saturated).
+    Points,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Series {
+    pub label: String,
+    pub style: Style,
+    /// One per x; `None` where the series has no value.
+    pub values: Vec<Option<f64>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Chart {
+    /// Stable name (for tests and links).
+    pub id: String,
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub x_kind: XKind,
+    pub x: Vec<f64>,
+    pub series: Vec<Series>,
+    /// Why there is nothing to draw (then `x` and `series` are empty).
+    pub empty: Option<String>,
+}
+
+/// How a long series is bucketed.
+#[derive(Clone, Copy)]
+enum Reduce {
+    Mean,
+    Max,
+}
+
+impl Chart {
+    fn new(id: &str, title: &str, x_label: &str, y_label: &str, x_kind: XKind) -> Chart {
+        Chart {
+            id: id.into(),
+            title: title.into(),
+            x_label: x_label.into(),
+            y_label: y_label.into(),
+            x_kind,
+            x: Vec::new(),
+            series: Vec::new(),
+            empty: None,
+        }
+    }
+
+    fn empty_because(mut self, why: &str) -> Chart {
+        self.x.clear();
+        self.series.clear();
+        self.empty = Some(why.into());
+        self
+    }
+
+    /// Points drawn: x values times series (what the page reports back to the tests).
+    pub fn points(&self) -> usize {
+        self.series.iter().map(|s| s.values.iter().flatten().count()).sum()
+    }
+
+    /// A short text of what the chart plots: title, axes, each series' point count, first and last
+    /// values, minimum and maximum (the snapshot the tests keep).
+    pub fn outline(&self) -> String {
+        let mut out =
+            format!("{} [{}] ({:?}) x: {}, y: {}\n", self.title, self.id, self.x_kind, self.x_label, self.y_label);
+        if let Some(why) = &self.empty {
+            out.push_str(&format!("  empty: {why}\n"));
+            return out;
+        }
+        let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
+        out.push_str(&format!(
+            "  x: {} points, {} .. {}\n",
+            self.x.len(),
+            fmt(self.x.first().copied()),
+            fmt(self.x.last().copied())
+        ));
+        for s in &self.series {
+            let vals: Vec<f64> = s.values.iter().flatten().copied().collect();
+            let min = vals.iter().copied().reduce(f64::min);
+            let max = vals.iter().copied().reduce(f64::max);
+            out.push_str(&format!(
+                "  {} ({:?}): {} points, first {}, last {}, min {}, max {}\n",
+                s.label,
+                s.style,
+                vals.len(),
+                fmt(vals.first().copied()),
+                fmt(vals.last().copied()),
+                fmt(min),
+                fmt(max)
+            ));
+        }
+        out
+    }
+
+    /// Adds a series, bucketing everything once the chart is complete ([`Chart::decimate`]).
+    fn line(&mut self, label: &str, values: Vec<Option<f64>>) {
+        self.series.push(Series { label: label.into(), style: Style::Line, values });
+    }
+
+    /// Keeps at most [`MAX_POINTS`] x values: each bucket's x is its first, each series' value the
+    /// bucket's mean or maximum as `reduce` says (one per series, in order).
+    fn decimate(mut self, reduce: &[Reduce]) -> Chart {
+        let n = self.x.len();
+        if n <= MAX_POINTS {
+            return self;
+        }
+        let per = n.div_ceil(MAX_POINTS);
+        self.x = self.x.chunks(per).map(|c| c[0]).collect();
+        for (i, s) in self.series.iter_mut().enumerate() {
+            let how = reduce.get(i).copied().unwrap_or(Reduce::Mean);
+            s.values = s
+                .values
+                .chunks(per)
+                .map(|c| {
+                    let vals: Vec<f64> = c.iter().flatten().copied().collect();
+                    if vals.is_empty() {
+                        return None;
+                    }
+                    Some(match how {
+                        Reduce::Mean => vals.iter().sum::<f64>() / vals.len() as f64,
+                        Reduce::Max => vals.iter().copied().fold(f64::MIN, f64::max),
+                    })
+                })
+                .collect();
+        }
+        self
+    }
+}
+
+/// Every chart of one run, in the order a reader wants them.
+pub fn single_run(doc: &Doc) -> Vec<Chart> {
+    let mut charts = match doc {
+        Doc::Http(d) => http_charts(d),
+        Doc::Ddp(d) => ddp_charts(d),
+    };
+    let (monitor, generator) = match doc {
+        Doc::Http(d) => (&d.monitor, d.generator.as_ref()),
+        Doc::Ddp(d) => (&d.monitor, d.generator.as_ref()),
+    };
+    charts.extend(server_charts(monitor));
+    charts.push(generator_chart(generator));
+    charts
+}
+
+fn http_charts(d: &ResultDoc) -> Vec<Chart> {
+    let secs = &d.timeline;
+    let x: Vec<f64> = secs.iter().map(|s| f64::from(s.t)).collect();
+    let per_s = |v: u64, span: f64| Some(if span > 0.0 { v as f64 / span } else { 0.0 });
+    let mut rate = Chart::new("throughput", "Responses and errors per second", "seconds", "per second", XKind::Seconds);
+    let mut lat = Chart::new("latency", "Latency per second", "seconds", "ms", XKind::Seconds);
+    if secs.is_empty() {
+        let why = "the run recorded no whole second";
+        return vec![
+            rate.empty_because(why),
+            lat.empty_because(why),
+            spectrum(&d.histograms.latency_us, "latency-spectrum", "Latency by percentile"),
+        ];
+    }
+    rate.x = x.clone();
+    rate.line("responses/s", secs.iter().map(|s| per_s(s.responses, s.span_s)).collect());
+    rate.line("errors/s", secs.iter().map(|s| per_s(s.errors, s.span_s)).collect());
+    lat.x = x;
+    let ms = |us: f64, n: u64| (n > 0).then_some(us / 1000.0);
+    lat.line("p50", secs.iter().map(|s| ms(s.latency_p50_us as f64, s.responses)).collect());
+    lat.line("p99", secs.iter().map(|s| ms(s.latency_p99_us as f64, s.responses)).collect());
+    lat.line("max", secs.iter().map(|s| ms(s.latency_max_us as f64, s.responses)).collect());
+    lat.line("mean", secs.iter().map(|s| ms(s.latency_mean_us, s.responses)).collect());
+    vec![
+        rate.decimate(&[Reduce::Mean, Reduce::Mean]),
+        lat.decimate(&[Reduce::Mean, Reduce::Max, Reduce::Max, Reduce::Mean]),
+        spectrum(&d.histograms.latency_us, "latency-spectrum", "Latency by percentile"),
+    ]
+}
+
+fn ddp_charts(d: &DdpDoc) -> Vec<Chart> {
+    let secs = &d.timeline;
+    let x: Vec<f64> = secs.iter().map(|s| f64::from(s.t)).collect();
+    let mut users =
+        Chart::new("users", "Virtual users", "seconds", "users (per second; alive: at once)", XKind::Seconds);
+    let mut steps = Chart::new("steps", "Steps and step errors per second", "seconds", "per second", XKind::Seconds);
+    let mut msgs = Chart::new("messages", "DDP messages per second", "seconds", "messages per second", XKind::Seconds);
+    let mut out = Vec::new();
+    if secs.is_empty() {
+        let why = "the run recorded no whole second";
+        out.extend([users.empty_because(why), steps.empty_because(why), msgs.empty_because(why)]);
+    } else {
+        let col = |f: &dyn Fn(&crate::stats::vu::DdpSecond) -> u64| -> Vec<Option<f64>> {
+            secs.iter().map(|s| Some(f(s) as f64)).collect()
+        };
+        users.x = x.clone();
+        users.line("arrived/s", col(&|s| s.counts.launched));
+        users.line("completed/s", col(&|s| s.counts.completed));
+        users.line("failed/s", col(&|s| s.counts.failed));
+        users.line("alive", col(&|s| s.users_alive));
+        steps.x = x.clone();
+        steps.line("steps/s", col(&|s| s.counts.steps));
+        steps.line("step errors/s", col(&|s| s.counts.step_errors));
+        msgs.x = x;
+        msgs.line("in/s", col(&|s| s.counts.messages_in));
+        msgs.line("out/s", col(&|s| s.counts.messages_out));
+        out.push(users.decimate(&[Reduce::Mean, Reduce::Mean, Reduce::Mean, Reduce::Max]));
+        out.push(steps.decimate(&[Reduce::Mean, Reduce::Mean]));
+        out.push(msgs.decimate(&[Reduce::Mean, Reduce::Mean]));
+    }
+    out.push(step_spectra(d));
+    out.push(spectrum(
+        &d.histograms.reactive_us,
+        "reactive-spectrum",
+        "Reactive latency by percentile (write to update)",
+    ));
+    out.push(spectrum(
+        &d.histograms.fanout_us,
+        "fanout-spectrum",
+        "Fan-out latency by percentile (insert to every subscriber)",
+    ));
+    out
+}
+
+/// Percentiles drawn in a spectrum: from the median out to p99.999 (x = 1 / (1 - q) up to 100,000).
+const SPECTRUM_MAX_X: f64 = 100_000.0;
+
+/// The (x, ms) points of a histogram's percentile spectrum, or why there are none.
+fn spectrum_points(encoded: &str) -> Result<Vec<(f64, f64)>, String> {
+    if encoded.is_empty() {
+        return Err("no histogram in the document".into());
+    }
+    let h = crate::stats::hist::decode(encoded).map_err(|e| format!("the histogram cannot be read: {e}"))?;
+    if h.is_empty() {
+        return Err("nothing was measured".into());
+    }
+    let mut points: Vec<(f64, f64)> = Vec::new();
+    for v in h.iter_quantiles(5) {
+        let q = v.quantile_iterated_to();
+        if q >= 1.0 {
+            break;
+        }
+        let x = 1.0 / (1.0 - q);
+        if x > SPECTRUM_MAX_X {
+            break;
+        }
+        let ms = h.highest_equivalent(v.value_iterated_to()) as f64 / 1000.0;
+        if points.last().is_some_and(|p| p.0 >= x) {
+            continue;
+        }
+        points.push((x, ms));
+    }
+    // The maximum closes the curve at the last percentile the data can tell apart.
+    let reach = (h.len() as f64).min(SPECTRUM_MAX_X);
+    if points.last().is_none_or(|p| p.0 < reach) {
+        points.push((reach, h.max() as f64 / 1000.0));
+    }
+    Ok(points)
+}
+
+fn spectrum(encoded: &str, id: &str, title: &str) -> Chart {
+    let mut c = Chart::new(id, title, "percentile", "ms", XKind::Percentile);
+    match spectrum_points(encoded) {
+        Err(why) => c.empty_because(&why),
+        Ok(points) => {
+            c.x = points.iter().map(|p| p.0).collect();
+            c.line("latency", points.iter().map(|p| Some(p.1)).collect());
+            c
+        }
+    }
+}
+
+/// Every step's latency spectrum on one chart (the percentiles differ per step, so the x values
+/// are the union and each step has values only at its own).
+fn step_spectra(d: &DdpDoc) -> Chart {
+    let mut c = Chart::new("step-spectrum", "Step latency by percentile", "percentile", "ms", XKind::Percentile);
+    let per_step: Vec<(String, Vec<(f64, f64)>)> = d
+        .steps
+        .iter()
+        .filter_map(|s| spectrum_points(&s.latency_histogram).ok().map(|p| (s.name.clone(), p)))
+        .collect();
+    if per_step.is_empty() {
+        return c.empty_because("no step was measured");
+    }
+    let mut xs: Vec<f64> = per_step.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)).collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    for (name, points) in &per_step {
+        let values = xs.iter().map(|x| points.iter().find(|p| p.0 == *x).map(|p| p.1)).collect();
+        c.series.push(Series { label: name.clone(), style: Style::Line, values });
+    }
+    c.x = xs;
+    c
+}
+
+/// Merges sample series taken at their own times onto one x axis (times to the 0.1 s).
+fn on_one_axis(chart: &mut Chart, series: Vec<(String, Vec<(f64, f64)>)>) {
+    let key = |t: f64| (t * 10.0).round() as i64;
+    let mut ts: Vec<i64> = series.iter().flat_map(|(_, s)| s.iter().map(|p| key(p.0))).collect();
+    ts.sort_unstable();
+    ts.dedup();
+    chart.x = ts.iter().map(|&t| t as f64 / 10.0).collect();
+    for (label, samples) in series {
+        let mut values = vec![None; ts.len()];
+        for (t, v) in samples {
+            if let Ok(i) = ts.binary_search(&key(t)) {
+                values[i] = Some(v);
+            }
+        }
+        chart.series.push(Series { label, style: Style::Line, values });
+    }
+}
+
+fn server_charts(monitor: &[MonitorResult]) -> Vec<Chart> {
+    let mut cpu = Chart::new("server-cpu", "Server CPU", "seconds", "% of one core", XKind::Seconds);
+    let mut ram = Chart::new("server-ram", "Server memory (RSS)", "seconds", "MB", XKind::Seconds);
+    let watched: Vec<&MonitorResult> = monitor.iter().filter(|m| !m.samples.is_empty()).collect();
+    if watched.is_empty() {
+        let why = if monitor.is_empty() {
+            "no process was watched (--monitor NAME=PID or NAME=:PORT, or --spawn)"
+        } else {
+            "the watched processes gave no sample"
+        };
+        return vec![cpu.empty_because(why), ram.empty_because(why)];
+    }
+    on_one_axis(
+        &mut cpu,
+        watched.iter().map(|m| (m.name.clone(), m.samples.iter().map(|s| (s.0, s.1)).collect())).collect(),
+    );
+    on_one_axis(
+        &mut ram,
+        watched.iter().map(|m| (m.name.clone(), m.samples.iter().map(|s| (s.0, s.2 as f64 / 1e6)).collect())).collect(),
+    );
+    let n = watched.len();
+    vec![cpu.decimate(&vec![Reduce::Max; n]), ram.decimate(&vec![Reduce::Max; n])]
+}
+
+fn generator_chart(g: Option<&GeneratorResult>) -> Chart {
+    let mut c = Chart::new("generator", "bolide and the machine", "seconds", "%", XKind::Seconds);
+    let Some(g) = g.filter(|g| !g.samples.is_empty()) else {
+        return c.empty_because("the document has no samples of bolide's own CPU");
+    };
+    c.x = g.samples.iter().map(|s| s.0).collect();
+    c.line("bolide load threads, % of one core", g.samples.iter().map(|s| Some(s.1)).collect());
+    c.line("busiest load thread", g.samples.iter().map(|s| Some(s.2)).collect());
+    c.line("machine idle, % of all cores", g.samples.iter().map(|s| Some(s.3)).collect());
+    let suspect = g
+        .samples
+        .iter()
+        .map(|s| (s.2 >= SATURATED_THREAD_PCT || s.3 < MACHINE_IDLE_FLOOR_PCT).then_some(s.2.max(s.1)))
+        .collect();
+    c.series.push(Series { label: "suspect sample".into(), style: Style::Points, values: suspect });
+    c.decimate(&[Reduce::Mean, Reduce::Max, Reduce::Mean, Reduce::Max])
+}
+
+/// One chart per measure with every run's value, a series per input (bench directory or file):
+/// the spread between runs, and between series, at a glance.
+pub fn across_runs(series: &[(String, Vec<crate::stats::doc::Measures>)]) -> Vec<Chart> {
+    let most = series.iter().map(|(_, runs)| runs.len()).max().unwrap_or(0);
+    let mut out = Vec::new();
+    for (id, title, unit, pick) in MEASURES {
+        let mut c = Chart::new(&format!("runs-{id}"), title, "run", unit, XKind::Run);
+        c.x = (1..=most).map(|i| i as f64).collect();
+        for (name, runs) in series {
+            let mut values: Vec<Option<f64>> = runs.iter().map(pick).collect();
+            values.resize(most, None);
+            c.series.push(Series { label: name.clone(), style: Style::Points, values });
+        }
+        if c.points() == 0 {
+            // A measure these runs do not have (e.g. CPU without --monitor) is left out.
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A capacity ladder: each measure against the level, passing levels and the failing one as
+/// two series (so the failure stands out in its own colour).
+pub fn ladder(levels: &[(f64, crate::stats::doc::Measures, bool)], unit: &str) -> Vec<Chart> {
+    let mut out = Vec::new();
+    for (id, title, y, pick) in MEASURES {
+        let mut c = Chart::new(&format!("ladder-{id}"), title, unit, y, XKind::Level);
+        c.x = levels.iter().map(|l| l.0).collect();
+        for (label, passed) in [("passed", true), ("failed", false)] {
+            let values = levels.iter().map(|(_, m, ok)| if *ok == passed { pick(m) } else { None }).collect();
+            c.series.push(Series { label: label.into(), style: Style::Points, values });
+        }
+        if c.points() > 0 {
+            out.push(c);
+        }
+    }
+    out
+}
+
+type Pick = fn(&crate::stats::doc::Measures) -> Option<f64>;
+
+/// The measures the reports' tables compare, as charts: id, title, unit, value.
+const MEASURES: [(&str, &str, &str, Pick); 6] = [
+    ("time", "Time (DDP: first arrival to last user's end)", "s", |m| m.requests_per_s.is_none().then_some(m.time_s)),
+    ("rps", "Responses per second (HTTP)", "per second", |m| m.requests_per_s),
+    ("cpu", "Server CPU (mean)", "% of one core", |m| m.cpu_pct),
+    ("ram", "Server memory (mean RSS)", "MB", |m| m.ram_bytes.map(|b| b / 1e6)),
+    ("p99", "Latency p99", "ms", |m| m.p99_ms),
+    ("errors", "Error rate", "%", |m| Some(m.error_rate_pct)),
+];

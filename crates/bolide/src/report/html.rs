@@ -1,0 +1,119 @@
+//! The HTML report: one self-contained file (uPlot, styles and data inline; a Content Security
+//! Policy that forbids every network request), readable offline and in print.
+
+use serde::Serialize;
+
+use super::charts::Chart;
+use crate::stats::doc::Doc;
+
+const UPLOT_JS: &str = include_str!("../../assets/uplot/uPlot.iife.min.js");
+const UPLOT_CSS: &str = include_str!("../../assets/uplot/uPlot.min.css");
+/// Drawing code of ours: reads `REPORT`, draws each chart, reports what it drew on `<body>`.
+const DRAW_JS: &str = include_str!("../../assets/report.js");
+const STYLE: &str = include_str!("../../assets/report.css");
+
+/// One section of a report: a heading, preformatted text (the terminal's summary, tables), charts.
+#[derive(Debug, Clone, Serialize)]
+pub struct Section {
+    pub title: String,
+    /// Lines under the title (when, what, the verdict).
+    pub notes: Vec<String>,
+    /// Monospaced text as the terminal shows it.
+    pub text: String,
+    pub charts: Vec<Chart>,
+}
+
+/// The section of one run: its summary as the terminal shows it, and its charts.
+pub fn run_section(doc: &Doc, name: &str) -> Section {
+    let (text, command, interrupted) = match doc {
+        Doc::Http(d) => (super::term::summary(d), d.command_line.join(" "), d.interrupted),
+        Doc::Ddp(d) => (super::ddp::summary(d), d.command_line.join(" "), d.interrupted),
+    };
+    let suspect = doc.generator().and_then(|g| g.suspect.clone());
+    let mut notes = vec![format!("started {}", doc.started_at()), format!("command: {command}")];
+    if interrupted {
+        notes.push("interrupted: the run was stopped before its end".into());
+    }
+    if let Some(why) = suspect {
+        notes.push(format!("suspect: {why}"));
+    }
+    Section { title: name.to_string(), notes, text, charts: super::charts::single_run(doc) }
+}
+
+/// The whole page.
+pub fn page(title: &str, sections: &[Section]) -> String {
+    #[derive(Serialize)]
+    struct Data<'a> {
+        title: &'a str,
+        tool: String,
+        sections: &'a [Section],
+    }
+    let data = Data { title, tool: format!("bolide {}", env!("CARGO_PKG_VERSION")), sections };
+    // Inside <script>, "</" could end the element early: JSON allows "<\/" for it.
+    let json = serde_json::to_string(&data).unwrap_or_else(|_| "{}".into()).replace("</", "<\\/");
+    let mut out = String::with_capacity(UPLOT_JS.len() + json.len() + 8192);
+    out.push_str("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    // Nothing may be fetched: no connection, no image, no font, no frame.
+    out.push_str(
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; \
+         style-src 'unsafe-inline'; img-src data:\">\n",
+    );
+    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    out.push_str(&format!("<title>{}</title>\n", escape(title)));
+    out.push_str("<style>\n");
+    out.push_str(UPLOT_CSS);
+    out.push('\n');
+    out.push_str(STYLE);
+    out.push_str("</style>\n</head>\n<body>\n");
+    out.push_str(&format!("<header><h1>{}</h1></header>\n<main id=\"report\"></main>\n", escape(title)));
+    // The same content without scripts: the summaries as text.
+    out.push_str("<noscript>\n");
+    for s in sections {
+        out.push_str(&format!("<h2>{}</h2>\n<pre>{}</pre>\n", escape(&s.title), escape(&s.text)));
+    }
+    out.push_str("</noscript>\n");
+    out.push_str("<script>\n");
+    out.push_str(UPLOT_JS);
+    out.push_str("\n</script>\n<script>\nconst REPORT = ");
+    out.push_str(&json);
+    out.push_str(";\n</script>\n<script>\n");
+    out.push_str(DRAW_JS);
+    out.push_str("\n</script>\n</body>\n</html>\n");
+    out
+}
+
+/// Text for HTML element content and attribute values.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_cannot_close_the_script_element_and_text_is_escaped() {
+        let section = Section {
+            title: "<b>run</b>".into(),
+            notes: vec!["</script><script>alert(1)</script>".into()],
+            text: "a < b & c".into(),
+            charts: vec![],
+        };
+        let html = page("t & <t>", &[section]);
+        assert_eq!(html.matches("</script>").count(), 3, "only the three script elements close");
+        assert!(html.contains("<title>t &amp; &lt;t&gt;</title>"));
+        assert!(html.contains("<pre>a &lt; b &amp; c</pre>"));
+        assert!(!html.contains("src=\"http") && !html.contains("href=\"http"), "nothing is linked");
+    }
+}
