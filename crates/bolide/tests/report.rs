@@ -74,8 +74,16 @@ fn runs_are_compared_measure_by_measure() {
         ("3.1.1".to_string(), vec![docs[0].measures(), docs[1].measures()]),
         ("3.0.0".to_string(), vec![docs[0].measures()]),
     ];
-    let charts = charts::across_runs(&series);
+    let mut charts = charts::across_runs(&series);
+    charts.extend(charts::overlaid(&[
+        ("3.1.1".to_string(), vec![&docs[0], &docs[1]]),
+        ("3.0.0".to_string(), vec![&docs[0]]),
+    ]));
     snapshot("charts-across-runs.txt", &outlines(&charts));
+    // Every run's time series, a line each.
+    let alive = charts.iter().find(|c| c.id == "over-time-alive").unwrap();
+    let labels: Vec<&str> = alive.series.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(labels, ["3.1.1 #1", "3.1.1 #2", "3.0.0 #1"]);
     // Two runs in the first series, one in the second (the missing one is no point).
     let time = charts.iter().find(|c| c.id == "runs-time").unwrap();
     assert_eq!(time.x, [1.0, 2.0]);
@@ -191,9 +199,11 @@ fn the_html_report_draws_every_chart_offline_in_chromium() {
     let docs = [Doc::load(&http).unwrap(), Doc::load(&ddp).unwrap()];
     let measures =
         vec![("http-run".to_string(), vec![docs[0].measures()]), ("ddp-run".to_string(), vec![docs[1].measures()])];
-    for c in
-        charts::across_runs(&measures).iter().chain(docs.iter().flat_map(charts::single_run).collect::<Vec<_>>().iter())
-    {
+    let mut every = charts::across_runs(&measures);
+    every
+        .extend(charts::overlaid(&[("http-run".to_string(), vec![&docs[0]]), ("ddp-run".to_string(), vec![&docs[1]])]));
+    every.extend(docs.iter().flat_map(charts::single_run));
+    for c in &every {
         want.push(serde_json::json!([c.id, c.points()]));
     }
     assert_eq!(seen["drawn"], serde_json::Value::Array(want), "{seen}");

@@ -28,11 +28,15 @@ pub fn sections(series: &[Series]) -> Vec<Section> {
     if runs >= 2 {
         let measures: Vec<(String, Vec<crate::stats::doc::Measures>)> =
             series.iter().map(|s| (s.name.clone(), s.runs.iter().map(|(_, d)| d.measures()).collect())).collect();
+        let docs: Vec<(String, Vec<&crate::stats::doc::Doc>)> =
+            series.iter().map(|s| (s.name.clone(), s.runs.iter().map(|(_, d)| d).collect())).collect();
+        let mut charts = crate::report::charts::across_runs(&measures);
+        charts.extend(crate::report::charts::overlaid(&docs));
         out.push(Section {
             title: "Every run".into(),
             notes: vec![format!("{runs} runs in {} series", series.len())],
             text: String::new(),
-            charts: crate::report::charts::across_runs(&measures),
+            charts,
         });
     }
     for s in series {

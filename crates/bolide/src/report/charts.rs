@@ -420,6 +420,60 @@ pub fn ladder(levels: &[(f64, crate::stats::doc::Measures, bool)], unit: &str) -
     out
 }
 
+/// The runs' time series overlaid, a line per run (`series name #run`): for HTTP responses and
+/// p99 per second, for DDP users alive and steps per second.
+pub fn overlaid(series: &[(String, Vec<&Doc>)]) -> Vec<Chart> {
+    type PerSecond = fn(&Doc) -> Vec<(f64, f64)>;
+    let views: [(&str, &str, &str, PerSecond); 4] = [
+        ("over-time-rps", "Responses per second, every run (HTTP)", "per second", |d| match d {
+            Doc::Http(h) => h
+                .timeline
+                .iter()
+                .filter(|s| s.span_s > 0.0)
+                .map(|s| (f64::from(s.t), s.responses as f64 / s.span_s))
+                .collect(),
+            Doc::Ddp(_) => Vec::new(),
+        }),
+        ("over-time-p99", "Latency p99 per second, every run (HTTP)", "ms", |d| match d {
+            Doc::Http(h) => h
+                .timeline
+                .iter()
+                .filter(|s| s.responses > 0)
+                .map(|s| (f64::from(s.t), s.latency_p99_us as f64 / 1000.0))
+                .collect(),
+            Doc::Ddp(_) => Vec::new(),
+        }),
+        ("over-time-alive", "Virtual users alive, every run (DDP)", "users", |d| match d {
+            Doc::Ddp(v) => v.timeline.iter().map(|s| (f64::from(s.t), s.users_alive as f64)).collect(),
+            Doc::Http(_) => Vec::new(),
+        }),
+        ("over-time-steps", "Steps per second, every run (DDP)", "per second", |d| match d {
+            Doc::Ddp(v) => v.timeline.iter().map(|s| (f64::from(s.t), s.counts.steps as f64)).collect(),
+            Doc::Http(_) => Vec::new(),
+        }),
+    ];
+    let mut out = Vec::new();
+    for (id, title, unit, per_second) in views {
+        let mut lines = Vec::new();
+        for (name, docs) in series {
+            for (i, d) in docs.iter().enumerate() {
+                let points = per_second(d);
+                if !points.is_empty() {
+                    lines.push((format!("{name} #{}", i + 1), points));
+                }
+            }
+        }
+        if lines.is_empty() {
+            continue;
+        }
+        let n = lines.len();
+        let mut c = Chart::new(id, title, "seconds", unit, XKind::Seconds);
+        on_one_axis(&mut c, lines);
+        out.push(c.decimate(&vec![Reduce::Mean; n]));
+    }
+    out
+}
+
 type Pick = fn(&crate::stats::doc::Measures) -> Option<f64>;
 
 /// The measures the reports' tables compare, as charts: id, title, unit, value.
