@@ -16,12 +16,10 @@ pub fn sections(series: &[Series]) -> Vec<Section> {
     let mut out = Vec::new();
     let runs: usize = series.iter().map(|s| s.runs.len()).sum();
     if series.len() >= 2 {
-        let report = compare::build(series, 0, Vec::new());
-        let watched = series[0].runs.first().map(|(_, d)| super::watched_names(d)).unwrap_or_default();
         out.push(Section {
             title: format!("{} compared with {}", others(series), series[0].name),
             notes: vec![],
-            text: compare::render(&report, false, &watched),
+            text: comparison(series, false),
             charts: Vec::new(),
         });
     }
@@ -39,6 +37,20 @@ pub fn sections(series: &[Series]) -> Vec<Section> {
             charts,
         });
     }
+    out.extend(run_sections(series));
+    out
+}
+
+/// The series compared with the first, as `compare` writes it (Markdown tables or text).
+fn comparison(series: &[Series], md: bool) -> String {
+    let report = compare::build(series, 0, Vec::new());
+    let watched = series[0].runs.first().map(|(_, d)| super::watched_names(d)).unwrap_or_default();
+    compare::render(&report, md, &watched)
+}
+
+/// One section per run, named by its series (and its file when the series has several).
+fn run_sections(series: &[Series]) -> Vec<Section> {
+    let mut out = Vec::new();
     for s in series {
         for (path, doc) in &s.runs {
             let name = match s.runs.len() {
@@ -63,12 +75,10 @@ fn file_name(p: &Path) -> String {
 pub fn markdown(title: &str, series: &[Series]) -> String {
     let mut out = format!("# {title}\n\n");
     if series.len() >= 2 {
-        let report = compare::build(series, 0, Vec::new());
-        let watched = series[0].runs.first().map(|(_, d)| super::watched_names(d)).unwrap_or_default();
-        out.push_str(&compare::render(&report, true, &watched));
+        out.push_str(&comparison(series, true));
         out.push('\n');
     }
-    for s in sections(series).into_iter().filter(|s| !s.text.is_empty() && !s.title.contains(" compared with ")) {
+    for s in run_sections(series) {
         out.push_str(&format!("## {}\n\n", s.title));
         for n in &s.notes {
             out.push_str(&format!("- {n}\n"));
