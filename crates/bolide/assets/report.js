@@ -1,14 +1,16 @@
 // bolide's HTML report: draws the charts of REPORT (built by crates/bolide/src/report/charts.rs)
 // with uPlot. Hover shows values in the legend, dragging zooms (double-click resets), clicking a
 // legend entry hides or shows its series. When done, <body data-drawn> holds [[chart id, points
-// drawn], ...] in page order and <body data-errors> any error, for the tests.
+// drawn], ...] in page order and <body data-errors> any error, for the tests. The live dashboard
+// (live.js) calls window.bolideReport.render with each new snapshot; it redraws the page.
 "use strict";
 (function () {
   // Okabe-Ito: told apart by readers with any common colour-vision deficiency, and in grey print.
   const PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"];
   const DASHES = [[], [6, 3], [2, 2], [8, 3, 2, 3]];
   const errors = [];
-  const drawn = [];
+  let drawn = [];
+  let plots = [];
   window.addEventListener("error", (e) => {
     errors.push(String(e.message));
     document.body.dataset.errors = JSON.stringify(errors);
@@ -52,12 +54,11 @@
       return;
     }
     const percentile = chart.x_kind === "percentile";
-    const series = [
-      {
-        label: chart.x_label,
-        value: (u, v) => (v == null ? "-" : percentile ? percentileLabel(v) : number(v) + " s"),
-      },
-    ];
+    const named = chart.x_kind === "label";
+    const nameOf = (v) => (chart.x_names || [])[Math.round(v) - 1] || "";
+    const xValue = (v) =>
+      v == null ? "-" : percentile ? percentileLabel(v) : named ? nameOf(v) : chart.x_kind === "seconds" ? number(v) + " s" : number(v);
+    const series = [{ label: chart.x_label, value: (u, v) => xValue(v) }];
     chart.series.forEach((s, i) => {
       const colour = PALETTE[i % PALETTE.length];
       const points = s.style === "points";
@@ -66,10 +67,14 @@
         stroke: colour,
         width: points ? 0 : 1.5,
         dash: DASHES[Math.floor(i / PALETTE.length) % DASHES.length],
-        points: points ? { show: true, size: 7, fill: colour, stroke: colour } : { show: false },
+        // Few x values (runs, labels, levels): the points of a line are marked, so that a lone
+        // value between gaps still shows.
+        points: points
+          ? { show: true, size: 7, fill: colour, stroke: colour }
+          : { show: chart.x_kind !== "seconds" && chart.x_kind !== "percentile", size: 6, fill: colour, stroke: colour },
         paths: points ? () => null : undefined,
         // Spectra of several steps share x values each has only some of: join their points.
-        spanGaps: percentile,
+        spanGaps: percentile || named,
         value: (u, v) => number(v),
       });
     });
@@ -78,19 +83,35 @@
       width: chartWidth(box),
       height: 300,
       series: series,
-      scales: { x: percentile ? { time: false, distr: 3, log: 10 } : { time: false } },
+      scales: {
+        x: percentile
+          ? { time: false, distr: 3, log: 10 }
+          : named || chart.x_kind === "run"
+            ? { time: false, range: (u, min, max) => [min - 0.5, max + 0.5] }
+            : { time: false },
+      },
       axes: [
         {
           label: percentile ? "percentile" : chart.x_label,
           // 0%, 50%, 90%, 99%, 99.9%, ... as far as the data reaches.
           splits: percentile
             ? (u, i, min, max) => [1, 2, 10, 100, 1e3, 1e4, 1e5, 1e6].filter((v) => v >= min && v <= max * 1.0001)
-            : chart.x_kind === "run" || chart.x_kind === "level"
+            : chart.x_kind === "run" || chart.x_kind === "level" || named
               ? (u, i, min, max) => chart.x.filter((v) => v >= min && v <= max)
               : undefined,
           // uPlot labels only powers of ten on a log axis unless told otherwise; 2 is the median.
           filter: percentile ? (u, splits) => splits : undefined,
-          values: percentile ? (u, splits) => splits.map(percentileLabel) : undefined,
+          values: percentile
+            ? (u, splits) => splits.map(percentileLabel)
+            : named
+              ? (u, splits) => splits.map((v) => {
+                  const n = nameOf(v);
+                  return n.length > 28 ? n.slice(0, 27) + "…" : n;
+                })
+              : undefined,
+          // Names slant so that long ones (steps) do not overlap.
+          rotate: named ? -35 : 0,
+          size: named ? 130 : undefined,
         },
         { label: chart.y_label, size: 60 },
       ],
@@ -98,8 +119,7 @@
       legend: { live: true },
     };
     const plot = new uPlot(opts, data, fig);
-    window.addEventListener("resize", () => plot.setSize({ width: chartWidth(box), height: 300 }));
-    window.addEventListener("beforeprint", () => plot.setSize({ width: 680, height: 260 }));
+    plots.push([plot, box]);
     drawn.push([chart.id, chart.series.reduce((k, s) => k + s.values.filter((v) => v != null).length, 0)]);
   }
 
@@ -128,10 +148,27 @@
     }
   }
 
-  const main = document.getElementById("report");
-  REPORT.sections.forEach((s, n) => section(s, main, n));
-  const foot = el("footer", {}, "Written by " + REPORT.tool + ". Drag across a chart to zoom, double-click to reset, click a legend entry to hide or show it.");
-  document.body.appendChild(foot);
-  document.body.dataset.drawn = JSON.stringify(drawn);
-  document.body.dataset.errors = JSON.stringify(errors);
+  window.addEventListener("resize", () => plots.forEach(([p, box]) => p.setSize({ width: chartWidth(box), height: 300 })));
+  window.addEventListener("beforeprint", () => plots.forEach(([p]) => p.setSize({ width: 680, height: 260 })));
+
+  function render(report) {
+    plots.forEach(([p]) => p.destroy());
+    plots = [];
+    drawn = [];
+    const main = document.getElementById("report");
+    main.textContent = "";
+    report.sections.forEach((s, n) => section(s, main, n));
+    let foot = document.querySelector("footer");
+    if (!foot) {
+      foot = el("footer");
+      document.body.appendChild(foot);
+    }
+    foot.textContent =
+      "Written by " + report.tool + ". Drag across a chart to zoom, double-click to reset, click a legend entry to hide or show it.";
+    document.body.dataset.drawn = JSON.stringify(drawn);
+    document.body.dataset.errors = JSON.stringify(errors);
+  }
+
+  window.bolideReport = { render: render };
+  if (typeof REPORT !== "undefined") render(REPORT);
 })();

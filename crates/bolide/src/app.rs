@@ -24,7 +24,7 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
                 _ => exit::USAGE,
             };
             let text = e.render().ansi().to_string();
-            let text = if io.live { text } else { e.render().to_string() };
+            let text = if io.color { text } else { e.render().to_string() };
             let _ = if code == exit::OK { write!(io.out, "{text}") } else { write!(io.err, "{text}") };
             return code;
         }
@@ -72,11 +72,23 @@ pub fn capacity_shorthand(mut args: Vec<OsString>) -> Vec<OsString> {
 /// `bolide http` and `bolide run`: a workload planned from its flags, run once; a planning error
 /// is a usage error.
 fn once(workload: Result<Workload, String>, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> i32 {
-    match workload {
-        Ok(w) => w.execute(command_line, io, cancel).code,
+    let w = match workload {
+        Ok(w) => w,
         Err(e) => {
             let _ = writeln!(io.err, "{e}");
-            exit::USAGE
+            return exit::USAGE;
         }
+    };
+    let dashboard = match crate::dashboard::start_for(w.dashboard(), &format!("bolide {} (live)", w.slug()), io) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
+    let outcome = w.execute(command_line, io, cancel, dashboard.as_ref());
+    if let Some(d) = &dashboard {
+        d.finish(match &outcome.doc {
+            Some(doc) => crate::lifecycle::run_page(doc),
+            None => crate::dashboard::no_report_page("the run could not start or complete"),
+        });
     }
+    outcome.code
 }

@@ -120,25 +120,45 @@ pub struct CompareArgs {
 #[command(after_help = "Examples:\n  \
     bolide report run.json                       # writes bolide-report.html\n  \
     bolide report results/3.1.1 results/3.0.0 -o meteor.html\n  \
-    bolide report run.json --format md -o -      # Markdown on stdout, for a pull request")]
+    bolide report run.json --format md -o -      # Markdown on stdout, for a pull request\n  \
+    bolide report results/* --order time         # a history: each measure's trend across labels\n  \
+    bolide report run.json --format svg --chart latency-spectrum -o latency.svg")]
 pub struct ReportArgs {
     /// Result documents, or directories of them (from `bolide bench`), named and matched as
     /// `compare` does.
     #[arg(required = true, value_name = "DIR_OR_FILE")]
     pub inputs: Vec<PathBuf>,
 
-    /// Where to write (`-`: standard output) [default: bolide-report.html, or standard output
-    /// for Markdown].
+    /// Where to write (`-`: standard output) [default: bolide-report.html; standard output for
+    /// Markdown; a directory, bolide-charts, for SVG].
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
 
-    /// html: one self-contained file with interactive charts; md: Markdown for a pull request.
+    /// html: one self-contained file with interactive charts; md: Markdown for a pull request
+    /// (with -o FILE, its charts as SVG files beside it); svg: every chart as an SVG file into
+    /// the -o directory, or the one `--chart` names into -o FILE.
     #[arg(long, value_enum, default_value_t = ReportFormat::Html)]
     pub format: ReportFormat,
+
+    /// With --format svg: only this chart (its id, e.g. latency-spectrum; the first with that id).
+    #[arg(long, value_name = "ID")]
+    pub chart: Option<String>,
 
     /// The report's title [default: from the inputs].
     #[arg(long, value_name = "TEXT")]
     pub title: Option<String>,
+
+    /// The order of the inputs in tables and in the history (from three inputs on): as given, or
+    /// by the start time of each one's first run.
+    #[arg(long, value_enum, default_value_t = ReportOrder::Given)]
+    pub order: ReportOrder,
+}
+
+/// How `report` orders its inputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportOrder {
+    Given,
+    Time,
 }
 
 /// Output formats of `report`.
@@ -146,6 +166,7 @@ pub struct ReportArgs {
 pub enum ReportFormat {
     Html,
     Md,
+    Svg,
 }
 
 /// Output formats of `compare`.
@@ -321,6 +342,12 @@ pub struct HttpArgs {
     #[arg(long, value_name = "PATH")]
     pub html: Option<PathBuf>,
 
+    /// Serve a live dashboard while the load runs: charts redrawn every second, then the final
+    /// report. Its URL is printed; `--dashboard=ADDR` (PORT, :PORT or IP:PORT) picks where it
+    /// listens [default: 127.0.0.1:5665, loopback]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, require_equals = true, default_missing_value = "127.0.0.1:5665")]
+    pub dashboard: Option<String>,
+
     /// Write one line per request in ApacheBench's -g (gnuplot TSV) layout to this file.
     #[arg(long, value_name = "PATH")]
     pub gnuplot: Option<PathBuf>,
@@ -418,6 +445,12 @@ pub struct RunArgs {
     /// Write the HTML report of the run (charts, self-contained, opens offline) to this file.
     #[arg(long, value_name = "PATH")]
     pub html: Option<PathBuf>,
+
+    /// Serve a live dashboard while the load runs: charts redrawn every second, then the final
+    /// report. Its URL is printed; `--dashboard=ADDR` (PORT, :PORT or IP:PORT) picks where it
+    /// listens [default: 127.0.0.1:5665, loopback]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, require_equals = true, default_missing_value = "127.0.0.1:5665")]
+    pub dashboard: Option<String>,
 
     /// Print only errors.
     #[arg(short = 'q', long)]

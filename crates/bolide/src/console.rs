@@ -15,9 +15,22 @@ pub mod exit {
     pub const RUN: i32 = 3;
 }
 
-/// Where a command writes: results on `out`, diagnostics on `err`; `live` allows the progress line.
+/// Where a command writes: results on `out`, diagnostics on `err`.
 pub struct Io<'a> {
     pub out: &'a mut dyn Write,
     pub err: &'a mut dyn Write,
+    /// Progress may be drawn on stderr (it is a terminal).
     pub live: bool,
+    /// Summaries on `out` may be coloured (stdout is a terminal and NO_COLOR is not set).
+    pub color: bool,
+    /// The outer command's part shown before a run's progress ("run 2/5, ETA 1m 5s"); empty for
+    /// a single run.
+    pub stage: String,
+}
+
+impl<'a> Io<'a> {
+    /// Plain writers: no progress, no colour (tests, files).
+    pub fn plain(out: &'a mut dyn Write, err: &'a mut dyn Write) -> Io<'a> {
+        Io { out, err, live: false, color: false, stage: String::new() }
+    }
 }

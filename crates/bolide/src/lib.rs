@@ -9,6 +9,7 @@ pub mod app;
 pub mod bench;
 pub mod cli;
 pub mod console;
+pub mod dashboard;
 pub mod engine;
 pub mod files;
 pub mod lifecycle;

@@ -31,8 +31,11 @@ fn main() {
     });
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
-    let live = stderr.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let mut io = bolide::console::Io { out: &mut stdout.lock(), err: &mut stderr.lock(), live };
+    // NO_COLOR turns colours off, not the progress.
+    let color = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let live = stderr.is_terminal();
+    let mut io =
+        bolide::console::Io { out: &mut stdout.lock(), err: &mut stderr.lock(), live, color, stage: String::new() };
     let code = bolide::app::main(std::env::args_os().collect(), &mut io, &cancel);
     std::process::exit(code);
 }

@@ -31,6 +31,8 @@ pub struct HttpPlan {
     pub json: Option<PathBuf>,
     /// The HTML report of the run.
     pub html: Option<PathBuf>,
+    /// Where the live dashboard listens (`--dashboard`).
+    pub dashboard: Option<std::net::SocketAddr>,
     pub gnuplot: Option<PathBuf>,
     pub quiet: bool,
     /// The settings as recorded in the result document.
@@ -308,6 +310,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
     for path in [&args.json, &args.gnuplot, &args.html].into_iter().flatten() {
         check(files::check_writable(path));
     }
+    let dashboard = args.dashboard.as_deref().and_then(|a| dashboard_addr(a).map_err(|e| check(Err(e))).ok());
     let spec = RequestSpec { method: method.clone(), headers: headers.clone(), body, keep_alive: !args.no_keepalive };
     let targets: Vec<Target> =
         args.urls.iter().filter_map(|u| target(u, &spec).map_err(|e| check(Err(e))).ok()).collect();
@@ -351,6 +354,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         insecure: args.insecure,
         json: args.json.clone(),
         html: args.html.clone(),
+        dashboard,
         gnuplot: args.gnuplot.clone(),
         quiet: args.quiet,
         settings,
@@ -371,12 +375,36 @@ pub struct DdpPlan {
     pub json: Option<std::path::PathBuf>,
     /// The HTML report of the run.
     pub html: Option<std::path::PathBuf>,
+    /// Where the live dashboard listens (`--dashboard`).
+    pub dashboard: Option<std::net::SocketAddr>,
     pub quiet: bool,
     pub insecure: bool,
     /// Processes to watch while the users run, and how often.
     pub server: ServerPlan,
     /// The `bolide bench` label recorded in the result document.
     pub label: Option<String>,
+}
+
+/// Reads `--dashboard`'s address: `IP:PORT`, `:PORT` or `PORT` (loopback).
+pub fn dashboard_addr(text: &str) -> Result<std::net::SocketAddr, String> {
+    let t = text.trim();
+    let full = if t.parse::<u16>().is_ok() {
+        format!("127.0.0.1:{t}")
+    } else if let Some(port) = t.strip_prefix(':') {
+        format!("127.0.0.1:{port}")
+    } else {
+        t.to_string()
+    };
+    full.parse().map_err(|_| {
+        format!("--dashboard={text}: not an address to listen on; give PORT, :PORT or IP:PORT (e.g. 127.0.0.1:5665)")
+    })
+}
+
+impl DdpPlan {
+    /// How long users keep arriving (the phases' total length).
+    pub fn arrivals_length(&self) -> std::time::Duration {
+        crate::scenario::arrivals::Schedule::new(&self.scenario.config.phases).length()
+    }
 }
 
 /// Why a `bolide run` cannot start: usage errors (exit 2) or a scenario file's problems.
@@ -500,6 +528,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
             problems.push(e);
         }
     }
+    let dashboard = args.dashboard.as_deref().and_then(|a| dashboard_addr(a).map_err(|e| problems.push(e)).ok());
     let endpoint = match endpoint(&scenario.config.target) {
         Ok(e) => Some(e),
         Err(e) => {
@@ -528,6 +557,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         threads: args.threads.unwrap_or(cores),
         json: args.json.clone(),
         html: args.html.clone(),
+        dashboard,
         quiet: args.quiet,
         insecure: args.insecure,
         server,

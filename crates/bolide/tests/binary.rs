@@ -196,3 +196,62 @@ srv.serve_forever()
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(std::fs::read_to_string(&log).unwrap_or_default(), "clean exit\n");
 }
+
+/// Runs bolide with a terminal for stdout and stderr (util-linux `script`), `NO_COLOR` as given;
+/// returns what the terminal received.
+fn on_a_terminal(args: &[String], no_color: bool) -> String {
+    let exe = env!("CARGO_BIN_EXE_bolide");
+    let line = std::iter::once(exe.to_string()).chain(args.iter().cloned()).collect::<Vec<_>>().join(" ");
+    let mut cmd = Command::new("script");
+    cmd.args(["-qec", &line, "/dev/null"]).env_remove("NO_COLOR");
+    if no_color {
+        cmd.env("NO_COLOR", "1");
+    }
+    let out = cmd.output().expect("util-linux script runs");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn on_a_terminal_progress_is_drawn_and_never_counts_past_the_plan() {
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let url = format!("{}/ok", server.base_url());
+    let args: Vec<String> = ["http", "-d", "3s", "-c", "2", "-t", "1", &url].iter().map(|s| s.to_string()).collect();
+    let shown = on_a_terminal(&args, true);
+    // A bar with the clock, redrawn in place, and cleared before the summary.
+    assert!(shown.contains("[========") && shown.contains("s/3s  "), "{shown}");
+    for past in ["4s/3s", "5s/3s"] {
+        assert!(!shown.contains(past), "{shown}");
+    }
+    assert!(shown.contains("Latency"), "{shown}");
+    // NO_COLOR turns colours off, not the progress.
+    assert!(!shown.contains("\x1b[31m") && !shown.contains("\x1b[33m"), "{shown}");
+
+    // A bench says which run it is and how long is left.
+    let args: Vec<String> =
+        ["bench", "http", "--runs", "2", "--cooldown", "1s", "-d", "2s", "-c", "2", "-t", "1", "--out"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([tempfile::tempdir().unwrap().keep().join("b").display().to_string(), url])
+            .collect();
+    let shown = on_a_terminal(&args, true);
+    assert!(shown.contains("run 1/2, ETA 5s"), "{shown}");
+    assert!(shown.contains("run 2/2, ETA "), "{shown}");
+}
+
+#[test]
+fn on_a_terminal_colours_mark_errors_unless_no_color() {
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let args: Vec<String> = ["http", "-n", "50", "-c", "2", &format!("{}/no-such-page", server.base_url())]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let shown = on_a_terminal(&args, false);
+    assert!(shown.contains("\x1b[31m                50 responses not 2xx or 3xx\x1b[0m"), "{shown}");
+    let plain = on_a_terminal(&args, true);
+    assert!(plain.contains("50 responses not 2xx or 3xx") && !plain.contains("\x1b[31m"), "{plain}");
+    // Not a terminal: no escape code at all.
+    let out = bolide().args(&args).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains('\x1b'));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains('\x1b'));
+}

@@ -147,14 +147,65 @@ fn report_command_writes_html_and_markdown_and_refuses_what_is_not_a_result() {
     let o = bolide(&["report", newer.to_str().unwrap(), "-o", out.to_str().unwrap()]);
     assert_eq!(o.code, 2);
     assert!(
-        o.err.contains("newer.json: written by a newer bolide (result format version 99; this one reads version 1)"),
+        o.err.contains(
+            "newer.json: written by a newer bolide (result format version 99; this one reads versions 1 to 2)"
+        ),
         "{}",
         o.err
     );
+    // One older than any this bolide reads, too.
+    let text = std::fs::read_to_string(&http).unwrap().replacen("\"version\": 1,", "\"version\": 0,", 1);
+    let older = dir.path().join("older.json");
+    std::fs::write(&older, text).unwrap();
+    let o = bolide(&["report", older.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert_eq!(o.code, 2);
+    assert!(o.err.contains("older.json: result format version 0 is older than any this bolide reads"), "{}", o.err);
+}
+
+#[test]
+fn documents_of_the_previous_format_version_are_still_read() {
+    // The fixtures are of version 1 (no per-second p90): the latency chart goes without it, and a
+    // version 2 document of today's run has it.
+    let v1 = Doc::load(&fixture("http-run.json")).unwrap();
+    let lat = charts::single_run(&v1).into_iter().find(|c| c.id == "latency").unwrap();
+    assert_eq!(lat.series.iter().map(|s| s.label.as_str()).collect::<Vec<_>>(), ["p50", "p99", "max", "mean"]);
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("v2.json");
+    let url = format!("{}/ok", server.base_url());
+    let o = bolide(&["http", "-d", "2s", "-c", "2", "-t", "1", "--json", json.to_str().unwrap(), &url]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    let v2 = Doc::load(&json).unwrap();
+    let text = std::fs::read_to_string(&json).unwrap();
+    assert!(text.contains("\"version\": 2,") && text.contains("\"latency_p90_us\""), "{text:.400}");
+    let lat = charts::single_run(&v2).into_iter().find(|c| c.id == "latency").unwrap();
+    assert_eq!(lat.series.iter().map(|s| s.label.as_str()).collect::<Vec<_>>(), ["p50", "p90", "p99", "max", "mean"]);
+    // Both in one report.
+    let out = dir.path().join("both.html");
+    let o = bolide(&[
+        "report",
+        fixture("http-run.json").to_str().unwrap(),
+        json.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.err);
 }
 
 fn node_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../refserver/tests/node")
+}
+
+/// Installs playwright-core for the Chromium tests when it is not there yet.
+fn in_chromium_setup() {
+    if !node_dir().join("node_modules/playwright-core").exists() {
+        let status = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+            .current_dir(node_dir())
+            .status()
+            .expect("npm is needed for this test");
+        assert!(status.success(), "npm ci in {} failed", node_dir().display());
+    }
 }
 
 /// Opens `page` in headless Chromium (tests/node/report.mjs); what it drew, as JSON.
@@ -164,14 +215,7 @@ fn in_chromium(page: &Path, shot: &Path) -> serde_json::Value {
         Path::new(&chromium).exists(),
         "this test needs Debian's chromium at {chromium} (apt-get install chromium; .ci/run does)"
     );
-    if !node_dir().join("node_modules/playwright-core").exists() {
-        let status = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
-            .current_dir(node_dir())
-            .status()
-            .expect("npm is needed for this test");
-        assert!(status.success(), "npm ci in {} failed", node_dir().display());
-    }
+    in_chromium_setup();
     let out = Command::new("node")
         .args(["report.mjs", page.to_str().unwrap(), shot.to_str().unwrap()])
         .current_dir(node_dir())
@@ -187,7 +231,11 @@ fn the_html_report_draws_every_chart_offline_in_chromium() {
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("r.html");
     let (http, ddp) = (fixture("http-run.json"), fixture("ddp-run.json"));
-    let o = bolide(&["report", http.to_str().unwrap(), ddp.to_str().unwrap(), "-o", html.to_str().unwrap()]);
+    // A third input (the HTTP run again, under another name) makes a history.
+    let again = dir.path().join("http-again.json");
+    std::fs::copy(&http, &again).unwrap();
+    let inputs = [http.to_str().unwrap(), ddp.to_str().unwrap(), again.to_str().unwrap()];
+    let o = bolide(&["report", inputs[0], inputs[1], inputs[2], "-o", html.to_str().unwrap()]);
     assert_eq!(o.code, 0, "{}", o.err);
     let shot = std::env::temp_dir().join("bolide-report.png");
     let seen = in_chromium(&html, &shot);
@@ -196,12 +244,19 @@ fn the_html_report_draws_every_chart_offline_in_chromium() {
     assert_eq!(seen["requests"], serde_json::json!([]), "the page asked for nothing: {seen}");
     // Every chart the documents have data for is drawn with all its points.
     let mut want = Vec::new();
-    let docs = [Doc::load(&http).unwrap(), Doc::load(&ddp).unwrap()];
-    let measures =
-        vec![("http-run".to_string(), vec![docs[0].measures()]), ("ddp-run".to_string(), vec![docs[1].measures()])];
-    let mut every = charts::across_runs(&measures);
-    every
-        .extend(charts::overlaid(&[("http-run".to_string(), vec![&docs[0]]), ("ddp-run".to_string(), vec![&docs[1]])]));
+    let docs = [Doc::load(&http).unwrap(), Doc::load(&ddp).unwrap(), Doc::load(&again).unwrap()];
+    let names = ["http-run", "ddp-run", "http-again"].map(String::from);
+    let measures: Vec<_> = names.iter().zip(&docs).map(|(n, d)| (n.clone(), vec![d.measures()])).collect();
+    let ddp_docs: Vec<_> = names
+        .iter()
+        .zip(&docs)
+        .map(|(n, d)| (n.clone(), if let Doc::Ddp(v) = d { vec![v.as_ref()] } else { vec![] }))
+        .collect();
+    let mut every = charts::steps_side_by_side(&ddp_docs);
+    every.extend(charts::history(&measures));
+    every.extend(charts::across_runs(&measures));
+    let by_name: Vec<_> = names.iter().zip(&docs).map(|(n, d)| (n.clone(), vec![d])).collect();
+    every.extend(charts::overlaid(&by_name));
     every.extend(docs.iter().flat_map(charts::single_run));
     for c in &every {
         want.push(serde_json::json!([c.id, c.points()]));
@@ -289,4 +344,205 @@ fn html_flag_on_http_run_bench_and_capacity_writes_the_report_at_the_end() {
     // A path that cannot be written is refused before anything runs.
     let o = bolide(&["http", "-n", "10", "--html", "/nonexistent/dir/r.html", &ok]);
     assert_eq!(o.code, 2, "{}", o.err);
+}
+
+/// A raw client of the dashboard's event stream: (snapshots received, whether `done` came, and
+/// then the answer to GET /report).
+fn follow_events(port: u16) -> (usize, bool, String) {
+    use std::io::{BufRead, BufReader, Write};
+    let mut stream = None;
+    for _ in 0..200 {
+        if let Ok(s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            stream = Some(s);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let mut stream = stream.expect("the dashboard listens");
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    stream.write_all(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut snapshots = 0;
+    for line in BufReader::new(stream).lines() {
+        let Ok(line) = line else { break };
+        if line == "event: snapshot" {
+            snapshots += 1;
+        }
+        if line == "event: done" {
+            return (snapshots, true, get(port, "/report"));
+        }
+    }
+    (snapshots, false, String::new())
+}
+
+fn get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn the_live_dashboard_updates_every_second_then_shows_the_final_report() {
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/");
+    // Chromium opens the page as soon as bolide listens, and follows it to the final report.
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(Path::new(&chromium).exists(), "this test needs Debian's chromium (apt-get install chromium)");
+    in_chromium_setup();
+    let mut browser = Command::new("node")
+        .args(["dashboard.mjs", &url])
+        .current_dir(node_dir())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("node is needed for this test");
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(browser.stderr.take().unwrap()));
+    let launched = lines.by_ref().map_while(Result::ok).any(|l| l == "launched");
+    assert!(launched, "Chromium did not start");
+    let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>().join("\n"));
+    let raw = std::thread::spawn(move || follow_events(port));
+    let run = Command::new(env!("CARGO_BIN_EXE_bolide"))
+        .args(["http", "-d", "5s", "-c", "2", "-t", "1", &format!("--dashboard=127.0.0.1:{port}")])
+        .arg(format!("{}/ok", server.base_url()))
+        .output()
+        .unwrap();
+    let (out, err) = (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    assert_eq!(run.status.code(), Some(0), "{out}\n{err}");
+    assert!(err.contains(&format!("Live dashboard: {url}")), "{err}");
+    // Its cost is in bolide's own CPU figures.
+    assert!(out.contains("the live dashboard's threads: "), "{out}");
+
+    let (snapshots, done, report) = raw.join().unwrap();
+    assert!(snapshots >= 3 && done, "{snapshots} snapshots, done: {done}");
+    assert!(report.starts_with("HTTP/1.1 200 OK") && report.contains("<title>bolide http "), "{report:.300}");
+    let seen = browser.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&seen.stdout);
+    assert!(seen.status.success(), "dashboard.mjs: {stdout}\n{}", rest.join().unwrap());
+    let seen: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert!(seen["updates"].as_u64().unwrap() >= 3, "{seen}");
+    assert_eq!(seen["final"], serde_json::json!(format!("{url}report")), "{seen}");
+    assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
+    assert_eq!(seen["console"], serde_json::json!([]), "{seen}");
+    assert_eq!(seen["requests"], serde_json::json!([]), "nothing from elsewhere: {seen}");
+    // The final report is the run's: its spectrum is there (the live page has only time series).
+    let drawn = seen["drawn"].as_array().unwrap();
+    let spectrum = drawn.iter().find(|d| d[0] == "latency-spectrum").expect("the final report's spectrum");
+    assert!(spectrum[1].as_u64().unwrap() > 10, "{seen}");
+}
+
+#[test]
+fn the_dashboard_refuses_what_it_cannot_use() {
+    let o = bolide(&["http", "-d", "1s", "--dashboard=localhost", "http://127.0.0.1:9/"]);
+    assert_eq!(o.code, 2, "{}", o.err);
+    assert!(o.err.contains("--dashboard=localhost: not an address to listen on"), "{}", o.err);
+    // A port already taken (and named) is refused before anything runs.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let o = bolide(&["http", "-n", "10", &format!("--dashboard={port}"), &format!("{}/ok", server.base_url())]);
+    assert_eq!(o.code, 3, "{}", o.err);
+    assert!(o.err.contains(&format!("cannot listen on 127.0.0.1:{port}")), "{}", o.err);
+    assert!(!o.out.contains("Requests"), "nothing ran: {}", o.out);
+}
+
+#[test]
+fn what_a_history_and_per_step_latency_side_by_side_plot() {
+    let http = Doc::load(&fixture("http-run.json")).unwrap();
+    let base = http.measures();
+    // Three releases, with two, one and three runs.
+    let run = |rps: f64, p99: f64| {
+        let mut m = base.clone();
+        m.requests_per_s = Some(rps);
+        m.p99_ms = Some(p99);
+        m
+    };
+    let history = charts::history(&[
+        ("3.0".into(), vec![run(1000.0, 9.0), run(1100.0, 8.0)]),
+        ("3.1".into(), vec![run(1500.0, 6.0)]),
+        ("3.2".into(), vec![run(1400.0, 7.0), run(1600.0, 5.0), run(1550.0, 6.5)]),
+    ]);
+    let rps = history.iter().find(|c| c.id == "history-rps").unwrap();
+    assert_eq!(rps.x_names, ["3.0", "3.1", "3.2"]);
+    assert_eq!(rps.series[0].values, [Some(1050.0), Some(1500.0), Some(1550.0)], "medians");
+    assert_eq!(rps.series[1].values, [Some(1000.0), None, Some(1400.0)], "lowest, where there are several");
+    snapshot("charts-history.txt", &outlines(&history));
+
+    let Doc::Ddp(ddp) = Doc::load(&fixture("ddp-run.json")).unwrap() else { panic!("a DDP fixture") };
+    let steps = charts::steps_side_by_side(&[("before".into(), vec![&ddp]), ("after".into(), vec![&ddp, &ddp])]);
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[0].x_names, ddp.steps.iter().map(|s| s.name.clone()).collect::<Vec<_>>());
+    assert_eq!(steps[1].series[0].values, steps[1].series[1].values, "the same runs, the same medians");
+    snapshot("charts-steps.txt", &outlines(&steps));
+}
+
+#[test]
+fn charts_as_svg_files_and_in_a_markdown_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let (http, ddp) = (fixture("http-run.json"), fixture("ddp-run.json"));
+    // Every chart into a directory, each a well-formed SVG document.
+    let out = dir.path().join("charts");
+    let o = bolide(&["report", ddp.to_str().unwrap(), "--format", "svg", "-o", out.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    let doc = Doc::load(&ddp).unwrap();
+    let want = charts::single_run(&doc).len();
+    assert!(o.out.contains(&format!("report: {want} charts as SVG in ")), "{}", o.out);
+    let mut names: Vec<String> =
+        std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names.len(), want);
+    assert_eq!(names[0], "01-users.svg");
+    for n in &names {
+        let text = std::fs::read_to_string(out.join(n)).unwrap();
+        let tree = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{n}: {e}"));
+        assert_eq!(tree.root_element().tag_name().name(), "svg");
+    }
+    // One chart, named by its id.
+    let one = dir.path().join("latency.svg");
+    let o = bolide(&[
+        "report",
+        http.to_str().unwrap(),
+        "--format",
+        "svg",
+        "--chart",
+        "latency-spectrum",
+        "-o",
+        one.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    let svg = std::fs::read_to_string(&one).unwrap();
+    assert!(svg.contains("<title>Latency by percentile</title>") && svg.contains("99.9%"), "{svg:.400}");
+    snapshot("svg-latency-spectrum.svg", &svg);
+    let o = bolide(&["report", http.to_str().unwrap(), "--format", "svg", "--chart", "nope", "-o", "-"]);
+    assert_eq!(o.code, 2);
+    assert!(o.err.contains("--chart nope: no such chart in this report; it has: throughput, latency,"), "{}", o.err);
+    let o = bolide(&["report", http.to_str().unwrap(), "--chart", "latency"]);
+    assert_eq!(o.code, 2);
+    assert!(o.err.contains("--chart goes with --format svg"), "{}", o.err);
+
+    // Markdown to a file: its charts beside it, linked; to stdout: no images.
+    let md = dir.path().join("pr.md");
+    let o = bolide(&[
+        "report",
+        http.to_str().unwrap(),
+        ddp.to_str().unwrap(),
+        "--format",
+        "md",
+        "-o",
+        md.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    let text = std::fs::read_to_string(&md).unwrap();
+    let links: Vec<&str> = text.lines().filter(|l| l.starts_with("![")).collect();
+    assert!(links.iter().any(|l| l.ends_with("(pr-charts/01-throughput.svg)")), "{text}");
+    assert!(links.iter().any(|l| l.contains("-latency-spectrum.svg)")), "{text}");
+    for l in &links {
+        let file = l.rsplit_once('(').unwrap().1.trim_end_matches(')');
+        assert!(dir.path().join(file).exists(), "{file}");
+    }
+    let o = bolide(&["report", http.to_str().unwrap(), "--format", "md"]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    assert!(o.out.contains("```text") && !o.out.contains("!["), "{}", o.out);
 }

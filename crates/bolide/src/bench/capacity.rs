@@ -268,9 +268,19 @@ pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, ca
         levels[0],
         levels[levels.len() - 1]
     );
+    let dashboard_addr = first.as_ref().and_then(|r| r.as_ref().ok()).and_then(|wl| wl.dashboard());
+    let dashboard = match crate::dashboard::start_for(dashboard_addr, &format!("bolide capacity: {slug}"), io) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
     let mut rows: Vec<(f64, Option<Doc>, Verdict)> = Vec::new();
+    let outer = io.stage.clone();
+    let mut spent = std::time::Duration::ZERO;
+    let first_planned = plan_at(w, per_s(levels[0])).ok().and_then(|wl| wl.planned());
     for (i, level) in levels.iter().enumerate() {
-        if i > 0 && !cooldown.is_zero() && !pause(cooldown, cancel) {
+        // The ETA is the most the ladder can take: it stops at the first level that fails.
+        io.stage = super::stage(&outer, "level", (i + 1, levels.len()), spent, first_planned, cooldown);
+        if i > 0 && !cooldown.is_zero() && !pause(cooldown, io, cancel) {
             break;
         }
         if cancel.is_cancelled() {
@@ -285,7 +295,9 @@ pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, ca
         };
         let file: Option<PathBuf> = opts.out.as_ref().map(|d| d.join(format!("{slug}-level-{level}.json")));
         wl.set_output(file, None, true);
-        let outcome = wl.execute(command_line.clone(), io, cancel);
+        let began = std::time::Instant::now();
+        let outcome = wl.execute(command_line.clone(), io, cancel, dashboard.as_ref());
+        spent += began.elapsed();
         let verdict = match &outcome.doc {
             Some(d) => judge(d, &criteria),
             None if cancel.is_cancelled() => Verdict::Interrupted,
@@ -299,10 +311,14 @@ pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, ca
             (Verdict::Interrupted, _) => "interrupted".into(),
             (Verdict::Pass, None) => unreachable!("a pass has a document"),
         };
-        let _ = writeln!(io.out, "  {level} {unit}: {line}");
+        let line = format!("  {level} {unit}: {line}\n");
+        let _ = write!(io.out, "{}", crate::report::progress::paint(&line, io.color));
         let stop = verdict != Verdict::Pass;
         if i == 0 && outcome.doc.is_none() && !cancel.is_cancelled() {
             let _ = writeln!(io.err, "error: the first level could not run; nothing to report");
+            if let Some(d) = &dashboard {
+                d.finish(crate::dashboard::no_report_page("the first level could not run"));
+            }
             return exit::RUN;
         }
         rows.push((*level, outcome.doc, verdict));
@@ -310,9 +326,10 @@ pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, ca
             break;
         }
     }
+    io.stage = outer;
     let _ = writeln!(io.out);
     let _ = write!(io.out, "{}", ladder_table(kind, &rows).markdown());
-    let _ = writeln!(io.out, "\n{}", conclusion(&rows, &levels, unit));
+    let _ = writeln!(io.out, "\n{}", crate::report::progress::paint(&conclusion(&rows, &levels, unit), io.color));
     let notes = suspect_notes(&rows, unit);
     if !notes.is_empty() {
         let _ = write!(io.out, "{notes}");
@@ -320,7 +337,10 @@ pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, ca
     if let Some(dir) = &opts.out {
         let _ = writeln!(io.out, "Result documents: {}", dir.display());
     }
-    if let Some(path) = html {
+    if html.is_none() && dashboard.is_none() {
+        return exit::OK;
+    }
+    {
         let measured: Vec<(f64, crate::stats::doc::Measures, bool)> = rows
             .iter()
             .filter_map(|(level, doc, verdict)| doc.as_ref().map(|d| (*level, d.measures(), *verdict == Verdict::Pass)))
@@ -339,17 +359,23 @@ pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, ca
         let mut sections = vec![ladder];
         sections.extend(super::report::sections(&[series]));
         let page = crate::report::html::page("bolide capacity", &sections);
-        match crate::files::write_atomically(&path, |w| w.write_all(page.as_bytes())) {
-            Ok(()) => {
-                let _ = writeln!(io.out, "HTML report: {}", path.display());
-            }
-            Err(e) => {
-                let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
-                return exit::RUN;
+        let mut code = exit::OK;
+        if let Some(path) = html {
+            match crate::files::write_atomically(&path, |w| w.write_all(page.as_bytes())) {
+                Ok(()) => {
+                    let _ = writeln!(io.out, "HTML report: {}", path.display());
+                }
+                Err(e) => {
+                    let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
+                    code = exit::RUN;
+                }
             }
         }
+        if let Some(d) = &dashboard {
+            d.finish(page);
+        }
+        code
     }
-    exit::OK
 }
 
 fn entry(d: &Doc) -> super::RunEntry {

@@ -38,7 +38,8 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
          removing {tasks} tasks with {think} between actions; tasks-reactive, then tasks-nonreactive.\n"
     );
     let mut code = exit::OK;
-    for scenario in ["tasks-reactive", "tasks-nonreactive"] {
+    let scenarios = ["tasks-reactive", "tasks-nonreactive"];
+    for (k, scenario) in scenarios.iter().enumerate() {
         if cancel.is_cancelled() {
             break;
         }
@@ -77,7 +78,9 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
         let opts =
             crate::cli::BenchOpts { runs: 1, label: Some(label.clone()), out: Some(dir.clone()), cooldown: "0".into() };
         let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
+        io.stage = format!("demo {}/{} {scenario}, ", k + 1, scenarios.len());
         code = code.max(super::bench(workload, &opts, argv, io, cancel));
+        io.stage.clear();
         let _ = writeln!(io.out);
     }
     let html = args.html.clone().unwrap_or_else(|| dir.join("report.html"));

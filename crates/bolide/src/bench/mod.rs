@@ -28,16 +28,31 @@ pub fn parse_pause(flag: &str, text: &str) -> Result<Duration, String> {
     crate::plan::parse_duration(flag, text)
 }
 
-/// Sleeps `d` unless stopped first; false when stopped.
-pub fn pause(d: Duration, cancel: &CancellationToken) -> bool {
-    let until = Instant::now() + d;
-    while Instant::now() < until {
-        if cancel.is_cancelled() {
-            return false;
-        }
-        std::thread::sleep((until - Instant::now()).min(Duration::from_millis(50)));
-    }
-    !cancel.is_cancelled()
+/// Sleeps `d` (a cooldown) unless stopped first, counting it on a terminal's progress bar; false
+/// when stopped.
+pub fn pause(d: Duration, io: &Io, cancel: &CancellationToken) -> bool {
+    crate::report::progress::pause(io.live, &io.stage, d, cancel)
+}
+
+/// The progress stage of part `i` of `n` under `outer`, with the time left when it can be told:
+/// the parts done so far took `spent` (excluding pauses) or each is planned to take `planned`, and
+/// a `pause` comes before every part but the first.
+pub fn stage(
+    outer: &str,
+    what: &str,
+    (i, n): (usize, usize),
+    spent: Duration,
+    planned: Option<Duration>,
+    pause: Duration,
+) -> String {
+    let done = i.saturating_sub(1);
+    let each = if done > 0 { Some(spent / done as u32) } else { planned };
+    let left = (n + 1).saturating_sub(i);
+    let pauses = if i <= 1 { left.saturating_sub(1) } else { left };
+    let eta = each
+        .map(|e| format!(", ETA {}", crate::report::progress::eta(e * left as u32 + pause * pauses as u32)))
+        .unwrap_or_default();
+    format!("{outer}{what} {i}/{n}{eta}")
 }
 
 /// Value of the `format` field of a bench summary.
@@ -268,96 +283,118 @@ pub fn bench(
         }
         return exit::USAGE;
     }
-    let _ = writeln!(
-        io.out,
-        "bolide bench: {slug}, {} run{} labelled {label:?}, into {}\n",
-        opts.runs,
-        if opts.runs == 1 { "" } else { "s" },
-        dir.display()
-    );
-    let mut runs = Vec::new();
-    let mut watched = String::new();
-    let mut code = exit::OK;
-    for i in 1..=opts.runs {
-        if i > 1 && !cooldown.is_zero() {
-            let _ = writeln!(io.out, "  cooling down for {}", humantime::format_duration(cooldown));
-            if !pause(cooldown, cancel) {
-                break;
-            }
-        }
-        if cancel.is_cancelled() {
-            break;
-        }
-        let file = dir.join(format!("{slug}-{i}.json"));
-        workload.set_output(Some(file.clone()), Some(label.clone()), true);
-        if let (true, Workload::Http(p)) = (gnuplot, &mut workload) {
-            p.gnuplot = Some(dir.join(format!("{slug}-{i}.tsv")));
-        }
-        let outcome = workload.execute(command_line.clone(), io, cancel);
-        let Some(doc) = outcome.doc else {
-            let _ = writeln!(io.err, "error: run {i} of {} could not complete; the series stops here", opts.runs);
-            code = exit::RUN;
-            break;
-        };
-        if outcome.code != exit::OK {
-            code = code.max(outcome.code);
-        }
-        let m = doc.measures();
-        watched = watched_names(&doc);
-        let entry = RunEntry::of(i, Some(file.file_name().unwrap_or_default().to_string_lossy().into_owned()), &m);
-        let _ = writeln!(io.out, "  run {i}/{}: {}", opts.runs, run_line(&entry));
-        runs.push(entry);
-    }
-    let interrupted = cancel.is_cancelled();
-    let summary = BenchSummary {
-        format: SUMMARY_FORMAT.into(),
-        version: 1,
-        label: label.clone(),
-        workload: slug.clone(),
-        command_line,
-        runs_planned: opts.runs,
-        interrupted,
-        mean: RunEntry::mean_of(&runs),
-        runs,
+    let title = format!("bolide bench: {label} ({slug})");
+    let dashboard = match crate::dashboard::start_for(workload.dashboard(), &title, io) {
+        Ok(d) => d,
+        Err(code) => return code,
     };
-    let _ = writeln!(io.out);
-    if interrupted {
+    // The series; its every way out comes back here, so that the dashboard shows how it ended.
+    let code = (|| -> i32 {
         let _ = writeln!(
             io.out,
-            "Interrupted: {} of {} runs finished; they are kept and reported.\n",
-            summary.runs.len(),
-            opts.runs
+            "bolide bench: {slug}, {} run{} labelled {label:?}, into {}\n",
+            opts.runs,
+            if opts.runs == 1 { "" } else { "s" },
+            dir.display()
         );
-    }
-    if summary.runs.is_empty() {
-        let _ = writeln!(io.out, "No run finished; nothing to report.");
-        return if code == exit::OK { exit::RUN } else { code };
-    }
-    let _ = writeln!(io.out, "{label} ({slug})\n");
-    let _ = write!(io.out, "{}", runs_table(&summary.runs, summary.mean.as_ref(), None).markdown());
-    let _ = writeln!(io.out);
-    for note in table_notes(&summary.runs, &watched, None) {
-        let _ = writeln!(io.out, "{note}");
-    }
-    let summary_path = dir.join(format!("{slug}-summary.json"));
-    let written = crate::files::write_atomically(&summary_path, |w| {
-        serde_json::to_writer_pretty(&mut *w, &summary).map_err(std::io::Error::other)?;
-        w.write_all(b"\n")
-    });
-    match written {
-        Ok(()) => {
-            let _ = writeln!(io.out, "\nResult documents and summary: {}", dir.display());
-            let _ = writeln!(io.out, "Compare with another series: bolide compare {} OTHER_DIR", dir.display());
+        let mut runs = Vec::new();
+        let mut watched = String::new();
+        let mut code = exit::OK;
+        let outer = io.stage.clone();
+        let mut spent = Duration::ZERO;
+        for i in 1..=opts.runs {
+            io.stage = stage(&outer, "run", (i as usize, opts.runs as usize), spent, workload.planned(), cooldown);
+            if i > 1 && !cooldown.is_zero() {
+                let _ = writeln!(io.out, "  cooling down for {}", humantime::format_duration(cooldown));
+                if !pause(cooldown, io, cancel) {
+                    break;
+                }
+            }
+            if cancel.is_cancelled() {
+                break;
+            }
+            let file = dir.join(format!("{slug}-{i}.json"));
+            workload.set_output(Some(file.clone()), Some(label.clone()), true);
+            if let (true, Workload::Http(p)) = (gnuplot, &mut workload) {
+                p.gnuplot = Some(dir.join(format!("{slug}-{i}.tsv")));
+            }
+            let began = Instant::now();
+            let outcome = workload.execute(command_line.clone(), io, cancel, dashboard.as_ref());
+            spent += began.elapsed();
+            let Some(doc) = outcome.doc else {
+                let _ = writeln!(io.err, "error: run {i} of {} could not complete; the series stops here", opts.runs);
+                code = exit::RUN;
+                break;
+            };
+            if outcome.code != exit::OK {
+                code = code.max(outcome.code);
+            }
+            let m = doc.measures();
+            watched = watched_names(&doc);
+            let entry = RunEntry::of(i, Some(file.file_name().unwrap_or_default().to_string_lossy().into_owned()), &m);
+            let line = format!("  run {i}/{}: {}\n", opts.runs, run_line(&entry));
+            let _ = write!(io.out, "{}", crate::report::progress::paint(&line, io.color));
+            runs.push(entry);
         }
-        Err(e) => {
-            let _ = writeln!(io.err, "error: cannot write {}: {e}", summary_path.display());
-            code = exit::RUN;
+        io.stage = outer;
+        let interrupted = cancel.is_cancelled();
+        let summary = BenchSummary {
+            format: SUMMARY_FORMAT.into(),
+            version: 1,
+            label: label.clone(),
+            workload: slug.clone(),
+            command_line,
+            runs_planned: opts.runs,
+            interrupted,
+            mean: RunEntry::mean_of(&runs),
+            runs,
+        };
+        let _ = writeln!(io.out);
+        if interrupted {
+            let _ = writeln!(
+                io.out,
+                "Interrupted: {} of {} runs finished; they are kept and reported.\n",
+                summary.runs.len(),
+                opts.runs
+            );
         }
-    }
-    if let Some(path) = html {
-        if !report::write_dir_report(&dir, &path, &format!("bolide bench: {label} ({slug})"), io) {
-            code = exit::RUN;
+        if summary.runs.is_empty() {
+            let _ = writeln!(io.out, "No run finished; nothing to report.");
+            return if code == exit::OK { exit::RUN } else { code };
         }
+        let _ = writeln!(io.out, "{label} ({slug})\n");
+        let _ = write!(io.out, "{}", runs_table(&summary.runs, summary.mean.as_ref(), None).markdown());
+        let _ = writeln!(io.out);
+        for note in table_notes(&summary.runs, &watched, None) {
+            let _ = writeln!(io.out, "{note}");
+        }
+        let summary_path = dir.join(format!("{slug}-summary.json"));
+        let written = crate::files::write_atomically(&summary_path, |w| {
+            serde_json::to_writer_pretty(&mut *w, &summary).map_err(std::io::Error::other)?;
+            w.write_all(b"\n")
+        });
+        match written {
+            Ok(()) => {
+                let _ = writeln!(io.out, "\nResult documents and summary: {}", dir.display());
+                let _ = writeln!(io.out, "Compare with another series: bolide compare {} OTHER_DIR", dir.display());
+            }
+            Err(e) => {
+                let _ = writeln!(io.err, "error: cannot write {}: {e}", summary_path.display());
+                code = exit::RUN;
+            }
+        }
+        if let Some(path) = html {
+            if !report::write_dir_report(&dir, &path, &title, io) {
+                code = exit::RUN;
+            }
+        }
+        code
+    })();
+    if let Some(d) = &dashboard {
+        d.finish(match report::dir_page(&dir, &title) {
+            Ok(Some(page)) => page,
+            _ => crate::dashboard::no_report_page("no run of the series finished"),
+        });
     }
     code
 }

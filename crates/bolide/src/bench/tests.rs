@@ -353,6 +353,7 @@ fn a_saturated_generator_is_no_verdict_on_the_server() {
             saturated_samples: 8,
             machine_busy_samples: 0,
             suspect: Some("saturated".into()),
+            dashboard_cpu_pct: None,
             samples: vec![(1.0, 97.0, 97.0, 40.0); 10],
         });
     }

@@ -23,15 +23,19 @@ use crate::stats::{summary, ErrorClass, SecondRecorder, WorkerRecorder};
 const MAX_RECONNECT_BACKOFF: Duration = Duration::from_millis(50);
 
 /// What the coordinator sees once a second while the run goes on.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Progress {
     pub elapsed: Duration,
     /// The planned length, when the run is bounded by time.
     pub planned: Option<Duration>,
+    /// The planned number of requests, when the run is bounded by count (`-n`).
+    pub planned_requests: Option<u64>,
     pub responses: u64,
     pub errors: u64,
     /// Responses in the last whole second.
     pub last_second_responses: u64,
+    /// That second, as the result document's timeline will have it.
+    pub second: crate::stats::result::Second,
 }
 
 /// Everything a finished (or interrupted) run measured.
@@ -191,9 +195,15 @@ pub fn run(
                     progress(&Progress {
                         elapsed: start.elapsed(),
                         planned: plan.stop.time,
+                        planned_requests: plan.stop.count,
                         responses,
                         errors,
                         last_second_responses: seconds[reported].2.responses,
+                        second: summary::second(
+                            reported as u32,
+                            seconds[reported].1.as_secs_f64(),
+                            &seconds[reported].2,
+                        ),
                     });
                     reported += 1;
                 }

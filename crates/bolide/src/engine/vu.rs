@@ -26,7 +26,7 @@ use crate::scenario::{Capture, Expect, Flow, HttpStep, LoopOver, Scenario, Step,
 use crate::stats::vu::{VuRecorder, VuSecond};
 
 /// Once a second while users run.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct VuProgress {
     pub elapsed: Duration,
     pub planned: Duration,
@@ -35,6 +35,8 @@ pub struct VuProgress {
     pub completed: u64,
     pub failed: u64,
     pub step_errors: u64,
+    /// The last whole second, as the result document's timeline will have it.
+    pub second: crate::stats::vu::DdpSecond,
 }
 
 /// What a DDP run measured.
@@ -126,6 +128,11 @@ pub fn run(
                     seconds[shown].1 = alive.load(Ordering::Relaxed);
                     totals.alive = seconds[shown].1;
                     totals.elapsed = start.elapsed();
+                    totals.second = crate::stats::vu::DdpSecond {
+                        t: shown as u32,
+                        users_alive: seconds[shown].1,
+                        counts: seconds[shown].2.clone(),
+                    };
                     progress(&totals);
                     shown += 1;
                 }

@@ -12,9 +12,10 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::console::{exit, Io};
+use crate::dashboard::Dashboard;
 use crate::engine::http as engine;
 use crate::plan::{self, DdpPlan, HttpPlan};
-use crate::report::term;
+use crate::report::{progress, term};
 use crate::stats::doc::Doc;
 use crate::stats::gnuplot;
 
@@ -50,6 +51,14 @@ impl Workload {
         }
     }
 
+    /// How long one run is planned to last (None when bounded by a count of requests).
+    pub fn planned(&self) -> Option<Duration> {
+        match self {
+            Workload::Http(p) => p.stop.time,
+            Workload::Ddp(p) => Some(p.arrivals_length()),
+        }
+    }
+
     /// Where the result document goes, under which label, and whether the run prints its summary
     /// (and no HTML report per run).
     pub fn set_output(&mut self, json: Option<PathBuf>, label: Option<String>, quiet: bool) {
@@ -70,11 +79,25 @@ impl Workload {
         }
     }
 
-    /// Runs it once.
-    pub fn execute(&self, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> Outcome {
+    /// Where the command's live dashboard listens (`--dashboard`).
+    pub fn dashboard(&self) -> Option<std::net::SocketAddr> {
         match self {
-            Workload::Http(p) => run_http_plan(p, command_line, io, cancel),
-            Workload::Ddp(p) => run_ddp_plan(p, command_line, io, cancel),
+            Workload::Http(p) => p.dashboard,
+            Workload::Ddp(p) => p.dashboard,
+        }
+    }
+
+    /// Runs it once, feeding `dashboard` (when the command serves one) every second.
+    pub fn execute(
+        &self,
+        command_line: Vec<String>,
+        io: &mut Io,
+        cancel: &CancellationToken,
+        dashboard: Option<&Dashboard>,
+    ) -> Outcome {
+        match self {
+            Workload::Http(p) => run_http_plan(p, command_line, io, cancel, dashboard),
+            Workload::Ddp(p) => run_ddp_plan(p, command_line, io, cancel, dashboard),
         }
     }
 }
@@ -107,12 +130,10 @@ fn spawn_server(
     }
 }
 
-/// Writes the live line when the run shows one.
-fn show_live(live: bool, err: &mut dyn Write, line: &str) {
-    if live {
-        let _ = write!(err, "{line}");
-        let _ = err.flush();
-    }
+/// Whether a run draws its progress: on a terminal, unless quiet; a run of a series (bench,
+/// capacity: quiet so as not to print its own summary) still shows where it is.
+fn shows_progress(io: &Io, quiet: bool) -> bool {
+    io.live && (!quiet || !io.stage.is_empty())
 }
 
 /// What the watched processes and bolide itself did during a run.
@@ -121,24 +142,22 @@ struct Watch {
     generator: crate::monitor::generator::GeneratorResult,
 }
 
-/// Starts the server if `--spawn` asked for it, checks `reachable`, runs `load` (given stderr for
-/// its live line, cleared afterwards when `live`) with the server and bolide watched, then stops
-/// the server. Err is the exit code of a run that could not start or whose engine failed (the
-/// reason already written).
+/// Starts the server if `--spawn` asked for it, checks `reachable`, runs `load` with the server and
+/// bolide watched, then stops the server. Err is the exit code of a run that could not start or
+/// whose engine failed (the reason already written).
 fn watched<T, E: std::fmt::Display>(
     server: &plan::ServerPlan,
     io: &mut Io,
     cancel: &CancellationToken,
-    live: bool,
     reachable: impl FnOnce(&mut Io) -> bool,
-    load: impl FnOnce(&mut dyn Write) -> Result<T, E>,
+    load: impl FnOnce(&crate::monitor::Monitor) -> Result<T, E>,
 ) -> Result<(T, Watch), i32> {
     let spawned = spawn_server(server, io, cancel)?;
     if !reachable(io) {
         return Err(exit::RUN);
     }
     let monitor = crate::monitor::start_for(&server.monitors, spawned.as_ref(), server.interval, &mut *io.err);
-    let out = load(&mut *io.err);
+    let out = load(&monitor);
     let (processes, own) = monitor.finish_all();
     stop_server(spawned, &processes, io);
     let out = match out {
@@ -148,9 +167,6 @@ fn watched<T, E: std::fmt::Display>(
             return Err(exit::RUN);
         }
     };
-    if live {
-        let _ = write!(io.err, "\r\x1b[K");
-    }
     Ok((out, Watch { monitor: processes.iter().map(Into::into).collect(), generator: own.result() }))
 }
 
@@ -164,15 +180,37 @@ fn stop_server(spawned: Option<crate::monitor::spawn::Spawned>, watched: &[crate
     }
 }
 
-fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> Outcome {
-    let live = io.live && !plan.quiet;
+fn run_http_plan(
+    plan: &HttpPlan,
+    command_line: Vec<String>,
+    io: &mut Io,
+    cancel: &CancellationToken,
+    dashboard: Option<&Dashboard>,
+) -> Outcome {
+    let bar = progress::http_bar(shows_progress(io, plan.quiet), &io.stage, plan.stop.time, plan.stop.count);
+    let stage = live_title(&io.stage, &command_line);
     let run = watched(
         &plan.server,
         io,
         cancel,
-        live,
         |_| true,
-        |err| engine::run(plan, cancel, &mut |p: &engine::Progress| show_live(live, err, &term::live_line(p))),
+        |monitor| {
+            let mut timeline = Vec::new();
+            let out = engine::run(plan, cancel, &mut |p: &engine::Progress| {
+                progress::http_update(&bar, p);
+                if let Some(d) = dashboard {
+                    timeline.push(p.second.clone());
+                    let timeline = timeline.clone();
+                    feed(d, monitor, &stage, progress::http_line(p), move |monitor, generator| {
+                        let doc =
+                            crate::stats::result::ResultDoc { timeline, monitor, generator, ..Default::default() };
+                        Doc::Http(Box::new(doc))
+                    });
+                }
+            });
+            bar.clear();
+            out
+        },
     );
     let (output, watch) = match run {
         Ok(r) => r,
@@ -214,12 +252,17 @@ fn run_http_plan(plan: &HttpPlan, command_line: Vec<String>, io: &mut Io, cancel
     Outcome { code, doc: Some(doc) }
 }
 
+/// The HTML report of one run.
+pub fn run_page(doc: &Doc) -> String {
+    let title = format!("bolide {}: {}", doc.workload(), doc.started_at());
+    crate::report::html::page(&title, &[crate::report::html::run_section(doc, &doc.workload())])
+}
+
 /// Writes the HTML report of one run to `path`, whole or not at all; false when it could not be
 /// written (the reason is on stderr).
 fn write_html(io: &mut Io, quiet: bool, json: Option<&Path>, path: Option<&Path>, doc: &Doc) -> bool {
     let Some(path) = path else { return true };
-    let title = format!("bolide {}: {}", doc.workload(), doc.started_at());
-    let page = crate::report::html::page(&title, &[crate::report::html::run_section(doc, &doc.workload())]);
+    let page = run_page(doc);
     match crate::files::write_atomically(path, |w| w.write_all(page.as_bytes())) {
         Ok(()) => {
             if !quiet {
@@ -250,8 +293,11 @@ fn present<'e>(
 ) -> bool {
     let to_stdout = json.is_some_and(crate::files::is_stdout);
     if !quiet {
-        let human = if to_stdout { &mut *io.err } else { &mut *io.out };
-        let _ = write!(human, "{summary}");
+        if to_stdout {
+            let _ = write!(io.err, "{summary}");
+        } else {
+            let _ = write!(io.out, "{}", progress::paint(summary, io.color));
+        }
     }
     for (class, detail) in first_errors {
         let _ = writeln!(io.err, "first {class} error: {detail}");
@@ -286,8 +332,40 @@ fn present<'e>(
     }
 }
 
+/// Sends the dashboard the run so far: `doc` makes the partial document (the timeline so far, with
+/// what the monitor sampled), on the dashboard's thread.
+fn feed(
+    d: &Dashboard,
+    monitor: &crate::monitor::Monitor,
+    stage: &str,
+    line: String,
+    doc: impl FnOnce(Vec<crate::monitor::MonitorResult>, Option<crate::monitor::generator::GeneratorResult>) -> Doc
+        + Send
+        + 'static,
+) {
+    let (processes, own) = monitor.snapshot();
+    let stage = stage.to_string();
+    d.update(move || vec![crate::report::html::live_section(&doc(processes, Some(own)), &stage, line)]);
+}
+
+/// The title of a run's section on the live dashboard: the outer command's stage, or the
+/// command line.
+fn live_title(stage: &str, command_line: &[String]) -> String {
+    if stage.is_empty() {
+        std::iter::once("bolide").chain(command_line.iter().skip(1).map(String::as_str)).collect::<Vec<_>>().join(" ")
+    } else {
+        stage.to_string()
+    }
+}
+
 /// Runs a validated DDP plan and reports it.
-fn run_ddp_plan(plan: &DdpPlan, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> Outcome {
+fn run_ddp_plan(
+    plan: &DdpPlan,
+    command_line: Vec<String>,
+    io: &mut Io,
+    cancel: &CancellationToken,
+    dashboard: Option<&Dashboard>,
+) -> Outcome {
     // Nothing is measured against a target nobody answers at.
     let reachable = |io: &mut Io| {
         let up =
@@ -301,11 +379,23 @@ fn run_ddp_plan(plan: &DdpPlan, command_line: Vec<String>, io: &mut Io, cancel: 
         }
         up
     };
-    let live = io.live && !plan.quiet;
-    let run = watched(&plan.server, io, cancel, live, reachable, |err| {
-        crate::engine::vu::run(plan, cancel, &mut |p: &crate::engine::vu::VuProgress| {
-            show_live(live, err, &crate::report::ddp::live_line(p))
-        })
+    let bar = progress::ddp_bar(shows_progress(io, plan.quiet), &io.stage, plan.arrivals_length());
+    let stage = live_title(&io.stage, &command_line);
+    let run = watched(&plan.server, io, cancel, reachable, |monitor| {
+        let mut timeline = Vec::new();
+        let out = crate::engine::vu::run(plan, cancel, &mut |p: &crate::engine::vu::VuProgress| {
+            progress::ddp_update(&bar, p);
+            if let Some(d) = dashboard {
+                timeline.push(p.second.clone());
+                let timeline = timeline.clone();
+                feed(d, monitor, &stage, progress::ddp_line(p), move |monitor, generator| {
+                    let doc = crate::stats::vu::DdpDoc { timeline, monitor, generator, ..Default::default() };
+                    Doc::Ddp(Box::new(doc))
+                });
+            }
+        });
+        bar.clear();
+        out
     });
     let (output, watch) = match run {
         Ok(r) => r,

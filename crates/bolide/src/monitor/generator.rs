@@ -15,6 +15,8 @@ pub const MACHINE_IDLE_FLOOR_PCT: f64 = 5.0;
 
 /// Thread-name prefixes of bolide's load threads (/proc shows 15 characters of a name).
 const LOAD_THREADS: [&str; 2] = ["bolide-worker-", "bolide-vu-"];
+/// Thread-name prefix of the live dashboard's threads (`dashboard::THREAD_NAME`), counted apart.
+const DASHBOARD_THREADS: &str = "bolide-dash";
 
 /// One sample of the generator and the machine.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -26,6 +28,8 @@ pub struct GenSample {
     pub busiest_pct: f64,
     /// Idle CPU of the whole machine, percent of all its cores.
     pub machine_idle_pct: f64,
+    /// The live dashboard's threads, percent of one core (None: no dashboard).
+    pub dashboard_pct: Option<f64>,
 }
 
 /// Samples of bolide's own load threads.
@@ -34,26 +38,31 @@ pub struct Generator {
     pub samples: Vec<GenSample>,
     threads_seen: std::collections::HashSet<u32>,
     last: HashMap<u32, u64>,
+    last_dashboard: HashMap<u32, u64>,
     last_machine: Option<(u64, u64)>,
     last_at: Option<Instant>,
 }
 
-/// CPU ticks of each load thread of this process, by thread id.
-fn load_thread_ticks() -> HashMap<u32, u64> {
-    let mut out = HashMap::new();
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return out };
+/// CPU ticks of each load thread of this process, and of each dashboard thread, by thread id.
+fn thread_ticks() -> (HashMap<u32, u64>, HashMap<u32, u64>) {
+    let (mut load, mut dashboard) = (HashMap::new(), HashMap::new());
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return (load, dashboard) };
     for e in dir.flatten() {
         let Some(tid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
         let Ok(comm) = std::fs::read_to_string(e.path().join("comm")) else { continue };
-        if !LOAD_THREADS.iter().any(|p| comm.starts_with(p)) {
+        let into = if LOAD_THREADS.iter().any(|p| comm.starts_with(p)) {
+            &mut load
+        } else if comm.starts_with(DASHBOARD_THREADS) {
+            &mut dashboard
+        } else {
             continue;
-        }
+        };
         let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { continue };
         if let Some(ticks) = super::ticks_of_stat(&stat) {
-            out.insert(tid, ticks);
+            into.insert(tid, ticks);
         }
     }
-    out
+    (load, dashboard)
 }
 
 /// (idle ticks, total ticks) of all cores, from the first line of /proc/stat.
@@ -71,7 +80,7 @@ fn machine_ticks() -> Option<(u64, u64)> {
 impl Generator {
     /// Takes a sample at `now`; the first call only sets the baseline.
     pub fn sample(&mut self, start: Instant, now: Instant) {
-        let ticks = load_thread_ticks();
+        let (ticks, dashboard) = thread_ticks();
         let machine = machine_ticks();
         // A load thread that ended since the last sample took its last ticks with it: such a
         // sample would undercount, so it is left out (this happens at the end of a run).
@@ -92,16 +101,24 @@ impl Generator {
                     (Some((i0, t0)), Some((i1, t1))) if t1 > t0 => (i1 - i0) as f64 * 100.0 / (t1 - t0) as f64,
                     _ => 100.0,
                 };
+                // A dashboard thread that ended since takes its ticks along: a small undercount.
+                let dash: u64 = dashboard
+                    .iter()
+                    .map(|(tid, t)| t.saturating_sub(self.last_dashboard.get(tid).copied().unwrap_or(0)))
+                    .sum();
+                let served = !dashboard.is_empty() || !self.last_dashboard.is_empty();
                 self.samples.push(GenSample {
                     t: now.duration_since(start).as_secs_f64(),
                     cpu_pct: total as f64 * 100.0 / per_core,
                     busiest_pct: busiest as f64 * 100.0 / per_core,
                     machine_idle_pct,
+                    dashboard_pct: served.then(|| dash as f64 * 100.0 / per_core),
                 });
             }
         }
         self.threads_seen.extend(ticks.keys());
         self.last = ticks;
+        self.last_dashboard = dashboard;
         self.last_machine = machine;
         self.last_at = Some(now);
     }
@@ -136,6 +153,10 @@ impl Generator {
             saturated_samples,
             machine_busy_samples,
             suspect: (!reasons.is_empty()).then(|| reasons.join("; ")),
+            dashboard_cpu_pct: {
+                let dash: Vec<f64> = self.samples.iter().filter_map(|s| s.dashboard_pct).collect();
+                (!dash.is_empty()).then(|| dash.iter().sum::<f64>() / dash.len() as f64)
+            },
             samples: self.samples.iter().map(|s| (s.t, s.cpu_pct, s.busiest_pct, s.machine_idle_pct)).collect(),
         }
     }
@@ -160,6 +181,10 @@ pub struct GeneratorResult {
     pub machine_busy_samples: usize,
     /// Why the numbers may measure the tool or the machine rather than the server (absent: no doubt).
     pub suspect: Option<String>,
+    /// The live dashboard's threads (`--dashboard`), percent of one core on average; absent when
+    /// no dashboard was served (and in documents of version 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dashboard_cpu_pct: Option<f64>,
     /// Per sample: seconds since the start, load threads' CPU%, busiest thread's CPU%, machine idle%.
     pub samples: Vec<(f64, f64, f64, f64)>,
 }
@@ -178,6 +203,7 @@ mod tests {
                     cpu_pct: *busiest,
                     busiest_pct: *busiest,
                     machine_idle_pct: *idle,
+                    dashboard_pct: None,
                 })
                 .collect(),
             ..Generator::default()

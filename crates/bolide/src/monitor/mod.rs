@@ -233,31 +233,35 @@ impl Watched {
 }
 
 /// Samples every watched process, and bolide's own load threads, each `interval` on a thread of
-/// its own until stopped.
+/// its own until stopped. What it sampled so far can be read while it runs ([`Monitor::snapshot`]).
 pub struct Monitor {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    handle: std::thread::JoinHandle<(Vec<Watched>, generator::Generator)>,
+    shared: std::sync::Arc<std::sync::Mutex<(Vec<Watched>, generator::Generator)>>,
+    handle: std::thread::JoinHandle<()>,
 }
 
 impl Monitor {
-    pub fn start(mut watched: Vec<Watched>, interval: Duration) -> Monitor {
+    pub fn start(watched: Vec<Watched>, interval: Duration) -> Monitor {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = std::sync::Arc::clone(&stop);
+        let shared = std::sync::Arc::new(std::sync::Mutex::new((watched, generator::Generator::default())));
+        let state = std::sync::Arc::clone(&shared);
         let handle = std::thread::spawn(move || {
+            let sample_all = |start: Instant, now: Instant| {
+                let mut guard = state.lock().unwrap_or_else(|p| p.into_inner());
+                let (watched, own) = &mut *guard;
+                own.sample(start, now);
+                for w in watched.iter_mut() {
+                    w.sample(start, now);
+                }
+            };
             let start = Instant::now();
-            let mut own = generator::Generator::default();
-            own.sample(start, start);
-            for w in &mut watched {
-                w.sample(start, start);
-            }
+            sample_all(start, start);
             let mut next = start + interval;
             while !flag.load(std::sync::atomic::Ordering::Relaxed) {
                 let now = Instant::now();
                 if now >= next {
-                    own.sample(start, now);
-                    for w in &mut watched {
-                        w.sample(start, now);
-                    }
+                    sample_all(start, now);
                     next += interval;
                 } else {
                     std::thread::sleep((next - now).min(Duration::from_millis(50)));
@@ -269,14 +273,16 @@ impl Monitor {
             let last = next - interval;
             let span = now.duration_since(last);
             if span >= interval / 2 || (last == start && span >= Duration::from_millis(100)) {
-                own.sample(start, now);
-                for w in &mut watched {
-                    w.sample(start, now);
-                }
+                sample_all(start, now);
             }
-            (watched, own)
         });
-        Monitor { stop, handle }
+        Monitor { stop, shared, handle }
+    }
+
+    /// What was sampled so far, as the result document will have it (for the live dashboard).
+    pub fn snapshot(&self) -> (Vec<MonitorResult>, generator::GeneratorResult) {
+        let guard = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        (guard.0.iter().map(Into::into).collect(), guard.1.result())
     }
 
     /// Stops sampling and hands back what was sampled.
@@ -287,7 +293,9 @@ impl Monitor {
     /// Stops sampling: the watched processes and bolide's own load threads.
     pub fn finish_all(self) -> (Vec<Watched>, generator::Generator) {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        self.handle.join().unwrap_or_default()
+        let _ = self.handle.join();
+        let mut guard = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::take(&mut *guard)
     }
 }
 

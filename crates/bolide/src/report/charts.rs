@@ -25,6 +25,9 @@ pub enum XKind {
     Run,
     /// The levels of a capacity ladder (users or requests per second or minute).
     Level,
+    /// Named places (labels of a history, steps of a scenario): x is 1, 2, ... and `x_names` says
+    /// what each is.
+    Label,
 }
 
 /// How a series is drawn.
@@ -53,6 +56,9 @@ pub struct Chart {
     pub y_label: String,
     pub x_kind: XKind,
     pub x: Vec<f64>,
+    /// The name of each x, for [`XKind::Label`] charts.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub x_names: Vec<String>,
     pub series: Vec<Series>,
     /// Why there is nothing to draw (then `x` and `series` are empty).
     pub empty: Option<String>,
@@ -74,6 +80,7 @@ impl Chart {
             y_label: y_label.into(),
             x_kind,
             x: Vec::new(),
+            x_names: Vec::new(),
             series: Vec::new(),
             empty: None,
         }
@@ -107,6 +114,9 @@ impl Chart {
             fmt(self.x.first().copied()),
             fmt(self.x.last().copied())
         ));
+        if !self.x_names.is_empty() {
+            out.push_str(&format!("  x names: {}\n", self.x_names.join(", ")));
+        }
         for s in &self.series {
             let vals: Vec<f64> = s.values.iter().flatten().copied().collect();
             let min = vals.iter().copied().reduce(f64::min);
@@ -195,12 +205,22 @@ fn http_charts(d: &ResultDoc) -> Vec<Chart> {
     lat.x = x;
     let ms = |us: f64, n: u64| (n > 0).then_some(us / 1000.0);
     lat.line("p50", secs.iter().map(|s| ms(s.latency_p50_us as f64, s.responses)).collect());
+    // Documents of format version 1 have no per-second p90 (0 there): the line is left out.
+    let has_p90 = secs.iter().any(|s| s.latency_p90_us > 0);
+    if has_p90 {
+        lat.line("p90", secs.iter().map(|s| ms(s.latency_p90_us as f64, s.responses)).collect());
+    }
     lat.line("p99", secs.iter().map(|s| ms(s.latency_p99_us as f64, s.responses)).collect());
     lat.line("max", secs.iter().map(|s| ms(s.latency_max_us as f64, s.responses)).collect());
     lat.line("mean", secs.iter().map(|s| ms(s.latency_mean_us, s.responses)).collect());
+    let reduce: &[Reduce] = if has_p90 {
+        &[Reduce::Mean, Reduce::Max, Reduce::Max, Reduce::Max, Reduce::Mean]
+    } else {
+        &[Reduce::Mean, Reduce::Max, Reduce::Max, Reduce::Mean]
+    };
     vec![
         rate.decimate(&[Reduce::Mean, Reduce::Mean]),
-        lat.decimate(&[Reduce::Mean, Reduce::Max, Reduce::Max, Reduce::Mean]),
+        lat.decimate(reduce),
         spectrum(&d.histograms.latency_us, "latency-spectrum", "Latency by percentile"),
     ]
 }
@@ -485,3 +505,86 @@ const MEASURES: [(&str, &str, &str, Pick); 6] = [
     ("p99", "Latency p99", "ms", |m| m.p99_ms),
     ("errors", "Error rate", "%", |m| Some(m.error_rate_pct)),
 ];
+
+/// The middle value (the mean of the two middle ones for an even count).
+fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    Some(if n % 2 == 1 { values[n / 2] } else { (values[n / 2 - 1] + values[n / 2]) / 2.0 })
+}
+
+/// A history: one chart per measure across labels (releases, commits) in the order given, each
+/// label's median over its runs as a line and its lowest and highest run as marks (the spread), as
+/// Meteor's dashboard shows trends.
+pub fn history(series: &[(String, Vec<crate::stats::doc::Measures>)]) -> Vec<Chart> {
+    let mut out = Vec::new();
+    for (id, title, unit, pick) in MEASURES {
+        let mut c = Chart::new(&format!("history-{id}"), title, "label", unit, XKind::Label);
+        c.x = (1..=series.len()).map(|i| i as f64).collect();
+        c.x_names = series.iter().map(|(name, _)| name.clone()).collect();
+        let per_label: Vec<Vec<f64>> = series.iter().map(|(_, runs)| runs.iter().filter_map(pick).collect()).collect();
+        let mid = per_label.iter().map(|v| median(&mut v.clone())).collect();
+        let low = per_label.iter().map(|v| v.iter().copied().reduce(f64::min).filter(|_| v.len() > 1)).collect();
+        let high = per_label.iter().map(|v| v.iter().copied().reduce(f64::max).filter(|_| v.len() > 1)).collect();
+        c.line("median", mid);
+        c.series.push(Series { label: "lowest run".into(), style: Style::Points, values: low });
+        c.series.push(Series { label: "highest run".into(), style: Style::Points, values: high });
+        if c.series[0].values.iter().flatten().count() > 0 {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Per-step latency side by side: for p50 and p99, x the scenario's steps (in the first series'
+/// order, then any others), a series per input with its median over its runs. Inputs without DDP
+/// runs are left out; with fewer than two left, there is nothing to set side by side.
+pub fn steps_side_by_side(series: &[(String, Vec<&DdpDoc>)]) -> Vec<Chart> {
+    let series: Vec<&(String, Vec<&DdpDoc>)> = series.iter().filter(|(_, docs)| !docs.is_empty()).collect();
+    if series.len() < 2 {
+        return Vec::new();
+    }
+    let mut steps: Vec<String> = Vec::new();
+    for (_, docs) in &series {
+        for d in docs {
+            for s in &d.steps {
+                if !steps.contains(&s.name) {
+                    steps.push(s.name.clone());
+                }
+            }
+        }
+    }
+    if steps.is_empty() {
+        return Vec::new();
+    }
+    type Quantile = fn(&crate::stats::result::Latency) -> u64;
+    let views: [(&str, &str, Quantile); 2] = [
+        ("steps-p50", "Step latency p50, side by side", |l| l.p50_us),
+        ("steps-p99", "Step latency p99, side by side", |l| l.p99_us),
+    ];
+    let mut out = Vec::new();
+    for (id, title, q) in views {
+        let mut c = Chart::new(id, title, "step", "ms", XKind::Label);
+        c.x = (1..=steps.len()).map(|i| i as f64).collect();
+        c.x_names = steps.clone();
+        for (name, docs) in &series {
+            let values = steps
+                .iter()
+                .map(|step| {
+                    let mut v: Vec<f64> = docs
+                        .iter()
+                        .filter_map(|d| d.steps.iter().find(|s| &s.name == step && s.count > 0))
+                        .map(|s| q(&s.latency) as f64 / 1000.0)
+                        .collect();
+                    median(&mut v)
+                })
+                .collect();
+            c.series.push(Series { label: name.clone(), style: Style::Points, values });
+        }
+        out.push(c);
+    }
+    out
+}

@@ -3,7 +3,6 @@
 use std::fmt::Write as _;
 
 use super::term::{bytes, count, us};
-use crate::engine::vu::VuProgress;
 use crate::stats::result::Latency;
 use crate::stats::vu::DdpDoc;
 
@@ -126,18 +125,4 @@ fn truncate(s: &str, n: usize) -> String {
     } else {
         format!("{}…", s.chars().take(n - 1).collect::<String>())
     }
-}
-
-/// The live line (stderr, terminals only).
-pub fn live_line(p: &VuProgress) -> String {
-    format!(
-        "\r\x1b[K  {}s/{}s  {} users alive  {} launched  {} done  {} failed  {} step errors",
-        p.elapsed.as_secs(),
-        p.planned.as_secs(),
-        count(p.alive),
-        count(p.launched),
-        count(p.completed),
-        count(p.failed),
-        count(p.step_errors)
-    )
 }

@@ -11,6 +11,8 @@ const UPLOT_CSS: &str = include_str!("../../assets/uplot/uPlot.min.css");
 /// Drawing code of ours: reads `REPORT`, draws each chart, reports what it drew on `<body>`.
 const DRAW_JS: &str = include_str!("../../assets/report.js");
 const STYLE: &str = include_str!("../../assets/report.css");
+/// The live dashboard's own code: takes snapshots from `/events`, then the final report.
+const LIVE_JS: &str = include_str!("../../assets/live.js");
 
 /// One section of a report: a heading, preformatted text (the terminal's summary, tables), charts.
 #[derive(Debug, Clone, Serialize)]
@@ -40,32 +42,37 @@ pub fn run_section(doc: &Doc, name: &str) -> Section {
     Section { title: name.to_string(), notes, text, charts: super::charts::single_run(doc) }
 }
 
+/// A run's section on the live dashboard: its progress in words and its charts so far (the
+/// time series; the percentile spectra need the whole run and come with the final report).
+pub fn live_section(doc: &Doc, title: &str, line: String) -> Section {
+    let charts = super::charts::single_run(doc).into_iter().filter(|c| c.x_kind != super::charts::XKind::Percentile);
+    Section {
+        title: title.to_string(),
+        notes: vec!["live: the charts grow every second; the final report replaces this page when the run ends".into()],
+        text: format!("{line}\n"),
+        charts: charts.collect(),
+    }
+}
+
+/// What the page's script reads (the report, or a dashboard's snapshot).
+#[derive(Serialize)]
+struct Data<'a> {
+    title: &'a str,
+    tool: String,
+    sections: &'a [Section],
+}
+
+/// The report's data as JSON, as the page (and the dashboard's snapshots) carry it.
+pub fn data_json(title: &str, sections: &[Section]) -> String {
+    let data = Data { title, tool: format!("bolide {}", env!("CARGO_PKG_VERSION")), sections };
+    serde_json::to_string(&data).unwrap_or_else(|_| "{}".into())
+}
+
 /// The whole page.
 pub fn page(title: &str, sections: &[Section]) -> String {
-    #[derive(Serialize)]
-    struct Data<'a> {
-        title: &'a str,
-        tool: String,
-        sections: &'a [Section],
-    }
-    let data = Data { title, tool: format!("bolide {}", env!("CARGO_PKG_VERSION")), sections };
     // Inside <script>, "</" could end the element early: JSON allows "<\/" for it.
-    let json = serde_json::to_string(&data).unwrap_or_else(|_| "{}".into()).replace("</", "<\\/");
-    let mut out = String::with_capacity(UPLOT_JS.len() + json.len() + 8192);
-    out.push_str("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
-    // Nothing may be fetched: no connection, no image, no font, no frame.
-    out.push_str(
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; \
-         style-src 'unsafe-inline'; img-src data:\">\n",
-    );
-    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-    out.push_str(&format!("<title>{}</title>\n", escape(title)));
-    out.push_str("<style>\n");
-    out.push_str(UPLOT_CSS);
-    out.push('\n');
-    out.push_str(STYLE);
-    out.push_str("</style>\n</head>\n<body>\n");
-    out.push_str(&format!("<header><h1>{}</h1></header>\n<main id=\"report\"></main>\n", escape(title)));
+    let json = data_json(title, sections).replace("</", "<\\/");
+    let mut out = head(title, false);
     // The same content without scripts: the summaries as text.
     out.push_str("<noscript>\n");
     for s in sections {
@@ -79,6 +86,43 @@ pub fn page(title: &str, sections: &[Section]) -> String {
     out.push_str(";\n</script>\n<script>\n");
     out.push_str(DRAW_JS);
     out.push_str("\n</script>\n</body>\n</html>\n");
+    out
+}
+
+/// The live dashboard's page: the same drawing code, fed by the server it came from (the only
+/// place it may connect to) until the run ends.
+pub fn live_page(title: &str) -> String {
+    let mut out = head(title, true);
+    out.push_str("<p id=\"live-status\" class=\"live\">waiting for the first second of the run</p>\n");
+    out.push_str("<noscript>The live dashboard needs JavaScript.</noscript>\n<script>\n");
+    out.push_str(UPLOT_JS);
+    out.push_str("\n</script>\n<script>\n");
+    out.push_str(DRAW_JS);
+    out.push_str("\n</script>\n<script>\n");
+    out.push_str(LIVE_JS);
+    out.push_str("\n</script>\n</body>\n</html>\n");
+    out
+}
+
+/// From the doctype to the empty `<main>`: the Content Security Policy (no request at all, or
+/// only to the page's own server for a live page), the styles, the heading.
+fn head(title: &str, live: bool) -> String {
+    let mut out = String::with_capacity(UPLOT_JS.len() + 65_536);
+    out.push_str("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    // Nothing may be fetched: no connection, no image, no font, no frame.
+    let connect = if live { " connect-src 'self';" } else { "" };
+    out.push_str(&format!(
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none';{connect} script-src 'unsafe-inline'; \
+         style-src 'unsafe-inline'; img-src data:\">\n"
+    ));
+    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    out.push_str(&format!("<title>{}</title>\n", escape(title)));
+    out.push_str("<style>\n");
+    out.push_str(UPLOT_CSS);
+    out.push('\n');
+    out.push_str(STYLE);
+    out.push_str("</style>\n</head>\n<body>\n");
+    out.push_str(&format!("<header><h1>{}</h1></header>\n<main id=\"report\"></main>\n", escape(title)));
     out
 }
 

@@ -3,5 +3,7 @@
 pub mod charts;
 pub mod ddp;
 pub mod html;
+pub mod progress;
+pub mod svg;
 pub mod table;
 pub mod term;

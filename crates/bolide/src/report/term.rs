@@ -2,7 +2,6 @@
 
 use std::fmt::Write as _;
 
-use crate::engine::http::Progress;
 use crate::stats::result::{Latency, ResultDoc};
 
 /// `812µs`, `12.34ms`, `1.20s`.
@@ -219,26 +218,14 @@ pub fn generator_rows(g: Option<&crate::monitor::generator::GeneratorResult>) ->
         g.avg_machine_idle_pct,
         g.min_machine_idle_pct
     );
+    if let Some(d) = g.dashboard_cpu_pct {
+        let _ = writeln!(out, "  {:<14}the live dashboard's threads: {d:.1}% CPU on average", "");
+    }
     if let Some(why) = &g.suspect {
         let _ =
             writeln!(out, "  SUSPECT       {why}: these numbers may measure bolide or this machine, not the server");
     }
     out
-}
-
-/// The live line (stderr, terminals only), redrawn in place.
-pub fn live_line(p: &Progress) -> String {
-    let elapsed = p.elapsed.as_secs();
-    let clock = match p.planned {
-        Some(planned) => format!("{elapsed}s/{}s", planned.as_secs()),
-        None => format!("{elapsed}s"),
-    };
-    format!(
-        "\r\x1b[K  {clock}  {} responses  {} req/s  {} errors",
-        count(p.responses),
-        count(p.last_second_responses),
-        count(p.errors)
-    )
 }
 
 #[cfg(test)]
@@ -378,18 +365,6 @@ bolide http 2 URLs: 10 connections, 2 threads, 10s, fixed rate 2000 req/s, keep-
   http://127.0.0.1:8080/api                      9,995         7       999.5     900µs    9.00ms
 ";
         assert_eq!(summary(&doc()), want);
-    }
-
-    #[test]
-    fn live_line_shape() {
-        let p = Progress {
-            elapsed: std::time::Duration::from_millis(3_200),
-            planned: Some(std::time::Duration::from_secs(10)),
-            responses: 12_345,
-            errors: 2,
-            last_second_responses: 4_100,
-        };
-        assert_eq!(live_line(&p), "\r\x1b[K  3s/10s  12,345 responses  4,100 req/s  2 errors");
     }
 
     #[test]

@@ -9,7 +9,11 @@ use serde::{Deserialize, Serialize};
 /// Value of the `format` field.
 pub const FORMAT: &str = "bolide.result";
 /// Version of the document layout; bumped on any incompatible change.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
+/// The oldest format version this bolide still reads. Version 2 added `latency_p90_us` to the
+/// timeline's seconds and `generator.dashboard_cpu_pct`; in version 1 documents they read as
+/// absent (p90 charts then say so).
+pub const OLDEST_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ResultDoc {
@@ -183,6 +187,9 @@ pub struct Second {
     pub bytes_in: u64,
     pub latency_mean_us: f64,
     pub latency_p50_us: u64,
+    /// Absent (0) in documents of format version 1.
+    #[serde(default)]
+    pub latency_p90_us: u64,
     pub latency_p99_us: u64,
     pub latency_max_us: u64,
 }
@@ -209,11 +216,13 @@ impl ResultDoc {
 /// Whether this bolide reads a result document's format version; the reason when it does not.
 pub fn check_version(doc: &serde_json::Value) -> Result<(), String> {
     match doc.get("version").and_then(|v| v.as_u64()) {
-        Some(v) if v == u64::from(VERSION) => Ok(()),
+        Some(v) if (u64::from(OLDEST_VERSION)..=u64::from(VERSION)).contains(&v) => Ok(()),
         Some(v) if v > u64::from(VERSION) => Err(format!(
-            "written by a newer bolide (result format version {v}; this one reads version {VERSION}): upgrade bolide to read it"
+            "written by a newer bolide (result format version {v}; this one reads versions {OLDEST_VERSION} to {VERSION}): upgrade bolide to read it"
         )),
-        Some(v) => Err(format!("result format version {v} is older than any this bolide reads (version {VERSION})")),
+        Some(v) => Err(format!(
+            "result format version {v} is older than any this bolide reads (versions {OLDEST_VERSION} to {VERSION})"
+        )),
         None => Err("the document has no format version (\"version\")".into()),
     }
 }

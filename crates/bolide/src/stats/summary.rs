@@ -71,6 +71,7 @@ pub fn second(t: u32, span_s: f64, rec: &SecondRecorder) -> Second {
         bytes_in: rec.bytes_in,
         latency_mean_us: l.mean_us,
         latency_p50_us: l.p50_us,
+        latency_p90_us: l.p90_us,
         latency_p99_us: l.p99_us,
         latency_max_us: l.max_us,
     }
@@ -163,6 +164,7 @@ mod tests {
             bytes_in: 0,
             latency_mean_us: 0.0,
             latency_p50_us: 0,
+            latency_p90_us: 0,
             latency_p99_us: 0,
             latency_max_us: 0,
         }

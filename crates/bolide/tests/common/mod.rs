@@ -28,7 +28,7 @@ pub fn bolide_with_cancel(args: &[&str], cancel: &CancellationToken) -> Outcome 
     let mut argv = vec!["bolide".into()];
     argv.extend(args.iter().map(|a| a.into()));
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let mut io = bolide::console::Io { out: &mut out, err: &mut err, live: false };
+    let mut io = bolide::console::Io::plain(&mut out, &mut err);
     let code = bolide::app::main(argv, &mut io, cancel);
     let o = Outcome { code, out: String::from_utf8_lossy(&out).into(), err: String::from_utf8_lossy(&err).into() };
     assert!(!o.err.contains("panicked") && !o.err.contains("backtrace"), "{}", o.err);
