@@ -196,8 +196,14 @@ fn node_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../refserver/tests/node")
 }
 
-/// Installs playwright-core for the Chromium tests when it is not there yet.
+/// Checks that Debian's Chromium is there and installs playwright-core for the Chromium tests when
+/// it is not there yet.
 fn in_chromium_setup() {
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(
+        Path::new(&chromium).exists(),
+        "this test needs Debian's chromium at {chromium} (apt-get install chromium; .ci/run does)"
+    );
     if !node_dir().join("node_modules/playwright-core").exists() {
         let status = Command::new("npm")
             .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
@@ -210,11 +216,6 @@ fn in_chromium_setup() {
 
 /// Opens `page` in headless Chromium (tests/node/report.mjs); what it drew, as JSON.
 fn in_chromium(page: &Path, shot: &Path) -> serde_json::Value {
-    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    assert!(
-        Path::new(&chromium).exists(),
-        "this test needs Debian's chromium at {chromium} (apt-get install chromium; .ci/run does)"
-    );
     in_chromium_setup();
     let out = Command::new("node")
         .args(["report.mjs", page.to_str().unwrap(), shot.to_str().unwrap()])
@@ -389,8 +390,6 @@ fn the_live_dashboard_updates_every_second_then_shows_the_final_report() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let url = format!("http://127.0.0.1:{port}/");
     // Chromium opens the page as soon as bolide listens, and follows it to the final report.
-    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    assert!(Path::new(&chromium).exists(), "this test needs Debian's chromium (apt-get install chromium)");
     in_chromium_setup();
     let mut browser = Command::new("node")
         .args(["dashboard.mjs", &url])
