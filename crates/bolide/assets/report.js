@@ -61,24 +61,53 @@
     const series = [{ label: chart.x_label, value: (u, v) => xValue(v) }];
     chart.series.forEach((s, i) => {
       const colour = PALETTE[i % PALETTE.length];
-      const points = s.style === "points";
+      const points = s.style === "points" || s.style === "dots";
+      const bars = s.style === "bars";
       series.push({
         label: s.label,
         stroke: colour,
-        width: points ? 0 : 1.5,
+        fill: bars ? colour + "cc" : undefined,
+        width: points ? 0 : bars ? 1 : 1.5,
         dash: DASHES[Math.floor(i / PALETTE.length) % DASHES.length],
         // Few x values (runs, labels, levels): the points of a line are marked, so that a lone
         // value between gaps still shows.
         points: points
-          ? { show: true, size: 7, fill: colour, stroke: colour }
-          : { show: chart.x_kind !== "seconds" && chart.x_kind !== "percentile", size: 6, fill: colour, stroke: colour },
-        paths: points ? () => null : undefined,
+          ? { show: true, size: s.style === "dots" ? 3 : 7, fill: colour, stroke: colour }
+          : bars
+            ? { show: false }
+            : { show: chart.x_kind !== "seconds" && chart.x_kind !== "percentile", size: 6, fill: colour, stroke: colour },
+        paths: points ? () => null : bars ? uPlot.paths.bars({ size: [0.6, 80] }) : undefined,
         // Spectra of several steps share x values each has only some of: join their points.
         spanGaps: percentile || named,
         value: (u, v) => number(v),
       });
     });
     const data = [chart.x].concat(chart.series.map((s) => s.values));
+    const xAxis = {
+      label: percentile ? "percentile" : chart.x_label,
+      // 0%, 50%, 90%, 99%, 99.9%, ... as far as the data reaches.
+      splits: percentile
+        ? (u, i, min, max) => [1, 2, 10, 100, 1e3, 1e4, 1e5, 1e6].filter((v) => v >= min && v <= max * 1.0001)
+        : chart.x_kind === "run" || chart.x_kind === "level" || named
+          ? (u, i, min, max) => chart.x.filter((v) => v >= min && v <= max)
+          : undefined,
+      // uPlot labels only powers of ten on a log axis unless told otherwise; 2 is the median.
+      filter: percentile ? (u, splits) => splits : undefined,
+      values: percentile
+        ? (u, splits) => splits.map(percentileLabel)
+        : named
+          ? (u, splits) => splits.map((v) => {
+              const n = nameOf(v);
+              return n.length > 28 ? n.slice(0, 27) + "…" : n;
+            })
+          : undefined,
+      // Names slant so that long ones (steps) do not overlap.
+      rotate: named ? -35 : 0,
+      size: named ? 130 : undefined,
+    };
+    // An option set to undefined would replace uPlot's default (an axis of size undefined is not
+    // drawn): leave those out.
+    for (const k of Object.keys(xAxis)) if (xAxis[k] === undefined) delete xAxis[k];
     const opts = {
       width: chartWidth(box),
       height: 300,
@@ -89,36 +118,19 @@
           : named || chart.x_kind === "run"
             ? { time: false, range: (u, min, max) => [min - 0.5, max + 0.5] }
             : { time: false },
+        // Bars stand on zero.
+        y: chart.series.some((s) => s.style === "bars") ? { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } : {},
       },
       axes: [
-        {
-          label: percentile ? "percentile" : chart.x_label,
-          // 0%, 50%, 90%, 99%, 99.9%, ... as far as the data reaches.
-          splits: percentile
-            ? (u, i, min, max) => [1, 2, 10, 100, 1e3, 1e4, 1e5, 1e6].filter((v) => v >= min && v <= max * 1.0001)
-            : chart.x_kind === "run" || chart.x_kind === "level" || named
-              ? (u, i, min, max) => chart.x.filter((v) => v >= min && v <= max)
-              : undefined,
-          // uPlot labels only powers of ten on a log axis unless told otherwise; 2 is the median.
-          filter: percentile ? (u, splits) => splits : undefined,
-          values: percentile
-            ? (u, splits) => splits.map(percentileLabel)
-            : named
-              ? (u, splits) => splits.map((v) => {
-                  const n = nameOf(v);
-                  return n.length > 28 ? n.slice(0, 27) + "…" : n;
-                })
-              : undefined,
-          // Names slant so that long ones (steps) do not overlap.
-          rotate: named ? -35 : 0,
-          size: named ? 130 : undefined,
-        },
+        xAxis,
         { label: chart.y_label, size: 60 },
       ],
       cursor: { drag: { x: true, y: false } },
       legend: { live: true },
     };
     const plot = new uPlot(opts, data, fig);
+    // The plotting area leaves room under it for the x axis (its ticks and name).
+    if (plot.bbox.height / uPlot.pxRatio > opts.height - 30) errors.push("chart " + chart.id + ": its x axis is not drawn");
     plots.push([plot, box]);
     drawn.push([chart.id, chart.series.reduce((k, s) => k + s.values.filter((v) => v != null).length, 0)]);
   }

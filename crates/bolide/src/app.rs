@@ -86,7 +86,13 @@ fn once(workload: Result<Workload, String>, command_line: Vec<String>, io: &mut 
     let outcome = w.execute(command_line, io, cancel, dashboard.as_ref());
     if let Some(d) = &dashboard {
         d.finish(match &outcome.doc {
-            Some(doc) => crate::lifecycle::run_page(doc),
+            Some(doc) => {
+                let requests = match &w {
+                    crate::lifecycle::Workload::Http(p) => p.gnuplot.as_deref().filter(|g| g.is_file()),
+                    crate::lifecycle::Workload::Ddp(_) => None,
+                };
+                crate::lifecycle::run_page(doc, requests)
+            }
             None => crate::dashboard::no_report_page("the run could not start or complete"),
         });
     }

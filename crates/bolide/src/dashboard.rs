@@ -37,6 +37,8 @@ struct State {
     /// The latest snapshot (the report's data as JSON) and its number (0: none yet).
     snapshot: String,
     seq: u64,
+    /// Sections shown under the current run's: what a series or a ladder has finished so far.
+    earlier: Vec<Section>,
     /// The final report, once the run has ended.
     final_page: Option<Arc<String>>,
     connections: usize,
@@ -108,6 +110,12 @@ impl Dashboard {
         self.shared.changed.notify_all();
     }
 
+    /// Shows `sections` under the current run from the next snapshot on (a series' or a ladder's
+    /// runs so far), in place of what was kept before.
+    pub fn keep(&self, sections: Vec<Section>) {
+        lock(&self.shared).earlier = sections;
+    }
+
     /// The run has ended: open pages switch to `page` (the final report). Waits, at most a few
     /// seconds, until every page that was watching has fetched it.
     pub fn finish(&self, page: String) {
@@ -143,10 +151,12 @@ fn build(shared: &Shared) {
             if st.final_page.is_some() {
                 return;
             }
-            st.pending.take()
+            st.pending.take().map(|job| (job, st.earlier.clone()))
         };
-        let Some(job) = job else { continue };
-        let json = html::data_json(&shared.title, &job());
+        let Some((job, earlier)) = job else { continue };
+        let mut sections = job();
+        sections.extend(earlier);
+        let json = html::data_json(&shared.title, &sections);
         let mut st = lock(shared);
         st.snapshot = json;
         st.seq += 1;

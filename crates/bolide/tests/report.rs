@@ -227,6 +227,100 @@ fn in_chromium(page: &Path, shot: &Path) -> serde_json::Value {
     serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
 
+/// A per-request file as ab -g writes it (ab prints local time; the tabs and numbers are what
+/// count): `seconds` seconds of `per_second` requests, times 1..=9 ms, and one request of 750 ms
+/// in the last second.
+fn requests_file(dir: &Path, name: &str, seconds: u64, per_second: u64) -> PathBuf {
+    let mut text = String::from("starttime\tseconds\tctime\tdtime\tttime\twait\n");
+    for s in 0..seconds {
+        for i in 0..per_second {
+            let ttime = if s + 1 == seconds && i == per_second / 2 { 750 } else { i % 9 + 1 };
+            text.push_str(&format!(
+                "Mon Nov 23 10:00:0{s} 2026\t{}\t0\t{ttime}\t{ttime}\t{ttime}\n",
+                1_795_428_000 + s
+            ));
+        }
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn every_request_from_gnuplot_data_in_the_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    // http --gnuplot --html: the report shows every request of the run.
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let ok = format!("{}/ok", server.base_url());
+    let o = bolide(&[
+        "http",
+        "-n",
+        "300",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--gnuplot",
+        &path("r.tsv"),
+        "--html",
+        &path("r.html"),
+        &ok,
+    ]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    let page = std::fs::read_to_string(path("r.html")).unwrap();
+    assert!(
+        page.contains("\"id\":\"every-request\",\"title\":\"Every request's response time (300 requests)\""),
+        "{page}"
+    );
+
+    // A bench series with --gnuplot: each run's NAME.tsv beside NAME.json is found by report.
+    let o = bolide(&[
+        "bench",
+        "http",
+        "-n",
+        "120",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "--runs",
+        "2",
+        "--gnuplot",
+        "each-run.tsv",
+        "--out",
+        &path("s"),
+        &ok,
+    ]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    let o = bolide(&["report", &path("s"), "-o", &path("s.html")]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    let page = std::fs::read_to_string(path("s.html")).unwrap();
+    assert_eq!(page.matches("Every request's response time (120 requests)").count(), 2, "one per run");
+
+    // Thinned when there are many: each second keeps a sample and its slowest request.
+    let big = requests_file(dir.path(), "big.tsv", 4, 9_000);
+    let c = charts::every_request_in(&big);
+    assert_eq!(c.points(), charts::REQUEST_POINTS - charts::REQUEST_POINTS % 4, "{}", c.outline());
+    assert!(c.title.contains("of 36000 drawn"), "{}", c.title);
+    assert_eq!(c.series[0].values.iter().flatten().copied().fold(0.0, f64::max), 750.0, "the outlier is kept");
+    // In Markdown written to a file, it is an SVG image like the other main charts.
+    let o = bolide(&["report", big.to_str().unwrap(), "--format", "md", "-o", &path("pr.md")]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    let md = std::fs::read_to_string(path("pr.md")).unwrap();
+    assert!(md.contains("## Every request: big.tsv") && md.contains("](pr-charts/01-every-request.svg)"), "{md}");
+    let svg = std::fs::read_to_string(dir.path().join("pr-charts/01-every-request.svg")).unwrap();
+    roxmltree::Document::parse(&svg).unwrap();
+
+    // A damaged per-request file given to report is refused with its line.
+    let bad = dir.path().join("bad.tsv");
+    std::fs::write(&bad, "starttime\tseconds\tctime\tdtime\tttime\twait\nx\t1\t0\t1\t1\t0\nx\t2\t0\n").unwrap();
+    let o = bolide(&["report", bad.to_str().unwrap(), "-o", &path("bad.html")]);
+    assert_eq!(o.code, 2, "{}", o.err);
+    assert!(o.err.contains("bad.tsv:3: expected six tab-separated columns"), "{}", o.err);
+    assert!(!dir.path().join("bad.html").exists());
+}
+
 #[test]
 fn the_html_report_draws_every_chart_offline_in_chromium() {
     let dir = tempfile::tempdir().unwrap();
@@ -235,8 +329,10 @@ fn the_html_report_draws_every_chart_offline_in_chromium() {
     // A third input (the HTTP run again, under another name) makes a history.
     let again = dir.path().join("http-again.json");
     std::fs::copy(&http, &again).unwrap();
-    let inputs = [http.to_str().unwrap(), ddp.to_str().unwrap(), again.to_str().unwrap()];
-    let o = bolide(&["report", inputs[0], inputs[1], inputs[2], "-o", html.to_str().unwrap()]);
+    // And a per-request file in ab's -g layout, drawn on its own.
+    let tsv = requests_file(dir.path(), "ab.tsv", 3, 200);
+    let inputs = [http.to_str().unwrap(), ddp.to_str().unwrap(), again.to_str().unwrap(), tsv.to_str().unwrap()];
+    let o = bolide(&["report", inputs[0], inputs[1], inputs[2], inputs[3], "-o", html.to_str().unwrap()]);
     assert_eq!(o.code, 0, "{}", o.err);
     let shot = std::env::temp_dir().join("bolide-report.png");
     let seen = in_chromium(&html, &shot);
@@ -259,6 +355,8 @@ fn the_html_report_draws_every_chart_offline_in_chromium() {
     let by_name: Vec<_> = names.iter().zip(&docs).map(|(n, d)| (n.clone(), vec![d])).collect();
     every.extend(charts::overlaid(&by_name));
     every.extend(docs.iter().flat_map(charts::single_run));
+    every.push(charts::every_request_in(&tsv));
+    assert_eq!(every.last().map(charts::Chart::points), Some(600), "every request drawn");
     for c in &every {
         want.push(serde_json::json!([c.id, c.points()]));
     }
@@ -349,7 +447,7 @@ fn html_flag_on_http_run_bench_and_capacity_writes_the_report_at_the_end() {
 
 /// A raw client of the dashboard's event stream: (snapshots received, whether `done` came, and
 /// then the answer to GET /report).
-fn follow_events(port: u16) -> (usize, bool, String) {
+fn follow_events(port: u16) -> (usize, bool, String, String) {
     use std::io::{BufRead, BufReader, Write};
     let mut stream = None;
     for _ in 0..200 {
@@ -362,17 +460,20 @@ fn follow_events(port: u16) -> (usize, bool, String) {
     let mut stream = stream.expect("the dashboard listens");
     stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
     stream.write_all(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-    let mut snapshots = 0;
+    let (mut snapshots, mut last) = (0, String::new());
     for line in BufReader::new(stream).lines() {
         let Ok(line) = line else { break };
         if line == "event: snapshot" {
             snapshots += 1;
         }
+        if let Some(data) = line.strip_prefix("data: ") {
+            last = data.to_string();
+        }
         if line == "event: done" {
-            return (snapshots, true, get(port, "/report"));
+            return (snapshots, true, get(port, "/report"), last);
         }
     }
-    (snapshots, false, String::new())
+    (snapshots, false, String::new(), last)
 }
 
 fn get(port: u16, path: &str) -> String {
@@ -382,6 +483,33 @@ fn get(port: u16, path: &str) -> String {
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     out
+}
+
+#[test]
+fn a_series_dashboard_shows_the_runs_so_far_under_the_current_one() {
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let raw = std::thread::spawn(move || follow_events(port));
+    let run = Command::new(env!("CARGO_BIN_EXE_bolide"))
+        .args(["bench", "http", "-d", "2s", "-c", "1", "-t", "1", "--runs", "2", "--cooldown", "0", "--label", "base"])
+        .arg("--out")
+        .arg(dir.path().join("s"))
+        .arg(format!("--dashboard=127.0.0.1:{port}"))
+        .arg(format!("{}/ok", server.base_url()))
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    let (snapshots, done, _, last) = raw.join().unwrap();
+    assert!(snapshots >= 3 && done, "{snapshots} snapshots, done: {done}");
+    // The last snapshot came during run 2: run 1 is shown under it with its values.
+    let last: serde_json::Value = serde_json::from_str(&last).unwrap_or_else(|e| panic!("{e}: {last:.300}"));
+    let titles: Vec<&str> = last["sections"].as_array().unwrap().iter().map(|s| s["title"].as_str().unwrap()).collect();
+    assert_eq!(titles.last(), Some(&"base: runs so far"), "{titles:?}");
+    let earlier = last["sections"].as_array().unwrap().last().unwrap();
+    assert_eq!(earlier["notes"][0], "1 of 2 runs finished");
+    let rps = earlier["charts"].as_array().unwrap().iter().find(|c| c["id"] == "runs-rps").unwrap();
+    assert_eq!(rps["series"][0]["values"].as_array().unwrap().len(), 1, "{rps}");
 }
 
 #[test]
@@ -414,7 +542,7 @@ fn the_live_dashboard_updates_every_second_then_shows_the_final_report() {
     // Its cost is in bolide's own CPU figures.
     assert!(out.contains("the live dashboard's threads: "), "{out}");
 
-    let (snapshots, done, report) = raw.join().unwrap();
+    let (snapshots, done, report, _) = raw.join().unwrap();
     assert!(snapshots >= 3 && done, "{snapshots} snapshots, done: {done}");
     assert!(report.starts_with("HTTP/1.1 200 OK") && report.contains("<title>bolide http "), "{report:.300}");
     let seen = browser.wait_with_output().unwrap();

@@ -322,6 +322,10 @@ pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, ca
             return exit::RUN;
         }
         rows.push((*level, outcome.doc, verdict));
+        if let Some(d) = &dashboard {
+            // Under the current level, the ladder so far.
+            d.keep(vec![ladder_section(&rows, kind, unit, "the ladder so far".into(), String::new())]);
+        }
         if stop {
             break;
         }
@@ -341,23 +345,14 @@ pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, ca
         return exit::OK;
     }
     {
-        let measured: Vec<(f64, crate::stats::doc::Measures, bool)> = rows
-            .iter()
-            .filter_map(|(level, doc, verdict)| doc.as_ref().map(|d| (*level, d.measures(), *verdict == Verdict::Pass)))
-            .collect();
-        let ladder = Section {
-            title: "Capacity ladder".into(),
-            notes: vec![conclusion(&rows, &levels, unit)],
-            text: format!("{}{notes}", ladder_table(kind, &rows).markdown()),
-            charts: crate::report::charts::ladder(&measured, &format!("level ({unit})")),
-        };
+        let ladder = ladder_section(&rows, kind, unit, conclusion(&rows, &levels, unit), notes);
         let runs = rows
             .iter()
             .filter_map(|(level, doc, _)| doc.clone().map(|d| (PathBuf::from(format!("level {level} {unit}")), d)))
             .collect();
         let series = super::compare::Series { name: "capacity".into(), source: PathBuf::new(), runs };
         let mut sections = vec![ladder];
-        sections.extend(super::report::sections(&[series]));
+        sections.extend(super::report::sections(&[series], &[]));
         let page = crate::report::html::page("bolide capacity", &sections);
         let mut code = exit::OK;
         if let Some(path) = html {
@@ -375,6 +370,20 @@ pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, ca
             d.finish(page);
         }
         code
+    }
+}
+
+/// The ladder's section of a report: its table, `note` (the verdict in words), its charts.
+fn ladder_section(rows: &[(f64, Option<Doc>, Verdict)], kind: &str, unit: &str, note: String, more: String) -> Section {
+    let measured: Vec<(f64, crate::stats::doc::Measures, bool)> = rows
+        .iter()
+        .filter_map(|(level, doc, verdict)| doc.as_ref().map(|d| (*level, d.measures(), *verdict == Verdict::Pass)))
+        .collect();
+    Section {
+        title: "Capacity ladder".into(),
+        notes: vec![note],
+        text: format!("{}{more}", ladder_table(kind, rows).markdown()),
+        charts: crate::report::charts::ladder(&measured, &format!("level ({unit})")),
     }
 }
 

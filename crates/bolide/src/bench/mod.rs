@@ -302,6 +302,7 @@ pub fn bench(
         let mut code = exit::OK;
         let outer = io.stage.clone();
         let mut spent = Duration::ZERO;
+        let (mut done, mut done_lines) = (Vec::new(), String::new());
         for i in 1..=opts.runs {
             io.stage = stage(&outer, "run", (i as usize, opts.runs as usize), spent, workload.planned(), cooldown);
             if i > 1 && !cooldown.is_zero() {
@@ -335,6 +336,17 @@ pub fn bench(
             let line = format!("  run {i}/{}: {}\n", opts.runs, run_line(&entry));
             let _ = write!(io.out, "{}", crate::report::progress::paint(&line, io.color));
             runs.push(entry);
+            done.push(m);
+            done_lines.push_str(&line);
+            if let Some(d) = &dashboard {
+                // Under the current run, the finished runs' values so far.
+                d.keep(vec![crate::report::html::Section {
+                    title: format!("{label}: runs so far"),
+                    notes: vec![format!("{} of {} runs finished", done.len(), opts.runs)],
+                    text: done_lines.clone(),
+                    charts: crate::report::charts::across_runs(&[(label.clone(), done.clone())]),
+                }]);
+            }
         }
         io.stage = outer;
         let interrupted = cancel.is_cancelled();

@@ -10,6 +10,7 @@ use crate::console::{exit, Io};
 use crate::files;
 use crate::report::html::{self, Section};
 use crate::report::svg;
+use crate::stats::gnuplot;
 
 /// From this many series on, a report has a history: each measure's trend across the labels.
 pub const HISTORY_FROM: usize = 3;
@@ -22,8 +23,8 @@ pub fn by_start_time(series: &mut [Series]) {
 
 /// The sections of a report of `series`: the comparison when there are several (with per-step
 /// latency side by side for DDP), a history from three series on, every run's value per measure
-/// when there is more than one run, then each run.
-pub fn sections(series: &[Series]) -> Vec<Section> {
+/// when there is more than one run, then each run, then each per-request file of `requests`.
+pub fn sections(series: &[Series], requests: &[html::Requests]) -> Vec<Section> {
     let mut out = Vec::new();
     let runs: usize = series.iter().map(|s| s.runs.len()).sum();
     if series.len() >= 2 {
@@ -72,6 +73,7 @@ pub fn sections(series: &[Series]) -> Vec<Section> {
         });
     }
     out.extend(run_sections(series));
+    out.extend(requests.iter().map(html::requests_section));
     out
 }
 
@@ -82,7 +84,9 @@ fn comparison(series: &[Series], md: bool) -> String {
     compare::render(&report, md, &watched)
 }
 
-/// One section per run, named by its series (and its file when the series has several).
+/// One section per run, named by its series (and its file when the series has several). An HTTP
+/// run with a per-request file beside it (`NAME.tsv` next to `NAME.json`, as `bench --gnuplot`
+/// writes them) shows every request's response time as well.
 fn run_sections(series: &[Series]) -> Vec<Section> {
     let mut out = Vec::new();
     for s in series {
@@ -91,7 +95,12 @@ fn run_sections(series: &[Series]) -> Vec<Section> {
                 1 => s.name.clone(),
                 _ => format!("{}: {}", s.name, file_name(path)),
             };
-            out.push(html::run_section(doc, &name));
+            let mut section = html::run_section(doc, &name);
+            let tsv = path.with_extension("tsv");
+            if matches!(doc, crate::stats::doc::Doc::Http(_)) && gnuplot::is_requests_file(&tsv) {
+                html::add_requests(&mut section, &tsv);
+            }
+            out.push(section);
         }
     }
     out
@@ -106,12 +115,18 @@ fn file_name(p: &Path) -> String {
 }
 
 /// The charts of a run a Markdown report shows as images (the rest are in the HTML report).
-const MD_RUN_CHARTS: [&str; 6] = ["throughput", "latency", "latency-spectrum", "users", "step-spectrum", "server-cpu"];
+const MD_RUN_CHARTS: [&str; 7] =
+    ["throughput", "latency", "every-request", "latency-spectrum", "users", "step-spectrum", "server-cpu"];
 
 /// The report in Markdown: the comparison's tables, then each run's summary as text. With
 /// `images` (a directory, and how the Markdown file reaches it), the charts are written there as
 /// SVG and shown under their section: the comparison's, the history, and each run's main ones.
-pub fn markdown(title: &str, series: &[Series], images: Option<(&Path, &str)>) -> std::io::Result<String> {
+pub fn markdown(
+    title: &str,
+    series: &[Series],
+    requests: &[html::Requests],
+    images: Option<(&Path, &str)>,
+) -> std::io::Result<String> {
     let mut out = format!("# {title}\n\n");
     let mut n = 0;
     let mut show = |out: &mut String, charts: &[crate::report::charts::Chart]| -> std::io::Result<()> {
@@ -124,7 +139,7 @@ pub fn markdown(title: &str, series: &[Series], images: Option<(&Path, &str)>) -
         }
         Ok(())
     };
-    let all = sections(series);
+    let all = sections(series, requests);
     if series.len() >= 2 {
         out.push_str(&comparison(series, true));
         out.push('\n');
@@ -134,12 +149,17 @@ pub fn markdown(title: &str, series: &[Series], images: Option<(&Path, &str)>) -
         out.push_str("## History\n\n");
         show(&mut out, &history.charts)?;
     }
-    for s in run_sections(series) {
+    let per_request = requests.iter().map(html::requests_section);
+    for s in run_sections(series).into_iter().chain(per_request) {
         out.push_str(&format!("## {}\n\n", s.title));
         for n in &s.notes {
             out.push_str(&format!("- {n}\n"));
         }
-        out.push_str(&format!("\n```text\n{}```\n\n", s.text));
+        if !s.text.is_empty() {
+            out.push_str(&format!("\n```text\n{}```\n\n", s.text));
+        } else {
+            out.push('\n');
+        }
         let main: Vec<_> = s.charts.into_iter().filter(|c| MD_RUN_CHARTS.contains(&c.id.as_str())).collect();
         show(&mut out, &main)?;
     }
@@ -153,8 +173,8 @@ fn chart_files(sections: &[Section]) -> Vec<(String, &crate::report::charts::Cha
 }
 
 /// `--format svg`: one chart (`--chart ID`) to a file or stdout, or every chart into a directory.
-fn write_svg(args: &ReportArgs, series: &[Series], io: &mut Io) -> i32 {
-    let all = sections(series);
+fn write_svg(args: &ReportArgs, series: &[Series], requests: &[html::Requests], io: &mut Io) -> i32 {
+    let all = sections(series, requests);
     let files = chart_files(&all);
     if let Some(id) = &args.chart {
         let Some((_, c)) = files.iter().find(|(_, c)| &c.id == id) else {
@@ -205,7 +225,7 @@ fn write_svg(args: &ReportArgs, series: &[Series], io: &mut Io) -> i32 {
 pub fn dir_page(dir: &Path, title: &str) -> Result<Option<String>, String> {
     let mut skipped = Vec::new();
     let series = compare::load_series(dir, &mut skipped)?;
-    Ok((!series.runs.is_empty()).then(|| html::page(title, &sections(&[series]))))
+    Ok((!series.runs.is_empty()).then(|| html::page(title, &sections(&[series], &[]))))
 }
 
 /// Writes the HTML report of the result documents in `dir` (a bench series) to `path`; false when
@@ -249,24 +269,40 @@ pub fn report(args: &ReportArgs, io: &mut Io) -> i32 {
             return exit::USAGE;
         }
     }
-    let mut series = match compare::load_inputs(&args.inputs, io) {
+    // Per-request files (ab's -g layout, from `--gnuplot` or from ab) are drawn on their own.
+    let (requests, docs): (Vec<PathBuf>, Vec<PathBuf>) =
+        args.inputs.iter().cloned().partition(|p| p.is_file() && gnuplot::is_requests_file(p));
+    let mut read = Vec::new();
+    for path in requests {
+        match gnuplot::sample(&path, crate::report::charts::REQUEST_POINTS) {
+            Ok(sample) => read.push((path, sample)),
+            Err(e) => {
+                let _ = writeln!(io.err, "error: {e}");
+                return exit::USAGE;
+            }
+        }
+    }
+    let requests = read;
+    let mut series = match compare::load_inputs(&docs, io) {
         Ok((series, _)) => series,
         Err(code) => return code,
     };
     if args.order == crate::cli::ReportOrder::Time {
         by_start_time(&mut series);
     }
-    if series.is_empty() {
-        let _ = writeln!(io.err, "error: nothing to report: no input holds a bolide result document");
+    if series.is_empty() && requests.is_empty() {
+        let _ =
+            writeln!(io.err, "error: nothing to report: no input holds a bolide result document or a per-request file");
         return exit::USAGE;
     }
     let title = args.title.clone().unwrap_or_else(|| {
-        let names: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
+        let mut names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
+        names.extend(requests.iter().map(|(p, _)| file_name(p)));
         format!("bolide report: {}", names.join(", "))
     });
     let text = match args.format {
-        ReportFormat::Html => html::page(&title, &sections(&series)),
-        ReportFormat::Svg => return write_svg(args, &series, io),
+        ReportFormat::Html => html::page(&title, &sections(&series, &requests)),
+        ReportFormat::Svg => return write_svg(args, &series, &requests, io),
         ReportFormat::Md => {
             // Written to a file, its charts go beside it as SVG images (FILE.md -> FILE-charts/).
             let images = output.as_deref().filter(|p| !files::is_stdout(p)).map(|p| {
@@ -280,7 +316,7 @@ pub fn report(args: &ReportArgs, io: &mut Io) -> i32 {
                     return exit::RUN;
                 }
             }
-            match markdown(&title, &series, images.as_ref().map(|(d, r)| (d.as_path(), r.as_str()))) {
+            match markdown(&title, &series, &requests, images.as_ref().map(|(d, r)| (d.as_path(), r.as_str()))) {
                 Ok(t) => t,
                 Err(e) => {
                     let _ = writeln!(io.err, "error: cannot write the Markdown report's charts: {e}");

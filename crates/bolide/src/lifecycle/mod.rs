@@ -226,12 +226,14 @@ fn run_http_plan(
     } else {
         exit::RUN
     };
+    let mut gnuplot_written = false;
     if let Some(path) = &plan.gnuplot {
         let assembled = match &output.gnuplot_error {
             // The result document above is written regardless.
             Some(e) => Err(std::io::Error::other(e.clone())),
             None => gnuplot::assemble(path, &output.gnuplot_parts),
         };
+        gnuplot_written = assembled.is_ok();
         match assembled {
             Ok(()) if !plan.quiet => {
                 let human =
@@ -246,23 +248,37 @@ fn run_http_plan(
         }
     }
     let doc = Doc::Http(Box::new(doc));
-    if !write_html(io, plan.quiet, plan.json.as_deref(), plan.html.as_deref(), &doc) {
+    let requests = plan.gnuplot.as_deref().filter(|_| gnuplot_written);
+    if !write_html(io, plan.quiet, plan.json.as_deref(), plan.html.as_deref(), &doc, requests) {
         code = exit::RUN;
     }
     Outcome { code, doc: Some(doc) }
 }
 
-/// The HTML report of one run.
-pub fn run_page(doc: &Doc) -> String {
+/// The HTML report of one run; with `requests` (the per-request file of `--gnuplot`), every
+/// request's response time as well.
+pub fn run_page(doc: &Doc, requests: Option<&Path>) -> String {
     let title = format!("bolide {}: {}", doc.workload(), doc.started_at());
-    crate::report::html::page(&title, &[crate::report::html::run_section(doc, &doc.workload())])
+    let mut section = crate::report::html::run_section(doc, &doc.workload());
+    if let Some(requests) = requests {
+        crate::report::html::add_requests(&mut section, requests);
+    }
+    crate::report::html::page(&title, &[section])
 }
 
 /// Writes the HTML report of one run to `path`, whole or not at all; false when it could not be
-/// written (the reason is on stderr).
-fn write_html(io: &mut Io, quiet: bool, json: Option<&Path>, path: Option<&Path>, doc: &Doc) -> bool {
+/// written (the reason is on stderr). With `requests` (the per-request file of `--gnuplot`), the
+/// report shows every request's response time as well.
+fn write_html(
+    io: &mut Io,
+    quiet: bool,
+    json: Option<&Path>,
+    path: Option<&Path>,
+    doc: &Doc,
+    requests: Option<&Path>,
+) -> bool {
     let Some(path) = path else { return true };
-    let page = run_page(doc);
+    let page = run_page(doc, requests);
     match crate::files::write_atomically(path, |w| w.write_all(page.as_bytes())) {
         Ok(()) => {
             if !quiet {
@@ -412,7 +428,7 @@ fn run_ddp_plan(
         code = exit::RUN;
     }
     let doc = Doc::Ddp(Box::new(doc));
-    if !write_html(io, plan.quiet, plan.json.as_deref(), plan.html.as_deref(), &doc) {
+    if !write_html(io, plan.quiet, plan.json.as_deref(), plan.html.as_deref(), &doc, None) {
         code = exit::RUN;
     }
     Outcome { code, doc: Some(doc) }

@@ -37,6 +37,10 @@ pub enum Style {
     Line,
     /// Marks only (e.g. the samples in which bolide itself was saturated).
     Points,
+    /// Small marks, many of them (every request's response time).
+    Dots,
+    /// Bars from zero (counts by status or class).
+    Bars,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -180,6 +184,7 @@ pub fn single_run(doc: &Doc) -> Vec<Chart> {
         Doc::Http(d) => (&d.monitor, d.generator.as_ref()),
         Doc::Ddp(d) => (&d.monitor, d.generator.as_ref()),
     };
+    charts.push(outcomes(doc));
     charts.extend(server_charts(monitor));
     charts.push(generator_chart(generator));
     charts
@@ -267,6 +272,75 @@ fn ddp_charts(d: &DdpDoc) -> Vec<Chart> {
         "Fan-out latency by percentile (insert to every subscriber)",
     ));
     out
+}
+
+/// Responses by status code and failures by error class (HTTP), or steps completed and failed by
+/// error class (DDP): one bar each, classes with no failure left out.
+fn outcomes(doc: &Doc) -> Chart {
+    let (title, mut bars): (&str, Vec<(String, u64)>) = match doc {
+        Doc::Http(d) => (
+            "Responses by status, errors by class",
+            d.summary.status.iter().map(|(code, n)| (code.clone(), *n)).collect(),
+        ),
+        Doc::Ddp(d) => (
+            "Steps completed, failed steps by error class",
+            vec![("completed".to_string(), d.summary.steps.saturating_sub(d.summary.step_errors))],
+        ),
+    };
+    let classes = match doc {
+        Doc::Http(d) => &d.summary.errors_by_class,
+        Doc::Ddp(d) => &d.summary.errors_by_class,
+    };
+    bars.extend(classes.iter().filter(|(_, n)| **n > 0).map(|(class, n)| (format!("error: {class}"), *n)));
+    bars.retain(|(_, n)| *n > 0);
+    let mut c = Chart::new("outcomes", title, "outcome", "count", XKind::Label);
+    if bars.is_empty() {
+        return c.empty_because("no request or step finished");
+    }
+    c.x = (1..=bars.len()).map(|i| i as f64).collect();
+    c.x_names = bars.iter().map(|(name, _)| name.clone()).collect();
+    c.series.push(Series {
+        label: "count".into(),
+        style: Style::Bars,
+        values: bars.iter().map(|b| Some(b.1 as f64)).collect(),
+    });
+    c
+}
+
+/// The Node-vs-nginx figure: every request's total time against the second it started, from a
+/// per-request file (`--gnuplot`, or ab's `-g`), density-sampled ([`crate::stats::gnuplot::sample`]).
+pub fn every_request(sample: &crate::stats::gnuplot::RequestSample) -> Chart {
+    let drawn = sample.points.len();
+    let title = if drawn as u64 == sample.requests {
+        format!("Every request's response time ({} requests)", sample.requests)
+    } else {
+        format!(
+            "Every request's response time ({drawn} of {} drawn, each second's slowest among them)",
+            sample.requests
+        )
+    };
+    let mut c = Chart::new("every-request", &title, "seconds", "ms", XKind::Seconds);
+    if sample.points.is_empty() {
+        return c.empty_because("the per-request file lists no request");
+    }
+    c.x = sample.points.iter().map(|p| f64::from(p.0)).collect();
+    let values = sample.points.iter().map(|p| Some(f64::from(p.1))).collect();
+    c.series.push(Series { label: "response time".into(), style: Style::Dots, values });
+    c
+}
+
+/// Most points of the every-request figure: enough to see the shape of millions of requests,
+/// small enough for a report of a few hundred kilobytes.
+pub const REQUEST_POINTS: usize = 20_000;
+
+/// The every-request figure of a per-request file; a file that cannot be read gives a chart
+/// that says why.
+pub fn every_request_in(path: &std::path::Path) -> Chart {
+    match crate::stats::gnuplot::sample(path, REQUEST_POINTS) {
+        Ok(sample) => every_request(&sample),
+        Err(why) => Chart::new("every-request", "Every request's response time", "seconds", "ms", XKind::Seconds)
+            .empty_because(&why),
+    }
 }
 
 /// Percentiles drawn in a spectrum: from the median out to p99.999 (x = 1 / (1 - q) up to 100,000).

@@ -42,6 +42,31 @@ pub fn run_section(doc: &Doc, name: &str) -> Section {
     Section { title: name.to_string(), notes, text, charts: super::charts::single_run(doc) }
 }
 
+/// Adds the every-request figure of a per-request file (`--gnuplot`) to a run's section, before
+/// its latency spectrum.
+pub fn add_requests(section: &mut Section, path: &std::path::Path) {
+    let chart = super::charts::every_request_in(path);
+    let at = section.charts.iter().position(|c| c.id == "latency-spectrum").unwrap_or(section.charts.len());
+    section.charts.insert(at, chart);
+}
+
+/// A per-request file given on its own (ab's `-g` output, or bolide's), read.
+pub type Requests = (std::path::PathBuf, crate::stats::gnuplot::RequestSample);
+
+/// The section of a per-request file given on its own.
+pub fn requests_section((path, sample): &Requests) -> Section {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| path.display().to_string());
+    Section {
+        title: format!("Every request: {name}"),
+        notes: vec![
+            format!("per-request file (ab -g layout): {}", path.display()),
+            format!("{} requests over {} seconds", sample.requests, sample.seconds),
+        ],
+        text: String::new(),
+        charts: vec![super::charts::every_request(sample)],
+    }
+}
+
 /// A run's section on the live dashboard: its progress in words and its charts so far (the
 /// time series; the percentile spectra need the whole run and come with the final report).
 pub fn live_section(doc: &Doc, title: &str, line: String) -> Section {

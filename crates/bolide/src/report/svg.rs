@@ -215,6 +215,32 @@ pub fn chart(c: &Chart) -> String {
                     let _ = writeln!(out, "<circle cx=\"{px:.1}\" cy=\"{py:.1}\" r=\"3\" fill=\"{colour}\"/>");
                 }
             }
+            Style::Dots => {
+                // Thousands of marks: one per pixel they land on, in one path of tiny squares.
+                let mut seen = std::collections::HashSet::new();
+                let mut path = String::new();
+                for (px, py) in points.iter().flatten() {
+                    let (px, py) = (px.round() as i64, py.round() as i64);
+                    if seen.insert((px, py)) {
+                        let _ = write!(path, "M{px} {py}h1.6v1.6h-1.6z");
+                    }
+                }
+                let _ = writeln!(out, "<path fill=\"{colour}\" fill-opacity=\"0.6\" d=\"{path}\"/>");
+            }
+            Style::Bars => {
+                let slot = if c.x.len() > 1 { (x.at(c.x[1]) - x.at(c.x[0])).abs() } else { plot_right - LEFT };
+                let w = (slot * 0.6).min(80.0);
+                let base = y.at(0.0);
+                for (px, py) in points.iter().flatten() {
+                    let _ = writeln!(
+                        out,
+                        "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{w:.1}\" height=\"{:.1}\" fill=\"{colour}\"/>",
+                        px - w / 2.0,
+                        py.min(base),
+                        (base - py).abs()
+                    );
+                }
+            }
             Style::Line => {
                 let join = c.x_kind == XKind::Percentile;
                 let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];

@@ -128,9 +128,168 @@ pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
+/// Every request of a per-request file, thinned for drawing (the Node-vs-nginx figure: each
+/// request's total time against the second it started).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestSample {
+    /// Requests in the file.
+    pub requests: u64,
+    /// Seconds from the first request's second to the last's, plus one.
+    pub seconds: u64,
+    /// (seconds since the first request's second, total time in ms), by second then time. Every
+    /// second's slowest request is among them.
+    pub points: Vec<(u32, u32)>,
+}
+
+/// A second's requests while reading: how many, the slowest, and a uniform random sample.
+#[derive(Default)]
+struct SecondSample {
+    count: u64,
+    slowest: u32,
+    kept: Vec<u32>,
+}
+
+/// xorshift64*: a fixed seed, so that the same file always gives the same points.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1)
+    }
+}
+
+/// Calls `each(second, total ms)` for every request of a per-request file; errors name the file
+/// and line.
+fn read_requests(path: &Path, mut each: impl FnMut(u64, u32)) -> Result<(), String> {
+    use std::io::BufRead;
+    let file = File::open(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let mut lines = io::BufReader::new(file).lines();
+    let header = lines.next().transpose().map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    if header.as_deref().map(str::trim_end) != Some(HEADER.trim_end()) {
+        return Err(format!(
+            "{}:1: not a per-request file (ab -g layout): the first line should be {:?}",
+            path.display(),
+            HEADER.trim_end()
+        ));
+    }
+    for (n, line) in lines.enumerate() {
+        let line = line.map_err(|e| format!("{}:{}: cannot read: {e}", path.display(), n + 2))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let cols: Vec<&str> = line.split('\t').collect();
+        let parsed = match cols.as_slice() {
+            [_, secs, _, _, ttime, _] => secs.trim().parse::<u64>().ok().zip(ttime.trim().parse::<u32>().ok()),
+            _ => None,
+        };
+        let Some((second, total_ms)) = parsed else {
+            return Err(format!(
+                "{}:{}: expected six tab-separated columns (starttime, seconds, ctime, dtime, ttime, wait) with \
+                 whole numbers for seconds and ttime",
+                path.display(),
+                n + 2
+            ));
+        };
+        each(second, total_ms);
+    }
+    Ok(())
+}
+
+/// Reads a per-request file in ab's `-g` layout (written by bolide or by ab) and keeps about
+/// `budget` points spread evenly over its seconds: each second a uniform random sample of its
+/// requests (reservoir sampling), and always its slowest, so that stalls and outliers stay
+/// visible when there are millions. Two passes: the first counts the seconds, so that the second
+/// keeps no more than it draws. Errors name the file and line.
+pub fn sample(path: &Path, budget: usize) -> Result<RequestSample, String> {
+    let mut seconds = std::collections::BTreeSet::new();
+    let mut requests = 0u64;
+    read_requests(path, |second, _| {
+        requests += 1;
+        seconds.insert(second);
+    })?;
+    let (Some(first), Some(last)) = (seconds.first().copied(), seconds.last().copied()) else {
+        return Ok(RequestSample { requests: 0, seconds: 0, points: Vec::new() });
+    };
+    let keep = (budget / seconds.len()).max(1);
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut by_second: std::collections::BTreeMap<u64, SecondSample> = Default::default();
+    read_requests(path, |second, total_ms| {
+        let s = by_second.entry(second).or_default();
+        s.count += 1;
+        s.slowest = s.slowest.max(total_ms);
+        if s.kept.len() < keep {
+            s.kept.push(total_ms);
+        } else {
+            let j = rng.below(s.count) as usize;
+            if j < keep {
+                s.kept[j] = total_ms;
+            }
+        }
+    })?;
+    let mut points = Vec::new();
+    for (second, mut s) in by_second {
+        if !s.kept.contains(&s.slowest) {
+            s.kept[0] = s.slowest;
+        }
+        s.kept.sort_unstable();
+        points.extend(s.kept.into_iter().map(|ms| ((second - first) as u32, ms)));
+    }
+    Ok(RequestSample { requests, seconds: last - first + 1, points })
+}
+
+/// Whether `path` is a per-request file (its first line is ab's `-g` header).
+pub fn is_requests_file(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 64];
+    let Ok(mut f) = File::open(path) else { return false };
+    let n = f.read(&mut head).unwrap_or(0);
+    head[..n].starts_with(b"starttime\tseconds\t")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn write_file(dir: &Path, body: &str) -> PathBuf {
+        let p = dir.join("r.tsv");
+        std::fs::write(&p, format!("{HEADER}{body}")).unwrap();
+        p
+    }
+
+    #[test]
+    fn sample_keeps_every_request_under_the_budget_and_each_seconds_slowest_over_it() {
+        let dir = tempfile::tempdir().unwrap();
+        // Three seconds (the middle one empty), 1,000 requests each; second 2 has one slow one.
+        let mut body = String::new();
+        for (sec, slow) in [(100u64, false), (102, true)] {
+            for i in 0..1000 {
+                let ttime = if slow && i == 517 { 900 } else { i % 7 + 1 };
+                body.push_str(&format!("x\t{sec}\t0\t{ttime}\t{ttime}\t0\n"));
+            }
+        }
+        let p = write_file(dir.path(), &body);
+        let all = sample(&p, 10_000).unwrap();
+        assert_eq!((all.requests, all.seconds, all.points.len()), (2000, 3, 2000));
+        let thin = sample(&p, 100).unwrap();
+        assert_eq!((thin.requests, thin.seconds, thin.points.len()), (2000, 3, 100));
+        assert!(thin.points.iter().all(|(x, _)| *x == 0 || *x == 2));
+        assert_eq!(thin.points.iter().filter(|(x, _)| *x == 2).map(|p| p.1).max(), Some(900));
+        assert_eq!(thin, sample(&p, 100).unwrap(), "the same file gives the same points");
+    }
+
+    #[test]
+    fn sample_names_the_bad_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write_file(dir.path(), "x\t100\t0\t1\t1\t0\nx\t100\tzero\n");
+        let e = sample(&p, 100).unwrap_err();
+        assert!(e.ends_with(":3: expected six tab-separated columns (starttime, seconds, ctime, dtime, ttime, wait) with whole numbers for seconds and ttime"), "{e}");
+        std::fs::write(&p, "{}").unwrap();
+        assert!(sample(&p, 100).unwrap_err().contains(":1: not a per-request file"));
+        assert!(!is_requests_file(&p));
+    }
 
     #[test]
     fn ctime_format() {
