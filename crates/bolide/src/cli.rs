@@ -401,9 +401,10 @@ pub struct RunArgs {
     #[arg(value_name = "SCENARIO")]
     pub scenario: String,
 
-    /// The app's URL (http:// or https://); replaces the scenario's config.target.
-    #[arg(long, value_name = "URL")]
-    pub target: Option<String>,
+    /// The app's URL (http:// or https://); replaces the scenario's config.target. Repeat it for
+    /// several servers: users are spread over them round-robin, or by weight with URL=W
+    #[arg(long, value_name = "URL[=W]")]
+    pub target: Vec<String>,
 
     /// Users arriving per second. Built-ins: the rate; scenario files: every arrival-rate phase
     /// arrives at this rate (rampTo dropped).

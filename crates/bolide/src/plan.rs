@@ -363,13 +363,34 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
     })
 }
 
+/// One server of a DDP run.
+#[derive(Debug, Clone)]
+pub struct DdpTarget {
+    pub url: String,
+    pub weight: u32,
+    pub endpoint: crate::proto::ddp::Endpoint,
+}
+
+impl DdpPlan {
+    /// The index of the target user `k` (by arrival) goes to.
+    pub fn target_of(&self, k: u64) -> usize {
+        match self.cycle.len() {
+            0 => 0,
+            n => self.cycle[(k % n as u64) as usize],
+        }
+    }
+}
+
 /// A validated DDP run.
 #[derive(Debug, Clone)]
 pub struct DdpPlan {
     pub scenario: crate::scenario::Scenario,
     /// Built-in name or file path, for reports.
     pub source: String,
-    pub endpoint: crate::proto::ddp::Endpoint,
+    /// The app's servers (one or more); users are spread over them by `cycle`.
+    pub targets: Vec<DdpTarget>,
+    /// The target of user k is `targets[cycle[k % cycle.len()]]` (smooth weighted round-robin).
+    pub cycle: Vec<usize>,
     pub client: crate::proto::ddp::ClientConfig,
     pub threads: usize,
     pub json: Option<std::path::PathBuf>,
@@ -507,8 +528,16 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         crate::scenario::override_phases(&mut scenario.config.phases, rate, duration);
         scenario
     };
-    if let Some(t) = &args.target {
-        scenario.config.target = t.clone();
+    if !args.target.is_empty() {
+        let given: Vec<_> = args.target.iter().map(|t| crate::scenario::TargetSpec::parse(t)).collect();
+        for e in given.iter().filter_map(|g| g.as_ref().err()) {
+            problems.push(format!("--{e}"));
+        }
+        let specs: Vec<_> = given.into_iter().flatten().collect();
+        problems.extend(crate::scenario::check_targets(&specs).into_iter().map(|e| format!("--{e}")));
+        if !specs.is_empty() {
+            scenario.config.targets = specs;
+        }
     }
     if let Some(t) = args.transport {
         scenario.config.ddp.transport = match t {
@@ -529,13 +558,13 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         }
     }
     let dashboard = args.dashboard.as_deref().and_then(|a| dashboard_addr(a).map_err(|e| problems.push(e)).ok());
-    let endpoint = match endpoint(&scenario.config.target) {
-        Ok(e) => Some(e),
-        Err(e) => {
-            problems.push(e);
-            None
+    let mut targets = Vec::new();
+    for spec in &scenario.config.targets {
+        match endpoint(&spec.url) {
+            Ok(endpoint) => targets.push(DdpTarget { url: spec.url.clone(), weight: spec.weight, endpoint }),
+            Err(e) => problems.push(e),
         }
-    };
+    }
     if !problems.is_empty() {
         return Err(RunPlanError::Config(ConfigError(problems)));
     }
@@ -552,7 +581,8 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     descriptor_room_all();
     Ok(DdpPlan {
         source: args.scenario.clone(),
-        endpoint: endpoint.expect("checked above"),
+        cycle: crate::scenario::target_cycle(&targets.iter().map(|t| t.weight).collect::<Vec<_>>()),
+        targets,
         client,
         threads: args.threads.unwrap_or(cores),
         json: args.json.clone(),

@@ -45,6 +45,31 @@ fn what_the_charts_of_one_run_plot() {
 }
 
 #[test]
+fn what_a_capacity_ladder_plots() {
+    // Three levels of the fixture run, the server working harder at each, the third failing.
+    let base = Doc::load(&fixture("http-run.json")).unwrap().measures();
+    let levels: Vec<_> = [(100.0, 1.0_f64, true), (200.0, 1.8, true), (300.0, 2.5, false)]
+        .into_iter()
+        .map(|(level, k, passed)| {
+            let mut m = base.clone();
+            m.requests_per_s = m.requests_per_s.map(|r| r * k.min(2.0));
+            m.cpu_pct = m.cpu_pct.map(|c| c * k);
+            m.p99_ms = m.p99_ms.map(|p| p * k * k);
+            m.error_rate_pct = if passed { 0.0 } else { 4.0 };
+            (level, m, passed)
+        })
+        .collect();
+    let charts = charts::ladder(&levels, "level (requests per second)");
+    // The failing level is its own series in each chart: one point, at 300.
+    for c in &charts {
+        let failed = c.series.iter().find(|s| s.label == "failed").unwrap();
+        let at: Vec<f64> = c.x.iter().zip(&failed.values).filter(|(_, v)| v.is_some()).map(|(x, _)| *x).collect();
+        assert_eq!(at, [300.0], "{}", c.outline());
+    }
+    snapshot("charts-ladder.txt", &outlines(&charts));
+}
+
+#[test]
 fn charts_without_data_say_why() {
     let mut doc = Doc::load(&fixture("http-run.json")).unwrap();
     if let Doc::Http(d) = &mut doc {

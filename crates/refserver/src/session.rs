@@ -93,6 +93,8 @@ pub struct App {
     pub live_sessions: AtomicUsize,
     pub sessions_started: AtomicU64,
     pub methods_called: AtomicU64,
+    /// Subscriptions answered with `ready`.
+    pub subscriptions_ready: AtomicU64,
 }
 
 impl App {
@@ -108,6 +110,7 @@ impl App {
             live_sessions: AtomicUsize::new(0),
             sessions_started: AtomicU64::new(0),
             methods_called: AtomicU64::new(0),
+            subscriptions_ready: AtomicU64::new(0),
         })
     }
 
@@ -711,6 +714,7 @@ fn subscribe(session: &Arc<Session>, id: String, name: &str) {
         let key = session.app.tasks.observe(subscriber, TASKS_VIEW);
         session.state.lock().unwrap_or_else(|p| p.into_inner()).tasks_view = Some(key);
     }
+    session.app.subscriptions_ready.fetch_add(1, Ordering::Relaxed);
     session.send(&Message::Ready { subs: vec![id] });
 }
 

@@ -42,7 +42,10 @@ pub struct VuProgress {
 /// What a DDP run measured.
 #[derive(Debug)]
 pub struct VuOutput {
+    /// Every user's steps, all targets together.
     pub rec: VuRecorder,
+    /// The same, per target (in the plan's order).
+    pub per_target: Vec<VuRecorder>,
     pub traffic: Traffic,
     /// (users alive at the end of the second, the second's counts).
     pub timeline: Vec<(u64, VuSecond)>,
@@ -53,32 +56,49 @@ pub struct VuOutput {
 
 enum Msg {
     Tick { t: u32, second: Box<VuSecond> },
-    Done { rec: Box<VuRecorder>, traffic: Box<Traffic> },
+    Done { recs: Vec<VuRecorder>, traffic: Box<Traffic> },
+}
+
+/// Calls `f` with every step of the scenario's flows, loops' steps included, in order.
+fn each_step<'s>(s: &'s Scenario, f: &mut dyn FnMut(&'s Step)) {
+    fn walk<'s>(steps: &'s [Step], f: &mut dyn FnMut(&'s Step)) {
+        for s in steps {
+            if let StepKind::Loop(l) = &s.kind {
+                walk(&l.steps, f);
+            } else {
+                f(s);
+            }
+        }
+    }
+    for flow in &s.flows {
+        walk(&flow.steps, f);
+    }
 }
 
 /// Step names with whether each is a method call (whose result and updated times are kept).
 pub fn step_names(s: &Scenario) -> Vec<(String, bool)> {
-    fn walk(steps: &[Step], out: &mut Vec<(String, bool)>) {
-        for s in steps {
-            match &s.kind {
-                StepKind::Loop(l) => walk(&l.steps, out),
-                StepKind::Think(_) => {}
-                kind => {
-                    if !out.iter().any(|(n, _)| n == &s.name) {
-                        out.push((s.name.clone(), matches!(kind, StepKind::Call(_) | StepKind::Login(_))));
-                    }
-                }
-            }
+    let mut out: Vec<(String, bool)> = Vec::new();
+    each_step(s, &mut |step| {
+        if !matches!(step.kind, StepKind::Think(_)) && !out.iter().any(|(n, _)| n == &step.name) {
+            out.push((step.name.clone(), matches!(step.kind, StepKind::Call(_) | StepKind::Login(_))));
         }
-    }
-    let mut out = Vec::new();
-    for f in &s.flows {
-        walk(&f.steps, &mut out);
-    }
+    });
     if s.config.ddp.reconnect {
         out.push(("reconnect".into(), false));
     }
     out
+}
+
+/// The names of the subscribe steps, and of the method-call steps (login included): what
+/// subscriptions and calls per minute count.
+pub fn subscribe_and_call_steps(s: &Scenario) -> (Vec<String>, Vec<String>) {
+    let (mut subs, mut calls) = (Vec::new(), Vec::new());
+    each_step(s, &mut |step| match step.kind {
+        StepKind::Subscribe { .. } => subs.push(step.name.clone()),
+        StepKind::Call(_) | StepKind::Login(_) => calls.push(step.name.clone()),
+        _ => {}
+    });
+    (subs, calls)
 }
 
 /// Runs the plan; `progress` is called about once a second.
@@ -107,6 +127,7 @@ pub fn run(
     }
     drop(tx);
     let mut rec = VuRecorder::new(&names);
+    let mut per_target: Vec<VuRecorder> = plan.targets.iter().map(|_| VuRecorder::new(&names)).collect();
     let mut traffic = Traffic::default();
     let mut seconds: Vec<(usize, u64, VuSecond)> = Vec::new();
     let mut totals = VuProgress { planned: schedule.length(), ..VuProgress::default() };
@@ -137,8 +158,13 @@ pub fn run(
                     shown += 1;
                 }
             }
-            Msg::Done { rec: r, traffic: t } => {
-                rec.merge(&r);
+            Msg::Done { recs, traffic: t } => {
+                for (i, r) in recs.iter().enumerate() {
+                    rec.merge(r);
+                    if let Some(p) = per_target.get_mut(i) {
+                        p.merge(r);
+                    }
+                }
                 traffic.merge(&t);
             }
         }
@@ -147,13 +173,22 @@ pub fn run(
         let _ = h.join();
     }
     let timeline = seconds.into_iter().map(|(_, alive, s)| (alive, s)).collect();
-    Ok(VuOutput { rec, traffic, timeline, started_at, duration: start.elapsed(), interrupted: cancel.is_cancelled() })
+    Ok(VuOutput {
+        rec,
+        per_target,
+        traffic,
+        timeline,
+        started_at,
+        duration: start.elapsed(),
+        interrupted: cancel.is_cancelled(),
+    })
 }
 
 /// One worker's state, shared by its users (one thread: `Rc` and `RefCell`).
 struct Worker {
     plan: DdpPlan,
-    rec: RefCell<VuRecorder>,
+    /// One recorder per target: a user records into its target's.
+    recs: Vec<RefCell<VuRecorder>>,
     traffic: Rc<RefCell<Traffic>>,
     tls: Option<Connector>,
     start: Instant,
@@ -176,9 +211,9 @@ fn worker(
         Ok(rt) => rt,
         Err(_) => return,
     };
-    let tls = plan.endpoint.tls.then(|| Connector::new(plan.insecure));
+    let tls = plan.targets.iter().any(|t| t.endpoint.tls).then(|| Connector::new(plan.insecure));
     let w = Rc::new(Worker {
-        rec: RefCell::new(VuRecorder::new(&names)),
+        recs: plan.targets.iter().map(|_| RefCell::new(VuRecorder::new(&names))).collect(),
         traffic: Rc::new(RefCell::new(Traffic::default())),
         tls,
         start,
@@ -190,7 +225,10 @@ fn worker(
     let mut ticks = 0u32;
     let mut last_traffic = (0u64, 0u64, 0u64, 0u64);
     let mut tick = |w: &Worker, ticks: &mut u32| {
-        let mut second = std::mem::take(&mut w.rec.borrow_mut().second);
+        let mut second = VuSecond::default();
+        for r in &w.recs {
+            second.merge(&std::mem::take(&mut r.borrow_mut().second));
+        }
         let t = w.traffic.borrow();
         second.messages_in = t.messages_in - last_traffic.0;
         second.messages_out = t.messages_out - last_traffic.1;
@@ -215,12 +253,13 @@ fn worker(
             while let Some(due) = schedule.arrival(k) {
                 timer::sleep_until(timer.as_ref(), start + due).await;
                 let max = w.plan.scenario.config.max_vusers;
+                let target = w.plan.target_of(k);
                 if max.is_some_and(|m| w.alive.load(Ordering::SeqCst) >= m) {
-                    w.rec.borrow_mut().skipped += 1;
+                    w.recs[target].borrow_mut().skipped += 1;
                 } else {
                     w.alive.fetch_add(1, Ordering::SeqCst);
                     {
-                        let mut r = w.rec.borrow_mut();
+                        let mut r = w.recs[target].borrow_mut();
                         r.launched += 1;
                         r.second.launched += 1;
                         let at = start.elapsed().as_secs_f64();
@@ -228,8 +267,8 @@ fn worker(
                     }
                     let w2 = Rc::clone(&w);
                     users.push(tokio::task::spawn_local(async move {
-                        let outcome = tokio::time::timeout(user_timeout, user(&w2, k)).await;
-                        let mut r = w2.rec.borrow_mut();
+                        let outcome = tokio::time::timeout(user_timeout, user(&w2, k, target)).await;
+                        let mut r = w2.recs[target].borrow_mut();
                         match outcome {
                             Ok(true) => {
                                 r.completed += 1;
@@ -278,14 +317,14 @@ fn worker(
     // Users still running (Ctrl-C) are dropped with the LocalSet; their connections close.
     drop(local);
     tick(&w, &mut ticks);
-    let rec = Box::new(w.rec.borrow().clone());
+    let recs = w.recs.iter().map(|r| r.borrow().clone()).collect();
     let traffic = Box::new(std::mem::take(&mut *w.traffic.borrow_mut()));
-    let _ = tx.send(Msg::Done { rec, traffic });
+    let _ = tx.send(Msg::Done { recs, traffic });
 }
 
-/// A virtual user: picks a flow by weight, gets its variables, walks the flow. True when every
-/// step succeeded.
-async fn user(w: &Worker, arrival: u64) -> bool {
+/// A virtual user: picks a flow by weight, gets its variables, walks the flow against its target.
+/// True when every step succeeded.
+async fn user(w: &Worker, arrival: u64, target: usize) -> bool {
     let flows = &w.plan.scenario.flows;
     let total: u32 = flows.iter().map(|f| f.weight).sum();
     let mut pick = rand::rng().random_range(0..total.max(1));
@@ -317,8 +356,16 @@ async fn user(w: &Worker, arrival: u64) -> bool {
             }
         }
     }
-    let mut vu =
-        Vu { w, conn: None, vars, subs: HashMap::new(), last_write: None, reconnects: 0, step_began: Instant::now() };
+    let mut vu = Vu {
+        w,
+        target,
+        conn: None,
+        vars,
+        subs: HashMap::new(),
+        last_write: None,
+        reconnects: 0,
+        step_began: Instant::now(),
+    };
     let ok = vu.steps(&flow.steps).await.is_ok();
     if let Some(c) = vu.conn.take() {
         c.close();
@@ -330,6 +377,8 @@ async fn user(w: &Worker, arrival: u64) -> bool {
 
 struct Vu<'w> {
     w: &'w Worker,
+    /// The index of this user's server in the plan's targets.
+    target: usize,
     conn: Option<Conn>,
     vars: Vars,
     /// Subscriptions by name (the latest of each name): id and params.
@@ -409,6 +458,14 @@ fn what_the_cache_holds(
 }
 
 impl Vu<'_> {
+    /// This user's recorder (its target's).
+    fn rec(&self) -> std::cell::RefMut<'_, VuRecorder> {
+        self.w.recs[self.target].borrow_mut()
+    }
+
+    fn endpoint(&self) -> &client::Endpoint {
+        &self.w.plan.targets[self.target].endpoint
+    }
     fn steps<'a>(&'a mut self, steps: &'a [Step]) -> Pin<Box<dyn Future<Output = Result<(), Stop>> + 'a>> {
         Box::pin(async move {
             for s in steps {
@@ -432,7 +489,7 @@ impl Vu<'_> {
     }
 
     fn fail_with(&self, step: &Step, class: &str, detail: &str) -> Stop {
-        let mut r = self.w.rec.borrow_mut();
+        let mut r = self.rec();
         let i = r.index(&step.name);
         if class == "timeout" {
             r.step_timed_out(i, micros(self.step_began.elapsed()), detail);
@@ -461,7 +518,9 @@ impl Vu<'_> {
         let mut attempt = 0u32;
         let conn = loop {
             let left = deadline.saturating_sub(began.elapsed());
-            match client::connect(&p.endpoint, &p.client, self.w.tls.as_ref(), Rc::clone(&self.w.traffic), left).await {
+            match client::connect(self.endpoint(), &p.client, self.w.tls.as_ref(), Rc::clone(&self.w.traffic), left)
+                .await
+            {
                 Ok(c) => break c,
                 Err(f) => {
                     let wait = if attempt < 2 {
@@ -489,7 +548,7 @@ impl Vu<'_> {
     }
 
     fn ok(&self, step: &Step, latency: Duration) {
-        let mut r = self.w.rec.borrow_mut();
+        let mut r = self.rec();
         let i = r.index(&step.name);
         r.step_ok(i, micros(latency));
     }
@@ -514,8 +573,14 @@ impl Vu<'_> {
                 }
                 let p = &self.w.plan;
                 let deadline = self.timeout(None);
-                match client::connect(&p.endpoint, &p.client, self.w.tls.as_ref(), Rc::clone(&self.w.traffic), deadline)
-                    .await
+                match client::connect(
+                    self.endpoint(),
+                    &p.client,
+                    self.w.tls.as_ref(),
+                    Rc::clone(&self.w.traffic),
+                    deadline,
+                )
+                .await
                 {
                     Ok(c) => {
                         self.ok(step, c.handshake);
@@ -571,7 +636,7 @@ impl Vu<'_> {
                 if let Some(cap) = &c.capture {
                     self.capture(cap, out.result.clone().unwrap_or(Value::Null));
                 }
-                let mut r = self.w.rec.borrow_mut();
+                let mut r = self.rec();
                 let i = r.index(&step.name);
                 r.call_ok(i, micros(out.to_both), micros(out.to_result), micros(out.to_updated));
             }
@@ -586,7 +651,7 @@ impl Vu<'_> {
                 if let Some(id) = out.result.as_ref().and_then(|r| r.get("id")).cloned() {
                     self.vars.insert("userId".into(), id);
                 }
-                let mut r = self.w.rec.borrow_mut();
+                let mut r = self.rec();
                 let i = r.index(&step.name);
                 r.call_ok(i, micros(out.to_both), micros(out.to_result), micros(out.to_updated));
             }
@@ -778,7 +843,7 @@ impl Vu<'_> {
         self.ok(step, began.elapsed());
         if let Some(sent) = self.last_write {
             if seen >= sent {
-                crate::stats::hist::record(&mut self.w.rec.borrow_mut().reactive_us, micros(seen - sent));
+                crate::stats::hist::record(&mut self.rec().reactive_us, micros(seen - sent));
             }
         }
         Ok(())
@@ -788,13 +853,13 @@ impl Vu<'_> {
         use crate::proto::http as web;
         let url_text = template::render_str(&h.url, &self.vars);
         let url_text = url_text.as_str().unwrap_or_default().to_string();
-        let base = url::Url::parse(&self.w.plan.scenario.config.target)
+        let base = url::Url::parse(&self.w.plan.targets[self.target].url)
             .map_err(|e| self.fail_with(step, "scenario", &e.to_string()))?;
         let url =
             base.join(&url_text).map_err(|e| self.fail_with(step, "scenario", &format!("URL {url_text:?}: {e}")))?;
         let host = url.host_str().unwrap_or_default().trim_matches(|c| c == '[' || c == ']').to_string();
         let port = url.port_or_known_default().unwrap_or(80);
-        let ep = &self.w.plan.endpoint;
+        let ep = self.endpoint();
         let addrs = if host == ep.host && port == ep.port {
             ep.addrs.clone()
         } else {

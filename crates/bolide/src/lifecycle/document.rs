@@ -121,7 +121,11 @@ pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<St
         host: host(),
         settings: DdpRunSettings {
             scenario: plan.source.clone(),
-            target: crate::redact::text(&config.target),
+            target: config.targets.first().map(|t| crate::redact::text(&t.url)).unwrap_or_default(),
+            targets: match config.targets.len() {
+                1 => Vec::new(),
+                _ => config.targets.iter().map(|t| crate::redact::text(&t.shown())).collect(),
+            },
             transport: match plan.client.transport {
                 crate::proto::ddp::Transport::WebSocket => "websocket".into(),
                 crate::proto::ddp::Transport::SockJs => "sockjs".into(),
@@ -135,13 +139,7 @@ pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<St
             user_timeout_s: config.ddp.user_timeout.as_secs_f64(),
         },
         summary: DdpSummary {
-            users: Users {
-                launched: rec.launched,
-                completed: rec.completed,
-                failed: rec.failed,
-                skipped: rec.skipped,
-                cut: rec.cut,
-            },
+            users: Users::of(rec),
             total_time_s,
             duration_s,
             steps: steps_total,
@@ -169,6 +167,17 @@ pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<St
         histograms: DdpHistograms {
             reactive_us: hist::encode(&rec.reactive_us),
             fanout_us: hist::encode(&o.traffic.fanout_us),
+        },
+        per_target: match plan.targets.len() {
+            1 => Vec::new(),
+            _ => {
+                let (subs, calls) = crate::engine::vu::subscribe_and_call_steps(&plan.scenario);
+                plan.targets
+                    .iter()
+                    .zip(&o.per_target)
+                    .map(|(t, r)| target_summary(&crate::redact::text(&t.url), t.weight, r, duration_s, &subs, &calls))
+                    .collect()
+            }
         },
         monitor: Vec::new(),
         generator: None,

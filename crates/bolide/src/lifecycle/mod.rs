@@ -382,18 +382,19 @@ fn run_ddp_plan(
     cancel: &CancellationToken,
     dashboard: Option<&Dashboard>,
 ) -> Outcome {
-    // Nothing is measured against a target nobody answers at.
+    // Nothing is measured against a target nobody answers at: every one must answer.
     let reachable = |io: &mut Io| {
-        let up =
-            plan.endpoint.addrs.iter().any(|a| std::net::TcpStream::connect_timeout(a, Duration::from_secs(5)).is_ok());
-        if !up {
-            let _ = writeln!(
-                io.err,
-                "error: nothing answers at {} ({:?}); is the server running?",
-                plan.scenario.config.target, plan.endpoint.addrs
-            );
+        let mut all = true;
+        for t in &plan.targets {
+            let addrs = &t.endpoint.addrs;
+            let up = addrs.iter().any(|a| std::net::TcpStream::connect_timeout(a, Duration::from_secs(5)).is_ok());
+            if !up {
+                let url = crate::redact::text(&t.url);
+                let _ = writeln!(io.err, "error: nothing answers at {url} ({addrs:?}); is the server running?");
+                all = false;
+            }
         }
-        up
+        all
     };
     let bar = progress::ddp_bar(shows_progress(io, plan.quiet), &io.stage, plan.arrivals_length());
     let stage = live_title(&io.stage, &command_line);

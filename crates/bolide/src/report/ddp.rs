@@ -25,7 +25,10 @@ pub fn summary(doc: &DdpDoc) -> String {
     let _ = writeln!(
         out,
         "bolide run {} -> {} ({}, {compression}, {} threads)",
-        set.scenario, set.target, set.transport, set.threads
+        set.scenario,
+        if set.targets.is_empty() { set.target.clone() } else { format!("{} targets", set.targets.len()) },
+        set.transport,
+        set.threads
     );
     if doc.interrupted {
         out.push_str("  (interrupted: the figures cover what was done before Ctrl-C)\n");
@@ -85,6 +88,7 @@ pub fn summary(doc: &DdpDoc) -> String {
             opt(&st.to_updated)
         );
     }
+    out.push_str(&per_target(doc));
     if let Some(r) = &s.reactive {
         let _ = writeln!(out, "\n  {:<24}{}", "Reactive latency", quad(r));
         out.push_str("  (from a user's write until that user sees the change through its subscription)\n");
@@ -105,6 +109,40 @@ pub fn summary(doc: &DdpDoc) -> String {
     for e in &s.ensure {
         let verdict = if e.ok { "ok" } else { "BROKEN" };
         let _ = writeln!(out, "  {:<14}{}: {} (limit {:.2}) {verdict}", "Ensure", e.what, e.shown(), e.limit);
+    }
+    out
+}
+
+/// Each target's share of a run over several: users, subscriptions and calls per minute, time to
+/// `ready` (all steps when there is no subscription), errors.
+fn per_target(doc: &DdpDoc) -> String {
+    if doc.per_target.is_empty() {
+        return String::new();
+    }
+    let subs = doc.per_target.iter().any(|t| t.subscribe_latency.is_some());
+    let (p50, p99) = if subs { ("ready p50", "ready p99") } else { ("step p50", "step p99") };
+    let mut out = format!(
+        "\n  {:<32}{:>7}{:>8}{:>8}{:>10}{:>11}{:>11}{:>11}  errors\n",
+        "Target", "weight", "users", "failed", "subs/min", "calls/min", p50, p99
+    );
+    for t in &doc.per_target {
+        let l = if subs { t.subscribe_latency.as_ref() } else { t.latency.as_ref() };
+        let at = |f: fn(&Latency) -> u64| l.map_or("-".to_string(), |l| us(f(l) as f64));
+        let errors: Vec<String> =
+            t.errors_by_class.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k} {}", count(*n))).collect();
+        let _ = writeln!(
+            out,
+            "  {:<32}{:>7}{:>8}{:>8}{:>10.1}{:>11.1}{:>11}{:>11}  {}",
+            truncate(&t.url, 31),
+            t.weight,
+            count(t.users.launched),
+            count(t.users.failed),
+            t.subscriptions_per_min,
+            t.calls_per_min,
+            at(|l| l.p50_us),
+            at(|l| l.p99_us),
+            if errors.is_empty() { "none".to_string() } else { errors.join(", ") }
+        );
     }
     out
 }

@@ -57,7 +57,7 @@ fn subscribe(name: &str) -> Step {
 
 fn config(knobs: &Knobs, name: &str) -> Config {
     Config {
-        target: knobs.target.clone(),
+        targets: vec![TargetSpec { url: knobs.target.clone(), weight: 1 }],
         phases: vec![Phase {
             name: Some(name.into()),
             duration: knobs.duration,

@@ -51,8 +51,9 @@ pub struct Scenario {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// `http(s)://host:port[/prefix]` of the app.
-    pub target: String,
+    /// `http(s)://host:port[/prefix]` of the app's servers, with their weights: users are spread
+    /// over them (the first alone when there is one).
+    pub targets: Vec<TargetSpec>,
     pub phases: Vec<Phase>,
     /// Arrivals while this many users are alive are skipped (and counted).
     pub max_vusers: Option<u64>,
@@ -61,6 +62,89 @@ pub struct Config {
     pub payload: Option<Payload>,
     pub ensure: Ensure,
     pub ddp: DdpSettings,
+}
+
+/// One server of the app: its URL and its share of the users.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetSpec {
+    pub url: String,
+    /// Users go to the targets in proportion to their weights (1 unless `URL=W` says otherwise).
+    pub weight: u32,
+}
+
+/// Most a target's weight may be (the round-robin cycle has the weights' sum in slots).
+pub const MAX_WEIGHT: u32 = 1000;
+
+impl TargetSpec {
+    /// `URL` or `URL=WEIGHT` (a whole number from 1 to 1000). A `=` inside the URL's query is part
+    /// of the URL.
+    pub fn parse(text: &str) -> Result<TargetSpec, String> {
+        let text = text.trim();
+        let split = text
+            .rsplit_once('=')
+            .filter(|(head, tail)| !head.contains('?') && !tail.is_empty() && !tail.contains(['/', '&', '?', '#']));
+        let (url, weight) = match split {
+            Some((url, w)) => {
+                let weight = match w.trim().parse::<u32>() {
+                    Ok(n) if (1..=MAX_WEIGHT).contains(&n) => n,
+                    _ => {
+                        return Err(format!(
+                            "target {text:?}: the weight {w:?} must be a whole number from 1 to {MAX_WEIGHT}"
+                        ))
+                    }
+                };
+                (url.trim(), weight)
+            }
+            None => (text, 1),
+        };
+        match url::Url::parse(url) {
+            Ok(u) if matches!(u.scheme(), "http" | "https" | "ws" | "wss") => {}
+            Ok(u) => return Err(format!("target {url:?}: scheme {}:// is not http(s):// or ws(s)://", u.scheme())),
+            Err(e) => return Err(format!("target {url:?} is not a URL: {e}")),
+        }
+        Ok(TargetSpec { url: url.to_string(), weight })
+    }
+
+    /// As given (`URL`, or `URL=W` when the weight is not 1).
+    pub fn shown(&self) -> String {
+        match self.weight {
+            1 => self.url.clone(),
+            w => format!("{}={w}", self.url),
+        }
+    }
+}
+
+/// Which target each user goes to: the smooth weighted round-robin order over one cycle of the
+/// weights' sum (3:1 gives 0, 0, 1, 0; 1:1 alternates), so that any N users split as evenly as
+/// the weights allow, whichever worker starts them.
+pub fn target_cycle(weights: &[u32]) -> Vec<usize> {
+    let total: i64 = weights.iter().map(|w| i64::from(*w)).sum();
+    let mut current = vec![0i64; weights.len()];
+    let mut out = Vec::with_capacity(total as usize);
+    for _ in 0..total {
+        for (c, w) in current.iter_mut().zip(weights) {
+            *c += i64::from(*w);
+        }
+        let best = (0..weights.len()).max_by_key(|i| (current[*i], std::cmp::Reverse(*i))).unwrap_or(0);
+        current[best] -= total;
+        out.push(best);
+    }
+    out
+}
+
+/// Problems with a list of targets: duplicates (the same URL twice).
+pub fn check_targets(targets: &[TargetSpec]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, t) in targets.iter().enumerate() {
+        let same = |u: &TargetSpec| u.url.trim_end_matches('/') == t.url.trim_end_matches('/');
+        if targets[..i].iter().any(same) {
+            out.push(format!(
+                "target {:?} is given twice; give it once with a weight (URL=2) to send it more users",
+                t.url
+            ));
+        }
+    }
+    out
 }
 
 /// DDP settings of a run (our additions to Artillery's config).
@@ -395,5 +479,40 @@ mod tests {
             override_phases(&mut phases, r, d.map(Duration::from_secs));
             assert_eq!(phases, want, "row {i}");
         }
+    }
+}
+
+#[cfg(test)]
+mod target_tests {
+    use super::*;
+
+    #[test]
+    fn targets_with_weights() {
+        let t = TargetSpec::parse("http://127.0.0.1:3001=3").unwrap();
+        assert_eq!((t.url.as_str(), t.weight), ("http://127.0.0.1:3001", 3));
+        assert_eq!(t.shown(), "http://127.0.0.1:3001=3");
+        assert_eq!(TargetSpec::parse("http://h:1/app?x=1").unwrap().weight, 1, "a query's = is the URL's");
+        for bad in
+            ["http://h:1=0", "http://h:1=-2", "http://h:1=1.5", "http://h:1=lots", "http://h:1=1001", "ftp://h/", "h:1"]
+        {
+            assert!(TargetSpec::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            TargetSpec::parse("http://h:1=abc").unwrap_err(),
+            "target \"http://h:1=abc\": the weight \"abc\" must be a whole number from 1 to 1000"
+        );
+    }
+
+    #[test]
+    fn users_split_by_weight() {
+        assert_eq!(target_cycle(&[1]), [0]);
+        assert_eq!(target_cycle(&[1, 1]), [0, 1]);
+        assert_eq!(target_cycle(&[3, 1]), [0, 0, 1, 0]);
+        let c = target_cycle(&[5, 3, 2]);
+        for (i, w) in [5, 3, 2].iter().enumerate() {
+            assert_eq!(c.iter().filter(|t| **t == i).count(), *w);
+        }
+        let dup = [TargetSpec::parse("http://h:1/").unwrap(), TargetSpec::parse("http://h:1").unwrap()];
+        assert_eq!(check_targets(&dup).len(), 1);
     }
 }

@@ -558,18 +558,36 @@ pub fn load_str(text: &str, file: &str, base: &Path) -> Result<Scenario, LoadErr
 
 fn read_config(r: &mut Reader, node: &Node, base: &Path) -> Option<Config> {
     let m = r.map(node, "config", CONFIG_KEYS)?;
-    let target = m.require(r, "target").and_then(|n| r.string(n, "config.target"));
-    if let (Some(t), Some(n)) = (&target, m.get("target")) {
-        match url::Url::parse(t) {
-            Ok(u) if u.scheme() == "http" || u.scheme() == "https" => {}
-            Ok(u) => r.problem(
+    // One URL, or a list of them (users are spread over them; `URL=W` weighs one).
+    let target_nodes: Vec<&Node> = match m.require(r, "target") {
+        Some(Node { kind: Kind::Seq(items), .. }) if !items.is_empty() => items.iter().collect(),
+        Some(n @ Node { kind: Kind::Seq(_), .. }) => {
+            r.problem(n, "config.target must name at least one URL", None);
+            Vec::new()
+        }
+        Some(n) => vec![n],
+        None => Vec::new(),
+    };
+    let mut targets = Vec::new();
+    for n in target_nodes {
+        let Some(t) = r.string(n, "config.target") else { continue };
+        let scheme = url::Url::parse(&t).map(|u| u.scheme().to_string());
+        match (scheme, TargetSpec::parse(&t)) {
+            (Ok(s), _) if s != "http" && s != "https" => r.problem(
                 n,
-                format!("config.target must be http:// or https://, not {}://", u.scheme()),
+                format!("config.target must be http:// or https://, not {s}://"),
                 Some("the DDP endpoint is derived from it, as a browser would".into()),
             ),
-            Err(e) => r.problem(n, format!("config.target {t:?} is not a URL: {e}"), None),
+            (_, Ok(spec)) => targets.push(spec),
+            (_, Err(e)) => r.problem(n, format!("config.{e}"), None),
         }
     }
+    if let Some(n) = m.get("target") {
+        for e in check_targets(&targets) {
+            r.problem(n, format!("config.{e}"), None);
+        }
+    }
+    let target = (!targets.is_empty()).then_some(targets);
     let phases = match m.require(r, "phases") {
         Some(n @ Node { kind: Kind::Seq(items), .. }) if !items.is_empty() => {
             let phases: Vec<Phase> = items.iter().filter_map(|p| read_phase(r, p)).collect();
@@ -617,7 +635,7 @@ fn read_config(r: &mut Reader, node: &Node, base: &Path) -> Option<Config> {
     let payload = m.get("payload").and_then(|n| read_payload(r, n, base));
     let ensure = m.get("ensure").map(|n| read_ensure(r, n)).unwrap_or_default();
     let ddp = m.get("ddp").map(|n| read_ddp(r, n)).unwrap_or_default();
-    Some(Config { target: target?, phases, max_vusers, variables, payload, ensure, ddp })
+    Some(Config { targets: target?, phases, max_vusers, variables, payload, ensure, ddp })
 }
 
 fn read_phase(r: &mut Reader, node: &Node) -> Option<Phase> {

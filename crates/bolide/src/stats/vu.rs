@@ -207,6 +207,9 @@ pub struct DdpDoc {
     pub steps: Vec<StepSummary>,
     pub timeline: Vec<DdpSecond>,
     pub histograms: DdpHistograms,
+    /// Each target's share, when the users were spread over several (absent with one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_target: Vec<DdpTargetSummary>,
     /// Server processes watched with `--monitor` (absent when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub monitor: Vec<crate::monitor::MonitorResult>,
@@ -223,7 +226,11 @@ pub struct DdpDoc {
 pub struct DdpRunSettings {
     /// Built-in name or file path.
     pub scenario: String,
+    /// The first (or only) target.
     pub target: String,
+    /// Every target, `URL=W` when weighted, when there are several (absent with one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<String>,
     pub transport: String,
     pub compression: bool,
     pub cache: bool,
@@ -253,6 +260,19 @@ pub struct Users {
     pub skipped: u64,
     /// Users cut at the user timeout (included in `failed`).
     pub cut: u64,
+}
+
+impl Users {
+    /// The users a recorder counted.
+    pub fn of(rec: &VuRecorder) -> Users {
+        Users {
+            launched: rec.launched,
+            completed: rec.completed,
+            failed: rec.failed,
+            skipped: rec.skipped,
+            cut: rec.cut,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -335,6 +355,73 @@ pub struct DdpSecond {
 pub struct DdpHistograms {
     pub reactive_us: String,
     pub fanout_us: String,
+}
+
+/// One target of a run with several: its users and steps, as the whole run's are counted.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct DdpTargetSummary {
+    /// The server's URL (secrets in it redacted).
+    pub url: String,
+    pub weight: u32,
+    pub users: Users,
+    pub steps: u64,
+    pub step_errors: u64,
+    pub errors_by_class: BTreeMap<String, u64>,
+    /// Subscriptions made ready, per minute of the run.
+    pub subscriptions_per_min: f64,
+    /// Method calls answered (login included), per minute of the run.
+    pub calls_per_min: f64,
+    /// From `sub` to `ready`, all subscribe steps together (absent without any).
+    pub subscribe_latency: Option<Latency>,
+    /// Every step, all kinds together.
+    pub latency: Option<Latency>,
+    pub per_step: Vec<StepSummary>,
+}
+
+/// The summary of one target's recorder over `duration_s`; `subs` and `calls` name the subscribe
+/// and method-call steps.
+pub fn target_summary(
+    url: &str,
+    weight: u32,
+    rec: &VuRecorder,
+    duration_s: f64,
+    subs: &[String],
+    calls: &[String],
+) -> DdpTargetSummary {
+    let per_min = |n: u64| if duration_s > 0.0 { n as f64 * 60.0 / duration_s } else { 0.0 };
+    let done = |names: &[String]| -> u64 {
+        rec.names
+            .iter()
+            .zip(&rec.steps)
+            .filter(|(n, _)| names.contains(n))
+            .map(|(_, s)| s.count - s.error_total())
+            .sum()
+    };
+    let mut errors_by_class: BTreeMap<String, u64> = BTreeMap::new();
+    let (mut all, mut ready) = (hist::latency_us(), hist::latency_us());
+    for (name, s) in rec.names.iter().zip(&rec.steps) {
+        for (class, n) in &s.errors {
+            *errors_by_class.entry(class.clone()).or_default() += n;
+        }
+        all.add(&s.latency_us).expect("same shape");
+        if subs.contains(name) {
+            ready.add(&s.latency_us).expect("same shape");
+        }
+    }
+    let nonempty = |h: &Histogram<u64>| (!h.is_empty()).then(|| latency(h));
+    DdpTargetSummary {
+        url: url.to_string(),
+        weight,
+        users: Users::of(rec),
+        steps: rec.steps.iter().map(|s| s.count).sum(),
+        step_errors: errors_by_class.values().sum(),
+        errors_by_class,
+        subscriptions_per_min: per_min(done(subs)),
+        calls_per_min: per_min(done(calls)),
+        subscribe_latency: nonempty(&ready),
+        latency: nonempty(&all),
+        per_step: step_summaries(rec, duration_s),
+    }
 }
 
 /// Per-step summaries of merged recorders over `duration_s`.

@@ -1,0 +1,140 @@
+//! Several targets (the Cluster test's shapes): users spread over in-process reference servers
+//! on 127.0.0.1, round-robin or by weight, each server's own counters agreeing with the per-target
+//! figures of the result document; bad target lists refused before anything runs.
+
+mod common;
+
+use std::sync::atomic::Ordering;
+
+use bolide::stats::vu::{DdpDoc, DdpTargetSummary};
+use common::{bolide, Outcome};
+use refserver::{Config, Server};
+
+fn run(args: &[&str]) -> (Outcome, DdpDoc) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let o = bolide(&[args, &["--json", json.to_str().unwrap()]].concat());
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let doc = DdpDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (o, doc)
+}
+
+/// Subscriptions made ready and calls answered at one target, from its per-step counts.
+fn done(t: &DdpTargetSummary, prefix: &str) -> u64 {
+    t.per_step.iter().filter(|s| s.name.starts_with(prefix)).map(|s| s.count - s.errors).sum()
+}
+
+#[test]
+fn users_split_round_robin_and_each_server_agrees() {
+    let servers: Vec<Server> = (0..2).map(|_| Server::start(Config::default()).unwrap()).collect();
+    let urls: Vec<String> = servers.iter().map(|s| s.base_url()).collect();
+    let (o, doc) = run(&[
+        "run",
+        "tasks-reactive",
+        "--target",
+        &urls[0],
+        "--target",
+        &urls[1],
+        "--arrival-rate",
+        "10",
+        "-d",
+        "1s",
+        "--tasks",
+        "2",
+        "--think",
+        "10ms",
+    ]);
+    assert_eq!(doc.summary.users.launched, 10);
+    assert_eq!(doc.settings.targets, urls);
+    assert_eq!(doc.per_target.len(), 2);
+    for (t, server) in doc.per_target.iter().zip(&servers) {
+        let app = server.app();
+        assert_eq!((t.users.launched, t.users.completed, t.users.failed), (5, 5, 0), "{}", o.out);
+        // Each user holds one session; its subscriptions and calls are the server's own counts.
+        assert_eq!(app.sessions_started.load(Ordering::SeqCst), 5);
+        assert_eq!(done(t, "subscribe "), app.subscriptions_ready.load(Ordering::SeqCst));
+        assert_eq!(done(t, "call "), app.methods_called.load(Ordering::SeqCst));
+        assert_eq!(done(t, "subscribe "), 10, "two subscriptions per user");
+        let per_min = t.subscriptions_per_min * doc.summary.duration_s / 60.0;
+        assert!((per_min - 10.0).abs() < 1e-6, "subscriptions per minute over the run: {per_min}");
+        assert!(o.out.contains(&t.url), "the terminal shows the target: {}", o.out);
+    }
+    assert!(o.out.contains("subs/min") && o.out.contains("-> 2 targets"), "{}", o.out);
+    // The per-target sections are in the published schema.
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/ddp-result.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let value = serde_json::to_value(&doc).unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = v.iter_errors(&value).map(|e| format!("{}: {e}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
+#[test]
+fn weights_split_users_in_proportion() {
+    let servers: Vec<Server> = (0..3).map(|_| Server::start(Config::default()).unwrap()).collect();
+    let urls: Vec<String> = servers.iter().map(|s| s.base_url()).collect();
+    let (w0, w2) = (format!("{}=3", urls[0]), format!("{}=2", urls[2]));
+    let (_, doc) = run(&[
+        "run",
+        "tasks-nonreactive",
+        "--target",
+        &w0,
+        "--target",
+        &urls[1],
+        "--target",
+        &w2,
+        "--arrival-rate",
+        "12",
+        "-d",
+        "1s",
+        "--tasks",
+        "1",
+    ]);
+    let users: Vec<u64> = doc.per_target.iter().map(|t| t.users.launched).collect();
+    assert_eq!(users, [6, 2, 4], "12 users over weights 3:1:2");
+    let weights: Vec<u32> = doc.per_target.iter().map(|t| t.weight).collect();
+    assert_eq!(weights, [3, 1, 2]);
+    for (t, server) in doc.per_target.iter().zip(&servers) {
+        assert_eq!(server.app().sessions_started.load(Ordering::SeqCst), t.users.launched);
+    }
+    assert_eq!(doc.settings.targets[0], w0);
+}
+
+#[test]
+fn a_scenario_file_may_list_its_targets() {
+    let servers: Vec<Server> = (0..2).map(|_| Server::start(Config::default()).unwrap()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("two.yml");
+    let text = format!(
+        "config:\n  target:\n    - {}\n    - {}=3\n  phases:\n    - duration: 1\n      arrivalRate: 8\n\
+         scenarios:\n  - flow:\n      - connect\n      - subscribe: fetchTasks\n      - disconnect\n",
+        servers[0].base_url(),
+        servers[1].base_url()
+    );
+    std::fs::write(&file, text).unwrap();
+    let (_, doc) = run(&["run", file.to_str().unwrap()]);
+    let users: Vec<u64> = doc.per_target.iter().map(|t| t.users.launched).collect();
+    assert_eq!(users, [2, 6]);
+    assert_eq!(servers[1].app().subscriptions_ready.load(Ordering::SeqCst), 6);
+}
+
+#[test]
+fn bad_target_lists_are_refused_before_anything_runs() {
+    let server = Server::start(Config::default()).unwrap();
+    let url = server.base_url();
+    let (same, slash) = (url.clone(), format!("{url}/"));
+    let rows: [(&[&str], i32, &str); 4] = [
+        (&["--target", &same, "--target", &slash], 2, "is given twice"),
+        (&["--target", &format!("{url}=0")], 2, "must be a whole number from 1 to 1000"),
+        (&["--target", &format!("{url}=-1.5")], 2, "must be a whole number from 1 to 1000"),
+        // A member nobody answers at is named; the run does not start.
+        (&["--target", &url, "--target", "http://127.0.0.1:9"], 3, "nothing answers at http://127.0.0.1:9"),
+    ];
+    for (targets, code, words) in rows {
+        let args = [&["run", "tasks-nonreactive", "--arrival-rate", "2", "-d", "1s"][..], targets].concat();
+        let o = bolide(&args);
+        assert_eq!(o.code, code, "{targets:?}: {}", o.err);
+        assert!(o.err.contains(words), "{targets:?}: {}", o.err);
+    }
+    assert_eq!(server.app().sessions_started.load(Ordering::SeqCst), 0, "nothing ran");
+}
