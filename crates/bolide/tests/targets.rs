@@ -28,6 +28,8 @@ fn done(t: &DdpTargetSummary, prefix: &str) -> u64 {
 fn users_split_round_robin_and_each_server_agrees() {
     let servers: Vec<Server> = (0..2).map(|_| Server::start(Config::default()).unwrap()).collect();
     let urls: Vec<String> = servers.iter().map(|s| s.base_url()).collect();
+    // Each server watched by its port: tied to its target, its CPU and RAM beside its load.
+    let watch: Vec<String> = servers.iter().enumerate().map(|(i, s)| format!("s{i}=:{}", s.addr().port())).collect();
     let (o, doc) = run(&[
         "run",
         "tasks-reactive",
@@ -35,6 +37,10 @@ fn users_split_round_robin_and_each_server_agrees() {
         &urls[0],
         "--target",
         &urls[1],
+        "--monitor",
+        &watch[0],
+        "--monitor",
+        &watch[1],
         "--arrival-rate",
         "10",
         "-d",
@@ -60,6 +66,10 @@ fn users_split_round_robin_and_each_server_agrees() {
         assert!(o.out.contains(&t.url), "the terminal shows the target: {}", o.out);
     }
     assert!(o.out.contains("subs/min") && o.out.contains("-> 2 targets"), "{}", o.out);
+    let tied: Vec<Option<&str>> = doc.per_target.iter().map(|t| t.monitor.as_deref()).collect();
+    assert_eq!(tied, [Some("s0"), Some("s1")]);
+    let header = o.out.lines().find(|l| l.trim_start().starts_with("Target")).unwrap();
+    assert!(header.contains("CPU") && header.contains("RAM"), "{header}");
     // The per-target sections are in the published schema.
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/ddp-result.schema.json");
     let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

@@ -374,6 +374,20 @@ fn live_title(stage: &str, command_line: &[String]) -> String {
     }
 }
 
+/// Ties each target of a run over several to the watched process on its port (`--monitor
+/// NAME=:PORT`), when the target is on this machine, so that its CPU and RAM show beside its load.
+fn tie_monitors(plan: &DdpPlan, doc: &mut crate::stats::vu::DdpDoc) {
+    for (t, summary) in plan.targets.iter().zip(&mut doc.per_target) {
+        let local = t.endpoint.addrs.iter().any(|a| a.ip().is_loopback());
+        let tied = plan
+            .server
+            .monitors
+            .iter()
+            .find(|(_, spec)| local && matches!(spec, crate::monitor::Spec::Port(p) if *p == t.endpoint.port));
+        summary.monitor = tied.map(|(name, _)| name.clone());
+    }
+}
+
 /// Runs a validated DDP plan and reports it.
 fn run_ddp_plan(
     plan: &DdpPlan,
@@ -420,6 +434,7 @@ fn run_ddp_plan(
     };
     let mut doc = document::ddp(plan, &output, command_line);
     doc.monitor = watch.monitor;
+    tie_monitors(plan, &mut doc);
     doc.generator = Some(watch.generator);
     doc.label = plan.label.clone();
     let first_errors = output.rec.first_errors.iter().map(|(c, d)| (c.as_str(), d.as_str()));

@@ -121,18 +121,40 @@ fn per_target(doc: &DdpDoc) -> String {
     }
     let subs = doc.per_target.iter().any(|t| t.subscribe_latency.is_some());
     let (p50, p99) = if subs { ("ready p50", "ready p99") } else { ("step p50", "step p99") };
+    // The watched process serving each target (`--monitor NAME=:PORT`): its CPU and RAM.
+    let watched = |t: &crate::stats::vu::DdpTargetSummary| {
+        t.monitor.as_ref().and_then(|name| doc.monitor.iter().find(|m| &m.name == name))
+    };
+    let tied = doc.per_target.iter().any(|t| watched(t).is_some());
     let mut out = format!(
-        "\n  {:<32}{:>7}{:>8}{:>8}{:>10}{:>11}{:>11}{:>11}  errors\n",
-        "Target", "weight", "users", "failed", "subs/min", "calls/min", p50, p99
+        "\n  {:<32}{:>7}{:>8}{:>8}{:>10}{:>11}{:>11}{:>11}{}  errors\n",
+        "Target",
+        "weight",
+        "users",
+        "failed",
+        "subs/min",
+        "calls/min",
+        p50,
+        p99,
+        if tied { format!("{:>9}{:>10}", "CPU", "RAM") } else { String::new() }
     );
     for t in &doc.per_target {
+        let resources = match (tied, watched(t)) {
+            (false, _) => String::new(),
+            (true, None) => format!("{:>9}{:>10}", "-", "-"),
+            (true, Some(m)) => format!(
+                "{:>9}{:>10}",
+                format!("{:.0}%", m.avg_cpu_pct),
+                crate::report::table::meteor_bytes(m.avg_rss_bytes)
+            ),
+        };
         let l = if subs { t.subscribe_latency.as_ref() } else { t.latency.as_ref() };
         let at = |f: fn(&Latency) -> u64| l.map_or("-".to_string(), |l| us(f(l) as f64));
         let errors: Vec<String> =
             t.errors_by_class.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k} {}", count(*n))).collect();
         let _ = writeln!(
             out,
-            "  {:<32}{:>7}{:>8}{:>8}{:>10.1}{:>11.1}{:>11}{:>11}  {}",
+            "  {:<32}{:>7}{:>8}{:>8}{:>10.1}{:>11.1}{:>11}{:>11}{resources}  {}",
             truncate(&t.url, 31),
             t.weight,
             count(t.users.launched),

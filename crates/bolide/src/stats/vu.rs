@@ -363,6 +363,10 @@ pub struct DdpTargetSummary {
     /// The server's URL (secrets in it redacted).
     pub url: String,
     pub weight: u32,
+    /// The watched process (`--monitor NAME=:PORT`) serving this target: the one whose port is the
+    /// target's, when the target is on this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<String>,
     pub users: Users,
     pub steps: u64,
     pub step_errors: u64,
@@ -412,6 +416,7 @@ pub fn target_summary(
     DdpTargetSummary {
         url: url.to_string(),
         weight,
+        monitor: None,
         users: Users::of(rec),
         steps: rec.steps.iter().map(|s| s.count).sum(),
         step_errors: errors_by_class.values().sum(),
