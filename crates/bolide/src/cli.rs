@@ -527,6 +527,15 @@ pub struct ServeArgs {
     #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
     pub max_pending_bytes: usize,
 
+    /// The `payload` publication's initial data in bytes (document bodies), sent on every
+    /// subscription: MeteorHacks' Cluster test used about 200 kB
+    #[arg(long, value_name = "BYTES", default_value_t = 200_000)]
+    pub payload_bytes: usize,
+
+    /// Documents the `payload` publication spreads its bytes over
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub payload_docs: usize,
+
     /// Also serve `/echo`: a WebSocket that sends every message back, through the same framing,
     /// compression, ping and close handling as the DDP routes (for conformance suites such as
     /// Autobahn's).

@@ -32,10 +32,21 @@ pub fn serve(args: &ServeArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
     if args.max_sessions == 0 || args.max_message_bytes < 1024 {
         problems.push("--max-sessions must be at least 1 and --max-message-bytes at least 1024".to_string());
     }
-    if args.max_connections == Some(0) || args.max_subs_per_session == 0 || args.max_session_documents == 0 {
+    if args.max_connections == Some(0)
+        || args.max_subs_per_session == 0
+        || args.max_session_documents == 0
+        || args.payload_docs == 0
+    {
         problems.push(
-            "--max-connections, --max-subs-per-session and --max-session-documents must be at least 1".to_string(),
+            "--max-connections, --max-subs-per-session, --max-session-documents and --payload-docs must be at least 1"
+                .to_string(),
         );
+    }
+    if args.payload_bytes > 100_000_000 || args.payload_docs > 100_000 {
+        problems.push(format!(
+            "--payload-bytes {} and --payload-docs {} must be at most 100000000 and 100000",
+            args.payload_bytes, args.payload_docs
+        ));
     }
     if args.max_pending_bytes < 64 * 1024 {
         problems.push(format!("--max-pending-bytes {} must be at least 65536", args.max_pending_bytes));
@@ -74,6 +85,8 @@ pub fn serve(args: &ServeArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
         max_session_documents: args.max_session_documents,
         max_pending_bytes: args.max_pending_bytes,
         ws_echo: args.ws_echo,
+        payload_bytes: args.payload_bytes,
+        payload_docs: args.payload_docs,
         ..refserver::DdpConfig::default()
     };
     let config = refserver::Config {

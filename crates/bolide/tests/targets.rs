@@ -148,3 +148,27 @@ fn bad_target_lists_are_refused_before_anything_runs() {
     }
     assert_eq!(server.app().sessions_started.load(Ordering::SeqCst), 0, "nothing ran");
 }
+
+#[test]
+fn the_payload_publication_sends_its_bytes_on_every_subscription() {
+    // The Cluster test's publication: every subscriber gets the same initial data before `ready`.
+    let ddp = refserver::DdpConfig { payload_bytes: 50_000, payload_docs: 10, ..refserver::DdpConfig::default() };
+    let server = Server::start(Config { ddp, ..Config::default() }).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("churn.yml");
+    let text = format!(
+        "config:\n  target: {}\n  phases:\n    - duration: 1\n      arrivalRate: 4\n\
+         scenarios:\n  - flow:\n      - connect\n      - subscribe: payload\n      - disconnect\n",
+        server.base_url()
+    );
+    std::fs::write(&file, text).unwrap();
+    let (_, doc) = run(&["run", file.to_str().unwrap(), "--no-compression"]);
+    assert_eq!(doc.summary.step_errors, 0);
+    assert_eq!(server.app().subscriptions_ready.load(Ordering::SeqCst), 4);
+    // Four subscriptions of 50,000 bytes of bodies each, with their DDP framing (ids, field names).
+    let bytes = doc.summary.bytes_in;
+    assert!((200_000..230_000).contains(&bytes), "{bytes} bytes in");
+    assert_eq!(server.app().payload.len(), 10);
+    let total: usize = server.app().payload.iter().map(|(_, f)| f["body"].as_str().unwrap().len()).sum();
+    assert_eq!(total, 50_000);
+}

@@ -58,6 +58,11 @@ pub struct DdpConfig {
     pub max_pending_bytes: usize,
     /// Users that exist from the start (username, password), for `login`.
     pub users: Vec<(String, String)>,
+    /// The `payload` publication's initial data (MeteorHacks' Cluster test: about 200 kB sent on
+    /// every subscription): this many bytes of document bodies in all, ...
+    pub payload_bytes: usize,
+    /// ... spread over this many documents of the `payload` collection.
+    pub payload_docs: usize,
     /// Serve `/echo`: a WebSocket that sends every message back, through the same framing,
     /// compression, ping and close handling as the DDP routes; for WebSocket conformance suites.
     pub ws_echo: bool,
@@ -80,6 +85,8 @@ impl Default for DdpConfig {
             max_session_documents: 100_000,
             max_pending_bytes: 16 << 20,
             users: Vec::new(),
+            payload_bytes: 200_000,
+            payload_docs: 100,
             ws_echo: false,
         }
     }
@@ -95,6 +102,8 @@ pub struct App {
     pub methods_called: AtomicU64,
     /// Subscriptions answered with `ready`.
     pub subscriptions_ready: AtomicU64,
+    /// The `payload` publication's documents, made once: (id, fields).
+    pub payload: Vec<(String, Fields)>,
 }
 
 impl App {
@@ -106,11 +115,12 @@ impl App {
         Arc::new(App {
             tasks: Tasks::new(config.reactivity),
             accounts,
-            config,
             live_sessions: AtomicUsize::new(0),
             sessions_started: AtomicU64::new(0),
             methods_called: AtomicU64::new(0),
             subscriptions_ready: AtomicU64::new(0),
+            payload: payload_docs(config.payload_bytes, config.payload_docs),
+            config,
         })
     }
 
@@ -691,7 +701,7 @@ fn subscribe(session: &Arc<Session>, id: String, name: &str) {
         if st.subs.contains_key(&id) {
             return; // a known id is silently ignored, as Meteor does
         }
-        if name != "fetchTasks" && name != "meteor_autoupdate_clientVersions" {
+        if name != "fetchTasks" && name != "meteor_autoupdate_clientVersions" && name != PAYLOAD {
             drop(st);
             let error = DdpError::meteor(404, &format!("Subscription '{name}' not found"));
             session.send(&Message::Nosub { id, error: Some(error) });
@@ -708,6 +718,15 @@ fn subscribe(session: &Arc<Session>, id: String, name: &str) {
         st.subs.insert(id.clone(), tasks);
         tasks && st.tasks_view.is_none()
     };
+    if name == PAYLOAD {
+        // The same documents for every subscriber, all at once, then `ready`.
+        let key = format!("{PAYLOAD}:{id}");
+        session.with_merge(|mb, out| {
+            for (doc_id, fields) in &session.app.payload {
+                mb.added(&key, PAYLOAD, doc_id, fields, out);
+            }
+        });
+    }
     if first_view {
         // The initial documents go out (as `added`) before `ready`.
         let subscriber: Arc<dyn Subscriber> = Arc::clone(session) as Arc<dyn Subscriber>;
@@ -716,6 +735,24 @@ fn subscribe(session: &Arc<Session>, id: String, name: &str) {
     }
     session.app.subscriptions_ready.fetch_add(1, Ordering::Relaxed);
     session.send(&Message::Ready { subs: vec![id] });
+}
+
+/// The publication (and collection) of fixed-size documents for subscription churn.
+const PAYLOAD: &str = "payload";
+
+/// `docs` documents whose `body` strings add up to `bytes` (the first ones a byte longer when it
+/// does not divide), each with its index `n`, as a real collection's documents would be.
+fn payload_docs(bytes: usize, docs: usize) -> Vec<(String, Fields)> {
+    let docs = docs.max(1);
+    (0..docs)
+        .map(|n| {
+            let len = bytes / docs + usize::from(n < bytes % docs);
+            let mut fields = Fields::new();
+            fields.insert("n".into(), Value::from(n));
+            fields.insert("body".into(), Value::String("x".repeat(len)));
+            (format!("payload{n:05}"), fields)
+        })
+        .collect()
 }
 
 fn unsubscribe(session: &Arc<Session>, id: &str) {
@@ -733,6 +770,7 @@ fn unsubscribe(session: &Arc<Session>, id: &str) {
         session.app.tasks.stop_observing(key);
         session.with_merge(|mb, out| mb.drop_sub(TASKS_VIEW, out));
     }
+    session.with_merge(|mb, out| mb.drop_sub(&format!("{PAYLOAD}:{id}"), out));
     session.send(&Message::Nosub { id: id.to_string(), error: None });
 }
 
