@@ -38,17 +38,8 @@ pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<St
     let duration_s = o.duration.as_secs_f64();
     let rec = &o.rec;
     let config = &plan.scenario.config;
-    let steps_total: u64 = rec.steps.iter().map(|s| s.count).sum();
-    let step_errors: u64 = rec.steps.iter().map(|s| s.error_total()).sum();
-    let mut errors_by_class = std::collections::BTreeMap::new();
-    for s in &rec.steps {
-        for (k, v) in &s.errors {
-            *errors_by_class.entry(k.clone()).or_insert(0) += v;
-        }
-    }
-    if rec.cut > 0 {
-        errors_by_class.insert("user_timeout".to_string(), rec.cut);
-    }
+    let (steps_total, step_errors) = rec.step_totals();
+    let errors_by_class = rec.errors_by_class();
     let error_rate_pct = if steps_total > 0 { step_errors as f64 * 100.0 / steps_total as f64 } else { 0.0 };
     // ensure: over all steps together, or one step.
     let mut ensure = Vec::new();

@@ -102,7 +102,36 @@ pub struct VuRecorder {
     pub last_finish_s: Option<f64>,
 }
 
+/// `n` events over `duration_s` seconds, per minute (0 for a run of no length).
+pub fn per_minute(n: u64, duration_s: f64) -> f64 {
+    if duration_s > 0.0 {
+        n as f64 * 60.0 / duration_s
+    } else {
+        0.0
+    }
+}
+
 impl VuRecorder {
+    /// Steps done, successful or not, and those that failed.
+    pub fn step_totals(&self) -> (u64, u64) {
+        (self.steps.iter().map(|s| s.count).sum(), self.steps.iter().map(StepRec::error_total).sum())
+    }
+
+    /// Failures by class over every step, and the users cut at the user timeout as
+    /// `user_timeout`.
+    pub fn errors_by_class(&self) -> BTreeMap<String, u64> {
+        let mut out: BTreeMap<String, u64> = BTreeMap::new();
+        for s in &self.steps {
+            for (class, n) in &s.errors {
+                *out.entry(class.clone()).or_default() += n;
+            }
+        }
+        if self.cut > 0 {
+            out.insert("user_timeout".to_string(), self.cut);
+        }
+        out
+    }
+
     pub fn new(names: &[(String, bool)]) -> VuRecorder {
         VuRecorder {
             names: names.iter().map(|(n, _)| n.clone()).collect(),
@@ -392,7 +421,6 @@ pub fn target_summary(
     subs: &[String],
     calls: &[String],
 ) -> DdpTargetSummary {
-    let per_min = |n: u64| if duration_s > 0.0 { n as f64 * 60.0 / duration_s } else { 0.0 };
     let done = |names: &[String]| -> u64 {
         rec.names
             .iter()
@@ -401,28 +429,25 @@ pub fn target_summary(
             .map(|(_, s)| s.count - s.error_total())
             .sum()
     };
-    let mut errors_by_class: BTreeMap<String, u64> = BTreeMap::new();
     let (mut all, mut ready) = (hist::latency_us(), hist::latency_us());
     for (name, s) in rec.names.iter().zip(&rec.steps) {
-        for (class, n) in &s.errors {
-            *errors_by_class.entry(class.clone()).or_default() += n;
-        }
         all.add(&s.latency_us).expect("same shape");
         if subs.contains(name) {
             ready.add(&s.latency_us).expect("same shape");
         }
     }
     let nonempty = |h: &Histogram<u64>| (!h.is_empty()).then(|| latency(h));
+    let (steps, step_errors) = rec.step_totals();
     DdpTargetSummary {
         url: url.to_string(),
         weight,
         monitor: None,
         users: Users::of(rec),
-        steps: rec.steps.iter().map(|s| s.count).sum(),
-        step_errors: errors_by_class.values().sum(),
-        errors_by_class,
-        subscriptions_per_min: per_min(done(subs)),
-        calls_per_min: per_min(done(calls)),
+        steps,
+        step_errors,
+        errors_by_class: rec.errors_by_class(),
+        subscriptions_per_min: per_minute(done(subs), duration_s),
+        calls_per_min: per_minute(done(calls), duration_s),
         subscribe_latency: nonempty(&ready),
         latency: nonempty(&all),
         per_step: step_summaries(rec, duration_s),
@@ -439,7 +464,7 @@ pub fn step_summaries(rec: &VuRecorder, duration_s: f64) -> Vec<StepSummary> {
             count: s.count,
             errors: s.error_total(),
             errors_by_class: s.errors.clone(),
-            per_minute: if duration_s > 0.0 { s.count as f64 * 60.0 / duration_s } else { 0.0 },
+            per_minute: per_minute(s.count, duration_s),
             latency: latency(&s.latency_us),
             to_result: s.result_us.as_ref().map(latency),
             to_updated: s.updated_us.as_ref().map(latency),
