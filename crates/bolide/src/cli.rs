@@ -391,7 +391,9 @@ pub struct ServerArgs {
 #[command(after_help = "Built-in scenarios:\n  \
     tasks-reactive     the Meteor benchmark's reactive user (subscribe, add and remove 20 tasks)\n  \
     tasks-nonreactive  the same actions, the list fetched by a method after each one\n  \
-    sub-churn          connect, subscribe, disconnect, again and again (MeteorDown's pattern)\n\n\
+    sub-churn          connect, subscribe, disconnect, again and again (MeteorDown's pattern)\n  \
+    cluster-churn      the Cluster test: 50 users (--users) looping connect, subscribe to the\n                     \
+    ~200 kB payload publication, wait for ready, disconnect\n\n\
     Examples:\n  \
     bolide run tasks-reactive --target http://127.0.0.1:3000 --arrival-rate 4 --duration 60s\n  \
     bolide run examples/tasks-reactive.yml --json run.json\n\n\
@@ -411,7 +413,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "PER_S")]
     pub arrival_rate: Option<f64>,
 
-    /// How long users keep arriving. Scenario files: the phases are cut at this time.
+    /// The closed model: N users each walk the flow again and again for the duration (the
+    /// phases replaced by one of N looping users); each iteration counts as a user.
+    #[arg(long, value_name = "N", conflicts_with = "arrival_rate")]
+    pub users: Option<u64>,
+
+    /// How long users keep arriving (or looping, with --users). Scenario files: the phases are
+    /// cut at this time.
     #[arg(short = 'd', long, value_name = "DURATION")]
     pub duration: Option<String>,
 

@@ -482,10 +482,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     let duration =
         args.duration.as_deref().and_then(|d| parse_duration("-d/--duration", d).map_err(|e| problems.push(e)).ok());
     let mut scenario = if is_builtin {
-        let mut knobs = builtin::Knobs::default();
-        if let Some(r) = rate {
-            knobs.arrival_rate = r;
-        }
+        let mut knobs = builtin::Knobs { arrival_rate: rate, users: args.users, ..builtin::Knobs::default() };
         if let Some(d) = duration {
             knobs.duration = d;
         }
@@ -526,8 +523,24 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         }
         let mut scenario = crate::scenario::yaml::load_file(path).map_err(RunPlanError::Scenario)?;
         crate::scenario::override_phases(&mut scenario.config.phases, rate, duration);
+        if let Some(n) = args.users {
+            // One closed phase as long as the phases were (after --duration).
+            let length = crate::scenario::arrivals::Schedule::new(&scenario.config.phases).length();
+            scenario.config.phases = vec![crate::scenario::Phase {
+                name: Some("users".into()),
+                duration: length,
+                kind: crate::scenario::PhaseKind::Users(n),
+            }];
+        }
         scenario
     };
+    match args.users {
+        Some(0) => problems.push("--users must be at least 1".into()),
+        Some(n) if n > crate::scenario::MAX_ARRIVAL_COUNT => {
+            problems.push(format!("--users must be at most {}, not {n}", crate::scenario::MAX_ARRIVAL_COUNT))
+        }
+        _ => {}
+    }
     if !args.target.is_empty() {
         let given: Vec<_> = args.target.iter().map(|t| crate::scenario::TargetSpec::parse(t)).collect();
         for e in given.iter().filter_map(|g| g.as_ref().err()) {

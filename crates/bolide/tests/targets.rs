@@ -172,3 +172,52 @@ fn the_payload_publication_sends_its_bytes_on_every_subscription() {
     let total: usize = server.app().payload.iter().map(|(_, f)| f["body"].as_str().unwrap().len()).sum();
     assert_eq!(total, 50_000);
 }
+
+#[test]
+fn cluster_churn_loops_a_fixed_number_of_users() {
+    // MeteorDown's closed loop: 4 users, each connect -> subscribe payload -> ready -> disconnect
+    // and again until the second is over, spread over two servers (two users each).
+    let ddp = refserver::DdpConfig { payload_bytes: 20_000, payload_docs: 5, ..refserver::DdpConfig::default() };
+    let servers: Vec<Server> =
+        (0..2).map(|_| Server::start(Config { ddp: ddp.clone(), ..Config::default() }).unwrap()).collect();
+    let urls: Vec<String> = servers.iter().map(|s| s.base_url()).collect();
+    let (o, doc) =
+        run(&["run", "cluster-churn", "--users", "4", "-d", "1s", "--target", &urls[0], "--target", &urls[1]]);
+    assert_eq!(doc.settings.phases.len(), 1);
+    assert_eq!(doc.settings.phases[0].users, Some(4));
+    assert!(o.out.contains("4 users looping"), "{}", o.out);
+    let users = &doc.summary.users;
+    assert!(users.launched > 4, "the users came back for more: {} iterations", users.launched);
+    assert_eq!((users.completed, users.failed), (users.launched, 0), "{}", o.out);
+    let most_alive = doc.timeline.iter().map(|s| s.users_alive).max().unwrap();
+    assert!(most_alive <= 4, "never more than the 4 users at once: {most_alive}");
+    for (t, server) in doc.per_target.iter().zip(&servers) {
+        let app = server.app();
+        // Every iteration is a session of its own, and each made one subscription ready.
+        assert_eq!(app.sessions_started.load(Ordering::SeqCst), t.users.launched);
+        assert_eq!(app.subscriptions_ready.load(Ordering::SeqCst), t.users.launched);
+        assert_eq!(done(t, "subscribe payload"), t.users.launched);
+        assert!(t.users.launched >= 2, "two looping users at each server");
+    }
+    // The response time is subscribe -> ready, from every iteration.
+    let sub = doc.steps.iter().find(|s| s.name == "subscribe payload").unwrap();
+    assert_eq!(sub.count, users.launched);
+}
+
+#[test]
+fn looping_users_refuse_what_does_not_fit() {
+    let rows: [(&[&str], &str); 4] = [
+        (&["run", "cluster-churn", "--users", "0"], "--users must be at least 1"),
+        (&["run", "cluster-churn", "--users", "5", "--arrival-rate", "3"], "cannot be used with"),
+        (
+            &["capacity", "run", "cluster-churn", "--users", "5", "--from", "1", "--step", "1", "--to", "2"],
+            "--users: capacity's levels are arrival rates",
+        ),
+        (&["run", "cluster-churn", "--users", "many"], "invalid value 'many'"),
+    ];
+    for (args, words) in rows {
+        let o = bolide(args);
+        assert_eq!(o.code, 2, "{args:?}: {}", o.err);
+        assert!(o.err.contains(words), "{args:?}: {}", o.err);
+    }
+}

@@ -220,6 +220,13 @@ pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, ca
                         .into(),
                 );
             }
+            if c.args.users.is_some() {
+                problems.push(
+                    "--users: capacity's levels are arrival rates (open model); drop --users, or run the closed \
+                     model at several --users with bench"
+                        .into(),
+                );
+            }
         }
     }
     let levels = levels(opts).map_err(|e| problems.push(e)).unwrap_or_default();

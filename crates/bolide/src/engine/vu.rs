@@ -1,6 +1,7 @@
 //! The virtual-user engine: arrivals follow the scenario's phases (open model; the schedule is
 //! split across worker threads in interleaved slices), each arrival starts a user on its worker's
-//! single-threaded runtime, and the user walks its flow step by step, recording each step.
+//! single-threaded runtime, and the user walks its flow step by step, recording each step. A
+//! closed `users` phase's user walks its flow again and again until the phase ends.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -258,40 +259,19 @@ fn worker(
                     w.recs[target].borrow_mut().skipped += 1;
                 } else {
                     w.alive.fetch_add(1, Ordering::SeqCst);
-                    {
-                        let mut r = w.recs[target].borrow_mut();
-                        r.launched += 1;
-                        r.second.launched += 1;
-                        let at = start.elapsed().as_secs_f64();
-                        r.first_arrival_s = Some(r.first_arrival_s.map_or(at, |f| f.min(at)));
-                    }
+                    // A closed phase's user walks its flow again until the phase ends.
+                    let until = schedule.until(k).map(|u| start + u);
                     let w2 = Rc::clone(&w);
                     users.push(tokio::task::spawn_local(async move {
-                        let outcome = tokio::time::timeout(user_timeout, user(&w2, k, target)).await;
-                        let mut r = w2.recs[target].borrow_mut();
-                        match outcome {
-                            Ok(true) => {
-                                r.completed += 1;
-                                r.second.completed += 1;
-                            }
-                            Ok(false) => {
-                                r.failed += 1;
-                                r.second.failed += 1;
-                            }
-                            Err(_) => {
-                                r.failed += 1;
-                                r.cut += 1;
-                                r.second.failed += 1;
-                                if !r.first_errors.iter().any(|(c, _)| c == "user_timeout") {
-                                    r.first_errors.push((
-                                        "user_timeout".into(),
-                                        format!("a user still running after {user_timeout:?} was cut off"),
-                                    ));
-                                }
+                        loop {
+                            let ok = iteration(&w2, k, target, user_timeout).await;
+                            let Some(until) = until.filter(|u| Instant::now() < *u) else { break };
+                            if !ok {
+                                // A server that refuses at once is not hammered in a tight loop.
+                                let pause = FAILED_ITERATION_PAUSE.min(until.saturating_duration_since(Instant::now()));
+                                tokio::time::sleep(pause).await;
                             }
                         }
-                        let at = w2.start.elapsed().as_secs_f64();
-                        r.last_finish_s = Some(r.last_finish_s.map_or(at, |f| f.max(at)));
                         w2.alive.fetch_sub(1, Ordering::SeqCst);
                     }));
                 }
@@ -320,6 +300,42 @@ fn worker(
     let recs = w.recs.iter().map(|r| r.borrow().clone()).collect();
     let traffic = Box::new(std::mem::take(&mut *w.traffic.borrow_mut()));
     let _ = tx.send(Msg::Done { recs, traffic });
+}
+
+/// One walk of the flow by user `k` (a user's only one, or one of a looping user's), counted as
+/// a user launched and then completed, failed or cut at the user timeout. True when it completed.
+async fn iteration(w: &Worker, k: u64, target: usize, user_timeout: Duration) -> bool {
+    {
+        let mut r = w.recs[target].borrow_mut();
+        r.launched += 1;
+        r.second.launched += 1;
+        let at = w.start.elapsed().as_secs_f64();
+        r.first_arrival_s = Some(r.first_arrival_s.map_or(at, |f| f.min(at)));
+    }
+    let outcome = tokio::time::timeout(user_timeout, user(w, k, target)).await;
+    let mut r = w.recs[target].borrow_mut();
+    match outcome {
+        Ok(true) => {
+            r.completed += 1;
+            r.second.completed += 1;
+        }
+        Ok(false) => {
+            r.failed += 1;
+            r.second.failed += 1;
+        }
+        Err(_) => {
+            r.failed += 1;
+            r.cut += 1;
+            r.second.failed += 1;
+            if !r.first_errors.iter().any(|(c, _)| c == "user_timeout") {
+                r.first_errors
+                    .push(("user_timeout".into(), format!("a user still running after {user_timeout:?} was cut off")));
+            }
+        }
+    }
+    let at = w.start.elapsed().as_secs_f64();
+    r.last_finish_s = Some(r.last_finish_s.map_or(at, |f| f.max(at)));
+    matches!(outcome, Ok(true))
 }
 
 /// A virtual user: picks a flow by weight, gets its variables, walks the flow against its target.
@@ -396,6 +412,9 @@ struct Vu<'w> {
 struct Stop {
     closed: bool,
 }
+
+/// How long a looping user waits after a failed iteration before the next.
+const FAILED_ITERATION_PAUSE: Duration = Duration::from_millis(250);
 
 /// Most reconnections per user.
 const MAX_RECONNECTS: u32 = 3;

@@ -85,10 +85,11 @@ pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<St
         .phases
         .iter()
         .map(|p| {
-            let (rate, ramp, count, pause) = match p.kind {
-                PhaseKind::Rate { per_s, ramp_to } => (Some(per_s), ramp_to, None, false),
-                PhaseKind::Count(n) => (None, None, Some(n), false),
-                PhaseKind::Pause => (None, None, None, true),
+            let (rate, ramp, count, pause, users) = match p.kind {
+                PhaseKind::Rate { per_s, ramp_to } => (Some(per_s), ramp_to, None, false, None),
+                PhaseKind::Count(n) => (None, None, Some(n), false, None),
+                PhaseKind::Pause => (None, None, None, true, None),
+                PhaseKind::Users(n) => (None, None, None, false, Some(n)),
             };
             PhaseSettings {
                 name: p.name.clone(),
@@ -97,6 +98,7 @@ pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<St
                 ramp_to: ramp,
                 arrival_count: count,
                 pause,
+                users,
             }
         })
         .collect();

@@ -45,6 +45,16 @@ pub fn summary(doc: &DdpDoc) -> String {
         if u.cut > 0 { format!(" ({} cut at the user timeout)", count(u.cut)) } else { String::new() },
         if u.skipped > 0 { format!(", {} skipped (maxVusers)", count(u.skipped)) } else { String::new() },
     );
+    let looping: Vec<String> = set.phases.iter().filter_map(|p| p.users).map(count).collect();
+    if !looping.is_empty() {
+        // The closed model: each launch above is one iteration of a looping user.
+        let _ = writeln!(
+            out,
+            "  {:<14}{} users looping (each iteration counted as a user above)",
+            "",
+            looping.join(", then ")
+        );
+    }
     let _ = writeln!(out, "  {:<14}{} from the first arrival to the last user done", "Time", minutes(s.total_time_s));
     let _ = writeln!(
         out,

@@ -1,6 +1,7 @@
 //! Phases -> arrival times, as a pure function: arrival `k` (0-based, over the whole run) is due
 //! at [`Schedule::arrival`]`(k)`, whether or not the server keeps up (open model). Workers take
-//! interleaved slices of the same schedule, as for fixed-rate HTTP.
+//! interleaved slices of the same schedule, as for fixed-rate HTTP. A closed `users` phase's
+//! arrivals are its looping users, and [`Schedule::until`] says when they stop looping.
 
 use std::time::Duration;
 
@@ -21,7 +22,7 @@ fn count(p: &Phase) -> u64 {
     match p.kind {
         PhaseKind::Rate { per_s, ramp_to: None } => (per_s * d).ceil() as u64,
         PhaseKind::Rate { per_s, ramp_to: Some(to) } => ((per_s + to) / 2.0 * d).ceil() as u64,
-        PhaseKind::Count(n) => n,
+        PhaseKind::Count(n) | PhaseKind::Users(n) => n,
         PhaseKind::Pause => 0,
     }
 }
@@ -42,6 +43,9 @@ fn offset(p: &Phase, i: u64) -> Duration {
             }
         }
         PhaseKind::Count(n) => i * d / n as f64,
+        // Looping users start over the first second (or the whole phase, if shorter), not all at
+        // one instant.
+        PhaseKind::Users(n) => i * d.min(1.0) / n as f64,
         PhaseKind::Pause => 0.0,
     };
     Duration::from_secs_f64(secs.clamp(0.0, d))
@@ -74,6 +78,13 @@ impl Schedule {
     pub fn arrival(&self, k: u64) -> Option<Duration> {
         let (start, phase, _, first) = self.parts.iter().find(|(_, _, n, first)| k >= *first && k < first + n)?;
         Some(*start + offset(phase, k - first))
+    }
+
+    /// For a user of a closed `users` phase: when it stops starting its flow again (the phase's
+    /// end, from the start of the run). None for users who walk their flow once.
+    pub fn until(&self, k: u64) -> Option<Duration> {
+        let (start, phase, _, _) = self.parts.iter().find(|(_, _, n, first)| k >= *first && k < first + n)?;
+        matches!(phase.kind, PhaseKind::Users(_)).then(|| *start + phase.duration)
     }
 
     /// The phase an arrival belongs to (its name, or its position).
@@ -137,5 +148,33 @@ mod tests {
         assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
         assert!(times.iter().all(|t| *t < s.length()));
         assert_eq!(s.total(), 14 + 27);
+    }
+
+    #[test]
+    fn closed_users_start_within_a_second_and_loop_to_the_phase_end() {
+        let s = Schedule::new(&[
+            phase(5, PhaseKind::Count(2)),
+            phase(30, PhaseKind::Users(4)),
+            phase(1, PhaseKind::Users(0)),
+            phase(10, PhaseKind::Rate { per_s: 1.0, ramp_to: None }),
+        ]);
+        assert_eq!(s.total(), 2 + 4 + 10);
+        // Each row: arrival index, due time in ms, looping until (ms).
+        let rows = [
+            (0, Some(0), None),
+            (1, Some(2_500), None),
+            (2, Some(5_000), Some(35_000)),
+            (3, Some(5_250), Some(35_000)),
+            (5, Some(5_750), Some(35_000)),
+            (6, Some(36_000), None),
+            (16, None, None),
+        ];
+        for (k, due, until) in rows {
+            assert_eq!(ms(s.arrival(k)), due, "arrival {k}");
+            assert_eq!(ms(s.until(k)), until, "until {k}");
+        }
+        // A closed phase shorter than a second spreads its users over itself.
+        let short = Schedule::new(&[phase(0, PhaseKind::Users(3))]);
+        assert_eq!(short.arrival(2), Some(Duration::ZERO));
     }
 }

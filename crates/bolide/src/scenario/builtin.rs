@@ -1,6 +1,6 @@
 //! The built-in scenarios: the Meteor benchmark's reactive and non-reactive users
 //! (meteor/performance `tests/test-helpers.js`, see ddp-brief section 4.2) and MeteorDown's
-//! subscription churn. Each also ships as a YAML file under `examples/` that loads to the same
+//! subscription churn, open (`sub-churn`) and closed as in the Cluster test (`cluster-churn`). Each also ships as a YAML file under `examples/` that loads to the same
 //! scenario (a test checks that).
 
 use std::time::Duration;
@@ -10,13 +10,22 @@ use serde_json::{json, Value};
 use super::*;
 
 /// Names of the built-ins, for help and errors.
-pub const NAMES: [&str; 3] = ["tasks-reactive", "tasks-nonreactive", "sub-churn"];
+pub const NAMES: [&str; 4] = ["tasks-reactive", "tasks-nonreactive", "sub-churn", "cluster-churn"];
+
+/// The open built-ins' load when neither `--users` nor `--arrival-rate` is given.
+const OPEN: PhaseKind = PhaseKind::Rate { per_s: ARRIVAL_RATE, ramp_to: None };
+
+/// Looping users of `cluster-churn` when neither `--users` nor `--arrival-rate` is given.
+pub const CLUSTER_USERS: u64 = 50;
 
 /// What the command line may change in a built-in.
 #[derive(Debug, Clone)]
 pub struct Knobs {
     pub target: String,
-    pub arrival_rate: f64,
+    /// Users arriving per second (None: the built-in's own load, 4 per second for the open ones).
+    pub arrival_rate: Option<f64>,
+    /// The closed model: this many users looping the flow for the duration, instead of arrivals.
+    pub users: Option<u64>,
     pub duration: Duration,
     /// Pause before each action (the browser benchmark's 500 ms slow motion).
     pub think: Duration,
@@ -30,7 +39,8 @@ impl Default for Knobs {
     fn default() -> Self {
         Knobs {
             target: "http://localhost:3000".into(),
-            arrival_rate: 4.0,
+            arrival_rate: None,
+            users: None,
             duration: Duration::from_secs(60),
             think: Duration::from_millis(500),
             tasks: 20,
@@ -55,14 +65,23 @@ fn subscribe(name: &str) -> Step {
     step(StepKind::Subscribe { name: name.into(), params: vec![], capture: None, timeout: None })
 }
 
-fn config(knobs: &Knobs, name: &str) -> Config {
+/// Users arriving per second in the open built-ins when `--arrival-rate` is not given.
+pub const ARRIVAL_RATE: f64 = 4.0;
+
+/// The phase's kind: looping users when asked for, else arrivals at the given rate, else
+/// `default`.
+fn load(knobs: &Knobs, default: PhaseKind) -> PhaseKind {
+    match (knobs.users, knobs.arrival_rate) {
+        (Some(n), _) => PhaseKind::Users(n),
+        (None, Some(per_s)) => PhaseKind::Rate { per_s, ramp_to: None },
+        (None, None) => default,
+    }
+}
+
+fn config(knobs: &Knobs, name: &str, default: PhaseKind) -> Config {
     Config {
         targets: vec![TargetSpec { url: knobs.target.clone(), weight: 1 }],
-        phases: vec![Phase {
-            name: Some(name.into()),
-            duration: knobs.duration,
-            kind: PhaseKind::Rate { per_s: knobs.arrival_rate, ramp_to: None },
-        }],
+        phases: vec![Phase { name: Some(name.into()), duration: knobs.duration, kind: load(knobs, default) }],
         max_vusers: None,
         variables: vec![],
         payload: None,
@@ -120,7 +139,7 @@ pub fn tasks_reactive(knobs: &Knobs) -> Scenario {
     steps.extend(acting(knobs, vec![step(StepKind::Call(call("removeAllTasks", vec![session])))]));
     steps.push(step(StepKind::Disconnect));
     Scenario {
-        config: config(knobs, "tasks-reactive"),
+        config: config(knobs, "tasks-reactive", OPEN),
         flows: vec![Flow { name: "tasks-reactive".into(), weight: 1, steps }],
     }
 }
@@ -154,7 +173,7 @@ pub fn tasks_nonreactive(knobs: &Knobs) -> Scenario {
     steps.push(step(StepKind::Call(call("removeAllTasks", vec![session]))));
     steps.push(fetch(None));
     steps.push(step(StepKind::Disconnect));
-    let mut config = config(knobs, "tasks-nonreactive");
+    let mut config = config(knobs, "tasks-nonreactive", OPEN);
     config.ddp.cache = false;
     Scenario { config, flows: vec![Flow { name: "tasks-nonreactive".into(), weight: 1, steps }] }
 }
@@ -164,9 +183,22 @@ pub fn tasks_nonreactive(knobs: &Knobs) -> Scenario {
 pub fn sub_churn(knobs: &Knobs) -> Scenario {
     let round = vec![step(StepKind::Connect), subscribe("fetchTasks"), step(StepKind::Disconnect)];
     let steps = vec![step(StepKind::Loop(Loop { over: LoopOver::Count(knobs.rounds), steps: round }))];
-    let mut config = config(knobs, "sub-churn");
+    let mut config = config(knobs, "sub-churn", OPEN);
     config.ddp.cache = false;
     Scenario { config, flows: vec![Flow { name: "sub-churn".into(), weight: 1, steps }] }
+}
+
+/// `cluster-churn`: the Cluster test's load (MeteorDown's closed loop): each user connects,
+/// subscribes to the `payload` publication (about 200 kB of documents on the reference server),
+/// waits until it is ready, disconnects, and starts again until the duration ends. The
+/// subscribe step's time is the test's response time (subscribe -> ready). Closed with
+/// [`CLUSTER_USERS`] users unless the knobs say otherwise (`--arrival-rate` makes it open, one
+/// round per arriving user).
+pub fn cluster_churn(knobs: &Knobs) -> Scenario {
+    let steps = vec![step(StepKind::Connect), subscribe("payload"), step(StepKind::Disconnect)];
+    let mut config = config(knobs, "cluster-churn", PhaseKind::Users(CLUSTER_USERS));
+    config.ddp.cache = false;
+    Scenario { config, flows: vec![Flow { name: "cluster-churn".into(), weight: 1, steps }] }
 }
 
 /// A built-in by name.
@@ -175,6 +207,7 @@ pub fn by_name(name: &str, knobs: &Knobs) -> Option<Scenario> {
         "tasks-reactive" => Some(tasks_reactive(knobs)),
         "tasks-nonreactive" => Some(tasks_nonreactive(knobs)),
         "sub-churn" => Some(sub_churn(knobs)),
+        "cluster-churn" => Some(cluster_churn(knobs)),
         _ => None,
     }
 }

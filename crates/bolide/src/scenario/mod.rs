@@ -195,13 +195,18 @@ pub enum PhaseKind {
     Count(u64),
     /// No arrivals.
     Pause,
+    /// The closed model (MeteorDown's, k6's constant VUs): this many users start together (spread
+    /// over the phase's first second) and each walks its flow again and again until the phase
+    /// ends; an iteration under way then finishes. Each iteration counts as one user.
+    Users(u64),
 }
 
 /// Shortens or re-rates a scenario file's phases from the command line (`--duration`,
 /// `--arrival-rate`), as Artillery's overrides do: with `duration`, the phases are cut at that
-/// time (a phase that crosses it ends there, an `arrivalCount` keeping its share of users, and
-/// later phases are dropped); with `rate`, every arrival-rate phase arrives at that rate (its
-/// `rampTo` dropped), while count phases and pauses stay as written.
+/// time (a phase that crosses it ends there, an `arrivalCount` keeping its share of users, a
+/// closed `users` phase its users, and later phases are dropped); with `rate`, every
+/// arrival-rate phase arrives at that rate (its `rampTo` dropped), while count phases, closed
+/// phases and pauses stay as written.
 pub fn override_phases(phases: &mut Vec<Phase>, rate: Option<f64>, duration: Option<Duration>) {
     if let Some(limit) = duration {
         let mut at = Duration::ZERO;

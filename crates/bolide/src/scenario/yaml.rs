@@ -469,7 +469,7 @@ impl<'a> Map<'a> {
 }
 
 const CONFIG_KEYS: &[&str] = &["target", "phases", "maxVusers", "variables", "payload", "ensure", "ddp"];
-const PHASE_KEYS: &[&str] = &["duration", "arrivalRate", "rampTo", "arrivalCount", "pause", "name"];
+const PHASE_KEYS: &[&str] = &["duration", "arrivalRate", "rampTo", "arrivalCount", "users", "pause", "name"];
 const DDP_KEYS: &[&str] =
     &["transport", "compression", "cache", "fanoutField", "stepTimeout", "userTimeout", "reconnect"];
 const ENSURE_KEYS: &[&str] = &["maxErrorRate", "max", "p95", "p99", "steps"];
@@ -642,7 +642,7 @@ fn read_phase(r: &mut Reader, node: &Node) -> Option<Phase> {
     let m = r.map(node, "a phase", PHASE_KEYS)?;
     let name = m.get("name").and_then(|n| r.string(n, "a phase's name"));
     if let Some(p) = m.get("pause") {
-        for key in ["arrivalRate", "arrivalCount", "rampTo"] {
+        for key in ["arrivalRate", "arrivalCount", "rampTo", "users"] {
             if let Some(n) = m.get(key) {
                 r.problem(n, format!("a pause phase cannot have \"{key}\""), None);
             }
@@ -651,6 +651,26 @@ fn read_phase(r: &mut Reader, node: &Node) -> Option<Phase> {
         return Some(Phase { name, duration, kind: PhaseKind::Pause });
     }
     let duration = m.require(r, "duration").and_then(|n| r.duration(n, "duration"));
+    if let Some(users) = m.get("users") {
+        // The closed model: these users loop their flow for the phase's duration.
+        for key in ["arrivalRate", "arrivalCount", "rampTo"] {
+            if let Some(n) = m.get(key) {
+                r.problem(n, format!("a phase of looping \"users\" cannot have \"{key}\""), None);
+            }
+        }
+        let kind = match r.count(users, "users") {
+            Some(0) => {
+                r.problem(users, "users must be at least 1", None);
+                None
+            }
+            Some(n) if n > MAX_ARRIVAL_COUNT => {
+                r.problem(users, format!("users must be at most {MAX_ARRIVAL_COUNT}, not {n}"), None);
+                None
+            }
+            n => n.map(PhaseKind::Users),
+        };
+        return Some(Phase { name, duration: duration?, kind: kind? });
+    }
     let kind = match (m.get("arrivalRate"), m.get("arrivalCount")) {
         (Some(rate), None) => {
             let per_s = r.rate(rate, "arrivalRate", true);
@@ -685,8 +705,8 @@ fn read_phase(r: &mut Reader, node: &Node) -> Option<Phase> {
         (None, None) => {
             r.problem(
                 node,
-                "a phase needs \"arrivalRate\", \"arrivalCount\" or \"pause\"",
-                Some("e.g. arrivalRate: 4 (users per second)".into()),
+                "a phase needs \"arrivalRate\", \"arrivalCount\", \"users\" or \"pause\"",
+                Some("e.g. arrivalRate: 4 (users per second), or users: 50 (looping for the duration)".into()),
             );
             None
         }
@@ -1121,5 +1141,26 @@ mod tests {
         assert_eq!(s.config.ddp.transport, Transport::SockJs);
         assert_eq!(s.flows[0].steps.len(), 4);
         assert_eq!(s.step_names(), ["connect", "call m", "GET /ok"]);
+    }
+
+    #[test]
+    fn looping_users_phases() {
+        let file = |phase: &str| {
+            format!("config:\n  target: http://127.0.0.1:3000\n  phases:\n    - {phase}\nscenarios:\n  - flow:\n      - connect\n")
+        };
+        let s = load(&file("{duration: 30, users: 50}")).unwrap();
+        assert_eq!(s.config.phases[0].kind, PhaseKind::Users(50));
+        // Each row: the phase, the error's position and words.
+        let rows = [
+            ("{duration: 30, users: 0}", "test.yml:4:29", "users must be at least 1"),
+            ("{duration: 30, users: 5, arrivalRate: 2}", "test.yml:4:45", "cannot have \"arrivalRate\""),
+            ("{pause: 5, users: 5}", "test.yml:4:25", "a pause phase cannot have \"users\""),
+            ("{users: 5}", "test.yml:4:7", "duration"),
+            ("{duration: 3, users: lots}", "test.yml:4:28", "users must be a whole number"),
+        ];
+        for (phase, at, words) in rows {
+            let e = load(&file(phase)).unwrap_err().to_string();
+            assert!(e.contains(at) && e.contains(words), "{phase}: {e}");
+        }
     }
 }

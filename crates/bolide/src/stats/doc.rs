@@ -126,10 +126,11 @@ impl Doc {
                     .phases
                     .iter()
                     .map(|p| {
-                        let what = match (p.arrival_rate, p.ramp_to, p.arrival_count) {
-                            (Some(r), Some(to), _) => format!("{r}->{to}/s"),
-                            (Some(r), None, _) => format!("{r}/s"),
-                            (_, _, Some(n)) => format!("{n} users"),
+                        let what = match (p.arrival_rate, p.ramp_to, p.arrival_count, p.users) {
+                            (Some(r), Some(to), _, _) => format!("{r}->{to}/s"),
+                            (Some(r), None, _, _) => format!("{r}/s"),
+                            (_, _, Some(n), _) => format!("{n} users"),
+                            (_, _, _, Some(n)) => format!("{n} users looping"),
                             _ => "pause".into(),
                         };
                         format!("{what} for {} s", p.duration_s)

@@ -278,6 +278,9 @@ pub struct PhaseSettings {
     pub ramp_to: Option<f64>,
     pub arrival_count: Option<u64>,
     pub pause: bool,
+    /// A closed phase: this many users looping their flow for the duration (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
