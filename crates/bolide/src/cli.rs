@@ -544,6 +544,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub payload_docs: usize,
 
+    /// Balance like MeteorHacks' Cluster: of the DDP connections arriving here, keep one in
+    /// (peers + 1) and forward the others to these peers (http://HOST:PORT) in turn, before the
+    /// WebSocket upgrade. A connection a peer forwarded is served where it lands
+    #[arg(long, value_name = "PEER_URL", num_args = 1..)]
+    pub balance: Vec<String>,
+
     /// Also serve `/echo`: a WebSocket that sends every message back, through the same framing,
     /// compression, ping and close handling as the DDP routes (for conformance suites such as
     /// Autobahn's).

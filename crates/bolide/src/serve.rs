@@ -89,6 +89,24 @@ pub fn serve(args: &ServeArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
         payload_docs: args.payload_docs,
         ..refserver::DdpConfig::default()
     };
+    let mut peers = Vec::new();
+    for url in &args.balance {
+        match peer_addr(url) {
+            Ok(a) if a.port() == args.port && (a.ip() == ip || ip.is_unspecified()) => {
+                let _ = writeln!(io.err, "error: --balance {url}: that is this server; give its peers");
+                return exit::USAGE;
+            }
+            Ok(a) if peers.contains(&a) => {
+                let _ = writeln!(io.err, "error: --balance {url} is given twice");
+                return exit::USAGE;
+            }
+            Ok(a) => peers.push(a),
+            Err(e) => {
+                let _ = writeln!(io.err, "error: --balance {e}");
+                return exit::USAGE;
+            }
+        }
+    }
     let config = refserver::Config {
         addr: (ip, args.port).into(),
         threads: args.threads.unwrap_or(cores).max(1),
@@ -96,6 +114,7 @@ pub fn serve(args: &ServeArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
         max_connections: args.max_connections.unwrap_or(0),
         request_timeout,
         on_idle: Some(release_memory),
+        balance: peers.clone(),
     };
     let server = match refserver::Server::start(config) {
         Ok(s) => s,
@@ -113,7 +132,16 @@ pub fn serve(args: &ServeArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
     let _ =
         writeln!(io.out, "  DDP:         {} (raw), {}/sockjs/... (SockJS)", server.websocket_url(), server.base_url());
     let _ = writeln!(io.out, "  reactivity:  {:?}, compression {compression}", args.reactivity);
-    let _ = writeln!(io.out, "  HTTP:        /ok  /bytes/N  /delay/MS  /status/CODE");
+    let _ = writeln!(io.out, "  HTTP:        /ok  /bytes/N  /delay/MS  /status/CODE  /stats");
+    if !peers.is_empty() {
+        let shown: Vec<String> = peers.iter().map(|p| p.to_string()).collect();
+        let _ = writeln!(
+            io.out,
+            "  balancing:   1 DDP connection in {} kept, the others forwarded to {}",
+            peers.len() + 1,
+            shown.join(", ")
+        );
+    }
     let _ = io.out.flush();
     while !cancel.is_cancelled() {
         std::thread::sleep(Duration::from_millis(50));
@@ -128,4 +156,21 @@ pub fn serve(args: &ServeArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
         term::count(sessions)
     );
     exit::OK
+}
+
+/// A peer of `--balance`: `http://HOST:PORT` (or `HOST:PORT`), resolved to one address.
+fn peer_addr(text: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let full = if text.contains("://") { text.to_string() } else { format!("http://{text}") };
+    let url = url::Url::parse(&full).map_err(|e| format!("{text:?} is not a peer's URL (http://HOST:PORT): {e}"))?;
+    if url.scheme() != "http" {
+        return Err(format!("{text:?}: a peer is reached over http://, not {}://", url.scheme()));
+    }
+    let host = url.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']').to_string();
+    let port = url.port().ok_or_else(|| format!("{text:?} has no port (http://HOST:PORT)"))?;
+    (host.as_str(), port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| format!("{text:?}: cannot resolve {host:?}"))
 }

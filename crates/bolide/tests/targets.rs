@@ -221,3 +221,119 @@ fn looping_users_refuse_what_does_not_fit() {
         assert!(o.err.contains(words), "{args:?}: {}", o.err);
     }
 }
+
+/// Ports free on 127.0.0.1 now (bound and let go: the servers below take them at once).
+fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<std::net::TcpListener> =
+        (0..n).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap()).collect();
+    held.iter().map(|l| l.local_addr().unwrap().port()).collect()
+}
+
+/// A reference server on `port` balancing over `peers` (ports), with a small payload.
+fn balancer(port: u16, peers: &[u16]) -> Server {
+    let ddp = refserver::DdpConfig { payload_bytes: 10_000, payload_docs: 5, ..refserver::DdpConfig::default() };
+    let addr = |p: u16| std::net::SocketAddr::from(([127, 0, 0, 1], p));
+    let balance = peers.iter().map(|p| addr(*p)).collect();
+    Server::start(Config { addr: addr(port), ddp, balance, ..Config::default() }).unwrap()
+}
+
+fn sessions(s: &Server) -> u64 {
+    s.app().sessions_started.load(Ordering::SeqCst)
+}
+
+#[test]
+fn all_balancers_share_the_sessions_in_thirds() {
+    let ports = free_ports(3);
+    let servers: Vec<Server> = (0..3)
+        .map(|i| {
+            let peers: Vec<u16> = ports.iter().copied().filter(|p| *p != ports[i]).collect();
+            balancer(ports[i], &peers)
+        })
+        .collect();
+    let urls: Vec<String> = servers.iter().map(|s| s.base_url()).collect();
+    let (_, doc) = run(&[
+        "run",
+        "cluster-churn",
+        "--arrival-rate",
+        "60",
+        "-d",
+        "1s",
+        "--target",
+        &urls[0],
+        "--target",
+        &urls[1],
+        "--target",
+        &urls[2],
+    ]);
+    assert_eq!((doc.summary.users.completed, doc.summary.users.failed), (60, 0));
+    let total: u64 = servers.iter().map(sessions).sum();
+    assert_eq!(total, 60, "every session served once, none twice");
+    for (t, s) in doc.per_target.iter().zip(&servers) {
+        // Each entry point got 20 users: it kept every third and forwarded the others in turn.
+        assert_eq!(t.users.launched, 20);
+        let b = s.balance_counters();
+        assert_eq!((b.kept.load(Ordering::SeqCst), b.forwarded.load(Ordering::SeqCst)), (7, 13));
+        let own = sessions(s) as f64;
+        assert!((own - 20.0).abs() <= 2.0, "each server within a third +-10%: {own} of 60");
+        assert_eq!(s.app().subscriptions_ready.load(Ordering::SeqCst), sessions(s));
+    }
+}
+
+#[test]
+fn one_balancer_forwards_and_the_others_serve() {
+    let ports = free_ports(3);
+    let entry = balancer(ports[0], &ports[1..]);
+    let others: Vec<Server> = ports[1..].iter().map(|p| balancer(*p, &[])).collect();
+    let (_, doc) = run(&["run", "cluster-churn", "--arrival-rate", "30", "-d", "1s", "--target", &entry.base_url()]);
+    assert_eq!(doc.summary.users.completed, 30);
+    assert_eq!(sessions(&entry), 10, "the entry point serves its own turns");
+    for s in &others {
+        assert_eq!(sessions(s), 10, "each peer serves the connections forwarded to it");
+        assert_eq!(s.connections(), 10);
+    }
+    // The server's own counts, as a monitoring agent would read them.
+    let stats = http_get(entry.addr(), "/stats");
+    let v: serde_json::Value = serde_json::from_str(&stats).unwrap();
+    assert_eq!(v["sessions_started"], 10);
+    assert_eq!(v["subscriptions_ready"], 10);
+    assert_eq!(v["balance"]["forwarded"], 20);
+    assert_eq!(v["balance"]["kept"], 10);
+    assert_eq!(v["balance"]["peers"], 2);
+}
+
+#[test]
+fn a_balancer_whose_peer_is_down_serves_the_connection_itself() {
+    let ports = free_ports(2);
+    // ports[1] has no server: the entry point's connections there come back to it.
+    let entry = balancer(ports[0], &ports[1..]);
+    let (_, doc) = run(&["run", "cluster-churn", "--arrival-rate", "4", "-d", "1s", "--target", &entry.base_url()]);
+    assert_eq!((doc.summary.users.completed, doc.summary.users.failed), (4, 0));
+    assert_eq!(sessions(&entry), 4);
+    let b = entry.balance_counters();
+    assert_eq!((b.kept.load(Ordering::SeqCst), b.peer_failures.load(Ordering::SeqCst)), (2, 2));
+}
+
+#[test]
+fn serve_refuses_bad_peers() {
+    let rows: [(&[&str], &str); 4] = [
+        (&["serve", "--port", "3999", "--balance", "http://127.0.0.1:3999"], "that is this server"),
+        (&["serve", "--port", "3999", "--balance", "127.0.0.1:4001", "http://127.0.0.1:4001"], "given twice"),
+        (&["serve", "--port", "3999", "--balance", "https://127.0.0.1:4001"], "over http://"),
+        (&["serve", "--port", "3999", "--balance", "http://127.0.0.1"], "has no port"),
+    ];
+    for (args, words) in rows {
+        let o = bolide(args);
+        assert_eq!(o.code, 2, "{args:?}: {}", o.err);
+        assert!(o.err.contains(words), "{args:?}: {}", o.err);
+    }
+}
+
+/// The body of a plain GET.
+fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text.split_once("\r\n\r\n").unwrap().1.to_string()
+}

@@ -12,8 +12,13 @@
 //! - `GET /bytes/N`: 200 with N bytes (at most 1 GiB);
 //! - `GET /delay/MS`: 200 `OK` after MS milliseconds (at most 10 minutes);
 //! - `GET /status/CODE`: that status (200-599) with a short body;
+//! - `GET /stats`: the server's own counts as JSON (sessions, subscriptions made ready, method
+//!   calls, connections, and with `balance` the connections kept and forwarded), what a
+//!   monitoring agent such as Kadira would report;
 //! - any method works; HEAD answers headers only. Request bodies with Content-Length are read and
 //!   dropped; chunked request bodies are refused with 501.
+//!
+//! With peers in [`Config::balance`] it is also a Cluster-like balancer ([`balance`]).
 //!
 //! A library first: tests start it on `127.0.0.1:0` and read its request counter.
 
@@ -28,6 +33,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 pub mod accounts;
+pub mod balance;
 pub mod mergebox;
 pub mod session;
 pub mod tasks;
@@ -64,6 +70,9 @@ pub struct Config {
     /// keeps the pages a thread's blocks were freed from, often by other threads, until that
     /// thread collects; `bolide serve` passes its collect here.)
     pub on_idle: Option<fn()>,
+    /// Peers to balance DDP connections over (this server takes every (peers + 1)-th itself);
+    /// empty: no balancing.
+    pub balance: Vec<SocketAddr>,
 }
 
 /// Descriptors kept free under the open-file limit (for accepting and refusing, and files).
@@ -78,6 +87,7 @@ impl Default for Config {
             max_connections: 0,
             request_timeout: Duration::from_secs(10),
             on_idle: None,
+            balance: Vec::new(),
         }
     }
 }
@@ -145,6 +155,7 @@ impl Drop for Open {
 pub struct Server {
     addr: SocketAddr,
     counters: Arc<Counters>,
+    balance: Arc<balance::BalanceCounters>,
     app: Arc<App>,
     stop: Option<watch::Sender<bool>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -169,8 +180,16 @@ impl Server {
         };
         let limits = Limits { max_connections: cap, request_timeout: config.request_timeout };
         let app = App::new(config.ddp.clone());
+        let balance = Arc::new(balance::BalanceCounters::default());
+        let shared = Arc::new(Shared {
+            counters: Arc::clone(&counters),
+            app: Arc::clone(&app),
+            balancer: balance::Balancer::new(config.balance.clone()),
+            balance: Arc::clone(&balance),
+            limits,
+            addr,
+        });
         let (stop_tx, stop_rx) = watch::channel(false);
-        let c = Arc::clone(&counters);
         let a = Arc::clone(&app);
         let listener = {
             let _guard = rt.enter();
@@ -179,12 +198,12 @@ impl Server {
         let thread = std::thread::Builder::new().name("refserver-main".into()).spawn(move || {
             rt.block_on(async move {
                 let poller = tokio::spawn(Arc::clone(&a.tasks).run_poller());
-                accept_loop(listener, c, a, limits, stop_rx).await;
+                accept_loop(listener, shared, stop_rx).await;
                 poller.abort();
             });
             rt.shutdown_timeout(Duration::from_secs(1));
         })?;
-        Ok(Server { addr, counters, app, stop: Some(stop_tx), thread: Some(thread) })
+        Ok(Server { addr, counters, balance, app, stop: Some(stop_tx), thread: Some(thread) })
     }
 
     /// The address it listens on.
@@ -210,6 +229,11 @@ impl Server {
     /// The connection counters: open now, refused at the cap, closed by the request timeout.
     pub fn counters(&self) -> &Counters {
         &self.counters
+    }
+
+    /// Where the balancer sent DDP connections (all zero without peers).
+    pub fn balance_counters(&self) -> &balance::BalanceCounters {
+        &self.balance
     }
 
     /// The DDP side: the tasks collection, session and method counters.
@@ -243,35 +267,73 @@ impl Drop for Server {
     }
 }
 
-async fn accept_loop(
-    listener: TcpListener,
+/// What every connection's task needs.
+struct Shared {
     counters: Arc<Counters>,
     app: Arc<App>,
+    balancer: balance::Balancer,
+    balance: Arc<balance::BalanceCounters>,
     limits: Limits,
-    mut stop: watch::Receiver<bool>,
-) {
+    addr: SocketAddr,
+}
+
+impl Shared {
+    /// `GET /stats`: the server's own counts, as JSON.
+    fn stats(&self) -> String {
+        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let c = &self.counters;
+        let a = &self.app;
+        let b = &self.balance;
+        format!(
+            concat!(
+                r#"{{"sessions_started":{},"sessions_live":{},"subscriptions_ready":{},"methods_called":{},"#,
+                r#""connections":{},"connections_open":{},"requests":{},"balance":{{"peers":{},"kept":{},"#,
+                r#""forwarded":{},"peer_failures":{}}}}}"#
+            ),
+            n(&a.sessions_started),
+            a.live_sessions.load(Ordering::Relaxed),
+            n(&a.subscriptions_ready),
+            n(&a.methods_called),
+            n(&c.connections),
+            n(&c.open),
+            n(&c.requests),
+            self.balancer.peers().len(),
+            n(&b.kept),
+            n(&b.forwarded),
+            n(&b.peer_failures),
+        )
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let counters = &shared.counters;
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     counters.connections.fetch_add(1, Ordering::Relaxed);
-                    if counters.open.load(Ordering::Relaxed) >= limits.max_connections as u64 {
+                    if counters.open.load(Ordering::Relaxed) >= shared.limits.max_connections as u64 {
                         // Full: say so without waiting on the client, and close.
                         counters.refused.fetch_add(1, Ordering::Relaxed);
                         let _ = stream.try_write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
                         continue;
                     }
                     counters.open.fetch_add(1, Ordering::Relaxed);
-                    let open = Open(Arc::clone(&counters));
+                    let open = Open(Arc::clone(counters));
                     let _ = stream.set_nodelay(true);
-                    let c = Arc::clone(&counters);
-                    let a = Arc::clone(&app);
+                    let sh = Arc::clone(&shared);
                     tokio::spawn(async move {
                         let _open = open;
                         // The HTTP part ends (its buffers freed) before a DDP session starts.
-                        if let Ok(Some(up)) = serve_connection(stream, &c, limits.request_timeout, a.config.ws_echo).await {
-                            let _ = upgrade(up, a).await;
+                        let Ok(Some(mut up)) = serve_connection(stream, &sh).await else { return };
+                        if sh.balancer.is_active() && !up.info.forwarded {
+                            let routed = sh.balancer.route(up.stream, &up.head, &up.leftover, sh.addr, &sh.balance).await;
+                            match routed {
+                                Ok(Some(stream)) => up.stream = stream,
+                                _ => return,
+                            }
                         }
+                        let _ = upgrade(up, Arc::clone(&sh.app)).await;
                     });
                 }
                 // Out of file descriptors and the like: pause instead of spinning.
@@ -403,6 +465,8 @@ struct RequestInfo {
     ws_key: Option<String>,
     ws_version: Option<String>,
     ws_extensions: Option<String>,
+    /// Forwarded here by a balancer (served here, never forwarded again).
+    forwarded: bool,
 }
 
 /// Parses a complete head (`buf[..head_len]`); None when it is not HTTP.
@@ -439,6 +503,7 @@ fn request_info(req: &httparse::Request) -> RequestInfo {
                 Err(_) => info.bad_length = true,
             },
             "transfer-encoding" => info.chunked = true,
+            balance::MARKER => info.forwarded = true,
             "upgrade" => info.upgrade_websocket = value.to_ascii_lowercase().contains("websocket"),
             "sec-websocket-key" => info.ws_key = Some(value.trim().to_string()),
             "sec-websocket-version" => info.ws_version = Some(value.trim().to_string()),
@@ -458,6 +523,8 @@ fn request_info(req: &httparse::Request) -> RequestInfo {
 /// A connection that asked for a WebSocket on a DDP path.
 struct Upgrade {
     stream: TcpStream,
+    /// The request head, as received (a balancer passes it on).
+    head: Vec<u8>,
     leftover: Vec<u8>,
     info: RequestInfo,
     framing: session::Framing,
@@ -465,7 +532,7 @@ struct Upgrade {
 
 /// Answers a WebSocket upgrade on a DDP path (or refuses it) and serves the session.
 async fn upgrade(up: Upgrade, app: Arc<App>) -> io::Result<()> {
-    let Upgrade { mut stream, leftover, info, framing } = up;
+    let Upgrade { mut stream, leftover, info, framing, .. } = up;
     let refuse = |status: u16, extra: &str| {
         format!("HTTP/1.1 {status} {}\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n", reason(status))
     };
@@ -503,12 +570,10 @@ static FILLER: [u8; 16 * 1024] = [b'x'; 16 * 1024];
 /// Serves requests on one connection until the client closes or asks to close; a WebSocket
 /// request on a DDP path is handed back to the caller. Holds no large array across an await, so
 /// the task stays small (it is every DDP session's task too).
-async fn serve_connection(
-    mut stream: TcpStream,
-    counters: &Counters,
-    request_timeout: Duration,
-    ws_echo: bool,
-) -> io::Result<Option<Upgrade>> {
+async fn serve_connection(mut stream: TcpStream, shared: &Shared) -> io::Result<Option<Upgrade>> {
+    let counters = &shared.counters;
+    let request_timeout = shared.limits.request_timeout;
+    let ws_echo = shared.app.config.ws_echo;
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     let mut out: Vec<u8> = Vec::with_capacity(4096);
     loop {
@@ -553,7 +618,8 @@ async fn serve_connection(
             counters.requests.fetch_add(1, Ordering::Relaxed);
             if info.upgrade_websocket {
                 let leftover = buf[head_len..].to_vec();
-                return Ok(Some(Upgrade { stream, leftover, info, framing }));
+                let head = buf[..head_len].to_vec();
+                return Ok(Some(Upgrade { stream, head, leftover, info, framing }));
             }
             // sockjs-node answers a plain GET on a websocket route like this.
             let msg = "HTTP/1.1 400 Bad Request\r\nContent-Length: 34\r\nConnection: close\r\n\r\nCan \"Upgrade\" only to \"WebSocket\".";
@@ -562,7 +628,16 @@ async fn serve_connection(
         }
         let keep_alive = info.keep_alive;
         let mut body_len = info.body_len;
-        let reply = route(&info.path);
+        let reply = if info.path == "/stats" {
+            Reply {
+                status: 200,
+                body: Body::Text(shared.stats()),
+                content_type: "application/json",
+                delay: Duration::ZERO,
+            }
+        } else {
+            route(&info.path)
+        };
         buf.drain(..head_len);
         // Drop the request body.
         while body_len > 0 {

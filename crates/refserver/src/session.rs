@@ -869,13 +869,15 @@ mod memory_tests {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap();
             let app = super::App::new(super::DdpConfig::default());
-            let counters = crate::Counters::default();
-            let http = crate::serve_connection(
-                tokio::net::TcpStream::connect(addr).await.unwrap(),
-                &counters,
-                std::time::Duration::from_secs(10),
-                false,
-            );
+            let shared = crate::Shared {
+                counters: Default::default(),
+                app: app.clone(),
+                balancer: Default::default(),
+                balance: Default::default(),
+                limits: crate::Limits { max_connections: 16, request_timeout: std::time::Duration::from_secs(10) },
+                addr,
+            };
+            let http = crate::serve_connection(tokio::net::TcpStream::connect(addr).await.unwrap(), &shared);
             assert!(std::mem::size_of_val(&http) < 2048, "HTTP task: {}", std::mem::size_of_val(&http));
             let slot = app.admit().unwrap();
             let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
