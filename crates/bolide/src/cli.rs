@@ -581,6 +581,11 @@ pub enum Toggle {
 
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
+    /// Which demo: the Meteor benchmark (tasks-reactive and tasks-nonreactive), or MeteorHacks'
+    /// Cluster test (five server shapes, about two minutes)
+    #[arg(value_enum, default_value_t = DemoWhich::Meteor)]
+    pub which: DemoWhich,
+
     /// A 20-second version (fewer users, shorter pauses).
     #[arg(long)]
     pub quick: bool,
@@ -592,6 +597,13 @@ pub struct DemoArgs {
     /// Where the HTML report goes [default: report.html in the results directory].
     #[arg(long, value_name = "PATH")]
     pub html: Option<PathBuf>,
+}
+
+/// `bolide demo WHICH`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DemoWhich {
+    Meteor,
+    Cluster,
 }
 
 #[cfg(test)]

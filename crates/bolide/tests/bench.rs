@@ -393,6 +393,67 @@ fn demo_quick_runs_the_meteor_benchmark_on_a_spawned_server() {
 }
 
 #[test]
+fn demo_cluster_quick_runs_the_five_shapes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("cluster");
+    let o = Command::new(BIN).args(["demo", "cluster", "--quick", "--out"]).arg(&out).output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    let figures: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("cluster.json")).unwrap()).unwrap();
+    let shapes = figures["shapes"].as_array().unwrap();
+    let names: Vec<&str> = shapes.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "control",
+            "3 servers, one balancer",
+            "3 servers, all balancers",
+            "5 servers, all balancers",
+            "10 servers, all balancers"
+        ]
+    );
+    let files = [
+        "control",
+        "3-servers-one-balancer",
+        "3-servers-all-balancers",
+        "5-servers-all-balancers",
+        "10-servers-all-balancers",
+    ];
+    for (shape, file) in shapes.iter().zip(files) {
+        let servers = shape["servers"].as_array().unwrap();
+        let subs: Vec<u64> = servers.iter().map(|s| s["subscriptions"].as_u64().unwrap()).collect();
+        let entries = servers.iter().filter(|s| s["entry"] == true).count();
+        let Doc::Ddp(d) = Doc::load(&out.join(format!("{file}.json"))).unwrap() else { panic!() };
+        assert_eq!(d.summary.users.failed, 0, "{file}: {:?}", d.summary.users);
+        // Every subscription the users saw ready was made ready by one of the servers, once.
+        let ready = d.steps.iter().find(|s| s.name == "subscribe payload").unwrap();
+        assert_eq!(subs.iter().sum::<u64>(), ready.count - ready.errors, "{file}: {subs:?}");
+        // Every server took its share (how even depends on each user's speed: the balancer's
+        // exact round-robin is tested in tests/targets.rs).
+        assert!(subs.iter().all(|s| *s > 0), "{file}: {subs:?}");
+        // Each server watched by its port, its CPU and RAM in the table.
+        assert_eq!(d.monitor.len(), servers.len(), "{file}");
+        assert!(d.monitor.iter().all(|m| m.vanished_s.is_none() && m.avg_rss_bytes > 1e6), "{file}");
+        assert_eq!(entries, if file.contains("all") { servers.len() } else { 1 }, "{file}");
+        assert_eq!(d.per_target.len(), if entries > 1 { entries } else { 0 }, "{file}");
+    }
+    let table = std::fs::read_to_string(out.join("cluster.md")).unwrap();
+    assert!(stdout.contains(table.lines().nth(2).unwrap()), "the table is printed: {stdout}");
+    assert_eq!(table.lines().filter(|l| l.starts_with("| ")).count(), 2 + 5, "a header, a rule, five shapes");
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(page.contains("10-servers-all-balancers.json"));
+    // Every server stopped with its shape.
+    let ports: Vec<u64> = shapes
+        .iter()
+        .flat_map(|s| s["servers"].as_array().unwrap().iter().map(|v| v["port"].as_u64().unwrap()))
+        .collect();
+    for port in ports {
+        assert!(std::net::TcpStream::connect(("127.0.0.1", port as u16)).is_err(), "a server on {port} is still up");
+    }
+}
+
+#[test]
 fn a_watched_process_that_exits_mid_run_is_recorded_and_the_run_goes_on() {
     let server = refserver::Server::start(refserver::Config::default()).unwrap();
     let url = format!("{}/ok", server.base_url());

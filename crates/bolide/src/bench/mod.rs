@@ -3,6 +3,7 @@
 //! They read and write the same result documents as `bolide http` and `bolide run`.
 
 pub mod capacity;
+pub mod cluster;
 pub mod compare;
 pub mod demo;
 pub mod report;

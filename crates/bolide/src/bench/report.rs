@@ -251,6 +251,29 @@ pub fn write_dir_report(dir: &Path, path: &Path, title: &str, io: &mut Io) -> bo
     }
 }
 
+/// Writes the HTML report of result documents (each its own series) to `path`; false when it
+/// could not be written (the reason is on stderr).
+pub fn write_docs_report(docs: &[PathBuf], path: &Path, title: &str, io: &mut Io) -> bool {
+    let series = match compare::load_inputs(docs, io) {
+        Ok((series, _)) => series,
+        Err(_) => return false,
+    };
+    if series.is_empty() {
+        return true;
+    }
+    let page = html::page(title, &sections(&series, &[]));
+    match files::write_atomically(path, |w| w.write_all(page.as_bytes())) {
+        Ok(()) => {
+            let _ = writeln!(io.out, "HTML report: {}", path.display());
+            true
+        }
+        Err(e) => {
+            let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
+            false
+        }
+    }
+}
+
 /// `bolide report`.
 pub fn report(args: &ReportArgs, io: &mut Io) -> i32 {
     if args.chart.is_some() && args.format != ReportFormat::Svg {

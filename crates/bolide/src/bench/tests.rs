@@ -12,7 +12,7 @@ use crate::stats::result::{Latency, ResultDoc, FORMAT, VERSION};
 use crate::stats::vu::{DdpDoc, StepSummary};
 
 /// Compares `text` with `tests/snapshots/NAME`; `BOLIDE_UPDATE_SNAPSHOTS=1` rewrites the file.
-fn snapshot(name: &str, text: &str) {
+pub(super) fn snapshot(name: &str, text: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots").join(name);
     if std::env::var_os("BOLIDE_UPDATE_SNAPSHOTS").is_some() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -261,9 +261,14 @@ fn worker(
                     w.alive.fetch_add(1, Ordering::SeqCst);
                     // A closed phase's user walks its flow again until the phase ends.
                     let until = schedule.until(k).map(|u| start + u);
+                    let every = schedule.total();
                     let w2 = Rc::clone(&w);
                     users.push(tokio::task::spawn_local(async move {
-                        loop {
+                        for round in 0u64.. {
+                            // A looping user's next connection goes to the next server in the
+                            // cycle, as a reconnecting client behind DNS round-robin would: the
+                            // iterations spread over the targets even when the users are fewer.
+                            let target = if round == 0 { target } else { w2.plan.target_of(k + round * every) };
                             let ok = iteration(&w2, k, target, user_timeout).await;
                             let Some(until) = until.filter(|u| Instant::now() < *u) else { break };
                             if !ok {
