@@ -141,6 +141,23 @@ pub struct StepRow {
     pub p99_ms: Option<f64>,
 }
 
+/// One target's figures side by side (DDP runs over several servers), matched by position in
+/// the target list: medians over the runs.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TargetRow {
+    /// `#N URL` (the series' URL, and the baseline's when it differs).
+    pub target: String,
+    pub baseline_subs_per_min: Option<f64>,
+    pub subs_per_min: Option<f64>,
+    pub baseline_calls_per_min: Option<f64>,
+    pub calls_per_min: Option<f64>,
+    /// Time to `ready` p99 (every step's when the scenario has no subscription).
+    pub baseline_p99_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub baseline_failed_users: Option<f64>,
+    pub failed_users: Option<f64>,
+}
+
 /// One series against the baseline on one workload.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Comparison {
@@ -156,6 +173,9 @@ pub struct Comparison {
     pub on_means: String,
     pub metrics: Vec<MetricRow>,
     pub steps: Vec<StepRow>,
+    /// Per target, when the runs spread their users over several servers.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<TargetRow>,
 }
 
 /// The whole comparison, as `--format json` writes it.
@@ -350,7 +370,56 @@ fn compare_one(workload: &str, base_name: &str, base: &[&Doc], name: &str, new: 
         on_means,
         metrics,
         steps: step_rows(base, new),
+        targets: target_rows(base, new),
     }
+}
+
+/// Per target position: the medians over the runs of subscriptions and calls per minute, time to
+/// ready p99 and failed users.
+fn target_rows(base: &[&Doc], new: &[&Doc]) -> Vec<TargetRow> {
+    type Figures = (String, Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>);
+    fn per_target(docs: &[&Doc]) -> Vec<Figures> {
+        let mut out: Vec<Figures> = Vec::new();
+        for d in docs {
+            let Doc::Ddp(d) = d else { continue };
+            for (i, t) in d.per_target.iter().enumerate() {
+                if out.len() <= i {
+                    out.push((t.url.clone(), Vec::new(), Vec::new(), Vec::new(), Vec::new()));
+                }
+                let f = &mut out[i];
+                f.1.push(t.subscriptions_per_min);
+                f.2.push(t.calls_per_min);
+                if let Some(l) = t.subscribe_latency.as_ref().or(t.latency.as_ref()) {
+                    f.3.push(l.p99_us as f64 / 1000.0);
+                }
+                f.4.push(t.users.failed as f64);
+            }
+        }
+        out
+    }
+    let (a, b) = (per_target(base), per_target(new));
+    let med = |v: Option<&Vec<f64>>| v.filter(|v| !v.is_empty()).map(|v| stats::median(v));
+    (0..a.len().max(b.len()))
+        .map(|i| {
+            let (x, y) = (a.get(i), b.get(i));
+            let target = match (x, y) {
+                (Some(x), Some(y)) if x.0 != y.0 => format!("#{} {} (was {})", i + 1, y.0, x.0),
+                (_, Some(f)) | (Some(f), None) => format!("#{} {}", i + 1, f.0),
+                (None, None) => unreachable!("a position one of them has"),
+            };
+            TargetRow {
+                target,
+                baseline_subs_per_min: med(x.map(|f| &f.1)),
+                subs_per_min: med(y.map(|f| &f.1)),
+                baseline_calls_per_min: med(x.map(|f| &f.2)),
+                calls_per_min: med(y.map(|f| &f.2)),
+                baseline_p99_ms: med(x.map(|f| &f.3)),
+                p99_ms: med(y.map(|f| &f.3)),
+                baseline_failed_users: med(x.map(|f| &f.4)),
+                failed_users: med(y.map(|f| &f.4)),
+            }
+        })
+        .collect()
 }
 
 /// Median over runs of each step's p50 and p99, steps in the baseline's order.
@@ -625,6 +694,44 @@ pub fn render(r: &Report, md: bool, watched: &str) -> String {
                     o(s.baseline_p99_ms),
                     o(s.p99_ms),
                     change,
+                ]);
+            }
+            out.push_str(&tab.markdown());
+            out.push('\n');
+        }
+        if !c.targets.is_empty() {
+            out.push_str("Per target (median over the runs; targets matched by their place in the list):\n\n");
+            let heads = [
+                "Target".to_string(),
+                format!("{} subs/min", c.baseline),
+                format!("{} subs/min", c.series),
+                format!("{} calls/min", c.baseline),
+                format!("{} calls/min", c.series),
+                format!("{} p99", c.baseline),
+                format!("{} p99", c.series),
+                "p99 change".to_string(),
+                "failed users".to_string(),
+            ];
+            let hr: Vec<&str> = heads.iter().map(String::as_str).collect();
+            let mut tab = Table::new(&hr).right(&[1, 2, 3, 4, 5, 6, 8]);
+            let o = |v: Option<f64>| v.map(ms).unwrap_or_else(|| "n/a".into());
+            let rate = |v: Option<f64>| v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "n/a".into());
+            let whole = |v: Option<f64>| v.map(|v| format!("{v:.0}")).unwrap_or_else(|| "n/a".into());
+            for t in &c.targets {
+                let change = match (t.baseline_p99_ms, t.p99_ms) {
+                    (Some(a), Some(b)) => less_more(a, b, "p99").replace(" p99", ""),
+                    _ => "n/a".into(),
+                };
+                tab.row(vec![
+                    t.target.clone(),
+                    rate(t.baseline_subs_per_min),
+                    rate(t.subs_per_min),
+                    rate(t.baseline_calls_per_min),
+                    rate(t.calls_per_min),
+                    o(t.baseline_p99_ms),
+                    o(t.p99_ms),
+                    change,
+                    format!("{} -> {}", whole(t.baseline_failed_users), whole(t.failed_users)),
                 ]);
             }
             out.push_str(&tab.markdown());

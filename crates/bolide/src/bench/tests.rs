@@ -417,3 +417,52 @@ fn capacity_says_which_limit_was_not_the_server_and_explains_suspect_levels() {
     assert!(end.contains("the limit was not the server: the machine had no idle CPU"), "{end}");
     snapshot("capacity-notes.md", &format!("{text}\n{end}\n{notes}"));
 }
+
+#[test]
+fn per_target_figures_side_by_side() {
+    use crate::stats::vu::DdpTargetSummary;
+    // Runs over two servers: (subscriptions per minute, ready p99 ms, failed users) per target.
+    let over = |label: &str, port_b: u16, figures: [(f64, f64, u64); 2]| {
+        let mut d = ddp("cluster-churn", label, 60.0, 10.0, 100.0);
+        if let Doc::Ddp(d) = &mut d {
+            for (i, (subs, p99, failed)) in figures.into_iter().enumerate() {
+                let port = if i == 0 { 3001 } else { port_b };
+                let mut t = DdpTargetSummary {
+                    url: format!("http://127.0.0.1:{port}"),
+                    weight: 1,
+                    subscriptions_per_min: subs,
+                    subscribe_latency: Some(Latency { p99_us: (p99 * 1000.0) as u64, ..Default::default() }),
+                    ..Default::default()
+                };
+                t.users.failed = failed;
+                d.per_target.push(t);
+            }
+        }
+        d
+    };
+    let a = series(
+        "before",
+        vec![
+            over("before", 3002, [(2700.0, 8.0, 0), (2600.0, 9.0, 0)]),
+            over("before", 3002, [(2500.0, 6.0, 0), (2400.0, 7.0, 2)]),
+        ],
+    );
+    let b = series(
+        "after",
+        vec![
+            over("after", 3003, [(3000.0, 4.0, 0), (1000.0, 30.0, 5)]),
+            over("after", 3003, [(3200.0, 6.0, 0), (1200.0, 50.0, 7)]),
+        ],
+    );
+    let r = build(&[a, b], 0, Vec::new());
+    let t = &r.comparisons[0].targets;
+    assert_eq!(t.len(), 2);
+    assert_eq!(t[0].target, "#1 http://127.0.0.1:3001");
+    assert_eq!(t[1].target, "#2 http://127.0.0.1:3003 (was http://127.0.0.1:3002)");
+    assert_eq!((t[0].baseline_subs_per_min, t[0].subs_per_min), (Some(2600.0), Some(3100.0)));
+    assert_eq!((t[1].baseline_p99_ms, t[1].p99_ms), (Some(8.0), Some(40.0)));
+    assert_eq!((t[1].baseline_failed_users, t[1].failed_users), (Some(1.0), Some(6.0)));
+    let text = render(&r, true, "app and its descendants");
+    assert!(text.contains("| #2 http://127.0.0.1:3003 (was http://127.0.0.1:3002) |"), "{text}");
+    snapshot("compare-targets.md", &text);
+}
