@@ -469,6 +469,39 @@ pub fn endpoint(target: &str) -> Result<crate::proto::ddp::Endpoint, String> {
     Ok(crate::proto::ddp::Endpoint { host, port, addrs, tls, prefix })
 }
 
+/// Several targets on this machine: a watched port (`--monitor NAME=:PORT`) that is no target's
+/// and where nothing listens is a mistake (exit 2, the targets' ports named); without any
+/// `--monitor`, the process listening on each target's port is watched as `s1`, `s2`, ... when
+/// each is a process of its own (in-process test servers share one, and are not).
+fn tie_local_targets(targets: &[DdpTarget], server: &mut ServerPlan, problems: &mut Vec<String>) {
+    use crate::monitor::{pid_listening_on, Spec};
+    let local: Vec<(usize, u16)> = targets
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.endpoint.addrs.iter().any(|a| a.ip().is_loopback()))
+        .map(|(i, t)| (i, t.endpoint.port))
+        .collect();
+    let ports: Vec<String> = local.iter().map(|(_, p)| p.to_string()).collect();
+    for (name, spec) in &server.monitors {
+        if let Spec::Port(p) = spec {
+            if !local.iter().any(|(_, lp)| lp == p) && pid_listening_on(*p).is_none() {
+                problems.push(format!(
+                    "--monitor {name}=:{p}: no target is on port {p} and nothing listens there (the local targets' \
+                     ports: {})",
+                    if ports.is_empty() { "none".to_string() } else { ports.join(", ") }
+                ));
+            }
+        }
+    }
+    if server.monitors.is_empty() && local.len() == targets.len() {
+        let pids: Vec<Option<u32>> = local.iter().map(|(_, p)| pid_listening_on(*p)).collect();
+        let distinct = pids.iter().enumerate().all(|(i, p)| p.is_some() && !pids[..i].contains(p));
+        if distinct {
+            server.monitors = local.iter().map(|(i, p)| (format!("s{}", i + 1), Spec::Port(*p))).collect();
+        }
+    }
+}
+
 /// Builds the plan for `bolide run`, or every reason it cannot be built.
 pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     use crate::scenario::builtin;
@@ -564,7 +597,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     if args.threads == Some(0) {
         problems.push("-t/--threads must be at least 1".into());
     }
-    let server = server_plan(&args.server, &mut problems);
+    let mut server = server_plan(&args.server, &mut problems);
     for path in [&args.json, &args.html].into_iter().flatten() {
         if let Err(e) = files::check_writable(path) {
             problems.push(e);
@@ -577,6 +610,9 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
             Ok(endpoint) => targets.push(DdpTarget { url: spec.url.clone(), weight: spec.weight, endpoint }),
             Err(e) => problems.push(e),
         }
+    }
+    if targets.len() > 1 && server.spawn.is_none() {
+        tie_local_targets(&targets, &mut server, &mut problems);
     }
     if !problems.is_empty() {
         return Err(RunPlanError::Config(ConfigError(problems)));

@@ -337,3 +337,106 @@ fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
     s.read_to_string(&mut text).unwrap();
     text.split_once("\r\n\r\n").unwrap().1.to_string()
 }
+
+#[test]
+fn a_server_that_dies_mid_run_fails_its_own_users_only() {
+    let servers: Vec<Server> = (0..2).map(|_| Server::start(Config::default()).unwrap()).collect();
+    let urls: Vec<String> = servers.iter().map(|s| s.base_url()).collect();
+    let mut servers = servers.into_iter();
+    let (alive, doomed) = (servers.next().unwrap(), servers.next().unwrap());
+    // The second server stops once the run is under way (the first has seen sessions).
+    let killer = std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while doomed.app().sessions_started.load(Ordering::SeqCst) < 3 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let served = doomed.app().sessions_started.load(Ordering::SeqCst);
+        doomed.shutdown();
+        served
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let o = bolide(&[
+        "run",
+        "sub-churn",
+        "--users",
+        "4",
+        "-d",
+        "3s",
+        "--target",
+        &urls[0],
+        "--target",
+        &urls[1],
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let served = killer.join().unwrap();
+    assert!(served >= 3, "the second server served before it stopped");
+    assert_eq!(o.code, 0, "the run goes on and ends normally: {}", o.err);
+    let doc = DdpDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (a, b) = (&doc.per_target[0], &doc.per_target[1]);
+    assert_eq!(a.users.failed, 0, "the first server's users did not notice: {}", o.out);
+    // sub-churn connects ten times per iteration.
+    assert_eq!(alive.app().sessions_started.load(Ordering::SeqCst), 10 * a.users.launched);
+    assert!(b.users.failed > 0, "the second server's users failed: {}", o.out);
+    // By class: refused connections after it stopped, closed ones as it stopped.
+    let classes: Vec<&String> = b.errors_by_class.keys().collect();
+    assert!(!classes.is_empty() && classes.iter().all(|c| ["connect", "closed"].contains(&c.as_str())), "{classes:?}");
+    assert!(a.errors_by_class.is_empty(), "{:?}", a.errors_by_class);
+    let row = o.out.lines().find(|l| l.contains(&urls[1])).unwrap();
+    assert!(row.contains("connect") || row.contains("closed"), "the target's row names its errors: {row}");
+}
+
+/// `bolide serve` child processes on the given ports, stopped when dropped.
+struct Children(Vec<std::process::Child>);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn serve_children(ports: &[u16]) -> Children {
+    let children = Children(
+        ports
+            .iter()
+            .map(|p| {
+                std::process::Command::new(env!("CARGO_BIN_EXE_bolide"))
+                    .args(["serve", "--port", &p.to_string(), "--threads", "1"])
+                    .stdout(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect(),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    for p in ports {
+        while std::net::TcpStream::connect(("127.0.0.1", *p)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "the server on {p} did not start");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    children
+}
+
+#[test]
+fn local_servers_of_their_own_are_watched_without_being_asked() {
+    let ports = free_ports(2);
+    let children = serve_children(&ports);
+    let urls: Vec<String> = ports.iter().map(|p| format!("http://127.0.0.1:{p}")).collect();
+    let (_, doc) =
+        run(&["run", "cluster-churn", "--users", "2", "-d", "1s", "--target", &urls[0], "--target", &urls[1]]);
+    let watched: Vec<(&str, u32)> = doc.monitor.iter().map(|m| (m.name.as_str(), m.pid)).collect();
+    let pids: Vec<u32> = children.0.iter().map(|c| c.id()).collect();
+    assert_eq!(watched, [("s1", pids[0]), ("s2", pids[1])]);
+    let tied: Vec<Option<&str>> = doc.per_target.iter().map(|t| t.monitor.as_deref()).collect();
+    assert_eq!(tied, [Some("s1"), Some("s2")]);
+    // A watched port with no target and nothing listening is a mistake, named before the run.
+    let o = bolide(&["run", "cluster-churn", "--target", &urls[0], "--target", &urls[1], "--monitor", "s3=:9"]);
+    assert_eq!(o.code, 2, "{}", o.err);
+    assert!(o.err.contains("--monitor s3=:9: no target is on port 9 and nothing listens there"), "{}", o.err);
+    assert!(o.err.contains(&format!("ports: {}, {}", ports[0], ports[1])), "{}", o.err);
+}
