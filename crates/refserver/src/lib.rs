@@ -523,7 +523,7 @@ fn request_info(req: &httparse::Request) -> RequestInfo {
 /// A connection that asked for a WebSocket on a DDP path.
 struct Upgrade {
     stream: TcpStream,
-    /// The request head, as received (a balancer passes it on).
+    /// The request head, as received, when this server balances (it passes it on); else empty.
     head: Vec<u8>,
     leftover: Vec<u8>,
     info: RequestInfo,
@@ -618,7 +618,8 @@ async fn serve_connection(mut stream: TcpStream, shared: &Shared) -> io::Result<
             counters.requests.fetch_add(1, Ordering::Relaxed);
             if info.upgrade_websocket {
                 let leftover = buf[head_len..].to_vec();
-                let head = buf[..head_len].to_vec();
+                // Kept only for a balancer, which passes it on to a peer.
+                let head = if shared.balancer.is_active() { buf[..head_len].to_vec() } else { Vec::new() };
                 return Ok(Some(Upgrade { stream, head, leftover, info, framing }));
             }
             // sockjs-node answers a plain GET on a websocket route like this.
