@@ -239,16 +239,7 @@ pub fn write_dir_report(dir: &Path, path: &Path, title: &str, io: &mut Io) -> bo
             return false;
         }
     };
-    match files::write_atomically(path, |w| w.write_all(page.as_bytes())) {
-        Ok(()) => {
-            let _ = writeln!(io.out, "HTML report: {}", path.display());
-            true
-        }
-        Err(e) => {
-            let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
-            false
-        }
-    }
+    write_page(&page, path, io)
 }
 
 /// Writes the HTML report of result documents (each its own series) to `path`; false when it
@@ -262,6 +253,11 @@ pub fn write_docs_report(docs: &[PathBuf], path: &Path, title: &str, io: &mut Io
         return true;
     }
     let page = html::page(title, &sections(&series, &[]));
+    write_page(&page, path, io)
+}
+
+/// Writes an HTML page whole (or not at all) and says where; false when it could not.
+fn write_page(page: &str, path: &Path, io: &mut Io) -> bool {
     match files::write_atomically(path, |w| w.write_all(page.as_bytes())) {
         Ok(()) => {
             let _ = writeln!(io.out, "HTML report: {}", path.display());
