@@ -146,13 +146,6 @@ impl Drop for Servers {
     }
 }
 
-/// Ports free on 127.0.0.1 now, all different.
-fn free_ports(n: usize) -> std::io::Result<Vec<u16>> {
-    let held: Vec<std::net::TcpListener> =
-        (0..n).map(|_| std::net::TcpListener::bind("127.0.0.1:0")).collect::<Result<_, _>>()?;
-    held.iter().map(|l| l.local_addr().map(|a| a.port())).collect()
-}
-
 /// A plain GET on loopback: the status and the body, within a few seconds.
 fn get(port: u16, path: &str) -> Option<(u16, String)> {
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
@@ -173,7 +166,7 @@ fn subscriptions(port: u16) -> Option<u64> {
 
 /// Starts a shape's servers and waits until each answers `/ok`.
 fn start(exe: &Path, shape: &Shape, cancel: &CancellationToken) -> Result<Servers, String> {
-    let ports = free_ports(shape.servers).map_err(|e| format!("no free ports on 127.0.0.1: {e}"))?;
+    let ports = super::demo::free_ports(shape.servers)?;
     let mut servers = Servers { children: Vec::new(), ports: ports.clone() };
     for (i, port) in ports.iter().enumerate() {
         let mut cmd = Command::new(exe);
@@ -274,13 +267,7 @@ fn run_shape(
 
 /// `bolide demo cluster`.
 pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
-    let exe = match std::env::current_exe() {
-        Ok(e) => e,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: cannot find bolide's own executable to start the servers: {e}");
-            return exit::RUN;
-        }
-    };
+    let Some(exe) = super::demo::own_exe(io) else { return exit::RUN };
     let label = super::default_label();
     let dir = args.out.clone().unwrap_or_else(|| Path::new("bolide-demo").join(format!("cluster-{label}")));
     if let Err(e) = std::fs::create_dir_all(&dir) {

@@ -7,20 +7,31 @@ use crate::cli::{Cli, Command, DemoArgs};
 use crate::console::{exit, Io};
 use crate::lifecycle::Workload;
 
+/// bolide's own executable, which the demos start reference servers from (the reason on stderr
+/// when it cannot be found).
+pub(super) fn own_exe(io: &mut Io) -> Option<std::path::PathBuf> {
+    std::env::current_exe()
+        .map_err(|e| {
+            let _ = writeln!(io.err, "error: cannot find bolide's own executable to start the servers: {e}");
+        })
+        .ok()
+}
+
+/// `n` different ports free on 127.0.0.1 now (bound together, then let go for the servers).
+pub(super) fn free_ports(n: usize) -> Result<Vec<u16>, String> {
+    let held = (0..n).map(|_| std::net::TcpListener::bind("127.0.0.1:0")).collect::<Result<Vec<_>, _>>();
+    let ports = held.and_then(|h| h.iter().map(|l| l.local_addr().map(|a| a.port())).collect());
+    ports.map_err(|e| format!("no free port on 127.0.0.1: {e}"))
+}
+
 /// `bolide demo`: the reference server as a watched child process (poll reactivity, as in the
 /// Meteor reports), the Meteor benchmark's two workloads against it, and the reports' tables.
 pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
-    let exe = match std::env::current_exe() {
-        Ok(e) => e,
+    let Some(exe) = own_exe(io) else { return exit::RUN };
+    let port = match free_ports(1) {
+        Ok(p) => p[0],
         Err(e) => {
-            let _ = writeln!(io.err, "error: cannot find bolide's own executable to start the server: {e}");
-            return exit::RUN;
-        }
-    };
-    let port = match std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
-        Ok(a) => a.port(),
-        Err(e) => {
-            let _ = writeln!(io.err, "error: no free port on 127.0.0.1: {e}");
+            let _ = writeln!(io.err, "error: {e}");
             return exit::RUN;
         }
     };
