@@ -32,6 +32,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Run a workload at rising arrival levels until the server fails; report the highest passing.
     Capacity(CapacityArgs),
+    /// Merge the result documents of one plan's segments (--segment I/N) into the whole run's.
+    Merge(MergeArgs),
     /// Start the reference server and run the Meteor benchmark against it: works on a fresh machine.
     Demo(DemoArgs),
 }
@@ -114,6 +116,27 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Term)]
     pub format: Format,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "Examples:\n  \
+    bolide merge seg-1.json seg-2.json seg-3.json -o merged.json\n  \
+    kubectl logs -l job-name=bolide --tail=-1 > pods.log && bolide merge pods.log -o merged.json\n\n\
+    Exit codes: 0 merged (warnings, such as a missing segment, are printed and recorded), 2 usage error or \
+    documents that are not segments of one plan.")]
+pub struct MergeArgs {
+    /// Segments' result documents, or logs holding them between the lines
+    /// `=== bolide result begin ===` and `=== bolide result end ===` (Kubernetes pods' logs).
+    #[arg(required = true, value_name = "FILE")]
+    pub inputs: Vec<PathBuf>,
+
+    /// Where the merged document goes (`-` for stdout).
+    #[arg(short = 'o', long, value_name = "PATH", required = true)]
+    pub output: PathBuf,
+
+    /// Print only warnings and errors.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -355,9 +378,29 @@ pub struct HttpArgs {
     #[command(flatten)]
     pub server: ServerArgs,
 
+    #[command(flatten)]
+    pub segment: SegmentArgs,
+
     /// Print only errors.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+}
+
+/// Several instances producing one load: each runs its segment of the plan.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Segments (one plan over several instances)")]
+pub struct SegmentArgs {
+    /// Run only segment I of N of the plan (1-based): its share of the connections, the rate, the
+    /// request count or the users. Segments 1..N together are exactly the whole plan; merge
+    /// their result documents with `bolide merge`. `auto/N` takes I from Kubernetes'
+    /// JOB_COMPLETION_INDEX (pod 0 runs segment 1).
+    #[arg(long, value_name = "I/N")]
+    pub segment: Option<String>,
+
+    /// Start the load at this wall-clock time, so that every segment's timeline lines up: an RFC
+    /// 3339 time (2026-11-23T10:00:00Z) or +DURATION from now (+5s), rounded up to a whole second.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
 }
 
 /// The server under test: which processes to watch, or the command that starts it.
@@ -467,6 +510,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub server: ServerArgs,
+
+    #[command(flatten)]
+    pub segment: SegmentArgs,
 }
 
 /// `--transport`.

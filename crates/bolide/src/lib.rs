@@ -19,5 +19,6 @@ pub mod proto;
 pub mod redact;
 pub mod report;
 pub mod scenario;
+pub mod segment;
 pub mod serve;
 pub mod stats;

@@ -41,6 +41,45 @@ pub struct HttpPlan {
     pub server: ServerPlan,
     /// The `bolide bench` label recorded in the result document.
     pub label: Option<String>,
+    /// This instance's segment of the plan (`--segment`) and the shared start (`--start-at`).
+    pub spread: Spread,
+}
+
+/// Where one instance stands among several running one plan.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Spread {
+    pub segment: Option<crate::segment::Segment>,
+    pub start_at: Option<std::time::SystemTime>,
+}
+
+/// Reads `--segment` and `--start-at`, adding problems to `problems`.
+pub fn spread(args: &crate::cli::SegmentArgs, problems: &mut Vec<String>) -> Spread {
+    let segment = args
+        .segment
+        .as_deref()
+        .and_then(|s| crate::segment::Segment::parse(s, |v| std::env::var(v).ok()).map_err(|e| problems.push(e)).ok());
+    let start_at = args.start_at.as_deref().and_then(|t| {
+        crate::segment::parse_start_at(t, std::time::SystemTime::now()).map_err(|e| problems.push(e)).ok()
+    });
+    Spread { segment, start_at }
+}
+
+impl HttpPlan {
+    /// This instance's connections: the first one's global index and how many.
+    pub fn my_connections(&self) -> (usize, usize) {
+        self.spread.segment.map_or((0, self.connections), |s| s.connections(self.connections))
+    }
+
+    /// This instance's slots of the global schedule (the whole one without a segment).
+    pub fn my_slice(&self) -> Slice {
+        let (first, width) = self.my_connections();
+        Slice { stride: self.connections as u64, offset: first as u64, width: width as u64 }
+    }
+
+    /// This instance's share of `-n`.
+    pub fn my_requests(&self) -> Option<u64> {
+        self.stop.count.map(|n| self.my_slice().count_below(n))
+    }
 }
 
 /// The server under test: processes to watch, how often, and the command that starts it.
@@ -315,14 +354,24 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
     let targets: Vec<Target> =
         args.urls.iter().filter_map(|u| target(u, &spec).map_err(|e| check(Err(e))).ok()).collect();
     let server = server_plan(&args.server, &mut problems);
+    let spread = spread(&args.segment, &mut problems);
+    if let Some(seg) = spread.segment {
+        if (seg.count as usize) > args.connections && args.connections > 0 {
+            problems.push(format!(
+                "--segment {seg}: {} segments need at least {} connections (-c {}), one each at least",
+                seg.count, seg.count, args.connections
+            ));
+        }
+    }
 
     if !problems.is_empty() {
         return Err(ConfigError(problems));
     }
     let connections = args.connections;
+    let mine = spread.segment.map_or(connections, |s| s.connections(connections).1);
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let threads = args.threads.unwrap_or(cores).min(connections);
-    descriptor_room(connections as u64 + descriptor_overhead(threads))
+    let threads = args.threads.unwrap_or(cores).min(mine);
+    descriptor_room(mine as u64 + descriptor_overhead(threads))
         .map_err(|why| ConfigError(vec![format!("-c/--connections {connections} {why}")]))?;
     let timeout = timeout.expect("checked above");
     let idempotent = matches!(method.as_str(), "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS" | "TRACE");
@@ -341,6 +390,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         keep_alive: !args.no_keepalive,
         insecure: args.insecure,
         retry_closed,
+        segment: spread.segment,
     };
     Ok(HttpPlan {
         targets,
@@ -360,6 +410,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         settings,
         server,
         label: None,
+        spread,
     })
 }
 
@@ -404,6 +455,8 @@ pub struct DdpPlan {
     pub server: ServerPlan,
     /// The `bolide bench` label recorded in the result document.
     pub label: Option<String>,
+    /// This instance's segment of the users (`--segment`) and the shared start (`--start-at`).
+    pub spread: Spread,
 }
 
 /// Reads `--dashboard`'s address: `IP:PORT`, `:PORT` or `PORT` (loopback).
@@ -598,6 +651,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         problems.push("-t/--threads must be at least 1".into());
     }
     let mut server = server_plan(&args.server, &mut problems);
+    let spread = spread(&args.segment, &mut problems);
     for path in [&args.json, &args.html].into_iter().flatten() {
         if let Err(e) = files::check_writable(path) {
             problems.push(e);
@@ -613,6 +667,15 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     }
     if targets.len() > 1 && server.spawn.is_none() {
         tie_local_targets(&targets, &mut server, &mut problems);
+    }
+    if let Some(seg) = spread.segment {
+        let total = crate::scenario::arrivals::Schedule::new(&scenario.config.phases).total();
+        if seg.arrivals(total) == 0 {
+            problems.push(format!(
+                "--segment {seg}: the plan has {total} user(s), fewer than {} segments; segment {} would have none",
+                seg.count, seg.index
+            ));
+        }
     }
     if !problems.is_empty() {
         return Err(RunPlanError::Config(ConfigError(problems)));
@@ -641,6 +704,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         insecure: args.insecure,
         server,
         label: None,
+        spread,
         scenario,
     })
 }

@@ -283,11 +283,21 @@ pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, ca
     let mut rows: Vec<(f64, Option<Doc>, Verdict)> = Vec::new();
     let outer = io.stage.clone();
     let mut spent = std::time::Duration::ZERO;
-    let first_planned = plan_at(w, per_s(levels[0])).ok().and_then(|wl| wl.planned());
+    let first = plan_at(w, per_s(levels[0])).ok();
+    let first_planned = first.as_ref().and_then(|wl| wl.planned());
+    // With --start-at, every level starts at its own shared time (segments climb together).
+    let base = first.as_ref().and_then(|wl| wl.spread().start_at);
+    let starts = match super::shared_starts(base, levels.len(), first_planned, cooldown) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {e}");
+            return exit::USAGE;
+        }
+    };
     for (i, level) in levels.iter().enumerate() {
         // The ETA is the most the ladder can take: it stops at the first level that fails.
         io.stage = super::stage(&outer, "level", (i + 1, levels.len()), spent, first_planned, cooldown);
-        if i > 0 && !cooldown.is_zero() && !pause(cooldown, io, cancel) {
+        if i > 0 && !cooldown.is_zero() && starts[i].is_none() && !pause(cooldown, io, cancel) {
             break;
         }
         if cancel.is_cancelled() {
@@ -302,6 +312,7 @@ pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, ca
         };
         let file: Option<PathBuf> = opts.out.as_ref().map(|d| d.join(format!("{slug}-level-{level}.json")));
         wl.set_output(file, None, true);
+        wl.set_start_at(starts[i]);
         let began = std::time::Instant::now();
         let outcome = wl.execute(command_line.clone(), io, cancel, dashboard.as_ref());
         spent += began.elapsed();

@@ -6,6 +6,7 @@ pub mod capacity;
 pub mod cluster;
 pub mod compare;
 pub mod demo;
+pub mod merge;
 pub mod report;
 pub mod stats;
 
@@ -27,6 +28,31 @@ pub fn parse_pause(flag: &str, text: &str) -> Result<Duration, String> {
         return Ok(Duration::ZERO);
     }
     crate::plan::parse_duration(flag, text)
+}
+
+/// Room a series leaves around each run of a shared schedule (`--start-at`) beside its planned
+/// length and cooldown: starting and stopping a server, the last responses, the files.
+pub const SLOT_MARGIN: Duration = Duration::from_secs(10);
+
+/// With `--start-at T`, when run (or level) `i` (1-based) of a series starts on every instance:
+/// T + (i - 1) x (the planned length + cooldown + [`SLOT_MARGIN`], in whole seconds), so that
+/// segments on several machines run each level together. Err when runs have no planned length.
+pub fn shared_starts(
+    base: Option<std::time::SystemTime>,
+    runs: usize,
+    planned: Option<Duration>,
+    cooldown: Duration,
+) -> Result<Vec<Option<std::time::SystemTime>>, String> {
+    let Some(base) = base else { return Ok(vec![None; runs]) };
+    if runs <= 1 {
+        return Ok(vec![Some(base)]);
+    }
+    let planned = planned.ok_or(
+        "--start-at with several runs needs runs of a planned length (-d/--duration), not a request count (-n): \
+         each run starts at its own shared time",
+    )?;
+    let slot = Duration::from_secs((planned + cooldown + SLOT_MARGIN).as_secs_f64().ceil() as u64);
+    Ok((0..runs).map(|i| Some(base + slot * i as u32)).collect())
 }
 
 /// Sleeps `d` (a cooldown) unless stopped first, counting it on a terminal's progress bar; false
@@ -253,6 +279,9 @@ pub fn bench(
     }
     let html = workload.html();
     let cooldown = parse_pause("--cooldown", &opts.cooldown).map_err(|e| problems.push(e)).unwrap_or_default();
+    let starts = shared_starts(workload.spread().start_at, opts.runs as usize, workload.planned(), cooldown)
+        .map_err(|e| problems.push(e))
+        .unwrap_or_default();
     let label = opts.label.clone().unwrap_or_else(default_label);
     if label.trim().is_empty() || label.contains(['/', '\\']) {
         problems.push(format!("--label {label:?} must be a plain name (no slashes)"));
@@ -306,7 +335,10 @@ pub fn bench(
         let (mut done, mut done_lines) = (Vec::new(), String::new());
         for i in 1..=opts.runs {
             io.stage = stage(&outer, "run", (i as usize, opts.runs as usize), spent, workload.planned(), cooldown);
-            if i > 1 && !cooldown.is_zero() {
+            // With a shared schedule, the wait for the run's start is its cooldown.
+            let shared = starts.get(i as usize - 1).copied().flatten();
+            workload.set_start_at(shared);
+            if i > 1 && !cooldown.is_zero() && shared.is_none() {
                 let _ = writeln!(io.out, "  cooling down for {}", humantime::format_duration(cooldown));
                 if !pause(cooldown, io, cancel) {
                     break;

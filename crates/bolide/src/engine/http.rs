@@ -105,13 +105,14 @@ pub struct Share {
     pub stop: Stop,
 }
 
-/// Splits connections, request count and schedule across `threads` workers, by connections, so
-/// that the shares add up exactly to the whole.
-pub fn shares(connections: usize, threads: usize, pacer: Pacer, stop: Stop) -> Vec<Share> {
+/// Splits this instance's connections (`mine`: the first one's global index and how many, of
+/// `connections` in the whole plan), with their slots of the request count and of the schedule,
+/// across `threads` workers, so that the shares add up exactly to the instance's part.
+pub fn shares(connections: usize, mine: (usize, usize), threads: usize, pacer: Pacer, stop: Stop) -> Vec<Share> {
     let mut out = Vec::with_capacity(threads);
-    let mut first = 0;
+    let (mut first, count) = mine;
     for i in 0..threads {
-        let conns = connections / threads + usize::from(i < connections % threads);
+        let conns = count / threads + usize::from(i < count % threads);
         let slice = Slice { stride: connections as u64, offset: first as u64, width: conns as u64 };
         let pacer = match pacer {
             Pacer::Closed => Pacer::Closed,
@@ -149,7 +150,7 @@ pub fn run(
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunOutput, StartError> {
     preflight(&plan.targets, plan.timeout.min(Duration::from_secs(5)))?;
-    let shares = shares(plan.connections, plan.threads, plan.pacer, plan.stop);
+    let shares = shares(plan.connections, plan.my_connections(), plan.threads, plan.pacer, plan.stop);
     let (tx, rx) = mpsc::channel::<Msg>();
     let started_at = SystemTime::now();
     let start = Instant::now();
@@ -195,7 +196,7 @@ pub fn run(
                     progress(&Progress {
                         elapsed: start.elapsed(),
                         planned: plan.stop.time,
-                        planned_requests: plan.stop.count,
+                        planned_requests: plan.my_requests(),
                         responses,
                         errors,
                         last_second_responses: seconds[reported].2.responses,
@@ -237,7 +238,15 @@ pub fn run(
     let timeline = seconds
         .iter()
         .enumerate()
-        .map(|(t, (_, span, rec))| summary::second(t as u32, span.as_secs_f64(), rec))
+        .map(|(t, (_, span, rec))| {
+            let mut second = summary::second(t as u32, span.as_secs_f64(), rec);
+            // A segment keeps each second's histogram: merged with the other segments' seconds,
+            // the whole run's per-second percentiles come out exact.
+            if plan.spread.segment.is_some() {
+                second.latency_histogram = Some(crate::stats::hist::encode(&rec.latency_us));
+            }
+            second
+        })
         .collect();
     Ok(RunOutput {
         merged,
@@ -245,7 +254,8 @@ pub fn run(
         started_at,
         duration,
         interrupted: cancel.is_cancelled(),
-        scheduled_sends: pacer::scheduled_sends(plan.pacer, plan.stop),
+        // This instance's slots of the schedule (all of them without a segment).
+        scheduled_sends: plan.my_slice().count_below(pacer::scheduled_sends(plan.pacer, plan.stop)),
         gnuplot_parts,
         gnuplot_error,
     })
@@ -476,32 +486,52 @@ mod tests {
     use super::*;
 
     #[test]
-    fn shares_add_up() {
+    fn shares_add_up_over_workers_and_segments() {
         // Each row: connections, threads, count, rate.
         let rows = [
             (10, 3, Some(1000), Some(300.0)),
             (7, 7, Some(3), None),
             (1000, 2, None, Some(1.0)),
             (5, 2, Some(1), None),
+            (9, 2, Some(999), None),
         ];
         for (conns, threads, count, rate) in rows {
             let pacer = rate.map_or(Pacer::Closed, |per_s| Pacer::Rate { per_s, slice: Slice::WHOLE });
-            let s = shares(conns, threads, pacer, Stop { time: None, count });
-            assert_eq!(s.iter().map(|x| x.connections).sum::<usize>(), conns);
-            assert_eq!(s.last().map(|x| x.first_connection + x.connections), Some(conns));
-            if let Some(n) = count {
-                assert_eq!(s.iter().map(|x| x.stop.count.unwrap()).sum::<u64>(), n);
-            }
-            if rate.is_some() {
-                let widths: u64 = s
-                    .iter()
-                    .map(|x| match x.pacer {
-                        Pacer::Rate { slice, .. } => slice.width,
-                        _ => 0,
+            for n in 1..=3u32 {
+                // Every worker of every segment: together exactly the whole plan.
+                let s: Vec<Share> = (1..=n)
+                    .flat_map(|index| {
+                        let mine = crate::segment::Segment { index, count: n }.connections(conns);
+                        shares(conns, mine, threads.min(mine.1), pacer, Stop { time: None, count })
                     })
-                    .sum();
-                assert_eq!(widths, conns as u64);
+                    .collect();
+                assert_eq!(s.iter().map(|x| x.connections).sum::<usize>(), conns);
+                let firsts: Vec<usize> = s.iter().map(|x| x.first_connection).collect();
+                assert!(firsts.windows(2).all(|w| w[0] < w[1]), "{firsts:?}");
+                assert_eq!(s.last().map(|x| x.first_connection + x.connections), Some(conns));
+                if let Some(want) = count {
+                    assert_eq!(s.iter().map(|x| x.stop.count.unwrap()).sum::<u64>(), want, "{conns} over {n}");
+                }
+                if rate.is_some() {
+                    let widths: u64 = s
+                        .iter()
+                        .map(|x| match x.pacer {
+                            Pacer::Rate { slice, .. } => slice.width,
+                            _ => 0,
+                        })
+                        .sum();
+                    assert_eq!(widths, conns as u64);
+                }
             }
         }
+        // -n 999 over three segments of -c 9: 333 each.
+        let thirds: Vec<u64> = (1..=3)
+            .map(|index| {
+                let mine = crate::segment::Segment { index, count: 3 }.connections(9);
+                let stop = Stop { time: None, count: Some(999) };
+                shares(9, mine, 2, Pacer::Closed, stop).iter().map(|x| x.stop.count.unwrap()).sum()
+            })
+            .collect();
+        assert_eq!(thirds, [333, 333, 333]);
     }
 }

@@ -109,7 +109,9 @@ pub fn run(
     progress: &mut dyn FnMut(&VuProgress),
 ) -> Result<VuOutput, String> {
     let schedule = Schedule::new(&plan.scenario.config.phases);
-    let threads = plan.threads.clamp(1, schedule.total().max(1) as usize);
+    // With a segment, this instance's users are every N-th arrival; they keep their global index.
+    let seg = plan.spread.segment.unwrap_or(crate::segment::Segment { index: 1, count: 1 });
+    let threads = plan.threads.clamp(1, seg.arrivals(schedule.total()).max(1) as usize);
     let names = step_names(&plan.scenario);
     let alive = Arc::new(AtomicU64::new(0));
     let (tx, rx) = mpsc::channel::<Msg>();
@@ -250,10 +252,13 @@ fn worker(
         }
         let arrivals = async {
             let mut users = Vec::new();
-            let mut k = index as u64;
+            // Worker `index` of `threads` in segment I of N: arrivals I-1 + N (index + threads j).
+            let seg = w.plan.spread.segment.unwrap_or(crate::segment::Segment { index: 1, count: 1 });
+            let mut k = u64::from(seg.index - 1) + u64::from(seg.count) * index as u64;
+            // maxVusers is the whole plan's; each segment holds its share of it.
+            let max = w.plan.scenario.config.max_vusers.map(|m| seg.arrivals(m).max(1));
             while let Some(due) = schedule.arrival(k) {
                 timer::sleep_until(timer.as_ref(), start + due).await;
-                let max = w.plan.scenario.config.max_vusers;
                 let target = w.plan.target_of(k);
                 if max.is_some_and(|m| w.alive.load(Ordering::SeqCst) >= m) {
                     w.recs[target].borrow_mut().skipped += 1;
@@ -280,7 +285,7 @@ fn worker(
                         w2.alive.fetch_sub(1, Ordering::SeqCst);
                     }));
                 }
-                k += threads as u64;
+                k += u64::from(seg.count) * threads as u64;
             }
             for u in users {
                 let _ = u.await;

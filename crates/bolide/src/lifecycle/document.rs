@@ -28,6 +28,7 @@ pub fn http(plan: &HttpPlan, o: &RunOutput, command_line: Vec<String>) -> result
         monitor: Vec::new(),
         generator: None,
         label: None,
+        merged: None,
     }
 }
 
@@ -130,6 +131,7 @@ pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<St
             max_vusers: config.max_vusers,
             step_timeout_s: config.ddp.step_timeout.as_secs_f64(),
             user_timeout_s: config.ddp.user_timeout.as_secs_f64(),
+            segment: plan.spread.segment,
         },
         summary: DdpSummary {
             users: Users::of(rec),
@@ -175,6 +177,7 @@ pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<St
         monitor: Vec::new(),
         generator: None,
         label: None,
+        merged: None,
     }
 }
 

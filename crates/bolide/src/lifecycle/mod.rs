@@ -79,6 +79,22 @@ impl Workload {
         }
     }
 
+    /// This instance's segment and shared start (`--segment`, `--start-at`).
+    pub fn spread(&self) -> plan::Spread {
+        match self {
+            Workload::Http(p) => p.spread,
+            Workload::Ddp(p) => p.spread,
+        }
+    }
+
+    /// Sets when the next run starts (a series' run or a ladder's level after the first).
+    pub fn set_start_at(&mut self, at: Option<std::time::SystemTime>) {
+        match self {
+            Workload::Http(p) => p.spread.start_at = at,
+            Workload::Ddp(p) => p.spread.start_at = at,
+        }
+    }
+
     /// Where the command's live dashboard listens (`--dashboard`).
     pub fn dashboard(&self) -> Option<std::net::SocketAddr> {
         match self {
@@ -147,6 +163,8 @@ struct Watch {
 /// whose engine failed (the reason already written).
 fn watched<T, E: std::fmt::Display>(
     server: &plan::ServerPlan,
+    spread: &plan::Spread,
+    quiet: bool,
     io: &mut Io,
     cancel: &CancellationToken,
     reachable: impl FnOnce(&mut Io) -> bool,
@@ -155,6 +173,12 @@ fn watched<T, E: std::fmt::Display>(
     let spawned = spawn_server(server, io, cancel)?;
     if !reachable(io) {
         return Err(exit::RUN);
+    }
+    if let Some(at) = spread.start_at {
+        if !wait_for_start(at, spread.segment, quiet, io, cancel) {
+            stop_server(spawned, &[], io);
+            return Err(exit::RUN);
+        }
     }
     let monitor = crate::monitor::start_for(&server.monitors, spawned.as_ref(), server.interval, &mut *io.err);
     let out = load(&monitor);
@@ -168,6 +192,40 @@ fn watched<T, E: std::fmt::Display>(
         }
     };
     Ok((out, Watch { monitor: processes.iter().map(Into::into).collect(), generator: own.result() }))
+}
+
+/// Waits for `--start-at`, saying so; false when stopped first. A start already past is made at
+/// once, with a warning when it is late enough to shift this instance's timeline.
+fn wait_for_start(
+    at: std::time::SystemTime,
+    segment: Option<crate::segment::Segment>,
+    quiet: bool,
+    io: &mut Io,
+    cancel: &CancellationToken,
+) -> bool {
+    use crate::segment::{wait_until, Waited};
+    let when = humantime::format_rfc3339_seconds(at);
+    let who = segment.map(|s| format!("segment {s}: ")).unwrap_or_default();
+    if let Some(left) = at.duration_since(std::time::SystemTime::now()).ok().filter(|_| !quiet) {
+        let _ = writeln!(io.err, "{who}waiting for the shared start at {when} (in {:.1} s)", left.as_secs_f64());
+    }
+    match wait_until(at, &|| cancel.is_cancelled()) {
+        Waited::Cancelled => {
+            let _ = writeln!(io.err, "{who}stopped before the shared start at {when}; nothing was measured");
+            false
+        }
+        Waited::Started { late } => {
+            if late >= Duration::from_millis(500) {
+                let _ = writeln!(
+                    io.err,
+                    "warning: {who}started {:.1} s after the shared start at {when}; its timeline is shifted against \
+                     the other segments' (start them earlier or give a later --start-at)",
+                    late.as_secs_f64()
+                );
+            }
+            true
+        }
+    }
 }
 
 /// Stops the spawned server, if any, and says so when it had died during the run.
@@ -191,6 +249,8 @@ fn run_http_plan(
     let stage = live_title(&io.stage, &command_line);
     let run = watched(
         &plan.server,
+        &plan.spread,
+        plan.quiet,
         io,
         cancel,
         |_| true,
@@ -412,7 +472,7 @@ fn run_ddp_plan(
     };
     let bar = progress::ddp_bar(shows_progress(io, plan.quiet), &io.stage, plan.arrivals_length());
     let stage = live_title(&io.stage, &command_line);
-    let run = watched(&plan.server, io, cancel, reachable, |monitor| {
+    let run = watched(&plan.server, &plan.spread, plan.quiet, io, cancel, reachable, |monitor| {
         let mut timeline = Vec::new();
         let out = crate::engine::vu::run(plan, cancel, &mut |p: &crate::engine::vu::VuProgress| {
             progress::ddp_update(&bar, p);

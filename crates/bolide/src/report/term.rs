@@ -87,6 +87,7 @@ pub fn summary(doc: &ResultDoc) -> String {
     if doc.interrupted {
         out.push_str("  (interrupted: the figures cover what was done before Ctrl-C)\n");
     }
+    out.push_str(&segment_note(set.segment, doc.merged.as_ref()));
     out.push('\n');
     let _ = write!(
         out,
@@ -170,6 +171,40 @@ pub fn summary(doc: &ResultDoc) -> String {
 }
 
 /// The server processes' CPU and RAM, as the Meteor reports give them.
+/// The line under a summary's title that says the run is one segment of a plan, or the merge of
+/// several (with what is missing or suspect); empty for a whole run.
+pub fn segment_note(
+    segment: Option<crate::segment::Segment>,
+    merged: Option<&crate::stats::merge::MergeInfo>,
+) -> String {
+    if let Some(s) = segment {
+        return format!(
+            "  (segment {s} of the plan: this instance's share; `bolide merge` makes the whole run of the segments)\n"
+        );
+    }
+    let Some(m) = merged else { return String::new() };
+    let mut out = format!("  (merged from {} of {} segments", m.segments.len(), m.segments_planned);
+    if !m.missing.is_empty() {
+        let list: Vec<String> = m.missing.iter().map(|i| format!("{i}/{}", m.segments_planned)).collect();
+        let _ = write!(out, "; MISSING {}", list.join(", "));
+    }
+    if !m.duplicated.is_empty() {
+        let list: Vec<String> = m.duplicated.iter().map(|i| format!("{i}/{}", m.segments_planned)).collect();
+        let _ = write!(out, "; given twice {}", list.join(", "));
+    }
+    let suspect: Vec<String> = m
+        .segments
+        .iter()
+        .filter(|s| s.generator.as_ref().is_some_and(|g| g.suspect.is_some()))
+        .map(|s| s.index.to_string())
+        .collect();
+    if !suspect.is_empty() {
+        let _ = write!(out, "; suspect segment {}", suspect.join(", "));
+    }
+    out.push_str(")\n");
+    out
+}
+
 pub fn monitor_rows(monitor: &[crate::monitor::MonitorResult]) -> String {
     let mut out = String::new();
     if monitor.is_empty() {
@@ -291,6 +326,7 @@ mod tests {
                 keep_alive: true,
                 insecure: false,
                 retry_closed: true,
+                segment: None,
             },
             targets: vec!["http://127.0.0.1:8080/".into(), "http://127.0.0.1:8080/api".into()],
             summary: Summary {
@@ -335,6 +371,7 @@ mod tests {
             monitor: vec![],
             generator: None,
             label: None,
+            merged: None,
         }
     }
 

@@ -3,6 +3,7 @@
 
 pub mod doc;
 pub mod hist;
+pub mod merge;
 pub mod recorder;
 pub mod result;
 pub mod summary;

@@ -45,6 +45,9 @@ pub struct ResultDoc {
     /// The name `bolide bench` runs were given (`--label`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// Set on a document `bolide merge` made of segments' documents: which, and what was wrong.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<super::merge::MergeInfo>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -81,6 +84,9 @@ pub struct HttpSettings {
     /// one (GET, HEAD, PUT, DELETE, OPTIONS, TRACE; others with --retry-non-idempotent).
     #[serde(default)]
     pub retry_closed: bool,
+    /// The segment of the plan this instance ran (`--segment I/N`); absent for a whole plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<crate::segment::Segment>,
 }
 
 /// Latency statistics of a histogram, microseconds.
@@ -192,6 +198,10 @@ pub struct Second {
     pub latency_p90_us: u64,
     pub latency_p99_us: u64,
     pub latency_max_us: u64,
+    /// The second's latency histogram (HdrHistogram V2 deflate, base64), kept by a segment's run
+    /// (`--segment`) so that `bolide merge` computes the merged seconds' percentiles exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_histogram: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

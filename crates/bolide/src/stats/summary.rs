@@ -74,6 +74,7 @@ pub fn second(t: u32, span_s: f64, rec: &SecondRecorder) -> Second {
         latency_p90_us: l.p90_us,
         latency_p99_us: l.p99_us,
         latency_max_us: l.max_us,
+        latency_histogram: None,
     }
 }
 
@@ -167,6 +168,7 @@ mod tests {
             latency_p90_us: 0,
             latency_p99_us: 0,
             latency_max_us: 0,
+            latency_histogram: None,
         }
     }
 

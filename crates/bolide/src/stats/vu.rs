@@ -249,6 +249,9 @@ pub struct DdpDoc {
     /// The name `bolide bench` runs were given (`--label`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// Set on a document `bolide merge` made of segments' documents: which, and what was wrong.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<super::merge::MergeInfo>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -268,6 +271,9 @@ pub struct DdpRunSettings {
     pub max_vusers: Option<u64>,
     pub step_timeout_s: f64,
     pub user_timeout_s: f64,
+    /// The segment of the users this instance ran (`--segment I/N`); absent for a whole plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<crate::segment::Segment>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -372,6 +378,11 @@ pub struct StepSummary {
     pub to_updated: Option<Latency>,
     /// HdrHistogram V2 deflate, base64.
     pub latency_histogram: String,
+    /// Methods only: the histograms of `to_result` and `to_updated` (for exact merges).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_histogram: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_histogram: Option<String>,
 }
 
 /// One second of a DDP run: when, users alive at its end, and its counts (flattened in JSON).
@@ -409,6 +420,9 @@ pub struct DdpTargetSummary {
     pub calls_per_min: f64,
     /// From `sub` to `ready`, all subscribe steps together (absent without any).
     pub subscribe_latency: Option<Latency>,
+    /// Its histogram (HdrHistogram V2 deflate, base64), for exact merges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscribe_histogram: Option<String>,
     /// Every step, all kinds together.
     pub latency: Option<Latency>,
     pub per_step: Vec<StepSummary>,
@@ -452,6 +466,7 @@ pub fn target_summary(
         subscriptions_per_min: per_minute(done(subs), duration_s),
         calls_per_min: per_minute(done(calls), duration_s),
         subscribe_latency: nonempty(&ready),
+        subscribe_histogram: (!ready.is_empty()).then(|| hist::encode(&ready)),
         latency: nonempty(&all),
         per_step: step_summaries(rec, duration_s),
     }
@@ -472,6 +487,8 @@ pub fn step_summaries(rec: &VuRecorder, duration_s: f64) -> Vec<StepSummary> {
             to_result: s.result_us.as_ref().map(latency),
             to_updated: s.updated_us.as_ref().map(latency),
             latency_histogram: hist::encode(&s.latency_us),
+            result_histogram: s.result_us.as_ref().map(hist::encode),
+            updated_histogram: s.updated_us.as_ref().map(hist::encode),
         })
         .collect()
 }

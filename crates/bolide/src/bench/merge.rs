@@ -1,0 +1,103 @@
+//! `bolide merge`: the segments' result documents (files, or pods' logs holding them) -> the whole
+//! run's document, written whole; the merged summary and every warning shown.
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::cli::MergeArgs;
+use crate::console::{exit, Io};
+use crate::stats::doc::Doc;
+use crate::stats::merge::{documents_in_log, merge as merge_docs};
+
+/// The most one input may weigh (a log of many pods is larger than a document).
+const MAX_INPUT: u64 = 1 << 30;
+
+pub fn merge(args: &MergeArgs, command_line: Vec<String>, io: &mut Io) -> i32 {
+    if let Err(e) = crate::files::check_writable(&args.output) {
+        let _ = writeln!(io.err, "{e}");
+        return exit::USAGE;
+    }
+    let mut docs = Vec::new();
+    let mut problems = Vec::new();
+    for path in &args.inputs {
+        match read(path) {
+            Ok(found) => docs.extend(found),
+            Err(e) => problems.push(e),
+        }
+    }
+    if !problems.is_empty() {
+        for p in problems {
+            let _ = writeln!(io.err, "{p}");
+        }
+        return exit::USAGE;
+    }
+    let merged = match merge_docs(docs, command_line) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = writeln!(io.err, "cannot merge: {e}");
+            return exit::USAGE;
+        }
+    };
+    let to_stdout = crate::files::is_stdout(&args.output);
+    if !args.quiet {
+        let text = match &merged.doc {
+            Doc::Http(d) => crate::report::term::summary(d),
+            Doc::Ddp(d) => crate::report::ddp::summary(d),
+        };
+        let human = if to_stdout { &mut *io.err } else { &mut *io.out };
+        let _ = write!(human, "{text}");
+    }
+    for w in &merged.warnings {
+        let _ = writeln!(io.err, "warning: {w}");
+    }
+    let written = match &merged.doc {
+        Doc::Http(d) => write(&args.output, d.as_ref(), io),
+        Doc::Ddp(d) => write(&args.output, d.as_ref(), io),
+    };
+    if let Err(e) = written {
+        let _ = writeln!(io.err, "error: cannot write {}: {e}", args.output.display());
+        return exit::RUN;
+    }
+    if !args.quiet && !to_stdout {
+        let _ = writeln!(io.out, "\nMerged document: {}", args.output.display());
+    }
+    exit::OK
+}
+
+fn write(dest: &Path, doc: &impl serde::Serialize, io: &mut Io) -> std::io::Result<()> {
+    if crate::files::is_stdout(dest) {
+        serde_json::to_writer_pretty(&mut *io.out, doc).map_err(std::io::Error::other)?;
+        writeln!(io.out)?;
+        return io.out.flush();
+    }
+    crate::files::write_atomically(dest, |w| {
+        serde_json::to_writer_pretty(&mut *w, doc).map_err(std::io::Error::other)?;
+        w.write_all(b"\n")
+    })
+}
+
+/// One input: a result document, or a log with documents between the marker lines (each named
+/// `FILE#k`).
+fn read(path: &Path) -> Result<Vec<(String, Doc)>, String> {
+    let shown = path.display().to_string();
+    let bytes = crate::files::read_limited(path, MAX_INPUT).map_err(|e| format!("{shown}: cannot read: {e}"))?;
+    let text = String::from_utf8_lossy(&bytes);
+    if text.trim_start().starts_with('{') {
+        return Doc::from_json(&text).map(|d| vec![(shown.clone(), d)]).map_err(|e| format!("{shown}: {e}"));
+    }
+    let blocks = documents_in_log(&text);
+    if blocks.is_empty() {
+        return Err(format!(
+            "{shown}: neither a result document nor a log holding one (between `{}` lines)",
+            crate::stats::merge::LOG_BEGIN
+        ));
+    }
+    blocks
+        .into_iter()
+        .enumerate()
+        .map(|(k, b)| {
+            let name = format!("{shown}#{}", k + 1);
+            b.and_then(|text| Doc::from_json(&text)).map(|d| (name.clone(), d)).map_err(|e| format!("{name}: {e}"))
+        })
+        .collect()
+}
