@@ -53,6 +53,7 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
         Command::Compare(a) => crate::bench::compare::compare(&a, io),
         Command::Report(a) => crate::bench::report::report(&a, io),
         Command::Merge(a) => crate::bench::merge::merge(&a, command_line, io),
+        Command::K8s(a) => crate::k8s::command(&a, io),
         Command::Capacity(a) => crate::bench::capacity::capacity(&a.workload, command_line, io, cancel),
         Command::Demo(a) if a.which == crate::cli::DemoWhich::Cluster => crate::bench::cluster::demo(&a, io, cancel),
         Command::Demo(a) => crate::bench::demo::demo(&a, io, cancel),

@@ -34,6 +34,8 @@ pub enum Command {
     Capacity(CapacityArgs),
     /// Merge the result documents of one plan's segments (--segment I/N) into the whole run's.
     Merge(MergeArgs),
+    /// Write the Kubernetes manifests that run one plan as N pods (an Indexed Job), one segment each.
+    K8s(K8sArgs),
     /// Start the reference server and run the Meteor benchmark against it: works on a fresh machine.
     Demo(DemoArgs),
 }
@@ -116,6 +118,58 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Term)]
     pub format: Format,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "Examples:\n  \
+    bolide k8s --segments 4 --image registry.example/bolide:0.1.0 -- run tasks-reactive --target \
+    http://app.default.svc:3000 --arrival-rate 40 -d 60s > job.yaml\n  \
+    kubectl apply -f job.yaml && kubectl wait --for=condition=complete job/bolide --timeout=15m\n  \
+    kubectl logs -l job-name=bolide --tail=-1 --max-log-requests=4 > pods.log && bolide merge pods.log -o merged.json\n\n\
+    Exit codes: 0 written, 2 usage error (the command after -- is checked as bolide would run it).")]
+pub struct K8sArgs {
+    /// How many pods (segments) run the plan together.
+    #[arg(long, value_name = "N")]
+    pub segments: u32,
+
+    /// The Job's name (and the ConfigMap's prefix).
+    #[arg(long, value_name = "NAME", default_value = "bolide")]
+    pub name: String,
+
+    /// The container image holding bolide (built from the repository's Dockerfile)
+    /// [default: bolide:VERSION].
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+
+    /// The namespace of the Job and ConfigMap [default: kubectl's current].
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+
+    /// When every pod starts its load, from now: room for the pods to be scheduled and pull the image.
+    #[arg(long, value_name = "DURATION", default_value = "2m", conflicts_with = "start_at")]
+    pub start_in: String,
+
+    /// When every pod starts its load, as an RFC 3339 time (instead of --start-in).
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
+
+    /// CPU each pod requests and is limited to (e.g. 1 or 500m): a segment on a crowded node
+    /// measures the node.
+    #[arg(long, value_name = "CPU")]
+    pub cpu: Option<String>,
+
+    /// Memory each pod requests and is limited to (e.g. 512Mi).
+    #[arg(long, value_name = "BYTES")]
+    pub memory: Option<String>,
+
+    /// Where the manifests go (`-` for stdout).
+    #[arg(short = 'o', long, value_name = "PATH", default_value = "-")]
+    pub output: PathBuf,
+
+    /// What each pod runs: `http ...` or `run ...`, as on the command line (without --segment,
+    /// --start-at, --json).
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -12,6 +12,7 @@ pub mod console;
 pub mod dashboard;
 pub mod engine;
 pub mod files;
+pub mod k8s;
 pub mod lifecycle;
 pub mod monitor;
 pub mod plan;

@@ -310,12 +310,6 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
 
     if args.connections == 0 {
         check(Err("-c/--connections must be at least 1".into()));
-    } else if args.connections > MAX_CONNECTIONS {
-        check(Err(format!(
-            "-c/--connections {} is more than one bolide process holds (at most {MAX_CONNECTIONS}); \
-             spread the load over several processes or machines",
-            args.connections
-        )));
     }
     if args.threads == Some(0) {
         check(Err("-t/--threads must be at least 1".into()));
@@ -355,6 +349,14 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         args.urls.iter().filter_map(|u| target(u, &spec).map_err(|e| check(Err(e))).ok()).collect();
     let server = server_plan(&args.server, &mut problems);
     let spread = spread(&args.segment, &mut problems);
+    // One process holds its own segment's connections, not the whole plan's.
+    if spread.segment.map_or(args.connections, |s| s.connections(args.connections).1) > MAX_CONNECTIONS {
+        problems.push(format!(
+            "-c/--connections {} is more than one bolide process holds (at most {MAX_CONNECTIONS}); spread the \
+             load over several processes or machines (--segment I/N)",
+            args.connections
+        ));
+    }
     if let Some(seg) = spread.segment {
         if (seg.count as usize) > args.connections && args.connections > 0 {
             problems.push(format!(

@@ -235,6 +235,8 @@ fn bad_segments_and_start_times_are_refused_before_anything_runs() {
     for (args, says) in [
         (&["http", "-c", "2", "--segment", "1/3", "http://127.0.0.1:9/"][..], "3 segments need at least 3 connections"),
         (&["http", "--segment", "4/3", "http://127.0.0.1:9/"][..], "I must be 1 to 3"),
+        // One process holds its segment's connections: half of 2,000,001 is still too many.
+        (&["http", "-c", "2000001", "--segment", "1/2", "http://127.0.0.1:9/"][..], "(--segment I/N)"),
         (&["http", "--start-at", "noon", "http://127.0.0.1:9/"][..], "--start-at noon"),
         (&["run", "sub-churn", "--arrival-rate", "1", "-d", "2s", "--segment", "3/3"][..], "segment 3 would have none"),
         (

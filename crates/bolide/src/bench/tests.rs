@@ -466,3 +466,20 @@ fn per_target_figures_side_by_side() {
     assert!(text.contains("| #2 http://127.0.0.1:3003 (was http://127.0.0.1:3002) |"), "{text}");
     snapshot("compare-targets.md", &text);
 }
+
+#[test]
+fn shared_starts_give_every_run_of_a_series_its_own_slot() {
+    use std::time::{Duration, SystemTime};
+    let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+    let at = |s: u64| Some(SystemTime::UNIX_EPOCH + Duration::from_secs(s));
+    // 60 s runs with a 5 s cooldown: each slot is 60 + 5 + 10 = 75 s.
+    let starts = super::shared_starts(Some(t0), 3, Some(Duration::from_secs(60)), Duration::from_secs(5)).unwrap();
+    assert_eq!(starts, [at(1_000), at(1_075), at(1_150)]);
+    // A fraction of a second rounds the slot up to whole seconds.
+    let starts = super::shared_starts(Some(t0), 2, Some(Duration::from_millis(500)), Duration::ZERO).unwrap();
+    assert_eq!(starts, [at(1_000), at(1_011)]);
+    assert_eq!(super::shared_starts(None, 2, None, Duration::ZERO).unwrap(), [None, None]);
+    assert_eq!(super::shared_starts(Some(t0), 1, None, Duration::ZERO).unwrap(), [at(1_000)]);
+    let e = super::shared_starts(Some(t0), 2, None, Duration::ZERO).unwrap_err();
+    assert!(e.contains("planned length"), "{e}");
+}

@@ -141,7 +141,10 @@ impl Timer {
         let wait = due.saturating_duration_since(Instant::now()).max(Duration::from_nanos(1));
         let spec = libc::itimerspec {
             it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
-            it_value: libc::timespec { tv_sec: wait.as_secs() as libc::time_t, tv_nsec: wait.subsec_nanos() as _ },
+            it_value: libc::timespec {
+                tv_sec: wait.as_secs().min(i32::MAX as u64) as _,
+                tv_nsec: wait.subsec_nanos() as _,
+            },
         };
         // SAFETY: a valid timerfd and a valid itimerspec; the old value is not asked for.
         unsafe {

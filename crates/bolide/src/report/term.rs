@@ -175,7 +175,7 @@ pub fn summary(doc: &ResultDoc) -> String {
 /// several (with what is missing or suspect); empty for a whole run.
 pub fn segment_note(
     segment: Option<crate::segment::Segment>,
-    merged: Option<&crate::stats::merge::MergeInfo>,
+    merged: Option<&crate::stats::merge_info::MergeInfo>,
 ) -> String {
     if let Some(s) = segment {
         return format!(

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 
 use super::doc::Doc;
+use super::merge_info::{MergeInfo, SegmentInfo};
 use super::result::{ResultDoc, Second};
 use super::summary::{latency, rate_distribution};
 use super::vu::{DdpDoc, DdpSecond, DdpTargetSummary, StepSummary, Users};
@@ -53,42 +53,6 @@ pub fn documents_in_log(text: &str) -> Vec<Result<String, String>> {
         out.push(Err(format!("line {at}: a result that never ended (the log stops first; was the pod cut off?)")));
     }
     out
-}
-
-/// How a merged document was made: from which segments, and what was wrong with the set.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct MergeInfo {
-    /// N, the plan's segment count.
-    pub segments_planned: u32,
-    /// Each document merged, in segment order.
-    pub segments: Vec<SegmentInfo>,
-    /// Segments of 1..N no document was given for: the merge covers less than the plan.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub missing: Vec<u32>,
-    /// Segments given more than once: the first was merged, the others left out.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub duplicated: Vec<u32>,
-    /// What a reader should know (missing, duplicated, late or interrupted segments).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-}
-
-/// One segment's document in a merge.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct SegmentInfo {
-    pub index: u32,
-    /// Where the document came from (its file).
-    pub source: String,
-    pub started_at: String,
-    /// Its start after the earliest segment's, seconds; its timeline was moved by this, rounded.
-    pub offset_s: f64,
-    pub interrupted: bool,
-    /// The machine's cores and bolide's load threads there.
-    pub cores: usize,
-    pub threads: usize,
-    /// That instance's generator verdict (why it may have measured itself), as it was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generator: Option<GeneratorResult>,
 }
 
 /// What the merge produced and what the user should be told.

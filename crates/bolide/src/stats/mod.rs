@@ -4,6 +4,7 @@
 pub mod doc;
 pub mod hist;
 pub mod merge;
+pub mod merge_info;
 pub mod recorder;
 pub mod result;
 pub mod summary;

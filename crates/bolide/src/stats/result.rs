@@ -47,7 +47,7 @@ pub struct ResultDoc {
     pub label: Option<String>,
     /// Set on a document `bolide merge` made of segments' documents: which, and what was wrong.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub merged: Option<super::merge::MergeInfo>,
+    pub merged: Option<super::merge_info::MergeInfo>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

@@ -1,0 +1,315 @@
+//! `bolide k8s`: one plan as a Kubernetes Indexed Job. Each pod runs segment
+//! `JOB_COMPLETION_INDEX + 1` of N (`--segment auto/N`) from one shared start, and prints its
+//! result document between marker lines that `bolide merge` finds in `kubectl logs`. A scenario
+//! file (and its payload CSV) travel in a ConfigMap mounted at [`MOUNT`].
+//!
+//! The manifests are text built here (no YAML library: every scalar is written as a JSON string,
+//! which YAML reads as a double-quoted scalar).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::stats::merge::{LOG_BEGIN, LOG_END};
+
+/// Where the scenario files are mounted in each pod.
+pub const MOUNT: &str = "/bolide/scenario";
+/// Where a pod writes its result document before printing it (under `$TMPDIR`, else /tmp).
+pub const RESULT: &str = "bolide-result.json";
+/// A ConfigMap holds at most 1 MiB.
+const MAX_CONFIG_BYTES: usize = 1 << 20;
+
+/// What the Job runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobSpec {
+    pub name: String,
+    pub namespace: Option<String>,
+    pub image: String,
+    pub segments: u32,
+    /// `--start-at` as every pod reads it.
+    pub start_at: String,
+    /// The bolide command line after `bolide` (`run /bolide/scenario/x.yml ...` or `http ...`),
+    /// without `--segment`, `--start-at` and `--json`, which the Job adds.
+    pub args: Vec<String>,
+    /// Files for the ConfigMap.
+    pub files: Files,
+    pub cpu: Option<String>,
+    pub memory: Option<String>,
+}
+
+/// The shell each pod runs: bolide with the arguments given after it, then its result document
+/// between the marker lines (when the run wrote one), then bolide's exit code.
+pub fn pod_script() -> String {
+    format!(
+        "r=\"${{TMPDIR:-/tmp}}/{RESULT}\"; bolide \"$@\" --json \"$r\"; code=$?; if [ -f \"$r\" ]; then echo '{LOG_BEGIN}'; \
+         cat \"$r\"; echo '{LOG_END}'; fi; exit $code"
+    )
+}
+
+fn q(s: &str) -> String {
+    serde_json::to_string(s).expect("a string serializes")
+}
+
+/// The ConfigMap (when there are files) and the Job, as one YAML stream.
+pub fn manifests(spec: &JobSpec) -> String {
+    let mut out = String::new();
+    let ns = spec.namespace.as_ref().map(|n| format!("\n  namespace: {}", q(n))).unwrap_or_default();
+    let labels = format!("\n  labels:\n    app.kubernetes.io/name: bolide\n    bolide/plan: {}", q(&spec.name));
+    let config = format!("{}-scenario", spec.name);
+    if !spec.files.is_empty() {
+        let _ = write!(out, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {}{ns}{labels}\ndata:\n", q(&config));
+        for (key, content) in &spec.files {
+            let _ = writeln!(out, "  {}: {}", q(key), q(content));
+        }
+        out.push_str("---\n");
+    }
+    let mut args = spec.args.clone();
+    args.extend(["--segment".into(), format!("auto/{}", spec.segments), "--start-at".into(), spec.start_at.clone()]);
+    let _ = write!(
+        out,
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {}{ns}{labels}\nspec:\n  completionMode: Indexed\n  \
+         completions: {n}\n  parallelism: {n}\n  backoffLimit: 0\n  template:\n    metadata:\n      labels:\n        \
+         app.kubernetes.io/name: bolide\n        bolide/plan: {}\n    spec:\n      restartPolicy: Never\n      \
+         containers:\n        - name: bolide\n          image: {}\n          command: [\"/bin/sh\", \"-c\", {}, \"bolide\"]\n          \
+         args:\n",
+        q(&spec.name),
+        q(&spec.name),
+        q(&spec.image),
+        q(&pod_script()),
+        n = spec.segments,
+    );
+    for a in &args {
+        let _ = writeln!(out, "            - {}", q(a));
+    }
+    if spec.cpu.is_some() || spec.memory.is_some() {
+        out.push_str("          resources:\n            requests:\n");
+        for (k, v) in [("cpu", &spec.cpu), ("memory", &spec.memory)] {
+            if let Some(v) = v {
+                let _ = writeln!(out, "              {k}: {}", q(v));
+            }
+        }
+        out.push_str("            limits:\n");
+        for (k, v) in [("cpu", &spec.cpu), ("memory", &spec.memory)] {
+            if let Some(v) = v {
+                let _ = writeln!(out, "              {k}: {}", q(v));
+            }
+        }
+    }
+    if !spec.files.is_empty() {
+        let _ = write!(
+            out,
+            "          volumeMounts:\n            - name: scenario\n              mountPath: {}\n              readOnly: true\n      \
+             volumes:\n        - name: scenario\n          configMap:\n            name: {}\n",
+            q(MOUNT),
+            q(&config)
+        );
+    }
+    out
+}
+
+/// Files for a ConfigMap: (key, content).
+pub type Files = Vec<(String, String)>;
+
+/// Checks the command line a Job's pods will run and moves a scenario file (and its payload CSV)
+/// into the ConfigMap: (args with the file's pod path, files). Every problem at once.
+pub fn prepare(args: &[String]) -> Result<(Vec<String>, Files), Vec<String>> {
+    use clap::Parser;
+    let mut problems = Vec::new();
+    let argv = std::iter::once("bolide".to_string()).chain(args.iter().cloned());
+    let parsed = match crate::cli::Cli::try_parse_from(argv) {
+        Ok(c) => c,
+        Err(e) => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("not a bolide command").to_string();
+            return Err(vec![format!("the command after --: {first}")]);
+        }
+    };
+    let (segment, json, html, dashboard, server) = match &parsed.command {
+        crate::cli::Command::Http(a) => (&a.segment, &a.json, &a.html, &a.dashboard, &a.server),
+        crate::cli::Command::Run(a) => (&a.segment, &a.json, &a.html, &a.dashboard, &a.server),
+        _ => return Err(vec!["the command after -- must be `http ...` or `run ...` (what each pod runs)".into()]),
+    };
+    if segment.segment.is_some() || segment.start_at.is_some() {
+        problems.push(
+            "drop --segment and --start-at after --: the Job gives each pod its segment and the shared start".into(),
+        );
+    }
+    if json.is_some() || html.is_some() {
+        problems.push(
+            "drop --json and --html after --: each pod prints its document into its log; `bolide merge` then \
+             `bolide report` make the whole run's"
+                .into(),
+        );
+    }
+    if dashboard.is_some() {
+        problems.push("drop --dashboard after --: a pod's dashboard is out of reach (watch the merged report)".into());
+    }
+    if server.spawn.is_some() || !server.monitors.is_empty() {
+        problems.push(
+            "drop --spawn and --monitor after --: a pod cannot start or watch the server under test; watch it \
+             where it runs"
+                .into(),
+        );
+    }
+    let mut out = args.to_vec();
+    let mut files = Vec::new();
+    if let crate::cli::Command::Run(a) = &parsed.command {
+        let path = Path::new(&a.scenario);
+        if !crate::scenario::builtin::NAMES.contains(&a.scenario.as_str()) {
+            match scenario_files(path) {
+                Ok(f) => {
+                    let pod_path = format!("{MOUNT}/{}", f[0].0);
+                    if let Some(slot) = out.iter_mut().find(|x| **x == a.scenario) {
+                        *slot = pod_path;
+                    }
+                    files = f;
+                }
+                Err(e) => problems.push(e),
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok((out, files))
+    } else {
+        Err(problems)
+    }
+}
+
+/// A scenario file and the payload CSV beside it: (name in the ConfigMap, content).
+fn scenario_files(path: &Path) -> Result<Files, String> {
+    let shown = path.display();
+    let scenario = crate::scenario::yaml::load_file(path).map_err(|e| e.to_string())?;
+    let read = |p: &Path| -> Result<String, String> {
+        let bytes =
+            crate::files::read_limited(p, MAX_CONFIG_BYTES as u64).map_err(|e| format!("{}: {e}", p.display()))?;
+        String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text, which a ConfigMap's data holds", p.display()))
+    };
+    let key = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut files = vec![(key(path), read(path)?)];
+    if let Some(p) = &scenario.config.payload {
+        let rel = Path::new(&p.path);
+        if rel.is_absolute() || rel.components().count() != 1 {
+            return Err(format!(
+                "{shown}: payload {:?} must be a file beside the scenario (a plain name) to travel in the ConfigMap",
+                p.path
+            ));
+        }
+        let full = path.parent().unwrap_or(Path::new(".")).join(rel);
+        files.push((p.path.clone(), read(&full)?));
+    }
+    let total: usize = files.iter().map(|(k, v)| k.len() + v.len()).sum();
+    if total > MAX_CONFIG_BYTES {
+        return Err(format!(
+            "{shown}: the scenario and its payload weigh {total} bytes, more than a ConfigMap holds (1 MiB); build \
+             them into the image or mount a volume"
+        ));
+    }
+    Ok(files)
+}
+
+/// `bolide k8s`: checks everything, then writes the manifests whole.
+pub fn command(a: &crate::cli::K8sArgs, io: &mut crate::console::Io) -> i32 {
+    use std::io::Write;
+    let mut problems = Vec::new();
+    if a.segments == 0 || a.segments > crate::segment::MAX_SEGMENTS {
+        problems.push(format!("--segments must be 1 to {}", crate::segment::MAX_SEGMENTS));
+    }
+    if let Err(e) = check_name(&a.name) {
+        problems.push(e);
+    }
+    let now = std::time::SystemTime::now();
+    let start = match &a.start_at {
+        Some(t) => crate::segment::parse_start_at(t, now),
+        None => crate::segment::parse_start_at(&format!("+{}", a.start_in.trim()), now)
+            .map_err(|e| e.replace("--start-at +", "--start-in ")),
+    };
+    let start = start.map_err(|e| problems.push(e)).ok();
+    let prepared = prepare(&a.command).map_err(|e| problems.extend(e)).ok();
+    if let Err(e) = crate::files::check_writable(&a.output) {
+        problems.push(e);
+    }
+    let (Some(start), Some((args, files)), true) = (start, prepared, problems.is_empty()) else {
+        for p in problems {
+            let _ = writeln!(io.err, "error: {p}");
+        }
+        return crate::console::exit::USAGE;
+    };
+    let spec = JobSpec {
+        name: a.name.clone(),
+        namespace: a.namespace.clone(),
+        image: a.image.clone().unwrap_or_else(|| format!("bolide:{}", env!("CARGO_PKG_VERSION"))),
+        segments: a.segments,
+        start_at: crate::segment::format_start(start),
+        args,
+        files,
+        cpu: a.cpu.clone(),
+        memory: a.memory.clone(),
+    };
+    let text = manifests(&spec);
+    let written = if crate::files::is_stdout(&a.output) {
+        io.out.write_all(text.as_bytes()).and_then(|()| io.out.flush())
+    } else {
+        crate::files::write_atomically(&a.output, |w| w.write_all(text.as_bytes()))
+    };
+    if let Err(e) = written {
+        let _ = writeln!(io.err, "error: cannot write {}: {e}", a.output.display());
+        return crate::console::exit::RUN;
+    }
+    let _ = writeln!(
+        io.err,
+        "{} pods, one segment each, start their load at {} (kubectl apply -f, then collect: kubectl logs -l \
+         job-name={} --tail=-1 --max-log-requests={} > pods.log && bolide merge pods.log -o merged.json)",
+        spec.segments,
+        spec.start_at,
+        spec.name,
+        spec.segments.max(5)
+    );
+    crate::console::exit::OK
+}
+
+/// Whether `name` is a Kubernetes object name (a DNS-1123 label, short enough for the pods' names).
+pub fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 52
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "--name {name:?}: a Job name is lowercase letters, digits and '-', at most 52 characters, starting and \
+             ending with a letter or digit"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(check_name("bolide-load-1").is_ok());
+        for bad in ["", "Bolide", "-x", "x-", "a_b", &"a".repeat(53)] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_command_after_the_dashes_is_checked() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let (args, files) = prepare(&v(&["http", "-c", "30", "http://app:3000/"])).unwrap();
+        assert_eq!(args, v(&["http", "-c", "30", "http://app:3000/"]));
+        assert!(files.is_empty());
+        let e = prepare(&v(&["http", "--json", "x.json", "--segment", "1/2", "--monitor", "a=1", "http://a/"]))
+            .unwrap_err();
+        assert_eq!(e.len(), 3, "{e:?}");
+        let e = prepare(&v(&["serve"])).unwrap_err();
+        assert!(e[0].contains("`http ...` or `run ...`"), "{e:?}");
+        let e = prepare(&v(&["http", "--no-such-flag"])).unwrap_err();
+        assert!(e[0].contains("--no-such-flag"), "{e:?}");
+        // A built-in scenario needs no ConfigMap.
+        let (_, files) = prepare(&v(&["run", "sub-churn", "--target", "http://app:3000"])).unwrap();
+        assert!(files.is_empty());
+    }
+}
