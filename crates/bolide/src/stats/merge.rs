@@ -169,40 +169,33 @@ pub fn merge(inputs: Vec<(String, Doc)>, command_line: Vec<String>) -> Result<Me
     let monitor = merge_monitors(&docs, &mut info.warnings);
     let generator = merge_generators(&info.segments);
     let warnings = info.warnings.clone();
+    // The kinds were checked above: every part is of the first document's kind.
+    let shifted = docs.iter().zip(&offsets).map(|((d, t), off)| (*d, *t, *off));
+    // The header of the whole run: the merge's command line, the earliest start, and the sections
+    // made across the segments.
+    macro_rules! whole {
+        ($m:expr) => {{
+            let mut m = $m;
+            m.command_line = command_line;
+            m.started_at = started_at;
+            m.monitor = monitor;
+            m.generator = generator;
+            m.merged = Some(info);
+            Box::new(m)
+        }};
+    }
     let doc = match &inputs[0].1 {
         Doc::Http(_) => {
-            let parts: Vec<(&ResultDoc, u32, f64)> = docs
-                .iter()
-                .zip(&offsets)
-                .map(|((d, t), off)| match d {
-                    Doc::Http(h) => (h.as_ref(), *t, *off),
-                    Doc::Ddp(_) => unreachable!("kinds checked above"),
-                })
+            let parts: Vec<(&ResultDoc, u32, f64)> = shifted
+                .filter_map(|(d, t, off)| if let Doc::Http(h) = d { Some((h.as_ref(), t, off)) } else { None })
                 .collect();
-            let mut m = merge_http(&parts)?;
-            m.command_line = command_line;
-            m.started_at = started_at;
-            m.monitor = monitor;
-            m.generator = generator;
-            m.merged = Some(info);
-            Doc::Http(Box::new(m))
+            Doc::Http(whole!(merge_http(&parts)?))
         }
         Doc::Ddp(_) => {
-            let parts: Vec<(&DdpDoc, u32, f64)> = docs
-                .iter()
-                .zip(&offsets)
-                .map(|((d, t), off)| match d {
-                    Doc::Ddp(h) => (h.as_ref(), *t, *off),
-                    Doc::Http(_) => unreachable!("kinds checked above"),
-                })
+            let parts: Vec<(&DdpDoc, u32, f64)> = shifted
+                .filter_map(|(d, t, off)| if let Doc::Ddp(h) = d { Some((h.as_ref(), t, off)) } else { None })
                 .collect();
-            let mut m = merge_ddp(&parts)?;
-            m.command_line = command_line;
-            m.started_at = started_at;
-            m.monitor = monitor;
-            m.generator = generator;
-            m.merged = Some(info);
-            Doc::Ddp(Box::new(m))
+            Doc::Ddp(whole!(merge_ddp(&parts)?))
         }
     };
     Ok(Merged { doc, warnings })
