@@ -74,6 +74,44 @@ impl Doc {
         }
     }
 
+    /// `"http"` or `"ddp"`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Doc::Http(_) => "http",
+            Doc::Ddp(_) => "ddp",
+        }
+    }
+
+    /// The segment of a plan the run was (`--segment`); None for a whole plan.
+    pub fn segment(&self) -> Option<crate::segment::Segment> {
+        match self {
+            Doc::Http(d) => d.settings.segment,
+            Doc::Ddp(d) => d.settings.segment,
+        }
+    }
+
+    pub fn interrupted(&self) -> bool {
+        match self {
+            Doc::Http(d) => d.interrupted,
+            Doc::Ddp(d) => d.interrupted,
+        }
+    }
+
+    /// The generator machine's cores and bolide's load threads there.
+    pub fn cores(&self) -> usize {
+        match self {
+            Doc::Http(d) => d.host.cores,
+            Doc::Ddp(d) => d.host.cores,
+        }
+    }
+
+    pub fn threads(&self) -> usize {
+        match self {
+            Doc::Http(d) => d.settings.threads,
+            Doc::Ddp(d) => d.settings.threads,
+        }
+    }
+
     pub fn monitor(&self) -> &[crate::monitor::MonitorResult] {
         match self {
             Doc::Http(d) => &d.monitor,

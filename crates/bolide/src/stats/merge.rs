@@ -70,7 +70,7 @@ pub fn merge(inputs: Vec<(String, Doc)>, command_line: Vec<String>) -> Result<Me
     let segs: Vec<(String, Segment)> = inputs
         .iter()
         .map(|(src, d)| {
-            segment_of(d).map(|s| (src.clone(), s)).ok_or_else(|| {
+            d.segment().map(|s| (src.clone(), s)).ok_or_else(|| {
                 format!(
                     "{src}: not a segment's result (no settings.segment); merge combines the documents of runs \
                      made with --segment I/N"
@@ -85,12 +85,12 @@ pub fn merge(inputs: Vec<(String, Doc)>, command_line: Vec<String>) -> Result<Me
             segs[0].0, segs[0].1
         ));
     }
-    let first_kind = kind(&inputs[0].1);
+    let first_kind = inputs[0].1.kind();
     for (src, d) in &inputs[1..] {
-        if kind(d) != first_kind {
+        if d.kind() != first_kind {
             return Err(format!(
                 "{src} is a {} result and {} a {first_kind} one: not the same plan",
-                kind(d),
+                d.kind(),
                 inputs[0].0
             ));
         }
@@ -145,7 +145,7 @@ pub fn merge(inputs: Vec<(String, Doc)>, command_line: Vec<String>) -> Result<Me
                 off.round()
             ));
         }
-        if is_interrupted(d) {
+        if d.interrupted() {
             info.warnings.push(format!("segment {} ({src}) was interrupted: it covers less than its share", segs[i].1));
         }
         let generator = d.generator().cloned();
@@ -157,9 +157,9 @@ pub fn merge(inputs: Vec<(String, Doc)>, command_line: Vec<String>) -> Result<Me
             source: src.clone(),
             started_at: d.started_at().to_string(),
             offset_s: *off,
-            interrupted: is_interrupted(d),
-            cores: host_cores(d),
-            threads: threads(d),
+            interrupted: d.interrupted(),
+            cores: d.cores(),
+            threads: d.threads(),
             generator,
         });
     }
@@ -199,41 +199,6 @@ pub fn merge(inputs: Vec<(String, Doc)>, command_line: Vec<String>) -> Result<Me
         }
     };
     Ok(Merged { doc, warnings })
-}
-
-fn segment_of(d: &Doc) -> Option<Segment> {
-    match d {
-        Doc::Http(h) => h.settings.segment,
-        Doc::Ddp(d) => d.settings.segment,
-    }
-}
-
-fn kind(d: &Doc) -> &'static str {
-    match d {
-        Doc::Http(_) => "http",
-        Doc::Ddp(_) => "ddp",
-    }
-}
-
-fn is_interrupted(d: &Doc) -> bool {
-    match d {
-        Doc::Http(h) => h.interrupted,
-        Doc::Ddp(d) => d.interrupted,
-    }
-}
-
-fn host_cores(d: &Doc) -> usize {
-    match d {
-        Doc::Http(h) => h.host.cores,
-        Doc::Ddp(d) => d.host.cores,
-    }
-}
-
-fn threads(d: &Doc) -> usize {
-    match d {
-        Doc::Http(h) => h.settings.threads,
-        Doc::Ddp(d) => d.settings.threads,
-    }
 }
 
 /// What makes two documents' plans differ: their settings and targets, leaving out what is each
@@ -341,8 +306,8 @@ fn add_hist(into: &mut Histogram<u64>, text: &str, what: &str) -> Result<(), Str
 }
 
 /// The run's length once merged: the latest segment end after the earliest start.
-fn span(parts: &[(f64, f64)]) -> f64 {
-    parts.iter().map(|(off, d)| off + d).fold(0.0, f64::max)
+fn span(parts: impl Iterator<Item = (f64, f64)>) -> f64 {
+    parts.map(|(off, d)| off + d).fold(0.0, f64::max)
 }
 
 fn merge_http(parts: &[(&ResultDoc, u32, f64)]) -> Result<ResultDoc, String> {
@@ -351,7 +316,7 @@ fn merge_http(parts: &[(&ResultDoc, u32, f64)]) -> Result<ResultDoc, String> {
     m.settings.segment = None;
     m.settings.threads = parts.iter().map(|(d, _, _)| d.settings.threads).sum();
     m.interrupted = parts.iter().any(|(d, _, _)| d.interrupted);
-    let duration_s = span(&parts.iter().map(|(d, _, off)| (*off, d.summary.duration_s)).collect::<Vec<_>>());
+    let duration_s = span(parts.iter().map(|(d, _, off)| (*off, d.summary.duration_s)));
     // Totals.
     let s = &mut m.summary;
     *s = Default::default();
@@ -449,7 +414,7 @@ fn merge_ddp(parts: &[(&DdpDoc, u32, f64)]) -> Result<DdpDoc, String> {
     m.settings.segment = None;
     m.settings.threads = parts.iter().map(|(d, _, _)| d.settings.threads).sum();
     m.interrupted = parts.iter().any(|(d, _, _)| d.interrupted);
-    let duration_s = span(&parts.iter().map(|(d, _, off)| (*off, d.summary.duration_s)).collect::<Vec<_>>());
+    let duration_s = span(parts.iter().map(|(d, _, off)| (*off, d.summary.duration_s)));
     let s = &mut m.summary;
     let mut u = Users::default();
     let (mut reactive, mut fanout) = (hist::latency_us(), hist::latency_us());
@@ -476,7 +441,7 @@ fn merge_ddp(parts: &[(&DdpDoc, u32, f64)]) -> Result<DdpDoc, String> {
     }
     s.users = u;
     // The Meteor reports' Time: from the first arrival to the last user's end, over all segments.
-    s.total_time_s = span(&parts.iter().map(|(d, _, off)| (*off, d.summary.total_time_s)).collect::<Vec<_>>());
+    s.total_time_s = span(parts.iter().map(|(d, _, off)| (*off, d.summary.total_time_s)));
     s.duration_s = duration_s;
     s.error_rate_pct = if s.steps > 0 { s.step_errors as f64 * 100.0 / s.steps as f64 } else { 0.0 };
     let nonempty = |h: &Histogram<u64>| (!h.is_empty()).then(|| latency(h));
