@@ -46,7 +46,7 @@ pub enum Command {
     --ready-url http://127.0.0.1:3000/ --runs 3 --label 3.1.1 --out results/3.1.1\n  \
     bolide bench http -c 100 -n 100000 --monitor app=:3000 --runs 3 --label node --out results/node \\\n    \
     http://127.0.0.1:3000/\n\n\
-    Exit codes: 0 done, 1 an ensure threshold broken in a run, 2 usage error, 3 a run could not complete.")]
+    Exit codes: 0 done, 1 a threshold (--threshold, ensure) broken in a run, 2 usage error, 3 a run could not\n    complete.")]
 pub struct BenchArgs {
     #[command(subcommand)]
     pub workload: BenchWorkload,
@@ -176,7 +176,8 @@ pub struct K8sArgs {
 #[command(after_help = "Examples:\n  \
     bolide merge seg-1.json seg-2.json seg-3.json -o merged.json\n  \
     kubectl logs -l job-name=bolide --tail=-1 > pods.log && bolide merge pods.log -o merged.json\n\n\
-    Exit codes: 0 merged (warnings, such as a missing segment, are printed and recorded), 2 usage error or \
+    Exit codes: 0 merged (warnings, such as a missing segment, are printed and recorded), 1 a threshold of the \
+    plan broken over the merged run, 2 usage error or \
     documents that are not segments of one plan.")]
 pub struct MergeArgs {
     /// Segments' result documents, or logs holding them between the lines
@@ -256,14 +257,14 @@ pub enum Format {
 
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "A level fails when users fail or are cut by the user timeout, the error rate exceeds\n\
-    --max-error-rate, an ensure threshold or --max-p99 is broken, the server stops answering, or\n\
+    --max-error-rate, a threshold (--threshold, ensure) or --max-p99 is broken, the server stops answering, or\n\
     (HTTP) the server cannot keep up with the rate. A level at which bolide itself was saturated\n\
     stops the ladder without a verdict on the server.\n\n\
     Examples:\n  \
     bolide capacity tasks-reactive --from 180 --step 60 --to 600 --unit per-minute \\\n    \
     --spawn 'meteor run' --ready-url http://127.0.0.1:3000/\n  \
     bolide capacity http --from 1000 --step 1000 --to 10000 -d 10s http://127.0.0.1:8080/\n\n\
-    Exit codes: 0 the ladder ran, 2 usage error, 3 the first level could not run at all.")]
+    Exit codes: 0 the ladder ran, 1 the server failed even the first level, 2 usage error, 3 the first level\n    could not run at all.")]
 pub struct CapacityArgs {
     #[command(subcommand)]
     pub workload: CapacityWorkload,
@@ -342,8 +343,9 @@ pub enum Unit {
     bolide http -c 100 -d 30s http://127.0.0.1:8080/\n  \
     bolide http -n 10000 --no-keepalive http://127.0.0.1:8080/\n  \
     bolide http --rps 2000 -d 1m --json run.json http://127.0.0.1:8080/ http://127.0.0.1:8080/api\n  \
-    bolide http -m POST -H 'Content-Type: application/json' -b '{\"a\":1}' http://127.0.0.1:8080/api\n\n\
-    Exit codes: 0 done, 2 usage or configuration error, 3 the run could not start.")]
+    bolide http -m POST -H 'Content-Type: application/json' -b '{\"a\":1}' http://127.0.0.1:8080/api\n  \
+    bolide http --rps 500 -d 30s --threshold 'p99<50ms' --threshold 'error_rate<0.1%' http://127.0.0.1:8080/\n\n\
+    Exit codes: 0 done, 1 a --threshold broken, 2 usage or configuration error, 3 the run could not start.")]
 pub struct HttpArgs {
     /// URLs to load (http:// or https://); several are spread over the connections round-robin.
     #[arg(required = true, value_name = "URL")]
@@ -435,9 +437,24 @@ pub struct HttpArgs {
     #[command(flatten)]
     pub segment: SegmentArgs,
 
+    #[command(flatten)]
+    pub gate: ThresholdArgs,
+
     /// Print only errors.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+}
+
+/// Pass/fail criteria of a run: a broken one makes the exit code 1.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Thresholds")]
+pub struct ThresholdArgs {
+    /// Fail (exit code 1) unless this holds, e.g. p99<200ms, p50<=20ms, max<1s, error_rate<1%,
+    /// rps>=5000, errors<1, step["call insertTask"].p95<100ms (DDP), cpu.app<80% (mean; cpu.app.max
+    /// the peak), rss.app<500MB (peak) of a process watched as app. Repeatable; every threshold,
+    /// its value and its verdict are printed and recorded in the result document.
+    #[arg(long = "threshold", value_name = "EXPR")]
+    pub thresholds: Vec<String>,
 }
 
 /// Several instances producing one load: each runs its segment of the plan.
@@ -494,7 +511,7 @@ pub struct ServerArgs {
     Examples:\n  \
     bolide run tasks-reactive --target http://127.0.0.1:3000 --arrival-rate 4 --duration 60s\n  \
     bolide run examples/tasks-reactive.yml --json run.json\n\n\
-    Exit codes: 0 done, 1 an ensure threshold broken, 2 usage or scenario error, 3 the run could not start.")]
+    Exit codes: 0 done, 1 a threshold (ensure, --threshold) broken, 2 usage or scenario error, 3 the run could\n    not start.")]
 pub struct RunArgs {
     /// A built-in scenario name, or a scenario file (YAML).
     #[arg(value_name = "SCENARIO")]
@@ -567,6 +584,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub segment: SegmentArgs,
+
+    #[command(flatten)]
+    pub gate: ThresholdArgs,
 }
 
 /// `--transport`.

@@ -23,3 +23,4 @@ pub mod scenario;
 pub mod segment;
 pub mod serve;
 pub mod stats;
+pub mod threshold;

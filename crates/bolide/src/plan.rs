@@ -11,6 +11,7 @@ use crate::engine::pacer::{Pacer, Slice, Stop};
 use crate::files;
 use crate::proto::http::{build_request, RequestSpec, Target};
 use crate::stats::result::HttpSettings;
+use crate::threshold::Threshold;
 
 /// Default run length when neither -d nor -n is given.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
@@ -43,6 +44,8 @@ pub struct HttpPlan {
     pub label: Option<String>,
     /// This instance's segment of the plan (`--segment`) and the shared start (`--start-at`).
     pub spread: Spread,
+    /// `--threshold`s, judged on the result document.
+    pub thresholds: Vec<Threshold>,
 }
 
 /// Where one instance stands among several running one plan.
@@ -80,6 +83,32 @@ impl HttpPlan {
     pub fn my_requests(&self) -> Option<u64> {
         self.stop.count.map(|n| self.my_slice().count_below(n))
     }
+}
+
+/// The thresholds of a run: `given` (a scenario's `ensure`) and `--threshold`s, each checked
+/// against the workload's step names (None for HTTP) and watched processes; problems are added to
+/// `problems`.
+pub fn thresholds(
+    flags: &[String],
+    given: &[Threshold],
+    steps: Option<&[String]>,
+    server: &ServerPlan,
+    problems: &mut Vec<String>,
+) -> Vec<Threshold> {
+    let mut processes: Vec<String> = server.monitors.iter().map(|(name, _)| name.clone()).collect();
+    if server.spawn.is_some() {
+        processes.push("server".into());
+    }
+    let names = crate::threshold::Names { steps, processes: &processes };
+    let mut out = Vec::new();
+    for t in given.iter().cloned().map(Ok).chain(flags.iter().map(|f| crate::threshold::parse_flag(f))) {
+        match t.and_then(|t| crate::threshold::check(&t, &names).map(|()| t)) {
+            Ok(t) => out.push(t),
+            Err(e) if e.starts_with("--threshold") => problems.push(e),
+            Err(e) => problems.push(format!("threshold {e}")),
+        }
+    }
+    out
 }
 
 /// The server under test: processes to watch, how often, and the command that starts it.
@@ -349,6 +378,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         args.urls.iter().filter_map(|u| target(u, &spec).map_err(|e| check(Err(e))).ok()).collect();
     let server = server_plan(&args.server, &mut problems);
     let spread = spread(&args.segment, &mut problems);
+    let thresholds = thresholds(&args.gate.thresholds, &[], None, &server, &mut problems);
     // One process holds its own segment's connections, not the whole plan's.
     if spread.segment.map_or(args.connections, |s| s.connections(args.connections).1) > MAX_CONNECTIONS {
         problems.push(format!(
@@ -413,6 +443,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         server,
         label: None,
         spread,
+        thresholds,
     })
 }
 
@@ -459,6 +490,8 @@ pub struct DdpPlan {
     pub label: Option<String>,
     /// This instance's segment of the users (`--segment`) and the shared start (`--start-at`).
     pub spread: Spread,
+    /// The scenario's `ensure`, then `--threshold`s, judged on the result document.
+    pub thresholds: Vec<Threshold>,
 }
 
 /// Reads `--dashboard`'s address: `IP:PORT`, `:PORT` or `PORT` (loopback).
@@ -670,6 +703,8 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     if targets.len() > 1 && server.spawn.is_none() {
         tie_local_targets(&targets, &mut server, &mut problems);
     }
+    let steps = scenario.step_names();
+    let thresholds = thresholds(&args.gate.thresholds, &scenario.config.ensure, Some(&steps), &server, &mut problems);
     if let Some(seg) = spread.segment {
         let total = crate::scenario::arrivals::Schedule::new(&scenario.config.phases).total();
         if seg.arrivals(total) == 0 {
@@ -707,6 +742,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         server,
         label: None,
         spread,
+        thresholds,
         scenario,
     })
 }

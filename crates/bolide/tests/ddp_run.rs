@@ -320,10 +320,14 @@ fn broken_ensure_exits_1() {
     );
     let (o, doc) = run(&[&write_scenario(&dir, &text)]);
     assert_eq!(o.code, 1, "{}", o.out);
-    let e = &doc.summary.ensure;
+    let e = &doc.thresholds;
     assert_eq!(e.len(), 2);
+    assert_eq!(
+        (e[0].threshold.as_str(), e[1].threshold.as_str()),
+        ("error_rate<=1%", "step[\"call bolide.sleep\"].p99<=50ms")
+    );
     assert!(e[0].ok, "no errors: {e:?}");
-    assert!(!e[1].ok && e[1].value.unwrap() >= 150.0 && e[1].limit == 50.0, "{e:?}");
+    assert!(!e[1].ok && e[1].value.unwrap() >= 150.0 && e[1].bound == 50.0, "{e:?}");
     assert!(o.out.contains("BROKEN"), "{}", o.out);
 }
 
@@ -338,11 +342,11 @@ fn ensure_on_a_step_without_samples_fails_and_says_why() {
     );
     let (o, doc) = run(&[&write_scenario(&dir, &text)]);
     assert_eq!(o.code, 1, "{}", o.out);
-    let e = &doc.summary.ensure[0];
+    let e = &doc.thresholds[0];
     assert!(!e.ok && e.value.is_none(), "{e:?}");
     assert!(e.why.as_deref().unwrap().contains("no sample of call noSuchMethod"), "{e:?}");
     assert!(o.out.contains("no sample of call noSuchMethod") && o.out.contains("BROKEN"), "{}", o.out);
-    assert!(!o.out.contains("0.00 (limit"), "{}", o.out);
+    assert!(!o.out.contains("0.00 ms"), "{}", o.out);
 }
 
 #[test]

@@ -69,7 +69,7 @@ fn the_readme_scenarios_run_green_against_the_reference_server() {
             assert_eq!(o.code, 0, "{context}");
             assert_eq!((s.users.launched, s.users.completed, s.users.failed), (3, 3, 0), "{context}");
             assert_eq!(s.step_errors, 0, "{:?}\n{context}", s.errors_by_class);
-            assert!(s.ensure.iter().all(|e| e.ok), "{:?}", s.ensure);
+            assert!(doc.thresholds.iter().all(|e| e.ok), "{:?}", doc.thresholds);
             // Three users, each: two logins, two inserts filed under the label, both seen appearing.
             let step = |name: &str| doc.steps.iter().find(|st| st.name == name).map_or(0, |st| st.count);
             assert_eq!(step("login"), 6, "{context}");

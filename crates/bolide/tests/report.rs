@@ -173,7 +173,7 @@ fn report_command_writes_html_and_markdown_and_refuses_what_is_not_a_result() {
     assert_eq!(o.code, 2);
     assert!(
         o.err.contains(
-            "newer.json: written by a newer bolide (result format version 99; this one reads versions 1 to 2)"
+            "newer.json: written by a newer bolide (result format version 99; this one reads versions 1 to 3)"
         ),
         "{}",
         o.err
@@ -190,7 +190,7 @@ fn report_command_writes_html_and_markdown_and_refuses_what_is_not_a_result() {
 #[test]
 fn documents_of_the_previous_format_version_are_still_read() {
     // The fixtures are of version 1 (no per-second p90): the latency chart goes without it, and a
-    // version 2 document of today's run has it.
+    // document of today's run (version 3) has it.
     let v1 = Doc::load(&fixture("http-run.json")).unwrap();
     let lat = charts::single_run(&v1).into_iter().find(|c| c.id == "latency").unwrap();
     assert_eq!(lat.series.iter().map(|s| s.label.as_str()).collect::<Vec<_>>(), ["p50", "p99", "max", "mean"]);
@@ -202,7 +202,7 @@ fn documents_of_the_previous_format_version_are_still_read() {
     assert_eq!(o.code, 0, "{}", o.err);
     let v2 = Doc::load(&json).unwrap();
     let text = std::fs::read_to_string(&json).unwrap();
-    assert!(text.contains("\"version\": 2,") && text.contains("\"latency_p90_us\""), "{text:.400}");
+    assert!(text.contains("\"version\": 3,") && text.contains("\"latency_p90_us\""), "{text:.400}");
     let lat = charts::single_run(&v2).into_iter().find(|c| c.id == "latency").unwrap();
     assert_eq!(lat.series.iter().map(|s| s.label.as_str()).collect::<Vec<_>>(), ["p50", "p90", "p99", "max", "mean"]);
     // Both in one report.

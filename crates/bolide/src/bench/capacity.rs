@@ -104,9 +104,6 @@ pub fn judge(doc: &Doc, c: &Criteria) -> Verdict {
                 let cut = if u.cut > 0 { format!(" ({} cut at the user timeout)", u.cut) } else { String::new() };
                 why.push(format!("{} of {} users failed{cut}", u.failed, u.launched));
             }
-            for e in d.summary.ensure.iter().filter(|e| !e.ok) {
-                why.push(format!("ensure {} {} > {:.2}", e.what, e.shown(), e.limit));
-            }
         }
         Doc::Http(d) => {
             let s = &d.summary;
@@ -118,6 +115,9 @@ pub fn judge(doc: &Doc, c: &Criteria) -> Verdict {
                 ));
             }
         }
+    }
+    for t in doc.thresholds().iter().filter(|t| !t.ok) {
+        why.push(format!("threshold {} broken: {}", t.threshold, t.shown()));
     }
     if m.error_rate_pct > c.max_error_rate_pct {
         why.push(format!("error rate {:.2}% > {:.2}%", m.error_rate_pct, c.max_error_rate_pct));
@@ -359,8 +359,13 @@ pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, ca
     if let Some(dir) = &opts.out {
         let _ = writeln!(io.out, "Result documents: {}", dir.display());
     }
+    // A server that fails even the first level breaks the ladder's criteria: a gate for CI.
+    let gate = match rows.first().map(|r| &r.2) {
+        Some(Verdict::Fail(_)) => exit::THRESHOLDS,
+        _ => exit::OK,
+    };
     if html.is_none() && dashboard.is_none() {
-        return exit::OK;
+        return gate;
     }
     {
         let ladder = ladder_section(&rows, kind, unit, conclusion(&rows, &levels, unit), notes);
@@ -372,7 +377,7 @@ pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, ca
         let mut sections = vec![ladder];
         sections.extend(super::report::sections(&[series], &[]));
         let page = crate::report::html::page("bolide capacity", &sections);
-        let mut code = exit::OK;
+        let mut code = gate;
         if let Some(path) = html {
             match crate::files::write_atomically(&path, |w| w.write_all(page.as_bytes())) {
                 Ok(()) => {

@@ -40,20 +40,14 @@ pub fn merge(args: &MergeArgs, command_line: Vec<String>, io: &mut Io) -> i32 {
     };
     let to_stdout = crate::files::is_stdout(&args.output);
     if !args.quiet {
-        let text = match &merged.doc {
-            Doc::Http(d) => crate::report::term::summary(d),
-            Doc::Ddp(d) => crate::report::ddp::summary(d),
-        };
+        let text = crate::report::term::summary_of(&merged.doc);
         let human = if to_stdout { &mut *io.err } else { &mut *io.out };
         let _ = write!(human, "{text}");
     }
     for w in &merged.warnings {
         let _ = writeln!(io.err, "warning: {w}");
     }
-    let written = match &merged.doc {
-        Doc::Http(d) => write(&args.output, d.as_ref(), io),
-        Doc::Ddp(d) => write(&args.output, d.as_ref(), io),
-    };
+    let written = write(&args.output, &merged.doc, io);
     if let Err(e) = written {
         let _ = writeln!(io.err, "error: cannot write {}: {e}", args.output.display());
         return exit::RUN;
@@ -61,7 +55,12 @@ pub fn merge(args: &MergeArgs, command_line: Vec<String>, io: &mut Io) -> i32 {
     if !args.quiet && !to_stdout {
         let _ = writeln!(io.out, "\nMerged document: {}", args.output.display());
     }
-    exit::OK
+    // The plan's thresholds, judged over the whole run, gate as a single run's would.
+    if merged.doc.thresholds().iter().all(|t| t.ok) {
+        exit::OK
+    } else {
+        exit::THRESHOLDS
+    }
 }
 
 fn write(dest: &Path, doc: &impl serde::Serialize, io: &mut Io) -> std::io::Result<()> {

@@ -118,6 +118,9 @@ pub struct RunEntry {
     pub mean_ms: Option<f64>,
     pub suspect: Option<String>,
     pub interrupted: bool,
+    /// The run's thresholds and verdicts (absent when none was set).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<crate::threshold::ThresholdResult>,
 }
 
 impl RunEntry {
@@ -135,6 +138,7 @@ impl RunEntry {
             mean_ms: m.mean_ms,
             suspect: m.suspect.clone(),
             interrupted: m.interrupted,
+            thresholds: Vec::new(),
         }
     }
 
@@ -161,6 +165,7 @@ impl RunEntry {
             mean_ms: opt(&|r| r.mean_ms),
             suspect: None,
             interrupted: runs.iter().any(|r| r.interrupted),
+            thresholds: Vec::new(),
         })
     }
 }
@@ -365,7 +370,9 @@ pub fn bench(
             }
             let m = doc.measures();
             watched = watched_names(&doc);
-            let entry = RunEntry::of(i, Some(file.file_name().unwrap_or_default().to_string_lossy().into_owned()), &m);
+            let mut entry =
+                RunEntry::of(i, Some(file.file_name().unwrap_or_default().to_string_lossy().into_owned()), &m);
+            entry.thresholds = doc.thresholds().to_vec();
             let line = format!("  run {i}/{}: {}\n", opts.runs, run_line(&entry));
             let _ = write!(io.out, "{}", crate::report::progress::paint(&line, io.color));
             runs.push(entry);
@@ -413,6 +420,9 @@ pub fn bench(
         for note in table_notes(&summary.runs, &watched, None) {
             let _ = writeln!(io.out, "{note}");
         }
+        if let Some(t) = thresholds_table(&summary.runs) {
+            let _ = write!(io.out, "\n{}", crate::report::progress::paint(&t, io.color));
+        }
         let summary_path = dir.join(format!("{slug}-summary.json"));
         let written = crate::files::write_atomically(&summary_path, |w| {
             serde_json::to_writer_pretty(&mut *w, &summary).map_err(std::io::Error::other)?;
@@ -444,6 +454,45 @@ pub fn bench(
     code
 }
 
+/// The thresholds of a series: each one's value in every run and its verdict over the series
+/// (broken when any run broke it); None when no threshold was set.
+pub fn thresholds_table(runs: &[RunEntry]) -> Option<String> {
+    let first = runs.iter().find(|r| !r.thresholds.is_empty())?;
+    let mut header = vec!["Threshold".to_string()];
+    header.extend(runs.iter().map(|r| format!("Run {}", r.run)));
+    header.push("Verdict".into());
+    let mut t = Table::new(&header.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut broken = 0;
+    for (k, th) in first.thresholds.iter().enumerate() {
+        let mut row = vec![th.threshold.clone()];
+        let mut failed = Vec::new();
+        for r in runs {
+            match r.thresholds.get(k) {
+                Some(v) => {
+                    row.push(v.shown());
+                    if !v.ok {
+                        failed.push(r.run.to_string());
+                    }
+                }
+                None => row.push("n/a".into()),
+            }
+        }
+        row.push(match failed.len() {
+            0 => "ok".into(),
+            _ => {
+                broken += 1;
+                format!("BROKEN in run {}", failed.join(", "))
+            }
+        });
+        t.row(row);
+    }
+    let mut out = t.markdown();
+    if broken > 0 {
+        out.push_str(&format!("\n{broken} of {} thresholds broken in some run: exit code 1\n", first.thresholds.len()));
+    }
+    Some(out)
+}
+
 /// One run in one line: `2 minutes 6 seconds, CPU 43.67%, RAM 451 MB, 0 errors, p99 12.0 ms`.
 pub fn run_line(r: &RunEntry) -> String {
     let mut s = meteor_time(r.time_s);
@@ -462,6 +511,10 @@ pub fn run_line(r: &RunEntry) -> String {
     }
     if r.suspect.is_some() {
         s.push_str(" (suspect: see below)");
+    }
+    let broken: Vec<&str> = r.thresholds.iter().filter(|t| !t.ok).map(|t| t.threshold.as_str()).collect();
+    if !broken.is_empty() {
+        s.push_str(&format!(", thresholds BROKEN: {}", broken.join(", ")));
     }
     s
 }

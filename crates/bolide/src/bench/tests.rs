@@ -297,6 +297,7 @@ fn bench_table_in_the_reports_form() {
             mean_ms: Some(12.5),
             suspect: (i == 2).then(|| "a bolide load thread was saturated".to_string()),
             interrupted: false,
+            thresholds: Vec::new(),
         })
         .collect();
     let mean = RunEntry::mean_of(&runs).unwrap();

@@ -29,12 +29,13 @@ pub fn http(plan: &HttpPlan, o: &RunOutput, command_line: Vec<String>) -> result
         generator: None,
         label: None,
         merged: None,
+        thresholds: Vec::new(),
     }
 }
 
-/// Assembles the result document of a DDP run, with the `ensure` verdicts.
+/// Assembles the result document of a DDP run (the lifecycle adds the thresholds' verdicts).
 pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<String>) -> crate::stats::vu::DdpDoc {
-    use crate::scenario::{LatencyStat, PhaseKind};
+    use crate::scenario::PhaseKind;
     use crate::stats::vu::*;
     let duration_s = o.duration.as_secs_f64();
     let rec = &o.rec;
@@ -42,42 +43,6 @@ pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<St
     let (steps_total, step_errors) = rec.step_totals();
     let errors_by_class = rec.errors_by_class();
     let error_rate_pct = if steps_total > 0 { step_errors as f64 * 100.0 / steps_total as f64 } else { 0.0 };
-    // ensure: over all steps together, or one step.
-    let mut ensure = Vec::new();
-    // A threshold over nothing measured fails and says so: "0.00 ms" of no sample is no pass.
-    if let Some(limit) = config.ensure.max_error_rate {
-        let value = (steps_total > 0).then_some(error_rate_pct);
-        ensure.push(EnsureResult {
-            what: "error rate %".into(),
-            limit,
-            value,
-            ok: value.is_some_and(|v| v <= limit),
-            why: value.is_none().then(|| "no step ran".to_string()),
-        });
-    }
-    for l in &config.ensure.limits {
-        let mut h = crate::stats::hist::latency_us();
-        for (name, s) in rec.names.iter().zip(&rec.steps) {
-            if l.step.as_deref().is_none_or(|want| want == name) {
-                h.add(&s.latency_us).expect("same shape");
-            }
-        }
-        let us = match l.stat {
-            LatencyStat::Max => h.max(),
-            LatencyStat::P95 => h.value_at_quantile(0.95),
-            LatencyStat::P99 => h.value_at_quantile(0.99),
-        };
-        let value = (!h.is_empty()).then(|| us as f64 / 1000.0);
-        let what = match &l.step {
-            Some(step) => format!("{} of {step} (ms)", l.stat.name()),
-            None => format!("{} of all steps (ms)", l.stat.name()),
-        };
-        let why = value.is_none().then(|| match &l.step {
-            Some(step) => format!("no sample of {step} (it never completed or never ran)"),
-            None => "no step completed".to_string(),
-        });
-        ensure.push(EnsureResult { what, limit: l.max_ms, value, ok: value.is_some_and(|v| v <= l.max_ms), why });
-    }
     let total_time_s = match (rec.first_arrival_s, rec.last_finish_s) {
         (Some(a), Some(b)) if b >= a => b - a,
         _ => 0.0,
@@ -150,7 +115,6 @@ pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<St
             protocol_errors: o.traffic.protocol_errors,
             reactive: nonempty(&rec.reactive_us),
             fanout: nonempty(&o.traffic.fanout_us),
-            ensure,
         },
         steps: step_summaries(rec, duration_s),
         timeline: o
@@ -178,6 +142,7 @@ pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<St
         generator: None,
         label: None,
         merged: None,
+        thresholds: Vec::new(),
     }
 }
 

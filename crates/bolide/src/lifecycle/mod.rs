@@ -280,11 +280,13 @@ fn run_http_plan(
     doc.monitor = watch.monitor;
     doc.generator = Some(watch.generator);
     doc.label = plan.label.clone();
+    let mut doc = Doc::Http(Box::new(doc));
+    let held = crate::stats::verdict::record(&mut doc, &plan.thresholds);
     let first_errors = output.merged.first_errors.iter().map(|(c, d)| (c.name(), d.as_str()));
-    let mut code = if present(io, plan.quiet, plan.json.as_deref(), &term::summary(&doc), first_errors, &doc) {
-        exit::OK
-    } else {
-        exit::RUN
+    let mut code = match present(io, plan.quiet, plan.json.as_deref(), &term::summary_of(&doc), first_errors, &doc) {
+        false => exit::RUN,
+        true if !held => exit::THRESHOLDS,
+        true => exit::OK,
     };
     let mut gnuplot_written = false;
     if let Some(path) = &plan.gnuplot {
@@ -307,7 +309,6 @@ fn run_http_plan(
             }
         }
     }
-    let doc = Doc::Http(Box::new(doc));
     let requests = plan.gnuplot.as_deref().filter(|_| gnuplot_written);
     if !write_html(io, plan.quiet, plan.json.as_deref(), plan.html.as_deref(), &doc, requests) {
         code = exit::RUN;
@@ -497,13 +498,14 @@ fn run_ddp_plan(
     tie_monitors(plan, &mut doc);
     doc.generator = Some(watch.generator);
     doc.label = plan.label.clone();
+    let mut doc = Doc::Ddp(Box::new(doc));
+    let held = crate::stats::verdict::record(&mut doc, &plan.thresholds);
     let first_errors = output.rec.first_errors.iter().map(|(c, d)| (c.as_str(), d.as_str()));
-    let summary = crate::report::ddp::summary(&doc);
-    let mut code = if doc.summary.ensure.iter().all(|e| e.ok) { exit::OK } else { exit::THRESHOLDS };
-    if !present(io, plan.quiet, plan.json.as_deref(), &summary, first_errors, &doc) {
-        code = exit::RUN;
-    }
-    let doc = Doc::Ddp(Box::new(doc));
+    let mut code = match present(io, plan.quiet, plan.json.as_deref(), &term::summary_of(&doc), first_errors, &doc) {
+        false => exit::RUN,
+        true if !held => exit::THRESHOLDS,
+        true => exit::OK,
+    };
     if !write_html(io, plan.quiet, plan.json.as_deref(), plan.html.as_deref(), &doc, None) {
         code = exit::RUN;
     }

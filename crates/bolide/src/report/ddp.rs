@@ -117,10 +117,7 @@ pub fn summary(doc: &DdpDoc) -> String {
     }
     out.push_str(&super::term::monitor_rows(&doc.monitor));
     out.push_str(&super::term::generator_rows(doc.generator.as_ref()));
-    for e in &s.ensure {
-        let verdict = if e.ok { "ok" } else { "BROKEN" };
-        let _ = writeln!(out, "  {:<14}{}: {} (limit {:.2}) {verdict}", "Ensure", e.what, e.shown(), e.limit);
-    }
+    out.push_str(&super::term::threshold_rows(&doc.thresholds));
     out
 }
 

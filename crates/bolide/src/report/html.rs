@@ -27,10 +27,11 @@ pub struct Section {
 
 /// The section of one run: its summary as the terminal shows it, and its charts.
 pub fn run_section(doc: &Doc, name: &str) -> Section {
-    let (text, command, interrupted) = match doc {
-        Doc::Http(d) => (super::term::summary(d), d.command_line.join(" "), d.interrupted),
-        Doc::Ddp(d) => (super::ddp::summary(d), d.command_line.join(" "), d.interrupted),
+    let (command, interrupted) = match doc {
+        Doc::Http(d) => (d.command_line.join(" "), d.interrupted),
+        Doc::Ddp(d) => (d.command_line.join(" "), d.interrupted),
     };
+    let text = super::term::summary_of(doc);
     let suspect = doc.generator().and_then(|g| g.suspect.clone());
     let mut notes = vec![format!("started {}", doc.started_at()), format!("command: {command}")];
     if interrupted {

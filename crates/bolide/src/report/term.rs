@@ -167,6 +167,41 @@ pub fn summary(doc: &ResultDoc) -> String {
             );
         }
     }
+    out.push_str(&threshold_rows(&doc.thresholds));
+    out
+}
+
+/// The summary of a run of either kind, as the terminal shows it.
+pub fn summary_of(doc: &crate::stats::doc::Doc) -> String {
+    match doc {
+        crate::stats::doc::Doc::Http(d) => summary(d),
+        crate::stats::doc::Doc::Ddp(d) => super::ddp::summary(d),
+    }
+}
+
+/// Every threshold, its value and its verdict, one per line, a broken one ending in BROKEN:
+///
+/// ```text
+///   Thresholds    p99<200ms        12.34 ms      ok
+///                 cpu.app<80%      no value: app was never sampled   BROKEN
+/// ```
+pub fn threshold_rows(results: &[crate::threshold::ThresholdResult]) -> String {
+    let mut out = String::new();
+    if results.is_empty() {
+        return out;
+    }
+    let width = results.iter().map(|r| r.threshold.chars().count()).max().unwrap_or(0) + 3;
+    let value_width = results.iter().map(|r| r.shown().chars().count()).max().unwrap_or(0) + 3;
+    out.push('\n');
+    for (i, r) in results.iter().enumerate() {
+        let label = if i == 0 { "Thresholds" } else { "" };
+        let verdict = if r.ok { "ok" } else { "BROKEN" };
+        let _ = writeln!(out, "  {label:<14}{:<width$}{:<value_width$}{verdict}", r.threshold, r.shown());
+    }
+    let broken = results.iter().filter(|r| !r.ok).count();
+    if broken > 0 {
+        let _ = writeln!(out, "  {:<14}{broken} of {} thresholds broken: exit code 1", "", results.len());
+    }
     out
 }
 
@@ -372,6 +407,12 @@ mod tests {
             generator: None,
             label: None,
             merged: None,
+            thresholds: vec![
+                crate::threshold::parse("p99<10ms", crate::threshold::Source::Flag).unwrap().judge(false, Ok(8.5)),
+                crate::threshold::parse("error_rate<0.01%", crate::threshold::Source::Flag)
+                    .unwrap()
+                    .judge(false, Ok(7.0 * 100.0 / 19_997.0)),
+            ],
         }
     }
 
@@ -400,6 +441,10 @@ bolide http 2 URLs: 10 connections, 2 threads, 10s, fixed rate 2000 req/s, keep-
   URL                                        responses    errors       req/s       p50       p99
   http://127.0.0.1:8080/                         9,995         0       999.5     800µs    8.00ms
   http://127.0.0.1:8080/api                      9,995         7       999.5     900µs    9.00ms
+
+  Thresholds    p99<10ms           8.50 ms   ok
+                error_rate<0.01%   0.04%     BROKEN
+                1 of 2 thresholds broken: exit code 1
 ";
         assert_eq!(summary(&doc()), want);
     }

@@ -85,7 +85,7 @@ fn config(knobs: &Knobs, name: &str, default: PhaseKind) -> Config {
         max_vusers: None,
         variables: vec![],
         payload: None,
-        ensure: Ensure::default(),
+        ensure: Vec::new(),
         ddp: DdpSettings::default(),
     }
 }

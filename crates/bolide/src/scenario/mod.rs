@@ -60,7 +60,8 @@ pub struct Config {
     /// Per-user variables: a value picked at random from each list.
     pub variables: Vec<(String, Vec<Value>)>,
     pub payload: Option<Payload>,
-    pub ensure: Ensure,
+    /// `ensure`: thresholds whose failure makes the exit code 1.
+    pub ensure: Vec<crate::threshold::Threshold>,
     pub ddp: DdpSettings,
 }
 
@@ -248,40 +249,6 @@ pub struct Payload {
     pub path: String,
     pub fields: Vec<String>,
     pub rows: Vec<Vec<String>>,
-}
-
-/// Thresholds whose failure makes the exit code 1.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Ensure {
-    /// Percent of failed steps, overall.
-    pub max_error_rate: Option<f64>,
-    /// Latency limits in milliseconds, overall (all steps) or for one step.
-    pub limits: Vec<LatencyLimit>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct LatencyLimit {
-    /// None: all steps together.
-    pub step: Option<String>,
-    pub stat: LatencyStat,
-    pub max_ms: f64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LatencyStat {
-    Max,
-    P95,
-    P99,
-}
-
-impl LatencyStat {
-    pub fn name(self) -> &'static str {
-        match self {
-            LatencyStat::Max => "max",
-            LatencyStat::P95 => "p95",
-            LatencyStat::P99 => "p99",
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

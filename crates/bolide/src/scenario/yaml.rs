@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::template::all_placeholders;
 use super::*;
+use crate::threshold::{Source, Threshold};
 
 /// A YAML node with its position (line 1-based, column 1-based).
 #[derive(Debug, Clone)]
@@ -472,7 +473,7 @@ const CONFIG_KEYS: &[&str] = &["target", "phases", "maxVusers", "variables", "pa
 const PHASE_KEYS: &[&str] = &["duration", "arrivalRate", "rampTo", "arrivalCount", "users", "pause", "name"];
 const DDP_KEYS: &[&str] =
     &["transport", "compression", "cache", "fanoutField", "stepTimeout", "userTimeout", "reconnect"];
-const ENSURE_KEYS: &[&str] = &["maxErrorRate", "max", "p95", "p99", "steps"];
+const ENSURE_KEYS: &[&str] = &["maxErrorRate", "max", "p95", "p99", "steps", "thresholds"];
 const STEP_TYPES: &[&str] =
     &["connect", "login", "call", "subscribe", "unsubscribe", "waitFor", "think", "loop", "disconnect", "get", "post"];
 /// Variables every user has.
@@ -755,33 +756,94 @@ fn read_payload(r: &mut Reader, node: &Node, base: &Path) -> Option<Payload> {
     Some(Payload { path, fields, rows })
 }
 
-fn read_limits(r: &mut Reader, m: &Map<'_>, step: Option<String>, out: &mut Vec<LatencyLimit>) {
-    for (key, stat) in [("max", LatencyStat::Max), ("p95", LatencyStat::P95), ("p99", LatencyStat::P99)] {
+/// `max`, `p95`, `p99` of a map, as thresholds `STAT<=Nms` (of one step, or of all).
+fn read_limits(r: &mut Reader, m: &Map<'_>, step: Option<&str>, out: &mut Vec<Threshold>) {
+    for key in ["max", "p95", "p99"] {
         if let Some(n) = m.get(key) {
             if let Some(max_ms) = r.positive(n, key) {
-                out.push(LatencyLimit { step: step.clone(), stat, max_ms });
+                let metric = match step {
+                    Some(step) => format!("step[{}].{key}", quote_step(step)),
+                    None => key.to_string(),
+                };
+                push_threshold(r, n, &format!("{metric}<={max_ms}ms"), out);
             }
         }
     }
 }
 
-fn read_ensure(r: &mut Reader, node: &Node) -> Ensure {
-    let Some(m) = r.map(node, "config.ensure", ENSURE_KEYS) else { return Ensure::default() };
-    let max_error_rate = m.get("maxErrorRate").and_then(|n| r.number(n, "maxErrorRate"));
-    let mut limits = Vec::new();
-    read_limits(r, &m, None, &mut limits);
+/// A step name inside `step[...]`: in double quotes, or single ones when it holds a double quote.
+fn quote_step(name: &str) -> String {
+    if name.contains('"') {
+        format!("'{name}'")
+    } else {
+        format!("\"{name}\"")
+    }
+}
+
+/// Parses one threshold expression found at `node`; a bad one is a problem at the node.
+fn push_threshold(r: &mut Reader, node: &Node, text: &str, out: &mut Vec<Threshold>) {
+    match crate::threshold::parse(text, Source::Ensure) {
+        Ok(t) => out.push(t),
+        Err(e) => r.problem(
+            node,
+            format!("ensure: {text:?}: {} at column {} of the expression", e.message, e.column),
+            Some("e.g. - p99<200ms  - error_rate<1%  - step[\"call insertTask\"].p95<100ms".into()),
+        ),
+    }
+}
+
+/// `ensure`: a list of expressions (`- p99<200ms`), or Artillery's map (`maxErrorRate`, `max`,
+/// `p95`, `p99`, `steps`) with, optionally, such a list under `thresholds`.
+fn read_ensure(r: &mut Reader, node: &Node) -> Vec<Threshold> {
+    let mut out = Vec::new();
+    if let Kind::Seq(_) = &node.kind {
+        read_expressions(r, node, &mut out);
+        return out;
+    }
+    let Some(m) = r.map(node, "config.ensure", ENSURE_KEYS) else { return out };
+    if let Some(n) = m.get("maxErrorRate") {
+        if let Some(pct) = r.number(n, "maxErrorRate") {
+            push_threshold(r, n, &format!("error_rate<={pct}%"), &mut out);
+        }
+    }
+    read_limits(r, &m, None, &mut out);
     if let Some(steps) = m.get("steps") {
         if let Kind::Map(pairs) = &steps.kind {
             for (k, v) in pairs {
                 if let Some(sm) = r.map(v, "a step's thresholds", &["max", "p95", "p99"]) {
-                    read_limits(r, &sm, Some(k.key_text()), &mut limits);
+                    read_limits(r, &sm, Some(&k.key_text()), &mut out);
                 }
             }
         } else {
             r.problem(steps, "ensure.steps must map step names to thresholds", None);
         }
     }
-    Ensure { max_error_rate, limits }
+    if let Some(list) = m.get("thresholds") {
+        read_expressions(r, list, &mut out);
+    }
+    out
+}
+
+/// A list of threshold expressions.
+fn read_expressions(r: &mut Reader, node: &Node, out: &mut Vec<Threshold>) {
+    let Kind::Seq(items) = &node.kind else {
+        r.problem(
+            node,
+            "ensure.thresholds must be a list of expressions",
+            Some("e.g. [p99<200ms, error_rate<1%]".into()),
+        );
+        return;
+    };
+    for item in items {
+        match &item.kind {
+            Kind::Str(text) => push_threshold(r, item, text, out),
+            _ => r.problem(
+                item,
+                format!("a threshold must be an expression such as p99<200ms, not {}", item.type_name()),
+                None,
+            ),
+        }
+    }
 }
 
 fn read_ddp(r: &mut Reader, node: &Node) -> DdpSettings {

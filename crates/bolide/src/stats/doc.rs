@@ -7,8 +7,9 @@ use std::path::Path;
 use super::result::ResultDoc;
 use super::vu::DdpDoc;
 
-/// A result document of either kind.
-#[derive(Debug, Clone, PartialEq)]
+/// A result document of either kind (written as the document itself).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
 pub enum Doc {
     Http(Box<ResultDoc>),
     Ddp(Box<DdpDoc>),
@@ -109,6 +110,14 @@ impl Doc {
         match self {
             Doc::Http(d) => d.settings.threads,
             Doc::Ddp(d) => d.settings.threads,
+        }
+    }
+
+    /// Every threshold's verdict (`--threshold`, a scenario's `ensure`).
+    pub fn thresholds(&self) -> &[crate::threshold::ThresholdResult] {
+        match self {
+            Doc::Http(d) => &d.thresholds,
+            Doc::Ddp(d) => &d.thresholds,
         }
     }
 

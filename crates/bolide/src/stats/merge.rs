@@ -184,7 +184,9 @@ pub fn merge(inputs: Vec<(String, Doc)>, command_line: Vec<String>) -> Result<Me
             Box::new(m)
         }};
     }
-    let doc = match &inputs[0].1 {
+    // The segments' thresholds (one plan: the same ones), judged again over the whole run.
+    let thresholds = super::verdict::thresholds_of(&inputs[kept[0]].1)?;
+    let mut doc = match &inputs[0].1 {
         Doc::Http(_) => {
             let parts: Vec<(&ResultDoc, u32, f64)> = shifted
                 .filter_map(|(d, t, off)| if let Doc::Http(h) = d { Some((h.as_ref(), t, off)) } else { None })
@@ -198,6 +200,7 @@ pub fn merge(inputs: Vec<(String, Doc)>, command_line: Vec<String>) -> Result<Me
             Doc::Ddp(whole!(merge_ddp(&parts)?))
         }
     };
+    super::verdict::record(&mut doc, &thresholds);
     Ok(Merged { doc, warnings })
 }
 
@@ -450,12 +453,6 @@ fn merge_ddp(parts: &[(&DdpDoc, u32, f64)]) -> Result<DdpDoc, String> {
     m.histograms.reactive_us = hist::encode(&reactive);
     m.histograms.fanout_us = hist::encode(&fanout);
     m.steps = merge_steps(&parts.iter().map(|(d, _, _)| d.steps.as_slice()).collect::<Vec<_>>(), duration_s)?;
-    // Thresholds again, over the merged steps.
-    let mut ensure = m.summary.ensure.clone();
-    for e in &mut ensure {
-        reevaluate(e, &m.steps, m.summary.steps, m.summary.error_rate_pct)?;
-    }
-    m.summary.ensure = ensure;
     // Per target, in the plan's order.
     for (ti, t) in m.per_target.iter_mut().enumerate() {
         let mine: Vec<(&DdpTargetSummary, f64)> = parts
@@ -562,40 +559,6 @@ fn merge_target(mine: &[(&DdpTargetSummary, f64)], duration_s: f64) -> Result<Dd
     out.subscribe_histogram = (!ready.is_empty()).then(|| hist::encode(&ready));
     out.latency = nonempty(&all);
     Ok(out)
-}
-
-/// An `ensure` verdict computed again over the merged steps ("error rate %", "p99 of all steps
-/// (ms)", "max of call insertTask (ms)").
-fn reevaluate(
-    e: &mut vu::EnsureResult,
-    steps: &[StepSummary],
-    steps_total: u64,
-    error_rate_pct: f64,
-) -> Result<(), String> {
-    let value = if e.what == "error rate %" {
-        (steps_total > 0).then_some(error_rate_pct)
-    } else {
-        let (stat, rest) =
-            e.what.split_once(" of ").ok_or_else(|| format!("an ensure this bolide does not know: {}", e.what))?;
-        let subject = rest.strip_suffix(" (ms)").unwrap_or(rest);
-        let mut h = hist::latency_us();
-        for s in steps.iter().filter(|s| subject == "all steps" || s.name == subject) {
-            add_hist(&mut h, &s.latency_histogram, &s.name)?;
-        }
-        let us = match stat {
-            "max" => h.max(),
-            "p95" => h.value_at_quantile(0.95),
-            "p99" => h.value_at_quantile(0.99),
-            other => return Err(format!("an ensure statistic this bolide does not know: {other}")),
-        };
-        (!h.is_empty()).then(|| us as f64 / 1000.0)
-    };
-    e.ok = value.is_some_and(|v| v <= e.limit);
-    if value.is_some() {
-        e.why = None;
-    }
-    e.value = value;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ pub mod merge_info;
 pub mod recorder;
 pub mod result;
 pub mod summary;
+pub mod verdict;
 pub mod vu;
 
 pub use recorder::{ErrorClass, SecondRecorder, TargetRecorder, WorkerRecorder};

@@ -9,10 +9,11 @@ use serde::{Deserialize, Serialize};
 /// Value of the `format` field.
 pub const FORMAT: &str = "bolide.result";
 /// Version of the document layout; bumped on any incompatible change.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// The oldest format version this bolide still reads. Version 2 added `latency_p90_us` to the
 /// timeline's seconds and `generator.dashboard_cpu_pct`; in version 1 documents they read as
-/// absent (p90 charts then say so).
+/// absent (p90 charts then say so). Version 3 moved a DDP run's `summary.ensure` verdicts into
+/// `thresholds` (both kinds, with `--threshold`); older documents' ensure verdicts are not read.
 pub const OLDEST_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -48,6 +49,10 @@ pub struct ResultDoc {
     /// Set on a document `bolide merge` made of segments' documents: which, and what was wrong.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<super::merge_info::MergeInfo>,
+    /// Every threshold (`--threshold`, a scenario's `ensure`), its value and its verdict; a broken
+    /// one made the exit code 1 (absent when none was set).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<crate::threshold::ThresholdResult>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

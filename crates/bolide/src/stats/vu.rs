@@ -252,6 +252,10 @@ pub struct DdpDoc {
     /// Set on a document `bolide merge` made of segments' documents: which, and what was wrong.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<super::merge_info::MergeInfo>,
+    /// Every threshold (`--threshold`, a scenario's `ensure`), its value and its verdict; a broken
+    /// one made the exit code 1 (absent when none was set).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<crate::threshold::ThresholdResult>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -338,32 +342,6 @@ pub struct DdpSummary {
     pub reactive: Option<Latency>,
     /// From a document's server timestamp to its arrival at each subscriber.
     pub fanout: Option<Latency>,
-    pub ensure: Vec<EnsureResult>,
-}
-
-/// One `ensure` threshold and how the run fared.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct EnsureResult {
-    pub what: String,
-    pub limit: f64,
-    /// The measured value; None when there was nothing to measure (then the threshold fails).
-    pub value: Option<f64>,
-    pub ok: bool,
-    /// Why it failed without a value ("no sample of call insertTask (it never completed or never
-    /// ran)").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub why: Option<String>,
-}
-
-impl EnsureResult {
-    /// The value as people read it: `12.34`, or why there is none.
-    pub fn shown(&self) -> String {
-        match (self.value, &self.why) {
-            (Some(v), _) => format!("{v:.2}"),
-            (None, Some(why)) => why.clone(),
-            (None, None) => "no value".into(),
-        }
-    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

@@ -1,0 +1,253 @@
+//! Thresholds judged on a result document: each metric's value read out of the document (the
+//! latency statistics from its histograms, so any percentile is exact), or the reason there is
+//! none. The grammar is `crate::threshold`'s.
+
+use hdrhistogram::Histogram;
+
+use super::doc::Doc;
+use crate::threshold::{Metric, Stat, Threshold, ThresholdResult};
+
+/// Every threshold's verdict on `doc`.
+pub fn judge(doc: &Doc, thresholds: &[Threshold]) -> Vec<ThresholdResult> {
+    let ddp = matches!(doc, Doc::Ddp(_));
+    thresholds.iter().map(|t| t.judge(ddp, value(doc, &t.metric))).collect()
+}
+
+/// Judges `thresholds` on `doc` and records the verdicts in it; true when every one holds.
+pub fn record(doc: &mut Doc, thresholds: &[Threshold]) -> bool {
+    let verdicts = judge(doc, thresholds);
+    let all = verdicts.iter().all(|v| v.ok);
+    match doc {
+        Doc::Http(d) => d.thresholds = verdicts,
+        Doc::Ddp(d) => d.thresholds = verdicts,
+    }
+    all
+}
+
+/// The thresholds a document was judged on, parsed again (to judge a merge of such documents).
+pub fn thresholds_of(doc: &Doc) -> Result<Vec<Threshold>, String> {
+    doc.thresholds()
+        .iter()
+        .map(|r| {
+            crate::threshold::parse(&r.threshold, r.source).map_err(|e| format!("threshold {:?}: {e}", r.threshold))
+        })
+        .collect()
+}
+
+/// The value of `metric` in `doc`, in the metric's unit; Err says why there is none.
+pub fn value(doc: &Doc, metric: &Metric) -> Result<f64, String> {
+    match (metric, doc) {
+        (Metric::Latency { step: None, stat }, Doc::Http(d)) => {
+            let h = super::hist::decode(&d.histograms.latency_us)?;
+            latency(&h, *stat).ok_or_else(|| "no response completed".into())
+        }
+        (Metric::Latency { step: Some(_), .. }, Doc::Http(_)) => Err("an HTTP run has no steps".into()),
+        (Metric::Latency { step: None, stat }, Doc::Ddp(d)) => {
+            let mut all = super::hist::latency_us();
+            for s in &d.steps {
+                all.add(super::hist::decode(&s.latency_histogram)?).map_err(|e| e.to_string())?;
+            }
+            latency(&all, *stat).ok_or_else(|| "no step completed".into())
+        }
+        (Metric::Latency { step: Some(name), stat }, Doc::Ddp(d)) => {
+            let no_sample = || format!("no sample of {name} (it never completed or never ran)");
+            let Some(s) = d.steps.iter().find(|s| &s.name == name) else { return Err(no_sample()) };
+            latency(&super::hist::decode(&s.latency_histogram)?, *stat).ok_or_else(no_sample)
+        }
+        (Metric::ErrorRate, Doc::Http(d)) => {
+            let sent = d.summary.responses + d.summary.errors;
+            if sent == 0 {
+                return Err("no request was answered or failed".into());
+            }
+            Ok(d.summary.errors as f64 * 100.0 / sent as f64)
+        }
+        (Metric::ErrorRate, Doc::Ddp(d)) => {
+            if d.summary.steps == 0 {
+                return Err("no step ran".into());
+            }
+            Ok(d.summary.step_errors as f64 * 100.0 / d.summary.steps as f64)
+        }
+        (Metric::Errors, Doc::Http(d)) => Ok(d.summary.errors as f64),
+        (Metric::Errors, Doc::Ddp(d)) => Ok((d.summary.step_errors + d.summary.users.cut) as f64),
+        (Metric::Rps, Doc::Http(d)) => per_second(d.summary.responses, d.summary.duration_s),
+        (Metric::Rps, Doc::Ddp(d)) => per_second(d.summary.steps, d.summary.duration_s),
+        (Metric::Cpu { process, peak }, doc) => {
+            let m = watched(doc, process)?;
+            Ok(if *peak { m.peak_cpu_pct } else { m.avg_cpu_pct })
+        }
+        (Metric::Rss { process, mean }, doc) => {
+            let m = watched(doc, process)?;
+            Ok(if *mean { m.avg_rss_bytes } else { m.peak_rss_bytes as f64 })
+        }
+    }
+}
+
+fn per_second(count: u64, duration_s: f64) -> Result<f64, String> {
+    if duration_s <= 0.0 {
+        return Err("the run lasted no time".into());
+    }
+    Ok(count as f64 / duration_s)
+}
+
+/// A watched process with samples; Err when it was not watched or never sampled.
+fn watched<'a>(doc: &'a Doc, name: &str) -> Result<&'a crate::monitor::MonitorResult, String> {
+    let m =
+        doc.monitor().iter().find(|m| m.name == name).ok_or_else(|| format!("no process named {name} was watched"))?;
+    if m.samples.is_empty() {
+        return Err(format!("{name} was never sampled (not found, or gone before the first sample)"));
+    }
+    Ok(m)
+}
+
+/// A latency statistic in milliseconds (None for an empty histogram).
+fn latency(h: &Histogram<u64>, stat: Stat) -> Option<f64> {
+    if h.is_empty() {
+        return None;
+    }
+    let us = match stat {
+        Stat::Min => h.min() as f64,
+        Stat::Mean => h.mean(),
+        Stat::Max => h.max() as f64,
+        Stat::Percentile(p) => h.value_at_quantile(p / 100.0) as f64,
+    };
+    Some(us / 1000.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::result::ResultDoc;
+    use crate::stats::vu::{DdpDoc, StepSummary};
+    use crate::threshold::{parse, Source};
+
+    fn hist(values_us: &[u64]) -> String {
+        let mut h = crate::stats::hist::latency_us();
+        for v in values_us {
+            crate::stats::hist::record(&mut h, *v);
+        }
+        crate::stats::hist::encode(&h)
+    }
+
+    fn verdicts(doc: &Doc, exprs: &[&str]) -> Vec<ThresholdResult> {
+        let ts: Vec<_> = exprs.iter().map(|e| parse(e, Source::Flag).unwrap()).collect();
+        judge(doc, &ts)
+    }
+
+    #[test]
+    fn http_metrics_come_from_the_document() {
+        let mut d = ResultDoc::default();
+        // 100 responses of 1..=100 ms, 2 errors, over 4 s.
+        d.histograms.latency_us = hist(&(1..=100).map(|ms| ms * 1000).collect::<Vec<_>>());
+        d.summary.responses = 100;
+        d.summary.errors = 2;
+        d.summary.duration_s = 4.0;
+        d.monitor = vec![crate::monitor::MonitorResult {
+            name: "app".into(),
+            avg_cpu_pct: 40.0,
+            peak_cpu_pct: 90.0,
+            avg_rss_bytes: 100e6,
+            peak_rss_bytes: 150_000_000,
+            samples: vec![(1.0, 40.0, 100_000_000)],
+            ..Default::default()
+        }];
+        let doc = Doc::Http(Box::new(d));
+        let v = verdicts(
+            &doc,
+            &[
+                "p99<100ms",
+                "p50<=50ms",
+                "max<100ms",
+                "error_rate<2%",
+                "errors<3",
+                "rps>=25",
+                "cpu.app<50%",
+                "cpu.app.max<80%",
+                "rss.app<200MB",
+                "rss.app.mean<90MB",
+            ],
+        );
+        let got: Vec<(Option<f64>, bool)> =
+            v.iter().map(|r| (r.value.map(|x| (x * 1000.0).round() / 1000.0), r.ok)).collect();
+        let error_rate = (200.0_f64 / 102.0 * 1000.0).round() / 1000.0;
+        assert_eq!(
+            got,
+            vec![
+                (Some(99.007), true), // HdrHistogram's bucket for 99 ms at 3 significant digits
+                (Some(50.015), false),
+                (Some(100.031), false),
+                (Some(error_rate), true),
+                (Some(2.0), true),
+                (Some(25.0), true),
+                (Some(40.0), true),
+                (Some(90.0), false),
+                (Some(150e6), true),
+                (Some(100e6), false),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_metric_without_samples_fails_and_says_why() {
+        let mut d = ResultDoc::default();
+        d.histograms.latency_us = hist(&[]);
+        d.monitor = vec![crate::monitor::MonitorResult { name: "app".into(), ..Default::default() }];
+        let doc = Doc::Http(Box::new(d));
+        let v = verdicts(&doc, &["p99<1s", "error_rate<1%", "rps>=0", "cpu.app<80%", "rss.db<1GB"]);
+        assert!(v.iter().all(|r| !r.ok && r.value.is_none()));
+        let why: Vec<&str> = v.iter().map(|r| r.why.as_deref().unwrap()).collect();
+        assert_eq!(
+            why,
+            vec![
+                "no response completed",
+                "no request was answered or failed",
+                "the run lasted no time",
+                "app was never sampled (not found, or gone before the first sample)",
+                "no process named db was watched",
+            ]
+        );
+    }
+
+    #[test]
+    fn ddp_latency_is_over_all_steps_or_one_step() {
+        let mut d = DdpDoc {
+            steps: vec![
+                StepSummary { name: "connect".into(), latency_histogram: hist(&[1000, 2000]), ..Default::default() },
+                StepSummary {
+                    name: "call insertTask".into(),
+                    latency_histogram: hist(&[10_000, 20_000]),
+                    ..Default::default()
+                },
+                StepSummary { name: "never".into(), latency_histogram: hist(&[]), ..Default::default() },
+            ],
+            ..Default::default()
+        };
+        d.summary.steps = 4;
+        d.summary.step_errors = 1;
+        d.summary.duration_s = 2.0;
+        let doc = Doc::Ddp(Box::new(d));
+        let v = verdicts(
+            &doc,
+            &[
+                "max<=21ms",
+                "step[\"connect\"].max<3ms",
+                "step[\"call insertTask\"].min>5ms",
+                "step[\"never\"].p95<1s",
+                "error_rate<30%",
+                "rps>=2",
+            ],
+        );
+        let ok: Vec<bool> = v.iter().map(|r| r.ok).collect();
+        assert_eq!(ok, vec![true, true, true, false, true, true], "{v:?}");
+        assert_eq!(v[0].metric, "max of all steps");
+        assert_eq!(v[3].why.as_deref(), Some("no sample of never (it never completed or never ran)"));
+        assert_eq!(v[4].value, Some(25.0));
+    }
+
+    #[test]
+    fn recorded_thresholds_parse_back() {
+        let mut doc = Doc::Http(Box::default());
+        let ts = vec![parse("p99<1s", Source::Flag).unwrap(), parse("rps>=1", Source::Ensure).unwrap()];
+        assert!(!record(&mut doc, &ts));
+        assert_eq!(thresholds_of(&doc).unwrap(), ts);
+    }
+}

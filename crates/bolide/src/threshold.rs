@@ -1,0 +1,675 @@
+//! Thresholds: one grammar for `--threshold EXPR` on every workload and for a scenario file's
+//! `ensure`. An expression is a metric, a comparison and a bound with its unit:
+//!
+//! ```text
+//! p99<200ms   p50<=20ms   max<1s   error_rate<1%   rps>=5000   errors<10
+//! step["call insertTask"].p95<100ms   cpu.app<80%   cpu.app.max<150%   rss.app<500MB
+//! ```
+//!
+//! This module parses and judges; reading a metric's value out of a result document is
+//! `stats::verdict`'s job. Pure, so the grammar is table-tested.
+
+use serde::{Deserialize, Serialize};
+
+/// The metrics, as the error messages list them.
+pub const METRICS: &str = "p50, p90, p95, p99, p99.9 (any pN), min, mean, max (latency: us, ms, s; a bare number \
+    is ms), error_rate (%), errors (a count), rps (per second), step[\"NAME\"].p95 and the other latency \
+    statistics of one DDP step, cpu.NAME (mean % of one core; cpu.NAME.max the peak) and rss.NAME (peak \
+    resident memory in B, KB, MB, GB, KiB, MiB, GiB; rss.NAME.mean the mean) of a process watched with \
+    --monitor NAME=... (or `server` with --spawn)";
+
+/// A latency statistic.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stat {
+    Min,
+    Mean,
+    Max,
+    /// A percentile, 0 < p <= 100.
+    Percentile(f64),
+}
+
+impl std::fmt::Display for Stat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stat::Min => write!(f, "min"),
+            Stat::Mean => write!(f, "mean"),
+            Stat::Max => write!(f, "max"),
+            Stat::Percentile(p) => write!(f, "p{p}"),
+        }
+    }
+}
+
+/// What a threshold measures.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Metric {
+    /// Response (HTTP) or step (DDP) latency, of everything or of one DDP step.
+    Latency { step: Option<String>, stat: Stat },
+    /// Failed requests (HTTP) or steps (DDP), percent.
+    ErrorRate,
+    /// Failed requests or steps (DDP: with users cut by the user timeout), a count.
+    Errors,
+    /// Responses (HTTP) or completed steps (DDP) per second.
+    Rps,
+    /// A watched process's CPU, percent of one core: its mean, or its peak.
+    Cpu { process: String, peak: bool },
+    /// A watched process's resident memory, bytes: its peak, or its mean.
+    Rss { process: String, mean: bool },
+}
+
+/// What a metric's value is counted in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dim {
+    /// Milliseconds.
+    Time,
+    Percent,
+    PerSecond,
+    Count,
+    Bytes,
+}
+
+impl Dim {
+    /// The unit values of this dimension are recorded in.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Dim::Time => "ms",
+            Dim::Percent => "%",
+            Dim::PerSecond => "/s",
+            Dim::Count => "",
+            Dim::Bytes => "B",
+        }
+    }
+}
+
+impl Metric {
+    pub fn dim(&self) -> Dim {
+        match self {
+            Metric::Latency { .. } => Dim::Time,
+            Metric::ErrorRate | Metric::Cpu { .. } => Dim::Percent,
+            Metric::Errors => Dim::Count,
+            Metric::Rps => Dim::PerSecond,
+            Metric::Rss { .. } => Dim::Bytes,
+        }
+    }
+
+    /// The process a metric reads, if any.
+    pub fn process(&self) -> Option<&str> {
+        match self {
+            Metric::Cpu { process, .. } | Metric::Rss { process, .. } => Some(process),
+            _ => None,
+        }
+    }
+
+    /// What is measured, for people: "p99 of all requests", "p95 of call insertTask",
+    /// "mean CPU of app (% of one core)".
+    pub fn describe(&self, ddp: bool) -> String {
+        match self {
+            Metric::Latency { step: Some(step), stat } => format!("{stat} of {step}"),
+            Metric::Latency { step: None, stat } if ddp => format!("{stat} of all steps"),
+            Metric::Latency { step: None, stat } => format!("{stat} of all requests"),
+            Metric::ErrorRate if ddp => "failed steps, % of steps".into(),
+            Metric::ErrorRate => "failed requests, % of requests".into(),
+            Metric::Errors if ddp => "failed steps and cut users".into(),
+            Metric::Errors => "failed requests".into(),
+            Metric::Rps if ddp => "steps per second".into(),
+            Metric::Rps => "responses per second".into(),
+            Metric::Cpu { process, peak: false } => format!("mean CPU of {process} (% of one core)"),
+            Metric::Cpu { process, peak: true } => format!("peak CPU of {process} (% of one core)"),
+            Metric::Rss { process, mean: false } => format!("peak RSS of {process}"),
+            Metric::Rss { process, mean: true } => format!("mean RSS of {process}"),
+        }
+    }
+}
+
+/// The comparison a value must pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Op {
+    pub fn holds(self, value: f64, bound: f64) -> bool {
+        match self {
+            Op::Lt => value < bound,
+            Op::Le => value <= bound,
+            Op::Gt => value > bound,
+            Op::Ge => value >= bound,
+        }
+    }
+
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Op::Lt => "<",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+        }
+    }
+}
+
+/// Where a threshold was set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Source {
+    /// The scenario file's `ensure`.
+    #[serde(rename = "ensure")]
+    Ensure,
+    /// `--threshold` on the command line.
+    #[serde(rename = "--threshold")]
+    Flag,
+}
+
+/// A parsed threshold.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Threshold {
+    /// The expression as written (trimmed).
+    pub text: String,
+    pub metric: Metric,
+    pub op: Op,
+    /// In the metric's unit ([`Dim::unit`]): milliseconds, percent, per second, a count, bytes.
+    pub bound: f64,
+    pub source: Source,
+}
+
+/// Why an expression is not a threshold: where (1-based character column) and what.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParseError {
+    pub column: usize,
+    pub message: String,
+}
+
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "column {}: {}", self.column, self.message)
+    }
+}
+
+/// A threshold and how the run fared, as the result document records it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ThresholdResult {
+    /// The expression as written: `p99<200ms`.
+    pub threshold: String,
+    pub source: Source,
+    /// What was measured: "p99 of all requests".
+    pub metric: String,
+    /// The measured value in `unit`; null when there was nothing to measure (then it fails).
+    pub value: Option<f64>,
+    /// The bound in `unit`.
+    pub bound: f64,
+    /// `ms`, `%`, `/s`, `B` or empty (a count).
+    pub unit: String,
+    pub ok: bool,
+    /// Why there is no value ("no response completed", "app was never sampled").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+impl ThresholdResult {
+    /// The measured value as people read it, with its unit, or why there is none.
+    pub fn shown(&self) -> String {
+        match (self.value, &self.why) {
+            (Some(v), _) => show(v, &self.unit),
+            (None, Some(why)) => format!("no value: {why}"),
+            (None, None) => "no value".into(),
+        }
+    }
+
+    /// The bound as people read it.
+    pub fn bound_shown(&self) -> String {
+        show(self.bound, &self.unit)
+    }
+}
+
+/// A value in its unit: `12.34 ms`, `0.50%`, `5012.3/s`, `3`, `412.0 MB`.
+fn show(v: f64, unit: &str) -> String {
+    match unit {
+        "ms" => format!("{v:.2} ms"),
+        "%" => format!("{v:.2}%"),
+        "/s" => format!("{v:.1}/s"),
+        "B" if v >= 1e9 => format!("{:.2} GB", v / 1e9),
+        "B" if v >= 1e6 => format!("{:.1} MB", v / 1e6),
+        "B" if v >= 1e3 => format!("{:.1} KB", v / 1e3),
+        "B" => format!("{v:.0} B"),
+        _ => format!("{v}"),
+    }
+}
+
+impl Threshold {
+    /// The verdict on a measured value, or on the reason there is none (which fails).
+    pub fn judge(&self, ddp: bool, value: Result<f64, String>) -> ThresholdResult {
+        let (value, why) = match value {
+            Ok(v) => (Some(v), None),
+            Err(why) => (None, Some(why)),
+        };
+        ThresholdResult {
+            threshold: self.text.clone(),
+            source: self.source,
+            metric: self.metric.describe(ddp),
+            value,
+            bound: self.bound,
+            unit: self.metric.dim().unit().into(),
+            ok: value.is_some_and(|v| self.op.holds(v, self.bound)),
+            why,
+        }
+    }
+}
+
+/// Parses one expression.
+pub fn parse(text: &str, source: Source) -> Result<Threshold, ParseError> {
+    let mut p = Parser { chars: text.chars().collect(), at: 0 };
+    p.skip_space();
+    if p.at == p.chars.len() {
+        return Err(p.error("an empty threshold; write METRIC<BOUND, e.g. p99<200ms"));
+    }
+    let metric = p.metric()?;
+    p.skip_space();
+    let op = p.op()?;
+    p.skip_space();
+    let start = p.at;
+    let number = p.number()?;
+    p.skip_space();
+    let unit_at = p.at;
+    let unit: String = p.chars[p.at..].iter().collect::<String>().trim_end().to_string();
+    let scale = unit_scale(&metric, &unit).map_err(|m| ParseError { column: unit_at + 1, message: m })?;
+    let bound = number * scale;
+    if !bound.is_finite() {
+        return Err(ParseError { column: start + 1, message: "the bound is not a finite number".into() });
+    }
+    Ok(Threshold { text: text.trim().to_string(), metric, op, bound, source })
+}
+
+/// Parses an expression and says which one failed and why.
+pub fn parse_flag(text: &str) -> Result<Threshold, String> {
+    parse(text, Source::Flag).map_err(|e| format!("--threshold {text:?}: {e}"))
+}
+
+/// What one unit of the bound is in the metric's own unit; Err when the unit does not fit.
+fn unit_scale(metric: &Metric, unit: &str) -> Result<f64, String> {
+    let dim = metric.dim();
+    let scale = match (dim, unit) {
+        (Dim::Time, "" | "ms") => Some(1.0),
+        (Dim::Time, "us" | "µs") => Some(0.001),
+        (Dim::Time, "s") => Some(1000.0),
+        (Dim::Time, "m" | "min") => Some(60_000.0),
+        (Dim::Percent, "" | "%") => Some(1.0),
+        (Dim::PerSecond, "" | "/s") => Some(1.0),
+        (Dim::Count, "") => Some(1.0),
+        (Dim::Bytes, "B") => Some(1.0),
+        (Dim::Bytes, "KB" | "kB") => Some(1e3),
+        (Dim::Bytes, "MB") => Some(1e6),
+        (Dim::Bytes, "GB") => Some(1e9),
+        (Dim::Bytes, "KiB") => Some(1024.0),
+        (Dim::Bytes, "MiB") => Some(1024.0 * 1024.0),
+        (Dim::Bytes, "GiB") => Some(1024.0 * 1024.0 * 1024.0),
+        _ => None,
+    };
+    scale.ok_or_else(|| {
+        let fits = match dim {
+            Dim::Time => "us, ms, s or m (a bare number is ms)",
+            Dim::Percent => "% (or none)",
+            Dim::PerSecond => "/s (or none)",
+            Dim::Count => "no unit",
+            Dim::Bytes => "B, KB, MB, GB, KiB, MiB or GiB (memory needs a unit)",
+        };
+        let what = if unit.is_empty() { "no unit".to_string() } else { format!("unit {unit:?}") };
+        format!("{what} does not fit {}: it takes {fits}", metric.describe(false))
+    })
+}
+
+struct Parser {
+    chars: Vec<char>,
+    at: usize,
+}
+
+impl Parser {
+    fn error(&self, message: impl Into<String>) -> ParseError {
+        ParseError { column: self.at + 1, message: message.into() }
+    }
+
+    fn skip_space(&mut self) {
+        while self.chars.get(self.at).is_some_and(|c| c.is_whitespace()) {
+            self.at += 1;
+        }
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.chars.get(self.at).copied()
+    }
+
+    /// A name: letters, digits, `_`, `-` and `.` (percentiles such as p99.9).
+    fn word(&mut self) -> String {
+        let start = self.at;
+        while self.peek().is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.')) {
+            self.at += 1;
+        }
+        self.chars[start..self.at].iter().collect()
+    }
+
+    fn metric(&mut self) -> Result<Metric, ParseError> {
+        let start = self.at;
+        let word = self.word();
+        let unknown =
+            |what: &str| ParseError { column: start + 1, message: format!("{what}; the metrics are {METRICS}") };
+        if word.is_empty() {
+            return Err(unknown("expected a metric"));
+        }
+        if word == "step" || word.starts_with("step.") {
+            self.at = start + 4;
+            return self.step_metric();
+        }
+        let (head, rest) = match word.split_once('.') {
+            Some((h, r)) => (h, Some(r)),
+            None => (word.as_str(), None),
+        };
+        match (head, rest) {
+            ("error_rate", None) => Ok(Metric::ErrorRate),
+            ("errors", None) => Ok(Metric::Errors),
+            ("rps", None) => Ok(Metric::Rps),
+            ("cpu" | "rss", Some(rest)) => {
+                let (process, stat) = match rest.rsplit_once('.') {
+                    Some((p, s)) if matches!(s, "mean" | "max") => (p, Some(s)),
+                    _ => (rest, None),
+                };
+                if process.is_empty() {
+                    return Err(unknown(&format!("{head}. needs the name of a watched process: {head}.app")));
+                }
+                let process = process.to_string();
+                Ok(match (head, stat) {
+                    ("cpu", s) => Metric::Cpu { process, peak: s == Some("max") },
+                    (_, s) => Metric::Rss { process, mean: s == Some("mean") },
+                })
+            }
+            ("cpu" | "rss", None) => Err(unknown(&format!("{head} needs the name of a watched process: {head}.app"))),
+            _ => match stat(&word) {
+                Some(stat) => Ok(Metric::Latency { step: None, stat }),
+                None => Err(unknown(&format!("unknown metric {word:?}"))),
+            },
+        }
+    }
+
+    /// `step["NAME"].STAT` (after `step`).
+    fn step_metric(&mut self) -> Result<Metric, ParseError> {
+        if self.peek() != Some('[') {
+            return Err(self.error("expected [\"STEP NAME\"] after step, e.g. step[\"call insertTask\"].p95"));
+        }
+        self.at += 1;
+        let Some(quote) = self.peek().filter(|c| matches!(c, '"' | '\'')) else {
+            return Err(self.error("expected a quoted step name, e.g. step[\"call insertTask\"]"));
+        };
+        self.at += 1;
+        let name_start = self.at;
+        while self.peek().is_some_and(|c| c != quote) {
+            self.at += 1;
+        }
+        if self.peek().is_none() {
+            return Err(ParseError { column: name_start, message: format!("the step name's {quote} is never closed") });
+        }
+        let name: String = self.chars[name_start..self.at].iter().collect();
+        if name.trim().is_empty() {
+            return Err(ParseError { column: name_start, message: "an empty step name".into() });
+        }
+        self.at += 1;
+        if self.peek() != Some(']') {
+            return Err(self.error("expected ] after the step name"));
+        }
+        self.at += 1;
+        if self.peek() != Some('.') {
+            return Err(self.error("expected .STATISTIC after step[...], e.g. step[\"call insertTask\"].p95"));
+        }
+        self.at += 1;
+        let stat_at = self.at;
+        let word = self.word();
+        match stat(&word) {
+            Some(stat) => Ok(Metric::Latency { step: Some(name), stat }),
+            None => Err(ParseError {
+                column: stat_at + 1,
+                message: format!(
+                    "{:?} is not a latency statistic of step {name:?}: min, mean, max or a percentile (p50, p95, p99.9)",
+                    word
+                ),
+            }),
+        }
+    }
+
+    fn op(&mut self) -> Result<Op, ParseError> {
+        let op = match (self.peek(), self.chars.get(self.at + 1)) {
+            (Some('<'), Some('=')) => Op::Le,
+            (Some('>'), Some('=')) => Op::Ge,
+            (Some('<'), _) => Op::Lt,
+            (Some('>'), _) => Op::Gt,
+            (Some('='), _) => return Err(self.error("= is no comparison here: use <, <=, > or >=")),
+            (None, _) => return Err(self.error("expected <, <=, > or >= and a bound after the metric")),
+            (Some(c), _) => return Err(self.error(format!("expected <, <=, > or >=, found {c:?}"))),
+        };
+        self.at += op.symbol().len();
+        Ok(op)
+    }
+
+    fn number(&mut self) -> Result<f64, ParseError> {
+        let start = self.at;
+        if matches!(self.peek(), Some('+' | '-')) {
+            self.at += 1;
+        }
+        while self.peek().is_some_and(|c| c.is_ascii_digit() || matches!(c, '.' | '_')) {
+            self.at += 1;
+        }
+        let text: String = self.chars[start..self.at].iter().filter(|c| **c != '_').collect();
+        match text.parse::<f64>() {
+            Ok(v) if v >= 0.0 => Ok(v),
+            Ok(_) => Err(ParseError { column: start + 1, message: "the bound must not be negative".into() }),
+            Err(_) => Err(ParseError {
+                column: start + 1,
+                message: match self.chars.get(start) {
+                    Some(c) => format!("expected a number, found {c:?}"),
+                    None => "expected a number after the comparison".into(),
+                },
+            }),
+        }
+    }
+}
+
+/// A latency statistic's name: min, mean, max, median, pN.
+fn stat(word: &str) -> Option<Stat> {
+    match word {
+        "min" => Some(Stat::Min),
+        "mean" | "avg" => Some(Stat::Mean),
+        "max" => Some(Stat::Max),
+        "median" => Some(Stat::Percentile(50.0)),
+        _ => {
+            let digits = word.strip_prefix('p')?;
+            if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit() || c == '.') {
+                return None;
+            }
+            // p999 is p99.9, as in many tools; p99.9 says it plainly.
+            let p: f64 = match digits {
+                "999" => 99.9,
+                "9999" => 99.99,
+                d => d.parse().ok()?,
+            };
+            (p > 0.0 && p <= 100.0).then_some(Stat::Percentile(p))
+        }
+    }
+}
+
+/// A workload's names the thresholds may use: its DDP steps (None for HTTP) and the watched
+/// processes.
+pub struct Names<'a> {
+    pub steps: Option<&'a [String]>,
+    pub processes: &'a [String],
+}
+
+/// Whether a threshold can be judged on a workload with these names; the reason when not.
+pub fn check(t: &Threshold, names: &Names) -> Result<(), String> {
+    let list = |names: &[String]| {
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", ")
+        }
+    };
+    if let Metric::Latency { step: Some(step), .. } = &t.metric {
+        match names.steps {
+            None => {
+                return Err(format!("{}: step[...] applies to DDP runs (bolide run); an HTTP run has no steps", t.text))
+            }
+            Some(steps) if !steps.iter().any(|s| s == step) => {
+                return Err(format!("{}: no step is named {step:?}; the steps are {}", t.text, list(steps)))
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(p) = t.metric.process() {
+        if !names.processes.iter().any(|n| n == p) {
+            return Err(format!(
+                "{}: no process named {p:?} is watched (watched: {}); add --monitor {p}=PID or {p}=:PORT",
+                t.text,
+                list(names.processes)
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(text: &str) -> Threshold {
+        parse(text, Source::Flag).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn valid_expressions_parse_to_metric_op_and_bound_in_the_metrics_unit() {
+        let lat = |stat| Metric::Latency { step: None, stat };
+        let table: &[(&str, Metric, Op, f64)] = &[
+            ("p99<200ms", lat(Stat::Percentile(99.0)), Op::Lt, 200.0),
+            ("p50<=20ms", lat(Stat::Percentile(50.0)), Op::Le, 20.0),
+            ("max<1s", lat(Stat::Max), Op::Lt, 1000.0),
+            ("p99.9 < 2.5s", lat(Stat::Percentile(99.9)), Op::Lt, 2500.0),
+            ("p999<900us", lat(Stat::Percentile(99.9)), Op::Lt, 0.9),
+            ("mean<15", lat(Stat::Mean), Op::Lt, 15.0),
+            ("min>=1ms", lat(Stat::Min), Op::Ge, 1.0),
+            ("median<1m", lat(Stat::Percentile(50.0)), Op::Lt, 60_000.0),
+            ("error_rate<1%", Metric::ErrorRate, Op::Lt, 1.0),
+            ("error_rate<=0.5", Metric::ErrorRate, Op::Le, 0.5),
+            ("errors<1", Metric::Errors, Op::Lt, 1.0),
+            ("rps>=5000", Metric::Rps, Op::Ge, 5000.0),
+            ("rps>1_000/s", Metric::Rps, Op::Gt, 1000.0),
+            (
+                "step[\"call insertTask\"].p95<100ms",
+                Metric::Latency { step: Some("call insertTask".into()), stat: Stat::Percentile(95.0) },
+                Op::Lt,
+                100.0,
+            ),
+            (
+                "step['add a task'].max<2s",
+                Metric::Latency { step: Some("add a task".into()), stat: Stat::Max },
+                Op::Lt,
+                2000.0,
+            ),
+            ("cpu.app<80%", Metric::Cpu { process: "app".into(), peak: false }, Op::Lt, 80.0),
+            ("cpu.app.max<150", Metric::Cpu { process: "app".into(), peak: true }, Op::Lt, 150.0),
+            ("cpu.my-db.mean<5%", Metric::Cpu { process: "my-db".into(), peak: false }, Op::Lt, 5.0),
+            ("rss.app<500MB", Metric::Rss { process: "app".into(), mean: false }, Op::Lt, 500e6),
+            (
+                "rss.app.mean<1.5GiB",
+                Metric::Rss { process: "app".into(), mean: true },
+                Op::Lt,
+                1.5 * 1024.0 * 1024.0 * 1024.0,
+            ),
+            ("  rss.db <= 64KiB ", Metric::Rss { process: "db".into(), mean: false }, Op::Le, 65536.0),
+        ];
+        for (text, metric, op, bound) in table {
+            let t = ok(text);
+            assert_eq!(&t.metric, metric, "{text}");
+            assert_eq!(t.op, *op, "{text}");
+            assert!((t.bound - bound).abs() < 1e-9, "{text}: {} != {bound}", t.bound);
+            assert_eq!(t.text, text.trim());
+        }
+    }
+
+    #[test]
+    fn invalid_expressions_name_the_column_and_what_was_expected() {
+        // (expression, column, words the message holds)
+        let table: &[(&str, usize, &[&str])] = &[
+            ("", 1, &["empty"]),
+            ("p99", 4, &["expected <"]),
+            ("p99=200ms", 4, &["= is no comparison"]),
+            ("p99<<200ms", 5, &["expected a number", "'<'"]),
+            ("p99<", 5, &["expected a number after"]),
+            ("p99<-5ms", 5, &["negative"]),
+            ("p99<200ks", 8, &["unit \"ks\"", "us, ms, s or m"]),
+            ("latency<200ms", 1, &["unknown metric \"latency\"", "error_rate", "step[\"NAME\"]", "rss.NAME"]),
+            ("p0<1ms", 1, &["unknown metric"]),
+            ("p101<1ms", 1, &["unknown metric"]),
+            ("error_rate<1MB", 13, &["does not fit", "% (or none)"]),
+            ("rss.app<500", 12, &["no unit", "memory needs a unit"]),
+            ("errors<1%", 9, &["takes no unit"]),
+            ("cpu<80%", 1, &["cpu needs the name of a watched process"]),
+            ("cpu.<80%", 1, &["cpu. needs the name"]),
+            ("step.p95<1ms", 5, &["expected [\"STEP NAME\"]"]),
+            ("step[p95]<1ms", 6, &["quoted step name"]),
+            ("step[\"x].p95<1ms", 6, &["never closed"]),
+            ("step[\"\"].p95<1ms", 6, &["empty step name"]),
+            ("step[\"x\"]p95<1ms", 10, &["expected .STATISTIC"]),
+            ("step[\"x\"].p<1ms", 11, &["not a latency statistic of step \"x\""]),
+        ];
+        for (text, column, words) in table {
+            let e = match parse(text, Source::Flag) {
+                Ok(t) => panic!("{text:?} parsed: {t:?}"),
+                Err(e) => e,
+            };
+            assert_eq!(e.column, *column, "{text:?}: {e}");
+            for w in *words {
+                assert!(e.message.contains(w), "{text:?}: {:?} lacks {w:?}", e.message);
+            }
+        }
+        let huge = format!("rps>1{}", "0".repeat(400));
+        assert!(parse(&huge, Source::Flag).unwrap_err().message.contains("finite"));
+        assert_eq!(
+            parse_flag("p99").unwrap_err(),
+            "--threshold \"p99\": column 4: expected <, <=, > or >= and a bound after the metric"
+        );
+    }
+
+    #[test]
+    fn verdicts_compare_with_the_operator_and_fail_without_a_value() {
+        let t = ok("p99<200ms");
+        let r = t.judge(false, Ok(199.9));
+        assert!(r.ok);
+        assert_eq!((r.metric.as_str(), r.unit.as_str(), r.shown()), ("p99 of all requests", "ms", "199.90 ms".into()));
+        assert!(!t.judge(false, Ok(200.0)).ok, "< is strict");
+        assert!(ok("p99<=200ms").judge(false, Ok(200.0)).ok);
+        assert!(ok("rps>=5000").judge(false, Ok(5000.0)).ok);
+        assert!(!ok("rps>5000").judge(false, Ok(5000.0)).ok);
+        let none = t.judge(true, Err("no step completed".into()));
+        assert!(!none.ok);
+        assert_eq!(none.metric, "p99 of all steps");
+        assert_eq!(none.shown(), "no value: no step completed");
+        assert_eq!(ok("rss.app<500MB").judge(false, Ok(412e6)).shown(), "412.0 MB");
+        assert_eq!(ok("rss.app<500MB").judge(false, Ok(0.0)).bound_shown(), "500.0 MB");
+    }
+
+    #[test]
+    fn names_are_checked_against_the_workload() {
+        let steps = vec!["connect".to_string(), "call insertTask".to_string()];
+        let processes = vec!["app".to_string()];
+        let ddp = Names { steps: Some(&steps), processes: &processes };
+        let http = Names { steps: None, processes: &[] };
+        assert!(check(&ok("step[\"call insertTask\"].p95<1s"), &ddp).is_ok());
+        let e = check(&ok("step[\"call insertTsk\"].p95<1s"), &ddp).unwrap_err();
+        assert!(
+            e.contains("no step is named \"call insertTsk\"; the steps are \"connect\", \"call insertTask\""),
+            "{e}"
+        );
+        let e = check(&ok("step[\"a\"].p95<1s"), &http).unwrap_err();
+        assert!(e.contains("applies to DDP runs"), "{e}");
+        assert!(check(&ok("cpu.app<80%"), &ddp).is_ok());
+        let e = check(&ok("rss.db<1GB"), &ddp).unwrap_err();
+        assert!(e.contains("no process named \"db\" is watched (watched: \"app\"); add --monitor db=PID"), "{e}");
+        let e = check(&ok("cpu.app<80%"), &http).unwrap_err();
+        assert!(e.contains("(watched: none)"), "{e}");
+        assert!(check(&ok("p99<1s"), &http).is_ok());
+    }
+}

@@ -1,0 +1,334 @@
+//! Thresholds end to end: `--threshold` on http, run, bench and merge, a scenario's `ensure` in the
+//! same grammar, the exit codes, the table and the verdicts recorded in the documents.
+
+mod common;
+
+use common::{bolide, read_doc};
+
+fn server() -> refserver::Server {
+    refserver::Server::start(refserver::Config::default()).unwrap()
+}
+
+#[test]
+fn http_thresholds_gate_the_exit_code_and_are_recorded() {
+    let server = server();
+    let url = format!("{}/delay/20", server.base_url());
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let json = json.to_str().unwrap();
+    // Every response takes at least 20 ms: these hold.
+    let o = bolide(&[
+        "http",
+        "-c",
+        "2",
+        "-n",
+        "20",
+        "--json",
+        json,
+        "--threshold",
+        "p50>=20ms",
+        "--threshold",
+        "error_rate<1%",
+        "--threshold",
+        "errors<1",
+        "--threshold",
+        "rps>0",
+        &url,
+    ]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let doc = read_doc(std::path::Path::new(json));
+    assert_eq!(doc.thresholds.len(), 4);
+    assert!(doc.thresholds.iter().all(|t| t.ok), "{:?}", doc.thresholds);
+    assert!(doc.thresholds[0].value.unwrap() >= 20.0);
+    assert_eq!(doc.thresholds[2].value, Some(0.0));
+    assert!(o.out.contains("Thresholds    p50>=20ms"), "{}", o.out);
+    assert!(!o.out.contains("BROKEN"), "{}", o.out);
+
+    // One broken: exit 1, the table names it, the document records the verdicts.
+    let o = bolide(&[
+        "http",
+        "-c",
+        "2",
+        "-n",
+        "20",
+        "--json",
+        json,
+        "--threshold",
+        "max<5ms",
+        "--threshold",
+        "p99<10s",
+        &url,
+    ]);
+    assert_eq!(o.code, 1, "{}\n{}", o.out, o.err);
+    let doc = read_doc(std::path::Path::new(json));
+    let verdicts: Vec<(&str, bool)> = doc.thresholds.iter().map(|t| (t.threshold.as_str(), t.ok)).collect();
+    assert_eq!(verdicts, [("max<5ms", false), ("p99<10s", true)]);
+    assert_eq!(doc.thresholds[0].metric, "max of all requests");
+    assert_eq!(doc.summary.responses, 20, "a broken threshold loses no result");
+    let line = o.out.lines().find(|l| l.contains("max<5ms")).unwrap();
+    assert!(line.trim_end().ends_with("BROKEN") && line.contains(" ms"), "{line}");
+    assert!(o.out.contains("1 of 2 thresholds broken: exit code 1"), "{}", o.out);
+
+    // With --json -, stdout is the document alone and still carries the verdicts.
+    let o = bolide(&["http", "-c", "1", "-n", "5", "--json", "-", "--threshold", "min<1ms", &url]);
+    assert_eq!(o.code, 1);
+    let v: serde_json::Value = serde_json::from_str(&o.out).expect("stdout is JSON only");
+    assert_eq!(v["thresholds"][0]["ok"], false);
+    assert!(o.err.contains("min<1ms"), "{}", o.err);
+}
+
+#[test]
+fn bad_thresholds_are_usage_errors_naming_the_column_and_the_metrics() {
+    let server = server();
+    let url = server.base_url();
+    let o = bolide(&["http", "-n", "1", "--threshold", "p99<<200ms", "--threshold", "latency<1s", &url]);
+    assert_eq!(o.code, 2);
+    assert!(o.err.contains("--threshold \"p99<<200ms\": column 5: expected a number, found '<'"), "{}", o.err);
+    assert!(o.err.contains("column 1: unknown metric \"latency\"; the metrics are p50"), "{}", o.err);
+    assert!(o.err.contains("rss.NAME"), "the metrics available are listed: {}", o.err);
+    // A process nobody watches, a step of an HTTP run: refused before anything runs.
+    let o = bolide(&["http", "-n", "1", "--threshold", "cpu.app<80%", "--threshold", "step[\"x\"].p95<1s", &url]);
+    assert_eq!(o.code, 2);
+    assert!(o.err.contains("no process named \"app\" is watched (watched: none); add --monitor app="), "{}", o.err);
+    assert!(o.err.contains("step[...] applies to DDP runs"), "{}", o.err);
+    assert_eq!(server.requests(), 0, "nothing was sent");
+}
+
+#[test]
+fn process_thresholds_read_the_watched_process() {
+    let server = server();
+    let pid = std::process::id().to_string();
+    let monitor = format!("app={pid}");
+    let (o, doc) = {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("r.json");
+        let o = bolide(&[
+            "http",
+            "-c",
+            "1",
+            "-d",
+            "1s",
+            "--monitor",
+            &monitor,
+            "--monitor-interval",
+            "100ms",
+            "--json",
+            json.to_str().unwrap(),
+            "--threshold",
+            "rss.app<1KB",
+            "--threshold",
+            "rss.app.mean>1KB",
+            "--threshold",
+            "cpu.app.max>=0%",
+            &server.base_url(),
+        ]);
+        (o, read_doc(&json))
+    };
+    assert_eq!(o.code, 1, "{}\n{}", o.out, o.err);
+    let app = &doc.monitor[0];
+    let t = &doc.thresholds;
+    assert_eq!(t[0].value, Some(app.peak_rss_bytes as f64));
+    assert!(!t[0].ok && t[1].ok && t[2].ok, "{t:?}");
+    assert_eq!(t[2].value, Some(app.peak_cpu_pct));
+    assert_eq!((t[0].unit.as_str(), t[2].unit.as_str()), ("B", "%"));
+}
+
+fn scenario(dir: &tempfile::TempDir, text: &str) -> String {
+    let path = dir.path().join("s.yml");
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn run_thresholds_and_ensure_share_one_grammar() {
+    let server = server();
+    let dir = tempfile::tempdir().unwrap();
+    // ensure as a list of expressions; the call sleeps 30 ms.
+    let file = scenario(
+        &dir,
+        &format!(
+            "config:\n  target: {}\n  phases: [{{duration: 200ms, arrivalCount: 3}}]\n  ensure:\n    - p99 < 10s\n    - \
+             step[\"call bolide.sleep\"].p95 >= 30ms\nscenarios:\n  - flow:\n      - connect\n      - call: {{method: \
+             bolide.sleep, params: {{ms: 30}}}}\n",
+            server.base_url()
+        ),
+    );
+    let json = dir.path().join("r.json");
+    let json = json.to_str().unwrap();
+    let o = bolide(&["run", &file, "--json", json, "--threshold", "error_rate<1%", "--threshold", "rps>0"]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let doc = bolide::stats::vu::DdpDoc::from_json(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let got: Vec<(&str, String, bool)> = doc
+        .thresholds
+        .iter()
+        .map(|t| (t.threshold.as_str(), serde_json::to_value(t.source).unwrap().as_str().unwrap().to_string(), t.ok))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("p99 < 10s", "ensure".to_string(), true),
+            ("step[\"call bolide.sleep\"].p95 >= 30ms", "ensure".to_string(), true),
+            ("error_rate<1%", "--threshold".to_string(), true),
+            ("rps>0", "--threshold".to_string(), true),
+        ]
+    );
+    assert_eq!(doc.thresholds[1].metric, "p95 of call bolide.sleep");
+    // The same step, a bound it cannot meet, from the command line: exit 1.
+    let o = bolide(&["run", &file, "--json", json, "--threshold", "step[\"call bolide.sleep\"].max<1ms"]);
+    assert_eq!(o.code, 1, "{}\n{}", o.out, o.err);
+    assert!(o.out.contains("1 of 3 thresholds broken"), "{}", o.out);
+    // A step the scenario does not have: refused, naming the steps it has.
+    let o = bolide(&["run", &file, "--threshold", "step[\"call nothing\"].max<1s"]);
+    assert_eq!(o.code, 2);
+    assert!(o.err.contains("the steps are \"connect\", \"call bolide.sleep\""), "{}", o.err);
+    // Artillery's map form with a thresholds list beside it.
+    let file = scenario(
+        &dir,
+        &format!(
+            "config:\n  target: {}\n  phases: [{{duration: 100ms, arrivalCount: 2}}]\n  ensure:\n    maxErrorRate: 0\n    \
+             thresholds: [\"max<1ms\"]\nscenarios:\n  - flow:\n      - connect\n      - call: {{method: bolide.sleep, \
+             params: {{ms: 5}}}}\n",
+            server.base_url()
+        ),
+    );
+    let o = bolide(&["run", &file, "--json", json]);
+    assert_eq!(o.code, 1, "{}\n{}", o.out, o.err);
+    let doc = bolide::stats::vu::DdpDoc::from_json(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let got: Vec<(&str, bool)> = doc.thresholds.iter().map(|t| (t.threshold.as_str(), t.ok)).collect();
+    assert_eq!(got, [("error_rate<=0%", true), ("max<1ms", false)]);
+}
+
+#[test]
+fn a_bad_ensure_expression_is_a_scenario_error_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario(
+        &dir,
+        "config:\n  target: http://127.0.0.1:9\n  phases: [{duration: 1, arrivalRate: 1}]\n  ensure:\n    - p99<1s\n    - \
+         p99 < fast\nscenarios:\n  - flow: [connect]\n",
+    );
+    let o = bolide(&["run", &file]);
+    assert_eq!(o.code, 2);
+    assert!(o.err.contains("s.yml:6:7"), "{}", o.err);
+    assert!(o.err.contains("\"p99 < fast\": expected a number, found 'f' at column 7 of the expression"), "{}", o.err);
+}
+
+#[test]
+fn bench_tabulates_thresholds_over_its_runs_and_fails_when_one_broke() {
+    let server = server();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("series");
+    let url = format!("{}/delay/10", server.base_url());
+    let o = bolide(&[
+        "bench",
+        "http",
+        "--runs",
+        "2",
+        "--cooldown",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+        "--label",
+        "x",
+        "-c",
+        "1",
+        "-n",
+        "5",
+        "--threshold",
+        "p50>=10ms",
+        "--threshold",
+        "max<2ms",
+        &url,
+    ]);
+    assert_eq!(o.code, 1, "{}\n{}", o.out, o.err);
+    let table = o.out.lines().skip_while(|l| !l.starts_with("| Threshold")).take(4).collect::<Vec<_>>().join("\n");
+    assert!(table.starts_with("| Threshold | Run 1"), "{}", o.out);
+    let rows: Vec<&str> = table.lines().skip(2).collect();
+    assert!(rows[0].contains("p50>=10ms") && rows[0].contains("| ok "), "{table}");
+    assert!(rows[1].contains("max<2ms") && rows[1].contains("BROKEN in run 1, 2"), "{table}");
+    assert!(o.out.contains("thresholds BROKEN: max<2ms"), "each run's line says it: {}", o.out);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("http-summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["runs"][1]["thresholds"][1]["ok"], false);
+    assert_eq!(summary["runs"][1]["thresholds"][0]["ok"], true);
+}
+
+#[test]
+fn merge_judges_the_plan_s_thresholds_over_the_whole_run() {
+    let server = server();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("{}/delay/5", server.base_url());
+    let mut files = Vec::new();
+    for i in 1..=2 {
+        let json = dir.path().join(format!("seg-{i}.json"));
+        let seg = format!("{i}/2");
+        // Each segment sends 5 of the plan's 10: "errors<1" holds, "rps" and the counts are the
+        // whole run's after the merge.
+        let o = bolide(&[
+            "http",
+            "-c",
+            "2",
+            "-n",
+            "10",
+            "--segment",
+            &seg,
+            "--json",
+            json.to_str().unwrap(),
+            "--threshold",
+            "errors<1",
+            "--threshold",
+            "p50<1ms",
+            &url,
+        ]);
+        assert_eq!(o.code, 1, "p50<1ms cannot hold over /delay/5: {}", o.out);
+        files.push(json.to_str().unwrap().to_string());
+    }
+    let merged = dir.path().join("merged.json");
+    let mut args = vec!["merge", "-o", merged.to_str().unwrap()];
+    args.extend(files.iter().map(String::as_str));
+    let o = bolide(&args);
+    assert_eq!(o.code, 1, "{}\n{}", o.out, o.err);
+    let doc = read_doc(&merged);
+    assert_eq!(doc.summary.responses, 10);
+    let got: Vec<(&str, bool)> = doc.thresholds.iter().map(|t| (t.threshold.as_str(), t.ok)).collect();
+    assert_eq!(got, [("errors<1", true), ("p50<1ms", false)]);
+    assert!(doc.thresholds[1].value.unwrap() >= 5.0);
+    assert!(o.out.contains("1 of 2 thresholds broken"), "{}", o.out);
+}
+
+#[test]
+fn capacity_levels_fail_on_thresholds_and_a_failed_first_level_exits_1() {
+    let server = server();
+    let url = format!("{}/delay/20", server.base_url());
+    let ladder = |threshold: &str| {
+        bolide(&[
+            "capacity",
+            "http",
+            "--from",
+            "5",
+            "--step",
+            "5",
+            "--to",
+            "10",
+            "-d",
+            "1s",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--cooldown",
+            "0",
+            "--threshold",
+            threshold,
+            &url,
+        ])
+    };
+    // Every response takes 20 ms or more: the first level already breaks p99<5ms.
+    let o = ladder("p99<5ms");
+    assert_eq!(o.code, 1, "{}\n{}", o.out, o.err);
+    assert!(o.out.contains("x: threshold p99<5ms broken: "), "{}", o.out);
+    assert!(o.out.contains("No level passed. The server failed at 5 per second."), "{}", o.out);
+    // A threshold every level holds: the ladder climbs to its end and exits 0.
+    let o = ladder("p99<5s");
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    assert!(o.out.contains("Every level passed"), "{}", o.out);
+}
