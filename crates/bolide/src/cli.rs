@@ -103,8 +103,9 @@ pub struct BenchOpts {
     runs are matched by workload, and run i of each series is compared with run i of the baseline.\n\n\
     Examples:\n  \
     bolide compare results/2.16 results/3.1.1\n  \
-    bolide compare --format md node.json nginx.json > comparison.md\n\n\
-    Exit codes: 0 done, 2 usage error or nothing comparable.")]
+    bolide compare --format md node.json nginx.json > comparison.md\n  \
+    bolide compare base/ pr/ --fail-on 'time>+10%' --fail-on 'cpu>+15%' --fail-on 'p99>+20%'\n\n\
+    Exit codes: 0 done, 1 a --fail-on rule failed, 2 usage error or nothing comparable.")]
 pub struct CompareArgs {
     /// Result directories (from `bolide bench`) or result files.
     #[arg(required = true, value_name = "DIR_OR_FILE")]
@@ -118,6 +119,17 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Term)]
     pub format: Format,
+
+    /// Exit 1 when a metric moved past this bound against the baseline and the change is
+    /// significant: time>+10%, cpu>+15%, ram>+10%, p99>+20%, mean>+20%, rps<-5% (HTTP),
+    /// error_rate>+50% (change of the means, percent). Repeatable.
+    #[arg(long = "fail-on", value_name = "RULE")]
+    pub fail_on: Vec<String>,
+
+    /// With --fail-on: fail on a change past its bound even when the runs cannot tell it from
+    /// noise (single runs, where no test can).
+    #[arg(long, requires = "fail_on")]
+    pub ignore_significance: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -332,3 +332,60 @@ fn capacity_levels_fail_on_thresholds_and_a_failed_first_level_exits_1() {
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
     assert!(o.out.contains("Every level passed"), "{}", o.out);
 }
+
+/// A series directory of HTTP result documents made from the fixture, one per requests/s value.
+fn series(dir: &std::path::Path, name: &str, rps: &[f64]) -> std::path::PathBuf {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/http-run.json");
+    let text = std::fs::read_to_string(fixture).unwrap();
+    let out = dir.join(name);
+    std::fs::create_dir_all(&out).unwrap();
+    for (i, r) in rps.iter().enumerate() {
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["summary"]["requests_per_s"] = serde_json::json!(r);
+        v["label"] = serde_json::json!(name);
+        // The fixture's run is suspect (a busy machine); these runs count for significance.
+        v["generator"]["suspect"] = serde_json::Value::Null;
+        v.as_object_mut().unwrap().remove("monitor");
+        std::fs::write(out.join(format!("http-{}.json", i + 1)), v.to_string()).unwrap();
+    }
+    out
+}
+
+#[test]
+fn compare_fails_on_a_significant_regression_and_says_which_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = series(dir.path(), "base", &[1000.0, 1010.0, 990.0]);
+    // 20% fewer requests per second, with little noise: significant.
+    let slower = series(dir.path(), "slower", &[800.0, 810.0, 790.0]);
+    // 20% fewer on average, but the runs spread over 500..1100: within noise.
+    let noisy = series(dir.path(), "noisy", &[500.0, 1100.0, 800.0]);
+    let (b, s, n) = (base.to_str().unwrap(), slower.to_str().unwrap(), noisy.to_str().unwrap());
+    let o = bolide(&["compare", b, s, "--format", "md", "--fail-on", "rps<-10%", "--fail-on", "time>+50%"]);
+    assert_eq!(o.code, 1, "{}\n{}", o.out, o.err);
+    assert!(o.out.contains("## Regression gate (--fail-on)"), "{}", o.out);
+    assert!(o.out.contains("**Regression: rps<-10% failed**: exit code 1."), "{}", o.out);
+    let row = o.out.lines().find(|l| l.starts_with("| rps<-10%")).unwrap();
+    assert!(row.contains("-20.00%") && row.contains("FAILED: -20.00% <-10%, significant"), "{row}");
+    // time per request rose 25%: under the 50% bound.
+    let row = o.out.lines().find(|l| l.starts_with("| time>+50%")).unwrap();
+    assert!(row.contains("| ok: +25.00%"), "{row}");
+    // Within noise: not failed, and said so; --ignore-significance fails it.
+    let o = bolide(&["compare", b, n, "--fail-on", "rps<-10%"]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    assert!(o.out.contains("but not significant") && o.out.contains("Every rule held (1 judged)."), "{}", o.out);
+    let o = bolide(&["compare", b, n, "--fail-on", "rps<-10%", "--ignore-significance"]);
+    assert_eq!(o.code, 1, "{}", o.out);
+    // JSON: the gate's verdicts, stdout JSON alone.
+    let o = bolide(&["compare", b, s, "--format", "json", "--fail-on", "rps<-10%", "--fail-on", "cpu>+15%"]);
+    assert_eq!(o.code, 1);
+    let v: serde_json::Value = serde_json::from_str(&o.out).unwrap();
+    assert_eq!(v["gate"][0]["failed"], true);
+    assert_eq!(v["gate"][0]["significant"], true);
+    // These runs watched no server: a CPU rule cannot pass on nothing.
+    assert_eq!(v["gate"][1]["failed"], true);
+    assert!(v["gate"][1]["verdict"].as_str().unwrap().contains("no server CPU was measured"), "{}", v["gate"][1]);
+    // A bad rule is a usage error that names it.
+    let o = bolide(&["compare", b, s, "--fail-on", "latency>+10%"]);
+    assert_eq!(o.code, 2);
+    assert!(o.err.contains("--fail-on \"latency>+10%\": column 1: unknown metric"), "{}", o.err);
+}

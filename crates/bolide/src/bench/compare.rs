@@ -191,6 +191,9 @@ pub struct Report {
     pub comparisons: Vec<Comparison>,
     /// HTTP workloads: the ab-style table, one column per series.
     pub http_tables: Vec<HttpTable>,
+    /// `--fail-on`: every rule judged on every comparison (absent without rules).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gate: Vec<super::gate::GateResult>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -569,6 +572,7 @@ pub fn build(series: &[Series], baseline: usize, skipped: Vec<Skipped>) -> Repor
         refused,
         comparisons,
         http_tables,
+        gate: Vec::new(),
     }
 }
 
@@ -754,6 +758,31 @@ pub fn render(r: &Report, md: bool, watched: &str) -> String {
         }
         out.push('\n');
     }
+    if !r.gate.is_empty() {
+        out.push_str(&h(2, "Regression gate (--fail-on)"));
+        let mut t = Table::new(&["Rule", "Workload", "Series", "Change", "Verdict"]).right(&[3]);
+        for g in &r.gate {
+            let change = g.change_pct.map(|c| format!("{c:+.2}%")).unwrap_or_else(|| "n/a".into());
+            t.row(vec![
+                g.rule.clone(),
+                g.workload.clone(),
+                format!("{} vs {}", g.series, g.baseline),
+                change,
+                g.verdict.clone(),
+            ]);
+        }
+        out.push_str(&t.markdown());
+        let failed: Vec<&str> = r.gate.iter().filter(|g| g.failed).map(|g| g.rule.as_str()).collect();
+        out.push('\n');
+        if failed.is_empty() {
+            out.push_str(&format!("Every rule held ({} judged).\n\n", r.gate.len()));
+        } else {
+            let mut rules = failed.clone();
+            rules.dedup();
+            let mark = if md { "**" } else { "" };
+            out.push_str(&format!("{mark}Regression: {} failed{mark}: exit code 1.\n\n", rules.join(", ")));
+        }
+    }
     if !r.refused.is_empty() {
         out.push_str(&h(2, "Not compared"));
         for x in &r.refused {
@@ -825,7 +854,25 @@ pub fn compare(args: &crate::cli::CompareArgs, io: &mut crate::console::Io) -> i
             }
         },
     };
-    let report = build(&series, baseline, skipped);
+    let mut rules = Vec::new();
+    for text in &args.fail_on {
+        match super::gate::parse(text) {
+            Ok(r) => rules.push(r),
+            Err(e) => {
+                let _ = writeln!(io.err, "error: {e}");
+            }
+        }
+    }
+    if rules.len() < args.fail_on.len() {
+        return exit::USAGE;
+    }
+    let mut report = build(&series, baseline, skipped);
+    for rule in &rules {
+        for c in &report.comparisons {
+            let names = (c.workload.as_str(), c.baseline.as_str(), c.series.as_str());
+            report.gate.push(super::gate::judge(rule, names, &c.baseline_runs, &c.runs, args.ignore_significance));
+        }
+    }
     let watched = series[baseline].runs.first().map(|(_, d)| watched_names(d)).unwrap_or_default();
     match args.format {
         Format::Json => {
@@ -842,6 +889,9 @@ pub fn compare(args: &crate::cli::CompareArgs, io: &mut crate::console::Io) -> i
         }
         let _ = writeln!(io.err, "error: nothing comparable between the series");
         return exit::USAGE;
+    }
+    if report.gate.iter().any(|g| g.failed) {
+        return exit::THRESHOLDS;
     }
     exit::OK
 }

@@ -6,6 +6,7 @@ pub mod capacity;
 pub mod cluster;
 pub mod compare;
 pub mod demo;
+pub mod gate;
 pub mod merge;
 pub mod report;
 pub mod stats;

@@ -1,0 +1,286 @@
+//! `compare --fail-on`: rules that fail a build when a metric moved past a bound against the
+//! baseline, and the change stands out from run-to-run noise (Welch's t-test over the runs that
+//! are not suspect), or regardless of noise with `--ignore-significance`.
+//!
+//! ```text
+//! time>+10%   cpu>+15%   p99>+20%   rps<-5%   ram>+10%   mean>+20%   error_rate>+50%
+//! ```
+
+use serde::Serialize;
+
+use super::stats;
+use super::RunEntry;
+
+/// The metrics a rule may name, as errors list them.
+pub const METRICS: &str = "time (DDP: the Meteor reports' Time; HTTP: time per request), rps (HTTP), cpu, ram, \
+    p99, mean (latency), error_rate";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GateMetric {
+    Time,
+    Rps,
+    Cpu,
+    Ram,
+    P99,
+    Mean,
+    ErrorRate,
+}
+
+impl GateMetric {
+    fn name(self) -> &'static str {
+        match self {
+            GateMetric::Time => "time",
+            GateMetric::Rps => "rps",
+            GateMetric::Cpu => "cpu",
+            GateMetric::Ram => "ram",
+            GateMetric::P99 => "p99",
+            GateMetric::Mean => "mean",
+            GateMetric::ErrorRate => "error_rate",
+        }
+    }
+
+    /// One run's value; Err says why a run has none.
+    fn of(self, r: &RunEntry) -> Result<f64, &'static str> {
+        match self {
+            GateMetric::Time => match r.requests_per_s {
+                Some(rps) if rps > 0.0 => Ok(1.0 / rps),
+                Some(_) => Err("no response completed"),
+                None => Ok(r.time_s),
+            },
+            GateMetric::Rps => r.requests_per_s.ok_or("rps applies to HTTP runs (DDP runs have time)"),
+            GateMetric::Cpu => r.cpu_pct.ok_or("no server CPU was measured (--monitor or --spawn)"),
+            GateMetric::Ram => r.ram_bytes.ok_or("no server RAM was measured (--monitor or --spawn)"),
+            GateMetric::P99 => r.p99_ms.ok_or("no latency was measured"),
+            GateMetric::Mean => r.mean_ms.ok_or("no latency was measured"),
+            GateMetric::ErrorRate => Ok(r.error_rate_pct),
+        }
+    }
+}
+
+/// A parsed `--fail-on` rule: fail when the change of the mean, percent, is past `bound_pct` in the
+/// direction of `above`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    pub text: String,
+    pub metric: GateMetric,
+    /// `>`: fails when the change is above the bound; `<`: below it.
+    pub above: bool,
+    pub bound_pct: f64,
+}
+
+/// Parses `METRIC>+N%` or `METRIC<-N%`.
+pub fn parse(text: &str) -> Result<Rule, String> {
+    let bad = |column: usize, what: String| format!("--fail-on {text:?}: column {column}: {what}");
+    let t = text.trim();
+    let lead = text.len() - text.trim_start().len();
+    let split = t.find(['<', '>']).ok_or_else(|| {
+        bad(t.len() + lead + 1, "expected > or < and a change such as +10%, e.g. time>+10% or rps<-5%".into())
+    })?;
+    let word = t[..split].trim();
+    let metric = match word {
+        "time" => GateMetric::Time,
+        "rps" => GateMetric::Rps,
+        "cpu" => GateMetric::Cpu,
+        "ram" | "rss" => GateMetric::Ram,
+        "p99" => GateMetric::P99,
+        "mean" => GateMetric::Mean,
+        "error_rate" => GateMetric::ErrorRate,
+        other => return Err(bad(lead + 1, format!("unknown metric {other:?}; the metrics are {METRICS}"))),
+    };
+    let above = t[split..].starts_with('>');
+    let rest = t[split + 1..].trim_start_matches('=');
+    let rest_at = lead + t.len() - rest.len() + 1;
+    let rest = rest.trim();
+    let Some(number) = rest.strip_suffix('%') else {
+        return Err(bad(rest_at, format!("expected a change in percent such as +10%, found {rest:?}")));
+    };
+    let bound_pct: f64 = number
+        .trim()
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite())
+        .ok_or_else(|| bad(rest_at, format!("{number:?} is not a number")))?;
+    Ok(Rule { text: t.to_string(), metric, above, bound_pct })
+}
+
+/// A rule judged on one comparison.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct GateResult {
+    pub rule: String,
+    pub workload: String,
+    pub series: String,
+    pub baseline: String,
+    /// The change of the means against the baseline, percent (null when it cannot be computed).
+    pub change_pct: Option<f64>,
+    /// Welch's t-test over the runs that are not suspect (null with fewer than two a side).
+    pub p_value: Option<f64>,
+    /// The change went past the bound.
+    pub past_bound: bool,
+    pub significant: bool,
+    /// The rule failed the comparison: past its bound, and significant (or significance ignored),
+    /// or the metric could not be measured.
+    pub failed: bool,
+    /// In words: why it failed or held.
+    pub verdict: String,
+}
+
+/// Judges `rule` on the runs of one comparison.
+pub fn judge(
+    rule: &Rule,
+    (workload, baseline, series): (&str, &str, &str),
+    base: &[RunEntry],
+    new: &[RunEntry],
+    ignore_significance: bool,
+) -> GateResult {
+    let mut out = GateResult {
+        rule: rule.text.clone(),
+        workload: workload.into(),
+        series: series.into(),
+        baseline: baseline.into(),
+        change_pct: None,
+        p_value: None,
+        past_bound: false,
+        significant: false,
+        failed: true,
+        verdict: String::new(),
+    };
+    let values = |runs: &[RunEntry]| -> Result<Vec<(f64, bool)>, &'static str> {
+        runs.iter().map(|r| rule.metric.of(r).map(|v| (v, r.suspect.is_none()))).collect()
+    };
+    let (a, b) = match (values(base), values(new)) {
+        (Ok(a), Ok(b)) if !a.is_empty() && !b.is_empty() => (a, b),
+        (Err(why), _) | (_, Err(why)) => {
+            out.verdict = format!("FAILED: {} cannot be compared: {why}", rule.metric.name());
+            return out;
+        }
+        _ => {
+            out.verdict = "FAILED: no runs to compare".into();
+            return out;
+        }
+    };
+    let all = |v: &[(f64, bool)]| v.iter().map(|x| x.0).collect::<Vec<f64>>();
+    let (ma, mb) = (stats::mean(&all(&a)), stats::mean(&all(&b)));
+    let change = if ma != 0.0 {
+        (mb - ma) / ma * 100.0
+    } else if mb == 0.0 {
+        0.0
+    } else {
+        f64::INFINITY.copysign(mb)
+    };
+    out.change_pct = change.is_finite().then_some(change);
+    out.past_bound = if rule.above { change > rule.bound_pct } else { change < rule.bound_pct };
+    let clean = |v: &[(f64, bool)]| v.iter().filter(|x| x.1).map(|x| x.0).collect::<Vec<f64>>();
+    out.p_value = stats::welch(&clean(&a), &clean(&b)).map(|w| w.p);
+    out.significant = out.p_value.is_some_and(|p| p < stats::ALPHA);
+    let moved = if change.is_finite() { format!("{change:+.2}%") } else { format!("from 0 to {mb:.2}") };
+    let bound = format!("{}{:+}%", if rule.above { ">" } else { "<" }, rule.bound_pct);
+    let p = match out.p_value {
+        Some(p) if p < 0.001 => "p < 0.001".to_string(),
+        Some(p) => format!("p = {p:.3}"),
+        None => "fewer than 2 clean runs a side".to_string(),
+    };
+    out.failed = out.past_bound && (out.significant || ignore_significance);
+    out.verdict = match (out.past_bound, out.significant, ignore_significance) {
+        (false, _, _) => format!("ok: {moved}, not {bound}"),
+        (true, true, _) => format!("FAILED: {moved} {bound}, significant ({p})"),
+        (true, false, true) => format!("FAILED: {moved} {bound} ({p}; significance ignored)"),
+        (true, false, false) => format!(
+            "ok: {moved} {bound} but not significant ({p}); more runs tell, or --ignore-significance fails on it"
+        ),
+    };
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(values: &[f64]) -> Vec<RunEntry> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| RunEntry {
+                run: i as u32 + 1,
+                file: None,
+                time_s: *v,
+                requests_per_s: None,
+                cpu_pct: Some(*v),
+                ram_bytes: None,
+                errors: 0.0,
+                error_rate_pct: 0.0,
+                p99_ms: Some(*v),
+                mean_ms: Some(*v),
+                suspect: None,
+                interrupted: false,
+                thresholds: Vec::new(),
+            })
+            .collect()
+    }
+
+    fn judged(rule: &str, base: &[f64], new: &[f64], ignore: bool) -> GateResult {
+        judge(&parse(rule).unwrap(), ("w", "a", "b"), &runs(base), &runs(new), ignore)
+    }
+
+    #[test]
+    fn rules_parse_and_bad_ones_say_where() {
+        let r = parse("time>+10%").unwrap();
+        assert_eq!((r.metric, r.above, r.bound_pct), (GateMetric::Time, true, 10.0));
+        let r = parse(" rps < -5.5% ").unwrap();
+        assert_eq!((r.metric, r.above, r.bound_pct, r.text.as_str()), (GateMetric::Rps, false, -5.5, "rps < -5.5%"));
+        assert_eq!(parse("p99>=20%").unwrap().bound_pct, 20.0);
+        let e = parse("latency>+10%").unwrap_err();
+        assert!(e.contains("column 1: unknown metric \"latency\"; the metrics are time"), "{e}");
+        let e = parse("time+10%").unwrap_err();
+        assert!(e.contains("column 9: expected > or <"), "{e}");
+        let e = parse("time>+10").unwrap_err();
+        assert!(e.contains("column 6: expected a change in percent"), "{e}");
+        let e = parse("cpu>+x%").unwrap_err();
+        assert!(e.contains("\"+x\" is not a number"), "{e}");
+    }
+
+    #[test]
+    fn a_significant_move_past_the_bound_fails() {
+        // Known series: +20% with little noise (p far below 0.05).
+        let g = judged("time>+10%", &[100.0, 101.0, 99.0], &[120.0, 121.0, 119.0], false);
+        assert!(g.past_bound && g.significant && g.failed, "{g:?}");
+        assert!((g.change_pct.unwrap() - 20.0).abs() < 1e-9);
+        assert!(g.verdict.starts_with("FAILED: +20.00% >+10%, significant (p < 0.001)"), "{}", g.verdict);
+        // The same change in the other direction does not trip a > rule.
+        let g = judged("time>+10%", &[120.0, 121.0, 119.0], &[100.0, 101.0, 99.0], false);
+        assert!(!g.past_bound && !g.failed, "{g:?}");
+        // A drop trips a < rule.
+        assert!(judged("cpu<-10%", &[120.0, 121.0, 119.0], &[100.0, 101.0, 99.0], false).failed);
+    }
+
+    #[test]
+    fn a_move_within_noise_does_not_fail_unless_significance_is_ignored() {
+        // Means 100 and 115 (+15%), but runs spread over 60..160: Welch's p is large.
+        let (base, new) = ([60.0, 100.0, 140.0], [70.0, 115.0, 160.0]);
+        let g = judged("time>+10%", &base, &new, false);
+        assert!(g.past_bound && !g.significant && !g.failed, "{g:?}");
+        assert!(g.p_value.unwrap() > 0.5);
+        assert!(g.verdict.contains("not significant"), "{}", g.verdict);
+        assert!(judged("time>+10%", &base, &new, true).failed);
+        // One run a side: no test can tell; only --ignore-significance gates.
+        let g = judged("p99>+20%", &[10.0], &[15.0], false);
+        assert!(g.past_bound && g.p_value.is_none() && !g.failed, "{g:?}");
+        assert!(g.verdict.contains("fewer than 2 clean runs a side"), "{}", g.verdict);
+        assert!(judged("p99>+20%", &[10.0], &[15.0], true).failed);
+    }
+
+    #[test]
+    fn a_metric_that_was_not_measured_fails_and_says_why() {
+        let g = judged("ram>+10%", &[1.0, 2.0], &[1.0, 2.0], false);
+        assert!(g.failed && g.verdict.contains("no server RAM was measured"), "{g:?}");
+        let g = judged("rps<-5%", &[1.0, 2.0], &[1.0, 2.0], false);
+        assert!(g.failed && g.verdict.contains("rps applies to HTTP runs"), "{g:?}");
+        // From no errors to some: an infinite change, past any bound.
+        let mut new = runs(&[1.0, 1.0]);
+        for r in &mut new {
+            r.error_rate_pct = 2.0;
+        }
+        let g = judge(&parse("error_rate>+50%").unwrap(), ("w", "a", "b"), &runs(&[1.0, 1.0]), &new, false);
+        assert!(g.past_bound && g.change_pct.is_none() && g.failed, "{g:?}");
+        assert!(g.verdict.contains("from 0 to 2.00"), "{}", g.verdict);
+    }
+}
