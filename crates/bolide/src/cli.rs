@@ -197,8 +197,8 @@ pub struct MergeArgs {
     #[arg(required = true, value_name = "FILE")]
     pub inputs: Vec<PathBuf>,
 
-    /// Where the merged document goes (`-` for stdout).
-    #[arg(short = 'o', long, value_name = "PATH", required = true)]
+    /// Where the merged document goes (`-` for stdout, with the summary on stderr).
+    #[arg(short = 'o', long, visible_alias = "json", value_name = "PATH", required = true)]
     pub output: PathBuf,
 
     /// Print only warnings and errors.

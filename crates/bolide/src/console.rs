@@ -34,3 +34,55 @@ impl<'a> Io<'a> {
         Io { out, err, live: false, color: false, stage: String::new() }
     }
 }
+
+/// Runs a command whose summary document may go to `dest` (`--json PATH`, or `-` for stdout):
+/// with `-`, everything `body` writes for people goes to stderr, uncoloured, and stdout carries
+/// the document alone. The document `body` returns is written whole or not at all; a document
+/// that cannot be written makes the exit code [`exit::RUN`].
+pub fn with_document<T: serde::Serialize>(
+    io: &mut Io,
+    dest: Option<&std::path::Path>,
+    body: impl FnOnce(&mut Io) -> (i32, Option<T>),
+) -> i32 {
+    let to_stdout = dest.is_some_and(crate::files::is_stdout);
+    let (code, doc) = if to_stdout {
+        let stderr = std::cell::RefCell::new(&mut *io.err);
+        let (mut out, mut err) = (Shared(&stderr), Shared(&stderr));
+        let mut human = Io { out: &mut out, err: &mut err, live: io.live, color: false, stage: io.stage.clone() };
+        body(&mut human)
+    } else {
+        body(io)
+    };
+    let (Some(dest), Some(doc)) = (dest, doc) else { return code };
+    let written = if to_stdout {
+        serde_json::to_writer_pretty(&mut *io.out, &doc)
+            .map_err(std::io::Error::other)
+            .and_then(|()| writeln!(io.out))
+            .and_then(|()| io.out.flush())
+    } else {
+        crate::files::write_atomically(dest, |w| {
+            serde_json::to_writer_pretty(&mut *w, &doc).map_err(std::io::Error::other)?;
+            w.write_all(b"\n")
+        })
+    };
+    match written {
+        Ok(()) => code,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: cannot write {}: {e}", dest.display());
+            exit::RUN
+        }
+    }
+}
+
+/// One writer (stderr) behind both of a command's streams.
+struct Shared<'a, 'b, 'c>(&'c std::cell::RefCell<&'b mut (dyn Write + 'a)>);
+
+impl Write for Shared<'_, '_, '_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.borrow_mut().write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.borrow_mut().flush()
+    }
+}

@@ -190,8 +190,80 @@ fn scale_rates(phases: &mut [crate::scenario::Phase], per_s: f64) -> Result<(), 
     Ok(())
 }
 
-/// `bolide capacity`.
+/// Value of the `format` field of a capacity summary.
+pub const SUMMARY_FORMAT: &str = "bolide.capacity";
+
+/// The ladder as `--json` writes it: every level tried, its verdict and measures, and the
+/// conclusion.
+#[derive(Debug, Clone, serde::Serialize, PartialEq)]
+pub struct CapacitySummary {
+    pub format: String,
+    pub version: u32,
+    pub workload: String,
+    /// `Requests` (HTTP rates) or `Connections` (user arrival rates).
+    pub kind: String,
+    /// `per second` or `per minute`.
+    pub unit: String,
+    pub command_line: Vec<String>,
+    pub levels: Vec<LevelEntry>,
+    /// The highest level that passed (absent when none did).
+    pub highest_passing: Option<f64>,
+    /// In words, as the terminal shows it.
+    pub conclusion: String,
+    pub interrupted: bool,
+}
+
+/// One level of the ladder.
+#[derive(Debug, Clone, serde::Serialize, PartialEq)]
+pub struct LevelEntry {
+    pub level: f64,
+    /// `pass`, `fail`, `no verdict` (the limit was not the server, or nothing was measured) or
+    /// `interrupted`.
+    pub verdict: String,
+    /// Why it failed, or why there is no verdict.
+    pub why: Vec<String>,
+    /// The level's measures (absent when it did not run).
+    pub measures: Option<super::RunEntry>,
+}
+
+impl LevelEntry {
+    fn of(level: f64, doc: Option<&Doc>, v: &Verdict) -> LevelEntry {
+        let (verdict, why) = match v {
+            Verdict::Pass => ("pass", vec![]),
+            Verdict::Fail(why) => ("fail", why.clone()),
+            Verdict::NotTheServer(why) | Verdict::Unmeasured(why) => ("no verdict", vec![why.clone()]),
+            Verdict::Interrupted => ("interrupted", vec![]),
+        };
+        let measures = doc.map(|d| {
+            let mut e = entry(d);
+            e.thresholds = d.thresholds().to_vec();
+            e
+        });
+        LevelEntry { level, verdict: verdict.into(), why, measures }
+    }
+}
+
+/// `bolide capacity`: the ladder, and its summary document where `--json` says.
 pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> i32 {
+    let json = match w {
+        CapacityWorkload::Http(c) => c.args.json.clone(),
+        CapacityWorkload::Run(c) => c.args.json.clone(),
+    };
+    crate::console::with_document(io, json.as_deref(), |io| {
+        let mut summary = None;
+        let code = climb(w, command_line, io, cancel, &mut summary);
+        (code, summary)
+    })
+}
+
+/// Climbs the ladder; `summary` is set once the ladder has run.
+fn climb(
+    w: &CapacityWorkload,
+    command_line: Vec<String>,
+    io: &mut Io,
+    cancel: &CancellationToken,
+    summary: &mut Option<CapacitySummary>,
+) -> i32 {
     let (opts, kind) = match w {
         CapacityWorkload::Http(c) => (&c.ladder, "Requests"),
         CapacityWorkload::Run(c) => (&c.ladder, "Connections"),
@@ -349,6 +421,18 @@ pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, ca
         }
     }
     io.stage = outer;
+    *summary = Some(CapacitySummary {
+        format: SUMMARY_FORMAT.into(),
+        version: 1,
+        workload: slug.clone(),
+        kind: kind.into(),
+        unit: unit.into(),
+        command_line,
+        levels: rows.iter().map(|(level, doc, v)| LevelEntry::of(*level, doc.as_ref(), v)).collect(),
+        highest_passing: rows.iter().filter(|r| r.2 == Verdict::Pass).map(|r| r.0).reduce(f64::max),
+        conclusion: conclusion(&rows, &levels, unit),
+        interrupted: cancel.is_cancelled(),
+    });
     let _ = writeln!(io.out);
     let _ = write!(io.out, "{}", ladder_table(kind, &rows).markdown());
     let _ = writeln!(io.out, "\n{}", crate::report::progress::paint(&conclusion(&rows, &levels, unit), io.color));

@@ -273,13 +273,11 @@ pub fn bench(
     cancel: &CancellationToken,
 ) -> i32 {
     let mut problems = Vec::new();
+    // --json is the series' summary document (each run's goes into --out DIR).
     let json = match &workload {
-        Workload::Http(p) => p.json.is_some(),
-        Workload::Ddp(p) => p.json.is_some(),
+        Workload::Http(p) => p.json.clone(),
+        Workload::Ddp(p) => p.json.clone(),
     };
-    if json {
-        problems.push("--json: bench writes each run's result document into --out DIR itself; drop --json".into());
-    }
     if opts.runs == 0 {
         problems.push("--runs must be at least 1".to_string());
     }
@@ -325,7 +323,7 @@ pub fn bench(
         Err(code) => return code,
     };
     // The series; its every way out comes back here, so that the dashboard shows how it ended.
-    let code = (|| -> i32 {
+    let code = crate::console::with_document(io, json.as_deref(), |io| {
         let _ = writeln!(
             io.out,
             "bolide bench: {slug}, {} run{} labelled {label:?}, into {}\n",
@@ -413,7 +411,7 @@ pub fn bench(
         }
         if summary.runs.is_empty() {
             let _ = writeln!(io.out, "No run finished; nothing to report.");
-            return if code == exit::OK { exit::RUN } else { code };
+            return (if code == exit::OK { exit::RUN } else { code }, None);
         }
         let _ = writeln!(io.out, "{label} ({slug})\n");
         let _ = write!(io.out, "{}", runs_table(&summary.runs, summary.mean.as_ref(), None).markdown());
@@ -444,8 +442,8 @@ pub fn bench(
                 code = exit::RUN;
             }
         }
-        code
-    })();
+        (code, Some(summary))
+    });
     if let Some(d) = &dashboard {
         d.finish(match report::dir_page(&dir, &title) {
             Ok(Some(page)) => page,

@@ -1,5 +1,6 @@
-//! Thresholds end to end: `--threshold` on http, run, bench and merge, a scenario's `ensure` in the
-//! same grammar, the exit codes, the table and the verdicts recorded in the documents.
+//! The CI gate end to end: `--threshold` on http, run, bench, capacity and merge (a scenario's
+//! `ensure` in the same grammar, the exit codes, the table, the verdicts in the documents),
+//! `compare --fail-on`, and summary documents on stdout for pipes.
 
 mod common;
 
@@ -388,4 +389,112 @@ fn compare_fails_on_a_significant_regression_and_says_which_rule() {
     let o = bolide(&["compare", b, s, "--fail-on", "latency>+10%"]);
     assert_eq!(o.code, 2);
     assert!(o.err.contains("--fail-on \"latency>+10%\": column 1: unknown metric"), "{}", o.err);
+}
+
+#[test]
+fn bench_capacity_and_merge_write_their_documents_to_stdout_alone() {
+    let server = server();
+    let url = format!("{}/delay/5", server.base_url());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("series");
+    // bench: the series' summary on stdout, the table on stderr.
+    let o = bolide(&[
+        "bench",
+        "http",
+        "--runs",
+        "2",
+        "--cooldown",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+        "--label",
+        "p",
+        "-c",
+        "1",
+        "-n",
+        "5",
+        "--json",
+        "-",
+        "--threshold",
+        "errors<1",
+        &url,
+    ]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let v: serde_json::Value = serde_json::from_str(&o.out).expect("stdout is the summary alone");
+    assert_eq!(v["format"], "bolide.bench");
+    assert_eq!(v["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(v["runs"][0]["thresholds"][0]["ok"], true);
+    assert!(o.err.contains("| # Run |") && o.err.contains("| Threshold |"), "{}", o.err);
+    // The same summary is in the directory too.
+    assert!(out.join("http-summary.json").exists());
+
+    // capacity: the ladder's levels and conclusion.
+    let o = bolide(&[
+        "capacity",
+        "http",
+        "--from",
+        "5",
+        "--step",
+        "5",
+        "--to",
+        "10",
+        "-d",
+        "1s",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--cooldown",
+        "0",
+        "--json",
+        "-",
+        &url,
+    ]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let v: serde_json::Value = serde_json::from_str(&o.out).expect("stdout is the ladder alone");
+    assert_eq!(v["format"], "bolide.capacity");
+    let levels: Vec<(f64, &str)> = v["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["level"].as_f64().unwrap(), l["verdict"].as_str().unwrap()))
+        .collect();
+    assert_eq!(levels, [(5.0, "pass"), (10.0, "pass")]);
+    assert_eq!(v["highest_passing"], 10.0);
+    assert!(v["levels"][1]["measures"]["requests_per_s"].as_f64().unwrap() > 5.0);
+    assert!(o.err.contains("Every level passed"), "{}", o.err);
+    // To a file: written whole, the table on stdout.
+    let ladder = dir.path().join("ladder.json");
+    let o = bolide(&[
+        "capacity",
+        "http",
+        "--from",
+        "5",
+        "--step",
+        "5",
+        "--to",
+        "5",
+        "-d",
+        "1s",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--json",
+        ladder.to_str().unwrap(),
+        &url,
+    ]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    assert!(o.out.contains("| # Requests |"), "{}", o.out);
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&ladder).unwrap()).unwrap();
+    assert_eq!(v["levels"][0]["verdict"], "pass");
+
+    // merge: --json - is -o -.
+    let seg = dir.path().join("seg.json");
+    let o = bolide(&["http", "-c", "1", "-n", "4", "--segment", "1/1", "--json", seg.to_str().unwrap(), &url]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    let o = bolide(&["merge", seg.to_str().unwrap(), "--json", "-"]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    let v: serde_json::Value = serde_json::from_str(&o.out).expect("stdout is the merged document alone");
+    assert_eq!(v["summary"]["responses"], 4);
 }
