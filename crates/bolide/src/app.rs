@@ -57,6 +57,8 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
         Command::Capacity(a) => crate::bench::capacity::capacity(&a.workload, command_line, io, cancel),
         Command::Demo(a) if a.which == crate::cli::DemoWhich::Cluster => crate::bench::cluster::demo(&a, io, cancel),
         Command::Demo(a) => crate::bench::demo::demo(&a, io, cancel),
+        Command::Completions(a) => crate::manual::completions(a.shell, io),
+        Command::Man(a) => crate::manual::man(a.dir.as_deref(), io),
     }
 }
 

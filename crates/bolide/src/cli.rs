@@ -38,6 +38,32 @@ pub enum Command {
     K8s(K8sArgs),
     /// Start the reference server and run the Meteor benchmark against it: works on a fresh machine.
     Demo(DemoArgs),
+    /// Print a shell completion script: bash, zsh, fish, powershell or elvish.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), or write one page per command into a directory.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "Examples:\n  \
+    bolide completions bash > /etc/bash_completion.d/bolide\n  \
+    bolide completions zsh > \"${fpath[1]}/_bolide\"\n  \
+    bolide completions fish > ~/.config/fish/completions/bolide.fish\n  \
+    bolide completions powershell >> $PROFILE")]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "Examples:\n  \
+    bolide man > bolide.1 && man ./bolide.1\n  \
+    bolide man --dir /usr/local/share/man/man1     # bolide.1, bolide-http.1, bolide-run.1, ...")]
+pub struct ManArgs {
+    /// Write bolide.1 and one page per command (bolide-http.1, ...) into this directory instead.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -14,6 +14,7 @@ pub mod engine;
 pub mod files;
 pub mod k8s;
 pub mod lifecycle;
+pub mod manual;
 pub mod monitor;
 pub mod plan;
 pub mod proto;

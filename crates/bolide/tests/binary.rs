@@ -255,3 +255,63 @@ fn on_a_terminal_colours_mark_errors_unless_no_color() {
     assert!(!String::from_utf8_lossy(&out.stdout).contains('\x1b'));
     assert!(!String::from_utf8_lossy(&out.stderr).contains('\x1b'));
 }
+
+#[test]
+fn completion_scripts_complete_commands_and_flags() {
+    let script = |shell: &str| {
+        let o = bolide().args(["completions", shell]).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{shell}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    // bash: the script, sourced, completes a command and a flag.
+    let dir = tempfile::tempdir().unwrap();
+    let bash = dir.path().join("bolide.bash");
+    std::fs::write(&bash, script("bash")).unwrap();
+    let probe = format!(
+        "source {}; COMP_WORDS=(bolide ht); COMP_CWORD=1; _bolide bolide ht bolide; echo \"${{COMPREPLY[@]}}\"; \
+         COMP_WORDS=(bolide http --thr); COMP_CWORD=2; _bolide bolide --thr http; echo \"${{COMPREPLY[@]}}\"",
+        bash.display()
+    );
+    let o = Command::new("bash").args(["-c", &probe]).output().unwrap();
+    let lines = String::from_utf8_lossy(&o.stdout).lines().map(String::from).collect::<Vec<_>>();
+    assert_eq!(lines, ["http", "--threads --threshold"], "{}", String::from_utf8_lossy(&o.stderr));
+    // zsh, when installed (CI installs it): the script is valid zsh.
+    let zsh = script("zsh");
+    assert!(zsh.starts_with("#compdef bolide") && zsh.contains("--threshold"), "{zsh:.200}");
+    if Command::new("zsh").arg("--version").output().is_ok() {
+        let path = dir.path().join("_bolide");
+        std::fs::write(&path, &zsh).unwrap();
+        let o = Command::new("zsh").args(["-n", path.to_str().unwrap()]).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    assert!(script("fish").contains("complete -c bolide -n \"__fish_bolide_using_subcommand http\" -l threshold"));
+    assert!(script("powershell").contains("Register-ArgumentCompleter -Native -CommandName 'bolide'"));
+    let bad = bolide().args(["completions", "tcsh"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn manual_pages_render_with_every_command_and_flag() {
+    let page = bolide().arg("man").output().unwrap();
+    assert_eq!(page.status.code(), Some(0));
+    let text = String::from_utf8(page.stdout).unwrap();
+    assert!(text.contains(".TH bolide 1") && text.contains("completions"), "{text:.300}");
+    let dir = tempfile::tempdir().unwrap();
+    let o = bolide().args(["man", "--dir", dir.path().to_str().unwrap()]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    for want in ["bolide.1", "bolide-http.1", "bolide-run.1", "bolide-compare.1", "bolide-merge.1"] {
+        assert!(names.iter().any(|n| n == want), "{want} not in {names:?}");
+    }
+    let http = std::fs::read_to_string(dir.path().join("bolide-http.1")).unwrap();
+    assert!(http.contains(".TH bolide-http 1") && http.contains("threshold"), "{http:.300}");
+    // groff, when installed, reads every page without a warning.
+    if Command::new("groff").arg("--version").output().is_ok() {
+        for n in &names {
+            let o = Command::new("groff").args(["-z", "-ww", "-man"]).arg(dir.path().join(n)).output().unwrap();
+            assert!(o.status.success() && o.stderr.is_empty(), "{n}: {}", String::from_utf8_lossy(&o.stderr));
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! `bolide completions SHELL` and `bolide man`: shell completion scripts and manual pages, made
+//! from the command-line definitions (`cli.rs`) so that they cannot drift from the flags.
+
+use std::path::Path;
+
+use clap::CommandFactory;
+
+use crate::console::{exit, Io};
+
+/// Prints the completion script of `shell`.
+pub fn completions(shell: clap_complete::Shell, io: &mut Io) -> i32 {
+    let mut cmd = crate::cli::Cli::command();
+    clap_complete::generate(shell, &mut cmd, "bolide", &mut *io.out);
+    match io.out.flush() {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: cannot write the completion script: {e}");
+            exit::RUN
+        }
+    }
+}
+
+/// Prints the manual page of `bolide` (its commands listed), or writes `bolide.1` and a page per
+/// command (`bolide-http.1`, ...) into `dir`, each whole or not at all.
+pub fn man(dir: Option<&Path>, io: &mut Io) -> i32 {
+    let cmd = crate::cli::Cli::command();
+    let Some(dir) = dir else {
+        let written = clap_mangen::Man::new(cmd).render(&mut *io.out).and_then(|()| io.out.flush());
+        return match written {
+            Ok(()) => exit::OK,
+            Err(e) => {
+                let _ = writeln!(io.err, "error: cannot write the manual page: {e}");
+                exit::RUN
+            }
+        };
+    };
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        let _ = writeln!(io.err, "error: --dir {}: cannot create it: {e}", dir.display());
+        return exit::RUN;
+    }
+    let mut pages = vec![("bolide".to_string(), cmd.clone())];
+    for sub in cmd.get_subcommands() {
+        pages.push((format!("bolide-{}", sub.get_name()), sub.clone().name(format!("bolide-{}", sub.get_name()))));
+    }
+    for (name, page) in pages {
+        let path = dir.join(format!("{name}.1"));
+        if let Err(e) = crate::files::write_atomically(&path, |w| clap_mangen::Man::new(page).render(w)) {
+            let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
+            return exit::RUN;
+        }
+        let _ = writeln!(io.out, "{}", path.display());
+    }
+    exit::OK
+}
