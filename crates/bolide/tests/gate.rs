@@ -498,3 +498,102 @@ fn bench_capacity_and_merge_write_their_documents_to_stdout_alone() {
     let v: serde_json::Value = serde_json::from_str(&o.out).expect("stdout is the merged document alone");
     assert_eq!(v["summary"]["responses"], 4);
 }
+
+/// The `run:` script of the workflow step called `name` (a block or one line), dedented.
+fn step_script(workflow: &str, name: &str) -> String {
+    let lines: Vec<&str> = workflow.lines().collect();
+    let at =
+        lines.iter().position(|l| l.trim() == format!("- name: {name}")).unwrap_or_else(|| panic!("no step {name}"));
+    let step_indent = lines[at].len() - lines[at].trim_start().len();
+    let mut i = at + 1;
+    while i < lines.len() {
+        let l = lines[i];
+        let indent = l.len() - l.trim_start().len();
+        if !l.trim().is_empty() && indent <= step_indent {
+            break;
+        }
+        if let Some(rest) = l.trim().strip_prefix("run:") {
+            if rest.trim() != "|" {
+                return rest.trim().to_string();
+            }
+            let body_indent = indent + 2;
+            return lines[i + 1..]
+                .iter()
+                .take_while(|b| b.trim().is_empty() || b.len() - b.trim_start().len() >= body_indent)
+                .map(|b| b.get(body_indent..).unwrap_or(""))
+                .collect::<Vec<_>>()
+                .join("\n");
+        }
+        i += 1;
+    }
+    panic!("step {name} has no run:");
+}
+
+/// A top-level `env:` value of the workflow (its comment dropped).
+fn workflow_env(workflow: &str, key: &str) -> String {
+    let line = workflow.lines().find(|l| l.starts_with(&format!("  {key}: "))).unwrap_or_else(|| panic!("no {key}"));
+    let value = line.split_once(": ").unwrap().1;
+    let value = value.split("  #").next().unwrap().trim();
+    value.trim_matches('"').to_string()
+}
+
+#[test]
+fn the_github_workflow_s_bolide_steps_run_here() {
+    let workflow =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/ci/benchmark-pull-request.yml"))
+            .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    // `bolide` on the PATH is this build; the app is the reference server, started by --spawn.
+    let bin = root.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_bolide"), bin.join("bolide")).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let (output, summary) = (root.join("github-output"), root.join("step-summary"));
+    let env = [
+        ("PATH", path),
+        ("APP_START", format!("bolide serve --port {port}")),
+        ("APP_URL", format!("http://127.0.0.1:{port}")),
+        // A short workload here; the workflow's own thresholds.
+        ("WORKLOAD", "tasks-reactive --arrival-rate 2 -d 1s --think 10ms --tasks 2 --cooldown 0".into()),
+        ("RUNS", "2".into()),
+        ("FAIL_ON", workflow_env(&workflow, "FAIL_ON")),
+        ("GITHUB_OUTPUT", output.to_str().unwrap().into()),
+        ("GITHUB_STEP_SUMMARY", summary.to_str().unwrap().into()),
+    ];
+    assert_eq!(env[5].1, "--fail-on time>+10% --fail-on cpu>+15% --fail-on p99>+20%");
+    let step = |name: &str, dir: &Path| {
+        // The app's own install (npm ci) is the app's business, not bolide's.
+        let script = step_script(&workflow, name).replace("npm ci\n", "");
+        assert!(script.contains("bolide "), "{name}: {script}");
+        let o = std::process::Command::new("bash")
+            .args(["-eo", "pipefail", "-c", &script])
+            .current_dir(dir)
+            .envs(env.iter().map(|(k, v)| (k, v.as_str())))
+            .output()
+            .unwrap();
+        let text = format!("{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(o.status.success(), "{name}: {text}");
+        text
+    };
+    use std::path::Path;
+    for side in ["base", "head"] {
+        std::fs::create_dir(root.join(side)).unwrap();
+    }
+    let base = step("Benchmark the base", &root.join("base"));
+    assert!(base.contains("| # Run |") && base.contains("CPU: average over the run"), "{base}");
+    step("Benchmark the pull request", &root.join("head"));
+    assert!(root.join("results/pull-request/tasks-reactive-summary.json").exists());
+    step("Compare", root);
+    let code = std::fs::read_to_string(&output).unwrap();
+    let md = std::fs::read_to_string(root.join("comparison.md")).unwrap();
+    assert!(md.contains("## Regression gate (--fail-on)"), "{md}");
+    for rule in ["time>+10%", "cpu>+15%", "p99>+20%"] {
+        assert!(md.contains(&format!("| {rule}")), "{rule} judged: {md}");
+    }
+    // The step's recorded exit code and the Markdown agree on the verdict.
+    let failed = md.contains("**Regression: ");
+    assert_eq!(code.trim(), if failed { "code=1" } else { "code=0" }, "{md}");
+    assert_eq!(std::fs::read_to_string(&summary).unwrap(), md, "the job summary shows the comparison");
+}
