@@ -40,7 +40,7 @@ pub fn merge(args: &MergeArgs, command_line: Vec<String>, io: &mut Io) -> i32 {
     };
     let to_stdout = crate::files::is_stdout(&args.output);
     if !args.quiet {
-        let text = crate::report::term::summary_of(&merged.doc);
+        let text = crate::report::summary(&merged.doc);
         let human = if to_stdout { &mut *io.err } else { &mut *io.out };
         let _ = write!(human, "{text}");
     }

@@ -15,7 +15,7 @@ use crate::console::{exit, Io};
 use crate::dashboard::Dashboard;
 use crate::engine::http as engine;
 use crate::plan::{self, DdpPlan, HttpPlan};
-use crate::report::{progress, term};
+use crate::report::progress;
 use crate::stats::doc::Doc;
 use crate::stats::gnuplot;
 
@@ -283,11 +283,12 @@ fn run_http_plan(
     let mut doc = Doc::Http(Box::new(doc));
     let held = crate::stats::verdict::record(&mut doc, &plan.thresholds);
     let first_errors = output.merged.first_errors.iter().map(|(c, d)| (c.name(), d.as_str()));
-    let mut code = match present(io, plan.quiet, plan.json.as_deref(), &term::summary_of(&doc), first_errors, &doc) {
-        false => exit::RUN,
-        true if !held => exit::THRESHOLDS,
-        true => exit::OK,
-    };
+    let mut code =
+        match present(io, plan.quiet, plan.json.as_deref(), &crate::report::summary(&doc), first_errors, &doc) {
+            false => exit::RUN,
+            true if !held => exit::THRESHOLDS,
+            true => exit::OK,
+        };
     let mut gnuplot_written = false;
     if let Some(path) = &plan.gnuplot {
         let assembled = match &output.gnuplot_error {
@@ -501,11 +502,12 @@ fn run_ddp_plan(
     let mut doc = Doc::Ddp(Box::new(doc));
     let held = crate::stats::verdict::record(&mut doc, &plan.thresholds);
     let first_errors = output.rec.first_errors.iter().map(|(c, d)| (c.as_str(), d.as_str()));
-    let mut code = match present(io, plan.quiet, plan.json.as_deref(), &term::summary_of(&doc), first_errors, &doc) {
-        false => exit::RUN,
-        true if !held => exit::THRESHOLDS,
-        true => exit::OK,
-    };
+    let mut code =
+        match present(io, plan.quiet, plan.json.as_deref(), &crate::report::summary(&doc), first_errors, &doc) {
+            false => exit::RUN,
+            true if !held => exit::THRESHOLDS,
+            true => exit::OK,
+        };
     if !write_html(io, plan.quiet, plan.json.as_deref(), plan.html.as_deref(), &doc, None) {
         code = exit::RUN;
     }

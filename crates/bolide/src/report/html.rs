@@ -31,7 +31,7 @@ pub fn run_section(doc: &Doc, name: &str) -> Section {
         Doc::Http(d) => (d.command_line.join(" "), d.interrupted),
         Doc::Ddp(d) => (d.command_line.join(" "), d.interrupted),
     };
-    let text = super::term::summary_of(doc);
+    let text = super::summary(doc);
     let suspect = doc.generator().and_then(|g| g.suspect.clone());
     let mut notes = vec![format!("started {}", doc.started_at()), format!("command: {command}")];
     if interrupted {

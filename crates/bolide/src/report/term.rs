@@ -171,14 +171,6 @@ pub fn summary(doc: &ResultDoc) -> String {
     out
 }
 
-/// The summary of a run of either kind, as the terminal shows it.
-pub fn summary_of(doc: &crate::stats::doc::Doc) -> String {
-    match doc {
-        crate::stats::doc::Doc::Http(d) => summary(d),
-        crate::stats::doc::Doc::Ddp(d) => super::ddp::summary(d),
-    }
-}
-
 /// Every threshold, its value and its verdict, one per line, a broken one ending in BROKEN:
 ///
 /// ```text
