@@ -54,18 +54,7 @@ pub fn with_document<T: serde::Serialize>(
         body(io)
     };
     let (Some(dest), Some(doc)) = (dest, doc) else { return code };
-    let written = if to_stdout {
-        serde_json::to_writer_pretty(&mut *io.out, &doc)
-            .map_err(std::io::Error::other)
-            .and_then(|()| writeln!(io.out))
-            .and_then(|()| io.out.flush())
-    } else {
-        crate::files::write_atomically(dest, |w| {
-            serde_json::to_writer_pretty(&mut *w, &doc).map_err(std::io::Error::other)?;
-            w.write_all(b"\n")
-        })
-    };
-    match written {
+    match crate::files::write_json(dest, &mut *io.out, &doc) {
         Ok(()) => code,
         Err(e) => {
             let _ = writeln!(io.err, "error: cannot write {}: {e}", dest.display());

@@ -36,6 +36,19 @@ pub fn is_stdout(dest: &Path) -> bool {
     dest.as_os_str() == "-"
 }
 
+/// Writes `doc` as pretty JSON to `dest`: to `stdout` when `dest` is `-`, else whole or not at all.
+pub fn write_json(dest: &Path, stdout: &mut dyn Write, doc: &impl serde::Serialize) -> io::Result<()> {
+    if is_stdout(dest) {
+        serde_json::to_writer_pretty(&mut *stdout, doc).map_err(io::Error::other)?;
+        writeln!(stdout)?;
+        return stdout.flush();
+    }
+    write_atomically(dest, |w| {
+        serde_json::to_writer_pretty(&mut *w, doc).map_err(io::Error::other)?;
+        w.write_all(b"\n")
+    })
+}
+
 /// Whether `dest` is a stream to write into rather than a file to replace.
 pub fn is_stream(dest: &Path) -> bool {
     use std::os::unix::fs::FileTypeExt;

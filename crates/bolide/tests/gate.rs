@@ -296,33 +296,18 @@ fn merge_judges_the_plan_s_thresholds_over_the_whole_run() {
     assert!(o.out.contains("1 of 2 thresholds broken"), "{}", o.out);
 }
 
+/// `bolide capacity http` from 5/s by 5 to `to`, 1 s levels over two connections, then `extra`.
+fn capacity_http(to: &str, extra: &[&str]) -> common::Outcome {
+    let mut args = vec!["capacity", "http", "--from", "5", "--step", "5", "--to", to, "-d", "1s", "-c", "2", "-t", "1"];
+    args.extend_from_slice(extra);
+    bolide(&args)
+}
+
 #[test]
 fn capacity_levels_fail_on_thresholds_and_a_failed_first_level_exits_1() {
     let server = server();
     let url = format!("{}/delay/20", server.base_url());
-    let ladder = |threshold: &str| {
-        bolide(&[
-            "capacity",
-            "http",
-            "--from",
-            "5",
-            "--step",
-            "5",
-            "--to",
-            "10",
-            "-d",
-            "1s",
-            "-c",
-            "2",
-            "-t",
-            "1",
-            "--cooldown",
-            "0",
-            "--threshold",
-            threshold,
-            &url,
-        ])
-    };
+    let ladder = |threshold: &str| capacity_http("10", &["--cooldown", "0", "--threshold", threshold, &url]);
     // Every response takes 20 ms or more: the first level already breaks p99<5ms.
     let o = ladder("p99<5ms");
     assert_eq!(o.code, 1, "{}\n{}", o.out, o.err);
@@ -429,27 +414,7 @@ fn bench_capacity_and_merge_write_their_documents_to_stdout_alone() {
     assert!(out.join("http-summary.json").exists());
 
     // capacity: the ladder's levels and conclusion.
-    let o = bolide(&[
-        "capacity",
-        "http",
-        "--from",
-        "5",
-        "--step",
-        "5",
-        "--to",
-        "10",
-        "-d",
-        "1s",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--cooldown",
-        "0",
-        "--json",
-        "-",
-        &url,
-    ]);
+    let o = capacity_http("10", &["--cooldown", "0", "--json", "-", &url]);
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
     let v: serde_json::Value = serde_json::from_str(&o.out).expect("stdout is the ladder alone");
     assert_eq!(v["format"], "bolide.capacity");
@@ -465,25 +430,7 @@ fn bench_capacity_and_merge_write_their_documents_to_stdout_alone() {
     assert!(o.err.contains("Every level passed"), "{}", o.err);
     // To a file: written whole, the table on stdout.
     let ladder = dir.path().join("ladder.json");
-    let o = bolide(&[
-        "capacity",
-        "http",
-        "--from",
-        "5",
-        "--step",
-        "5",
-        "--to",
-        "5",
-        "-d",
-        "1s",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--json",
-        ladder.to_str().unwrap(),
-        &url,
-    ]);
+    let o = capacity_http("5", &["--json", ladder.to_str().unwrap(), &url]);
     assert_eq!(o.code, 0, "{}", o.err);
     assert!(o.out.contains("| # Requests |"), "{}", o.out);
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&ladder).unwrap()).unwrap();

@@ -174,11 +174,7 @@ pub fn judge(
     out.significant = out.p_value.is_some_and(|p| p < stats::ALPHA);
     let moved = if change.is_finite() { format!("{change:+.2}%") } else { format!("from 0 to {mb:.2}") };
     let bound = format!("{}{:+}%", if rule.above { ">" } else { "<" }, rule.bound_pct);
-    let p = match out.p_value {
-        Some(p) if p < 0.001 => "p < 0.001".to_string(),
-        Some(p) => format!("p = {p:.3}"),
-        None => "fewer than 2 clean runs a side".to_string(),
-    };
+    let p = out.p_value.map_or_else(|| "fewer than 2 clean runs a side".to_string(), stats::p_text);
     out.failed = out.past_bound && (out.significant || ignore_significance);
     out.verdict = match (out.past_bound, out.significant, ignore_significance) {
         (false, _, _) => format!("ok: {moved}, not {bound}"),

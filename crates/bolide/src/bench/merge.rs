@@ -1,7 +1,6 @@
 //! `bolide merge`: the segments' result documents (files, or pods' logs holding them) -> the whole
 //! run's document, written whole; the merged summary and every warning shown.
 
-use std::io::Write;
 use std::path::Path;
 
 use crate::cli::MergeArgs;
@@ -47,7 +46,7 @@ pub fn merge(args: &MergeArgs, command_line: Vec<String>, io: &mut Io) -> i32 {
     for w in &merged.warnings {
         let _ = writeln!(io.err, "warning: {w}");
     }
-    let written = write(&args.output, &merged.doc, io);
+    let written = crate::files::write_json(&args.output, &mut *io.out, &merged.doc);
     if let Err(e) = written {
         let _ = writeln!(io.err, "error: cannot write {}: {e}", args.output.display());
         return exit::RUN;
@@ -61,18 +60,6 @@ pub fn merge(args: &MergeArgs, command_line: Vec<String>, io: &mut Io) -> i32 {
     } else {
         exit::THRESHOLDS
     }
-}
-
-fn write(dest: &Path, doc: &impl serde::Serialize, io: &mut Io) -> std::io::Result<()> {
-    if crate::files::is_stdout(dest) {
-        serde_json::to_writer_pretty(&mut *io.out, doc).map_err(std::io::Error::other)?;
-        writeln!(io.out)?;
-        return io.out.flush();
-    }
-    crate::files::write_atomically(dest, |w| {
-        serde_json::to_writer_pretty(&mut *w, doc).map_err(std::io::Error::other)?;
-        w.write_all(b"\n")
-    })
 }
 
 /// One input: a result document, or a log with documents between the marker lines (each named

@@ -171,7 +171,8 @@ pub fn verdict(a: &[f64], b: &[f64]) -> String {
     }
 }
 
-fn p_text(p: f64) -> String {
+/// A p-value as the verdicts write it: `p = 0.012`, or `p < 0.001`.
+pub fn p_text(p: f64) -> String {
     if p < 0.001 {
         "p < 0.001".into()
     } else {

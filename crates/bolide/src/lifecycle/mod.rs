@@ -381,22 +381,12 @@ fn present<'e>(
         let _ = writeln!(io.err, "first {class} error: {detail}");
     }
     let Some(path) = json else { return true };
-    if to_stdout {
-        let written = serde_json::to_writer_pretty(&mut *io.out, doc)
-            .map_err(std::io::Error::other)
-            .and_then(|()| writeln!(io.out))
-            .and_then(|()| io.out.flush());
-        if let Err(e) = written {
+    match crate::files::write_json(path, &mut *io.out, doc) {
+        Ok(()) if to_stdout => true,
+        Err(e) if to_stdout => {
             let _ = writeln!(io.err, "error: cannot write the result document to stdout: {e}");
-            return false;
+            false
         }
-        return true;
-    }
-    let written = crate::files::write_atomically(path, |w| {
-        serde_json::to_writer_pretty(&mut *w, doc).map_err(std::io::Error::other)?;
-        w.write_all(b"\n")
-    });
-    match written {
         Ok(()) => {
             if !quiet {
                 let _ = writeln!(io.out, "\nResult document: {}", path.display());
