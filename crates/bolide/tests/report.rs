@@ -461,9 +461,18 @@ fn html_flag_on_http_run_bench_and_capacity_writes_the_report_at_the_end() {
         &path("cap.html"),
         &url,
     ]);
-    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    // On a busy machine level 5 may get no verdict (the machine had no idle CPU) or fail (a send
+    // that went out late), and the ladder stops there. Either way, the page holds every level
+    // that ran.
+    assert!([0, 1].contains(&o.code), "{}\n{}", o.out, o.err);
     let page = read("cap.html");
-    assert!(page.contains("\"title\":\"Capacity ladder\"") && page.contains("capacity: level 10 per second"));
+    assert!(page.contains("\"title\":\"Capacity ladder\""), "{page}");
+    let ran: Vec<&str> = ["5", "10"].into_iter().filter(|l| o.out.contains(&format!("  {l} per second: "))).collect();
+    assert!(!ran.is_empty(), "{}", o.out);
+    for level in ran {
+        // Its row of the ladder's table.
+        assert!(page.contains(&format!("\\n| {level} ")), "level {level}");
+    }
     assert!(page.contains("\"id\":\"ladder-p99\""), "the ladder's charts");
     // A path that cannot be written is refused before anything runs.
     let o = bolide(&["http", "-n", "10", "--html", "/nonexistent/dir/r.html", &ok]);

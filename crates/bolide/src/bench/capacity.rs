@@ -34,6 +34,9 @@ pub enum Verdict {
 pub struct Criteria {
     pub max_error_rate_pct: f64,
     pub max_p99_ms: Option<f64>,
+    /// Judge a level even when the machine had no idle CPU (`--allow-busy-machine`); the level
+    /// is still marked suspect.
+    pub allow_busy_machine: bool,
 }
 
 /// Judges one level's result document.
@@ -47,7 +50,7 @@ pub fn judge(doc: &Doc, c: &Criteria) -> Verdict {
                 g.samples.len()
             ));
         }
-        if !g.samples.is_empty() && g.machine_busy_samples >= limit {
+        if !g.samples.is_empty() && g.machine_busy_samples >= limit && !c.allow_busy_machine {
             return Verdict::NotTheServer(format!(
                 "the machine had no idle CPU in {} of {} samples (server and bolide share it: min idle {:.0}%); run bolide on another machine or pin them to separate cores",
                 g.machine_busy_samples,
@@ -338,7 +341,8 @@ fn climb(
         Unit::PerSecond => "per second",
         Unit::PerMinute => "per minute",
     };
-    let criteria = Criteria { max_error_rate_pct: opts.max_error_rate, max_p99_ms };
+    let criteria =
+        Criteria { max_error_rate_pct: opts.max_error_rate, max_p99_ms, allow_busy_machine: opts.allow_busy_machine };
     let _ = writeln!(
         io.out,
         "bolide capacity: {slug}, {} levels of {} {unit} ({} to {}), until one fails\n",

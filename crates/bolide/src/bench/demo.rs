@@ -42,11 +42,15 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
     let dir = args.out.clone().unwrap_or_else(|| std::path::Path::new("bolide-demo").join(&label));
     // Users per second, seconds of arrivals, pause before each action, tasks per user.
     let (rate, secs, think, tasks) = if args.quick { ("3", "6s", "100ms", "10") } else { ("3", "30s", "500ms", "20") };
+    // One sentence a line, never wrapped by hand: the URL and the figures vary in length.
     let _ = writeln!(
         io.out,
-        "bolide demo: the reference tasks server (poll reactivity) started by bolide on {target}, watched while\n\
-         the Meteor benchmark's users run against it: {rate} users per second for {secs}, each adding and\n\
-         removing {tasks} tasks with {think} between actions; tasks-reactive, then tasks-nonreactive.\n"
+        "bolide demo: the Meteor benchmark against the reference tasks server (poll reactivity).\n\
+         Server: started and watched by bolide on {target}.\n\
+         Users: {rate} per second for {secs}, each adding and removing {tasks} tasks with {think} between actions.\n\
+         Workloads: tasks-reactive, then tasks-nonreactive.\n\
+         Results: {}\n",
+        dir.display()
     );
     let mut code = exit::OK;
     let scenarios = ["tasks-reactive", "tasks-nonreactive"];
@@ -98,10 +102,12 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
     if !super::report::write_dir_report(&dir, &html, &format!("bolide demo: {label}"), io) {
         code = code.max(exit::RUN);
     }
+    let me = crate::console::own_command();
     let _ = writeln!(
         io.out,
-        "Run the demo again later (or after a change) and compare the two series:\n  bolide compare {} bolide-demo/<later>",
-        dir.display()
+        "Run the demo again later (or after a change) and compare the two series:\n  {me} demo\n  {me} compare {} {}",
+        dir.display(),
+        dir.with_file_name("<later>").display()
     );
     code
 }

@@ -112,3 +112,20 @@ pub fn reset(s: TcpStream) {
 pub fn sleep_ms(ms: u64) {
     std::thread::sleep(Duration::from_millis(ms));
 }
+
+/// The Markdown table in `text` whose header's first cell is `first` (padding and alignment
+/// ignored): its header and rows as trimmed cells. Tests read tables this way, never by their
+/// padding, which a suspect run (a busy machine) widens.
+#[allow(dead_code)]
+pub fn md_table(text: &str, first: &str) -> Option<Vec<Vec<String>>> {
+    let cells = |line: &str| -> Vec<String> {
+        line.trim().trim_matches('|').split('|').map(|c| c.trim().to_string()).collect()
+    };
+    let mut lines = text.lines().skip_while(|l| !(l.trim_start().starts_with('|') && cells(l)[0] == first));
+    let header = cells(lines.next()?);
+    let mut rows = vec![header];
+    for line in lines.skip(1).take_while(|l| l.trim_start().starts_with('|')) {
+        rows.push(cells(line));
+    }
+    Some(rows)
+}
