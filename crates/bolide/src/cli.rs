@@ -131,7 +131,8 @@ pub struct BenchOpts {
     bolide compare results/2.16 results/3.1.1\n  \
     bolide compare --format md node.json nginx.json > comparison.md\n  \
     bolide compare base/ pr/ --fail-on 'time>+10%' --fail-on 'cpu>+15%' --fail-on 'p99>+20%'\n\n\
-    Exit codes: 0 done, 1 a --fail-on rule failed, 2 usage error or nothing comparable.")]
+    Exit codes: 0 done (every --fail-on rule passed), 1 a --fail-on rule failed, 2 usage error or nothing \
+    comparable, 4 a rule was inconclusive (the runs cannot tell; see --allow-inconclusive).")]
 pub struct CompareArgs {
     /// Result directories (from `bolide bench`) or result files.
     #[arg(required = true, value_name = "DIR_OR_FILE")]
@@ -156,6 +157,11 @@ pub struct CompareArgs {
     /// noise (single runs, where no test can).
     #[arg(long, requires = "fail_on")]
     pub ignore_significance: bool,
+
+    /// With --fail-on: exit 0 rather than 4 when a rule is inconclusive (fewer than two clean
+    /// runs a side, or a change past its bound within the noise). The verdict still says so.
+    #[arg(long, requires = "fail_on")]
+    pub allow_inconclusive: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -363,6 +369,12 @@ pub struct LadderOpts {
     /// Pause between levels.
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     pub cooldown: String,
+
+    /// Judge a level on the server even when the machine had no idle CPU (server and bolide on
+    /// one busy machine, such as a 2-core CI runner): by default such a level gets no verdict,
+    /// since the limit may be the machine. The level is still marked suspect.
+    #[arg(long)]
+    pub allow_busy_machine: bool,
 
     /// Keep each level's result document in this directory.
     #[arg(long, value_name = "DIR")]

@@ -298,7 +298,9 @@ fn merge_judges_the_plan_s_thresholds_over_the_whole_run() {
 
 /// `bolide capacity http` from 5/s by 5 to `to`, 1 s levels over two connections, then `extra`.
 fn capacity_http(to: &str, extra: &[&str]) -> common::Outcome {
+    // The thresholds' verdicts are under test, not the machine's idle CPU: judge busy levels too.
     let mut args = vec!["capacity", "http", "--from", "5", "--step", "5", "--to", to, "-d", "1s", "-c", "2", "-t", "1"];
+    args.push("--allow-busy-machine");
     args.extend_from_slice(extra);
     bolide(&args)
 }
@@ -349,18 +351,47 @@ fn compare_fails_on_a_significant_regression_and_says_which_rule() {
     let o = bolide(&["compare", b, s, "--format", "md", "--fail-on", "rps<-10%", "--fail-on", "time>+50%"]);
     assert_eq!(o.code, 1, "{}\n{}", o.out, o.err);
     assert!(o.out.contains("## Regression gate (--fail-on)"), "{}", o.out);
-    assert!(o.out.contains("**Regression: rps<-10% failed**: exit code 1."), "{}", o.out);
+    // The verdict is the page's first line, and again under the gate's table.
+    let first = "**Regression gate: FAILED** (rps<-10% failed): exit code 1.";
+    assert!(o.out.starts_with(first) && o.out.matches(first).count() == 2, "{}", o.out);
     let row = o.out.lines().find(|l| l.starts_with("| rps<-10%")).unwrap();
     assert!(row.contains("-20.00%") && row.contains("FAILED: -20.00% <-10%, significant"), "{row}");
     // time per request rose 25%: under the 50% bound.
     let row = o.out.lines().find(|l| l.starts_with("| time>+50%")).unwrap();
-    assert!(row.contains("| ok: +25.00%"), "{row}");
-    // Within noise: not failed, and said so; --ignore-significance fails it.
+    assert!(row.contains("| pass ") && row.contains("| pass: +25.00%, not >+50%"), "{row}");
+    // Within noise: inconclusive, never "ok": exit 4 unless allowed; --ignore-significance fails it.
     let o = bolide(&["compare", b, n, "--fail-on", "rps<-10%"]);
-    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
-    assert!(o.out.contains("but not significant") && o.out.contains("Every rule held (1 judged)."), "{}", o.out);
+    assert_eq!(o.code, 4, "{}\n{}", o.out, o.err);
+    assert!(o.out.starts_with("Regression gate: INCONCLUSIVE (rps<-10% could not be judged"), "{}", o.out);
+    assert!(o.out.contains("within the runs' noise") && !o.out.contains("held"), "{}", o.out);
+    let o = bolide(&["compare", b, n, "--fail-on", "rps<-10%", "--allow-inconclusive"]);
+    assert_eq!(o.code, 0, "{}", o.out);
+    assert!(o.out.starts_with("Regression gate: INCONCLUSIVE") && o.out.contains("exit code 0 (--allow-inconclusive)"));
     let o = bolide(&["compare", b, n, "--fail-on", "rps<-10%", "--ignore-significance"]);
     assert_eq!(o.code, 1, "{}", o.out);
+    // Every run suspect (a busy runner): a 5x regression is inconclusive, not a pass.
+    let all_suspect = |name: &str, rps: &[f64]| {
+        let dir = series(dir.path(), name, rps);
+        for f in std::fs::read_dir(&dir).unwrap() {
+            let f = f.unwrap().path();
+            let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+            v["generator"]["suspect"] = serde_json::json!("the generator used 97% of a core");
+            std::fs::write(&f, v.to_string()).unwrap();
+        }
+        dir
+    };
+    let (sb, sn) =
+        (all_suspect("busy-base", &[1000.0, 1010.0, 990.0]), all_suspect("busy-new", &[200.0, 201.0, 199.0]));
+    let o =
+        bolide(&["compare", sb.to_str().unwrap(), sn.to_str().unwrap(), "--format", "json", "--fail-on", "time>+20%"]);
+    assert_eq!(o.code, 4, "{}\n{}", o.out, o.err);
+    let v: serde_json::Value = serde_json::from_str(&o.out).unwrap();
+    assert_eq!(
+        (v["gate_outcome"].as_str(), v["gate"][0]["outcome"].as_str()),
+        (Some("inconclusive"), Some("inconclusive"))
+    );
+    assert_eq!((v["gate"][0]["past_bound"].as_bool(), v["gate"][0]["failed"].as_bool()), (Some(true), Some(false)));
+    assert!(v["gate"][0]["verdict"].as_str().unwrap().contains("only 0 and 0 clean runs"), "{}", v["gate"][0]);
     // JSON: the gate's verdicts, stdout JSON alone.
     let o = bolide(&["compare", b, s, "--format", "json", "--fail-on", "rps<-10%", "--fail-on", "cpu>+15%"]);
     assert_eq!(o.code, 1);
@@ -409,7 +440,11 @@ fn bench_capacity_and_merge_write_their_documents_to_stdout_alone() {
     assert_eq!(v["format"], "bolide.bench");
     assert_eq!(v["runs"].as_array().unwrap().len(), 2);
     assert_eq!(v["runs"][0]["thresholds"][0]["ok"], true);
-    assert!(o.err.contains("| # Run |") && o.err.contains("| Threshold |"), "{}", o.err);
+    assert!(
+        common::md_table(&o.err, "# Run").is_some() && common::md_table(&o.err, "Threshold").is_some(),
+        "{}",
+        o.err
+    );
     // The same summary is in the directory too.
     assert!(out.join("http-summary.json").exists());
 
@@ -529,7 +564,9 @@ fn the_github_workflow_s_bolide_steps_run_here() {
         std::fs::create_dir(root.join(side)).unwrap();
     }
     let base = step("Benchmark the base", &root.join("base"));
-    assert!(base.contains("| # Run |") && base.contains("CPU: average over the run"), "{base}");
+    let table = common::md_table(&base, "# Run").unwrap_or_else(|| panic!("{base}"));
+    assert_eq!(table.len(), 4, "two runs and their mean: {base}");
+    assert!(base.contains("CPU: average over the run"), "{base}");
     step("Benchmark the pull request", &root.join("head"));
     assert!(root.join("results/pull-request/tasks-reactive-summary.json").exists());
     step("Compare", root);
@@ -539,8 +576,16 @@ fn the_github_workflow_s_bolide_steps_run_here() {
     for rule in ["time>+10%", "cpu>+15%", "p99>+20%"] {
         assert!(md.contains(&format!("| {rule}")), "{rule} judged: {md}");
     }
-    // The step's recorded exit code and the Markdown agree on the verdict.
-    let failed = md.contains("**Regression: ");
-    assert_eq!(code.trim(), if failed { "code=1" } else { "code=0" }, "{md}");
+    // The step's recorded exit code and the Markdown's first line agree on the verdict.
+    let first = md.lines().next().unwrap();
+    let expected = if first.starts_with("**Regression gate: FAILED**") {
+        "code=1"
+    } else if first.starts_with("**Regression gate: INCONCLUSIVE**") {
+        "code=4"
+    } else {
+        assert!(first.starts_with("**Regression gate: pass**"), "{md}");
+        "code=0"
+    };
+    assert_eq!(code.trim(), expected, "{md}");
     assert_eq!(std::fs::read_to_string(&summary).unwrap(), md, "the job summary shows the comparison");
 }

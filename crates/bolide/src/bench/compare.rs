@@ -194,6 +194,12 @@ pub struct Report {
     /// `--fail-on`: every rule judged on every comparison (absent without rules).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gate: Vec<super::gate::GateResult>,
+    /// The gate's outcome over every rule: pass, fail or inconclusive (absent without --fail-on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate_outcome: Option<super::gate::Outcome>,
+    /// `--allow-inconclusive` was given: an inconclusive gate exits 0.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub allow_inconclusive: bool,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -573,6 +579,8 @@ pub fn build(series: &[Series], baseline: usize, skipped: Vec<Skipped>) -> Repor
         comparisons,
         http_tables,
         gate: Vec::new(),
+        gate_outcome: None,
+        allow_inconclusive: false,
     }
 }
 
@@ -592,11 +600,46 @@ fn fmt_metric(metric: &str, v: f64) -> String {
     }
 }
 
+/// The regression gate's outcome in one line: which rules failed or could not be judged, and the
+/// exit code that follows (`allow_inconclusive` as recorded in the report).
+fn gate_line(r: &Report, md: bool) -> String {
+    use super::gate::Outcome;
+    let rules = |o: Outcome| {
+        let mut v: Vec<&str> = r.gate.iter().filter(|g| g.outcome == o).map(|g| g.rule.as_str()).collect();
+        v.dedup();
+        v.join(", ")
+    };
+    let b = if md { "**" } else { "" };
+    match super::gate::overall(&r.gate) {
+        Some(Outcome::Fail) => {
+            let mut line = format!("{b}Regression gate: FAILED{b} ({} failed): exit code 1.", rules(Outcome::Fail));
+            let unsure = rules(Outcome::Inconclusive);
+            if !unsure.is_empty() {
+                line.push_str(&format!(" Inconclusive too: {unsure}."));
+            }
+            line
+        }
+        Some(Outcome::Inconclusive) => format!(
+            "{b}Regression gate: INCONCLUSIVE{b} ({} could not be judged from these runs): exit code {}. \
+             More runs, a quieter machine, or --ignore-significance can decide it.",
+            rules(Outcome::Inconclusive),
+            if r.allow_inconclusive { "0 (--allow-inconclusive)" } else { "4" }
+        ),
+        Some(Outcome::Pass) => format!("{b}Regression gate: pass{b}: every rule held ({} judged).", r.gate.len()),
+        None => String::new(),
+    }
+}
+
 /// The report as text: Markdown headings for `md`, plain titles for `term`.
 pub fn render(r: &Report, md: bool, watched: &str) -> String {
     let h =
         |level: usize, text: &str| if md { format!("{} {text}\n\n", "#".repeat(level)) } else { format!("{text}\n\n") };
     let mut out = String::new();
+    if !r.gate.is_empty() {
+        // The verdict first: a PR comment's first line says pass, fail or inconclusive.
+        out.push_str(&gate_line(r, md));
+        out.push_str("\n\n");
+    }
     let mut shown_baselines: Vec<String> = Vec::new();
     for t in &r.http_tables {
         out.push_str(&h(2, &format!("{} (ab's figures, mean over each series' runs)", t.workload)));
@@ -760,28 +803,22 @@ pub fn render(r: &Report, md: bool, watched: &str) -> String {
     }
     if !r.gate.is_empty() {
         out.push_str(&h(2, "Regression gate (--fail-on)"));
-        let mut t = Table::new(&["Rule", "Workload", "Series", "Change", "Verdict"]).right(&[3]);
+        let mut t = Table::new(&["Rule", "Workload", "Series", "Change", "Outcome", "Verdict"]).right(&[3]);
         for g in &r.gate {
-            let change = g.change_pct.map(|c| format!("{c:+.2}%")).unwrap_or_else(|| "n/a".into());
+            let change = g.change_pct.map(crate::report::table::signed_change).unwrap_or_else(|| "n/a".into());
             t.row(vec![
                 g.rule.clone(),
                 g.workload.clone(),
                 format!("{} vs {}", g.series, g.baseline),
                 change,
+                g.outcome.word().into(),
                 g.verdict.clone(),
             ]);
         }
         out.push_str(&t.markdown());
-        let failed: Vec<&str> = r.gate.iter().filter(|g| g.failed).map(|g| g.rule.as_str()).collect();
         out.push('\n');
-        if failed.is_empty() {
-            out.push_str(&format!("Every rule held ({} judged).\n\n", r.gate.len()));
-        } else {
-            let mut rules = failed.clone();
-            rules.dedup();
-            let mark = if md { "**" } else { "" };
-            out.push_str(&format!("{mark}Regression: {} failed{mark}: exit code 1.\n\n", rules.join(", ")));
-        }
+        out.push_str(&gate_line(r, md));
+        out.push_str("\n\n");
     }
     if !r.refused.is_empty() {
         out.push_str(&h(2, "Not compared"));
@@ -873,6 +910,8 @@ pub fn compare(args: &crate::cli::CompareArgs, io: &mut crate::console::Io) -> i
             report.gate.push(super::gate::judge(rule, names, &c.baseline_runs, &c.runs, args.ignore_significance));
         }
     }
+    report.gate_outcome = super::gate::overall(&report.gate);
+    report.allow_inconclusive = args.allow_inconclusive;
     let watched = series[baseline].runs.first().map(|(_, d)| watched_names(d)).unwrap_or_default();
     match args.format {
         Format::Json => {
@@ -890,8 +929,9 @@ pub fn compare(args: &crate::cli::CompareArgs, io: &mut crate::console::Io) -> i
         let _ = writeln!(io.err, "error: nothing comparable between the series");
         return exit::USAGE;
     }
-    if report.gate.iter().any(|g| g.failed) {
-        return exit::THRESHOLDS;
+    match report.gate_outcome {
+        Some(super::gate::Outcome::Fail) => exit::THRESHOLDS,
+        Some(super::gate::Outcome::Inconclusive) if !args.allow_inconclusive => exit::INCONCLUSIVE,
+        _ => exit::OK,
     }
-    exit::OK
 }

@@ -103,6 +103,30 @@ pub fn parse(text: &str) -> Result<Rule, String> {
     Ok(Rule { text: t.to_string(), metric, above, bound_pct })
 }
 
+/// What a rule says of one comparison: one of three, and inconclusive is never a pass.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// The change stayed within the bound.
+    Pass,
+    /// Past the bound and significant (or significance ignored), or the metric was not measured.
+    Fail,
+    /// The runs cannot tell: fewer than two clean (not suspect) runs a side, or a change past the
+    /// bound that Welch's test cannot tell from noise.
+    Inconclusive,
+}
+
+impl Outcome {
+    /// The word people read: pass, FAILED, INCONCLUSIVE.
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "FAILED",
+            Outcome::Inconclusive => "INCONCLUSIVE",
+        }
+    }
+}
+
 /// A rule judged on one comparison.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct GateResult {
@@ -114,15 +138,22 @@ pub struct GateResult {
     pub change_pct: Option<f64>,
     /// Welch's t-test over the runs that are not suspect (null with fewer than two a side).
     pub p_value: Option<f64>,
+    /// Runs that are not suspect, baseline and series.
+    pub clean_runs: [usize; 2],
     /// The change went past the bound.
     pub past_bound: bool,
     pub significant: bool,
-    /// The rule failed the comparison: past its bound, and significant (or significance ignored),
-    /// or the metric could not be measured.
+    /// pass, fail or inconclusive.
+    pub outcome: Outcome,
+    /// `outcome` is fail.
     pub failed: bool,
-    /// In words: why it failed or held.
+    /// In words: why it failed, held, or could not be judged, and what to do.
     pub verdict: String,
 }
+
+/// What to try when a rule could not be judged.
+const INCONCLUSIVE_HINT: &str =
+    "more runs (--runs), a quieter machine, or --ignore-significance to judge the means alone";
 
 /// Judges `rule` on the runs of one comparison.
 pub fn judge(
@@ -139,8 +170,10 @@ pub fn judge(
         baseline: baseline.into(),
         change_pct: None,
         p_value: None,
+        clean_runs: [0, 0],
         past_bound: false,
         significant: false,
+        outcome: Outcome::Fail,
         failed: true,
         verdict: String::new(),
     };
@@ -170,21 +203,49 @@ pub fn judge(
     out.change_pct = change.is_finite().then_some(change);
     out.past_bound = if rule.above { change > rule.bound_pct } else { change < rule.bound_pct };
     let clean = |v: &[(f64, bool)]| v.iter().filter(|x| x.1).map(|x| x.0).collect::<Vec<f64>>();
-    out.p_value = stats::welch(&clean(&a), &clean(&b)).map(|w| w.p);
+    let (ca, cb) = (clean(&a), clean(&b));
+    out.clean_runs = [ca.len(), cb.len()];
+    out.p_value = stats::welch(&ca, &cb).map(|w| w.p);
     out.significant = out.p_value.is_some_and(|p| p < stats::ALPHA);
-    let moved = if change.is_finite() { format!("{change:+.2}%") } else { format!("from 0 to {mb:.2}") };
+    let moved =
+        if change.is_finite() { crate::report::table::signed_change(change) } else { format!("from 0 to {mb:.2}") };
     let bound = format!("{}{:+}%", if rule.above { ">" } else { "<" }, rule.bound_pct);
-    let p = out.p_value.map_or_else(|| "fewer than 2 clean runs a side".to_string(), stats::p_text);
-    out.failed = out.past_bound && (out.significant || ignore_significance);
-    out.verdict = match (out.past_bound, out.significant, ignore_significance) {
-        (false, _, _) => format!("ok: {moved}, not {bound}"),
-        (true, true, _) => format!("FAILED: {moved} {bound}, significant ({p})"),
-        (true, false, true) => format!("FAILED: {moved} {bound} ({p}; significance ignored)"),
-        (true, false, false) => format!(
-            "ok: {moved} {bound} but not significant ({p}); more runs tell, or --ignore-significance fails on it"
+    let too_few = ca.len() < 2 || cb.len() < 2;
+    let few = format!("{} and {} clean runs (suspect runs do not count; two a side are needed)", ca.len(), cb.len());
+    let p = out.p_value.map_or_else(|| few.clone(), stats::p_text);
+    (out.outcome, out.verdict) = match (out.past_bound, ignore_significance, too_few, out.significant) {
+        (false, true, _, _) => (Outcome::Pass, format!("pass: {moved}, not {bound} (significance ignored)")),
+        (true, true, _, _) => (Outcome::Fail, format!("FAILED: {moved} {bound} ({p}; significance ignored)")),
+        (past, false, true, _) => (
+            Outcome::Inconclusive,
+            format!(
+                "INCONCLUSIVE: {moved}{} but only {few}; try {INCONCLUSIVE_HINT}",
+                if past { format!(" {bound}") } else { format!(", not {bound},") }
+            ),
+        ),
+        (false, false, false, _) => (Outcome::Pass, format!("pass: {moved}, not {bound} ({p})")),
+        (true, false, false, true) => (Outcome::Fail, format!("FAILED: {moved} {bound}, significant ({p})")),
+        (true, false, false, false) => (
+            Outcome::Inconclusive,
+            format!("INCONCLUSIVE: {moved} {bound} but within the runs' noise ({p}); try {INCONCLUSIVE_HINT}"),
         ),
     };
+    out.failed = out.outcome == Outcome::Fail;
     out
+}
+
+/// The gate's outcome over every judged rule: fail if any failed, else inconclusive if any was,
+/// else pass (and None with no rule).
+pub fn overall(results: &[GateResult]) -> Option<Outcome> {
+    if results.is_empty() {
+        None
+    } else if results.iter().any(|g| g.outcome == Outcome::Fail) {
+        Some(Outcome::Fail)
+    } else if results.iter().any(|g| g.outcome == Outcome::Inconclusive) {
+        Some(Outcome::Inconclusive)
+    } else {
+        Some(Outcome::Pass)
+    }
 }
 
 #[cfg(test)]
@@ -238,30 +299,68 @@ mod tests {
     fn a_significant_move_past_the_bound_fails() {
         // Known series: +20% with little noise (p far below 0.05).
         let g = judged("time>+10%", &[100.0, 101.0, 99.0], &[120.0, 121.0, 119.0], false);
-        assert!(g.past_bound && g.significant && g.failed, "{g:?}");
+        assert!(g.past_bound && g.significant && g.failed && g.outcome == Outcome::Fail, "{g:?}");
         assert!((g.change_pct.unwrap() - 20.0).abs() < 1e-9);
         assert!(g.verdict.starts_with("FAILED: +20.00% >+10%, significant (p < 0.001)"), "{}", g.verdict);
         // The same change in the other direction does not trip a > rule.
         let g = judged("time>+10%", &[120.0, 121.0, 119.0], &[100.0, 101.0, 99.0], false);
-        assert!(!g.past_bound && !g.failed, "{g:?}");
+        assert!(!g.past_bound && !g.failed && g.outcome == Outcome::Pass, "{g:?}");
+        assert!(g.verdict.starts_with("pass: -16.67%, not >+10%"), "{}", g.verdict);
         // A drop trips a < rule.
         assert!(judged("cpu<-10%", &[120.0, 121.0, 119.0], &[100.0, 101.0, 99.0], false).failed);
     }
 
     #[test]
-    fn a_move_within_noise_does_not_fail_unless_significance_is_ignored() {
+    fn a_move_within_noise_is_inconclusive_unless_significance_is_ignored() {
         // Means 100 and 115 (+15%), but runs spread over 60..160: Welch's p is large.
         let (base, new) = ([60.0, 100.0, 140.0], [70.0, 115.0, 160.0]);
         let g = judged("time>+10%", &base, &new, false);
         assert!(g.past_bound && !g.significant && !g.failed, "{g:?}");
+        assert_eq!(g.outcome, Outcome::Inconclusive);
         assert!(g.p_value.unwrap() > 0.5);
-        assert!(g.verdict.contains("not significant"), "{}", g.verdict);
+        assert!(g.verdict.starts_with("INCONCLUSIVE: +15.00% >+10% but within the runs' noise"), "{}", g.verdict);
+        assert!(!g.verdict.contains("ok"), "{}", g.verdict);
         assert!(judged("time>+10%", &base, &new, true).failed);
-        // One run a side: no test can tell; only --ignore-significance gates.
+        // One run a side: no test can tell; only --ignore-significance judges the means.
         let g = judged("p99>+20%", &[10.0], &[15.0], false);
         assert!(g.past_bound && g.p_value.is_none() && !g.failed, "{g:?}");
-        assert!(g.verdict.contains("fewer than 2 clean runs a side"), "{}", g.verdict);
+        assert_eq!((g.outcome, g.clean_runs), (Outcome::Inconclusive, [1, 1]));
+        assert!(g.verdict.contains("only 1 and 1 clean runs"), "{}", g.verdict);
         assert!(judged("p99>+20%", &[10.0], &[15.0], true).failed);
+        assert_eq!(judged("p99>+20%", &[10.0], &[11.0], true).outcome, Outcome::Pass);
+    }
+
+    #[test]
+    fn all_suspect_series_never_pass() {
+        // The probe's case: +887% on p99, every run suspect (a busy runner). Not "ok".
+        let suspect = |v: &[f64]| {
+            let mut r = runs(v);
+            for x in &mut r {
+                x.suspect = Some("the generator used 95% of a core".into());
+            }
+            r
+        };
+        let rule = parse("p99>+20%").unwrap();
+        let names = ("w", "a", "b");
+        let g = judge(&rule, names, &suspect(&[10.0, 10.1, 9.9]), &suspect(&[98.7, 98.6, 98.8]), false);
+        assert_eq!((g.outcome, g.failed, g.clean_runs), (Outcome::Inconclusive, false, [0, 0]), "{g:?}");
+        assert!(
+            g.verdict.starts_with("INCONCLUSIVE: +887.00% (9.9x) >+20% but only 0 and 0 clean runs"),
+            "{}",
+            g.verdict
+        );
+        assert!(g.verdict.contains("--ignore-significance"), "{}", g.verdict);
+        // Within the bound, but measured by a saturated generator: still not a pass.
+        let g = judge(&rule, names, &suspect(&[10.0, 10.1]), &suspect(&[10.0, 10.1]), false);
+        assert_eq!(g.outcome, Outcome::Inconclusive, "{g:?}");
+        // The overall outcome: a failure outranks inconclusive, which outranks a pass.
+        let pass = judged("time>+10%", &[1.0, 1.1], &[1.0, 1.1], false);
+        assert_eq!(pass.outcome, Outcome::Pass);
+        let fail = judged("time>+10%", &[100.0, 101.0, 99.0], &[120.0, 121.0, 119.0], false);
+        assert_eq!(overall(&[pass.clone(), g.clone()]), Some(Outcome::Inconclusive));
+        assert_eq!(overall(&[pass.clone(), g, fail]), Some(Outcome::Fail));
+        assert_eq!(overall(&[pass]), Some(Outcome::Pass));
+        assert_eq!(overall(&[]), None);
     }
 
     #[test]
@@ -275,7 +374,7 @@ mod tests {
         for r in &mut new {
             r.error_rate_pct = 2.0;
         }
-        let g = judge(&parse("error_rate>+50%").unwrap(), ("w", "a", "b"), &runs(&[1.0, 1.0]), &new, false);
+        let g = judge(&parse("error_rate>+50%").unwrap(), ("w", "a", "b"), &runs(&[1.0, 1.0]), &new, true);
         assert!(g.past_bound && g.change_pct.is_none() && g.failed, "{g:?}");
         assert!(g.verdict.contains("from 0 to 2.00"), "{}", g.verdict);
     }

@@ -130,6 +130,7 @@ pub fn less_more(base: f64, new: f64, what: &str) -> String {
         None => format!("no {what} to compare"),
         Some(c) if c.abs() < 0.005 => format!("same {what}"),
         Some(c) if c < 0.0 => format!("{:.2}% less {what}", -c),
+        Some(c) if c > 100.0 => format!("{} {what}", times(c)),
         Some(c) => format!("{c:.2}% more {what}"),
     }
 }
@@ -141,6 +142,7 @@ pub fn more_fewer(base: f64, new: f64, what: &str) -> String {
         None => format!("no {what} to compare"),
         Some(c) if c.abs() < 0.005 => format!("same {what}"),
         Some(c) if c < 0.0 => format!("{:.2}% fewer {what}", -c),
+        Some(c) if c > 100.0 => format!("{} {what}", times(c)),
         Some(c) => format!("{c:.2}% more {what}"),
     }
 }
@@ -151,7 +153,27 @@ pub fn faster_slower(base_s: f64, new_s: f64) -> String {
         None => "no time to compare".into(),
         Some(c) if c.abs() < 0.005 => "same time".into(),
         Some(c) if c < 0.0 => format!("{:.2}% faster", -c),
-        Some(c) => format!("{c:.2}% slower", c = c),
+        Some(c) if c > 100.0 => format!("{} slower", times(c)),
+        Some(c) => format!("{c:.2}% slower"),
+    }
+}
+
+/// A rise of more than 100% as a factor: +886.95% is "9.9x" (the new value over the old).
+fn times(change_pct: f64) -> String {
+    let factor = 1.0 + change_pct / 100.0;
+    if factor < 10.0 {
+        format!("{factor:.1}x")
+    } else {
+        format!("{factor:.0}x")
+    }
+}
+
+/// A signed change in percent, with the factor past +100%: "+12.50%", "-40.00%", "+886.95% (9.9x)".
+pub fn signed_change(change_pct: f64) -> String {
+    if change_pct > 100.0 {
+        format!("{change_pct:+.2}% ({})", times(change_pct))
+    } else {
+        format!("{change_pct:+.2}%")
     }
 }
 
@@ -167,6 +189,13 @@ mod tests {
     #[test]
     fn the_reports_ways_of_writing() {
         assert_eq!(meteor_time(126.0), "2 minutes 6 seconds");
+        // Past +100% a change reads as a factor, not as "886.95% more".
+        assert_eq!(less_more(10.0, 98.695, "p99"), "9.9x p99");
+        assert_eq!(less_more(10.0, 15.0, "p99"), "50.00% more p99");
+        assert_eq!(faster_slower(1.0, 25.0), "25x slower");
+        assert_eq!(more_fewer(100.0, 250.0, "requests/s"), "2.5x requests/s");
+        assert_eq!(signed_change(886.95), "+886.95% (9.9x)");
+        assert_eq!(signed_change(-12.5), "-12.50%");
         assert_eq!(meteor_time(110.4), "1 minute 50 seconds");
         assert_eq!(meteor_time(61.0), "1 minute 1 second");
         assert_eq!(meteor_time(120.0), "2 minutes");
