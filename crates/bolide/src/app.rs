@@ -62,6 +62,30 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
     }
 }
 
+/// The exit code of a command that a stop signal (number `signal`, 0 for none) ended: a run,
+/// bench, capacity or demo stopped by a signal exits 128 + the signal (130 for Ctrl-C, 143 for
+/// SIGTERM, 129 for SIGHUP) after writing its report, as k6 and shells do, so that a script can
+/// tell an interrupted run from a finished one. Usage errors and failures to run keep their own
+/// codes; `serve` and the commands that read files end with their own code (a signal is how a
+/// server is meant to stop).
+pub fn exit_after_signal(args: &[OsString], code: i32, signal: i32) -> i32 {
+    let command = args.get(1).and_then(|a| a.to_str()).unwrap_or_default();
+    let runs_load = ["http", "run", "bench", "capacity", "demo"].contains(&command);
+    if signal > 0 && runs_load && ![exit::USAGE, exit::RUN].contains(&code) {
+        128 + signal
+    } else {
+        code
+    }
+}
+
+/// Commands with no run to report (compare, report, merge, k8s, ...) leave at once on a stop
+/// signal, with 128 + the signal: what they write is renamed into place whole, so nothing half
+/// written is left. `serve` and the load commands stop through the stop token instead.
+pub fn stops_at_once(args: &[OsString]) -> bool {
+    let command = args.get(1).and_then(|a| a.to_str()).unwrap_or_default();
+    !["http", "run", "bench", "capacity", "demo", "serve"].contains(&command)
+}
+
 /// `bolide capacity SCENARIO ...` is short for `bolide capacity run SCENARIO ...`.
 pub fn capacity_shorthand(mut args: Vec<OsString>) -> Vec<OsString> {
     if args.get(1).is_some_and(|a| a == "capacity") {
@@ -102,4 +126,34 @@ fn once(workload: Result<Workload, String>, command_line: Vec<String>, io: &mut 
         });
     }
     outcome.code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_exit_code_after_a_stop_signal() {
+        let argv = |c: &str| vec![OsString::from("bolide"), OsString::from(c)];
+        // Each row: command, the code it returned, the signal, the exit code.
+        let rows = [
+            // A finished run: its own code.
+            ("http", exit::OK, 0, exit::OK),
+            // Ctrl-C, SIGTERM, SIGHUP during a run: 128 + the signal, over 0, 1 and 4.
+            ("http", exit::OK, 2, 130),
+            ("run", exit::THRESHOLDS, 15, 143),
+            ("bench", exit::OK, 1, 129),
+            ("capacity", exit::INCONCLUSIVE, 2, 130),
+            ("demo", exit::OK, 15, 143),
+            // A run that could not start keeps saying so.
+            ("http", exit::RUN, 2, exit::RUN),
+            // A server stops on a signal: that is its normal end.
+            ("serve", exit::OK, 15, exit::OK),
+        ];
+        for (command, code, signal, expected) in rows {
+            assert_eq!(exit_after_signal(&argv(command), code, signal), expected, "{command} {code} {signal}");
+        }
+        assert!(stops_at_once(&argv("compare")) && stops_at_once(&argv("report")) && stops_at_once(&argv("merge")));
+        assert!(!stops_at_once(&argv("http")) && !stops_at_once(&argv("serve")));
+    }
 }

@@ -13,6 +13,9 @@ pub mod exit {
     pub const USAGE: i32 = 2;
     /// The run could not start or complete (nothing reachable, an output file could not be written).
     pub const RUN: i32 = 3;
+    /// A verdict could not be reached (`compare --fail-on` over runs that cannot tell: suspect
+    /// runs, too few runs, a change within the noise); `--allow-inconclusive` makes it 0.
+    pub const INCONCLUSIVE: i32 = 4;
 }
 
 /// Where a command writes: results on `out`, diagnostics on `err`.
@@ -73,5 +76,63 @@ impl Write for Shared<'_, '_, '_> {
 
     fn flush(&mut self) -> std::io::Result<()> {
         self.0.borrow_mut().flush()
+    }
+}
+
+/// Under the npm wrapper (which sets `BOLIDE_PARENT_DEATH` to its own PID): on Linux, asks the
+/// kernel for a SIGTERM when the wrapper dies, however it dies (SIGKILL of a cancelled CI job
+/// included), so no load generator outlives it; SIGTERM stops a run as Ctrl-C does. Call first in
+/// `main`, before any thread starts. The variable is removed, so that processes bolide starts
+/// (`--spawn`, the demos' servers) do not inherit it.
+pub fn die_with_parent() {
+    let Some(parent) = std::env::var_os("BOLIDE_PARENT_DEATH") else { return };
+    std::env::remove_var("BOLIDE_PARENT_DEATH");
+    #[cfg(target_os = "linux")]
+    {
+        let Some(parent) = parent.to_str().and_then(|p| p.parse::<libc::pid_t>().ok()) else { return };
+        // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number and touches no memory of ours;
+        // getppid cannot fail.
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+            // The wrapper may have died before the request: then nobody will send the signal.
+            if libc::getppid() != parent {
+                libc::raise(libc::SIGTERM);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = parent;
+}
+
+/// How the person who started this process runs bolide, for the commands a summary suggests:
+/// `cargo run --release --` when cargo started it (someone following the README from a clone,
+/// with no `bolide` on their PATH), `bolide` when that name on the PATH is this executable, and
+/// the executable's path otherwise.
+pub fn own_command() -> String {
+    let Ok(exe) = std::env::current_exe() else { return "bolide".into() };
+    let exe = exe.canonicalize().unwrap_or(exe);
+    // Inside another program (a test binary driving the library): the tool's own name.
+    if exe.file_name().and_then(|n| n.to_str()) != Some("bolide") {
+        return "bolide".into();
+    }
+    let on_path = std::env::var_os("PATH")
+        .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("bolide")).find(|p| p.is_file()));
+    if on_path.and_then(|p| p.canonicalize().ok()).is_some_and(|p| p == exe) {
+        return "bolide".into();
+    }
+    // cargo run sets CARGO for the program it runs; the build profile is the executable's folder.
+    if std::env::var_os("CARGO").is_some() && std::env::var_os("CARGO_MANIFEST_DIR").is_some() {
+        let profile = exe.parent().and_then(|d| d.file_name()).and_then(|n| n.to_str()).unwrap_or_default();
+        return match profile {
+            "release" => "cargo run --release --".into(),
+            "debug" => "cargo run --".into(),
+            other => format!("cargo run --profile {other} --"),
+        };
+    }
+    let path = exe.display().to_string();
+    if path.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c)) {
+        path
+    } else {
+        format!("'{}'", path.replace('\'', r"'\''"))
     }
 }

@@ -1,8 +1,11 @@
 //! The `bolide` binary: parse, run, exit with the documented code.
 
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 /// mimalloc: the DDP client allocates per message (JSON maps, ids), and glibc's malloc was a third
 /// of the generator's CPU in profiles of the Meteor workload.
@@ -14,21 +17,25 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const SAME_STOP: Duration = Duration::from_secs(1);
 
 fn main() {
+    bolide::console::die_with_parent();
+    // A bug of bolide's reads as one line that says so, never a backtrace; the run it breaks
+    // fails with its own message and exit code.
+    std::panic::set_hook(Box::new(|info| {
+        let thread = std::thread::current();
+        let said = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        eprintln!("bolide: internal error in {}: {said}{at}", thread.name().unwrap_or("a thread"));
+    }));
     let cancel = tokio_util::sync::CancellationToken::new();
-    let on_signal = cancel.clone();
-    let began = Instant::now();
-    // Milliseconds after `began` when the first stop signal came (0: none yet).
-    let first_ms = AtomicU64::new(0);
-    // SIGINT, SIGTERM, SIGHUP: the first stops the run, which still reports and writes its files;
-    // a later one leaves at once (files already written are whole: they are renamed into place).
-    let _ = ctrlc::set_handler(move || {
-        let now_ms = began.elapsed().as_millis() as u64 + 1;
-        match first_ms.compare_exchange(0, now_ms, Ordering::SeqCst, Ordering::SeqCst) {
-            Ok(_) => on_signal.cancel(),
-            Err(first) if now_ms - first < SAME_STOP.as_millis() as u64 => {}
-            Err(_) => std::process::exit(130),
-        }
-    });
+    // The first stop signal's number (0: none yet), for the exit code of an interrupted run.
+    let stopped_by = Arc::new(AtomicI32::new(0));
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    watch_signals(cancel.clone(), stopped_by.clone(), bolide::app::stops_at_once(&args));
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
     // NO_COLOR turns colours off, not the progress.
@@ -36,6 +43,39 @@ fn main() {
     let live = stderr.is_terminal();
     let mut io =
         bolide::console::Io { out: &mut stdout.lock(), err: &mut stderr.lock(), live, color, stage: String::new() };
-    let code = bolide::app::main(std::env::args_os().collect(), &mut io, &cancel);
-    std::process::exit(code);
+    let code = bolide::app::main(args.clone(), &mut io, &cancel);
+    std::process::exit(bolide::app::exit_after_signal(&args, code, stopped_by.load(Ordering::SeqCst)));
+}
+
+/// SIGINT, SIGTERM, SIGHUP: the first stops the run, which still reports and writes its files;
+/// a later one leaves at once (files already written are whole: they are renamed into place).
+/// With `at_once` (commands that read saved results), the first signal leaves at once.
+fn watch_signals(cancel: tokio_util::sync::CancellationToken, stopped_by: Arc<AtomicI32>, at_once: bool) {
+    let mut signals = match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("warning: cannot watch for Ctrl-C and SIGTERM ({e}); a signal will stop bolide at once");
+            return;
+        }
+    };
+    let began = Instant::now();
+    // Milliseconds after `began` when the first stop signal came (0: none yet).
+    let first_ms = AtomicU64::new(0);
+    let spawned = std::thread::Builder::new().name("bolide-signals".into()).spawn(move || {
+        for signal in signals.forever() {
+            let now_ms = began.elapsed().as_millis() as u64 + 1;
+            match first_ms.compare_exchange(0, now_ms, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) if at_once => std::process::exit(128 + signal),
+                Ok(_) => {
+                    stopped_by.store(signal, Ordering::SeqCst);
+                    cancel.cancel();
+                }
+                Err(first) if now_ms - first < SAME_STOP.as_millis() as u64 => {}
+                Err(_) => std::process::exit(128 + signal),
+            }
+        }
+    });
+    if let Err(e) = spawned {
+        eprintln!("warning: cannot watch for Ctrl-C and SIGTERM ({e})");
+    }
 }

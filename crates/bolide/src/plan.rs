@@ -802,7 +802,7 @@ mod tests {
         let text = err.to_string();
         for needle in [
             "-c/--connections",
-            "--rps must be above 0",
+            "--rps must be at least one a day",
             "--timeout \"x\"",
             "header \"novalue\"",
             "scheme ftp://",

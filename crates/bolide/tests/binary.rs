@@ -97,19 +97,20 @@ fn valid_http_document(text: &str) {
 #[test]
 fn sigint_sigterm_sighup_and_a_doubled_sigint_stop_the_run_and_keep_the_report() {
     // Each row: the signals sent, the gap between them.
-    let rows: [(&[&str], u64); 4] = [
+    // Each row: the signals sent, the gap between them, the exit code (128 + the first signal).
+    let rows: [(&[&str], u64, i32); 4] = [
         // Ctrl-C.
-        (&["INT"], 0),
+        (&["INT"], 0, 130),
         // What timeout, CI cancellation and docker stop send.
-        (&["TERM"], 0),
+        (&["TERM"], 0, 143),
         // A closed terminal.
-        (&["HUP"], 0),
+        (&["HUP"], 0, 129),
         // timeout -s INT signals the child and then its process group: one stop, delivered twice.
-        (&["INT", "INT"], 10),
+        (&["INT", "INT"], 10, 130),
     ];
-    for (signals, gap) in rows {
+    for (signals, gap, exit) in rows {
         let (code, stdout, stderr, json) = stop_with(signals, gap);
-        assert_eq!(code, Some(0), "{signals:?}: {stderr}");
+        assert_eq!(code, Some(exit), "{signals:?}: {stderr}");
         assert!(stdout.contains("interrupted") && stdout.contains("Latency"), "{signals:?}: {stdout}");
         valid_http_document(&json);
         let doc = bolide::stats::result::ResultDoc::from_json(&json).unwrap();

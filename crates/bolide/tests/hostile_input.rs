@@ -82,7 +82,7 @@ fn out_of_range_numbers_in_scenario_files_are_refused_with_their_place() {
         ("    - pause: 1e20\nscenarios:\n  - flow: [connect]\n", ":4:14: pause is out of range"),
         (
             "    - {duration: 1, arrivalRate: 1e308}\nscenarios:\n  - flow: [connect]\n",
-            ":4:34: arrivalRate must be above 0 and at most 1000000 per second, not 1e308",
+            ":4:34: arrivalRate must be at least one a day (0.00001157 per second) and at most 1000000 per second, not 1e308",
         ),
         ("    - {duration: 1, arrivalRate: 1, rampTo: .inf}\nscenarios:\n  - flow: [connect]\n", "rampTo must be"),
         ("    - {duration: 1, arrivalCount: 99999999999999}\nscenarios:\n  - flow: [connect]\n", "arrivalCount must be at most"),
@@ -104,11 +104,25 @@ fn out_of_range_numbers_in_scenario_files_are_refused_with_their_place() {
 fn out_of_range_flags_are_refused() {
     let url = "http://127.0.0.1:9/";
     // Each row: arguments, what the message says.
-    let rows: [(&[&str], &str); 8] = [
+    let rows: [(&[&str], &str); 11] = [
         (&["http", "-d", "1e20", url], "-d/--duration \"1e20\" is out of range"),
         (&["http", "--timeout", "9999999999999999999999s", url], "--timeout"),
-        (&["http", "--rps", "1e308", url], "--rps must be above 0 and at most 1000000 per second, not 1e308"),
-        (&["http", "--rps", "NaN", url], "--rps must be above 0"),
+        (
+            &["http", "--rps", "1e308", url],
+            "--rps must be at least one a day (0.00001157 per second) and at most 1000000 per second, not 1e308",
+        ),
+        (&["http", "--rps", "NaN", url], "--rps must be at least one a day"),
+        // The second probe: a rate this low overflowed the pacer's gap in a worker (a panic, then
+        // "1 responses, 0 errors" and exit 0). Refused before anything runs.
+        (
+            &["http", "--rps", "1e-300", url],
+            "--rps must be at least one a day (0.00001157 per second) and at most 1000000 per second, not 1e-300",
+        ),
+        (&["http", "--rps", "0.00001", url], "not 0.00001"),
+        (
+            &["run", "tasks-reactive", "--target", url, "--arrival-rate", "1e-300"],
+            "--arrival-rate must be at least one a day",
+        ),
         (&["run", "tasks-reactive", "--target", url, "--arrival-rate", "1e308"], "--arrival-rate must be"),
         (&["run", "tasks-reactive", "--target", url, "--think", "1e20"], "--think \"1e20\" is out of range"),
         (&["http", "--monitor-interval", "1e30", url], "--monitor-interval"),

@@ -19,7 +19,7 @@ function binary() {
   if (!pkg) {
     process.stderr.write(
       `bolide: no prebuilt binary for ${platform} (there are: ${Object.keys(PACKAGES).join(', ')}); ` +
-        'build it with `cargo install --locked bolide`\n'
+        'build it from source: in a clone of bolide\'s repository, `cargo install --locked --path crates/bolide`\n'
     );
     process.exit(3);
   }
@@ -34,7 +34,10 @@ function binary() {
   }
 }
 
-const child = spawn(binary(), process.argv.slice(2), { stdio: 'inherit' });
+// BOLIDE_PARENT_DEATH asks bolide to stop when this wrapper dies, even by SIGKILL (a cancelled CI
+// job), so that no load generator is left running without its parent.
+const env = Object.assign({}, process.env, { BOLIDE_PARENT_DEATH: String(process.pid) });
+const child = spawn(binary(), process.argv.slice(2), { stdio: 'inherit', env });
 // A signal sent to this process alone (kill PID) reaches bolide too; one from a terminal reaches
 // both, and bolide counts a signal repeated within a second once.
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {

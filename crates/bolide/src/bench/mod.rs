@@ -430,7 +430,12 @@ pub fn bench(
         match written {
             Ok(()) => {
                 let _ = writeln!(io.out, "\nResult documents and summary: {}", dir.display());
-                let _ = writeln!(io.out, "Compare with another series: bolide compare {} OTHER_DIR", dir.display());
+                let _ = writeln!(
+                    io.out,
+                    "Compare with another series: {} compare {} OTHER_DIR",
+                    crate::console::own_command(),
+                    dir.display()
+                );
             }
             Err(e) => {
                 let _ = writeln!(io.err, "error: cannot write {}: {e}", summary_path.display());

@@ -222,8 +222,8 @@ pub fn run(
         }
     }
     let duration = start.elapsed();
-    for h in handles {
-        let _ = h.join();
+    if let Some(why) = crate::engine::join_workers(handles) {
+        worker_error = Some(why);
     }
     let mut gnuplot_parts: Vec<_> = parts.into_iter().flatten().collect();
     if let Some(e) = worker_error {

@@ -5,3 +5,41 @@ pub mod http;
 pub mod pacer;
 pub mod timer;
 pub mod vu;
+
+/// Waits for every worker thread; a worker that panicked (a bug of bolide's) makes the whole run
+/// fail: its share of the load and of the figures is missing, so the others alone must never be
+/// reported as the run. Returns the reason, naming the thread and what it said.
+pub fn join_workers(handles: Vec<std::thread::JoinHandle<()>>) -> Option<String> {
+    let mut failed = None;
+    for h in handles {
+        let name = h.thread().name().unwrap_or("a load thread").to_string();
+        if let Err(panic) = h.join() {
+            let said = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".into());
+            failed.get_or_insert(format!(
+                "internal error: the load thread {name} stopped ({said}); its share of the run is missing, so no \
+                 figures are reported. This is a bug in bolide: please report it with the command line"
+            ));
+        }
+    }
+    failed
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_worker_that_panics_fails_the_run_and_is_named() {
+        let ok = std::thread::Builder::new().name("test-worker-0".into()).spawn(|| {}).unwrap();
+        let bad = std::thread::Builder::new()
+            .name("test-worker-1".into())
+            .spawn(|| panic!("overflow in the pacer"))
+            .unwrap();
+        let why = super::join_workers(vec![ok, bad]).expect("a failure");
+        assert!(why.contains("test-worker-1 stopped (overflow in the pacer)"), "{why}");
+        let ok = std::thread::spawn(|| {});
+        assert_eq!(super::join_workers(vec![ok]), None);
+    }
+}

@@ -172,8 +172,8 @@ pub fn run(
             }
         }
     }
-    for h in handles {
-        let _ = h.join();
+    if let Some(why) = crate::engine::join_workers(handles) {
+        return Err(why);
     }
     let timeline = seconds.into_iter().map(|(_, alive, s)| (alive, s)).collect();
     Ok(VuOutput {

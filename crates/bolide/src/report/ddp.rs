@@ -31,7 +31,7 @@ pub fn summary(doc: &DdpDoc) -> String {
         set.threads
     );
     if doc.interrupted {
-        out.push_str("  (interrupted: the figures cover what was done before Ctrl-C)\n");
+        out.push_str("  (interrupted: the figures cover what was done before the stop signal)\n");
     }
     out.push_str(&super::term::segment_note(set.segment, doc.merged.as_ref()));
     out.push('\n');

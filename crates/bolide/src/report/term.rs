@@ -85,7 +85,7 @@ pub fn summary(doc: &ResultDoc) -> String {
         plural(set.threads, "thread")
     );
     if doc.interrupted {
-        out.push_str("  (interrupted: the figures cover what was done before Ctrl-C)\n");
+        out.push_str("  (interrupted: the figures cover what was done before the stop signal)\n");
     }
     out.push_str(&segment_note(set.segment, doc.merged.as_ref()));
     out.push('\n');

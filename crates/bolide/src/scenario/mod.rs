@@ -18,6 +18,9 @@ use crate::proto::ddp::Transport;
 pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
 /// The highest rate a flag or a scenario file may give (users arriving, or requests, per second).
 pub const MAX_RATE_PER_S: f64 = 1_000_000.0;
+/// The lowest rate: one a day. Below it, the gap between two sends outlasts any run (and
+/// overflows a duration at rates such as 1e-300).
+pub const MIN_RATE_PER_S: f64 = 1.0 / 86_400.0;
 /// The most users an `arrivalCount` phase may bring.
 pub const MAX_ARRIVAL_COUNT: u64 = 1_000_000_000;
 
@@ -31,13 +34,17 @@ pub fn seconds(secs: f64) -> Option<Duration> {
     (secs.is_finite() && secs >= 0.0 && secs <= MAX_DURATION.as_secs_f64()).then(|| Duration::from_secs_f64(secs))
 }
 
-/// A rate, if above zero and at most [`MAX_RATE_PER_S`] (with the range in words otherwise).
+/// A rate, if at least [`MIN_RATE_PER_S`] (one a day) and at most [`MAX_RATE_PER_S`] (with the
+/// range in words otherwise).
 pub fn check_rate(per_s: f64) -> Result<f64, String> {
-    if per_s.is_finite() && per_s > 0.0 && per_s <= MAX_RATE_PER_S {
+    if per_s.is_finite() && (MIN_RATE_PER_S..=MAX_RATE_PER_S).contains(&per_s) {
         Ok(per_s)
     } else {
-        let shown = if per_s.abs() >= 1e9 { format!("{per_s:e}") } else { per_s.to_string() };
-        Err(format!("must be above 0 and at most {MAX_RATE_PER_S:.0} per second, not {shown}"))
+        let shown =
+            if per_s != 0.0 && !(1e-6..1e9).contains(&per_s.abs()) { format!("{per_s:e}") } else { per_s.to_string() };
+        Err(format!(
+            "must be at least one a day ({MIN_RATE_PER_S:.8} per second) and at most {MAX_RATE_PER_S:.0} per second, not {shown}"
+        ))
     }
 }
 
