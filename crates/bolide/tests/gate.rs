@@ -352,13 +352,14 @@ fn compare_fails_on_a_significant_regression_and_says_which_rule() {
     assert_eq!(o.code, 1, "{}\n{}", o.out, o.err);
     assert!(o.out.contains("## Regression gate (--fail-on)"), "{}", o.out);
     // The verdict is the page's first line, and again under the gate's table.
-    let first = "**Regression gate: FAILED** (rps<-10% failed): exit code 1.";
+    let first = "**Regression gate: FAILED** (rps&lt;-10% failed): exit code 1.";
     assert!(o.out.starts_with(first) && o.out.matches(first).count() == 2, "{}", o.out);
-    let row = o.out.lines().find(|l| l.starts_with("| rps<-10%")).unwrap();
-    assert!(row.contains("-20.00%") && row.contains("FAILED: -20.00% <-10%, significant"), "{row}");
+    // Markdown: a rule's < and > are entities (GitHub shows them as written).
+    let row = o.out.lines().find(|l| l.starts_with("| rps&lt;-10%")).unwrap();
+    assert!(row.contains("-20.00%") && row.contains("FAILED: -20.00% &lt;-10%, significant"), "{row}");
     // time per request rose 25%: under the 50% bound.
-    let row = o.out.lines().find(|l| l.starts_with("| time>+50%")).unwrap();
-    assert!(row.contains("| pass ") && row.contains("| pass: +25.00%, not >+50%"), "{row}");
+    let row = o.out.lines().find(|l| l.starts_with("| time&gt;+50%")).unwrap();
+    assert!(row.contains("| pass ") && row.contains("| pass: +25.00%, not &gt;+50%"), "{row}");
     // Within noise: inconclusive, never "ok": exit 4 unless allowed; --ignore-significance fails it.
     let o = bolide(&["compare", b, n, "--fail-on", "rps<-10%"]);
     assert_eq!(o.code, 4, "{}\n{}", o.out, o.err);
@@ -574,6 +575,7 @@ fn the_github_workflow_s_bolide_steps_run_here() {
     let md = std::fs::read_to_string(root.join("comparison.md")).unwrap();
     assert!(md.contains("## Regression gate (--fail-on)"), "{md}");
     for rule in ["time>+10%", "cpu>+15%", "p99>+20%"] {
+        let rule = rule.replace('>', "&gt;");
         assert!(md.contains(&format!("| {rule}")), "{rule} judged: {md}");
     }
     // The step's recorded exit code and the Markdown's first line agree on the verdict.

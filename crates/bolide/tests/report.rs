@@ -188,6 +188,41 @@ fn report_command_writes_html_and_markdown_and_refuses_what_is_not_a_result() {
 }
 
 #[test]
+fn markdown_reports_pass_no_raw_html_and_no_string_leaves_its_code_fence() {
+    // The second probe: a title or a label holding HTML, or a line of three backticks, changed
+    // the Markdown page (report --format md, and the PR comment path of compare).
+    let dir = tempfile::tempdir().unwrap();
+    let hostile = "x<img src=y onerror=alert(1)>\n```\n# not a heading [link](javascript:z)";
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("ddp-run.json")).unwrap()).unwrap();
+    v["label"] = serde_json::json!(hostile);
+    let doc = dir.path().join("hostile.json");
+    std::fs::write(&doc, v.to_string()).unwrap();
+    let o = bolide(&["report", doc.to_str().unwrap(), "--format", "md", "--title", hostile]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    assert!(!o.out.contains("<img") && o.out.contains("&lt;img src=y onerror=alert(1)&gt;"), "{}", o.out);
+    assert!(!o.out.contains("[link](javascript:") && o.out.contains("\\[link\\](javascript:"), "{}", o.out);
+    assert!(!o.out.lines().any(|l| l.starts_with("# not a heading")), "{}", o.out);
+    // Every fence that opens closes with the same run of backticks, and nothing else inside it
+    // is a run as long.
+    let mut open: Option<&str> = None;
+    for line in o.out.lines() {
+        let ticks = &line[..line.len() - line.trim_start_matches('`').len()];
+        match open {
+            None if ticks.len() >= 3 => open = Some(ticks),
+            Some(f) if line == f => open = None,
+            Some(f) => assert!(!line.starts_with(f), "a line inside the fence closes it: {line}"),
+            None => {}
+        }
+    }
+    assert!(open.is_none(), "{}", o.out);
+    // compare --format md: the label as text.
+    let o = bolide(&["compare", doc.to_str().unwrap(), fixture("ddp-run.json").to_str().unwrap(), "--format", "md"]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    assert!(!o.out.contains("<img") && o.out.contains("&lt;img"), "{}", o.out);
+}
+
+#[test]
 fn documents_of_the_previous_format_version_are_still_read() {
     // The fixtures are of version 1 (no per-second p90): the latency chart goes without it, and a
     // document of today's run (version 3) has it.

@@ -11,7 +11,7 @@ use super::stats;
 use super::{runs_table, table_notes, watched_names, RunEntry};
 use crate::cli::Format;
 use crate::report::table::{
-    change_pct, faster_slower, less_more, meteor_bytes, meteor_cpu, meteor_time, more_fewer, ms, Table,
+    change_pct, faster_slower, less_more, md_text, meteor_bytes, meteor_cpu, meteor_time, more_fewer, ms, Table,
 };
 use crate::stats::doc::{differences, Doc};
 
@@ -607,7 +607,12 @@ fn gate_line(r: &Report, md: bool) -> String {
     let rules = |o: Outcome| {
         let mut v: Vec<&str> = r.gate.iter().filter(|g| g.outcome == o).map(|g| g.rule.as_str()).collect();
         v.dedup();
-        v.join(", ")
+        let v = v.join(", ");
+        if md {
+            md_text(&v)
+        } else {
+            v
+        }
     };
     let b = if md { "**" } else { "" };
     match super::gate::overall(&r.gate) {
@@ -632,8 +637,15 @@ fn gate_line(r: &Report, md: bool) -> String {
 
 /// The report as text: Markdown headings for `md`, plain titles for `term`.
 pub fn render(r: &Report, md: bool, watched: &str) -> String {
-    let h =
-        |level: usize, text: &str| if md { format!("{} {text}\n\n", "#".repeat(level)) } else { format!("{text}\n\n") };
+    let h = |level: usize, text: &str| {
+        if md {
+            format!("{} {}\n\n", "#".repeat(level), md_text(text))
+        } else {
+            format!("{text}\n\n")
+        }
+    };
+    // What users named (series, workloads, labels) is escaped for a Markdown page.
+    let esc = |text: &str| if md { md_text(text) } else { text.to_string() };
     let mut out = String::new();
     if !r.gate.is_empty() {
         // The verdict first: a PR comment's first line says pass, fail or inconclusive.
@@ -673,7 +685,7 @@ pub fn render(r: &Report, md: bool, watched: &str) -> String {
             row.extend(t.columns.iter().map(cell));
             tab.row(row);
         }
-        out.push_str(&tab.markdown());
+        out.push_str(&tab.for_markdown(md).markdown());
         out.push('\n');
     }
     for c in &r.comparisons {
@@ -682,7 +694,7 @@ pub fn render(r: &Report, md: bool, watched: &str) -> String {
             out.push_str(&h(2, &c.workload));
             out.push_str(&h(3, &c.baseline));
             let mean = RunEntry::mean_of(&c.baseline_runs);
-            out.push_str(&runs_table(&c.baseline_runs, mean.as_ref(), None).markdown());
+            out.push_str(&runs_table(&c.baseline_runs, mean.as_ref(), None).for_markdown(md).markdown());
             out.push('\n');
         }
         out.push_str(&h(3, &c.series));
@@ -690,9 +702,9 @@ pub fn render(r: &Report, md: bool, watched: &str) -> String {
         let mut extra = c.per_run.clone();
         extra.push(c.on_means.clone());
         let title = format!("Comparison with {}", c.baseline);
-        out.push_str(&runs_table(&c.runs, mean.as_ref(), Some((&title, extra))).markdown());
+        out.push_str(&runs_table(&c.runs, mean.as_ref(), Some((&title, extra))).for_markdown(md).markdown());
         out.push('\n');
-        out.push_str(&format!("{} against {}: median (range) of each metric over the runs, and whether the difference stands out from run-to-run noise.\n\n", c.series, c.baseline));
+        out.push_str(&format!("{} against {}: median (range) of each metric over the runs, and whether the difference stands out from run-to-run noise.\n\n", esc(&c.series), esc(&c.baseline)));
         let b_head = format!("{} median (range)", c.baseline);
         let n_head = format!("{} median (range)", c.series);
         let mut tab = Table::new(&["Metric", &b_head, &n_head, "Change (means)", "Significance"]);
@@ -714,7 +726,7 @@ pub fn render(r: &Report, md: bool, watched: &str) -> String {
                 m.verdict.clone(),
             ]);
         }
-        out.push_str(&tab.markdown());
+        out.push_str(&tab.for_markdown(md).markdown());
         out.push('\n');
         if !c.steps.is_empty() {
             out.push_str("Per-step latency (median over the runs of each run's p50 and p99):\n\n");
@@ -743,7 +755,7 @@ pub fn render(r: &Report, md: bool, watched: &str) -> String {
                     change,
                 ]);
             }
-            out.push_str(&tab.markdown());
+            out.push_str(&tab.for_markdown(md).markdown());
             out.push('\n');
         }
         if !c.targets.is_empty() {
@@ -781,7 +793,7 @@ pub fn render(r: &Report, md: bool, watched: &str) -> String {
                     format!("{} -> {}", whole(t.baseline_failed_users), whole(t.failed_users)),
                 ]);
             }
-            out.push_str(&tab.markdown());
+            out.push_str(&tab.for_markdown(md).markdown());
             out.push('\n');
         }
         // Notes say which series and run they are about; the baseline's once per workload.
@@ -796,7 +808,7 @@ pub fn render(r: &Report, md: bool, watched: &str) -> String {
             notes.push("Significance is computed without the suspect runs.".into());
         }
         for n in notes {
-            out.push_str(&n);
+            out.push_str(&esc(&n));
             out.push('\n');
         }
         out.push('\n');
@@ -815,7 +827,7 @@ pub fn render(r: &Report, md: bool, watched: &str) -> String {
                 g.verdict.clone(),
             ]);
         }
-        out.push_str(&t.markdown());
+        out.push_str(&t.for_markdown(md).markdown());
         out.push('\n');
         out.push_str(&gate_line(r, md));
         out.push_str("\n\n");
@@ -823,14 +835,14 @@ pub fn render(r: &Report, md: bool, watched: &str) -> String {
     if !r.refused.is_empty() {
         out.push_str(&h(2, "Not compared"));
         for x in &r.refused {
-            out.push_str(&format!("- {x}\n"));
+            out.push_str(&format!("- {}\n", esc(x)));
         }
         out.push('\n');
     }
     if !r.skipped.is_empty() {
         out.push_str(&h(2, "Skipped files"));
         for s in &r.skipped {
-            out.push_str(&format!("- {}: {}\n", s.file, s.reason));
+            out.push_str(&format!("- {}: {}\n", esc(&s.file), esc(&s.reason)));
         }
         out.push('\n');
     }

@@ -10,6 +10,7 @@ use crate::console::{exit, Io};
 use crate::files;
 use crate::report::html::{self, Section};
 use crate::report::svg;
+use crate::report::table::{md_fence, md_text};
 use crate::stats::gnuplot;
 
 /// From this many series on, a report has a history: each measure's trend across the labels.
@@ -127,7 +128,7 @@ pub fn markdown(
     requests: &[html::Requests],
     images: Option<(&Path, &str)>,
 ) -> std::io::Result<String> {
-    let mut out = format!("# {title}\n\n");
+    let mut out = format!("# {}\n\n", md_text(title));
     let mut n = 0;
     let mut show = |out: &mut String, charts: &[crate::report::charts::Chart]| -> std::io::Result<()> {
         let Some((dir, rel)) = images else { return Ok(()) };
@@ -135,7 +136,7 @@ pub fn markdown(
             n += 1;
             let name = format!("{n:02}-{}.svg", c.id);
             files::write_atomically(&dir.join(&name), |w| w.write_all(svg::chart(c).as_bytes()))?;
-            out.push_str(&format!("![{}]({rel}/{name})\n\n", c.title.replace(['[', ']'], "")));
+            out.push_str(&format!("![{}]({rel}/{name})\n\n", md_text(&c.title)));
         }
         Ok(())
     };
@@ -151,12 +152,13 @@ pub fn markdown(
     }
     let per_request = requests.iter().map(html::requests_section);
     for s in run_sections(series).into_iter().chain(per_request) {
-        out.push_str(&format!("## {}\n\n", s.title));
+        out.push_str(&format!("## {}\n\n", md_text(&s.title)));
         for n in &s.notes {
-            out.push_str(&format!("- {n}\n"));
+            out.push_str(&format!("- {}\n", md_text(n)));
         }
         if !s.text.is_empty() {
-            out.push_str(&format!("\n```text\n{}```\n\n", s.text));
+            // Fenced with more backticks than any run in the text: no string can close it.
+            out.push_str(&format!("\n{}\n", md_fence("text", &s.text)));
         } else {
             out.push('\n');
         }

@@ -33,10 +33,8 @@ mod tests {
     #[test]
     fn a_worker_that_panics_fails_the_run_and_is_named() {
         let ok = std::thread::Builder::new().name("test-worker-0".into()).spawn(|| {}).unwrap();
-        let bad = std::thread::Builder::new()
-            .name("test-worker-1".into())
-            .spawn(|| panic!("overflow in the pacer"))
-            .unwrap();
+        let bad =
+            std::thread::Builder::new().name("test-worker-1".into()).spawn(|| panic!("overflow in the pacer")).unwrap();
         let why = super::join_workers(vec![ok, bad]).expect("a failure");
         assert!(why.contains("test-worker-1 stopped (overflow in the pacer)"), "{why}");
         let ok = std::thread::spawn(|| {});

@@ -94,10 +94,28 @@ pub fn data_json(title: &str, sections: &[Section]) -> String {
     serde_json::to_string(&data).unwrap_or_else(|_| "{}".into())
 }
 
+/// JSON made safe inside a `<script>` element: every `<`, `>` and `&` as a `\u` escape (in JSON
+/// they only occur inside strings, where the escape means the same character), so no string can
+/// close the element (`</script>`) or open a comment that changes how the HTML parser reads the
+/// rest (`<!--<script>` blanked the page); U+2028 and U+2029 likewise.
+pub fn script_safe(json: &str) -> String {
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// The whole page.
 pub fn page(title: &str, sections: &[Section]) -> String {
-    // Inside <script>, "</" could end the element early: JSON allows "<\/" for it.
-    let json = data_json(title, sections).replace("</", "<\\/");
+    let json = script_safe(&data_json(title, sections));
     let mut out = head(title, false);
     // The same content without scripts: the summaries as text.
     out.push_str("<noscript>\n");
@@ -185,5 +203,22 @@ mod tests {
         assert!(html.contains("<title>t &amp; &lt;t&gt;</title>"));
         assert!(html.contains("<pre>a &lt; b &amp; c</pre>"));
         assert!(!html.contains("src=\"http") && !html.contains("href=\"http"), "nothing is linked");
+    }
+
+    #[test]
+    fn no_string_can_open_a_comment_or_a_tag_inside_the_data() {
+        // The second probe: a header value, a title, a label or a step name holding "<!--<script>"
+        // blanked the page (the HTML parser's "script data escaped" states).
+        let hostile = "<!--<script>x</script>-->&amp;\u{2028}";
+        let section =
+            Section { title: hostile.into(), notes: vec![hostile.into()], text: String::new(), charts: vec![] };
+        let html = page(hostile, &[section]);
+        let data = html.split("const REPORT = ").nth(1).unwrap().split(";\n</script>").next().unwrap();
+        assert!(!data.contains('<') && !data.contains('>') && !data.contains('&'), "{data}");
+        // The same JSON, read back, holds the string unchanged.
+        let v: serde_json::Value = serde_json::from_str(data).unwrap();
+        assert_eq!(v["title"], hostile);
+        assert_eq!(v["sections"][0]["notes"][0], hostile);
+        assert_eq!(html.matches("<script>").count(), 3);
     }
 }

@@ -9,11 +9,25 @@ pub struct Table {
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
     pub numeric: Vec<bool>,
+    /// Cells are text for a Markdown page (`--format md`, PR comments): escaped with
+    /// [`md_text`]. Otherwise only a `|` is escaped, so that no cell splits the table.
+    pub for_markdown: bool,
 }
 
 impl Table {
     pub fn new(header: &[&str]) -> Table {
-        Table { header: header.iter().map(|h| h.to_string()).collect(), rows: Vec::new(), numeric: Vec::new() }
+        Table {
+            header: header.iter().map(|h| h.to_string()).collect(),
+            rows: Vec::new(),
+            numeric: Vec::new(),
+            for_markdown: false,
+        }
+    }
+
+    /// For a Markdown page (`md` true): every cell escaped as Markdown text.
+    pub fn for_markdown(mut self, md: bool) -> Table {
+        self.for_markdown = md;
+        self
     }
 
     /// Marks columns (by index) as right-aligned.
@@ -28,6 +42,17 @@ impl Table {
 
     /// Markdown, every column padded to its widest cell.
     pub fn markdown(&self) -> String {
+        let cell = |c: &String| if self.for_markdown { md_text(c) } else { c.replace('|', "\\|") };
+        let escaped = Table {
+            header: self.header.iter().map(cell).collect(),
+            rows: self.rows.iter().map(|r| r.iter().map(cell).collect()).collect(),
+            numeric: self.numeric.clone(),
+            for_markdown: false,
+        };
+        escaped.padded()
+    }
+
+    fn padded(&self) -> String {
         let n = self.header.len();
         let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count().max(3)).collect();
         for r in &self.rows {
@@ -158,6 +183,42 @@ pub fn faster_slower(base_s: f64, new_s: f64) -> String {
     }
 }
 
+/// Text for a Markdown page: no raw HTML (`<`, `>`, `&` as entities), no link, code span or
+/// table cell break (`[`, `]`, backticks, `|` and `\` escaped), and a line break as a space, so
+/// that what a user named (a label, a URL, a step) reads as they wrote it and cannot change the
+/// page.
+pub fn md_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\\' | '`' | '[' | ']' | '|' | '*' | '_' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A fenced code block of `text` whose fence is longer than any run of backticks inside it, so
+/// that no line of the text can close it.
+pub fn md_fence(info: &str, text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest.max(2) + 1);
+    let body = if text.ends_with('\n') { text.to_string() } else { format!("{text}\n") };
+    format!("{fence}{info}\n{body}{fence}\n")
+}
+
 /// A rise of more than 100% as a factor: +886.95% is "9.9x" (the new value over the old).
 fn times(change_pct: f64) -> String {
     let factor = 1.0 + change_pct / 100.0;
@@ -189,6 +250,19 @@ mod tests {
     #[test]
     fn the_reports_ways_of_writing() {
         assert_eq!(meteor_time(126.0), "2 minutes 6 seconds");
+        // Markdown: raw HTML, links and fences cannot get through.
+        assert_eq!(
+            md_text("<img src=x onerror=alert(1)> [a](javascript:x) `c` a|b"),
+            "&lt;img src=x onerror=alert(1)&gt; \\[a\\](javascript:x) \\`c\\` a\\|b"
+        );
+        assert_eq!(md_fence("text", "a\n```\nb"), "````text\na\n```\nb\n````\n");
+        assert_eq!(md_fence("", "plain\n"), "```\nplain\n```\n");
+        let mut t = Table::new(&["Label", "n"]).for_markdown(true);
+        t.row(vec!["<b>x</b>|y".into(), "1".into()]);
+        assert!(t.markdown().contains("| &lt;b&gt;x&lt;/b&gt;\\|y |"), "{}", t.markdown());
+        let mut t = Table::new(&["Label"]);
+        t.row(vec!["a|b <c>".into()]);
+        assert!(t.markdown().contains("| a\\|b <c> |"), "{}", t.markdown());
         // Past +100% a change reads as a factor, not as "886.95% more".
         assert_eq!(less_more(10.0, 98.695, "p99"), "9.9x p99");
         assert_eq!(less_more(10.0, 15.0, "p99"), "50.00% more p99");
