@@ -19,14 +19,23 @@ pub const MAX_INPUT_BYTES: u64 = 64 << 20;
 
 /// Reads a whole input file (a FIFO or process substitution too) of at most `max` bytes; a larger
 /// one, or an endless one such as `/dev/zero`, is refused after `max + 1` bytes.
+/// A regular file's size is checked before anything is read.
 pub fn read_limited(path: &Path, max: u64) -> io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    io::Read::read_to_end(&mut io::Read::take(File::open(path)?, max + 1), &mut bytes)?;
-    if bytes.len() as u64 > max {
-        return Err(io::Error::new(
+    let too_large = || {
+        io::Error::new(
             io::ErrorKind::FileTooLarge,
             format!("larger than {} MiB, the most bolide reads from one file", max >> 20),
-        ));
+        )
+    };
+    let file = File::open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_file() && meta.len() > max {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(if meta.is_file() { meta.len() as usize } else { 0 });
+    io::Read::read_to_end(&mut io::Read::take(file, max + 1), &mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(too_large());
     }
     Ok(bytes)
 }

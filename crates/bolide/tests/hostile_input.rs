@@ -396,3 +396,26 @@ fn a_full_disk_for_the_gnuplot_file_costs_neither_the_document_nor_a_stray_file(
     assert!(stdout.contains("left on the disk: []"), "files left on the full disk:\n{stdout}");
     assert_eq!(common::read_doc(&json).summary.responses, 20000, "the document is whole");
 }
+
+#[test]
+fn report_and_compare_refuse_endless_and_oversized_inputs_at_once() {
+    // The second probe: /dev/zero grew until the machine stopped it, and a 330 MB document took
+    // 6 GB (read without limit, parsed twice). Now: a pipe is refused at its first byte, a file
+    // larger than the limit by its size, before anything is read.
+    let dir = tempfile::tempdir().unwrap();
+    let huge = dir.path().join("huge.json");
+    // Sparse: 1 GiB and one byte of nothing, on no disk.
+    std::fs::File::create(&huge).unwrap().set_len((1 << 30) + 1).unwrap();
+    let rows: [(&[&str], &str); 4] = [
+        (&["report", "/dev/zero"], "/dev/zero: not a bolide result (not a JSON object)"),
+        (&["compare", "/dev/zero", "/dev/zero"], "not a bolide result (not a JSON object)"),
+        (&["report", huge.to_str().unwrap()], "larger than 1024 MiB, the most bolide reads from one file"),
+        (&["merge", huge.to_str().unwrap(), "-o", "-"], "larger than 1024 MiB"),
+    ];
+    for (args, want) in rows {
+        // A 512 MiB address-space limit: reading either input whole could not fit under it.
+        let r = run(args, Some("-v 524288"), Duration::from_secs(20));
+        assert!(matches!(r.code, Some(2)), "{args:?}: {:?} {}", r.code, r.err);
+        assert!(r.err.contains(want), "{args:?}: want {want:?} in\n{}", r.err);
+    }
+}

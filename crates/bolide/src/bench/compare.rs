@@ -64,14 +64,22 @@ pub fn load_series(input: &Path, skipped: &mut Vec<Skipped>) -> Result<Series, S
                 skipped.push(Skipped { file: f.display().to_string(), reason: "not a result document (.json)".into() });
                 continue;
             }
-            let text = match std::fs::read_to_string(f) {
+            let read = crate::files::read_limited(f, crate::stats::doc::MAX_DOC_BYTES)
+                .map_err(|e| format!("cannot read: {e}"))
+                .and_then(|b| String::from_utf8(b).map_err(|_| "not a result document (not UTF-8 text)".into()));
+            let text = match read {
                 Ok(t) => t,
-                Err(e) => {
-                    skipped.push(Skipped { file: f.display().to_string(), reason: format!("cannot read: {e}") });
+                Err(reason) => {
+                    skipped.push(Skipped { file: f.display().to_string(), reason });
                     continue;
                 }
             };
-            if let Ok(summary) = serde_json::from_str::<super::BenchSummary>(&text) {
+            let head = crate::stats::result::Head::of(&text).unwrap_or_default();
+            let summary = match head.format.as_deref() {
+                Some("bolide.bench") => serde_json::from_str::<super::BenchSummary>(&text).ok(),
+                _ => None,
+            };
+            if let Some(summary) = summary {
                 // A bench summary: its listed runs must be here.
                 for r in &summary.runs {
                     if let Some(file) = &r.file {

@@ -40,24 +40,68 @@ pub struct Measures {
     pub interrupted: bool,
 }
 
+/// The largest result document bolide reads (1 GiB): far above any run's (the histograms are
+/// compressed; a day-long run with per-second histograms stays in the tens of MiB), and small
+/// enough that reading one never takes the machine's memory.
+pub const MAX_DOC_BYTES: u64 = 1 << 30;
+
 impl Doc {
     /// Reads a result document of either kind; the error says why the file is not one.
+    /// Reads a result document of either kind (at most [`MAX_DOC_BYTES`], checked before
+    /// reading where the file has a size); the error says why the file is not one.
+    ///
+    /// A regular file is parsed from the file twice, streaming: its head, then the typed
+    /// document, so memory holds the typed document alone (about the file's size, never a copy of
+    /// the text or a `Value` tree besides). A pipe is read whole (up to the limit) once its first
+    /// byte says JSON, so `/dev/zero` is refused at once.
     pub fn load(path: &Path) -> Result<Doc, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read: {e}"))?;
-        Doc::from_json(&text)
+        use std::io::{BufReader, Read};
+        let cannot = |e: std::io::Error| format!("cannot read: {e}");
+        let open = || std::fs::File::open(path).map(|f| BufReader::with_capacity(1 << 16, f.take(MAX_DOC_BYTES + 1)));
+        let meta = std::fs::metadata(path).map_err(cannot)?;
+        if !meta.is_file() {
+            let mut reader = open().map_err(cannot)?;
+            let mut first = [0u8; 1];
+            loop {
+                match reader.read(&mut first).map_err(cannot)? {
+                    0 => return Err("not JSON (empty)".into()),
+                    _ if first[0].is_ascii_whitespace() => continue,
+                    _ if first[0] == b'{' => break,
+                    _ => return Err("not a bolide result (not a JSON object)".into()),
+                }
+            }
+            let mut text = vec![b'{'];
+            reader.read_to_end(&mut text).map_err(cannot)?;
+            if text.len() as u64 > MAX_DOC_BYTES {
+                return Err(format!(
+                    "cannot read: larger than {} MiB, the most bolide reads from one file",
+                    MAX_DOC_BYTES >> 20
+                ));
+            }
+            let text = String::from_utf8(text).map_err(|_| "not a bolide result (not UTF-8 text)".to_string())?;
+            return Doc::from_json(&text);
+        }
+        if meta.len() > MAX_DOC_BYTES {
+            return Err(format!(
+                "cannot read: larger than {} MiB, the most bolide reads from one file",
+                MAX_DOC_BYTES >> 20
+            ));
+        }
+        let head: super::result::Head =
+            serde_json::from_reader(open().map_err(cannot)?).map_err(|e| format!("not JSON ({e})"))?;
+        let kind = head.check()?;
+        let typed = |e: serde_json::Error| format!("malformed result: {e}");
+        match kind {
+            "http" => serde_json::from_reader(open().map_err(cannot)?).map(|d| Doc::Http(Box::new(d))).map_err(typed),
+            _ => serde_json::from_reader(open().map_err(cannot)?).map(|d| Doc::Ddp(Box::new(d))).map_err(typed),
+        }
     }
 
     pub fn from_json(text: &str) -> Result<Doc, String> {
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))?;
-        match value.get("format").and_then(|f| f.as_str()) {
-            Some(super::result::FORMAT) => {}
-            Some(other) => return Err(format!("not a bolide result (format {other:?})")),
-            None => return Err("not a bolide result (no \"format\" field)".into()),
-        }
-        match value.get("kind").and_then(|k| k.as_str()) {
-            Some("http") => ResultDoc::from_json(text).map(|d| Doc::Http(Box::new(d))),
-            Some("ddp") => DdpDoc::from_json(text).map(|d| Doc::Ddp(Box::new(d))),
-            other => Err(format!("a result of unknown kind {other:?}")),
+        let typed = |e: serde_json::Error| format!("malformed result: {e}");
+        match super::result::Head::of(text)?.check()? {
+            "http" => serde_json::from_str(text).map(|d| Doc::Http(Box::new(d))).map_err(typed),
+            _ => serde_json::from_str(text).map(|d| Doc::Ddp(Box::new(d))).map_err(typed),
         }
     }
 

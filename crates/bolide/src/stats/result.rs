@@ -218,19 +218,57 @@ pub struct Histograms {
 impl ResultDoc {
     /// Reads a document, refusing other formats and newer versions with a clear reason.
     pub fn from_json(text: &str) -> Result<ResultDoc, String> {
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-        match value.get("format").and_then(|f| f.as_str()) {
+        let head = Head::of(text)?;
+        match head.format.as_deref() {
             Some(FORMAT) => {}
             other => return Err(format!("not a bolide result (format is {other:?})")),
         }
-        check_version(&value)?;
-        serde_json::from_value(value).map_err(|e| format!("malformed result: {e}"))
+        check_version(head.version)?;
+        serde_json::from_str(text).map_err(|e| format!("malformed result: {e}"))
     }
 }
 
+/// A document's format, kind and version, read without building the rest: the whole text is
+/// parsed once more, typed, only when these say it is a result this bolide reads (so a large
+/// document costs its text and its typed form, never a `Value` tree as well).
+#[derive(Debug, Default, Deserialize)]
+pub struct Head {
+    pub format: Option<String>,
+    pub kind: Option<String>,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    pub version: Option<u64>,
+}
+
+impl Head {
+    pub fn of(text: &str) -> Result<Head, String> {
+        serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))
+    }
+
+    /// A result document this bolide reads: its kind, `"http"` or `"ddp"`; else why not.
+    pub fn check(&self) -> Result<&'static str, String> {
+        match self.format.as_deref() {
+            Some(FORMAT) => {}
+            Some(other) => return Err(format!("not a bolide result (format {other:?})")),
+            None => return Err("not a bolide result (no \"format\" field)".into()),
+        }
+        let kind = match self.kind.as_deref() {
+            Some("http") => "http",
+            Some("ddp") => "ddp",
+            other => return Err(format!("a result of unknown kind {other:?}")),
+        };
+        check_version(self.version)?;
+        Ok(kind)
+    }
+}
+
+/// A version that is not a whole number reads as none (and is refused as such).
+fn lenient_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(serde_json::Value::deserialize(d)?.as_u64())
+}
+
 /// Whether this bolide reads a result document's format version; the reason when it does not.
-pub fn check_version(doc: &serde_json::Value) -> Result<(), String> {
-    match doc.get("version").and_then(|v| v.as_u64()) {
+pub fn check_version(version: Option<u64>) -> Result<(), String> {
+    match version {
         Some(v) if (u64::from(OLDEST_VERSION)..=u64::from(VERSION)).contains(&v) => Ok(()),
         Some(v) if v > u64::from(VERSION) => Err(format!(
             "written by a newer bolide (result format version {v}; this one reads versions {OLDEST_VERSION} to {VERSION}): upgrade bolide to read it"

@@ -474,15 +474,15 @@ pub fn step_summaries(rec: &VuRecorder, duration_s: f64) -> Vec<StepSummary> {
 impl DdpDoc {
     /// Reads a DDP result document, refusing other kinds with a reason.
     pub fn from_json(text: &str) -> Result<DdpDoc, String> {
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-        if value.get("format").and_then(|f| f.as_str()) != Some(super::result::FORMAT) {
+        let head = super::result::Head::of(text)?;
+        if head.format.as_deref() != Some(super::result::FORMAT) {
             return Err("not a bolide result".into());
         }
-        if value.get("kind").and_then(|k| k.as_str()) != Some("ddp") {
-            return Err(format!("a {:?} result, not a DDP one", value.get("kind")));
+        if head.kind.as_deref() != Some("ddp") {
+            return Err(format!("a {:?} result, not a DDP one", head.kind));
         }
-        super::result::check_version(&value)?;
-        serde_json::from_value(value).map_err(|e| format!("malformed result: {e}"))
+        super::result::check_version(head.version)?;
+        serde_json::from_str(text).map_err(|e| format!("malformed result: {e}"))
     }
 }
 
