@@ -45,8 +45,38 @@ pub fn pod_script() -> String {
     )
 }
 
+/// A YAML double-quoted scalar: JSON's escapes (YAML reads them alike), and every character YAML
+/// does not allow raw (DEL, the C1 controls, U+FFFE/U+FFFF) as a `\u` escape, so that any name or
+/// file content makes a manifest that parsers accept.
 fn q(s: &str) -> String {
-    serde_json::to_string(s).expect("a string serializes")
+    let json = serde_json::to_string(s).expect("a string serializes");
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        match c as u32 {
+            0x7f..=0x9f | 0xfffe | 0xffff => out.push_str(&format!("\\u{:04x}", c as u32)),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// A ConfigMap key for a file name: keys match `[-._a-zA-Z0-9]+`, so any other character becomes
+/// `_`, and a name that is all dots gets a prefix. The file keeps its own name in the pod (the
+/// volume's `items` map each key back to it).
+pub fn config_key(name: &str, taken: &[String]) -> String {
+    let mut key: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || "-._".contains(c) { c } else { '_' }).collect();
+    if key.chars().all(|c| c == '.') {
+        key = format!("file{key}");
+    }
+    key.truncate(240);
+    let base = key.clone();
+    let mut n = 2;
+    while taken.contains(&key) {
+        key = format!("{n}-{base}");
+        n += 1;
+    }
+    key
 }
 
 /// The ConfigMap (when there are files) and the Job, as one YAML stream.
@@ -57,8 +87,11 @@ pub fn manifests(spec: &JobSpec) -> String {
     let config = format!("{}-scenario", spec.name);
     if !spec.files.is_empty() {
         let _ = write!(out, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {}{ns}{labels}\ndata:\n", q(&config));
-        for (key, content) in &spec.files {
-            let _ = writeln!(out, "  {}: {}", q(key), q(content));
+        let mut keys = Vec::new();
+        for (name, content) in &spec.files {
+            let key = config_key(name, &keys);
+            let _ = writeln!(out, "  {}: {}", q(&key), q(content));
+            keys.push(key);
         }
         out.push_str("---\n");
     }
@@ -98,10 +131,17 @@ pub fn manifests(spec: &JobSpec) -> String {
         let _ = write!(
             out,
             "          volumeMounts:\n            - name: scenario\n              mountPath: {}\n              readOnly: true\n      \
-             volumes:\n        - name: scenario\n          configMap:\n            name: {}\n",
+             volumes:\n        - name: scenario\n          configMap:\n            name: {}\n            items:\n",
             q(MOUNT),
             q(&config)
         );
+        // Each key back to its file's own name, which the scenario refers to.
+        let mut keys = Vec::new();
+        for (name, _) in &spec.files {
+            let key = config_key(name, &keys);
+            let _ = writeln!(out, "              - key: {}\n                path: {}", q(&key), q(name));
+            keys.push(key);
+        }
     }
     out
 }
@@ -115,7 +155,8 @@ pub fn prepare(args: &[String]) -> Result<(Vec<String>, Files), Vec<String>> {
     use clap::Parser;
     let mut problems = Vec::new();
     let argv = std::iter::once("bolide".to_string()).chain(args.iter().cloned());
-    let parsed = match crate::cli::Cli::try_parse_from(argv) {
+    let argv: Vec<String> = argv.collect();
+    let parsed = match crate::cli::Cli::try_parse_from(&argv) {
         Ok(c) => c,
         Err(e) => {
             let text = e.to_string();
@@ -158,8 +199,18 @@ pub fn prepare(args: &[String]) -> Result<(Vec<String>, Files), Vec<String>> {
             match scenario_files(path) {
                 Ok(f) => {
                     let pod_path = format!("{MOUNT}/{}", f[0].0);
-                    if let Some(slot) = out.iter_mut().find(|x| **x == a.scenario) {
-                        *slot = pod_path;
+                    // The scenario argument by its place on the command line, not the first
+                    // argument equal to it (`--target users.yml users.yml`): the one whose
+                    // replacement changes what clap reads as the scenario.
+                    let is_scenario = |i: usize| {
+                        let mut trial = argv.clone();
+                        trial[i + 1] = pod_path.clone();
+                        matches!(crate::cli::Cli::try_parse_from(&trial).map(|c| c.command),
+                            Ok(crate::cli::Command::Run(r)) if r.scenario == pod_path)
+                    };
+                    match (0..out.len()).find(|&i| out[i] == a.scenario && is_scenario(i)) {
+                        Some(i) => out[i] = pod_path,
+                        None => problems.push(format!("cannot find the scenario {:?} on the command line", a.scenario)),
                     }
                     files = f;
                 }
@@ -288,6 +339,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn yaml_strings_and_config_map_keys_take_any_name() {
+        // DEL and C1 controls are not allowed raw in YAML: escaped, as JSON's controls are.
+        assert_eq!(q("a\u{7f}b\u{85}c\u{9f}\n\u{1}"), "\"a\\u007fb\\u0085c\\u009f\\n\\u0001\"");
+        assert_eq!(q("ok é ✓"), "\"ok é ✓\"");
+        let none: Vec<String> = Vec::new();
+        assert_eq!(config_key("users.yml", &none), "users.yml");
+        assert_eq!(config_key("my users (v2).yml", &none), "my_users__v2_.yml");
+        assert_eq!(config_key("données.csv", &none), "donn_es.csv");
+        assert_eq!(config_key("..", &none), "file..");
+        assert_eq!(config_key("a b", &["a_b".to_string()]), "2-a_b");
+    }
+
+    #[test]
     fn names() {
         assert!(check_name("bolide-load-1").is_ok());
         for bad in ["", "Bolide", "-x", "x-", "a_b", &"a".repeat(53)] {
@@ -308,6 +372,15 @@ mod tests {
         assert!(e[0].contains("`http ...` or `run ...`"), "{e:?}");
         let e = prepare(&v(&["http", "--no-such-flag"])).unwrap_err();
         assert!(e[0].contains("--no-such-flag"), "{e:?}");
+        // The scenario is the positional argument, even when an option's value equals it.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("users.yml");
+        let text = "config:\n  target: http://a:3000\n  phases:\n    - {duration: 1, arrivalRate: 1}\nscenarios:\n  - flow: [connect]\n";
+        std::fs::write(&path, text).unwrap();
+        let p = path.to_str().unwrap();
+        let (args, files) = prepare(&v(&["run", "--target", p, p])).unwrap();
+        assert_eq!(args, v(&["run", "--target", p, "/bolide/scenario/users.yml"]));
+        assert_eq!(files[0].0, "users.yml");
         // A built-in scenario needs no ConfigMap.
         let (_, files) = prepare(&v(&["run", "sub-churn", "--target", "http://app:3000"])).unwrap();
         assert!(files.is_empty());

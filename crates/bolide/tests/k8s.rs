@@ -170,3 +170,41 @@ fn a_scenario_file_and_its_payload_travel_in_a_config_map() {
     let o = bolide(&["k8s", "--segments", "2", "--name", "Bad_Name", "--", "run", "sub-churn"]);
     assert!(o.code == 2 && o.err.contains("a Job name is lowercase"), "{}", o.err);
 }
+
+#[test]
+fn any_file_name_or_string_makes_manifests_that_parse() {
+    // The second probe: DEL and C1 controls went raw into the YAML (parsers refused it), and a
+    // ConfigMap key took the file's name whatever it was.
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("my users (v2).yml");
+    std::fs::write(dir.path().join("people list.csv"), "ann\u{7f}\nbob\u{85}\n").unwrap();
+    std::fs::write(
+        &scenario,
+        "config:\n  target: http://127.0.0.1:3000\n  phases:\n    - duration: 10\n      arrivalRate: 2\n  payload:\n    \
+         path: people list.csv\n    fields: [name]\nscenarios:\n  - flow:\n      - connect\n",
+    )
+    .unwrap();
+    let job = dir.path().join("job.yaml");
+    let o = bolide(&[
+        "k8s",
+        "--segments",
+        "2",
+        "-o",
+        job.to_str().unwrap(),
+        "--",
+        "run",
+        scenario.to_str().unwrap(),
+        "--target",
+        "http://app.load.svc:3000",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    let yaml = std::fs::read_to_string(&job).unwrap();
+    assert!(!yaml.contains('\u{7f}') && !yaml.contains('\u{85}'), "{yaml}");
+    assert!(yaml.contains("\"ann\\u007f\\nbob\\u0085\\n\""), "{yaml}");
+    // Keys of the allowed characters, each mapped back to the file's own name in the pod.
+    assert!(yaml.contains("  \"my_users__v2_.yml\": "), "{yaml}");
+    assert!(yaml.contains("- key: \"people_list.csv\"\n                path: \"people list.csv\""), "{yaml}");
+    let (_, args) = command_and_args(&yaml);
+    assert_eq!(args[1], "/bolide/scenario/my users (v2).yml");
+    validate(&job);
+}
