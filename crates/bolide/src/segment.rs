@@ -35,25 +35,35 @@ impl Segment {
     pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<Segment, String> {
         let bad = |why: &str| format!("--segment {text}: {why}; give I/N, e.g. --segment 2/3 (the second of three)");
         let (i, n) = text.trim().split_once('/').ok_or_else(|| bad("not I/N"))?;
-        let count: u32 = n.trim().parse().map_err(|_| bad("N is not a whole number"))?;
-        if count == 0 || count > MAX_SEGMENTS {
-            return Err(bad(&format!("N must be 1 to {MAX_SEGMENTS}")));
+        // Read wide, so that a number too large is named as such, not as "not a whole number".
+        let count: u64 = n.trim().parse().map_err(|_| bad("N is not a whole number"))?;
+        if count == 0 || count > u64::from(MAX_SEGMENTS) {
+            return Err(bad(&format!("N must be 1 to {MAX_SEGMENTS}, not {count}")));
         }
+        let count = count as u32;
         let index = if i.trim() == "auto" {
             let raw = env(K8S_INDEX_VAR).ok_or_else(|| {
                 format!("--segment {text}: `auto` takes the index from {K8S_INDEX_VAR}, which is not set (it is set in the pods of a Kubernetes Indexed Job)")
             })?;
-            let zero: u32 = raw
+            let zero: u64 = raw
                 .trim()
                 .parse()
                 .map_err(|_| format!("--segment {text}: {K8S_INDEX_VAR}={raw:?} is not a whole number"))?;
-            zero.checked_add(1).ok_or_else(|| bad("index too large"))?
+            if zero >= u64::from(count) {
+                return Err(format!(
+                    "--segment {text}: {K8S_INDEX_VAR}={zero} is out of range: pods are numbered 0 to {} for {count} \
+                     segments; the Job's completions and auto/N must be the same number",
+                    count - 1
+                ));
+            }
+            zero as u32 + 1
         } else {
-            i.trim().parse().map_err(|_| bad("I is not a whole number"))?
+            let index: u64 = i.trim().parse().map_err(|_| bad("I is not a whole number"))?;
+            if index == 0 || index > u64::from(count) {
+                return Err(bad(&format!("I must be 1 to {count}")));
+            }
+            index as u32
         };
-        if index == 0 || index > count {
-            return Err(bad(&format!("I must be 1 to {count}")));
-        }
         Ok(Segment { index, count })
     }
 
@@ -81,27 +91,41 @@ impl Segment {
 /// from `now` (`+5s`, `+1m`) rounded up to the next whole second. Instances on several machines
 /// need one absolute time; the relative form suits one machine, or the script that computes that
 /// time once and hands it to every instance.
+/// The latest start `--start-at` accepts, from now: a shared start is minutes away, and a time
+/// days ahead is a mistake (a wrong year or zone) that would leave the instances waiting.
+pub const MAX_START_AHEAD: Duration = Duration::from_secs(24 * 3600);
+
 pub fn parse_start_at(text: &str, now: SystemTime) -> Result<SystemTime, String> {
     let t = text.trim();
     let bad = |why: String| {
         format!("--start-at {text}: {why}; give an RFC 3339 time (2026-11-23T10:00:00Z) or +DURATION (+5s)")
     };
-    if let Some(rel) = t.strip_prefix('+') {
+    let at = if let Some(rel) = t.strip_prefix('+') {
         let d = humantime::parse_duration(rel.trim()).map_err(|e| bad(e.to_string()))?;
-        let at = now + d;
+        let at = now.checked_add(d).ok_or_else(|| bad("out of range".into()))?;
         let since = at.duration_since(SystemTime::UNIX_EPOCH).map_err(|e| bad(e.to_string()))?;
         let whole = if since.subsec_nanos() == 0 { since.as_secs() } else { since.as_secs() + 1 };
-        return Ok(SystemTime::UNIX_EPOCH + Duration::from_secs(whole));
-    }
-    // humantime reads UTC times ("Z" or no zone); an offset is applied here.
-    let (base, offset_s) = split_offset(t).ok_or_else(|| bad("not a time".into()))?;
-    let utc = humantime::parse_rfc3339_weak(base).map_err(|e| bad(e.to_string()))?;
-    let at = if offset_s >= 0 {
-        utc.checked_sub(Duration::from_secs(offset_s as u64))
+        SystemTime::UNIX_EPOCH + Duration::from_secs(whole)
     } else {
-        utc.checked_add(Duration::from_secs(offset_s.unsigned_abs()))
+        // humantime reads UTC times; the zone is required (as RFC 3339 requires it) and applied here.
+        let (base, offset_s) = split_offset(t)
+            .ok_or_else(|| bad("no time zone: end it with Z for UTC or with the offset, such as +01:00".into()))?;
+        let utc = humantime::parse_rfc3339_weak(base).map_err(|e| bad(e.to_string()))?;
+        let at = if offset_s >= 0 {
+            utc.checked_sub(Duration::from_secs(offset_s as u64))
+        } else {
+            utc.checked_add(Duration::from_secs(offset_s.unsigned_abs()))
+        };
+        at.ok_or_else(|| bad("out of range".into()))?
     };
-    at.ok_or_else(|| bad("out of range".into()))
+    if at.duration_since(now).is_ok_and(|ahead| ahead > MAX_START_AHEAD) {
+        return Err(bad(format!(
+            "{} is more than a day ahead (now is {}); a shared start is minutes away",
+            format_start(at),
+            format_start(now)
+        )));
+    }
+    Ok(at)
 }
 
 /// `at` as `--start-at` reads it back (RFC 3339, UTC, whole seconds).
@@ -109,7 +133,8 @@ pub fn format_start(at: SystemTime) -> String {
     humantime::format_rfc3339_seconds(at).to_string()
 }
 
-/// Splits `+HH:MM` / `-HH:MM` / `Z` off an RFC 3339 time: the rest and the offset in seconds.
+/// Splits `+HH:MM` / `-HH:MM` / `Z` off an RFC 3339 time: the rest and the offset in seconds;
+/// None without a zone (or with one out of range).
 fn split_offset(t: &str) -> Option<(&str, i64)> {
     if let Some(base) = t.strip_suffix('Z').or_else(|| t.strip_suffix('z')) {
         return Some((base, 0));
@@ -120,7 +145,7 @@ fn split_offset(t: &str) -> Option<(&str, i64)> {
         let sign = match zone.as_bytes()[0] {
             b'+' => 1,
             b'-' => -1,
-            _ => return Some((t, 0)),
+            _ => return None,
         };
         let (h, m) = zone[1..].split_once(':')?;
         let (h, m): (i64, i64) = (h.parse().ok()?, m.parse().ok()?);
@@ -129,7 +154,7 @@ fn split_offset(t: &str) -> Option<(&str, i64)> {
         }
         return Some((base, sign * (h * 3600 + m * 60)));
     }
-    Some((t, 0))
+    None
 }
 
 /// How a wait for the shared start ended.
@@ -176,13 +201,18 @@ mod tests {
             ("1/0", "N must be 1 to"),
             ("a/3", "I is not a whole number"),
             ("1/x", "N is not a whole number"),
+            // The second probe: a number too large is named as such.
+            ("1/4294967296", "N must be 1 to 10000, not 4294967296"),
+            ("99999999999/3", "I must be 1 to 3"),
             ("auto/3", "JOB_COMPLETION_INDEX, which is not set"),
         ] {
             let e = Segment::parse(text, no_env).unwrap_err();
             assert!(e.contains(says), "{text}: {e}");
         }
         let e = Segment::parse("auto/2", |_| Some("2".into())).unwrap_err();
-        assert!(e.contains("I must be 1 to 2"), "{e}");
+        assert!(e.contains("JOB_COMPLETION_INDEX=2 is out of range: pods are numbered 0 to 1 for 2 segments"), "{e}");
+        let e = Segment::parse("auto/2", |_| Some("99999999999".into())).unwrap_err();
+        assert!(e.contains("JOB_COMPLETION_INDEX=99999999999 is out of range"), "{e}");
     }
 
     #[test]
@@ -216,15 +246,24 @@ mod tests {
     #[test]
     fn start_times() {
         let epoch = |s: u64, ms: u64| SystemTime::UNIX_EPOCH + Duration::from_millis(s * 1000 + ms);
-        let now = epoch(1_795_000_000, 300);
-        assert_eq!(parse_start_at("+5s", now), Ok(epoch(1_795_000_006, 0)));
+        // 2026-11-23T07:46:40.3Z
+        let now = epoch(1_795_420_000, 300);
+        assert_eq!(parse_start_at("+5s", now), Ok(epoch(1_795_420_006, 0)));
         assert_eq!(parse_start_at("+0s", epoch(10, 0)), Ok(epoch(10, 0)));
         let z = parse_start_at("2026-11-23T10:00:00Z", now).unwrap();
         assert_eq!(parse_start_at("2026-11-23T11:30:00+01:30", now), Ok(z));
         assert_eq!(parse_start_at("2026-11-23T08:00:00-02:00", now), Ok(z));
         assert_eq!(z.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs(), 1_795_428_000);
         assert_eq!(format_start(z), "2026-11-23T10:00:00Z");
-        for bad in ["tomorrow", "+soon", "2026-13-01T00:00:00Z", "2026-11-23T10:00:00+25:00"] {
+        // The second probe: the year 9999 was accepted, and a time without a zone read as UTC.
+        let e = parse_start_at("9999-01-01T00:00:00Z", now).unwrap_err();
+        assert!(e.contains("9999-01-01T00:00:00Z is more than a day ahead (now is 2026-11-23T07:46:40Z"), "{e}");
+        assert!(parse_start_at("+2d", now).unwrap_err().contains("more than a day ahead"));
+        assert!(parse_start_at("+23h", now).is_ok());
+        let e = parse_start_at("2026-11-23T10:00:00", now).unwrap_err();
+        assert!(e.contains("no time zone: end it with Z for UTC"), "{e}");
+        for bad in ["tomorrow", "+soon", "2026-13-01T00:00:00Z", "2026-11-23T10:00:00+25:00", "+99999999999999999999y"]
+        {
             let e = parse_start_at(bad, now).unwrap_err();
             assert!(e.contains("--start-at") && e.contains("RFC 3339"), "{bad}: {e}");
         }
