@@ -259,8 +259,8 @@ fn run_shape(
         name: shape.name.to_string(),
         servers: figures,
         duration_s: doc.summary.duration_s,
-        response_p50_us: step.map_or(0, |s| s.latency.p50_us),
-        response_p99_us: step.map_or(0, |s| s.latency.p99_us),
+        response_p50_us: step.and_then(|s| s.latency.as_ref()).map_or(0, |l| l.p50_us),
+        response_p99_us: step.and_then(|s| s.latency.as_ref()).map_or(0, |l| l.p99_us),
         failed_users: doc.summary.users.failed,
     })
 }

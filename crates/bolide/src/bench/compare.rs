@@ -445,10 +445,10 @@ fn step_rows(base: &[&Doc], new: &[&Doc]) -> Vec<StepRow> {
         let mut out: BTreeMap<String, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
         for d in docs {
             if let Doc::Ddp(d) = d {
-                for s in d.steps.iter().filter(|s| s.count > 0) {
+                for (s, l) in d.steps.iter().filter_map(|s| s.latency.as_ref().map(|l| (s, l))) {
                     let e = out.entry(s.name.clone()).or_default();
-                    e.0.push(s.latency.p50_us as f64 / 1000.0);
-                    e.1.push(s.latency.p99_us as f64 / 1000.0);
+                    e.0.push(l.p50_us as f64 / 1000.0);
+                    e.1.push(l.p99_us as f64 / 1000.0);
                 }
             }
         }

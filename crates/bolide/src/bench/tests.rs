@@ -258,11 +258,11 @@ fn per_step_latency_side_by_side() {
                 d.steps.push(StepSummary {
                     name: name.into(),
                     count: 100,
-                    latency: Latency {
+                    latency: Some(Latency {
                         p50_us: (ms * 1000.0) as u64,
                         p99_us: (ms * 4000.0) as u64,
                         ..Default::default()
-                    },
+                    }),
                     ..Default::default()
                 });
             }

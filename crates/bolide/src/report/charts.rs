@@ -651,7 +651,8 @@ pub fn steps_side_by_side(series: &[(String, Vec<&DdpDoc>)]) -> Vec<Chart> {
                     let mut v: Vec<f64> = docs
                         .iter()
                         .filter_map(|d| d.steps.iter().find(|s| &s.name == step && s.count > 0))
-                        .map(|s| q(&s.latency) as f64 / 1000.0)
+                        .filter_map(|s| s.latency.as_ref())
+                        .map(|l| q(l) as f64 / 1000.0)
                         .collect();
                     median(&mut v)
                 })

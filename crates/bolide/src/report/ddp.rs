@@ -83,8 +83,18 @@ pub fn summary(doc: &DdpDoc) -> String {
         "Step", "count", "errors", "p50", "p90", "p99", "max", "result p50", "updated p50"
     );
     for st in &doc.steps {
-        let l = &st.latency;
         let opt = |x: &Option<Latency>| x.as_ref().map_or("-".to_string(), |l| us(l.p50_us as f64));
+        let Some(l) = &st.latency else {
+            // No attempt succeeded: no percentile to show (never 0µs).
+            let _ = writeln!(
+                out,
+                "  {:<32}{:>9}{:>8}  no sample: no attempt succeeded",
+                truncate(&st.name, 31),
+                count(st.count),
+                count(st.errors)
+            );
+            continue;
+        };
         let _ = writeln!(
             out,
             "  {:<32}{:>9}{:>8}{:>10}{:>10}{:>10}{:>10}{:>12}{:>12}",

@@ -514,10 +514,10 @@ fn merge_steps(lists: &[&[StepSummary]], duration_s: f64) -> Result<Vec<StepSumm
                 }
             }
             out.per_minute = vu::per_minute(out.count, duration_s);
-            out.latency = latency(&lat);
+            out.latency = vu::sampled(&lat);
             out.latency_histogram = hist::encode(&lat);
-            out.to_result = res.as_ref().map(latency);
-            out.to_updated = upd.as_ref().map(latency);
+            out.to_result = res.as_ref().and_then(vu::sampled);
+            out.to_updated = upd.as_ref().and_then(vu::sampled);
             out.result_histogram = res.as_ref().map(hist::encode);
             out.updated_histogram = upd.as_ref().map(hist::encode);
             Ok(out)

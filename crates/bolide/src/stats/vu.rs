@@ -351,7 +351,8 @@ pub struct StepSummary {
     pub errors: u64,
     pub errors_by_class: BTreeMap<String, u64>,
     pub per_minute: f64,
-    pub latency: Latency,
+    /// From the step's start to its success; null when no attempt succeeded.
+    pub latency: Option<Latency>,
     pub to_result: Option<Latency>,
     pub to_updated: Option<Latency>,
     /// HdrHistogram V2 deflate, base64.
@@ -450,6 +451,12 @@ pub fn target_summary(
     }
 }
 
+/// A histogram's latency figures, or None when it holds no sample (a step that never succeeded
+/// has no percentiles: `null` in the document, "no sample" in reports, never zeros).
+pub fn sampled(h: &Histogram<u64>) -> Option<Latency> {
+    (h.len() > 0).then(|| latency(h))
+}
+
 /// Per-step summaries of merged recorders over `duration_s`.
 pub fn step_summaries(rec: &VuRecorder, duration_s: f64) -> Vec<StepSummary> {
     rec.names
@@ -461,9 +468,9 @@ pub fn step_summaries(rec: &VuRecorder, duration_s: f64) -> Vec<StepSummary> {
             errors: s.error_total(),
             errors_by_class: s.errors.clone(),
             per_minute: per_minute(s.count, duration_s),
-            latency: latency(&s.latency_us),
-            to_result: s.result_us.as_ref().map(latency),
-            to_updated: s.updated_us.as_ref().map(latency),
+            latency: sampled(&s.latency_us),
+            to_result: s.result_us.as_ref().and_then(sampled),
+            to_updated: s.updated_us.as_ref().and_then(sampled),
             latency_histogram: hist::encode(&s.latency_us),
             result_histogram: s.result_us.as_ref().map(hist::encode),
             updated_histogram: s.updated_us.as_ref().map(hist::encode),
