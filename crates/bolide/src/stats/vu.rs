@@ -454,7 +454,7 @@ pub fn target_summary(
 /// A histogram's latency figures, or None when it holds no sample (a step that never succeeded
 /// has no percentiles: `null` in the document, "no sample" in reports, never zeros).
 pub fn sampled(h: &Histogram<u64>) -> Option<Latency> {
-    (h.len() > 0).then(|| latency(h))
+    (!h.is_empty()).then(|| latency(h))
 }
 
 /// Per-step summaries of merged recorders over `duration_s`.
