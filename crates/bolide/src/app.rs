@@ -24,7 +24,14 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
                 _ => exit::USAGE,
             };
             let text = e.render().ansi().to_string();
-            let text = if io.color { text } else { e.render().to_string() };
+            let mut text = if io.color { text } else { e.render().to_string() };
+            if let Some(hint) = other_tools_flag(&e) {
+                // Clap's "use -- -k" tip is wrong for these: what the flag means in bolide instead.
+                let lines: Vec<&str> = text.lines().filter(|l| !l.trim_start().starts_with("tip:")).collect();
+                let mut lines: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+                lines.insert(1, format!("\n  hint: {hint}"));
+                text = lines.join("\n").replace("\n\n\n", "\n\n") + "\n";
+            }
             let _ = if code == exit::OK { write!(io.out, "{text}") } else { write!(io.err, "{text}") };
             return code;
         }
@@ -84,6 +91,30 @@ pub fn exit_after_signal(args: &[OsString], code: i32, signal: i32) -> i32 {
 pub fn stops_at_once(args: &[OsString]) -> bool {
     let command = args.get(1).and_then(|a| a.to_str()).unwrap_or_default();
     !["http", "run", "bench", "capacity", "demo", "serve"].contains(&command)
+}
+
+/// What another tool's flag is in bolide, for an unknown argument that people bring from ab,
+/// wrk, wrk2, oha or hey.
+fn other_tools_flag(e: &clap::Error) -> Option<&'static str> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else { return None };
+    let flag = arg.split('=').next().unwrap_or(arg);
+    Some(match flag {
+        "-k" => "bolide keeps connections alive by default (ab's -k); --no-keepalive closes each after one request",
+        "-R" => {
+            "did you mean --rps (wrk2's -R)? A fixed rate, with latency measured from each request's intended send time"
+        }
+        "-z" => "did you mean -d/--duration (oha's and hey's -z)? e.g. -d 30s",
+        "--latency" => {
+            "bolide always prints the latency percentiles (wrk's --latency); --json keeps the whole histogram"
+        }
+        "-g" => "did you mean --gnuplot FILE (ab's -g)? One line per request in ab's TSV layout",
+        "-e" => "the percentiles are in --json's document and the summary (ab's -e CSV is not written)",
+        _ => return None,
+    })
 }
 
 /// `bolide capacity SCENARIO ...` is short for `bolide capacity run SCENARIO ...`.
@@ -155,5 +186,28 @@ mod tests {
         }
         assert!(stops_at_once(&argv("compare")) && stops_at_once(&argv("report")) && stops_at_once(&argv("merge")));
         assert!(!stops_at_once(&argv("http")) && !stops_at_once(&argv("serve")));
+    }
+
+    #[test]
+    fn flags_of_other_tools_get_bolide_s_answer_not_clap_s_tip() {
+        // Each row: the flag as people type it for ab, wrk, wrk2, oha or hey; what the answer says.
+        let rows = [
+            ("-k", "keeps connections alive by default"),
+            ("-R", "did you mean --rps (wrk2's -R)?"),
+            ("-z", "did you mean -d/--duration"),
+            ("--latency", "always prints the latency percentiles"),
+            ("-g", "did you mean --gnuplot FILE (ab's -g)?"),
+        ];
+        for (flag, says) in rows {
+            let mut out = Vec::new();
+            let mut err = Vec::new();
+            let mut io = Io::plain(&mut out, &mut err);
+            let argv = ["bolide", "http", flag, "100", "http://127.0.0.1:9/"].map(OsString::from).to_vec();
+            let code = main(argv, &mut io, &CancellationToken::new());
+            let err = String::from_utf8(err).unwrap();
+            assert_eq!(code, exit::USAGE, "{flag}");
+            assert!(err.contains(says) && !err.contains("tip:") && !err.contains("use '--"), "{flag}: {err}");
+            assert!(err.starts_with(&format!("error: unexpected argument '{flag}' found")), "{flag}: {err}");
+        }
     }
 }

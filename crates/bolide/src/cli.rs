@@ -88,6 +88,12 @@ pub enum BenchWorkload {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(after_help = "Every `bolide http` flag applies to each run.\n\n\
+    Examples:\n  \
+    bolide bench http --runs 5 --label nginx --out results/nginx -c 50 -d 20s http://127.0.0.1:8080/\n  \
+    bolide bench http --runs 3 --spawn 'node server.js' --ready-url http://127.0.0.1:3000/ -d 10s http://127.0.0.1:3000/\n\n\
+    Exit codes: 0 done, 1 a --threshold broken in any run, 2 usage error, 3 a run could not start, 130/143 stopped \
+    by Ctrl-C/SIGTERM (the finished runs are kept).")]
 pub struct BenchHttp {
     #[command(flatten)]
     pub bench: BenchOpts,
@@ -96,6 +102,11 @@ pub struct BenchHttp {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(after_help = "Every `bolide run` flag applies to each run.\n\n\
+    Examples:\n  \
+    bolide bench run tasks-reactive --target http://127.0.0.1:3000 --runs 3 --label 3.1.1 --out results/3.1.1\n\n\
+    Exit codes: 0 done, 1 a --threshold or ensure broken in any run, 2 usage error, 3 a run could not start, \
+    130/143 stopped by Ctrl-C/SIGTERM (the finished runs are kept).")]
 pub struct BenchRun {
     #[command(flatten)]
     pub bench: BenchOpts,
@@ -157,6 +168,12 @@ pub struct CompareArgs {
     /// noise (single runs, where no test can).
     #[arg(long, requires = "fail_on")]
     pub ignore_significance: bool,
+
+    /// Compare workloads whose settings differ (keep-alive against none, 10 connections against
+    /// 100), on purpose: the difference is shown beside the comparison. Without it they are
+    /// refused, naming the difference.
+    #[arg(long)]
+    pub allow_different_workloads: bool,
 
     /// With --fail-on: exit 0 rather than 4 when a rule is inconclusive (fewer than two clean
     /// runs a side, or a change past its bound within the noise). The verdict still says so.
@@ -324,6 +341,12 @@ pub enum CapacityWorkload {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(after_help = "The `bolide http` flags apply to every level, except the ones the ladder sets: --rps \
+    (each level's rate) and -n/--requests (each level lasts -d) are refused.\n\n\
+    Examples:\n  \
+    bolide capacity http --from 1000 --step 1000 --to 10000 -c 100 -d 10s --max-p99 50ms http://127.0.0.1:8080/\n\n\
+    Exit codes: 0 done, 1 the first level failed, 2 usage error, 3 the run could not start, 130/143 stopped by \
+    Ctrl-C/SIGTERM (the finished levels are reported).")]
 pub struct CapacityHttp {
     #[command(flatten)]
     pub ladder: LadderOpts,
@@ -332,6 +355,12 @@ pub struct CapacityHttp {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(after_help = "The `bolide run` flags apply to every level, except the ones the ladder sets: \
+    --arrival-rate (each level's rate) and --users are refused.\n\n\
+    Examples:\n  \
+    bolide capacity tasks-reactive --target http://127.0.0.1:3000 --from 60 --step 60 --to 600 --unit per-minute -d 60s\n\n\
+    Exit codes: 0 done, 1 the first level failed, 2 usage error, 3 the run could not start, 130/143 stopped by \
+    Ctrl-C/SIGTERM (the finished levels are reported).")]
 pub struct CapacityRun {
     #[command(flatten)]
     pub ladder: LadderOpts,

@@ -38,9 +38,19 @@ pub fn man(dir: Option<&Path>, io: &mut Io) -> i32 {
         let _ = writeln!(io.err, "error: --dir {}: cannot create it: {e}", dir.display());
         return exit::RUN;
     }
-    let mut pages = vec![("bolide".to_string(), cmd.clone())];
-    for sub in cmd.get_subcommands() {
-        pages.push((format!("bolide-{}", sub.get_name()), sub.clone().name(format!("bolide-{}", sub.get_name()))));
+    // A page for every command, nested ones too (`bolide-bench-http`), since each page refers to
+    // its subcommands' pages by those names.
+    // No `help` subcommand in the pages: `--help` is documented on each, and a `help` page per
+    // command would only repeat the list.
+    let mut pages = vec![("bolide".to_string(), cmd.clone().disable_help_subcommand(true))];
+    let mut next = 0;
+    while next < pages.len() {
+        let (name, page) = pages[next].clone();
+        for sub in page.get_subcommands() {
+            let sub_name = format!("{name}-{}", sub.get_name());
+            pages.push((sub_name.clone(), sub.clone().name(sub_name).disable_help_subcommand(true)));
+        }
+        next += 1;
     }
     for (name, page) in pages {
         let path = dir.join(format!("{name}.1"));

@@ -131,7 +131,9 @@ pub fn serve(args: &ServeArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
     let _ = writeln!(io.out, "  tasks page:  {}/", server.base_url());
     let _ =
         writeln!(io.out, "  DDP:         {} (raw), {}/sockjs/... (SockJS)", server.websocket_url(), server.base_url());
-    let _ = writeln!(io.out, "  reactivity:  {:?}, compression {compression}", args.reactivity);
+    // As the flag spells it (--reactivity push|poll).
+    let named = clap::ValueEnum::to_possible_value(&args.reactivity).map(|v| v.get_name().to_string());
+    let _ = writeln!(io.out, "  reactivity:  {}, compression {compression}", named.unwrap_or_default());
     let _ = writeln!(io.out, "  HTTP:        /ok  /bytes/N  /delay/MS  /status/CODE  /stats");
     if !peers.is_empty() {
         let shown: Vec<String> = peers.iter().map(|p| p.to_string()).collect();

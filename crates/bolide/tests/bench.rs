@@ -200,7 +200,13 @@ fn compare_names_and_skips_bad_files_and_refuses_other_workloads() {
     // Different connection counts are different workloads.
     let o = bolide(&["compare", &dir("one"), &dir("wide")]);
     assert_eq!(o.code, 2, "{}\n{}", o.out, o.err);
-    assert!(o.err.contains("connections: 1 vs 2"), "{}", o.err);
+    // Said once (in the report), not again on stderr.
+    assert_eq!(format!("{}{}", o.out, o.err).matches("connections: 1 vs 2").count(), 1, "{}\n{}", o.out, o.err);
+    assert!(o.err.contains("nothing comparable"), "{}", o.err);
+    // On purpose: compared, the difference beside the comparison.
+    let o = bolide(&["compare", &dir("one"), &dir("wide"), "--allow-different-workloads"]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    assert!(o.out.contains("Different workloads, compared on purpose: ") && o.out.contains("connections: 1 vs 2"), "{}", o.out);
     let o = bolide(&["compare", &dir("one"), &dir("missing")]);
     assert_eq!(o.code, 2);
     assert!(o.err.contains("no such file or directory"), "{}", o.err);

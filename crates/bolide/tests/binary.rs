@@ -308,6 +308,17 @@ fn manual_pages_render_with_every_command_and_flag() {
     }
     let http = std::fs::read_to_string(dir.path().join("bolide-http.1")).unwrap();
     assert!(http.contains(".TH bolide-http 1") && http.contains("threshold"), "{http:.300}");
+    // Every page another page refers to (`bolide-bench-http(1)`) is written.
+    for n in &names {
+        let page = std::fs::read_to_string(dir.path().join(n)).unwrap().replace("\\-", "-");
+        for (at, _) in page.match_indices("bolide-") {
+            let name: String = page[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+            if page[at + name.len()..].starts_with("(1)") {
+                assert!(names.contains(&format!("{name}.1")), "{n} refers to {name}(1), which is not written");
+            }
+        }
+    }
+    assert!(names.iter().any(|n| n == "bolide-bench-http.1") && names.iter().any(|n| n == "bolide-capacity-run.1"));
     // groff, when installed, reads every page without a warning.
     if Command::new("groff").arg("--version").output().is_ok() {
         for n in &names {

@@ -184,6 +184,10 @@ pub struct Comparison {
     /// Per target, when the runs spread their users over several servers.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetRow>,
+    /// Settings that differ between the two workloads, compared on purpose
+    /// (`--allow-different-workloads`); empty when they are the same workload.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub differences: Vec<String>,
 }
 
 /// The whole comparison, as `--format json` writes it.
@@ -388,6 +392,7 @@ fn compare_one(workload: &str, base_name: &str, base: &[&Doc], name: &str, new: 
         metrics,
         steps: step_rows(base, new),
         targets: target_rows(base, new),
+        differences: Vec::new(),
     }
 }
 
@@ -515,6 +520,13 @@ fn http_column(series: &str, docs: &[&Doc]) -> Option<HttpColumn> {
 
 /// Builds the report: every workload of the baseline against every other series.
 pub fn build(series: &[Series], baseline: usize, skipped: Vec<Skipped>) -> Report {
+    build_with(series, baseline, skipped, false)
+}
+
+/// [`build`], comparing workloads whose settings differ when `allow_different` (keep-alive
+/// against none, 10 connections against 100: a comparison people make on purpose), with the
+/// difference recorded beside the comparison.
+pub fn build_with(series: &[Series], baseline: usize, skipped: Vec<Skipped>, allow_different: bool) -> Report {
     let base = &series[baseline];
     let mut workloads: Vec<String> = Vec::new();
     for (_, d) in &base.runs {
@@ -539,9 +551,10 @@ pub fn build(series: &[Series], baseline: usize, skipped: Vec<Skipped>) -> Repor
                 continue;
             }
             let diff = differences(&parts, &runs[0].workload_parts());
-            if !diff.is_empty() {
+            if !diff.is_empty() && !allow_different {
                 refused.push(format!(
-                    "{w}: {} ran a different workload than {} ({}); not compared",
+                    "{w}: {} ran a different workload than {} ({}); not compared (--allow-different-workloads \
+                     compares them anyway)",
                     s.name,
                     base.name,
                     diff.join("; ")
@@ -549,18 +562,21 @@ pub fn build(series: &[Series], baseline: usize, skipped: Vec<Skipped>) -> Repor
                 continue;
             }
             // Runs inside a series must agree with each other too.
+            let own = runs[0].workload_parts();
             let (same, odd): (Vec<&Doc>, Vec<&Doc>) =
-                runs.into_iter().partition(|d| differences(&parts, &d.workload_parts()).is_empty());
+                runs.into_iter().partition(|d| differences(&own, &d.workload_parts()).is_empty());
             for d in odd {
                 refused.push(format!(
                     "{w}: a run of {} started {} differs from the rest ({}); left out",
                     s.name,
                     d.started_at(),
-                    differences(&parts, &d.workload_parts()).join("; ")
+                    differences(&own, &d.workload_parts()).join("; ")
                 ));
             }
             columns.extend(http_column(&s.name, &same));
-            comparisons.push(compare_one(w, &base.name, &base_runs, &s.name, &same));
+            let mut c = compare_one(w, &base.name, &base_runs, &s.name, &same);
+            c.differences = diff;
+            comparisons.push(c);
         }
         if columns.len() > 1 {
             http_tables.push(HttpTable { workload: w.clone(), columns });
@@ -815,6 +831,14 @@ pub fn render(r: &Report, md: bool, watched: &str) -> String {
         if c.baseline_runs.iter().chain(&c.runs).any(|r| r.suspect.is_some()) {
             notes.push("Significance is computed without the suspect runs.".into());
         }
+        if !c.differences.is_empty() {
+            notes.push(format!(
+                "Different workloads, compared on purpose: {} against {}: {}.",
+                c.series,
+                c.baseline,
+                c.differences.join("; ")
+            ));
+        }
         for n in notes {
             out.push_str(&esc(&n));
             out.push('\n');
@@ -923,7 +947,7 @@ pub fn compare(args: &crate::cli::CompareArgs, io: &mut crate::console::Io) -> i
     if rules.len() < args.fail_on.len() {
         return exit::USAGE;
     }
-    let mut report = build(&series, baseline, skipped);
+    let mut report = build_with(&series, baseline, skipped, args.allow_different_workloads);
     for rule in &rules {
         for c in &report.comparisons {
             let names = (c.workload.as_str(), c.baseline.as_str(), c.series.as_str());
@@ -943,8 +967,11 @@ pub fn compare(args: &crate::cli::CompareArgs, io: &mut crate::console::Io) -> i
         }
     }
     if report.comparisons.is_empty() {
-        for x in &report.refused {
-            let _ = writeln!(io.err, "not compared: {x}");
+        // The text and Markdown reports list the refusals already; JSON carries them in `refused`.
+        if args.format == Format::Json {
+            for x in &report.refused {
+                let _ = writeln!(io.err, "not compared: {x}");
+            }
         }
         let _ = writeln!(io.err, "error: nothing comparable between the series");
         return exit::USAGE;

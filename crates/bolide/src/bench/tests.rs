@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::capacity::{conclusion, judge, ladder_table, Criteria, Verdict};
-use super::compare::{build, render, Series};
+use super::compare::{build, build_with, render, Series};
 use super::{runs_table, RunEntry};
 use crate::monitor::MonitorResult;
 use crate::stats::doc::Doc;
@@ -135,11 +135,21 @@ fn incompatible_workloads_are_refused_with_the_difference() {
         d.settings.transport = "sockjs".into();
     }
     let b = series("b", vec![other, ddp("sub-churn", "b", 5.0, 1.0, 1.0)]);
-    let r = build(&[a, b], 0, Vec::new());
+    let r = build(&[a.clone(), b.clone()], 0, Vec::new());
     assert!(r.comparisons.is_empty());
     assert_eq!(r.refused.len(), 2, "{:?}", r.refused);
     assert!(r.refused[0].contains("transport: websocket vs sockjs"), "{:?}", r.refused);
+    assert!(r.refused[0].contains("--allow-different-workloads compares them anyway"), "{:?}", r.refused);
     assert!(r.refused[1].contains("sub-churn: b has runs of it, the baseline a has none"), "{:?}", r.refused);
+    // On purpose (the loadtest seed's keep-alive against none): compared, the difference shown.
+    let r = build_with(&[a, b], 0, Vec::new(), true);
+    assert_eq!(r.comparisons.len(), 1, "{:?}", r.refused);
+    assert_eq!(r.comparisons[0].differences, vec!["transport: websocket vs sockjs".to_string()]);
+    let text = render(&r, false, "nothing watched");
+    assert!(
+        text.contains("Different workloads, compared on purpose: b against a: transport: websocket vs sockjs."),
+        "{text}"
+    );
 }
 
 fn http(label: &str, requests: u64, secs: f64, kbytes_per_s: f64, p50_ms: f64) -> Doc {
