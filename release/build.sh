@@ -26,6 +26,39 @@ while [ $# -gt 0 ]; do
 done
 [ ${#given[@]} -gt 0 ] && [ "$targets" = "x86_64,aarch64" ] && targets="$(IFS=,; echo "${!given[*]}")"
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -1)"
+
+# Every prerequisite is checked before anything is built, and each missing one named with what
+# installs it (a build that fails after minutes on a missing linker helps nobody).
+missing=()
+need() {
+    command -v "$1" >/dev/null 2>&1 && return
+    [[ " ${missing[*]-} " == *" $1 ("* ]] || missing+=("$1 ($2)")
+}
+need npm "Debian: apt-get install npm"
+need sha256sum "Debian: apt-get install coreutils"
+for arch in ${targets//,/ }; do
+    [ -n "${given[$arch]:-}" ] && continue
+    need cargo "a Rust toolchain: rustup"
+    case "$arch" in
+        x86_64)
+            need musl-gcc "Debian: apt-get install musl-tools"
+            need strip "Debian: apt-get install binutils"
+            target=x86_64-unknown-linux-musl ;;
+        aarch64)
+            need aarch64-linux-gnu-gcc "Debian: apt-get install gcc-aarch64-linux-gnu"
+            need aarch64-linux-gnu-strip "Debian: apt-get install binutils-aarch64-linux-gnu"
+            target=aarch64-unknown-linux-musl ;;
+        *) continue ;;
+    esac
+    if command -v rustup >/dev/null 2>&1 && ! rustup target list --installed 2>/dev/null | grep -qx "$target"; then
+        missing+=("the Rust target $target (rustup target add $target)")
+    fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "release/build.sh: missing before anything is built:" >&2
+    printf '  - %s\n' "${missing[@]}" >&2
+    exit 3
+fi
 mkdir -p "$out/npm"
 rm -f "$out/SHA256SUMS"
 

@@ -206,7 +206,11 @@ fn compare_names_and_skips_bad_files_and_refuses_other_workloads() {
     // On purpose: compared, the difference beside the comparison.
     let o = bolide(&["compare", &dir("one"), &dir("wide"), "--allow-different-workloads"]);
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
-    assert!(o.out.contains("Different workloads, compared on purpose: ") && o.out.contains("connections: 1 vs 2"), "{}", o.out);
+    assert!(
+        o.out.contains("Different workloads, compared on purpose: ") && o.out.contains("connections: 1 vs 2"),
+        "{}",
+        o.out
+    );
     let o = bolide(&["compare", &dir("one"), &dir("missing")]);
     assert_eq!(o.code, 2);
     assert!(o.err.contains("no such file or directory"), "{}", o.err);

@@ -327,3 +327,35 @@ fn manual_pages_render_with_every_command_and_flag() {
         }
     }
 }
+
+#[test]
+fn the_release_script_names_every_missing_prerequisite_before_building() {
+    // A PATH with the shell's basic tools only: no cargo, npm, musl-gcc or cross compiler.
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    for tool in ["bash", "sed", "head", "dirname", "mkdir", "grep"] {
+        let found = ["/usr/bin", "/bin"].iter().map(|d| std::path::Path::new(d).join(tool)).find(|p| p.exists());
+        std::os::unix::fs::symlink(found.unwrap(), bin.join(tool)).unwrap();
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../release/build.sh");
+    let out = Command::new(bin.join("bash"))
+        .arg(script)
+        .args(["--out", tmp.path().join("dist").to_str().unwrap()])
+        .env("PATH", &bin)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    for says in [
+        "missing before anything is built",
+        "npm (Debian: apt-get install npm)",
+        "cargo (a Rust toolchain: rustup)",
+        "musl-gcc (Debian: apt-get install musl-tools)",
+        "aarch64-linux-gnu-gcc (Debian: apt-get install gcc-aarch64-linux-gnu)",
+    ] {
+        assert!(err.contains(says), "{says}: {err}");
+    }
+    assert_eq!(err.matches("cargo (").count(), 1, "each named once: {err}");
+    assert!(!tmp.path().join("dist/npm").exists(), "nothing was built");
+}

@@ -546,6 +546,11 @@ fn the_github_workflow_s_bolide_steps_run_here() {
         ("GITHUB_STEP_SUMMARY", summary.to_str().unwrap().into()),
     ];
     assert_eq!(env[5].1, "--fail-on time>+10% --fail-on cpu>+15% --fail-on p99>+20%");
+    // bolide itself is installed pinned (a reviewed commit, Cargo.lock), never by an unpublished
+    // package name that anyone could take.
+    let install = step_script(&workflow, "Install bolide (pinned, from source)");
+    assert!(install.contains("cargo install --locked --git \"$BOLIDE_GIT\" --rev \"$BOLIDE_REV\""), "{install}");
+    assert!(!workflow.contains("npm install --global bolide") && !workflow.contains("npx bolide"), "{workflow}");
     let step = |name: &str, dir: &Path| {
         // The app's own install (npm ci) is the app's business, not bolide's.
         let script = step_script(&workflow, name).replace("npm ci\n", "");

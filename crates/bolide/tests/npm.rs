@@ -102,6 +102,30 @@ fn npx_bolide_runs_the_platform_binary_from_the_packed_tarballs() {
     assert_eq!(o.status.code(), Some(7));
     assert_eq!(String::from_utf8_lossy(&o.stdout), "[a b]\n[it's]\n[]\n[--x=\"y\"]\nfrom stdin\n");
 
+    // The wrapper killed by SIGKILL (a cancelled CI job): bolide goes with it, not left running.
+    let wrapper = app.join("node_modules/bolide/bin/bolide.js");
+    let mut node = Command::new("node")
+        .arg(&wrapper)
+        .args(["serve", "--port", "0"])
+        .current_dir(&app)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(node.stdout.as_mut().unwrap()), &mut first).unwrap();
+    assert!(first.starts_with("bolide reference server on "), "{first}");
+    let kids = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", node.id())).unwrap();
+    let bolide_pid: u32 = kids.split_whitespace().next().expect("bolide runs under the wrapper").parse().unwrap();
+    node.kill().unwrap();
+    node.wait().unwrap();
+    let gone = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        // Gone, or a zombie whose parent (init) has not reaped it yet.
+        std::fs::read_to_string(format!("/proc/{bolide_pid}/stat")).map_or(true, |s| s.contains(") Z "))
+    });
+    assert!(gone, "bolide (pid {bolide_pid}) outlived its killed wrapper");
+
     // The main job, as the README's first line gives it for people with npm only.
     let out = tmp.path().join("demo");
     let o = npx(&app, &["demo", "--quick", "--out", out.to_str().unwrap()]);

@@ -148,6 +148,11 @@ fn report_command_writes_html_and_markdown_and_refuses_what_is_not_a_result() {
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<title>bolide report: http-run, ddp-run</title>"), "title from the inputs");
     assert!(page.contains("default-src 'none'"), "a policy that refuses every request");
+    // -o into a directory that does not exist yet: made, as bench --out makes its own.
+    let nested = dir.path().join("new/dir/r.md");
+    let o = bolide(&["report", ddp.to_str().unwrap(), "--format", "md", "-o", nested.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    assert!(std::fs::read_to_string(&nested).unwrap().starts_with("# bolide report: ddp-run"));
     // Markdown on stdout: the summaries as text.
     let o = bolide(&["report", ddp.to_str().unwrap(), "--format", "md", "--title", "PR 42"]);
     assert_eq!(o.code, 0, "{}", o.err);

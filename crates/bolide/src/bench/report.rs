@@ -285,6 +285,13 @@ pub fn report(args: &ReportArgs, io: &mut Io) -> i32 {
     };
     let svg_dir = args.format == ReportFormat::Svg && args.chart.is_none();
     if let Some(p) = output.as_deref().filter(|p| !files::is_stdout(p) && !svg_dir) {
+        // A directory that does not exist yet is made, as `bench --out` makes its own.
+        if let Some(parent) = p.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+            if let Err(e) = std::fs::create_dir_all(parent) {
+                let _ = writeln!(io.err, "error: -o {}: cannot create {}: {e}", p.display(), parent.display());
+                return exit::USAGE;
+            }
+        }
         if let Err(e) = files::check_writable(p) {
             let _ = writeln!(io.err, "error: {e}");
             return exit::USAGE;
