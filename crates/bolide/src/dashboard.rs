@@ -7,7 +7,7 @@
 //! loopback unless the address says otherwise. Paths: `/` the live page, `/events` the stream,
 //! `/report` the final report once the run has ended.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -19,8 +19,16 @@ use crate::report::html::{self, Section};
 pub const DEFAULT_ADDR: &str = "127.0.0.1:5665";
 /// Thread-name prefix of the dashboard's threads (for bolide's own CPU figures).
 pub const THREAD_NAME: &str = "bolide-dash";
-/// Connections served at once; more are closed at once.
+/// Connections served at once (pages, event streams); more are closed at once.
 const MAX_CONNECTIONS: usize = 32;
+/// Connections still sending their request head; more are closed at once. Apart from the served
+/// ones, so that clients that never finish a head cannot keep the page from a new client.
+const MAX_READING: usize = 64;
+/// The whole request head must arrive within this (a client sending a byte now and then cannot
+/// hold a slot longer).
+const HEAD_DEADLINE: Duration = Duration::from_secs(2);
+/// A write to a page that does not read gives up after this.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long the end of the run waits for open pages to fetch the final report.
 const FINAL_GRACE: Duration = Duration::from_secs(5);
 /// A comment on the event stream this often keeps proxies and browsers from closing it.
@@ -42,6 +50,8 @@ struct State {
     /// The final report, once the run has ended.
     final_page: Option<Arc<String>>,
     connections: usize,
+    /// Connections still reading their request head.
+    reading: usize,
     /// Event streams open now, and those that were open when the run ended and have not yet
     /// fetched the final report.
     streams: usize,
@@ -173,39 +183,76 @@ fn accept(listener: TcpListener, shared: Arc<Shared>) {
         let Ok(stream) = stream else { continue };
         {
             let mut st = lock(&shared);
-            if st.connections >= MAX_CONNECTIONS {
+            if st.reading >= MAX_READING {
                 continue;
             }
-            st.connections += 1;
+            st.reading += 1;
         }
         let s = Arc::clone(&shared);
         let spawned = std::thread::Builder::new().name(THREAD_NAME.into()).spawn(move || {
-            let _ = serve(stream, &s);
+            let path = request_path(&stream, Instant::now() + HEAD_DEADLINE);
+            {
+                // A served slot is taken only once the head has arrived whole.
+                let mut st = lock(&s);
+                st.reading -= 1;
+                if st.connections >= MAX_CONNECTIONS {
+                    return;
+                }
+                st.connections += 1;
+            }
+            let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+            let _ = serve(stream, path, &s);
             lock(&s).connections -= 1;
         });
         if spawned.is_err() {
-            lock(&shared).connections -= 1;
+            lock(&shared).reading -= 1;
         }
     }
 }
 
-/// The path of a GET request (None for anything else); reads the head, at most 8 KiB.
-fn request_path(stream: &TcpStream) -> Option<String> {
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    let mut reader = BufReader::new(stream.take(8192));
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let mut parts = line.split_whitespace();
-    let (method, path) = (parts.next()?, parts.next()?);
-    loop {
-        let mut header = String::new();
-        match reader.read_line(&mut header) {
-            Ok(0) | Err(_) => return None,
-            Ok(_) if header == "\r\n" || header == "\n" => break,
-            Ok(_) => {}
+/// A GET request's path, and whether it asks for an event stream the way a browser's
+/// EventSource does (`Accept: text/event-stream`).
+type Request = (String, bool);
+
+/// The path of a GET request (None for anything else): the head, at most 8 KiB, whole before
+/// `deadline`.
+fn request_path(mut stream: &TcpStream, deadline: Instant) -> Option<Request> {
+    let mut head = Vec::with_capacity(512);
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && !head.windows(2).any(|w| w == b"\n\n") {
+        let left = deadline.checked_duration_since(Instant::now()).filter(|d| !d.is_zero())?;
+        stream.set_read_timeout(Some(left)).ok()?;
+        let n = stream.read(&mut buf).ok().filter(|&n| n > 0)?;
+        head.extend_from_slice(&buf[..n]);
+        if head.len() > 8192 {
+            return None;
         }
     }
-    (method == "GET").then(|| path.split('?').next().unwrap_or("/").to_string())
+    let text = String::from_utf8_lossy(&head);
+    let mut parts = text.lines().next()?.split_whitespace();
+    let (method, path) = (parts.next()?, parts.next()?);
+    let browser = text.lines().skip(1).any(|l| {
+        l.split_once(':').is_some_and(|(k, v)| {
+            k.trim().eq_ignore_ascii_case("accept") && v.to_ascii_lowercase().contains("text/event-stream")
+        })
+    });
+    (method == "GET").then(|| (path.split('?').next().unwrap_or("/").to_string(), browser))
+}
+
+/// Bytes written to `stream` that its peer has not acknowledged yet (Linux; 0 elsewhere): a page
+/// that does not read leaves them there.
+fn unread_bytes(stream: &TcpStream) -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let mut n: libc::c_int = 0;
+        // SAFETY: TIOCOUTQ writes one int into `n`, which lives through the call.
+        if unsafe { libc::ioctl(stream.as_raw_fd(), libc::TIOCOUTQ, &mut n) } == 0 {
+            return n.max(0) as usize;
+        }
+    }
+    let _ = stream;
+    0
 }
 
 fn respond(mut stream: &TcpStream, status: &str, kind: &str, body: &[u8]) -> std::io::Result<()> {
@@ -218,8 +265,8 @@ fn respond(mut stream: &TcpStream, status: &str, kind: &str, body: &[u8]) -> std
     stream.flush()
 }
 
-fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
-    let Some(path) = request_path(&stream) else {
+fn serve(stream: TcpStream, request: Option<Request>, shared: &Shared) -> std::io::Result<()> {
+    let Some((path, browser)) = request else {
         return respond(&stream, "400 Bad Request", "text/plain", b"bolide's dashboard answers GET only\n");
     };
     match path.as_str() {
@@ -237,17 +284,21 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
                 None => respond(&stream, "404 Not Found", "text/plain", b"the run has not ended yet\n"),
             }
         }
-        "/events" => events(stream, shared),
+        "/events" => events(stream, browser, shared),
         _ => respond(&stream, "404 Not Found", "text/plain", b"not found\n"),
     }
 }
 
-/// The event stream: every new snapshot, then `done` when the final report is there.
-fn events(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
+/// The event stream: every new snapshot, then `done` when the final report is there. The end of
+/// the run waits (a few seconds at most) for the pages watching to fetch the report: streams a
+/// browser opened (`browser`), never a bare client, which would not fetch it.
+fn events(mut stream: TcpStream, browser: bool, shared: &Shared) -> std::io::Result<()> {
     stream.write_all(
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
     )?;
-    lock(shared).streams += 1;
+    if browser {
+        lock(shared).streams += 1;
+    }
     let result = (|| {
         let mut seen = 0;
         loop {
@@ -271,11 +322,24 @@ fn events(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             }
             if done {
                 stream.write_all(b"event: done\ndata: /report\n\n")?;
-                return stream.flush();
+                stream.flush()?;
+                // A page that reads fetches the report at once; one that has not read what was
+                // sent will not, and the run's end does not wait for it.
+                let until = Instant::now() + Duration::from_millis(500);
+                while browser && unread_bytes(&stream) > 0 && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                if browser && unread_bytes(&stream) > 0 {
+                    return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the page does not read"));
+                }
+                return Ok(());
             }
             stream.flush()?;
         }
     })();
+    if !browser {
+        return result;
+    }
     let mut st = lock(shared);
     st.streams -= 1;
     if result.is_err() {

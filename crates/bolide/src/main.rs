@@ -29,7 +29,13 @@ fn main() {
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_default();
         let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
-        eprintln!("bolide: internal error in {}: {said}{at}", thread.name().unwrap_or("a thread"));
+        let line = format!("bolide: internal error in {}: {said}{at}\n", thread.name().unwrap_or("a thread"));
+        // Straight to file descriptor 2: the main thread holds stderr's lock for the whole
+        // command (its `Io`), and eprintln! from another thread would wait for it forever.
+        // SAFETY: write reads `line.len()` bytes from a live buffer.
+        unsafe {
+            libc::write(2, line.as_ptr().cast(), line.len());
+        }
     }));
     let cancel = tokio_util::sync::CancellationToken::new();
     // The first stop signal's number (0: none yet), for the exit code of an interrupted run.

@@ -533,7 +533,8 @@ fn follow_events(port: u16) -> (usize, bool, String, String) {
     }
     let mut stream = stream.expect("the dashboard listens");
     stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
-    stream.write_all(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    // As a page's EventSource asks: such a stream is waited for at the end, to fetch the report.
+    stream.write_all(b"GET /events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n").unwrap();
     let (mut snapshots, mut last) = (0, String::new());
     for line in BufReader::new(stream).lines() {
         let Ok(line) = line else { break };
@@ -632,6 +633,49 @@ fn the_live_dashboard_updates_every_second_then_shows_the_final_report() {
     let drawn = seen["drawn"].as_array().unwrap();
     let spectrum = drawn.iter().find(|d| d[0] == "latency-spectrum").expect("the final report's spectrum");
     assert!(spectrum[1].as_u64().unwrap() > 10, "{seen}");
+}
+
+#[test]
+fn slow_clients_cannot_lock_the_dashboard_and_a_page_that_never_reads_is_not_waited_for() {
+    // The second probe: 40 clients sending their request head a byte at a time took every slot
+    // (5 s per read, 32 slots), and a client that held /events without reading delayed the end.
+    use std::io::Write;
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let run = std::thread::spawn(move || {
+        Command::new(env!("CARGO_BIN_EXE_bolide"))
+            .args(["http", "-d", "4s", "-c", "1", "-t", "1", &format!("--dashboard=127.0.0.1:{port}")])
+            .arg(format!("{}/ok", server.base_url()))
+            .output()
+            .unwrap()
+    });
+    let connect = || {
+        for _ in 0..200 {
+            if let Ok(s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+                return s;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        panic!("the dashboard listens");
+    };
+    // A page that opens the event stream and never reads it.
+    let mut deaf = connect();
+    deaf.write_all(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    // 40 clients that start a head and send a byte now and then.
+    let mut slow: Vec<std::net::TcpStream> = (0..40).map(|_| connect()).collect();
+    for s in &mut slow {
+        let _ = s.write_all(b"G");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for s in &mut slow {
+        let _ = s.write_all(b"E");
+    }
+    // A new client still gets the page.
+    let page = get(port, "/");
+    assert!(page.starts_with("HTTP/1.1 200 OK") && page.contains("live-status"), "{page:.200}");
+    let out = run.join().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    drop((deaf, slow));
 }
 
 #[test]
