@@ -1,11 +1,30 @@
-//! Every scenario file the README shows (its ```yaml blocks) runs green against the reference
-//! server, read straight out of README.md so the documentation cannot drift from the tool.
+//! Every scenario file the README and the reference pages in docs/ show (their ```yaml blocks)
+//! runs green against the reference server, and every `bolide` command they show parses, read
+//! straight out of the Markdown so the documentation cannot drift from the tool.
 
 mod common;
 
 use bolide::stats::vu::DdpDoc;
 use common::bolide;
 use refserver::{Config, DdpConfig, Reactivity, Server};
+
+/// README.md and every page of docs/ (Markdown), one after the other.
+fn documentation() -> String {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let mut text = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let mut pages: Vec<_> = std::fs::read_dir(format!("{root}/docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.sort();
+    assert!(pages.len() >= 9, "the reference pages are in docs/: {pages:?}");
+    for p in pages {
+        text.push('\n');
+        text.push_str(&std::fs::read_to_string(p).unwrap());
+    }
+    text
+}
 
 fn yaml_blocks(readme: &str) -> Vec<String> {
     blocks(readme, "```yaml")
@@ -30,7 +49,7 @@ fn blocks(readme: &str, fence: &str) -> Vec<String> {
 
 #[test]
 fn the_readme_scenarios_run_green_against_the_reference_server() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let readme = documentation();
     let blocks = yaml_blocks(&readme);
     assert!(!blocks.is_empty(), "the README shows a scenario file");
     let users = [("ann", "secret-1"), ("bob", "secret-2"), ("cy", "secret-3")];
@@ -112,7 +131,7 @@ fn words(line: &str) -> Vec<String> {
 #[test]
 fn every_bolide_command_the_readme_shows_parses() {
     use clap::Parser;
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let readme = documentation();
     let mut checked = 0;
     for block in blocks(&readme, "```sh") {
         let joined = block.replace("\\\n", " ");
