@@ -1,6 +1,6 @@
 //! Commands: parses the command line and dispatches each subcommand to the module that owns it
-//! (the run lifecycle for `http` and `run`, `bench/` for bench, compare, capacity and demo,
-//! `serve`). Writers and the stop token come from the caller, so tests run whole commands
+//! (the run lifecycle for `http` and `run`; `load/` for bench, capacity and the demos, which run
+//! load; `results/` for compare, report and merge, which read result documents; `serve`). Writers and the stop token come from the caller, so tests run whole commands
 //! in-process.
 
 use std::ffi::OsString;
@@ -50,20 +50,20 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
                 crate::cli::BenchWorkload::Run(b) => (Workload::ddp(&b.args), &b.bench),
             };
             match workload {
-                Ok(w) => crate::bench::bench(w, opts, command_line, io, cancel),
+                Ok(w) => crate::load::bench(w, opts, command_line, io, cancel),
                 Err(e) => {
                     let _ = writeln!(io.err, "{e}");
                     exit::USAGE
                 }
             }
         }
-        Command::Compare(a) => crate::bench::compare::compare(&a, io),
-        Command::Report(a) => crate::bench::report::report(&a, io),
-        Command::Merge(a) => crate::bench::merge::merge(&a, command_line, io),
+        Command::Compare(a) => crate::results::compare::compare(&a, io),
+        Command::Report(a) => crate::results::report::report(&a, io),
+        Command::Merge(a) => crate::results::merge::merge(&a, command_line, io),
         Command::K8s(a) => crate::k8s::command(&a, io),
-        Command::Capacity(a) => crate::bench::capacity::capacity(&a.workload, command_line, io, cancel),
-        Command::Demo(a) if a.which == crate::cli::DemoWhich::Cluster => crate::bench::cluster::demo(&a, io, cancel),
-        Command::Demo(a) => crate::bench::demo::demo(&a, io, cancel),
+        Command::Capacity(a) => crate::load::capacity::capacity(&a.workload, command_line, io, cancel),
+        Command::Demo(a) if a.which == crate::cli::DemoWhich::Cluster => crate::load::cluster::demo(&a, io, cancel),
+        Command::Demo(a) => crate::load::demo::demo(&a, io, cancel),
         Command::Completions(a) => crate::manual::completions(a.shell, io),
         Command::Man(a) => crate::manual::man(a.dir.as_deref(), io),
     }

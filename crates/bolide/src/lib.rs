@@ -6,7 +6,6 @@
 //! command; `main.rs` only maps its outcome to an exit code.
 
 pub mod app;
-pub mod bench;
 pub mod cli;
 pub mod console;
 pub mod dashboard;
@@ -14,12 +13,14 @@ pub mod engine;
 pub mod files;
 pub mod k8s;
 pub mod lifecycle;
+pub mod load;
 pub mod manual;
 pub mod monitor;
 pub mod plan;
 pub mod proto;
 pub mod redact;
 pub mod report;
+pub mod results;
 pub mod scenario;
 pub mod segment;
 pub mod serve;

@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 
 use super::capacity::{conclusion, judge, ladder_table, Criteria, Verdict};
-use super::compare::{build, build_with, render, Series};
-use super::{runs_table, RunEntry};
 use crate::monitor::MonitorResult;
+use crate::results::compare::{build, build_with, render, Series};
+use crate::results::{runs_table, RunEntry};
 use crate::stats::doc::Doc;
 use crate::stats::result::{Latency, ResultDoc, FORMAT, VERSION};
 use crate::stats::vu::{DdpDoc, StepSummary};

@@ -99,7 +99,7 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
         let _ = writeln!(io.out);
     }
     let html = args.html.clone().unwrap_or_else(|| dir.join("report.html"));
-    if !super::report::write_dir_report(&dir, &html, &format!("bolide demo: {label}"), io) {
+    if !crate::results::report::write_dir_report(&dir, &html, &format!("bolide demo: {label}"), io) {
         code = code.max(exit::RUN);
     }
     let me = crate::console::own_command();

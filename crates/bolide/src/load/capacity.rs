@@ -461,9 +461,9 @@ fn climb(
             .iter()
             .filter_map(|(level, doc, _)| doc.clone().map(|d| (PathBuf::from(format!("level {level} {unit}")), d)))
             .collect();
-        let series = super::compare::Series { name: "capacity".into(), source: PathBuf::new(), runs };
+        let series = crate::results::compare::Series { name: "capacity".into(), source: PathBuf::new(), runs };
         let mut sections = vec![ladder];
-        sections.extend(super::report::sections(&[series], &[]));
+        sections.extend(crate::results::report::sections(&[series], &[]));
         let page = crate::report::html::page("bolide capacity", &sections);
         let mut code = gate;
         if let Some(path) = html {
@@ -499,7 +499,7 @@ fn ladder_section(rows: &[(f64, Option<Doc>, Verdict)], kind: &str, unit: &str, 
 }
 
 fn entry(d: &Doc) -> super::RunEntry {
-    super::RunEntry::of(1, None, &d.measures())
+    crate::results::RunEntry::of(1, None, &d.measures())
 }
 
 /// The reports' ladder table.

@@ -331,7 +331,7 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
         }
     }
     let html = args.html.clone().unwrap_or_else(|| dir.join("report.html"));
-    if !super::report::write_docs_report(&docs, &html, &format!("bolide demo cluster: {label}"), io) {
+    if !crate::results::report::write_docs_report(&docs, &html, &format!("bolide demo cluster: {label}"), io) {
         code = exit::RUN;
     }
     let _ = writeln!(io.out, "Results: {} (the table: {})", dir.display(), md.display());
@@ -373,7 +373,7 @@ mod tests {
             ),
         ];
         let text = table(&rows);
-        crate::bench::tests::snapshot("cluster-table.md", &text);
+        crate::load::tests::snapshot("cluster-table.md", &text);
         assert!(text.contains(" 2,550-2,600 |"), "{text}");
         let control: Vec<&str> = text.lines().nth(2).unwrap().split('|').map(str::trim).collect();
         assert_eq!(control[6], "-", "no other servers in the control: {text}");

@@ -1,27 +1,23 @@
-//! Benchmark runs built from single runs: `bench` (the same workload N times), `compare` (series
-//! against a baseline, with statistics) and `capacity` (rising levels until the server fails).
-//! They read and write the same result documents as `bolide http` and `bolide run`.
+//! The commands that run load many times over: `bench` (the same workload N times, here),
+//! `capacity` (rising levels until the server fails), `demo` and `demo cluster` (the Meteor
+//! benchmark and the Cluster test on reference servers). Each run is one `lifecycle::Workload`;
+//! what they print and compare comes from `results`, which reads the documents they write and
+//! never calls back here.
 
 pub mod capacity;
 pub mod cluster;
-pub mod compare;
 pub mod demo;
-pub mod gate;
-pub mod merge;
-pub mod report;
-pub mod stats;
 
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::console::{exit, Io};
 use crate::lifecycle::Workload;
 use crate::report::table::{meteor_bytes, meteor_cpu, meteor_time, ms, Table};
-use crate::stats::doc::{Doc, Measures};
+use crate::results::{runs_table, table_notes, watched_names, BenchSummary, RunEntry, SUMMARY_FORMAT};
 
 /// Reads a pause that may be zero (`0`, `10s`).
 pub fn parse_pause(flag: &str, text: &str) -> Result<Duration, String> {
@@ -81,178 +77,6 @@ pub fn stage(
         .map(|e| format!(", ETA {}", crate::report::progress::eta(e * left as u32 + pause * pauses as u32)))
         .unwrap_or_default();
     format!("{outer}{what} {i}/{n}{eta}")
-}
-
-/// Value of the `format` field of a bench summary.
-pub const SUMMARY_FORMAT: &str = "bolide.bench";
-
-/// The summary `bench` writes beside the runs' result documents.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct BenchSummary {
-    pub format: String,
-    pub version: u32,
-    pub label: String,
-    pub workload: String,
-    pub command_line: Vec<String>,
-    pub runs_planned: u32,
-    /// True when Ctrl-C ended the series early.
-    pub interrupted: bool,
-    pub runs: Vec<RunEntry>,
-    /// Means over the runs (absent when none finished).
-    pub mean: Option<RunEntry>,
-}
-
-/// One run in a bench summary (or the means, with `run` 0 and no file).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct RunEntry {
-    pub run: u32,
-    pub file: Option<String>,
-    pub time_s: f64,
-    /// HTTP runs: responses per second.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requests_per_s: Option<f64>,
-    pub cpu_pct: Option<f64>,
-    pub ram_bytes: Option<f64>,
-    pub errors: f64,
-    pub error_rate_pct: f64,
-    pub p99_ms: Option<f64>,
-    pub mean_ms: Option<f64>,
-    pub suspect: Option<String>,
-    pub interrupted: bool,
-    /// The run's thresholds and verdicts (absent when none was set).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub thresholds: Vec<crate::threshold::ThresholdResult>,
-}
-
-impl RunEntry {
-    fn of(run: u32, file: Option<String>, m: &Measures) -> RunEntry {
-        RunEntry {
-            run,
-            file,
-            time_s: m.time_s,
-            requests_per_s: m.requests_per_s,
-            cpu_pct: m.cpu_pct,
-            ram_bytes: m.ram_bytes,
-            errors: m.errors as f64,
-            error_rate_pct: m.error_rate_pct,
-            p99_ms: m.p99_ms,
-            mean_ms: m.mean_ms,
-            suspect: m.suspect.clone(),
-            interrupted: m.interrupted,
-            thresholds: Vec::new(),
-        }
-    }
-
-    /// The means of `runs` (None when empty).
-    pub fn mean_of(runs: &[RunEntry]) -> Option<RunEntry> {
-        if runs.is_empty() {
-            return None;
-        }
-        let avg = |f: &dyn Fn(&RunEntry) -> f64| stats::mean(&runs.iter().map(f).collect::<Vec<_>>());
-        let opt = |f: &dyn Fn(&RunEntry) -> Option<f64>| {
-            let v: Vec<f64> = runs.iter().filter_map(f).collect();
-            (v.len() == runs.len()).then(|| stats::mean(&v))
-        };
-        Some(RunEntry {
-            run: 0,
-            file: None,
-            time_s: avg(&|r| r.time_s),
-            requests_per_s: opt(&|r| r.requests_per_s),
-            cpu_pct: opt(&|r| r.cpu_pct),
-            ram_bytes: opt(&|r| r.ram_bytes),
-            errors: avg(&|r| r.errors),
-            error_rate_pct: avg(&|r| r.error_rate_pct),
-            p99_ms: opt(&|r| r.p99_ms),
-            mean_ms: opt(&|r| r.mean_ms),
-            suspect: None,
-            interrupted: runs.iter().any(|r| r.interrupted),
-            thresholds: Vec::new(),
-        })
-    }
-}
-
-/// The Meteor reports' table, `# Run | Time | CPU | RAM`, with errors, p99 and mean latency per
-/// run, and a Mean row. `compare` adds a last column (`extra`, one cell per row, Mean included).
-pub fn runs_table(runs: &[RunEntry], mean: Option<&RunEntry>, extra: Option<(&str, Vec<String>)>) -> Table {
-    // HTTP runs are about throughput: a Requests/s column after Time.
-    let http = runs.iter().any(|r| r.requests_per_s.is_some());
-    let mut header = vec!["# Run", "Time"];
-    if http {
-        header.push("Requests/s");
-    }
-    header.extend(["CPU", "RAM", "Errors", "p99", "Mean latency"]);
-    if let Some((title, _)) = &extra {
-        header.push(title);
-    }
-    let mut t = Table::new(&header).right(&if http { vec![2, 5] } else { vec![4] });
-    let na = || "n/a".to_string();
-    let cells = |name: String, r: &RunEntry| {
-        let errors = if r.errors.fract() == 0.0 { format!("{}", r.errors) } else { format!("{:.1}", r.errors) };
-        let mut row = vec![name, meteor_time(r.time_s)];
-        if http {
-            row.push(r.requests_per_s.map(|v| format!("{v:.1}")).unwrap_or_else(na));
-        }
-        row.extend([
-            r.cpu_pct.map(meteor_cpu).unwrap_or_else(na),
-            r.ram_bytes.map(meteor_bytes).unwrap_or_else(na),
-            errors,
-            r.p99_ms.map(ms).unwrap_or_else(na),
-            r.mean_ms.map(ms).unwrap_or_else(na),
-        ]);
-        row
-    };
-    let mut extra_cells = extra.map(|(_, c)| c.into_iter());
-    for r in runs {
-        let mut name = r.run.to_string();
-        if r.suspect.is_some() {
-            name.push_str(" (suspect)");
-        }
-        if r.interrupted {
-            name.push_str(" (interrupted)");
-        }
-        let mut row = cells(name, r);
-        if let Some(e) = extra_cells.as_mut() {
-            row.push(e.next().unwrap_or_default());
-        }
-        t.row(row);
-    }
-    if let (Some(m), true) = (mean, runs.len() > 1) {
-        let mut row = cells("Mean".into(), m);
-        if let Some(e) = extra_cells.as_mut() {
-            row.push(e.next().unwrap_or_default());
-        }
-        t.row(row);
-    }
-    t
-}
-
-/// Notes under a runs table, one per line: what CPU and RAM are, and which runs are suspect and
-/// why (naming the series when there are several).
-pub fn table_notes(runs: &[RunEntry], watched: &str, series: Option<&str>) -> Vec<String> {
-    let mut out = Vec::new();
-    if runs.iter().all(|r| r.cpu_pct.is_none()) {
-        out.push("CPU and RAM: n/a (no server watched; use --spawn or --monitor NAME=:PORT).".to_string());
-    } else {
-        out.push(format!("CPU: average over the run, percent of one core; RAM: average resident memory ({watched})."));
-    }
-    for r in runs.iter().filter(|r| r.suspect.is_some()) {
-        let who = match series {
-            Some(name) => format!("{name} run {}", r.run),
-            None => format!("Run {}", r.run),
-        };
-        out.push(format!("{who} is suspect: {}.", r.suspect.as_deref().unwrap_or_default()));
-    }
-    out
-}
-
-/// The names of the watched processes of a document, for table notes.
-pub fn watched_names(doc: &Doc) -> String {
-    let names: Vec<&str> = doc.monitor().iter().map(|m| m.name.as_str()).collect();
-    match names.len() {
-        0 => "nothing watched".into(),
-        1 => format!("{} and its descendants", names[0]),
-        _ => format!("sum of {}", names.join(", ")),
-    }
 }
 
 /// The default label: the start time.
@@ -443,14 +267,14 @@ pub fn bench(
             }
         }
         if let Some(path) = html {
-            if !report::write_dir_report(&dir, &path, &title, io) {
+            if !crate::results::report::write_dir_report(&dir, &path, &title, io) {
                 code = exit::RUN;
             }
         }
         (code, Some(summary))
     });
     if let Some(d) = &dashboard {
-        d.finish(match report::dir_page(&dir, &title) {
+        d.finish(match crate::results::report::dir_page(&dir, &title) {
             Ok(Some(page)) => page,
             _ => crate::dashboard::no_report_page("no run of the series finished"),
         });
