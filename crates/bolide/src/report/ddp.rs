@@ -46,14 +46,24 @@ pub fn summary(doc: &DdpDoc) -> String {
         if u.cut > 0 { format!(" ({} cut at the user timeout)", count(u.cut)) } else { String::new() },
         if u.skipped > 0 { format!(", {} skipped (maxVusers)", count(u.skipped)) } else { String::new() },
     );
-    let looping: Vec<String> = set.phases.iter().filter_map(|p| p.users).map(count).collect();
+    // The closed model: each launch above is one iteration of a looping user. A segment runs its
+    // own share of the plan's looping users (every N-th): both are said.
+    let looping: Vec<String> = set
+        .phases
+        .iter()
+        .filter_map(|p| p.users)
+        .map(|n| match set.segment {
+            Some(seg) => format!("{} of the plan's {}", count(seg.arrivals(n)), count(n)),
+            None => count(n),
+        })
+        .collect();
     if !looping.is_empty() {
-        // The closed model: each launch above is one iteration of a looping user.
         let _ = writeln!(
             out,
-            "  {:<14}{} users looping (each iteration counted as a user above)",
+            "  {:<14}{} users looping{} (each iteration counted as a user above)",
             "",
-            looping.join(", then ")
+            looping.join(", then "),
+            if set.segment.is_some() { " in this segment" } else { "" }
         );
     }
     let _ = writeln!(out, "  {:<14}{} from the first arrival to the last user done", "Time", minutes(s.total_time_s));
@@ -202,5 +212,26 @@ fn truncate(s: &str, n: usize) -> String {
         s.to_string()
     } else {
         format!("{}…", s.chars().take(n - 1).collect::<String>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::segment::Segment;
+    use crate::stats::vu::{DdpDoc, PhaseSettings};
+
+    #[test]
+    fn a_segment_says_its_own_looping_users_and_the_plan_s() {
+        // The probe against Meteor: each of 2 segments said "6 users looping" where it ran 3.
+        let mut doc = DdpDoc::default();
+        doc.settings.phases = vec![PhaseSettings { users: Some(6), duration_s: 10.0, ..Default::default() }];
+        assert!(super::summary(&doc).contains("6 users looping (each iteration"), "{}", super::summary(&doc));
+        doc.settings.segment = Some(Segment { index: 2, count: 2 });
+        let text = super::summary(&doc);
+        assert!(text.contains("3 of the plan's 6 users looping in this segment"), "{text}");
+        // 7 over 3 segments: 3, 2, 2.
+        doc.settings.phases[0].users = Some(7);
+        doc.settings.segment = Some(Segment { index: 1, count: 3 });
+        assert!(super::summary(&doc).contains("3 of the plan's 7 users looping"));
     }
 }
