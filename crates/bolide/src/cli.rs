@@ -624,6 +624,15 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub tasks: Option<u64>,
 
+    /// sub-churn and cluster-churn: the publication to subscribe to (theirs are fetchTasks and
+    /// payload, which the reference server publishes; name one your app publishes).
+    #[arg(long, value_name = "NAME")]
+    pub publication: Option<String>,
+
+    /// With --publication: its arguments, a JSON array (e.g. '["room-1", 50]').
+    #[arg(long, value_name = "JSON", requires = "publication")]
+    pub publication_args: Option<String>,
+
     /// How DDP reaches the server (replaces config.ddp.transport).
     #[arg(long, value_enum)]
     pub transport: Option<TransportArg>,

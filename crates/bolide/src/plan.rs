@@ -602,6 +602,11 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     });
     let duration =
         args.duration.as_deref().and_then(|d| parse_duration("-d/--duration", d).map_err(|e| problems.push(e)).ok());
+    if !is_builtin && args.publication.is_some() {
+        problems.push(
+            "--publication: a scenario file names its own subscriptions (it is for sub-churn and cluster-churn)".into(),
+        );
+    }
     let mut scenario = if is_builtin {
         let mut knobs = builtin::Knobs { arrival_rate: rate, users: args.users, ..builtin::Knobs::default() };
         if let Some(d) = duration {
@@ -619,6 +624,24 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         }
         if let Some(n) = args.tasks {
             knobs.tasks = n;
+        }
+        if let Some(name) = &args.publication {
+            if !builtin::CHURN.contains(&args.scenario.as_str()) {
+                problems.push(format!(
+                    "--publication: {} does not take it (sub-churn and cluster-churn do; a scenario file names its own)",
+                    args.scenario
+                ));
+            }
+            let params = match args.publication_args.as_deref().map(serde_json::from_str::<serde_json::Value>) {
+                None => Ok(Vec::new()),
+                Some(Ok(serde_json::Value::Array(items))) => Ok(items),
+                Some(Ok(_)) => Err("must be a JSON array, e.g. '[\"room-1\", 50]'".to_string()),
+                Some(Err(e)) => Err(format!("is not JSON ({e})")),
+            };
+            match params {
+                Ok(params) => knobs.publication = Some((name.clone(), params)),
+                Err(why) => problems.push(format!("--publication-args {why}")),
+            }
         }
         builtin::by_name(&args.scenario, &knobs).expect("a known built-in")
     } else {

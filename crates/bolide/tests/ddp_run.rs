@@ -835,3 +835,51 @@ fn client_websocket_conformance() {
     assert_eq!(control(4), ["#close 1007"], "{log:?}");
     assert_eq!((doc.summary.users.completed, doc.summary.users.failed), (1, 4), "{:?}", doc.summary.users);
 }
+
+#[test]
+fn the_churn_built_ins_subscribe_to_the_publication_the_command_line_names() {
+    // The probe against Meteor: cluster-churn subscribed to `payload`, which only the reference
+    // server publishes, so every user failed with nosub. --publication names the app's own.
+    let s = server(Reactivity::Push);
+    let target = s.base_url();
+    let (o, doc) =
+        run(&["cluster-churn", "--target", &target, "--users", "2", "-d", "1s", "--publication", "fetchTasks"]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    assert_eq!(doc.summary.users.failed, 0, "{:?}", doc.summary.users);
+    let sub = step(&doc, "subscribe fetchTasks");
+    assert!(sub.count >= 2 && sub.errors == 0, "{sub:?}");
+    // Its arguments, as JSON; a publication the server does not have: the users fail, and the
+    // first error says what the server answered.
+    let (o, doc) = run(&[
+        "sub-churn",
+        "--target",
+        &target,
+        "--arrival-rate",
+        "2",
+        "-d",
+        "1s",
+        "--publication",
+        "nope",
+        "--publication-args",
+        "[\"room-1\", 50]",
+    ]);
+    assert_eq!(o.code, 0, "target failures are data: {}", o.err);
+    assert!(doc.summary.users.failed >= 1 && doc.summary.users.completed == 0, "{:?}", doc.summary.users);
+    assert!(o.err.contains("Subscription 'nope' not found"), "{}", o.err);
+    // Refusals: arguments that are not a JSON array, a built-in that does not take it.
+    for (args, says) in [
+        (
+            &["sub-churn", "--publication", "x", "--publication-args", "{}"][..],
+            "--publication-args must be a JSON array",
+        ),
+        (&["sub-churn", "--publication", "x", "--publication-args", "[1"][..], "--publication-args is not JSON"),
+        (&["tasks-reactive", "--publication", "x"][..], "--publication: tasks-reactive does not take it"),
+        (&["sub-churn", "--publication-args", "[]"][..], "--publication"),
+    ] {
+        let mut argv = vec!["run", "--target", &target];
+        argv.extend_from_slice(args);
+        let o = bolide(&argv);
+        assert_eq!(o.code, 2, "{args:?}: {}", o.err);
+        assert!(o.err.contains(says), "{args:?}: {}", o.err);
+    }
+}

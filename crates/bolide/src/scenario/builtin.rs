@@ -33,6 +33,9 @@ pub struct Knobs {
     pub tasks: u64,
     /// Connect-subscribe-disconnect rounds per user (sub-churn).
     pub rounds: u64,
+    /// The publication the churn built-ins subscribe to, and its arguments (None: their own,
+    /// `fetchTasks` and `payload`, which the reference server publishes).
+    pub publication: Option<(String, Vec<Value>)>,
 }
 
 impl Default for Knobs {
@@ -45,6 +48,7 @@ impl Default for Knobs {
             think: Duration::from_millis(500),
             tasks: 20,
             rounds: 10,
+            publication: None,
         }
     }
 }
@@ -64,6 +68,19 @@ fn think(knobs: &Knobs) -> Option<Step> {
 fn subscribe(name: &str) -> Step {
     step(StepKind::Subscribe { name: name.into(), params: vec![], capture: None, timeout: None })
 }
+
+/// The churn built-ins' subscription: `--publication` when given, else `default`.
+fn churn_subscription(knobs: &Knobs, default: &str) -> Step {
+    match &knobs.publication {
+        Some((name, params)) => {
+            step(StepKind::Subscribe { name: name.clone(), params: params.clone(), capture: None, timeout: None })
+        }
+        None => subscribe(default),
+    }
+}
+
+/// The built-ins whose subscription `--publication` replaces.
+pub const CHURN: [&str; 2] = ["sub-churn", "cluster-churn"];
 
 /// Users arriving per second in the open built-ins when `--arrival-rate` is not given.
 pub const ARRIVAL_RATE: f64 = 4.0;
@@ -181,7 +198,7 @@ pub fn tasks_nonreactive(knobs: &Knobs) -> Scenario {
 /// `sub-churn`: MeteorDown's Cluster test pattern: connect, subscribe, wait for ready,
 /// disconnect, `rounds` times per user.
 pub fn sub_churn(knobs: &Knobs) -> Scenario {
-    let round = vec![step(StepKind::Connect), subscribe("fetchTasks"), step(StepKind::Disconnect)];
+    let round = vec![step(StepKind::Connect), churn_subscription(knobs, "fetchTasks"), step(StepKind::Disconnect)];
     let steps = vec![step(StepKind::Loop(Loop { over: LoopOver::Count(knobs.rounds), steps: round }))];
     let mut config = config(knobs, "sub-churn", OPEN);
     config.ddp.cache = false;
@@ -195,7 +212,7 @@ pub fn sub_churn(knobs: &Knobs) -> Scenario {
 /// [`CLUSTER_USERS`] users unless the knobs say otherwise (`--arrival-rate` makes it open, one
 /// round per arriving user).
 pub fn cluster_churn(knobs: &Knobs) -> Scenario {
-    let steps = vec![step(StepKind::Connect), subscribe("payload"), step(StepKind::Disconnect)];
+    let steps = vec![step(StepKind::Connect), churn_subscription(knobs, "payload"), step(StepKind::Disconnect)];
     let mut config = config(knobs, "cluster-churn", PhaseKind::Users(CLUSTER_USERS));
     config.ddp.cache = false;
     Scenario { config, flows: vec![Flow { name: "cluster-churn".into(), weight: 1, steps }] }
