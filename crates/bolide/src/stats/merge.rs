@@ -513,7 +513,7 @@ fn merge_steps(lists: &[&[StepSummary]], duration_s: f64) -> Result<Vec<StepSumm
                     }
                 }
             }
-            out.per_minute = vu::per_minute(out.count, duration_s);
+            out.per_minute = vu::per_minute(out.count - out.errors, duration_s);
             out.latency = vu::sampled(&lat);
             out.latency_histogram = hist::encode(&lat);
             out.to_result = res.as_ref().and_then(vu::sampled);

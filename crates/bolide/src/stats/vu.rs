@@ -347,9 +347,13 @@ pub struct DdpSummary {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct StepSummary {
     pub name: String,
+    /// Attempts, failed ones included.
     pub count: u64,
+    /// Failed attempts (of `count`).
     pub errors: u64,
     pub errors_by_class: BTreeMap<String, u64>,
+    /// Successful attempts per minute of the run (`count - errors`), as the per-target
+    /// `subscriptions_per_min` and `calls_per_min` count them.
     pub per_minute: f64,
     /// From the step's start to its success; null when no attempt succeeded.
     pub latency: Option<Latency>,
@@ -467,7 +471,7 @@ pub fn step_summaries(rec: &VuRecorder, duration_s: f64) -> Vec<StepSummary> {
             count: s.count,
             errors: s.error_total(),
             errors_by_class: s.errors.clone(),
-            per_minute: per_minute(s.count, duration_s),
+            per_minute: per_minute(s.count - s.error_total(), duration_s),
             latency: sampled(&s.latency_us),
             to_result: s.result_us.as_ref().and_then(sampled),
             to_updated: s.updated_us.as_ref().and_then(sampled),
@@ -516,7 +520,8 @@ mod tests {
         assert_eq!((a.first_arrival_s, a.last_finish_s), (Some(0.1), Some(9.0)));
         let s = step_summaries(&a, 60.0);
         assert_eq!((s[1].count, s[1].errors), (3, 1));
-        assert_eq!(s[1].per_minute, 3.0);
+        // Successful attempts only, as the per-target figures count them.
+        assert_eq!(s[1].per_minute, 2.0);
         // HDR keeps 3 significant digits: 5,000 µs reads back as its bucket's top, 5,003.
         let max = s[1].to_result.as_ref().unwrap().max_us;
         assert!((5000..=5003).contains(&max), "{max}");
