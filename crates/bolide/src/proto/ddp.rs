@@ -179,6 +179,9 @@ pub struct Call {
 struct Sub {
     ready_at: Option<Instant>,
     nosub: Option<Option<DdpError>>,
+    /// Wall-clock time the `sub` was sent, ms since the epoch: a document stamped earlier was
+    /// written before this subscriber asked, so its age is no fan-out.
+    sent_ms: f64,
 }
 
 /// A cached document: when it arrived and when it last changed.
@@ -1029,8 +1032,16 @@ fn record_fanout(st: &State, cfg: &ClientConfig, fields: &serde_json::Map<String
     if !live || pending {
         return;
     }
-    if let Some(sent_ms) = fields.get(field).and_then(ddp::ejson::json_date_ms) {
-        let lag_us = ((now_ms() - sent_ms) * 1000.0).max(1.0) as u64;
+    // Some servers send `ready` before a subscription's initial documents (Meteor does for
+    // collections that live in the server's memory): a document written before the earliest live
+    // subscription was sent is initial data, however late after `ready` it arrives.
+    let subscribed_ms =
+        st.subs.values().filter(|s| s.ready_at.is_some()).map(|s| s.sent_ms).fold(f64::INFINITY, f64::min);
+    if let Some(written_ms) = fields.get(field).and_then(ddp::ejson::json_date_ms) {
+        if written_ms < subscribed_ms {
+            return;
+        }
+        let lag_us = ((now_ms() - written_ms) * 1000.0).max(1.0) as u64;
         crate::stats::hist::record(&mut traffic.borrow_mut().fanout_us, lag_us);
     }
 }
@@ -1132,7 +1143,7 @@ impl Conn {
     ) -> Result<(String, Duration), DdpFailure> {
         let sent = Instant::now();
         let id = ddp::id::random_id();
-        self.shared.state.borrow_mut().subs.insert(id.clone(), Sub { ready_at: None, nosub: None });
+        self.shared.state.borrow_mut().subs.insert(id.clone(), Sub { ready_at: None, nosub: None, sent_ms: now_ms() });
         self.send(&Message::Sub { id: id.clone(), name: name.to_string(), params })?;
         let got = self
             .wait(timeout, "ready", |st| {
@@ -1206,7 +1217,7 @@ mod tests {
         // Changes are logged for a waiter only while it waits.
         handle(r#"{"msg":"added","collection":"c","id":"early","fields":{}}"#, &shared, &cfg, &traffic, &mut replies);
         // A subscription's initial data (before its ready) is no fan-out, however old it is.
-        shared.state.borrow_mut().subs.insert("s".into(), Sub { ready_at: None, nosub: None });
+        shared.state.borrow_mut().subs.insert("s".into(), Sub { ready_at: None, nosub: None, sent_ms: 0.0 });
         let old = r#"{"msg":"added","collection":"c","id":"old","fields":{"createdAt":{"$date":1}}}"#;
         handle(old, &shared, &cfg, &traffic, &mut replies);
         assert_eq!(traffic.borrow().fanout_us.len(), 0);
@@ -1238,5 +1249,35 @@ mod tests {
         assert_eq!(st.removed.back().map(|r| r.1.as_str()), Some("a"));
         assert_eq!(st.recent.len(), 6);
         assert_eq!(st.changes.len(), 3);
+    }
+
+    #[test]
+    fn a_server_that_sends_ready_first_brings_no_document_ages_into_fan_out() {
+        // Meteor sends `ready` before the initial documents of a collection held in the server's
+        // memory: they arrive after `ready`, stamped long before the subscription (the probe saw
+        // a fan-out p50 of 13.6 s, the documents' age).
+        let shared = Shared { state: RefCell::new(State::default()), notify: Notify::new() };
+        let traffic = RefCell::new(Traffic::default());
+        let cfg = ClientConfig::default();
+        let mut replies = Vec::new();
+        let subscribed = now_ms();
+        shared.state.borrow_mut().subs.insert("s".into(), Sub { ready_at: None, nosub: None, sent_ms: subscribed });
+        handle(r#"{"msg":"ready","subs":["s"]}"#, &shared, &cfg, &traffic, &mut replies);
+        for (i, age_ms) in [13_600.0, 60_000.0, 5.0].iter().enumerate() {
+            let old = format!(
+                r#"{{"msg":"added","collection":"c","id":"old{i}","fields":{{"createdAt":{{"$date":{}}}}}}}"#,
+                (subscribed - age_ms) as u64
+            );
+            handle(&old, &shared, &cfg, &traffic, &mut replies);
+        }
+        assert_eq!(traffic.borrow().fanout_us.len(), 0, "documents written before the subscription");
+        // A write after the subscription was sent is fan-out.
+        let new = format!(
+            r#"{{"msg":"added","collection":"c","id":"new","fields":{{"createdAt":{{"$date":{}}}}}}}"#,
+            now_ms() as u64 + 1
+        );
+        handle(&new, &shared, &cfg, &traffic, &mut replies);
+        assert_eq!(traffic.borrow().fanout_us.len(), 1);
+        assert!(traffic.borrow().fanout_us.max() < 1_000_000, "a fresh write, not an age");
     }
 }
