@@ -685,13 +685,16 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         }
         _ => {}
     }
+    let mut duplicates = false;
     if !args.target.is_empty() {
         let given: Vec<_> = args.target.iter().map(|t| crate::scenario::TargetSpec::parse(t)).collect();
         for e in given.iter().filter_map(|g| g.as_ref().err()) {
             problems.push(format!("--{e}"));
         }
         let specs: Vec<_> = given.into_iter().flatten().collect();
-        problems.extend(crate::scenario::check_targets(&specs).into_iter().map(|e| format!("--{e}")));
+        let repeated = crate::scenario::check_targets(&specs);
+        duplicates = !repeated.is_empty();
+        problems.extend(repeated.into_iter().map(|e| format!("--{e}")));
         if !specs.is_empty() {
             scenario.config.targets = specs;
         }
@@ -717,13 +720,20 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     }
     let dashboard = args.dashboard.as_deref().and_then(|a| dashboard_addr(a).map_err(|e| problems.push(e)).ok());
     let mut targets = Vec::new();
+    // Each distinct URL is resolved once (a list of the same URL repeated is refused above, and
+    // must not cost a resolution, nor a /proc scan below, per repetition).
+    let mut resolved: std::collections::HashMap<&str, Result<_, String>> = std::collections::HashMap::new();
     for spec in &scenario.config.targets {
-        match endpoint(&spec.url) {
-            Ok(endpoint) => targets.push(DdpTarget { url: spec.url.clone(), weight: spec.weight, endpoint }),
-            Err(e) => problems.push(e),
+        let first = !resolved.contains_key(spec.url.as_str());
+        match resolved.entry(spec.url.as_str()).or_insert_with(|| endpoint(&spec.url)) {
+            Ok(endpoint) => {
+                targets.push(DdpTarget { url: spec.url.clone(), weight: spec.weight, endpoint: endpoint.clone() })
+            }
+            Err(e) if first => problems.push(e.clone()),
+            Err(_) => {}
         }
     }
-    if targets.len() > 1 && server.spawn.is_none() {
+    if targets.len() > 1 && server.spawn.is_none() && !duplicates {
         tie_local_targets(&targets, &mut server, &mut problems);
     }
     let steps = scenario.step_names();

@@ -146,6 +146,16 @@ fn bad_target_lists_are_refused_before_anything_runs() {
         assert_eq!(o.code, code, "{targets:?}: {}", o.err);
         assert!(o.err.contains(words), "{targets:?}: {}", o.err);
     }
+    // The second probe: 1,000 copies of one target took 22 s to refuse, with 999 lines. Now one
+    // line, and no resolution or /proc scan per copy.
+    let mut args = vec!["run", "tasks-nonreactive", "--arrival-rate", "2", "-d", "1s"];
+    for _ in 0..1000 {
+        args.extend(["--target", &same]);
+    }
+    let o = bolide(&args);
+    assert_eq!(o.code, 2, "{}", o.err);
+    assert_eq!(o.err.matches("is given").count(), 1, "{}", o.err);
+    assert!(o.err.contains(&format!("--target {same:?} is given 1000 times")), "{}", o.err);
     assert_eq!(server.app().sessions_started.load(Ordering::SeqCst), 0, "nothing ran");
 }
 
@@ -439,4 +449,28 @@ fn local_servers_of_their_own_are_watched_without_being_asked() {
     assert_eq!(o.code, 2, "{}", o.err);
     assert!(o.err.contains("--monitor s3=:9: no target is on port 9 and nothing listens there"), "{}", o.err);
     assert!(o.err.contains(&format!("ports: {}, {}", ports[0], ports[1])), "{}", o.err);
+}
+
+#[test]
+fn a_balancer_skips_a_peer_that_accepts_and_never_answers() {
+    // The second probe: `serve --balance` sent connections to a peer that accepted and never
+    // answered, and half the users failed. The peer's answer is timed now, and a silent peer
+    // skipped: every user is served, by the entry point or the live peer.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let live = Server::start(Config::default()).unwrap();
+    let entry = Server::start(Config {
+        balance: vec![silent.local_addr().unwrap(), live.base_url().trim_start_matches("http://").parse().unwrap()],
+        ..Config::default()
+    })
+    .unwrap();
+    let (_, doc) = run(&["run", "sub-churn", "--target", &entry.base_url(), "--arrival-rate", "6", "-d", "2s"]);
+    let users = &doc.summary.users;
+    assert_eq!(users.failed, 0, "{users:?}");
+    assert!(users.completed >= 10, "{users:?}");
+    let c = entry.balance_counters();
+    // The live peer served its turns and the silent one's (after its first failure, without
+    // waiting for it again).
+    assert!(c.forwarded.load(Ordering::Relaxed) >= 5, "{c:?}");
+    assert_eq!(c.peer_failures.load(Ordering::Relaxed), 0, "{c:?}");
+    drop(silent);
 }

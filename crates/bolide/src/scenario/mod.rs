@@ -141,18 +141,27 @@ pub fn target_cycle(weights: &[u32]) -> Vec<usize> {
 }
 
 /// Problems with a list of targets: duplicates (the same URL twice).
+/// Linear in the number of targets, and one line per repeated URL however often it repeats.
 pub fn check_targets(targets: &[TargetSpec]) -> Vec<String> {
-    let mut out = Vec::new();
-    for (i, t) in targets.iter().enumerate() {
-        let same = |u: &TargetSpec| u.url.trim_end_matches('/') == t.url.trim_end_matches('/');
-        if targets[..i].iter().any(same) {
-            out.push(format!(
-                "target {:?} is given twice; give it once with a weight (URL=2) to send it more users",
-                t.url
-            ));
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut order = Vec::new();
+    for t in targets {
+        let n = seen.entry(t.url.trim_end_matches('/')).or_insert(0);
+        *n += 1;
+        if *n == 2 {
+            order.push(t);
         }
     }
-    out
+    order
+        .into_iter()
+        .map(|t| {
+            let times = match seen[t.url.trim_end_matches('/')] {
+                2 => "twice".to_string(),
+                n => format!("{n} times"),
+            };
+            format!("target {:?} is given {times}; give it once with a weight (URL=2) to send it more users", t.url)
+        })
+        .collect()
 }
 
 /// DDP settings of a run (our additions to Artillery's config).
