@@ -137,7 +137,10 @@ pub fn summary(doc: &DdpDoc) -> String {
     }
     out.push_str(&super::term::monitor_rows(&doc.monitor));
     out.push_str(&super::term::generator_rows(doc.generator.as_ref()));
-    out.push_str(&super::term::threshold_rows(&doc.thresholds));
+    out.push_str(&super::term::threshold_rows(
+        &doc.thresholds,
+        doc.generator.as_ref().and_then(|g| g.suspect.as_deref()),
+    ));
     out
 }
 

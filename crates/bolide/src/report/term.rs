@@ -167,7 +167,7 @@ pub fn summary(doc: &ResultDoc) -> String {
             );
         }
     }
-    out.push_str(&threshold_rows(&doc.thresholds));
+    out.push_str(&threshold_rows(&doc.thresholds, doc.generator.as_ref().and_then(|g| g.suspect.as_deref())));
     out
 }
 
@@ -177,7 +177,10 @@ pub fn summary(doc: &ResultDoc) -> String {
 ///   Thresholds    p99<200ms        12.34 ms      ok
 ///                 cpu.app<80%      no value: app was never sampled   BROKEN
 /// ```
-pub fn threshold_rows(results: &[crate::threshold::ThresholdResult]) -> String {
+///
+/// A broken threshold of a suspect run (the generator or the machine may have been the limit)
+/// says so: the exit code stays 1, but the verdict is not the server's alone.
+pub fn threshold_rows(results: &[crate::threshold::ThresholdResult], suspect: Option<&str>) -> String {
     let mut out = String::new();
     if results.is_empty() {
         return out;
@@ -193,6 +196,14 @@ pub fn threshold_rows(results: &[crate::threshold::ThresholdResult]) -> String {
     let broken = results.iter().filter(|r| !r.ok).count();
     if broken > 0 {
         let _ = writeln!(out, "  {:<14}{broken} of {} thresholds broken: exit code 1", "", results.len());
+        if let Some(why) = suspect {
+            let _ = writeln!(
+                out,
+                "  {:<14}the run is suspect ({why}): bolide or the machine, not only the server, may have broken them; \
+                 run again on a quieter machine before blaming the server",
+                ""
+            );
+        }
     }
     out
 }
@@ -293,6 +304,20 @@ pub fn generator_rows(g: Option<&crate::monitor::generator::GeneratorResult>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_broken_threshold_of_a_suspect_run_says_the_run_is_suspect() {
+        let t = crate::threshold::parse("p99<10ms", crate::threshold::Source::Flag).unwrap();
+        let broken = vec![t.judge(false, Ok(25.0))];
+        let clean = threshold_rows(&broken, None);
+        assert!(clean.contains("1 of 1 thresholds broken: exit code 1") && !clean.contains("suspect"), "{clean}");
+        let busy = threshold_rows(&broken, Some("the machine had under 5% idle CPU in 3 of 4 samples"));
+        assert!(busy.contains("the run is suspect (the machine had under 5% idle CPU in 3 of 4 samples)"), "{busy}");
+        // A run whose thresholds held says nothing more, suspect or not.
+        let held =
+            vec![crate::threshold::parse("p99<10ms", crate::threshold::Source::Flag).unwrap().judge(false, Ok(5.0))];
+        assert!(!threshold_rows(&held, Some("x")).contains("suspect"));
+    }
     use crate::stats::result::{Histograms, Host, HttpSettings, RateDistribution, Summary, TargetSummary, Tool};
     use std::collections::BTreeMap;
 
