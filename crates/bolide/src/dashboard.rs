@@ -239,20 +239,58 @@ fn request_path(mut stream: &TcpStream, deadline: Instant) -> Option<Request> {
     (method == "GET").then(|| (path.split('?').next().unwrap_or("/").to_string(), browser))
 }
 
-/// Bytes written to `stream` that its peer has not acknowledged yet (Linux; 0 elsewhere): a page
-/// that does not read leaves them there.
+/// Bytes sent on `stream` that the page has not read yet: what the kernel still holds unsent or
+/// unacknowledged on this side, plus, when the page is on this machine (the dashboard listens on
+/// loopback by default), what waits unread in the page's own receive queue (`/proc/net/tcp`).
+/// A page that reads drains both at once; one that does not read leaves them there.
 fn unread_bytes(stream: &TcpStream) -> usize {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;
         let mut n: libc::c_int = 0;
         // SAFETY: TIOCOUTQ writes one int into `n`, which lives through the call.
-        if unsafe { libc::ioctl(stream.as_raw_fd(), libc::TIOCOUTQ, &mut n) } == 0 {
-            return n.max(0) as usize;
-        }
+        let ours = if unsafe { libc::ioctl(stream.as_raw_fd(), libc::TIOCOUTQ, &mut n) } == 0 { n.max(0) } else { 0 };
+        let theirs = match (stream.peer_addr(), stream.local_addr()) {
+            (Ok(peer), Ok(me)) if peer.ip().is_loopback() => receive_queue(peer, me).unwrap_or(0),
+            _ => 0,
+        };
+        ours as usize + theirs
     }
-    let _ = stream;
-    0
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = stream;
+        0
+    }
+}
+
+/// The receive queue (bytes not yet read) of this machine's TCP socket bound to `local` and
+/// connected to `remote`, from `/proc/net/tcp` or `/proc/net/tcp6`.
+#[cfg(target_os = "linux")]
+fn receive_queue(local: SocketAddr, remote: SocketAddr) -> Option<usize> {
+    // The kernel writes each address as the bytes of its 32-bit words in host order, in hex, then
+    // the port: 127.0.0.1:8080 is 0100007F:1F90 on little-endian machines.
+    fn hex(addr: SocketAddr) -> String {
+        let words: Vec<u32> = match addr.ip() {
+            std::net::IpAddr::V4(v4) => vec![u32::from_ne_bytes(v4.octets())],
+            std::net::IpAddr::V6(v6) => {
+                v6.octets().chunks(4).map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]])).collect()
+            }
+        };
+        let ip: String = words.iter().map(|w| format!("{w:08X}")).collect();
+        format!("{ip}:{:04X}", addr.port())
+    }
+    let file = if local.is_ipv4() { "/proc/net/tcp" } else { "/proc/net/tcp6" };
+    let (want_local, want_remote) = (hex(local), hex(remote));
+    let table = std::fs::read_to_string(file).ok()?;
+    table.lines().skip(1).find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() > 4 && f[1] == want_local && f[2] == want_remote {
+            let rx = f[4].split_once(':')?.1;
+            usize::from_str_radix(rx, 16).ok()
+        } else {
+            None
+        }
+    })
 }
 
 fn respond(mut stream: &TcpStream, status: &str, kind: &str, body: &[u8]) -> std::io::Result<()> {
@@ -374,5 +412,31 @@ pub fn start_for(addr: Option<SocketAddr>, title: &str, io: &mut Io) -> Result<O
             let _ = writeln!(io.err, "error: {e}");
             Err(exit::RUN)
         }
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    #[test]
+    fn a_local_peer_s_unread_bytes_are_seen() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        assert_eq!(super::unread_bytes(&server), 0);
+        server.write_all(&[b'x'; 1000]).unwrap();
+        // Not read yet: the page's receive queue holds them.
+        let mut seen = 0;
+        for _ in 0..100 {
+            seen = super::unread_bytes(&server);
+            if seen == 1000 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(seen, 1000);
+        let mut buf = [0u8; 1000];
+        client.read_exact(&mut buf).unwrap();
+        assert_eq!(super::unread_bytes(&server), 0);
     }
 }

@@ -658,9 +658,9 @@ fn slow_clients_cannot_lock_the_dashboard_and_a_page_that_never_reads_is_not_wai
         }
         panic!("the dashboard listens");
     };
-    // A page that opens the event stream and never reads it.
+    // A page that opens the event stream as a browser does and never reads it.
     let mut deaf = connect();
-    deaf.write_all(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    deaf.write_all(b"GET /events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n").unwrap();
     // 40 clients that start a head and send a byte now and then.
     let mut slow: Vec<std::net::TcpStream> = (0..40).map(|_| connect()).collect();
     for s in &mut slow {
