@@ -1,6 +1,7 @@
 //! `bolide completions SHELL` and `bolide man`: shell completion scripts and manual pages, made
 //! from the command-line definitions (`cli.rs`) so that they cannot drift from the flags.
 
+use std::io::Write;
 use std::path::Path;
 
 use clap::CommandFactory;
@@ -20,12 +21,46 @@ pub fn completions(shell: clap_complete::Shell, io: &mut Io) -> i32 {
     }
 }
 
+/// One manual page as roff, its examples kept as written: in the EXTRA section (the help's
+/// examples and exit codes), lines indented by two spaces are commands, set without filling so
+/// that groff neither joins nor wraps them; the prose around them is filled as usual.
+fn page(cmd: clap::Command) -> std::io::Result<Vec<u8>> {
+    let mut roff = Vec::new();
+    clap_mangen::Man::new(cmd).render(&mut roff)?;
+    let text = String::from_utf8_lossy(&roff);
+    let mut out = String::with_capacity(text.len() + 64);
+    let (mut extra, mut verbatim) = (false, false);
+    for line in text.lines() {
+        if line.starts_with(".SH ") {
+            if verbatim {
+                out.push_str(".fi\n");
+                verbatim = false;
+            }
+            extra = line == ".SH EXTRA";
+        }
+        let command = extra && line.starts_with("  ");
+        if command && !verbatim {
+            out.push_str(".nf\n");
+            verbatim = true;
+        } else if !command && verbatim {
+            out.push_str(".fi\n");
+            verbatim = false;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    if verbatim {
+        out.push_str(".fi\n");
+    }
+    Ok(out.into_bytes())
+}
+
 /// Prints the manual page of `bolide` (its commands listed), or writes `bolide.1` and a page per
 /// command (`bolide-http.1`, ...) into `dir`, each whole or not at all.
 pub fn man(dir: Option<&Path>, io: &mut Io) -> i32 {
     let cmd = crate::cli::Cli::command();
     let Some(dir) = dir else {
-        let written = clap_mangen::Man::new(cmd).render(&mut *io.out).and_then(|()| io.out.flush());
+        let written = page(cmd).and_then(|p| io.out.write_all(&p)).and_then(|()| io.out.flush());
         return match written {
             Ok(()) => exit::OK,
             Err(e) => {
@@ -54,7 +89,7 @@ pub fn man(dir: Option<&Path>, io: &mut Io) -> i32 {
     }
     for (name, page) in pages {
         let path = dir.join(format!("{name}.1"));
-        if let Err(e) = crate::files::write_atomically(&path, |w| clap_mangen::Man::new(page).render(w)) {
+        if let Err(e) = crate::files::write_atomically(&path, |w| w.write_all(&self::page(page.clone())?)) {
             let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
             return exit::RUN;
         }

@@ -319,6 +319,9 @@ fn manual_pages_render_with_every_command_and_flag() {
         }
     }
     assert!(names.iter().any(|n| n == "bolide-bench-http.1") && names.iter().any(|n| n == "bolide-capacity-run.1"));
+    // Examples are set as written (no fill): groff neither joins nor wraps a command line.
+    assert!(http.contains("Examples:\n.nf\n  bolide http \\-c 100"), "{http}");
+    assert_eq!(http.matches("\n.nf\n").count(), http.matches("\n.fi\n").count());
     // groff, when installed, reads every page without a warning.
     if Command::new("groff").arg("--version").output().is_ok() {
         for n in &names {
