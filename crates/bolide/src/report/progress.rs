@@ -93,15 +93,25 @@ pub fn http_update(bar: &Bar, p: &Progress) {
     bar.set(pos, http_line(p));
 }
 
-/// An HTTP run's second in words: the clock, the rate, the counts.
+/// An HTTP run's second in words: the clock, the rate, that second's p50 and p99 (as oha shows
+/// them live), the counts.
 pub fn http_line(p: &Progress) -> String {
     let clock = match (p.planned, p.planned_requests) {
         (Some(planned), _) => clock(p.elapsed, planned),
         (None, Some(n)) => format!("{}s, {}/{}", p.elapsed.as_secs(), count(p.responses + p.errors), count(n)),
         (None, None) => format!("{}s", p.elapsed.as_secs()),
     };
+    let latency = if p.second.responses > 0 {
+        format!(
+            "  p50 {}  p99 {}",
+            super::term::us(p.second.latency_p50_us as f64),
+            super::term::us(p.second.latency_p99_us as f64)
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{clock}  {} req/s  {} responses  {} errors",
+        "{clock}  {} req/s{latency}  {} responses  {} errors",
         count(p.last_second_responses),
         count(p.responses),
         count(p.errors)
@@ -213,6 +223,23 @@ mod tests {
         assert!(painted.contains("\x1b[31m  Ensure        p99: 5 (limit 2.00) BROKEN\x1b[0m\n"));
         // Without colour codes, the painted text is the text.
         assert_eq!(painted.replace(RED, "").replace(YELLOW, "").replace(RESET, ""), text);
+    }
+
+    #[test]
+    fn the_live_line_shows_the_last_second_s_latency() {
+        let mut p = Progress {
+            elapsed: Duration::from_secs(3),
+            planned: Some(Duration::from_secs(10)),
+            responses: 3000,
+            last_second_responses: 1000,
+            ..Progress::default()
+        };
+        // No response in that second: no percentile to show.
+        assert_eq!(http_line(&p), "3s/10s  1,000 req/s  3,000 responses  0 errors");
+        p.second.responses = 1000;
+        p.second.latency_p50_us = 850;
+        p.second.latency_p99_us = 12_500;
+        assert_eq!(http_line(&p), "3s/10s  1,000 req/s  p50 850µs  p99 12.50ms  3,000 responses  0 errors");
     }
 
     #[test]
