@@ -499,3 +499,23 @@ fn shared_starts_give_every_run_of_a_series_its_own_slot() {
     let e = super::shared_starts(Some(t0), 2, None, Duration::ZERO).unwrap_err();
     assert!(e.contains("planned length"), "{e}");
 }
+
+#[test]
+fn runs_of_different_workloads_are_never_drawn_as_repetitions_of_one_series() {
+    // The demo's directory holds one run of each of two workloads under one label: in the
+    // charts across runs they are two series, not "run 1, run 2" of one.
+    let demo = series(
+        "demo",
+        vec![ddp("tasks-reactive", "demo", 10.0, 1.0, 1.0), ddp("tasks-nonreactive", "demo", 9.0, 1.0, 1.0)],
+    );
+    let split = crate::results::report::by_workload(std::slice::from_ref(&demo));
+    let names: Vec<&str> = split.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["demo (tasks-reactive)", "demo (tasks-nonreactive)"]);
+    assert!(split.iter().all(|s| s.runs.len() == 1));
+    let sections = crate::results::report::sections(&[demo], &[]);
+    let every = sections.iter().find(|s| s.title == "Every run").expect("a section across runs");
+    assert_eq!(every.notes, ["2 runs in 2 series"]);
+    // A series of one workload stays as it is.
+    let one = series("a", vec![ddp("tasks-reactive", "a", 10.0, 1.0, 1.0), ddp("tasks-reactive", "a", 11.0, 1.0, 1.0)]);
+    assert_eq!(crate::results::report::by_workload(std::slice::from_ref(&one))[0].name, "a");
+}

@@ -28,6 +28,11 @@ pub fn by_start_time(series: &mut [Series]) {
 pub fn sections(series: &[Series], requests: &[html::Requests]) -> Vec<Section> {
     let mut out = Vec::new();
     let runs: usize = series.iter().map(|s| s.runs.len()).sum();
+    // A series is what was repeated: a directory holding two workloads (the demo's reactive and
+    // non-reactive users) is two series in the charts across runs and labels, never "run 1,
+    // run 2" of one.
+    let repeated = by_workload(series);
+    let series_for_charts = &repeated[..];
     if series.len() >= 2 {
         let ddp: Vec<(String, Vec<&crate::stats::vu::DdpDoc>)> = series
             .iter()
@@ -60,15 +65,17 @@ pub fn sections(series: &[Series], requests: &[html::Requests]) -> Vec<Section> 
         });
     }
     if runs >= 2 {
-        let measures: Vec<(String, Vec<crate::stats::doc::Measures>)> =
-            series.iter().map(|s| (s.name.clone(), s.runs.iter().map(|(_, d)| d.measures()).collect())).collect();
+        let measures: Vec<(String, Vec<crate::stats::doc::Measures>)> = series_for_charts
+            .iter()
+            .map(|s| (s.name.clone(), s.runs.iter().map(|(_, d)| d.measures()).collect()))
+            .collect();
         let docs: Vec<(String, Vec<&crate::stats::doc::Doc>)> =
-            series.iter().map(|s| (s.name.clone(), s.runs.iter().map(|(_, d)| d).collect())).collect();
+            series_for_charts.iter().map(|s| (s.name.clone(), s.runs.iter().map(|(_, d)| d).collect())).collect();
         let mut charts = crate::report::charts::across_runs(&measures);
         charts.extend(crate::report::charts::overlaid(&docs));
         out.push(Section {
             title: "Every run".into(),
-            notes: vec![format!("{runs} runs in {} series", series.len())],
+            notes: vec![format!("{runs} runs in {} series", series_for_charts.len())],
             text: String::new(),
             charts,
         });
@@ -83,6 +90,29 @@ fn comparison(series: &[Series], md: bool) -> String {
     let report = compare::build(series, 0, Vec::new());
     let watched = series[0].runs.first().map(|(_, d)| super::watched_names(d)).unwrap_or_default();
     compare::render(&report, md, &watched)
+}
+
+/// Each series cut by workload: a series holding runs of several workloads becomes one series
+/// per workload, named `LABEL (WORKLOAD)`; the others stay as they are.
+pub fn by_workload(series: &[Series]) -> Vec<Series> {
+    let mut out = Vec::new();
+    for s in series {
+        let mut kinds: Vec<String> = Vec::new();
+        for (_, d) in &s.runs {
+            if !kinds.contains(&d.workload()) {
+                kinds.push(d.workload());
+            }
+        }
+        if kinds.len() <= 1 {
+            out.push(s.clone());
+            continue;
+        }
+        for w in kinds {
+            let runs = s.runs.iter().filter(|(_, d)| d.workload() == w).cloned().collect();
+            out.push(Series { name: format!("{} ({w})", s.name), source: s.source.clone(), runs });
+        }
+    }
+    out
 }
 
 /// One section per run, named by its series (and its file when the series has several). An HTTP
