@@ -48,15 +48,16 @@ fn what_the_charts_of_one_run_plot() {
 fn what_a_capacity_ladder_plots() {
     // Three levels of the fixture run, the server working harder at each, the third failing.
     let base = Doc::load(&fixture("http-run.json")).unwrap().measures();
+    let level = |passed: bool| if passed { charts::Level::Passed } else { charts::Level::Failed };
     let levels: Vec<_> = [(100.0, 1.0_f64, true), (200.0, 1.8, true), (300.0, 2.5, false)]
         .into_iter()
-        .map(|(level, k, passed)| {
+        .map(|(at, k, passed)| {
             let mut m = base.clone();
             m.requests_per_s = m.requests_per_s.map(|r| r * k.min(2.0));
             m.cpu_pct = m.cpu_pct.map(|c| c * k);
             m.p99_ms = m.p99_ms.map(|p| p * k * k);
             m.error_rate_pct = if passed { 0.0 } else { 4.0 };
-            (level, m, passed)
+            (at, m, level(passed))
         })
         .collect();
     let charts = charts::ladder(&levels, "level (requests per second)");
@@ -67,6 +68,14 @@ fn what_a_capacity_ladder_plots() {
         assert_eq!(at, [300.0], "{}", c.outline());
     }
     snapshot("charts-ladder.txt", &outlines(&charts));
+    // A level with no verdict (the machine was the limit) is its own series, not "failed".
+    let mut unjudged = levels.clone();
+    unjudged[2].2 = charts::Level::NoVerdict;
+    for c in charts::ladder(&unjudged, "level") {
+        let points =
+            |label: &str| c.series.iter().find(|s| s.label == label).map(|s| s.values.iter().flatten().count());
+        assert_eq!((points("failed"), points("no verdict")), (Some(0), Some(1)), "{}", c.outline());
+    }
 }
 
 #[test]

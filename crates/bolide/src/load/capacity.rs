@@ -486,9 +486,15 @@ fn climb(
 
 /// The ladder's section of a report: its table, `note` (the verdict in words), its charts.
 fn ladder_section(rows: &[(f64, Option<Doc>, Verdict)], kind: &str, unit: &str, note: String, more: String) -> Section {
-    let measured: Vec<(f64, crate::stats::doc::Measures, bool)> = rows
+    use crate::report::charts::Level;
+    let outcome = |v: &Verdict| match v {
+        Verdict::Pass => Level::Passed,
+        Verdict::Fail(_) => Level::Failed,
+        Verdict::NotTheServer(_) | Verdict::Unmeasured(_) | Verdict::Interrupted => Level::NoVerdict,
+    };
+    let measured: Vec<(f64, crate::stats::doc::Measures, Level)> = rows
         .iter()
-        .filter_map(|(level, doc, verdict)| doc.as_ref().map(|d| (*level, d.measures(), *verdict == Verdict::Pass)))
+        .filter_map(|(level, doc, verdict)| doc.as_ref().map(|d| (*level, d.measures(), outcome(verdict))))
         .collect();
     Section {
         title: "Capacity ladder".into(),

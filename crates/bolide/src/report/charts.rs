@@ -498,14 +498,30 @@ pub fn across_runs(series: &[(String, Vec<crate::stats::doc::Measures>)]) -> Vec
 
 /// A capacity ladder: each measure against the level, passing levels and the failing one as
 /// two series (so the failure stands out in its own colour).
-pub fn ladder(levels: &[(f64, crate::stats::doc::Measures, bool)], unit: &str) -> Vec<Chart> {
+/// How a capacity level went, for its colour in the ladder's charts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Passed,
+    Failed,
+    /// No verdict on the server (bolide, the machine or the load's shape was the limit, or
+    /// nothing was measured).
+    NoVerdict,
+}
+
+pub fn ladder(levels: &[(f64, crate::stats::doc::Measures, Level)], unit: &str) -> Vec<Chart> {
     let mut out = Vec::new();
+    // A level with no verdict (the limit was bolide or the machine) is a series of its own, never
+    // drawn as failed; the series appears only when such a level exists.
+    let mut kinds = vec![(Level::Passed, "passed"), (Level::Failed, "failed")];
+    if levels.iter().any(|l| l.2 == Level::NoVerdict) {
+        kinds.push((Level::NoVerdict, "no verdict"));
+    }
     for (id, title, y, pick) in MEASURES {
         let mut c = Chart::new(&format!("ladder-{id}"), title, unit, y, XKind::Level);
         c.x = levels.iter().map(|l| l.0).collect();
-        for (label, passed) in [("passed", true), ("failed", false)] {
-            let values = levels.iter().map(|(_, m, ok)| if *ok == passed { pick(m) } else { None }).collect();
-            c.series.push(Series { label: label.into(), style: Style::Points, values });
+        for (kind, label) in &kinds {
+            let values = levels.iter().map(|(_, m, k)| if k == kind { pick(m) } else { None }).collect();
+            c.series.push(Series { label: (*label).into(), style: Style::Points, values });
         }
         if c.points() > 0 {
             out.push(c);
