@@ -17,16 +17,19 @@ use std::path::{Path, PathBuf};
 /// through, far less than a machine holds several times over.
 pub const MAX_INPUT_BYTES: u64 = 64 << 20;
 
+/// The error for an input larger than `max` bytes, the most bolide reads from one file.
+pub fn too_large(max: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::FileTooLarge,
+        format!("larger than {} MiB, the most bolide reads from one file", max >> 20),
+    )
+}
+
 /// Reads a whole input file (a FIFO or process substitution too) of at most `max` bytes; a larger
 /// one, or an endless one such as `/dev/zero`, is refused after `max + 1` bytes.
 /// A regular file's size is checked before anything is read.
 pub fn read_limited(path: &Path, max: u64) -> io::Result<Vec<u8>> {
-    let too_large = || {
-        io::Error::new(
-            io::ErrorKind::FileTooLarge,
-            format!("larger than {} MiB, the most bolide reads from one file", max >> 20),
-        )
-    };
+    let too_large = || too_large(max);
     let file = File::open(path)?;
     let meta = file.metadata()?;
     if meta.is_file() && meta.len() > max {

@@ -22,12 +22,7 @@ fn main() {
     // fails with its own message and exit code.
     std::panic::set_hook(Box::new(|info| {
         let thread = std::thread::current();
-        let said = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_default();
+        let said = bolide::engine::panic_text(info.payload());
         let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
         let line = format!("bolide: internal error in {}: {said}{at}\n", thread.name().unwrap_or("a thread"));
         // Straight to file descriptor 2: the main thread holds stderr's lock for the whole

@@ -6,6 +6,15 @@ pub mod pacer;
 pub mod timer;
 pub mod vu;
 
+/// What a panic said (its message, or "no message" when its payload is not text).
+pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into())
+}
+
 /// Waits for every worker thread; a worker that panicked (a bug of bolide's) makes the whole run
 /// fail: its share of the load and of the figures is missing, so the others alone must never be
 /// reported as the run. Returns the reason, naming the thread and what it said.
@@ -14,11 +23,7 @@ pub fn join_workers(handles: Vec<std::thread::JoinHandle<()>>) -> Option<String>
     for h in handles {
         let name = h.thread().name().unwrap_or("a load thread").to_string();
         if let Err(panic) = h.join() {
-            let said = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "no message".into());
+            let said = panic_text(panic.as_ref());
             failed.get_or_insert(format!(
                 "internal error: the load thread {name} stopped ({said}); its share of the run is missing, so no \
                  figures are reported. This is a bug in bolide: please report it with the command line"

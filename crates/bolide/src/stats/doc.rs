@@ -73,19 +73,13 @@ impl Doc {
             let mut text = vec![b'{'];
             reader.read_to_end(&mut text).map_err(cannot)?;
             if text.len() as u64 > MAX_DOC_BYTES {
-                return Err(format!(
-                    "cannot read: larger than {} MiB, the most bolide reads from one file",
-                    MAX_DOC_BYTES >> 20
-                ));
+                return Err(cannot(crate::files::too_large(MAX_DOC_BYTES)));
             }
             let text = String::from_utf8(text).map_err(|_| "not a bolide result (not UTF-8 text)".to_string())?;
             return Doc::from_json(&text);
         }
         if meta.len() > MAX_DOC_BYTES {
-            return Err(format!(
-                "cannot read: larger than {} MiB, the most bolide reads from one file",
-                MAX_DOC_BYTES >> 20
-            ));
+            return Err(cannot(crate::files::too_large(MAX_DOC_BYTES)));
         }
         let head: super::result::Head =
             serde_json::from_reader(open().map_err(cannot)?).map_err(|e| format!("not JSON ({e})"))?;
