@@ -82,6 +82,22 @@ fn tasks_reactive_exact(reactivity: Reactivity, transport: &str) {
     assert_eq!(server.app().tasks.len(), 0, "every user cleaned up");
     assert!(doc.summary.total_time_s > 8.0, "43 thinks of 200 ms per user: {}", doc.summary.total_time_s);
     assert!(o.out.contains("Reactive latency") && o.out.contains("Fan-out latency"), "{}", o.out);
+    // The response time per second holds every sample of the run, each in the second it ended.
+    let per_second =
+        |f: &dyn Fn(&bolide::stats::vu::DdpSecond) -> Option<u64>| -> u64 { doc.timeline.iter().filter_map(f).sum() };
+    for s in &doc.steps {
+        let n = per_second(&|t| t.step_latency.get(&s.name).map(|l| l.count));
+        assert_eq!(n, hist_count(&s.latency_histogram), "{} per second", s.name);
+    }
+    let all: u64 = doc.steps.iter().map(|s| hist_count(&s.latency_histogram)).sum();
+    assert_eq!(per_second(&|t| t.latency.as_ref().map(|l| l.count)), all);
+    assert_eq!(per_second(&|t| t.reactive.as_ref().map(|l| l.count)), 400);
+    assert_eq!(per_second(&|t| t.fanout.as_ref().map(|l| l.count)), 2000);
+    let busy = doc.timeline.iter().filter(|t| t.latency.is_some()).count();
+    assert!(busy >= 8, "steps end in most of the run's seconds: {busy}");
+    for l in doc.timeline.iter().filter_map(|t| t.latency.as_ref()) {
+        assert!(l.p50_us <= l.p99_us && l.p99_us <= l.max_us && l.histogram.is_none(), "{l:?}");
+    }
 }
 
 #[test]

@@ -33,7 +33,13 @@ fn outlines(charts: &[charts::Chart]) -> String {
 
 #[test]
 fn what_the_charts_of_one_run_plot() {
-    for (file, snap) in [("http-run.json", "charts-http-run.txt"), ("ddp-run.json", "charts-ddp-run.txt")] {
+    // ddp-run.json predates the latency per second (its charts say so); ddp-run-per-second.json
+    // has it.
+    for (file, snap) in [
+        ("http-run.json", "charts-http-run.txt"),
+        ("ddp-run.json", "charts-ddp-run.txt"),
+        ("ddp-run-per-second.json", "charts-ddp-run-per-second.txt"),
+    ] {
         let doc = Doc::load(&fixture(file)).unwrap();
         let charts = charts::single_run(&doc);
         // Every chart has data or says why not.

@@ -175,6 +175,12 @@ fn segments_of_virtual_users_are_the_unsegmented_users_with_unique_ids() {
     assert_eq!(bolide::stats::hist::decode(&call.latency_histogram).unwrap().len(), 20);
     assert!(call.to_result.is_some(), "method figures merge from their own histograms");
     assert_eq!(m.timeline.iter().map(|s| s.counts.launched).sum::<u64>(), 20);
+    // Each segment kept its seconds' histograms: the merged response time per second is exact.
+    let per_second: u64 =
+        m.timeline.iter().filter_map(|s| s.step_latency.get("call insertTask")).map(|l| l.count).sum();
+    assert_eq!(per_second, 20);
+    let all: u64 = m.steps.iter().map(|s| bolide::stats::hist::decode(&s.latency_histogram).unwrap().len()).sum();
+    assert_eq!(m.timeline.iter().filter_map(|s| s.latency.as_ref()).map(|l| l.count).sum::<u64>(), all);
 }
 
 #[test]

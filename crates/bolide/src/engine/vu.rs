@@ -24,7 +24,7 @@ use crate::proto::http::tls::Connector;
 use crate::scenario::arrivals::Schedule;
 use crate::scenario::template::{self, Vars};
 use crate::scenario::{Capture, Expect, Flow, HttpStep, LoopOver, Scenario, Step, StepKind, Think, Until, WaitFor};
-use crate::stats::vu::{VuRecorder, VuSecond};
+use crate::stats::vu::{DdpSecond, SecondLatencies, TickLatency, VuRecorder, VuSecond};
 
 /// Once a second while users run.
 #[derive(Debug, Clone, Default)]
@@ -48,15 +48,15 @@ pub struct VuOutput {
     /// The same, per target (in the plan's order).
     pub per_target: Vec<VuRecorder>,
     pub traffic: Traffic,
-    /// (users alive at the end of the second, the second's counts).
-    pub timeline: Vec<(u64, VuSecond)>,
+    /// Every whole second: users alive at its end, its counts and latencies.
+    pub timeline: Vec<DdpSecond>,
     pub started_at: SystemTime,
     pub duration: Duration,
     pub interrupted: bool,
 }
 
 enum Msg {
-    Tick { t: u32, second: Box<VuSecond> },
+    Tick { t: u32, second: Box<(VuSecond, TickLatency)> },
     Done { recs: Vec<VuRecorder>, traffic: Box<Traffic> },
 }
 
@@ -132,31 +132,37 @@ pub fn run(
     let mut rec = VuRecorder::new(&names);
     let mut per_target: Vec<VuRecorder> = plan.targets.iter().map(|_| VuRecorder::new(&names)).collect();
     let mut traffic = Traffic::default();
-    let mut seconds: Vec<(usize, u64, VuSecond)> = Vec::new();
+    // Per second: how many workers have reported it, its counts and latencies so far.
+    let mut seconds: Vec<(usize, VuSecond, SecondLatencies)> = Vec::new();
+    let mut timeline: Vec<DdpSecond> = Vec::new();
+    let step_names: Vec<String> = names.iter().map(|(n, _)| n.clone()).collect();
+    let keep_histograms = plan.spread.segment.is_some();
     let mut totals = VuProgress { planned: schedule.length(), ..VuProgress::default() };
     let mut shown = 0;
     for msg in rx {
         match msg {
             Msg::Tick { t, second } => {
                 let t = t as usize;
+                let (second, latency) = &*second;
                 while seconds.len() <= t {
-                    seconds.push((0, 0, VuSecond::default()));
+                    seconds.push((0, VuSecond::default(), SecondLatencies::default()));
                 }
                 seconds[t].0 += 1;
-                seconds[t].2.merge(&second);
+                seconds[t].1.merge(second);
+                seconds[t].2.add(latency);
                 totals.launched += second.launched;
                 totals.completed += second.completed;
                 totals.failed += second.failed;
                 totals.step_errors += second.step_errors;
                 while shown < seconds.len() && seconds[shown].0 == threads {
-                    seconds[shown].1 = alive.load(Ordering::Relaxed);
-                    totals.alive = seconds[shown].1;
+                    let (_, counts, latencies) = std::mem::take(&mut seconds[shown]);
+                    let users_alive = alive.load(Ordering::Relaxed);
+                    let mut sec = DdpSecond { t: shown as u32, users_alive, counts, ..DdpSecond::default() };
+                    latencies.fill(&step_names, keep_histograms, &mut sec);
+                    totals.alive = users_alive;
                     totals.elapsed = start.elapsed();
-                    totals.second = crate::stats::vu::DdpSecond {
-                        t: shown as u32,
-                        users_alive: seconds[shown].1,
-                        counts: seconds[shown].2.clone(),
-                    };
+                    totals.second = sec.clone();
+                    timeline.push(sec);
                     progress(&totals);
                     shown += 1;
                 }
@@ -175,7 +181,13 @@ pub fn run(
     if let Some(why) = crate::engine::join_workers(handles) {
         return Err(why);
     }
-    let timeline = seconds.into_iter().map(|(_, alive, s)| (alive, s)).collect();
+    // Seconds not every worker reported (a run cut short): kept as they are.
+    for (t, (_, counts, latencies)) in seconds.into_iter().enumerate().skip(shown) {
+        let mut sec =
+            DdpSecond { t: t as u32, users_alive: alive.load(Ordering::Relaxed), counts, ..DdpSecond::default() };
+        latencies.fill(&step_names, keep_histograms, &mut sec);
+        timeline.push(sec);
+    }
     Ok(VuOutput {
         rec,
         per_target,
@@ -229,16 +241,22 @@ fn worker(
     let mut last_traffic = (0u64, 0u64, 0u64, 0u64);
     let mut tick = |w: &Worker, ticks: &mut u32| {
         let mut second = VuSecond::default();
+        let mut latency = TickLatency::default();
         for r in &w.recs {
-            second.merge(&std::mem::take(&mut r.borrow_mut().second));
+            let mut r = r.borrow_mut();
+            second.merge(&std::mem::take(&mut r.second));
+            r.drain_second(&mut latency);
         }
-        let t = w.traffic.borrow();
+        let mut t = w.traffic.borrow_mut();
+        if let Some(h) = &mut t.fanout_second_us {
+            latency.fanout = crate::stats::hist::drain(h);
+        }
         second.messages_in = t.messages_in - last_traffic.0;
         second.messages_out = t.messages_out - last_traffic.1;
         second.bytes_in = t.bytes_in - last_traffic.2;
         second.bytes_out = t.bytes_out - last_traffic.3;
         last_traffic = (t.messages_in, t.messages_out, t.bytes_in, t.bytes_out);
-        let _ = tx.send(Msg::Tick { t: *ticks, second: Box::new(second) });
+        let _ = tx.send(Msg::Tick { t: *ticks, second: Box::new((second, latency)) });
         *ticks += 1;
     };
     // Arrivals keep to their schedule with the worker's high-resolution timer.
@@ -872,7 +890,7 @@ impl Vu<'_> {
         self.ok(step, began.elapsed());
         if let Some(sent) = self.last_write {
             if seen >= sent {
-                crate::stats::hist::record(&mut self.rec().reactive_us, micros(seen - sent));
+                self.rec().reactive(micros(seen - sent));
             }
         }
         Ok(())

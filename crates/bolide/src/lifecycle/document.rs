@@ -117,12 +117,7 @@ pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<St
             fanout: nonempty(&o.traffic.fanout_us),
         },
         steps: step_summaries(rec, duration_s),
-        timeline: o
-            .timeline
-            .iter()
-            .enumerate()
-            .map(|(t, (alive, s))| DdpSecond { t: t as u32, users_alive: *alive, counts: s.clone() })
-            .collect(),
+        timeline: o.timeline.clone(),
         histograms: DdpHistograms {
             reactive_us: hist::encode(&rec.reactive_us),
             fanout_us: hist::encode(&o.traffic.fanout_us),

@@ -132,6 +132,8 @@ pub struct Traffic {
     pub pings_sent: u64,
     /// Server timestamp field to receipt, microseconds.
     pub fanout_us: hdrhistogram::Histogram<u64>,
+    /// The same for the current second (made at its first sample, emptied at every tick).
+    pub fanout_second_us: Option<hdrhistogram::Histogram<u64>>,
     /// Top-level `error` messages and unparsable messages from the server.
     pub protocol_errors: u64,
 }
@@ -146,12 +148,19 @@ impl Default for Traffic {
             pings_answered: 0,
             pings_sent: 0,
             fanout_us: crate::stats::hist::latency_us(),
+            fanout_second_us: None,
             protocol_errors: 0,
         }
     }
 }
 
 impl Traffic {
+    /// A fan-out latency, in the run's histogram and the current second's.
+    pub fn fanout(&mut self, lag_us: u64) {
+        crate::stats::hist::record(&mut self.fanout_us, lag_us);
+        crate::stats::hist::record(self.fanout_second_us.get_or_insert_with(crate::stats::hist::latency_us), lag_us);
+    }
+
     /// Adds another worker's counts and samples.
     pub fn merge(&mut self, o: &Traffic) {
         self.messages_in += o.messages_in;
@@ -1042,7 +1051,7 @@ fn record_fanout(st: &State, cfg: &ClientConfig, fields: &serde_json::Map<String
             return;
         }
         let lag_us = ((now_ms() - written_ms) * 1000.0).max(1.0) as u64;
-        crate::stats::hist::record(&mut traffic.borrow_mut().fanout_us, lag_us);
+        traffic.borrow_mut().fanout(lag_us);
     }
 }
 

@@ -257,6 +257,8 @@ fn ddp_charts(d: &DdpDoc) -> Vec<Chart> {
         msgs.line("in/s", col(&|s| s.counts.messages_in));
         msgs.line("out/s", col(&|s| s.counts.messages_out));
         out.push(users.decimate(&[Reduce::Mean, Reduce::Mean, Reduce::Mean, Reduce::Max]));
+        out.push(response_time(d));
+        out.push(step_response_time(d));
         out.push(steps.decimate(&[Reduce::Mean, Reduce::Mean]));
         out.push(msgs.decimate(&[Reduce::Mean, Reduce::Mean]));
     }
@@ -272,6 +274,71 @@ fn ddp_charts(d: &DdpDoc) -> Vec<Chart> {
         "Fan-out latency by percentile (insert to every subscriber)",
     ));
     out
+}
+
+/// Why a DDP document has no latency per second.
+const NO_SECOND_LATENCY: &str = "the document has no latency per second (written before bolide kept it for DDP runs)";
+
+/// A latency of one second in ms, where there is one.
+fn second_ms(
+    l: Option<&crate::stats::vu::SecondLatency>,
+    pick: fn(&crate::stats::vu::SecondLatency) -> u64,
+) -> Option<f64> {
+    l.filter(|l| l.count > 0).map(|l| pick(l) as f64 / 1000.0)
+}
+
+/// Kadira's "Response time": every step's p50 and p99 per second, with the reactive and fan-out
+/// latency of the same seconds beside them.
+fn response_time(d: &DdpDoc) -> Chart {
+    let secs = &d.timeline;
+    let mut c = Chart::new("response-time", "Response time per second", "seconds", "ms", XKind::Seconds);
+    if !secs.iter().any(|s| s.latency.is_some()) {
+        return c.empty_because(NO_SECOND_LATENCY);
+    }
+    c.x = secs.iter().map(|s| f64::from(s.t)).collect();
+    c.line("steps p50", secs.iter().map(|s| second_ms(s.latency.as_ref(), |l| l.p50_us)).collect());
+    c.line("steps p99", secs.iter().map(|s| second_ms(s.latency.as_ref(), |l| l.p99_us)).collect());
+    let mut reduce = vec![Reduce::Mean, Reduce::Max];
+    if secs.iter().any(|s| s.reactive.is_some()) {
+        c.line("reactive p50", secs.iter().map(|s| second_ms(s.reactive.as_ref(), |l| l.p50_us)).collect());
+        c.line("reactive p99", secs.iter().map(|s| second_ms(s.reactive.as_ref(), |l| l.p99_us)).collect());
+        reduce.extend([Reduce::Mean, Reduce::Max]);
+    }
+    if secs.iter().any(|s| s.fanout.is_some()) {
+        c.line("fan-out p50", secs.iter().map(|s| second_ms(s.fanout.as_ref(), |l| l.p50_us)).collect());
+        c.line("fan-out p99", secs.iter().map(|s| second_ms(s.fanout.as_ref(), |l| l.p99_us)).collect());
+        reduce.extend([Reduce::Mean, Reduce::Max]);
+    }
+    c.decimate(&reduce)
+}
+
+/// Each step's p50 and p99 per second, steps in the scenario's order.
+fn step_response_time(d: &DdpDoc) -> Chart {
+    let secs = &d.timeline;
+    let mut c = Chart::new("step-response-time", "Response time per second, by step", "seconds", "ms", XKind::Seconds);
+    let names: Vec<&str> = d
+        .steps
+        .iter()
+        .map(|s| s.name.as_str())
+        .filter(|n| secs.iter().any(|s| s.step_latency.contains_key(*n)))
+        .collect();
+    if names.is_empty() {
+        return c.empty_because(NO_SECOND_LATENCY);
+    }
+    c.x = secs.iter().map(|s| f64::from(s.t)).collect();
+    let mut reduce = Vec::new();
+    for name in names {
+        c.line(
+            &format!("{name} p50"),
+            secs.iter().map(|s| second_ms(s.step_latency.get(name), |l| l.p50_us)).collect(),
+        );
+        c.line(
+            &format!("{name} p99"),
+            secs.iter().map(|s| second_ms(s.step_latency.get(name), |l| l.p99_us)).collect(),
+        );
+        reduce.extend([Reduce::Mean, Reduce::Max]);
+    }
+    c.decimate(&reduce)
 }
 
 /// Responses by status code and failures by error class (HTTP), or steps completed and failed by

@@ -128,10 +128,15 @@ pub fn ddp_update(bar: &Bar, p: &VuProgress) {
     bar.set(p.elapsed.as_secs(), ddp_line(p));
 }
 
-/// A DDP run's second in words.
+/// A DDP run's second in words: the clock, the users, that second's p50 and p99 over every step,
+/// the counts.
 pub fn ddp_line(p: &VuProgress) -> String {
+    let latency = match p.second.latency.as_ref().filter(|l| l.count > 0) {
+        Some(l) => format!("  p50 {}  p99 {}", super::term::us(l.p50_us as f64), super::term::us(l.p99_us as f64)),
+        None => String::new(),
+    };
     format!(
-        "{}  {} users alive  {} arrived  {} done  {} failed  {} step errors",
+        "{}  {} users alive{latency}  {} arrived  {} done  {} failed  {} step errors",
         clock(p.elapsed, p.planned),
         count(p.alive),
         count(p.launched),
@@ -240,6 +245,30 @@ mod tests {
         p.second.latency_p50_us = 850;
         p.second.latency_p99_us = 12_500;
         assert_eq!(http_line(&p), "3s/10s  1,000 req/s  p50 850µs  p99 12.50ms  3,000 responses  0 errors");
+    }
+
+    #[test]
+    fn the_ddp_live_line_shows_the_last_second_s_latency() {
+        let mut p = VuProgress {
+            elapsed: Duration::from_secs(4),
+            planned: Duration::from_secs(60),
+            alive: 12,
+            launched: 20,
+            completed: 8,
+            ..VuProgress::default()
+        };
+        assert_eq!(ddp_line(&p), "4s/60s  12 users alive  20 arrived  8 done  0 failed  0 step errors");
+        p.second.latency = Some(crate::stats::vu::SecondLatency {
+            count: 40,
+            p50_us: 2_100,
+            p99_us: 48_000,
+            max_us: 51_000,
+            histogram: None,
+        });
+        assert_eq!(
+            ddp_line(&p),
+            "4s/60s  12 users alive  p50 2.10ms  p99 48.00ms  20 arrived  8 done  0 failed  0 step errors"
+        );
     }
 
     #[test]

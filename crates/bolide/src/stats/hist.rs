@@ -18,6 +18,27 @@ pub fn record(h: &mut Histogram<u64>, value_us: u64) {
     h.saturating_record(value_us.clamp(1, MAX_LATENCY_US));
 }
 
+/// A histogram's recorded values as (value, count) pairs: how a worker hands one second's
+/// latencies to the thread that merges them (a few pairs, never the whole bucket array).
+pub type Sparse = Vec<(u64, u64)>;
+
+/// Takes what `h` recorded as [`Sparse`] pairs and empties it.
+pub fn drain(h: &mut Histogram<u64>) -> Sparse {
+    if h.is_empty() {
+        return Sparse::new();
+    }
+    let out = h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
+    h.reset();
+    out
+}
+
+/// Adds [`Sparse`] pairs from [`drain`] (into a histogram of the same shape: exact).
+pub fn add_sparse(h: &mut Histogram<u64>, pairs: &[(u64, u64)]) {
+    for &(v, n) in pairs {
+        let _ = h.record_n(v.clamp(1, MAX_LATENCY_US), n);
+    }
+}
+
 /// The V2 deflate serialization, base64-encoded (as HdrHistogram's `encodeIntoCompressedByteBuffer`
 /// followed by base64, the form its log files and other ports read).
 pub fn encode(h: &Histogram<u64>) -> String {
@@ -53,5 +74,20 @@ mod tests {
         assert_eq!(merged.min(), 1);
         assert!(merged.equivalent(merged.max(), MAX_LATENCY_US));
         assert!(decode("not base64!").is_err());
+    }
+
+    #[test]
+    fn drained_pairs_rebuild_the_same_percentiles() {
+        let mut a = latency_us();
+        for v in 1..=10_000u64 {
+            record(&mut a, v * 37);
+        }
+        let before = (a.len(), a.value_at_quantile(0.5), a.value_at_quantile(0.99), a.max());
+        let pairs = drain(&mut a);
+        assert!(a.is_empty(), "drain empties the histogram");
+        let mut b = latency_us();
+        add_sparse(&mut b, &pairs);
+        add_sparse(&mut b, &drain(&mut a));
+        assert_eq!((b.len(), b.value_at_quantile(0.5), b.value_at_quantile(0.99), b.max()), before);
     }
 }

@@ -467,15 +467,83 @@ fn merge_ddp(parts: &[(&DdpDoc, u32, f64)]) -> Result<DdpDoc, String> {
     // Seconds by wall clock.
     let len = parts.iter().map(|(d, t, _)| d.timeline.len() + *t as usize).max().unwrap_or(0);
     let mut tl: Vec<DdpSecond> = (0..len).map(|t| DdpSecond { t: t as u32, ..Default::default() }).collect();
+    let mut lat: Vec<SecondHists> = (0..len).map(|_| SecondHists::default()).collect();
     for (d, shift, _) in parts {
         for sec in &d.timeline {
-            let slot = &mut tl[sec.t as usize + *shift as usize];
+            let at = sec.t as usize + *shift as usize;
+            let slot = &mut tl[at];
             slot.users_alive += sec.users_alive;
             slot.counts.merge(&sec.counts);
+            lat[at].add(sec)?;
         }
+    }
+    for (slot, h) in tl.iter_mut().zip(&lat) {
+        h.fill(slot);
     }
     m.timeline = tl;
     Ok(m)
+}
+
+/// One merged second's latencies: a histogram per series (every step, each step, reactive,
+/// fan-out), or none once a segment's second lacks it (a percentile is never averaged).
+#[derive(Default)]
+struct SecondHists {
+    all: Lat,
+    steps: BTreeMap<String, Lat>,
+    reactive: Lat,
+    fanout: Lat,
+}
+
+/// A series' merged histogram: not yet seen, merged so far, or not mergeable.
+#[derive(Default)]
+enum Lat {
+    #[default]
+    Unseen,
+    Merged(Histogram<u64>),
+    Lost,
+}
+
+impl Lat {
+    fn add(&mut self, x: Option<&vu::SecondLatency>) -> Result<(), String> {
+        let Some(x) = x else { return Ok(()) };
+        match (&mut *self, &x.histogram) {
+            (Lat::Lost, _) => {}
+            (_, None) => *self = Lat::Lost,
+            (Lat::Unseen, Some(text)) => {
+                let mut h = hist::latency_us();
+                add_hist(&mut h, text, "timeline latency histogram")?;
+                *self = Lat::Merged(h);
+            }
+            (Lat::Merged(h), Some(text)) => add_hist(h, text, "timeline latency histogram")?,
+        }
+        Ok(())
+    }
+
+    fn get(&self) -> Option<vu::SecondLatency> {
+        match self {
+            Lat::Merged(h) => Some(vu::SecondLatency::of(h, true)),
+            _ => None,
+        }
+    }
+}
+
+impl SecondHists {
+    fn add(&mut self, sec: &DdpSecond) -> Result<(), String> {
+        self.all.add(sec.latency.as_ref())?;
+        self.reactive.add(sec.reactive.as_ref())?;
+        self.fanout.add(sec.fanout.as_ref())?;
+        for (name, l) in &sec.step_latency {
+            self.steps.entry(name.clone()).or_default().add(Some(l))?;
+        }
+        Ok(())
+    }
+
+    fn fill(&self, slot: &mut DdpSecond) {
+        slot.latency = self.all.get();
+        slot.reactive = self.reactive.get();
+        slot.fanout = self.fanout.get();
+        slot.step_latency = self.steps.iter().filter_map(|(k, l)| l.get().map(|l| (k.clone(), l))).collect();
+    }
 }
 
 fn add_users(into: &mut Users, x: &Users) {

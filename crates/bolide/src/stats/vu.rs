@@ -81,6 +81,82 @@ impl VuSecond {
     }
 }
 
+/// One second's latencies as a worker hands them over at its tick: [`hist::Sparse`] pairs per step
+/// (by index), reactive and fan-out.
+#[derive(Debug, Default)]
+pub struct TickLatency {
+    pub steps: Vec<(usize, hist::Sparse)>,
+    pub reactive: hist::Sparse,
+    pub fanout: hist::Sparse,
+}
+
+/// One second's latencies from every worker, merged exactly (the thread that collects the ticks
+/// keeps one per second until the second is whole).
+#[derive(Debug, Default)]
+pub struct SecondLatencies {
+    steps: Vec<Option<Histogram<u64>>>,
+    reactive: Option<Histogram<u64>>,
+    fanout: Option<Histogram<u64>>,
+}
+
+impl SecondLatencies {
+    pub fn add(&mut self, tick: &TickLatency) {
+        let add = |h: &mut Option<Histogram<u64>>, pairs: &[(u64, u64)]| {
+            if !pairs.is_empty() {
+                hist::add_sparse(h.get_or_insert_with(hist::latency_us), pairs);
+            }
+        };
+        for (i, pairs) in &tick.steps {
+            if self.steps.len() <= *i {
+                self.steps.resize_with(i + 1, || None);
+            }
+            add(&mut self.steps[*i], pairs);
+        }
+        add(&mut self.reactive, &tick.reactive);
+        add(&mut self.fanout, &tick.fanout);
+    }
+
+    /// Writes the second's percentiles into `sec`: every step together, each step by name
+    /// (`names` as the recorders have them), reactive and fan-out; with `keep_histograms` (a
+    /// segment's run) each with its histogram, so that `bolide merge` stays exact.
+    pub fn fill(&self, names: &[String], keep_histograms: bool, sec: &mut DdpSecond) {
+        let mut all: Option<Histogram<u64>> = None;
+        for (i, h) in self.steps.iter().enumerate() {
+            let (Some(h), Some(name)) = (h, names.get(i)) else { continue };
+            all.get_or_insert_with(hist::latency_us).add(h).expect("same shape");
+            sec.step_latency.insert(name.clone(), SecondLatency::of(h, keep_histograms));
+        }
+        sec.latency = all.as_ref().map(|h| SecondLatency::of(h, keep_histograms));
+        sec.reactive = self.reactive.as_ref().map(|h| SecondLatency::of(h, keep_histograms));
+        sec.fanout = self.fanout.as_ref().map(|h| SecondLatency::of(h, keep_histograms));
+    }
+}
+
+/// One second's latency (of every step, of one step, reactive or fan-out): how many were
+/// measured, the median, p99 and the slowest.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SecondLatency {
+    pub count: u64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+    /// Kept by a segment's run (`--segment`): HdrHistogram V2 deflate, base64.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
+}
+
+impl SecondLatency {
+    pub fn of(h: &Histogram<u64>, keep_histogram: bool) -> SecondLatency {
+        SecondLatency {
+            count: h.len(),
+            p50_us: h.value_at_quantile(0.5),
+            p99_us: h.value_at_quantile(0.99),
+            max_us: h.max(),
+            histogram: keep_histogram.then(|| hist::encode(h)),
+        }
+    }
+}
+
 /// Everything one worker records about its users.
 #[derive(Debug, Clone)]
 pub struct VuRecorder {
@@ -97,6 +173,10 @@ pub struct VuRecorder {
     pub reactive_us: Histogram<u64>,
     pub first_errors: Vec<(String, String)>,
     pub second: VuSecond,
+    /// This second's latency per step (by index; made at a step's first sample) and reactive
+    /// latency: handed over and emptied at every tick ([`VuRecorder::drain_second`]).
+    pub second_us: Vec<Option<Histogram<u64>>>,
+    pub second_reactive_us: Option<Histogram<u64>>,
     /// Offsets from the run's start: first arrival, last user finished.
     pub first_arrival_s: Option<f64>,
     pub last_finish_s: Option<f64>,
@@ -144,6 +224,8 @@ impl VuRecorder {
             reactive_us: hist::latency_us(),
             first_errors: Vec::new(),
             second: VuSecond::default(),
+            second_us: names.iter().map(|_| None).collect(),
+            second_reactive_us: None,
             first_arrival_s: None,
             last_finish_s: None,
         }
@@ -158,6 +240,31 @@ impl VuRecorder {
         s.count += 1;
         hist::record(&mut s.latency_us, latency_us);
         self.second.steps += 1;
+        self.record_second(step, latency_us);
+    }
+
+    fn record_second(&mut self, step: usize, latency_us: u64) {
+        if let Some(h) = self.second_us.get_mut(step) {
+            hist::record(h.get_or_insert_with(hist::latency_us), latency_us);
+        }
+    }
+
+    /// A reactive latency: from the user's write to the change its `waitFor` saw.
+    pub fn reactive(&mut self, latency_us: u64) {
+        hist::record(&mut self.reactive_us, latency_us);
+        hist::record(self.second_reactive_us.get_or_insert_with(hist::latency_us), latency_us);
+    }
+
+    /// Hands this second's latencies over (into `tick`) and starts the next second empty.
+    pub fn drain_second(&mut self, tick: &mut TickLatency) {
+        for (i, h) in self.second_us.iter_mut().enumerate() {
+            if let Some(h) = h.as_mut().filter(|h| !h.is_empty()) {
+                tick.steps.push((i, hist::drain(h)));
+            }
+        }
+        if let Some(h) = &mut self.second_reactive_us {
+            tick.reactive.extend(hist::drain(h));
+        }
     }
 
     pub fn call_ok(&mut self, step: usize, both_us: u64, result_us: u64, updated_us: u64) {
@@ -175,6 +282,7 @@ impl VuRecorder {
     /// `latency_us` (how long it waited), so a stalling server worsens the percentiles.
     pub fn step_timed_out(&mut self, step: usize, latency_us: u64, detail: &str) {
         hist::record(&mut self.steps[step].latency_us, latency_us);
+        self.record_second(step, latency_us);
         self.step_failed(step, "timeout", detail);
     }
 
@@ -375,6 +483,18 @@ pub struct DdpSecond {
     pub users_alive: u64,
     #[serde(flatten)]
     pub counts: VuSecond,
+    /// Every step's latency in this second, all steps together (absent when none finished).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<SecondLatency>,
+    /// The same per step name (steps that finished in this second).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub step_latency: BTreeMap<String, SecondLatency>,
+    /// Reactive latency (a user's write to the change it waited for) in this second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reactive: Option<SecondLatency>,
+    /// Fan-out latency (the server's timestamp to each subscriber's receipt) in this second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fanout: Option<SecondLatency>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
