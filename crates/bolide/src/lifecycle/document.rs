@@ -33,20 +33,11 @@ pub fn http(plan: &HttpPlan, o: &RunOutput, command_line: Vec<String>) -> result
     }
 }
 
-/// Assembles the result document of a DDP run (the lifecycle adds the thresholds' verdicts).
-pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<String>) -> crate::stats::vu::DdpDoc {
+/// A DDP run's settings as its document records them (known before it starts).
+pub fn settings(plan: &DdpPlan) -> crate::stats::vu::DdpRunSettings {
     use crate::scenario::PhaseKind;
     use crate::stats::vu::*;
-    let duration_s = o.duration.as_secs_f64();
-    let rec = &o.rec;
     let config = &plan.scenario.config;
-    let (steps_total, step_errors) = rec.step_totals();
-    let errors_by_class = rec.errors_by_class();
-    let error_rate_pct = if steps_total > 0 { step_errors as f64 * 100.0 / steps_total as f64 } else { 0.0 };
-    let total_time_s = match (rec.first_arrival_s, rec.last_finish_s) {
-        (Some(a), Some(b)) if b >= a => b - a,
-        _ => 0.0,
-    };
     let phases = config
         .phases
         .iter()
@@ -68,6 +59,40 @@ pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<St
             }
         })
         .collect();
+    DdpRunSettings {
+        scenario: plan.source.clone(),
+        target: config.targets.first().map(|t| crate::redact::text(&t.url)).unwrap_or_default(),
+        targets: match config.targets.len() {
+            1 => Vec::new(),
+            _ => config.targets.iter().map(|t| crate::redact::text(&t.shown())).collect(),
+        },
+        transport: match plan.client.transport {
+            crate::proto::ddp::Transport::WebSocket => "websocket".into(),
+            crate::proto::ddp::Transport::SockJs => "sockjs".into(),
+        },
+        compression: plan.client.compression,
+        cache: plan.client.cache,
+        threads: plan.threads,
+        phases,
+        max_vusers: config.max_vusers,
+        step_timeout_s: config.ddp.step_timeout.as_secs_f64(),
+        user_timeout_s: config.ddp.user_timeout.as_secs_f64(),
+        segment: plan.spread.segment,
+    }
+}
+
+/// Assembles the result document of a DDP run (the lifecycle adds the thresholds' verdicts).
+pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<String>) -> crate::stats::vu::DdpDoc {
+    use crate::stats::vu::*;
+    let duration_s = o.duration.as_secs_f64();
+    let rec = &o.rec;
+    let (steps_total, step_errors) = rec.step_totals();
+    let errors_by_class = rec.errors_by_class();
+    let error_rate_pct = if steps_total > 0 { step_errors as f64 * 100.0 / steps_total as f64 } else { 0.0 };
+    let total_time_s = match (rec.first_arrival_s, rec.last_finish_s) {
+        (Some(a), Some(b)) if b >= a => b - a,
+        _ => 0.0,
+    };
     let nonempty = |h: &hdrhistogram::Histogram<u64>| (!h.is_empty()).then(|| summary::latency(h));
     DdpDoc {
         format: result::FORMAT.to_string(),
@@ -78,26 +103,7 @@ pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<St
         started_at: humantime::format_rfc3339_millis(o.started_at).to_string(),
         interrupted: o.interrupted,
         host: host(),
-        settings: DdpRunSettings {
-            scenario: plan.source.clone(),
-            target: config.targets.first().map(|t| crate::redact::text(&t.url)).unwrap_or_default(),
-            targets: match config.targets.len() {
-                1 => Vec::new(),
-                _ => config.targets.iter().map(|t| crate::redact::text(&t.shown())).collect(),
-            },
-            transport: match plan.client.transport {
-                crate::proto::ddp::Transport::WebSocket => "websocket".into(),
-                crate::proto::ddp::Transport::SockJs => "sockjs".into(),
-            },
-            compression: plan.client.compression,
-            cache: plan.client.cache,
-            threads: plan.threads,
-            phases,
-            max_vusers: config.max_vusers,
-            step_timeout_s: config.ddp.step_timeout.as_secs_f64(),
-            user_timeout_s: config.ddp.user_timeout.as_secs_f64(),
-            segment: plan.spread.segment,
-        },
+        settings: settings(plan),
         summary: DdpSummary {
             users: Users::of(rec),
             total_time_s,

@@ -245,6 +245,8 @@ fn run_http_plan(
     cancel: &CancellationToken,
     dashboard: Option<&Dashboard>,
 ) -> Outcome {
+    let urls: Vec<String> = plan.targets.iter().map(|t| t.url.clone()).collect();
+    let announced = announce(io, plan.quiet, plan.json.as_deref(), &crate::report::term::header(&plan.settings, &urls));
     let bar = progress::http_bar(shows_progress(io, plan.quiet), &io.stage, plan.stop.time, plan.stop.count);
     let stage = live_title(&io.stage, &command_line);
     let run = watched(
@@ -283,12 +285,11 @@ fn run_http_plan(
     let mut doc = Doc::Http(Box::new(doc));
     let held = crate::stats::verdict::record(&mut doc, &plan.thresholds);
     let first_errors = output.merged.first_errors.iter().map(|(c, d)| (c.name(), d.as_str()));
-    let mut code =
-        match present(io, plan.quiet, plan.json.as_deref(), &crate::report::summary(&doc), first_errors, &doc) {
-            false => exit::RUN,
-            true if !held => exit::THRESHOLDS,
-            true => exit::OK,
-        };
+    let mut code = match present(io, plan.quiet, plan.json.as_deref(), &shown(&doc, announced), first_errors, &doc) {
+        false => exit::RUN,
+        true if !held => exit::THRESHOLDS,
+        true => exit::OK,
+    };
     let mut gnuplot_written = false;
     if let Some(path) = &plan.gnuplot {
         let assembled = match &output.gnuplot_error {
@@ -361,6 +362,31 @@ fn write_html(
 /// and the result document, written whole or not at all to `json`. With `--json -` the document
 /// is what goes to stdout, and the summary goes to stderr. False when the document could not be
 /// written (the reason is on stderr).
+/// Prints what a run will do before it starts (as wrk prints "Running 8s test @ URL"), on its
+/// own (a run of bench, capacity or the demo has its stage line instead); true when printed.
+fn announce(io: &mut Io, quiet: bool, json: Option<&Path>, line: &str) -> bool {
+    if quiet || !io.stage.is_empty() {
+        return false;
+    }
+    if json.is_some_and(crate::files::is_stdout) {
+        let _ = writeln!(io.err, "{line}");
+    } else {
+        let _ = writeln!(io.out, "{line}");
+        let _ = io.out.flush();
+    }
+    true
+}
+
+/// The summary to print at the end: without its first line (what the run did) when that was
+/// printed before the run.
+fn shown(doc: &Doc, announced: bool) -> String {
+    let summary = crate::report::summary(doc);
+    match summary.split_once('\n') {
+        Some((_, rest)) if announced => rest.to_string(),
+        _ => summary,
+    }
+}
+
 fn present<'e>(
     io: &mut Io,
     quiet: bool,
@@ -462,6 +488,12 @@ fn run_ddp_plan(
         }
         all
     };
+    let line = format!(
+        "{}, arrivals over {}",
+        crate::report::ddp::header(&document::settings(plan)),
+        progress::eta(plan.arrivals_length())
+    );
+    let announced = announce(io, plan.quiet, plan.json.as_deref(), &line);
     let bar = progress::ddp_bar(shows_progress(io, plan.quiet), &io.stage, plan.arrivals_length());
     let stage = live_title(&io.stage, &command_line);
     let run = watched(&plan.server, &plan.spread, plan.quiet, io, cancel, reachable, |monitor| {
@@ -492,12 +524,11 @@ fn run_ddp_plan(
     let mut doc = Doc::Ddp(Box::new(doc));
     let held = crate::stats::verdict::record(&mut doc, &plan.thresholds);
     let first_errors = output.rec.first_errors.iter().map(|(c, d)| (c.as_str(), d.as_str()));
-    let mut code =
-        match present(io, plan.quiet, plan.json.as_deref(), &crate::report::summary(&doc), first_errors, &doc) {
-            false => exit::RUN,
-            true if !held => exit::THRESHOLDS,
-            true => exit::OK,
-        };
+    let mut code = match present(io, plan.quiet, plan.json.as_deref(), &shown(&doc, announced), first_errors, &doc) {
+        false => exit::RUN,
+        true if !held => exit::THRESHOLDS,
+        true => exit::OK,
+    };
     if !write_html(io, plan.quiet, plan.json.as_deref(), plan.html.as_deref(), &doc, None) {
         code = exit::RUN;
     }

@@ -17,19 +17,24 @@ pub fn minutes(secs: f64) -> String {
 }
 
 /// The whole summary, for stdout.
-pub fn summary(doc: &DdpDoc) -> String {
-    let s = &doc.summary;
-    let set = &doc.settings;
-    let mut out = String::new();
+/// What a DDP run does, in one line: `bolide run SCENARIO -> URL (websocket, compression on, 2
+/// threads)`. Printed before the run starts (with how long arrivals last), and heading its summary.
+pub fn header(set: &crate::stats::vu::DdpRunSettings) -> String {
     let compression = if set.compression { "compression on" } else { "compression off" };
-    let _ = writeln!(
-        out,
+    format!(
         "bolide run {} -> {} ({}, {compression}, {} threads)",
         set.scenario,
         if set.targets.is_empty() { set.target.clone() } else { format!("{} targets", set.targets.len()) },
         set.transport,
         set.threads
-    );
+    )
+}
+
+pub fn summary(doc: &DdpDoc) -> String {
+    let s = &doc.summary;
+    let set = &doc.settings;
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", header(set));
     if doc.interrupted {
         out.push_str("  (interrupted: the figures cover what was done before the stop signal)\n");
     }

@@ -61,11 +61,9 @@ fn latency_rows(out: &mut String, l: &Latency) {
     row(out, "", &p.map(|v| us(v as f64)));
 }
 
-/// The whole summary, for stdout.
-pub fn summary(doc: &ResultDoc) -> String {
-    let s = &doc.summary;
-    let set = &doc.settings;
-    let mut out = String::new();
+/// What an HTTP run does, in one line: `bolide http URL: 20 connections, 2 threads, 8s, as fast
+/// as answered, keep-alive`. Printed before the run starts, and heading its summary.
+pub fn header(set: &crate::stats::result::HttpSettings, targets: &[String]) -> String {
     let bound = match (set.duration_s, set.requests) {
         (_, Some(n)) => format!("{} requests", count(n)),
         (Some(d), None) => format!("{d}s"),
@@ -76,14 +74,21 @@ pub fn summary(doc: &ResultDoc) -> String {
         None => "as fast as answered".to_string(),
     };
     let keep = if set.keep_alive { "keep-alive" } else { "new connection per request" };
-    let urls = if doc.targets.len() == 1 { doc.targets[0].clone() } else { format!("{} URLs", doc.targets.len()) };
+    let urls = if targets.len() == 1 { targets[0].clone() } else { format!("{} URLs", targets.len()) };
     let plural = |n: usize, word: &str| if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") };
-    let _ = writeln!(
-        out,
+    format!(
         "bolide http {urls}: {}, {}, {bound}, {model}, {keep}",
         plural(set.connections, "connection"),
         plural(set.threads, "thread")
-    );
+    )
+}
+
+/// The whole summary, for stdout.
+pub fn summary(doc: &ResultDoc) -> String {
+    let s = &doc.summary;
+    let set = &doc.settings;
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", header(set, &doc.targets));
     if doc.interrupted {
         out.push_str("  (interrupted: the figures cover what was done before the stop signal)\n");
     }
