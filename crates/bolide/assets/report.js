@@ -1,15 +1,26 @@
-// bolide's HTML report: draws the charts of REPORT (built by crates/bolide/src/report/charts.rs)
-// with uPlot. Hover shows values in the legend, dragging zooms (double-click resets), clicking a
-// legend entry hides or shows its series. When done, <body data-drawn> holds [[chart id, points
-// drawn], ...] in page order and <body data-errors> any error, for the tests. The live dashboard
-// (live.js) calls window.bolideReport.render with each new snapshot; it redraws the page.
+// bolide's HTML report: the summary band, the tables (crates/bolide/src/report/blocks.rs) and the
+// charts of REPORT (crates/bolide/src/report/charts.rs, drawn with uPlot), with a table of
+// contents; every section folds. Hover shows values in the legend, dragging zooms (double-click
+// resets), clicking a legend entry hides or shows its series, clicking a column's heading sorts a
+// table. When done, <body data-drawn> holds [[chart id, points drawn], ...] in page order,
+// <body data-axes> [[chart id, x ticks, y ticks], ...] and <body data-errors> any error, for the
+// tests. The live dashboard (live.js) calls window.bolideReport.render with each new snapshot.
 "use strict";
 (function () {
-  // Okabe-Ito: told apart by readers with any common colour-vision deficiency, and in grey print.
-  const PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"];
+  // Okabe-Ito (told apart by readers with any common colour-vision deficiency, and in grey print),
+  // its pale yellow left out and its sky blue and orange darkened for contrast on white.
+  const PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#B07800", "#3A8DBF", "#000000"];
+  // The least span of a y axis by unit, so that a flat line is drawn flat (24.006-24.014 MB is
+  // noise, not a jump); every y axis starts at zero.
+  function minSpan(label) {
+    if (/%/.test(label)) return 5;
+    if (/MB/.test(label)) return 10;
+    return 1e-9;
+  }
   const DASHES = [[], [6, 3], [2, 2], [8, 3, 2, 3]];
   const errors = [];
   let drawn = [];
+  let axes = [];
   let plots = [];
   window.addEventListener("error", (e) => {
     errors.push(String(e.message));
@@ -48,21 +59,24 @@
     const fig = el("figure", { class: "chart", id: "chart-" + n + "-" + chart.id });
     fig.appendChild(el("figcaption", {}, chart.title));
     box.appendChild(fig);
-    if (chart.empty) {
-      fig.appendChild(el("p", { class: "empty" }, "No data: " + chart.empty + "."));
-      drawn.push([chart.id, 0]);
-      return;
-    }
     const percentile = chart.x_kind === "percentile";
     const named = chart.x_kind === "label";
     const nameOf = (v) => (chart.x_names || [])[Math.round(v) - 1] || "";
+    const seconds = chart.x_kind === "seconds";
+    // A run shorter than two seconds is drawn in milliseconds, over at least one second.
+    const xs = chart.x.filter((v) => v != null);
+    const short = seconds && xs.length > 0 && Math.max(...xs) - Math.min(...xs) < 2;
+    const secondsText = (v) => (short ? (v * 1000).toFixed(0) + " ms" : number(v) + " s");
     const xValue = (v) =>
-      v == null ? "-" : percentile ? percentileLabel(v) : named ? nameOf(v) : chart.x_kind === "seconds" ? number(v) + " s" : number(v);
+      v == null ? "-" : percentile ? percentileLabel(v) : named ? nameOf(v) : seconds ? secondsText(v) : number(v);
     const series = [{ label: chart.x_label, value: (u, v) => xValue(v) }];
     chart.series.forEach((s, i) => {
       const colour = PALETTE[i % PALETTE.length];
       const points = s.style === "points" || s.style === "dots";
       const bars = s.style === "bars";
+      // Thousands of dots: translucent, so that where they pile up reads darker (density).
+      const dense = s.style === "dots" && s.values.length > 3000;
+      const dotColour = dense ? colour + "40" : colour;
       series.push({
         label: s.label,
         stroke: colour,
@@ -72,7 +86,7 @@
         // Few x values (runs, labels, levels): the points of a line are marked, so that a lone
         // value between gaps still shows.
         points: points
-          ? { show: true, size: s.style === "dots" ? 3 : 7, fill: colour, stroke: colour }
+          ? { show: true, size: s.style === "dots" ? 3 : 7, fill: dotColour, stroke: dotColour, width: dense ? 0 : 1 }
           : bars
             ? { show: false }
             : { show: chart.x_kind !== "seconds" && chart.x_kind !== "percentile", size: 6, fill: colour, stroke: colour },
@@ -84,7 +98,7 @@
     });
     const data = [chart.x].concat(chart.series.map((s) => s.values));
     const xAxis = {
-      label: percentile ? "percentile" : chart.x_label,
+      label: percentile ? "percentile" : short ? "milliseconds since the start" : chart.x_label,
       // 0%, 50%, 90%, 99%, 99.9%, ... as far as the data reaches.
       splits: percentile
         ? (u, i, min, max) => [1, 2, 10, 100, 1e3, 1e4, 1e5, 1e6].filter((v) => v >= min && v <= max * 1.0001)
@@ -95,6 +109,8 @@
       filter: percentile ? (u, splits) => splits : undefined,
       values: percentile
         ? (u, splits) => splits.map(percentileLabel)
+        : short
+          ? (u, splits) => splits.map((v) => (v * 1000).toFixed(0) + " ms")
         : named
           ? (u, splits) => splits.map((v) => {
               const n = nameOf(v);
@@ -117,9 +133,16 @@
           ? { time: false, distr: 3, log: 10 }
           : named || chart.x_kind === "run"
             ? { time: false, range: (u, min, max) => [min - 0.5, max + 0.5] }
-            : { time: false },
-        // Bars stand on zero.
-        y: chart.series.some((s) => s.style === "bars") ? { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } : {},
+            : seconds
+              ? { time: false, range: (u, min, max) => (max - min < 1 ? [min, min + 1] : [min, max]) }
+              : { time: false },
+        // Every y axis stands on zero, and spans at least its unit's least span.
+        y: {
+          range: (u, min, max) => {
+            const top = max == null || !isFinite(max) ? 1 : max;
+            return [0, Math.max(top * 1.1, minSpan(chart.y_label), 1e-9)];
+          },
+        },
       },
       axes: [
         xAxis,
@@ -133,11 +156,105 @@
     if (plot.bbox.height / uPlot.pxRatio > opts.height - 30) errors.push("chart " + chart.id + ": its x axis is not drawn");
     plots.push([plot, box]);
     drawn.push([chart.id, chart.series.reduce((k, s) => k + s.values.filter((v) => v != null).length, 0)]);
+    axes.push([chart.id, plot]);
+  }
+
+  // The ticks each chart's axes were drawn with (uPlot lays them out when it draws).
+  function axesDrawn() {
+    const ticks = (a) => (a && a._values ? a._values.length : 0);
+    return axes.map(([id, plot]) => [id, ticks(plot.axes[0]), ticks(plot.axes[1])]);
+  }
+
+  // A figure of the band: label, value, a line under it; its tone as a colour and a mark.
+  const MARK = { good: "✓ ", bad: "✗ ", warn: "! " };
+  function band(facts) {
+    const box = el("div", { class: "band" });
+    for (const f of facts) {
+      const tone = f.tone || "plain";
+      const d = el("div", { class: "fact tone-" + tone });
+      d.appendChild(el("div", { class: "label" }, f.label));
+      d.appendChild(el("div", { class: "value" }, (MARK[tone] || "") + f.value));
+      if (f.detail) d.appendChild(el("div", { class: "detail" }, f.detail));
+      box.appendChild(d);
+    }
+    return box;
+  }
+
+  // The number a cell starts with ("1,234.5 ms", "-28.1%"), for sorting; null when it has none.
+  function cellNumber(text) {
+    const m = /^[-+]?[\d,]*\.?\d+/.exec(String(text).trim());
+    return m ? parseFloat(m[0].replace(/,/g, "")) : null;
+  }
+
+  function table(t) {
+    const wrap = el("div", { class: "table-wrap" });
+    const tab = el("table", { class: "data" });
+    const head = el("tr");
+    const body = el("tbody");
+    t.header.forEach((h, i) => {
+      const th = el("th", { class: t.numeric[i] ? "num" : "" }, h);
+      th.title = "sort by " + (h || "this column");
+      let up = true;
+      th.addEventListener("click", () => {
+        const rows = Array.from(body.rows);
+        rows.sort((a, b) => {
+          const x = a.cells[i].textContent, y = b.cells[i].textContent;
+          const nx = cellNumber(x), ny = cellNumber(y);
+          const c = nx != null && ny != null ? nx - ny : x.localeCompare(y);
+          return up ? c : -c;
+        });
+        up = !up;
+        rows.forEach((r) => body.appendChild(r));
+      });
+      head.appendChild(th);
+    });
+    const thead = el("thead");
+    thead.appendChild(head);
+    tab.appendChild(thead);
+    t.rows.forEach((r, ri) => {
+      const tr = el("tr");
+      r.forEach((c, ci) => {
+        const tone = ((t.tones || [])[ri] || [])[ci] || "plain";
+        tr.appendChild(el("td", { class: (t.numeric[ci] ? "num " : "") + "tone-" + tone }, c));
+      });
+      body.appendChild(tr);
+    });
+    tab.appendChild(body);
+    wrap.appendChild(tab);
+    return wrap;
+  }
+
+  function block(b, box) {
+    if (b.kind === "heading") box.appendChild(el(b.level <= 2 ? "h3" : "h4", {}, b.text));
+    else if (b.kind === "text") box.appendChild(el("p", {}, b.text));
+    else if (b.kind === "lines") {
+      if (!b.lines.length) return;
+      const p = el("p", { class: "lines" });
+      b.lines.forEach((l, i) => {
+        if (i) p.appendChild(el("br"));
+        p.appendChild(document.createTextNode(l));
+      });
+      box.appendChild(p);
+    } else if (b.kind === "list") {
+      const ul = el("ul");
+      for (const i of b.items) ul.appendChild(el("li", {}, i));
+      box.appendChild(ul);
+    } else if (b.kind === "verdict") {
+      const p = el("p", { class: "verdict tone-" + (b.tone || "plain") });
+      p.appendChild(el("strong", {}, (MARK[b.tone] || "") + b.head));
+      p.appendChild(document.createTextNode(b.rest));
+      box.appendChild(p);
+    } else if (b.kind === "table") box.appendChild(table(b.table));
   }
 
   function section(s, main, n) {
-    const sec = el("section", { class: "run" });
-    sec.appendChild(el("h2", {}, s.title));
+    // Every section folds; a run among many starts folded.
+    const sec = el("details", { class: "section kind-" + (s.kind || "other"), id: "s" + n });
+    if (!s.folded) sec.open = true;
+    const sum = el("summary");
+    sum.appendChild(el("h2", {}, s.title));
+    sec.appendChild(sum);
+    if (s.band && s.band.length) sec.appendChild(band(s.band));
     if (s.notes.length) {
       const ul = el("ul", { class: "notes" });
       for (const n of s.notes) {
@@ -147,17 +264,51 @@
       }
       sec.appendChild(ul);
     }
-    if (s.text) sec.appendChild(el("pre", { class: "summary" }, s.text));
+    for (const b of s.blocks || []) block(b, sec);
+    if (s.text) {
+      if (s.blocks && s.blocks.length) {
+        const d = el("details", { class: "terminal" });
+        d.appendChild(el("summary", {}, "As the terminal printed it"));
+        d.appendChild(el("pre", { class: "summary" }, s.text));
+        sec.appendChild(d);
+      } else sec.appendChild(el("pre", { class: "summary" }, s.text));
+    }
     const charts = el("div", { class: "charts" });
     sec.appendChild(charts);
     main.appendChild(sec);
-    for (const c of s.charts) {
+    // Charts with nothing to draw are left out, named in one line with the reason.
+    const empty = s.charts.filter((c) => c.empty);
+    for (const c of s.charts.filter((c) => !c.empty)) {
       try {
         draw(c, charts, n);
       } catch (e) {
         errors.push(c.id + ": " + e);
       }
     }
+    if (empty.length) {
+      charts.appendChild(el("p", { class: "empty" }, "Not drawn: " + empty.map((c) => c.title + " (" + c.empty + ")").join("; ") + "."));
+    }
+  }
+
+  // The table of contents: one link per section, after the first (the summary).
+  function contents(report, main) {
+    if (report.sections.length < 3) return;
+    const nav = el("nav", { class: "toc" });
+    nav.appendChild(el("strong", {}, "Contents"));
+    const ol = el("ol");
+    report.sections.forEach((s, n) => {
+      const li = el("li");
+      const a = el("a", { href: "#s" + n }, s.title);
+      a.addEventListener("click", () => {
+        const d = document.getElementById("s" + n);
+        if (d) d.open = true;
+      });
+      li.appendChild(a);
+      ol.appendChild(li);
+    });
+    nav.appendChild(ol);
+    const first = main.firstChild;
+    main.insertBefore(nav, first ? first.nextSibling : null);
   }
 
   window.addEventListener("resize", () => plots.forEach(([p, box]) => p.setSize({ width: chartWidth(box), height: 300 })));
@@ -167,9 +318,11 @@
     plots.forEach(([p]) => p.destroy());
     plots = [];
     drawn = [];
+    axes = [];
     const main = document.getElementById("report");
     main.textContent = "";
     report.sections.forEach((s, n) => section(s, main, n));
+    contents(report, main);
     let foot = document.querySelector("footer");
     if (!foot) {
       foot = el("footer");
@@ -177,8 +330,12 @@
     }
     foot.textContent =
       "Written by " + report.tool + ". Drag across a chart to zoom, double-click to reset, click a legend entry to hide or show it.";
-    document.body.dataset.drawn = JSON.stringify(drawn);
-    document.body.dataset.errors = JSON.stringify(errors);
+    // Once uPlot has drawn (after this task): what was drawn, for the tests.
+    setTimeout(() => {
+      document.body.dataset.axes = JSON.stringify(axesDrawn());
+      document.body.dataset.errors = JSON.stringify(errors);
+      document.body.dataset.drawn = JSON.stringify(drawn);
+    }, 0);
   }
 
   window.bolideReport = { render: render };

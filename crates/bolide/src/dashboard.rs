@@ -393,8 +393,7 @@ pub fn no_report_page(why: &str) -> String {
     let section = Section {
         title: "No report".into(),
         notes: vec![format!("{why}: the reason is on bolide's standard error")],
-        text: String::new(),
-        charts: Vec::new(),
+        ..Section::default()
     };
     html::page("bolide: no report", &[section])
 }

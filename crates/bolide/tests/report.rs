@@ -406,13 +406,22 @@ fn the_html_report_draws_every_chart_offline_in_chromium() {
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("r.html");
     let (http, ddp) = (fixture("http-run.json"), fixture("ddp-run.json"));
-    // A third input (the HTTP run again, under another name) makes a history.
+    // Two more inputs (the HTTP run again, under other names) make a history of its workload;
+    // the DDP run, another workload, is no part of it.
     let again = dir.path().join("http-again.json");
     std::fs::copy(&http, &again).unwrap();
+    let third = dir.path().join("http-third.json");
+    std::fs::copy(&http, &third).unwrap();
     // And a per-request file in ab's -g layout, drawn on its own.
     let tsv = requests_file(dir.path(), "ab.tsv", 3, 200);
-    let inputs = [http.to_str().unwrap(), ddp.to_str().unwrap(), again.to_str().unwrap(), tsv.to_str().unwrap()];
-    let o = bolide(&["report", inputs[0], inputs[1], inputs[2], inputs[3], "-o", html.to_str().unwrap()]);
+    let inputs = [
+        http.to_str().unwrap(),
+        ddp.to_str().unwrap(),
+        again.to_str().unwrap(),
+        third.to_str().unwrap(),
+        tsv.to_str().unwrap(),
+    ];
+    let o = bolide(&["report", inputs[0], inputs[1], inputs[2], inputs[3], inputs[4], "-o", html.to_str().unwrap()]);
     assert_eq!(o.code, 0, "{}", o.err);
     let shot = std::env::temp_dir().join("bolide-report.png");
     let seen = in_chromium(&html, &shot);
@@ -421,26 +430,38 @@ fn the_html_report_draws_every_chart_offline_in_chromium() {
     assert_eq!(seen["requests"], serde_json::json!([]), "the page asked for nothing: {seen}");
     // Every chart the documents have data for is drawn with all its points.
     let mut want = Vec::new();
-    let docs = [Doc::load(&http).unwrap(), Doc::load(&ddp).unwrap(), Doc::load(&again).unwrap()];
-    let names = ["http-run", "ddp-run", "http-again"].map(String::from);
+    let docs =
+        [Doc::load(&http).unwrap(), Doc::load(&ddp).unwrap(), Doc::load(&again).unwrap(), Doc::load(&third).unwrap()];
+    let names = ["http-run", "ddp-run", "http-again", "http-third"].map(String::from);
     let measures: Vec<_> = names.iter().zip(&docs).map(|(n, d)| (n.clone(), vec![d.measures()])).collect();
     let ddp_docs: Vec<_> = names
         .iter()
         .zip(&docs)
         .map(|(n, d)| (n.clone(), if let Doc::Ddp(v) = d { vec![v.as_ref()] } else { vec![] }))
         .collect();
+    // The HTTP runs compared with http-run (the DDP run has no counterpart: not compared), then
+    // the history of the HTTP workload's three labels.
     let mut every = charts::steps_side_by_side(&ddp_docs);
-    every.extend(charts::history(&measures));
-    every.extend(charts::across_runs(&measures));
+    let http_only: Vec<_> = measures.iter().filter(|(n, _)| n.starts_with("http")).cloned().collect();
+    every.extend(charts::history(&http_only));
+    // One run a series: no chart of values per run (the summary's table has them).
     let by_name: Vec<_> = names.iter().zip(&docs).map(|(n, d)| (n.clone(), vec![d])).collect();
     every.extend(charts::overlaid(&by_name));
     every.extend(docs.iter().flat_map(charts::single_run));
     every.push(charts::every_request_in(&tsv));
     assert_eq!(every.last().map(charts::Chart::points), Some(600), "every request drawn");
-    for c in &every {
+    // Charts with nothing to draw are left out (named in one line), never an empty box.
+    for c in every.iter().filter(|c| c.empty.is_none()) {
         want.push(serde_json::json!([c.id, c.points()]));
     }
     assert_eq!(seen["drawn"], serde_json::Value::Array(want), "{seen}");
+    // Each chart drawn with both axes' ticks, and paint on its canvas.
+    for a in seen["axes"].as_array().unwrap() {
+        assert!(a[1].as_u64().unwrap() >= 1 && a[2].as_u64().unwrap() >= 2, "{a}");
+    }
+    for p in seen["painted"].as_array().unwrap() {
+        assert!(p[1].as_u64().unwrap() > 1_000, "{p}");
+    }
     assert!(std::fs::metadata(&shot).map(|m| m.len() > 10_000).unwrap_or(false), "screenshot at {}", shot.display());
 }
 
@@ -524,14 +545,28 @@ fn html_flag_on_http_run_bench_and_capacity_writes_the_report_at_the_end() {
     assert!(page.contains("\"title\":\"Capacity ladder\""), "{page}");
     let ran: Vec<&str> = ["5", "10"].into_iter().filter(|l| o.out.contains(&format!("  {l} per second: "))).collect();
     assert!(!ran.is_empty(), "{}", o.out);
+    let data = report_data(&page);
+    let ladder = data["sections"].as_array().unwrap().iter().find(|s| s["kind"] == "capacity").expect("ladder first");
+    let rows: Vec<&str> =
+        ladder["blocks"][0]["table"]["rows"].as_array().unwrap().iter().map(|r| r[0].as_str().unwrap()).collect();
     for level in ran {
         // Its row of the ladder's table.
-        assert!(page.contains(&format!("\\n| {level} ")), "level {level}");
+        assert!(rows.contains(&level), "level {level}: {rows:?}");
     }
+    // The knee first: what held, where it stopped, the limit, trust.
+    let band: Vec<&str> = ladder["band"].as_array().unwrap().iter().map(|f| f["label"].as_str().unwrap()).collect();
+    assert_eq!(band[..3], ["Held up to", if o.code == 1 { "Broke at" } else { band[1] }, "Limit"], "{band:?}");
     assert!(page.contains("\"id\":\"ladder-p99\""), "the ladder's charts");
     // A path that cannot be written is refused before anything runs.
     let o = bolide(&["http", "-n", "10", "--html", "/nonexistent/dir/r.html", &ok]);
     assert_eq!(o.code, 2, "{}", o.err);
+}
+
+/// The data a report page carries (`const REPORT = {...};`), parsed.
+fn report_data(page: &str) -> serde_json::Value {
+    let data =
+        page.split("const REPORT = ").nth(1).and_then(|r| r.split(";\n</script>").next()).expect("the page's data");
+    serde_json::from_str(data).unwrap()
 }
 
 /// A raw client of the dashboard's event stream: (snapshots received, whether `done` came, and

@@ -11,7 +11,7 @@ use super::{parse_pause, pause, Workload};
 use crate::cli::{CapacityWorkload, LadderOpts, Unit};
 use crate::console::{exit, Io};
 use crate::report::html::Section;
-use crate::report::table::{meteor_bytes, meteor_cpu, meteor_time, Table};
+use crate::report::table::{meteor_bytes, meteor_cpu, meteor_time, Table, Tone};
 use crate::stats::doc::Doc;
 
 /// How a level went.
@@ -496,12 +496,65 @@ fn ladder_section(rows: &[(f64, Option<Doc>, Verdict)], kind: &str, unit: &str, 
         .iter()
         .filter_map(|(level, doc, verdict)| doc.as_ref().map(|d| (*level, d.measures(), outcome(verdict))))
         .collect();
+    let mut blocks = vec![crate::report::blocks::Block::table(ladder_table(kind, rows))];
+    if !more.is_empty() {
+        blocks.push(crate::report::blocks::Block::Lines { lines: more.lines().map(str::to_string).collect() });
+    }
     Section {
+        kind: "capacity",
         title: "Capacity ladder".into(),
         notes: vec![note],
-        text: format!("{}{more}", ladder_table(kind, rows).markdown()),
+        band: knee_facts(rows, unit),
+        blocks,
+        text: String::new(),
         charts: crate::report::charts::ladder(&measured, &format!("level ({unit})")),
+        folded: false,
     }
+}
+
+/// The ladder's answer first: the highest level that held, the level where it broke and why,
+/// and what the limit was (the server, or bolide and the machine: then no verdict on the server).
+fn knee_facts(rows: &[(f64, Option<Doc>, Verdict)], unit: &str) -> Vec<crate::report::band::Fact> {
+    use crate::report::band::Fact;
+    let level = |l: f64| if l.fract() == 0.0 { format!("{l:.0} {unit}") } else { format!("{l} {unit}") };
+    let held = rows.iter().filter(|r| r.2 == Verdict::Pass).map(|r| r.0).reduce(f64::max);
+    let mut out = vec![match held {
+        Some(l) => Fact::new("Held up to", level(l)).tone(Tone::Good),
+        None => Fact::new("Held up to", "no level").detail("the first level already failed").tone(Tone::Bad),
+    }];
+    let last = rows.last();
+    out.push(match last {
+        Some((l, _, Verdict::Fail(why))) => Fact::new("Broke at", level(*l)).detail(why.join("; ")).tone(Tone::Bad),
+        Some((l, _, Verdict::NotTheServer(why))) => {
+            Fact::new("Stopped at", level(*l)).detail(format!("no verdict: {why}")).tone(Tone::Warn)
+        }
+        Some((l, _, Verdict::Unmeasured(why))) => {
+            Fact::new("Stopped at", level(*l)).detail(format!("nothing measured: {why}")).tone(Tone::Warn)
+        }
+        Some((l, _, Verdict::Interrupted)) => Fact::new("Stopped at", level(*l)).detail("interrupted").tone(Tone::Warn),
+        Some((_, _, Verdict::Pass)) => Fact::new("Broke at", "not reached").detail("every level passed: raise --to"),
+        None => Fact::new("Broke at", "no level ran"),
+    });
+    let limit = match last.map(|r| &r.2) {
+        Some(Verdict::Fail(_)) => {
+            Fact::new("Limit", "the server").detail("its criteria broke, bolide and the machine had room")
+        }
+        Some(Verdict::NotTheServer(why)) => {
+            let which = if why.contains("machine") { "the machine" } else { "the generator" };
+            Fact::new("Limit", which).detail("the server's limit is at or above this level").tone(Tone::Warn)
+        }
+        _ => Fact::new("Limit", "not found").detail("no level failed on the server"),
+    };
+    out.push(limit);
+    let suspect = rows.iter().filter(|r| r.1.as_ref().is_some_and(|d| d.measures().suspect.is_some())).count();
+    out.push(if suspect == 0 {
+        Fact::new("Trust", "clean").detail(format!("{} levels, none suspect", rows.len())).tone(Tone::Good)
+    } else {
+        Fact::new("Trust", format!("{suspect} suspect"))
+            .detail(format!("of {} levels: see the notes", rows.len()))
+            .tone(Tone::Warn)
+    });
+    out
 }
 
 fn entry(d: &Doc) -> super::RunEntry {
@@ -537,6 +590,12 @@ pub fn ladder_table(kind: &str, rows: &[(f64, Option<Doc>, Verdict)]) -> Table {
             Verdict::Interrupted => "interrupted".to_string(),
         };
         t.row(vec![level, time, cpu, ram, result]);
+        match verdict {
+            Verdict::Pass if suspect => t.tone(t.rows.len() - 1, 4, Tone::Warn),
+            Verdict::Pass => t.tone(t.rows.len() - 1, 4, Tone::Good),
+            Verdict::Fail(_) => t.tone_last_row(Tone::Bad),
+            _ => t.tone_last_row(Tone::Warn),
+        }
     }
     t
 }

@@ -89,22 +89,28 @@ fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
     (n > 0).then(|| sum / n as f64)
 }
 
-/// The Cluster test's table: scenario | servers | subscriptions/min per server (min-max) |
-/// response time p50/p99 | CPU of the entry points | CPU of the others | RAM (mean per server).
-pub fn table(rows: &[ShapeRow]) -> String {
+/// Subscriptions per minute of each server of a shape, by its own count.
+fn per_minute(r: &ShapeRow) -> Vec<f64> {
+    r.servers.iter().map(|s| s.subscriptions as f64 * 60.0 / r.duration_s.max(1e-9)).collect()
+}
+
+/// The Cluster test's table: scenario | servers | subscriptions/min per server (min-max) | in
+/// total | response time p50/p99 | CPU of the entry points | CPU of the others | RAM (mean per
+/// server).
+pub fn table(rows: &[ShapeRow]) -> Table {
     let mut t = Table::new(&[
         "Scenario",
         "Servers",
         "Subs/min per server",
+        "Subs/min total",
         "Response p50 / p99",
         "CPU entry point",
         "CPU others",
         "RAM per server",
     ])
-    .right(&[1, 2, 3, 4, 5, 6]);
+    .right(&[1, 2, 3, 4, 5, 6, 7]);
     for r in rows {
-        let per_min: Vec<f64> =
-            r.servers.iter().map(|s| s.subscriptions as f64 * 60.0 / r.duration_s.max(1e-9)).collect();
+        let per_min = per_minute(r);
         let lo = per_min.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = per_min.iter().copied().fold(0.0, f64::max);
         let whole = |v: f64| count(v.round() as u64);
@@ -122,13 +128,130 @@ pub fn table(rows: &[ShapeRow]) -> String {
             r.name.clone(),
             r.servers.len().to_string(),
             subs,
+            whole(per_min.iter().sum()),
             format!("{} / {}", ms(r.response_p50_us as f64 / 1e3), ms(r.response_p99_us as f64 / 1e3)),
             cpu(true),
             cpu(false),
             ram,
         ]);
+        if r.failed_users > 0 {
+            t.tone(t.rows.len() - 1, 4, crate::report::table::Tone::Bad);
+        }
     }
-    t.markdown()
+    t
+}
+
+/// A server's name in the figures and charts: `s1-entry` for an entry point, `s2` for a server
+/// behind one.
+fn server_name(shape: &Shape, i: usize) -> String {
+    if shape.is_entry(i) {
+        format!("s{}-entry", i + 1)
+    } else {
+        format!("s{}", i + 1)
+    }
+}
+
+/// The Cluster test's page: its table, subscriptions per minute of every server of every shape
+/// (entry points apart), the response time per shape, then each shape's run with its servers'
+/// CPU over time. Shapes are no releases of one another: no comparison with the control, no
+/// history.
+pub fn page_sections(rows: &[ShapeRow], docs: &[PathBuf]) -> Vec<crate::report::html::Section> {
+    use crate::report::band::Fact;
+    use crate::report::charts::{Chart, Series as Line, Style};
+    use crate::report::table::Tone;
+    let mut names = Vec::new();
+    let (mut entry, mut behind) = (Vec::new(), Vec::new());
+    for r in rows {
+        for (i, (s, v)) in r.servers.iter().zip(per_minute(r)).enumerate() {
+            names.push(format!("{}: s{}", r.name, i + 1));
+            entry.push(s.entry.then_some(v));
+            behind.push((!s.entry).then_some(v));
+        }
+    }
+    let x: Vec<f64> = (1..=names.len()).map(|i| i as f64).collect();
+    let mut bars = Chart::labelled(
+        "cluster-subscriptions",
+        "Subscriptions per minute, each server of each scenario (its own count)",
+        "scenario: server",
+        "subscriptions per minute",
+        x,
+        names,
+    );
+    bars.series.push(Line { label: "entry point".into(), style: Style::Bars, values: entry });
+    if behind.iter().any(Option::is_some) {
+        bars.series.push(Line { label: "behind a balancer".into(), style: Style::Bars, values: behind });
+    }
+    let mut response = Chart::labelled(
+        "cluster-response",
+        "Response time (subscribe to ready) per scenario",
+        "scenario",
+        "ms",
+        (1..=rows.len()).map(|i| i as f64).collect(),
+        rows.iter().map(|r| r.name.clone()).collect(),
+    );
+    response.series.push(Line {
+        label: "p50".into(),
+        style: Style::Line,
+        values: rows.iter().map(|r| Some(r.response_p50_us as f64 / 1e3)).collect(),
+    });
+    response.series.push(Line {
+        label: "p99".into(),
+        style: Style::Line,
+        values: rows.iter().map(|r| Some(r.response_p99_us as f64 / 1e3)).collect(),
+    });
+    let total = |r: &ShapeRow| per_minute(r).iter().sum::<f64>();
+    let mut band = Vec::new();
+    if let Some(control) = rows.first() {
+        band.push(
+            Fact::new(format!("{} subs/min", control.name), count(total(control).round() as u64)).detail("one server"),
+        );
+    }
+    if let Some(best) = rows.iter().skip(1).max_by(|a, b| total(a).total_cmp(&total(b))) {
+        band.push(Fact::new("Most subs/min in total", count(total(best).round() as u64)).detail(format!(
+            "{} ({} servers)",
+            best.name,
+            best.servers.len()
+        )));
+    }
+    let failed: u64 = rows.iter().map(|r| r.failed_users).sum();
+    band.push(if failed == 0 {
+        Fact::new("Failed users", "none").tone(Tone::Good)
+    } else {
+        Fact::new("Failed users", count(failed)).detail("the run documents say why").tone(Tone::Bad)
+    });
+    band.push(
+        Fact::new("Machine", "shared").detail(
+            "every server and the users share this machine's cores: per-server figures fall as servers are added",
+        ),
+    );
+    let mut out = vec![crate::report::html::Section {
+        kind: "cluster",
+        title: "Cluster test".into(),
+        notes: vec![
+            "Subscriptions per server are each server's own count over the run; the response time is subscribe -> \
+             ready at the users; CPU is % of one core, averaged over the run; entry points take the users' \
+             connections, the others get them from a balancer."
+                .into(),
+        ],
+        band,
+        blocks: vec![crate::report::blocks::Block::table(table(rows))],
+        charts: vec![bars, response],
+        ..Default::default()
+    }];
+    let series: Vec<crate::results::compare::Series> = docs
+        .iter()
+        .zip(rows)
+        .filter_map(|(path, r)| {
+            let doc = Doc::load(path).ok()?;
+            Some(crate::results::compare::Series {
+                name: r.name.clone(),
+                source: path.clone(),
+                runs: vec![(path.clone(), doc)],
+            })
+        })
+        .collect();
+    out.extend(crate::results::report::runs_sections(&series));
+    out
 }
 
 /// The servers of one shape, stopped when dropped.
@@ -227,7 +350,7 @@ fn run_shape(
         if shape.is_entry(i) {
             argv.extend(["--target".into(), format!("http://127.0.0.1:{port}")]);
         }
-        argv.extend(["--monitor".into(), format!("s{}=:{port}", i + 1)]);
+        argv.extend(["--monitor".into(), format!("{}=:{port}", server_name(shape, i))]);
     }
     argv.extend(["--json".into(), json.display().to_string()]);
     let run_args = match Cli::try_parse_from(&argv).map(|c| c.command) {
@@ -244,7 +367,7 @@ fn run_shape(
     for (i, port) in servers.ports.iter().enumerate() {
         let after =
             subscriptions(*port).ok_or_else(|| format!("the server on port {port} stopped answering /stats"))?;
-        let watched = doc.monitor.iter().find(|m| m.name == format!("s{}", i + 1)).filter(|m| m.vanished_s.is_none());
+        let watched = doc.monitor.iter().find(|m| m.name == server_name(shape, i)).filter(|m| m.vanished_s.is_none());
         figures.push(ServerFigures {
             port: *port,
             entry: shape.is_entry(i),
@@ -305,7 +428,7 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
             }
         }
     }
-    let text = table(&rows);
+    let text = table(&rows).markdown();
     let _ = writeln!(io.out, "\n{text}");
     let failed: u64 = rows.iter().map(|r| r.failed_users).sum();
     if failed > 0 {
@@ -331,8 +454,15 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
         }
     }
     let html = args.html.clone().unwrap_or_else(|| dir.join("report.html"));
-    if !crate::results::report::write_docs_report(&docs, &html, &format!("bolide demo cluster: {label}"), io) {
-        code = exit::RUN;
+    let page = crate::report::html::page(&format!("bolide demo cluster: {label}"), &page_sections(&rows, &docs));
+    match crate::files::write_atomically(&html, |w| w.write_all(page.as_bytes())) {
+        Ok(()) => {
+            let _ = writeln!(io.out, "HTML report: {}", html.display());
+        }
+        Err(e) => {
+            let _ = writeln!(io.err, "error: cannot write {}: {e}", html.display());
+            code = exit::RUN;
+        }
     }
     let _ = writeln!(io.out, "Results: {} (the table: {})", dir.display(), md.display());
     code
@@ -372,11 +502,14 @@ mod tests {
                 7_700,
             ),
         ];
-        let text = table(&rows);
+        let text = table(&rows).markdown();
         crate::load::tests::snapshot("cluster-table.md", &text);
         assert!(text.contains(" 2,550-2,600 |"), "{text}");
         let control: Vec<&str> = text.lines().nth(2).unwrap().split('|').map(str::trim).collect();
-        assert_eq!(control[6], "-", "no other servers in the control: {text}");
+        assert_eq!(control[4], "2,700", "the control's total is its one server's: {text}");
+        assert_eq!(control[7], "-", "no other servers in the control: {text}");
+        let all: Vec<&str> = text.lines().nth(4).unwrap().split('|').map(str::trim).collect();
+        assert_eq!(all[4], "7,730", "three servers' counts added: {text}");
     }
 
     #[test]

@@ -208,6 +208,7 @@ pub fn bench(
                     notes: vec![format!("{} of {} runs finished", done.len(), opts.runs)],
                     text: done_lines.clone(),
                     charts: crate::report::charts::across_runs(&[(label.clone(), done.clone())]),
+                    ..Default::default()
                 }]);
             }
         }

@@ -90,6 +90,14 @@ impl Chart {
         }
     }
 
+    /// A chart over named places (x is 1, 2, ... and `names` says what each is), series to add.
+    pub fn labelled(id: &str, title: &str, x_label: &str, y_label: &str, x: Vec<f64>, names: Vec<String>) -> Chart {
+        let mut c = Chart::new(id, title, x_label, y_label, XKind::Label);
+        c.x = x;
+        c.x_names = names;
+        c
+    }
+
     fn empty_because(mut self, why: &str) -> Chart {
         self.x.clear();
         self.series.clear();
@@ -393,6 +401,34 @@ pub fn every_request(sample: &crate::stats::gnuplot::RequestSample) -> Chart {
     c.x = sample.points.iter().map(|p| f64::from(p.0)).collect();
     let values = sample.points.iter().map(|p| Some(f64::from(p.1))).collect();
     c.series.push(Series { label: "response time".into(), style: Style::Dots, values });
+    c
+}
+
+/// Several per-request files on one chart: one y scale, a series of dots per file (x the union of
+/// their seconds, each file's dots only at its own).
+pub fn every_request_overlaid(files: &[(String, &crate::stats::gnuplot::RequestSample)]) -> Chart {
+    if let [(_, one)] = files {
+        return every_request(one);
+    }
+    let total: u64 = files.iter().map(|(_, s)| s.requests).sum();
+    let drawn: usize = files.iter().map(|(_, s)| s.points.len()).sum();
+    let title = if drawn as u64 == total {
+        format!("Every request's response time ({total} requests, {} files)", files.len())
+    } else {
+        format!("Every request's response time ({drawn} of {total} drawn, each second's slowest among them)")
+    };
+    let mut c = Chart::new("every-request", &title, "seconds", "ms", XKind::Seconds);
+    let mut all: Vec<(u32, usize, u32)> =
+        files.iter().enumerate().flat_map(|(i, (_, s))| s.points.iter().map(move |p| (p.0, i, p.1))).collect();
+    if all.is_empty() {
+        return c.empty_because("the per-request files list no request");
+    }
+    all.sort_unstable();
+    c.x = all.iter().map(|p| f64::from(p.0)).collect();
+    for (i, (name, _)) in files.iter().enumerate() {
+        let values = all.iter().map(|p| (p.1 == i).then_some(f64::from(p.2))).collect();
+        c.series.push(Series { label: name.clone(), style: Style::Dots, values });
+    }
     c
 }
 

@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use super::band::Fact;
+use super::blocks::Block;
 use super::charts::Chart;
 use crate::stats::doc::Doc;
 
@@ -14,24 +16,36 @@ const STYLE: &str = include_str!("../../assets/report.css");
 /// The live dashboard's own code: takes snapshots from `/events`, then the final report.
 const LIVE_JS: &str = include_str!("../../assets/live.js");
 
-/// One section of a report: a heading, preformatted text (the terminal's summary, tables), charts.
-#[derive(Debug, Clone, Serialize)]
+/// One section of a report: a heading, its summary band, its tables, the terminal's text, charts.
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Section {
+    /// What the section is: summary, comparison, history, runs, run, requests, capacity,
+    /// cluster (for the page's navigation, and for the tests).
+    pub kind: &'static str,
     pub title: String,
     /// Lines under the title (when, what, the verdict).
     pub notes: Vec<String>,
-    /// Monospaced text as the terminal shows it.
+    /// The figures people quote, first: the page opens with the first section's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub band: Vec<Fact>,
+    /// Headings, lines, verdicts and tables (drawn as HTML tables).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<Block>,
+    /// Monospaced text as the terminal shows it (under the tables, folded, when there are some).
     pub text: String,
     pub charts: Vec<Chart>,
+    /// Shown folded (one run among many): its heading opens it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub folded: bool,
 }
 
-/// The section of one run: its summary as the terminal shows it, and its charts.
+/// The section of one run: its figures, its tables, its charts, and its summary as the terminal
+/// shows it.
 pub fn run_section(doc: &Doc, name: &str) -> Section {
     let (command, interrupted) = match doc {
         Doc::Http(d) => (d.command_line.join(" "), d.interrupted),
         Doc::Ddp(d) => (d.command_line.join(" "), d.interrupted),
     };
-    let text = super::summary(doc);
     let suspect = doc.generator().and_then(|g| g.suspect.clone());
     let mut notes = vec![format!("started {}", doc.started_at()), format!("command: {command}")];
     if interrupted {
@@ -40,7 +54,16 @@ pub fn run_section(doc: &Doc, name: &str) -> Section {
     if let Some(why) = suspect {
         notes.push(format!("suspect: {why}"));
     }
-    Section { title: name.to_string(), notes, text, charts: super::charts::single_run(doc) }
+    Section {
+        kind: "run",
+        title: name.to_string(),
+        notes,
+        band: super::band::run_facts(doc),
+        blocks: super::band::run_blocks(doc),
+        text: super::summary(doc),
+        charts: super::charts::single_run(doc),
+        folded: false,
+    }
 }
 
 /// Adds the every-request figure of a per-request file (`--gnuplot`) to a run's section, before
@@ -54,17 +77,32 @@ pub fn add_requests(section: &mut Section, path: &std::path::Path) {
 /// A per-request file given on its own (ab's `-g` output, or bolide's), read.
 pub type Requests = (std::path::PathBuf, crate::stats::gnuplot::RequestSample);
 
-/// The section of a per-request file given on its own.
-pub fn requests_section((path, sample): &Requests) -> Section {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| path.display().to_string());
+/// The section of the per-request files given on their own: every request of each, overlaid on
+/// one chart (one y scale, a series per file).
+pub fn requests_section(files: &[Requests]) -> Section {
+    let name = |p: &std::path::Path| {
+        p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| p.display().to_string())
+    };
+    let mut notes = Vec::new();
+    for (path, sample) in files {
+        notes.push(format!(
+            "{}: {} requests over {} seconds (per-request file, ab -g layout)",
+            path.display(),
+            sample.requests,
+            sample.seconds
+        ));
+    }
+    let named: Vec<(String, &crate::stats::gnuplot::RequestSample)> = files.iter().map(|(p, s)| (name(p), s)).collect();
+    let title = match files {
+        [(path, _)] => format!("Every request: {}", name(path)),
+        _ => format!("Every request: {} files", files.len()),
+    };
     Section {
-        title: format!("Every request: {name}"),
-        notes: vec![
-            format!("per-request file (ab -g layout): {}", path.display()),
-            format!("{} requests over {} seconds", sample.requests, sample.seconds),
-        ],
-        text: String::new(),
-        charts: vec![super::charts::every_request(sample)],
+        kind: "requests",
+        title,
+        notes,
+        charts: vec![super::charts::every_request_overlaid(&named)],
+        ..Section::default()
     }
 }
 
@@ -77,6 +115,7 @@ pub fn live_section(doc: &Doc, title: &str, line: String) -> Section {
         notes: vec!["live: the charts grow every second; the final report replaces this page when the run ends".into()],
         text: format!("{line}\n"),
         charts: charts.collect(),
+        ..Section::default()
     }
 }
 
@@ -120,7 +159,8 @@ pub fn page(title: &str, sections: &[Section]) -> String {
     // The same content without scripts: the summaries as text.
     out.push_str("<noscript>\n");
     for s in sections {
-        out.push_str(&format!("<h2>{}</h2>\n<pre>{}</pre>\n", escape(&s.title), escape(&s.text)));
+        let text = if s.text.is_empty() { super::blocks::render(&s.blocks, false) } else { s.text.clone() };
+        out.push_str(&format!("<h2>{}</h2>\n<pre>{}</pre>\n", escape(&s.title), escape(&text)));
     }
     out.push_str("</noscript>\n");
     out.push_str("<script>\n");
@@ -196,7 +236,7 @@ mod tests {
             title: "<b>run</b>".into(),
             notes: vec!["</script><script>alert(1)</script>".into()],
             text: "a < b & c".into(),
-            charts: vec![],
+            ..Section::default()
         };
         let html = page("t & <t>", &[section]);
         assert_eq!(html.matches("</script>").count(), 3, "only the three script elements close");
@@ -210,8 +250,7 @@ mod tests {
         // The second probe: a header value, a title, a label or a step name holding "<!--<script>"
         // blanked the page (the HTML parser's "script data escaped" states).
         let hostile = "<!--<script>x</script>-->&amp;\u{2028}";
-        let section =
-            Section { title: hostile.into(), notes: vec![hostile.into()], text: String::new(), charts: vec![] };
+        let section = Section { title: hostile.into(), notes: vec![hostile.into()], ..Section::default() };
         let html = page(hostile, &[section]);
         let data = html.split("const REPORT = ").nth(1).unwrap().split(";\n</script>").next().unwrap();
         assert!(!data.contains('<') && !data.contains('>') && !data.contains('&'), "{data}");

@@ -1,5 +1,7 @@
 //! Reports read result documents and write text; one file per output format.
 
+pub mod band;
+pub mod blocks;
 pub mod charts;
 pub mod ddp;
 pub mod html;

@@ -2,15 +2,40 @@
 //! a terminal and pasted as they are into a report; and the reports' ways of writing a time, a
 //! CPU share and an amount of memory.
 
+use serde::Serialize;
+
+/// What a cell, a line or a figure says about the result, for the HTML page's colours (always
+/// with words beside them): better or passed, worse or failed, to be read with care, or nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tone {
+    #[default]
+    Plain,
+    Good,
+    Bad,
+    Warn,
+}
+
+impl Tone {
+    pub fn is_plain(&self) -> bool {
+        *self == Tone::Plain
+    }
+}
+
 /// A table: a header row and rows of cells; columns after the first are right-aligned when
 /// `numeric` says so.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Table {
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
     pub numeric: Vec<bool>,
+    /// Each cell's tone (the HTML page colours it; text and Markdown leave it out); empty when
+    /// every cell is plain, else one row of tones per row.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tones: Vec<Vec<Tone>>,
     /// Cells are text for a Markdown page (`--format md`, PR comments): escaped with
     /// [`md_text`]. Otherwise only a `|` is escaped, so that no cell splits the table.
+    #[serde(skip)]
     pub for_markdown: bool,
 }
 
@@ -20,7 +45,30 @@ impl Table {
             header: header.iter().map(|h| h.to_string()).collect(),
             rows: Vec::new(),
             numeric: Vec::new(),
+            tones: Vec::new(),
             for_markdown: false,
+        }
+    }
+
+    /// Gives cell (`row`, `col`) a tone.
+    pub fn tone(&mut self, row: usize, col: usize, tone: Tone) {
+        if tone.is_plain() {
+            return;
+        }
+        let width = self.header.len();
+        while self.tones.len() < self.rows.len() {
+            self.tones.push(vec![Tone::Plain; width]);
+        }
+        if let Some(c) = self.tones.get_mut(row).and_then(|r| r.get_mut(col)) {
+            *c = tone;
+        }
+    }
+
+    /// Gives every cell of the last row added a tone (a suspect run, a failed level).
+    pub fn tone_last_row(&mut self, tone: Tone) {
+        let Some(row) = self.rows.len().checked_sub(1) else { return };
+        for col in 0..self.header.len() {
+            self.tone(row, col, tone);
         }
     }
 
@@ -47,6 +95,7 @@ impl Table {
             header: self.header.iter().map(cell).collect(),
             rows: self.rows.iter().map(|r| r.iter().map(cell).collect()).collect(),
             numeric: self.numeric.clone(),
+            tones: Vec::new(),
             for_markdown: false,
         };
         escaped.padded()

@@ -10,8 +10,9 @@ use serde::Serialize;
 use super::stats;
 use super::{runs_table, table_notes, watched_names, RunEntry};
 use crate::cli::Format;
+use crate::report::blocks::Block;
 use crate::report::table::{
-    change_pct, faster_slower, less_more, md_text, meteor_bytes, meteor_cpu, meteor_time, more_fewer, ms, Table,
+    change_pct, faster_slower, less_more, meteor_bytes, meteor_cpu, meteor_time, more_fewer, ms, Table, Tone,
 };
 use crate::stats::doc::{differences, Doc};
 
@@ -137,6 +138,67 @@ pub struct MetricRow {
     /// Welch's t-test p-value (absent with fewer than two runs a side).
     pub p_value: Option<f64>,
     pub verdict: String,
+    /// The verdict in one word: better, worse, same (no difference, or within run-to-run
+    /// noise) or inconclusive (too few clean runs to tell).
+    pub judgement: Judgement,
+}
+
+/// A metric's verdict in one word.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Judgement {
+    Better,
+    Worse,
+    Same,
+    Inconclusive,
+}
+
+impl Judgement {
+    pub fn word(self) -> &'static str {
+        match self {
+            Judgement::Better => "better",
+            Judgement::Worse => "worse",
+            Judgement::Same => "same",
+            Judgement::Inconclusive => "inconclusive",
+        }
+    }
+
+    pub fn tone(self) -> Tone {
+        match self {
+            Judgement::Better => Tone::Good,
+            Judgement::Worse => Tone::Bad,
+            Judgement::Same => Tone::Plain,
+            Judgement::Inconclusive => Tone::Warn,
+        }
+    }
+
+    /// From the test's p-value (None: no verdict, or no difference at all when `same`) and the
+    /// change of the means; `higher_is_better` for throughput, lower for time, CPU, RAM, latency
+    /// and errors.
+    fn of(p: Option<f64>, no_difference: bool, change_pct: Option<f64>, higher_is_better: bool) -> Judgement {
+        match p {
+            None if no_difference => Judgement::Same,
+            None => Judgement::Inconclusive,
+            Some(p) if p >= stats::ALPHA => Judgement::Same,
+            Some(_) => match change_pct {
+                Some(c) if c > 0.0 => {
+                    if higher_is_better {
+                        Judgement::Better
+                    } else {
+                        Judgement::Worse
+                    }
+                }
+                Some(c) if c < 0.0 => {
+                    if higher_is_better {
+                        Judgement::Worse
+                    } else {
+                        Judgement::Better
+                    }
+                }
+                _ => Judgement::Same,
+            },
+        }
+    }
 }
 
 /// Per-step latency side by side (DDP).
@@ -309,7 +371,10 @@ fn metric(name: &str, a: &[f64], b: &[f64], clean: Clean, words: impl Fn(f64, f6
     let (min, max) = stats::range(b);
     let (ma, mb) = (stats::mean(a), stats::mean(b));
     let (p_value, verdict) = clean_verdict(a, b, clean);
+    let higher_is_better = name.starts_with("Requests");
+    let judgement = Judgement::of(p_value, verdict.starts_with("no difference"), change_pct(ma, mb), higher_is_better);
     MetricRow {
+        judgement,
         metric: name.into(),
         baseline_median: stats::median(a),
         baseline_min: bmin,
@@ -624,61 +689,54 @@ fn fmt_metric(metric: &str, v: f64) -> String {
     }
 }
 
-/// The regression gate's outcome in one line: which rules failed or could not be judged, and the
-/// exit code that follows (`allow_inconclusive` as recorded in the report).
-fn gate_line(r: &Report, md: bool) -> String {
+/// The regression gate's outcome as a verdict block: which rules failed or could not be judged,
+/// and the exit code that follows (`allow_inconclusive` as recorded in the report).
+pub fn gate_verdict(r: &Report) -> Option<Block> {
     use super::gate::Outcome;
     let rules = |o: Outcome| {
         let mut v: Vec<&str> = r.gate.iter().filter(|g| g.outcome == o).map(|g| g.rule.as_str()).collect();
         v.dedup();
-        let v = v.join(", ");
-        if md {
-            md_text(&v)
-        } else {
-            v
-        }
+        v.join(", ")
     };
-    let b = if md { "**" } else { "" };
-    match super::gate::overall(&r.gate) {
-        Some(Outcome::Fail) => {
-            let mut line = format!("{b}Regression gate: FAILED{b} ({} failed): exit code 1.", rules(Outcome::Fail));
+    let (head, rest, tone) = match super::gate::overall(&r.gate)? {
+        Outcome::Fail => {
+            let mut rest = format!(" ({} failed): exit code 1.", rules(Outcome::Fail));
             let unsure = rules(Outcome::Inconclusive);
             if !unsure.is_empty() {
-                line.push_str(&format!(" Inconclusive too: {unsure}."));
+                rest.push_str(&format!(" Inconclusive too: {unsure}."));
             }
-            line
+            ("Regression gate: FAILED", rest, Tone::Bad)
         }
-        Some(Outcome::Inconclusive) => format!(
-            "{b}Regression gate: INCONCLUSIVE{b} ({} could not be judged from these runs): exit code {}. \
-             More runs, a quieter machine, or --ignore-significance can decide it.",
-            rules(Outcome::Inconclusive),
-            if r.allow_inconclusive { "0 (--allow-inconclusive)" } else { "4" }
+        Outcome::Inconclusive => (
+            "Regression gate: INCONCLUSIVE",
+            format!(
+                " ({} could not be judged from these runs): exit code {}. More runs, a quieter machine, or \
+                 --ignore-significance can decide it.",
+                rules(Outcome::Inconclusive),
+                if r.allow_inconclusive { "0 (--allow-inconclusive)" } else { "4" }
+            ),
+            Tone::Warn,
         ),
-        Some(Outcome::Pass) => format!("{b}Regression gate: pass{b}: every rule held ({} judged).", r.gate.len()),
-        None => String::new(),
-    }
+        Outcome::Pass => ("Regression gate: pass", format!(": every rule held ({} judged).", r.gate.len()), Tone::Good),
+    };
+    Some(Block::Verdict { head: head.into(), rest, tone })
 }
 
 /// The report as text: Markdown headings for `md`, plain titles for `term`.
 pub fn render(r: &Report, md: bool, watched: &str) -> String {
-    let h = |level: usize, text: &str| {
-        if md {
-            format!("{} {}\n\n", "#".repeat(level), md_text(text))
-        } else {
-            format!("{text}\n\n")
-        }
-    };
-    // What users named (series, workloads, labels) is escaped for a Markdown page.
-    let esc = |text: &str| if md { md_text(text) } else { text.to_string() };
-    let mut out = String::new();
-    if !r.gate.is_empty() {
-        // The verdict first: a PR comment's first line says pass, fail or inconclusive.
-        out.push_str(&gate_line(r, md));
-        out.push_str("\n\n");
-    }
+    crate::report::blocks::render(&blocks(r, watched), md)
+}
+
+/// The report as blocks (the text, the Markdown and the HTML page are written from them): the
+/// gate's verdict first, ab's table for HTTP, each comparison's runs, metrics, steps and targets,
+/// the gate's rules, what was not compared and the files skipped.
+pub fn blocks(r: &Report, watched: &str) -> Vec<Block> {
+    let mut out = Vec::new();
+    // The verdict first: a PR comment's first line says pass, fail or inconclusive.
+    out.extend(gate_verdict(r));
     let mut shown_baselines: Vec<String> = Vec::new();
     for t in &r.http_tables {
-        out.push_str(&h(2, &format!("{} (ab's figures, mean over each series' runs)", t.workload)));
+        out.push(Block::heading(2, format!("{} (ab's figures, mean over each series' runs)", t.workload)));
         let mut header = vec!["Result".to_string()];
         header.extend(t.columns.iter().map(|c| {
             if c.runs == 1 {
@@ -709,51 +767,30 @@ pub fn render(r: &Report, md: bool, watched: &str) -> String {
             row.extend(t.columns.iter().map(cell));
             tab.row(row);
         }
-        out.push_str(&tab.for_markdown(md).markdown());
-        out.push('\n');
+        out.push(Block::table(tab));
     }
     for c in &r.comparisons {
         if !shown_baselines.contains(&c.workload) {
             shown_baselines.push(c.workload.clone());
-            out.push_str(&h(2, &c.workload));
-            out.push_str(&h(3, &c.baseline));
+            out.push(Block::heading(2, &c.workload));
+            out.push(Block::heading(3, &c.baseline));
             let mean = RunEntry::mean_of(&c.baseline_runs);
-            out.push_str(&runs_table(&c.baseline_runs, mean.as_ref(), None).for_markdown(md).markdown());
-            out.push('\n');
+            out.push(Block::table(runs_table(&c.baseline_runs, mean.as_ref(), None)));
         }
-        out.push_str(&h(3, &c.series));
+        out.push(Block::heading(3, &c.series));
         let mean = RunEntry::mean_of(&c.runs);
         let mut extra = c.per_run.clone();
         extra.push(c.on_means.clone());
         let title = format!("Comparison with {}", c.baseline);
-        out.push_str(&runs_table(&c.runs, mean.as_ref(), Some((&title, extra))).for_markdown(md).markdown());
-        out.push('\n');
-        out.push_str(&format!("{} against {}: median (range) of each metric over the runs, and whether the difference stands out from run-to-run noise.\n\n", esc(&c.series), esc(&c.baseline)));
-        let b_head = format!("{} median (range)", c.baseline);
-        let n_head = format!("{} median (range)", c.series);
-        let mut tab = Table::new(&["Metric", &b_head, &n_head, "Change (means)", "Significance"]);
-        for m in &c.metrics {
-            let f = |v: f64| fmt_metric(&m.metric, v);
-            let spread = |med: f64, lo: f64, hi: f64| {
-                if lo == hi {
-                    f(med)
-                } else {
-                    format!("{} ({} to {})", f(med), f(lo), f(hi))
-                }
-            };
-            let name = m.metric.split(" (").next().unwrap_or(&m.metric).to_string();
-            tab.row(vec![
-                name,
-                spread(m.baseline_median, m.baseline_min, m.baseline_max),
-                spread(m.median, m.min, m.max),
-                m.words.clone(),
-                m.verdict.clone(),
-            ]);
-        }
-        out.push_str(&tab.for_markdown(md).markdown());
-        out.push('\n');
+        out.push(Block::table(runs_table(&c.runs, mean.as_ref(), Some((&title, extra)))));
+        out.push(Block::text(format!(
+            "{} against {}: median (range) of each metric over the runs, and whether the difference stands out \
+             from run-to-run noise.",
+            c.series, c.baseline
+        )));
+        out.push(Block::table(metrics_table(c)));
         if !c.steps.is_empty() {
-            out.push_str("Per-step latency (median over the runs of each run's p50 and p99):\n\n");
+            out.push(Block::text("Per-step latency (median over the runs of each run's p50 and p99):"));
             let heads = [
                 "Step".to_string(),
                 format!("{} p50", c.baseline),
@@ -779,46 +816,11 @@ pub fn render(r: &Report, md: bool, watched: &str) -> String {
                     change,
                 ]);
             }
-            out.push_str(&tab.for_markdown(md).markdown());
-            out.push('\n');
+            out.push(Block::table(tab));
         }
         if !c.targets.is_empty() {
-            out.push_str("Per target (median over the runs; targets matched by their place in the list):\n\n");
-            let heads = [
-                "Target".to_string(),
-                format!("{} subs/min", c.baseline),
-                format!("{} subs/min", c.series),
-                format!("{} calls/min", c.baseline),
-                format!("{} calls/min", c.series),
-                format!("{} p99", c.baseline),
-                format!("{} p99", c.series),
-                "p99 change".to_string(),
-                "failed users".to_string(),
-            ];
-            let hr: Vec<&str> = heads.iter().map(String::as_str).collect();
-            let mut tab = Table::new(&hr).right(&[1, 2, 3, 4, 5, 6, 8]);
-            let o = |v: Option<f64>| v.map(ms).unwrap_or_else(|| "n/a".into());
-            let rate = |v: Option<f64>| v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "n/a".into());
-            let whole = |v: Option<f64>| v.map(|v| format!("{v:.0}")).unwrap_or_else(|| "n/a".into());
-            for t in &c.targets {
-                let change = match (t.baseline_p99_ms, t.p99_ms) {
-                    (Some(a), Some(b)) => less_more(a, b, "p99").replace(" p99", ""),
-                    _ => "n/a".into(),
-                };
-                tab.row(vec![
-                    t.target.clone(),
-                    rate(t.baseline_subs_per_min),
-                    rate(t.subs_per_min),
-                    rate(t.baseline_calls_per_min),
-                    rate(t.calls_per_min),
-                    o(t.baseline_p99_ms),
-                    o(t.p99_ms),
-                    change,
-                    format!("{} -> {}", whole(t.baseline_failed_users), whole(t.failed_users)),
-                ]);
-            }
-            out.push_str(&tab.for_markdown(md).markdown());
-            out.push('\n');
+            out.push(Block::text("Per target (median over the runs; targets matched by their place in the list):"));
+            out.push(Block::table(targets_table(c)));
         }
         // Notes say which series and run they are about; the baseline's once per workload.
         let mut notes = table_notes(&c.baseline_runs, watched, Some(&c.baseline));
@@ -839,14 +841,10 @@ pub fn render(r: &Report, md: bool, watched: &str) -> String {
                 c.differences.join("; ")
             ));
         }
-        for n in notes {
-            out.push_str(&esc(&n));
-            out.push('\n');
-        }
-        out.push('\n');
+        out.push(Block::Lines { lines: notes });
     }
     if !r.gate.is_empty() {
-        out.push_str(&h(2, "Regression gate (--fail-on)"));
+        out.push(Block::heading(2, "Regression gate (--fail-on)"));
         let mut t = Table::new(&["Rule", "Workload", "Series", "Change", "Outcome", "Verdict"]).right(&[3]);
         for g in &r.gate {
             let change = g.change_pct.map(crate::report::table::signed_change).unwrap_or_else(|| "n/a".into());
@@ -858,27 +856,94 @@ pub fn render(r: &Report, md: bool, watched: &str) -> String {
                 g.outcome.word().into(),
                 g.verdict.clone(),
             ]);
+            let tone = match g.outcome {
+                super::gate::Outcome::Pass => Tone::Good,
+                super::gate::Outcome::Fail => Tone::Bad,
+                super::gate::Outcome::Inconclusive => Tone::Warn,
+            };
+            t.tone(t.rows.len() - 1, 4, tone);
         }
-        out.push_str(&t.for_markdown(md).markdown());
-        out.push('\n');
-        out.push_str(&gate_line(r, md));
-        out.push_str("\n\n");
+        out.push(Block::table(t));
+        out.extend(gate_verdict(r));
     }
     if !r.refused.is_empty() {
-        out.push_str(&h(2, "Not compared"));
-        for x in &r.refused {
-            out.push_str(&format!("- {}\n", esc(x)));
-        }
-        out.push('\n');
+        out.push(Block::heading(2, "Not compared"));
+        out.push(Block::List { items: r.refused.clone() });
     }
     if !r.skipped.is_empty() {
-        out.push_str(&h(2, "Skipped files"));
-        for s in &r.skipped {
-            out.push_str(&format!("- {}: {}\n", esc(&s.file), esc(&s.reason)));
-        }
-        out.push('\n');
+        out.push(Block::heading(2, "Skipped files"));
+        out.push(Block::List { items: r.skipped.iter().map(|s| format!("{}: {}", s.file, s.reason)).collect() });
     }
     out
+}
+
+/// A comparison's metrics: median (range) on each side, the change, the significance; the change
+/// and the verdict coloured by the judgement.
+fn metrics_table(c: &Comparison) -> Table {
+    let b_head = format!("{} median (range)", c.baseline);
+    let n_head = format!("{} median (range)", c.series);
+    let mut tab = Table::new(&["Metric", &b_head, &n_head, "Change (means)", "Significance"]);
+    for m in &c.metrics {
+        let f = |v: f64| fmt_metric(&m.metric, v);
+        let spread = |med: f64, lo: f64, hi: f64| {
+            if lo == hi {
+                f(med)
+            } else {
+                format!("{} ({} to {})", f(med), f(lo), f(hi))
+            }
+        };
+        let name = m.metric.split(" (").next().unwrap_or(&m.metric).to_string();
+        tab.row(vec![
+            name,
+            spread(m.baseline_median, m.baseline_min, m.baseline_max),
+            spread(m.median, m.min, m.max),
+            m.words.clone(),
+            m.verdict.clone(),
+        ]);
+        let row = tab.rows.len() - 1;
+        tab.tone(row, 3, m.judgement.tone());
+        tab.tone(row, 4, m.judgement.tone());
+    }
+    tab
+}
+
+/// Per target position: subscriptions and calls per minute, time to ready p99 and failed users
+/// on both sides.
+fn targets_table(c: &Comparison) -> Table {
+    let heads = [
+        "Target".to_string(),
+        format!("{} subs/min", c.baseline),
+        format!("{} subs/min", c.series),
+        format!("{} calls/min", c.baseline),
+        format!("{} calls/min", c.series),
+        format!("{} p99", c.baseline),
+        format!("{} p99", c.series),
+        "p99 change".to_string(),
+        "failed users".to_string(),
+    ];
+    let hr: Vec<&str> = heads.iter().map(String::as_str).collect();
+    let mut tab = Table::new(&hr).right(&[1, 2, 3, 4, 5, 6, 8]);
+    let o = |v: Option<f64>| v.map(ms).unwrap_or_else(|| "n/a".into());
+    let rate = |v: Option<f64>| v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "n/a".into());
+    let whole = |v: Option<f64>| v.map(|v| format!("{v:.0}")).unwrap_or_else(|| "n/a".into());
+    for t in &c.targets {
+        let change = match (t.baseline_p99_ms, t.p99_ms) {
+            (Some(a), Some(b)) => less_more(a, b, "p99").replace(" p99", ""),
+            _ => "n/a".into(),
+        };
+        tab.row(vec![
+            t.target.clone(),
+            rate(t.baseline_subs_per_min),
+            rate(t.subs_per_min),
+            rate(t.baseline_calls_per_min),
+            rate(t.calls_per_min),
+            o(t.baseline_p99_ms),
+            o(t.p99_ms),
+            change,
+            format!("{} -> {}", whole(t.baseline_failed_users), whole(t.failed_users)),
+        ]);
+    }
+    tab
 }
 
 /// Every input as a series (names made unique); inputs without results are warned about and

@@ -147,6 +147,9 @@ pub fn runs_table(runs: &[RunEntry], mean: Option<&RunEntry>, extra: Option<(&st
             row.push(e.next().unwrap_or_default());
         }
         t.row(row);
+        if r.suspect.is_some() || r.interrupted {
+            t.tone_last_row(crate::report::table::Tone::Warn);
+        }
     }
     if let (Some(m), true) = (mean, runs.len() > 1) {
         let mut row = cells("Mean".into(), m);

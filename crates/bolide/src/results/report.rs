@@ -22,18 +22,32 @@ pub fn by_start_time(series: &mut [Series]) {
     series.sort_by_cached_key(first);
 }
 
-/// The sections of a report of `series`: the comparison when there are several (with per-step
-/// latency side by side for DDP), a history from three series on, every run's value per measure
-/// when there is more than one run, then each run, then each per-request file of `requests`.
+/// From this many runs on, each run's section starts folded (its heading opens it).
+const FOLD_FROM: usize = 3;
+
+/// The sections of a report of `series`: the summary first (the verdict of each comparison, or
+/// the run's figures, or every run in one table), the comparison when there are several series
+/// (with per-step latency side by side for DDP), a history per workload that three or more
+/// labels ran, every run's value per measure when there is more than one run, then each run
+/// (folded from three on), then the per-request files (overlaid on one chart).
 pub fn sections(series: &[Series], requests: &[html::Requests]) -> Vec<Section> {
     let mut out = Vec::new();
-    let runs: usize = series.iter().map(|s| s.runs.len()).sum();
-    // A series is what was repeated: a directory holding two workloads (the demo's reactive and
-    // non-reactive users) is two series in the charts across runs and labels, never "run 1,
-    // run 2" of one.
-    let repeated = by_workload(series);
-    let series_for_charts = &repeated[..];
-    if series.len() >= 2 {
+    let report = (series.len() >= 2).then(|| compare::build(series, 0, Vec::new()));
+    let compared = report.as_ref().filter(|r| !r.comparisons.is_empty() || !r.http_tables.is_empty());
+    let mut summary = summary_section(series, compared, requests);
+    if let Some(r) = report.as_ref().filter(|r| compared.is_none() && !r.refused.is_empty()) {
+        // Series given to be compared that could not be: said first, with the reasons.
+        summary.blocks.insert(
+            0,
+            crate::report::blocks::Block::Verdict {
+                head: "Not compared".into(),
+                rest: format!(": {}", r.refused.join(" ")),
+                tone: crate::report::table::Tone::Warn,
+            },
+        );
+    }
+    out.push(summary);
+    if let Some(report) = compared {
         let ddp: Vec<(String, Vec<&crate::stats::vu::DdpDoc>)> = series
             .iter()
             .map(|s| {
@@ -44,52 +58,246 @@ pub fn sections(series: &[Series], requests: &[html::Requests]) -> Vec<Section> 
                 (s.name.clone(), docs.collect())
             })
             .collect();
+        let watched = series[0].runs.first().map(|(_, d)| super::watched_names(d)).unwrap_or_default();
         out.push(Section {
+            kind: "comparison",
             title: format!("{} compared with {}", others(series), series[0].name),
-            notes: vec![],
-            text: comparison(series, false),
+            blocks: compare::blocks(report, &watched),
             charts: crate::report::charts::steps_side_by_side(&ddp),
+            ..Section::default()
         });
     }
-    if series.len() >= HISTORY_FROM {
-        let measures: Vec<(String, Vec<crate::stats::doc::Measures>)> =
-            series.iter().map(|s| (s.name.clone(), s.runs.iter().map(|(_, d)| d.measures()).collect())).collect();
+    // A history is a trend across labels of one workload; different workloads are no trend.
+    for (workload, labels) in same_workload_labels(series) {
+        if labels.len() < HISTORY_FROM {
+            continue;
+        }
         out.push(Section {
-            title: "History".into(),
+            kind: "history",
+            title: format!("History: {workload}"),
             notes: vec![format!(
                 "{} labels, in the order given (bolide report --order time sorts them by their first run's start)",
-                series.len()
+                labels.len()
             )],
-            text: String::new(),
-            charts: crate::report::charts::history(&measures),
+            charts: crate::report::charts::history(&labels),
+            ..Section::default()
         });
     }
-    if runs >= 2 {
-        let measures: Vec<(String, Vec<crate::stats::doc::Measures>)> = series_for_charts
-            .iter()
-            .map(|s| (s.name.clone(), s.runs.iter().map(|(_, d)| d.measures()).collect()))
-            .collect();
-        let docs: Vec<(String, Vec<&crate::stats::doc::Doc>)> =
-            series_for_charts.iter().map(|s| (s.name.clone(), s.runs.iter().map(|(_, d)| d).collect())).collect();
-        let mut charts = crate::report::charts::across_runs(&measures);
-        charts.extend(crate::report::charts::overlaid(&docs));
-        out.push(Section {
-            title: "Every run".into(),
-            notes: vec![format!("{runs} runs in {} series", series_for_charts.len())],
-            text: String::new(),
-            charts,
-        });
+    out.extend(runs_sections(series));
+    if !requests.is_empty() {
+        out.push(html::requests_section(requests));
     }
-    out.extend(run_sections(series));
-    out.extend(requests.iter().map(html::requests_section));
     out
 }
 
-/// The series compared with the first, as `compare` writes it (Markdown tables or text).
-fn comparison(series: &[Series], md: bool) -> String {
-    let report = compare::build(series, 0, Vec::new());
-    let watched = series[0].runs.first().map(|(_, d)| super::watched_names(d)).unwrap_or_default();
-    compare::render(&report, md, &watched)
+/// Every run's value per measure and its time series overlaid (from two runs on; a series per
+/// workload of each input), then each run's own section (folded from three on).
+pub fn runs_sections(series: &[Series]) -> Vec<Section> {
+    let mut out = Vec::new();
+    let runs: usize = series.iter().map(|s| s.runs.len()).sum();
+    // A series is what was repeated: a directory holding two workloads (the demo's reactive and
+    // non-reactive users) is two series in the charts across runs and labels, never "run 1,
+    // run 2" of one.
+    let repeated = by_workload(series);
+    if runs >= 2 {
+        let measures: Vec<(String, Vec<crate::stats::doc::Measures>)> =
+            repeated.iter().map(|s| (s.name.clone(), s.runs.iter().map(|(_, d)| d.measures()).collect())).collect();
+        let docs: Vec<(String, Vec<&crate::stats::doc::Doc>)> =
+            repeated.iter().map(|s| (s.name.clone(), s.runs.iter().map(|(_, d)| d).collect())).collect();
+        // Values per run only where a series has several (one run a series is the summary's
+        // table); the time series of every run, overlaid, always.
+        let mut charts = Vec::new();
+        if repeated.iter().any(|s| s.runs.len() >= 2) {
+            charts.extend(crate::report::charts::across_runs(&measures));
+        }
+        charts.extend(crate::report::charts::overlaid(&docs));
+        out.push(Section {
+            kind: "runs",
+            title: "Every run".into(),
+            notes: vec![format!("{runs} runs in {} series", repeated.len())],
+            charts,
+            ..Section::default()
+        });
+    }
+    let mut each = run_sections(series);
+    if each.len() >= FOLD_FROM {
+        each.iter_mut().for_each(|s| s.folded = true);
+    }
+    out.extend(each);
+    out
+}
+
+/// A label and its runs' measures.
+type Labelled = (String, Vec<crate::stats::doc::Measures>);
+
+/// For each workload, the labels (series) that ran it with their runs' measures, in the order
+/// given.
+fn same_workload_labels(series: &[Series]) -> Vec<(String, Vec<Labelled>)> {
+    let mut out: Vec<(String, Vec<Labelled>)> = Vec::new();
+    for s in series {
+        for (_, d) in &s.runs {
+            let w = d.workload();
+            let at = match out.iter().position(|(x, _)| *x == w) {
+                Some(i) => i,
+                None => {
+                    out.push((w.clone(), Vec::new()));
+                    out.len() - 1
+                }
+            };
+            let labels = &mut out[at].1;
+            match labels.iter_mut().find(|(name, _)| *name == s.name) {
+                Some((_, m)) => m.push(d.measures()),
+                None => labels.push((s.name.clone(), vec![d.measures()])),
+            }
+        }
+    }
+    out
+}
+
+/// The page's first section: what was tested, did it pass, what changed and by how much, and
+/// whether the result can be trusted, as a band of figures and (for several runs) one table.
+fn summary_section(series: &[Series], report: Option<&compare::Report>, requests: &[html::Requests]) -> Section {
+    use crate::report::band::{self, Fact};
+    use crate::report::table::Tone;
+    let docs: Vec<(&str, &crate::stats::doc::Doc)> =
+        series.iter().flat_map(|s| s.runs.iter().map(move |(_, d)| (s.name.as_str(), d))).collect();
+    let mut section = Section { kind: "summary", title: "Summary".into(), ..Section::default() };
+    let suspect = docs.iter().filter(|(_, d)| d.measures().suspect.is_some()).count();
+    let trust = |n: usize| match suspect {
+        0 => Fact::new("Trust", "clean").detail(format!("none of the {n} runs is suspect")).tone(Tone::Good),
+        k => Fact::new("Trust", format!("{k} of {n} runs suspect"))
+            .detail("bolide or the machine was the limit: see each run")
+            .tone(Tone::Warn),
+    };
+    if let Some(r) = report {
+        // One line of figures per comparison: each metric's change in the reports' words, its
+        // verdict in a word and a colour.
+        for c in &r.comparisons {
+            let who = if r.comparisons.len() > 1 { format!("{}: ", c.series) } else { String::new() };
+            for m in &c.metrics {
+                let name = m.metric.split(" (").next().unwrap_or(&m.metric);
+                let p = m.p_value.map(|p| format!(", {}", super::stats::p_text(p))).unwrap_or_default();
+                let detail = match m.judgement {
+                    compare::Judgement::Same if m.p_value.is_some() => format!("same: within run-to-run noise{p}"),
+                    compare::Judgement::Inconclusive => "inconclusive: too few clean runs to tell".to_string(),
+                    j => format!("{}{p}", j.word()),
+                };
+                section.band.push(Fact::new(format!("{who}{name}"), &m.words).detail(detail).tone(m.judgement.tone()));
+            }
+            section.notes.push(format!(
+                "{}: {} ({} runs) against {} ({} runs)",
+                c.workload,
+                c.series,
+                c.runs.len(),
+                c.baseline,
+                c.baseline_runs.len()
+            ));
+            if !c.on_means.is_empty() {
+                section.blocks.push(crate::report::blocks::Block::Verdict {
+                    head: format!("{} against {}", c.series, c.baseline),
+                    rest: format!(" ({}): {}.", c.workload, c.on_means),
+                    tone: Tone::Plain,
+                });
+            }
+        }
+        section.band.push(trust(docs.len()));
+        if !r.refused.is_empty() {
+            section.notes.push(format!("{} pairs not compared (different workloads): see below", r.refused.len()));
+        }
+        return section;
+    }
+    if let [(_, doc)] = docs.as_slice() {
+        section.notes.push(band::what(doc));
+        section.band = band::run_facts(doc);
+        return section;
+    }
+    if docs.is_empty() {
+        for (path, sample) in requests {
+            section.band.push(
+                Fact::new(file_name(path), format!("{} requests", sample.requests))
+                    .detail(format!("over {} seconds", sample.seconds)),
+            );
+        }
+        return section;
+    }
+    // Several runs: how many, of what, errors and thresholds over all, and one row per run.
+    let mut workloads: Vec<String> = docs.iter().map(|(_, d)| d.workload()).collect();
+    workloads.dedup();
+    section.notes.push(format!("{} runs of {}", docs.len(), workloads.join(", ")));
+    section.band.push(Fact::new("Runs", docs.len().to_string()).detail(workloads.join(", ")));
+    let errors: u64 = docs.iter().map(|(_, d)| d.measures().errors).sum();
+    section.band.push(if errors == 0 {
+        Fact::new("Errors", "none").tone(Tone::Good)
+    } else {
+        Fact::new("Errors", crate::report::term::count(errors)).detail("over every run").tone(Tone::Bad)
+    });
+    let (set, broken): (usize, usize) = docs
+        .iter()
+        .map(|(_, d)| (d.thresholds().len(), d.thresholds().iter().filter(|t| !t.ok).count()))
+        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    if set > 0 {
+        section.band.push(match broken {
+            0 => Fact::new("Thresholds", format!("{set} of {set} passed")).tone(Tone::Good),
+            b => Fact::new("Thresholds", format!("{b} of {set} broken")).tone(Tone::Bad),
+        });
+    }
+    section.band.push(trust(docs.len()));
+    section.blocks.push(crate::report::blocks::Block::table(overview(&docs)));
+    section
+}
+
+/// Every run in one table: its series, workload, the figure of its kind (requests/s or users),
+/// p99, errors, the server's CPU and RAM, and whether it can be trusted.
+fn overview(docs: &[(&str, &crate::stats::doc::Doc)]) -> crate::report::table::Table {
+    use crate::report::table::{meteor_bytes, meteor_cpu, ms, Table, Tone};
+    let mut t =
+        Table::new(&["Run", "Workload", "Throughput", "p99", "Errors", "CPU", "RAM", "Trust"]).right(&[2, 3, 4, 5, 6]);
+    let na = || "n/a".to_string();
+    for (i, (name, d)) in docs.iter().enumerate() {
+        let m = d.measures();
+        let throughput = match d {
+            crate::stats::doc::Doc::Http(h) => format!("{:.1} req/s", h.summary.requests_per_s),
+            crate::stats::doc::Doc::Ddp(v) => {
+                format!("{} users", crate::report::term::count(v.summary.users.completed))
+            }
+        };
+        // Runs of one series are told apart by their workload where that differs (the demo's
+        // two), else by their place.
+        let same_name: Vec<&crate::stats::doc::Doc> = docs.iter().filter(|(n, _)| n == name).map(|(_, d)| *d).collect();
+        let run = match same_name.len() {
+            1 => name.to_string(),
+            _ if same_name.iter().filter(|x| x.workload() == d.workload()).count() == 1 => {
+                format!("{name} ({})", d.workload())
+            }
+            _ => format!("{name} #{}", i + 1),
+        };
+        let trust = band_trust(&m);
+        t.row(vec![
+            run,
+            d.workload(),
+            throughput,
+            m.p99_ms.map(ms).unwrap_or_else(na),
+            m.errors.to_string(),
+            m.cpu_pct.map(meteor_cpu).unwrap_or_else(na),
+            m.ram_bytes.map(meteor_bytes).unwrap_or_else(na),
+            trust.0,
+        ]);
+        let row = t.rows.len() - 1;
+        t.tone(row, 7, trust.1);
+        if m.errors > 0 {
+            t.tone(row, 4, Tone::Bad);
+        }
+    }
+    t
+}
+
+fn band_trust(m: &crate::stats::doc::Measures) -> (String, crate::report::table::Tone) {
+    use crate::report::table::Tone;
+    match (&m.suspect, m.interrupted) {
+        (Some(_), _) => ("suspect".into(), Tone::Warn),
+        (None, true) => ("interrupted".into(), Tone::Warn),
+        _ => ("clean".into(), Tone::Good),
+    }
 }
 
 /// Each series cut by workload: a series holding runs of several workloads becomes one series
@@ -171,16 +379,15 @@ pub fn markdown(
         Ok(())
     };
     let all = sections(series, requests);
-    if series.len() >= 2 {
-        out.push_str(&comparison(series, true));
-        out.push('\n');
-        show(&mut out, &all[0].charts)?;
+    if let Some(c) = all.iter().find(|s| s.kind == "comparison") {
+        out.push_str(&crate::report::blocks::render(&c.blocks, true));
+        show(&mut out, &c.charts)?;
     }
-    if let Some(history) = all.iter().find(|s| s.title == "History") {
-        out.push_str("## History\n\n");
+    for history in all.iter().filter(|s| s.kind == "history") {
+        out.push_str(&format!("## {}\n\n", md_text(&history.title)));
         show(&mut out, &history.charts)?;
     }
-    let per_request = requests.iter().map(html::requests_section);
+    let per_request = (!requests.is_empty()).then(|| html::requests_section(requests));
     for s in run_sections(series).into_iter().chain(per_request) {
         out.push_str(&format!("## {}\n\n", md_text(&s.title)));
         for n in &s.notes {

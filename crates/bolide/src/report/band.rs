@@ -1,0 +1,301 @@
+//! The figures a page opens with (its summary band) and a run's tables, built from result
+//! documents only: what was tested, the handful of figures people quote, whether it passed and
+//! whether the result can be trusted.
+
+use serde::Serialize;
+
+use super::blocks::Block;
+use super::table::{meteor_bytes, meteor_cpu, Table, Tone};
+use super::term::{count, us};
+use crate::stats::doc::Doc;
+
+/// One figure of a summary band: what it is, its value, a line under it, its tone.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Fact {
+    pub label: String,
+    pub value: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+    #[serde(skip_serializing_if = "Tone::is_plain")]
+    pub tone: Tone,
+}
+
+impl Fact {
+    pub fn new(label: impl Into<String>, value: impl Into<String>) -> Fact {
+        Fact { label: label.into(), value: value.into(), detail: String::new(), tone: Tone::Plain }
+    }
+
+    pub fn detail(mut self, detail: impl Into<String>) -> Fact {
+        self.detail = detail.into();
+        self
+    }
+
+    pub fn tone(mut self, tone: Tone) -> Fact {
+        self.tone = tone;
+        self
+    }
+}
+
+/// What a run tested, in one line: the first line of its summary ("bolide run tasks-reactive ->
+/// http://127.0.0.1:3000 (websocket, ...)").
+pub fn what(doc: &Doc) -> String {
+    super::summary(doc).lines().find(|l| !l.trim().is_empty()).unwrap_or_default().trim().to_string()
+}
+
+/// A latency in microseconds as people read it.
+fn lat(v: u64) -> String {
+    us(v as f64)
+}
+
+/// The run's figures, in the order people quote them: throughput or users, p50 and p99, errors,
+/// the server's CPU and RAM, thresholds, and whether the run can be trusted.
+pub fn run_facts(doc: &Doc) -> Vec<Fact> {
+    let m = doc.measures();
+    let mut out = Vec::new();
+    match doc {
+        Doc::Http(d) => {
+            let s = &d.summary;
+            out.push(Fact::new("Requests/s", format!("{:.1}", s.requests_per_s)).detail(format!(
+                "{} responses in {:.1} s",
+                count(s.responses),
+                s.duration_s
+            )));
+            if s.responses > 0 {
+                out.push(Fact::new("Latency p50", lat(s.latency.p50_us)));
+                out.push(
+                    Fact::new("Latency p99", lat(s.latency.p99_us)).detail(format!("max {}", lat(s.latency.max_us))),
+                );
+            }
+            let bad = s.errors + s.non_2xx_3xx;
+            let errors = Fact::new("Errors", if bad == 0 { "none".to_string() } else { count(bad) });
+            out.push(match bad {
+                0 => errors.tone(Tone::Good),
+                _ => errors.detail(error_detail(s.errors, s.non_2xx_3xx, &s.errors_by_class)).tone(Tone::Bad),
+            });
+        }
+        Doc::Ddp(d) => {
+            let u = &d.summary.users;
+            let users = Fact::new("Users", format!("{} of {} completed", count(u.completed), count(u.launched)))
+                .detail(format!("{} failed; Time {:.1} s", count(u.failed), d.summary.total_time_s));
+            out.push(if u.failed > 0 { users.tone(Tone::Bad) } else { users });
+            if let Some(p99) = m.p99_ms {
+                let p50 = all_steps_p50(d);
+                out.push(Fact::new("Step latency p50", p50.map(lat).unwrap_or_else(|| "n/a".into())));
+                out.push(Fact::new("Step latency p99", us(p99 * 1000.0)).detail("every step together"));
+            }
+            if let Some(r) = &d.summary.reactive {
+                out.push(Fact::new("Reactive p99", lat(r.p99_us)).detail(format!("p50 {}", lat(r.p50_us))));
+            }
+            let s = &d.summary;
+            let errors = Fact::new(
+                "Step errors",
+                if s.step_errors == 0 {
+                    "none".to_string()
+                } else {
+                    format!("{} ({:.2}%)", count(s.step_errors), s.error_rate_pct)
+                },
+            );
+            out.push(match s.step_errors {
+                0 => errors.tone(Tone::Good),
+                _ => errors.detail(error_detail(s.step_errors, 0, &s.errors_by_class)).tone(Tone::Bad),
+            });
+        }
+    }
+    out.extend(server_facts(doc));
+    out.extend(threshold_fact(doc));
+    out.push(trust_fact(doc));
+    out
+}
+
+/// The errors by class, most frequent first: "timeout 3, refused 1".
+fn error_detail(errors: u64, non_2xx: u64, by_class: &std::collections::BTreeMap<String, u64>) -> String {
+    let mut classes: Vec<(&String, &u64)> = by_class.iter().filter(|(_, n)| **n > 0).collect();
+    classes.sort_by(|a, b| b.1.cmp(a.1));
+    let mut parts: Vec<String> = classes.iter().take(3).map(|(c, n)| format!("{c} {}", count(**n))).collect();
+    if non_2xx > 0 {
+        parts.push(format!("{} not 2xx or 3xx", count(non_2xx)));
+    }
+    if parts.is_empty() {
+        parts.push(format!("{} failed", count(errors)));
+    }
+    parts.join(", ")
+}
+
+/// The median over every step of a DDP run (None when no step was timed).
+fn all_steps_p50(d: &crate::stats::vu::DdpDoc) -> Option<u64> {
+    let mut all = crate::stats::hist::latency_us();
+    for s in &d.steps {
+        if let Ok(h) = crate::stats::hist::decode(&s.latency_histogram) {
+            let _ = all.add(&h);
+        }
+    }
+    (!all.is_empty()).then(|| all.value_at_quantile(0.5))
+}
+
+/// The watched server's CPU and RAM (sums over the processes, as the Meteor reports give them).
+fn server_facts(doc: &Doc) -> Vec<Fact> {
+    let m = doc.measures();
+    let sampled: Vec<&crate::monitor::MonitorResult> = doc.monitor().iter().filter(|m| !m.samples.is_empty()).collect();
+    let (Some(cpu), Some(ram)) = (m.cpu_pct, m.ram_bytes) else {
+        return vec![Fact::new("Server CPU / RAM", "not watched").detail("--spawn or --monitor NAME=:PORT")];
+    };
+    let who = match sampled.len() {
+        1 => sampled[0].name.clone(),
+        n => format!("sum of {n} processes"),
+    };
+    let peak_cpu: f64 = sampled.iter().map(|m| m.peak_cpu_pct).sum();
+    let peak_ram: u64 = sampled.iter().map(|m| m.peak_rss_bytes).sum();
+    vec![
+        Fact::new("Server CPU", meteor_cpu(cpu)).detail(format!("{who}; peak {}", meteor_cpu(peak_cpu))),
+        Fact::new("Server RAM", meteor_bytes(ram)).detail(format!("peak {}", meteor_bytes(peak_ram as f64))),
+    ]
+}
+
+/// Thresholds passed and broken (none when the run set none).
+fn threshold_fact(doc: &Doc) -> Option<Fact> {
+    let t = doc.thresholds();
+    if t.is_empty() {
+        return None;
+    }
+    let broken: Vec<&str> = t.iter().filter(|t| !t.ok).map(|t| t.threshold.as_str()).collect();
+    Some(if broken.is_empty() {
+        Fact::new("Thresholds", format!("{} of {} passed", t.len(), t.len())).tone(Tone::Good)
+    } else {
+        Fact::new("Thresholds", format!("{} of {} broken", broken.len(), t.len()))
+            .detail(broken.join(", "))
+            .tone(Tone::Bad)
+    })
+}
+
+/// Whether the figures measure the server: interrupted, suspect (bolide or the machine was the
+/// limit), or clean.
+pub fn trust_fact(doc: &Doc) -> Fact {
+    let m = doc.measures();
+    match (&m.suspect, m.interrupted) {
+        (Some(why), _) => Fact::new("Trust", "SUSPECT").detail(why.clone()).tone(Tone::Warn),
+        (None, true) => Fact::new("Trust", "interrupted").detail("stopped before its end").tone(Tone::Warn),
+        (None, false) => match doc.generator() {
+            Some(g) => Fact::new("Trust", "clean")
+                .detail(format!("bolide {:.0}% CPU, machine {:.0}% idle", g.avg_cpu_pct, g.avg_machine_idle_pct))
+                .tone(Tone::Good),
+            None => Fact::new("Trust", "unchecked").detail("no self-check in the document"),
+        },
+    }
+}
+
+/// A run's tables: per step (DDP) or latency and outcomes (HTTP), the watched processes, the
+/// thresholds.
+pub fn run_blocks(doc: &Doc) -> Vec<Block> {
+    let mut out = Vec::new();
+    match doc {
+        Doc::Http(d) => {
+            let l = &d.summary.latency;
+            let mut t =
+                Table::new(&["", "p50", "p75", "p90", "p99", "p99.9", "max", "mean"]).right(&[1, 2, 3, 4, 5, 6, 7]);
+            if d.summary.responses > 0 {
+                t.row(vec![
+                    "Latency".into(),
+                    lat(l.p50_us),
+                    lat(l.p75_us),
+                    lat(l.p90_us),
+                    lat(l.p99_us),
+                    lat(l.p99_9_us),
+                    lat(l.max_us),
+                    us(l.mean_us),
+                ]);
+                out.push(Block::table(t));
+            }
+            let mut o = Table::new(&["Outcome", "Count"]).right(&[1]);
+            for (code, n) in &d.summary.status {
+                o.row(vec![format!("status {code}"), count(*n)]);
+                if !code.starts_with('2') && !code.starts_with('3') {
+                    o.tone_last_row(Tone::Bad);
+                }
+            }
+            for (class, n) in d.summary.errors_by_class.iter().filter(|(_, n)| **n > 0) {
+                o.row(vec![format!("error: {class}"), count(*n)]);
+                o.tone_last_row(Tone::Bad);
+            }
+            if !o.rows.is_empty() {
+                out.push(Block::table(o));
+            }
+        }
+        Doc::Ddp(d) => {
+            let mut t = Table::new(&["Step", "Count", "Errors", "p50", "p90", "p99", "max", "per minute"])
+                .right(&[1, 2, 3, 4, 5, 6, 7]);
+            for s in &d.steps {
+                let l = s.latency.as_ref();
+                let p =
+                    |f: fn(&crate::stats::result::Latency) -> u64| l.map(|l| lat(f(l))).unwrap_or_else(|| "-".into());
+                t.row(vec![
+                    s.name.clone(),
+                    count(s.count),
+                    count(s.errors),
+                    p(|l| l.p50_us),
+                    p(|l| l.p90_us),
+                    p(|l| l.p99_us),
+                    p(|l| l.max_us),
+                    format!("{:.1}", s.per_minute),
+                ]);
+                if s.errors > 0 {
+                    t.tone(t.rows.len() - 1, 2, Tone::Bad);
+                }
+            }
+            for (name, l) in [
+                ("reactive (write to update)", &d.summary.reactive),
+                ("fan-out (insert to every subscriber)", &d.summary.fanout),
+            ] {
+                if let Some(l) = l {
+                    t.row(vec![
+                        name.into(),
+                        "".into(),
+                        "".into(),
+                        lat(l.p50_us),
+                        lat(l.p90_us),
+                        lat(l.p99_us),
+                        lat(l.max_us),
+                        "".into(),
+                    ]);
+                }
+            }
+            if !t.rows.is_empty() {
+                out.push(Block::table(t));
+            }
+        }
+    }
+    let sampled: Vec<&crate::monitor::MonitorResult> = doc.monitor().iter().collect();
+    if !sampled.is_empty() {
+        let mut t = Table::new(&["Server", "CPU avg", "CPU peak", "RAM avg", "RAM peak"]).right(&[1, 2, 3, 4]);
+        for m in sampled {
+            if m.samples.is_empty() {
+                t.row(vec![m.name.clone(), "n/a".into(), "n/a".into(), "n/a".into(), "n/a".into()]);
+                t.tone_last_row(Tone::Warn);
+            } else {
+                t.row(vec![
+                    m.name.clone(),
+                    meteor_cpu(m.avg_cpu_pct),
+                    meteor_cpu(m.peak_cpu_pct),
+                    meteor_bytes(m.avg_rss_bytes),
+                    meteor_bytes(m.peak_rss_bytes as f64),
+                ]);
+            }
+        }
+        out.push(Block::table(t));
+    }
+    let th = doc.thresholds();
+    if !th.is_empty() {
+        let mut t = Table::new(&["Threshold", "Measured", "Bound", "Result"]).right(&[1, 2]);
+        for r in th {
+            let value = r.value.map(|v| format!("{v:.2} {}", r.unit)).unwrap_or_else(|| "n/a".into());
+            t.row(vec![
+                r.threshold.clone(),
+                value.trim().to_string(),
+                format!("{:.2} {}", r.bound, r.unit).trim().to_string(),
+                if r.ok { "passed".into() } else { "BROKEN".into() },
+            ]);
+            t.tone(t.rows.len() - 1, 3, if r.ok { Tone::Good } else { Tone::Bad });
+        }
+        out.push(Block::table(t));
+    }
+    out
+}
