@@ -644,8 +644,9 @@ fn the_live_dashboard_updates_every_second_then_shows_the_final_report() {
     let url = format!("http://127.0.0.1:{port}/");
     // Chromium opens the page as soon as bolide listens, and follows it to the final report.
     in_chromium_setup();
+    let shot = std::env::temp_dir().join(format!("bolide-dashboard-{port}.png"));
     let mut browser = Command::new("node")
-        .args(["dashboard.mjs", &url])
+        .args(["dashboard.mjs", &url, shot.to_str().unwrap()])
         .current_dir(node_dir())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -675,6 +676,19 @@ fn the_live_dashboard_updates_every_second_then_shows_the_final_report() {
     assert!(seen.status.success(), "dashboard.mjs: {stdout}\n{}", rest.join().unwrap());
     let seen: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     assert!(seen["updates"].as_u64().unwrap() >= 3, "{seen}");
+    // Mid-run, the page shows the last second's figures first, and its charts with their axes.
+    let mid = &seen["midRun"];
+    let labels: Vec<&str> = mid["band"].as_array().unwrap().iter().map(|f| f[0].as_str().unwrap()).collect();
+    assert_eq!(labels[..4], ["Requests/s", "p50", "p99", "Errors so far"], "{seen}");
+    let rate: f64 = mid["band"][0][1].as_str().unwrap().parse().unwrap();
+    assert!(rate > 0.0, "{seen}");
+    let live: Vec<&str> = mid["drawn"].as_array().unwrap().iter().map(|d| d[0].as_str().unwrap()).collect();
+    assert!(live.contains(&"throughput") && live.contains(&"latency"), "{seen}");
+    for a in mid["axes"].as_array().unwrap() {
+        assert!(a[1].as_u64().unwrap() >= 1 && a[2].as_u64().unwrap() >= 2, "{a}");
+    }
+    assert!(std::fs::metadata(&shot).map(|m| m.len() > 10_000).unwrap_or(false), "screenshot {}", shot.display());
+    let _ = std::fs::remove_file(&shot);
     assert_eq!(seen["final"], serde_json::json!(format!("{url}report")), "{seen}");
     assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
     assert_eq!(seen["console"], serde_json::json!([]), "{seen}");
@@ -840,4 +854,207 @@ fn charts_as_svg_files_and_in_a_markdown_report() {
     let o = bolide(&["report", http.to_str().unwrap(), "--format", "md"]);
     assert_eq!(o.code, 0, "{}", o.err);
     assert!(o.out.contains("```text") && !o.out.contains("!["), "{}", o.out);
+}
+
+/// What a person sees of a page, checked: nothing failed or was fetched, the first screen holds
+/// the band with `labels` (in order, from its start), every table has cells and scrolls rather
+/// than clips, every chart drawn has ticks on both axes and paint on its canvas. Returns what
+/// Chromium saw.
+fn looks_right(page: &Path, labels: &[&str]) -> serde_json::Value {
+    let shot = page.with_extension("png");
+    let seen = in_chromium(page, &shot);
+    assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
+    assert_eq!(seen["console"], serde_json::json!([]), "{seen}");
+    assert_eq!(seen["requests"], serde_json::json!([]), "{seen}");
+    let band: Vec<&str> =
+        seen["firstScreen"]["band"].as_array().unwrap().iter().map(|f| f[0].as_str().unwrap()).collect();
+    assert!(band.len() >= labels.len() && band[..labels.len()] == *labels, "first screen: {band:?}; {seen}");
+    for f in seen["firstScreen"]["band"].as_array().unwrap() {
+        assert!(!f[1].as_str().unwrap().is_empty(), "a figure with no value: {f}");
+    }
+    let tables = seen["tables"].as_array().unwrap();
+    assert!(!tables.is_empty(), "{seen}");
+    for t in tables {
+        assert_eq!(t["clipped"], false, "{t}");
+        let width = t["header"].as_array().unwrap().len();
+        assert!(t["rows"].as_array().unwrap().iter().all(|r| r.as_array().unwrap().len() == width), "{t}");
+    }
+    let drawn = seen["drawn"].as_array().unwrap();
+    assert!(!drawn.is_empty(), "{seen}");
+    assert_eq!(seen["axes"].as_array().unwrap().len(), drawn.len(), "{seen}");
+    for a in seen["axes"].as_array().unwrap() {
+        assert!(a[1].as_u64().unwrap() >= 1 && a[2].as_u64().unwrap() >= 2, "axes of {a}");
+    }
+    for p in seen["painted"].as_array().unwrap() {
+        assert!(p[1].as_u64().unwrap() > 1_000, "nothing painted on {p}");
+    }
+    assert!(std::fs::metadata(&shot).map(|m| m.len() > 10_000).unwrap_or(false), "screenshot {}", shot.display());
+    seen
+}
+
+/// The rows of the first table whose header starts with `first`.
+fn table_rows<'a>(seen: &'a serde_json::Value, first: &str) -> Vec<Vec<&'a str>> {
+    let t = seen["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["header"][0] == first)
+        .unwrap_or_else(|| panic!("no {first} table: {seen}"));
+    t["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect())
+        .collect()
+}
+
+#[test]
+fn the_key_pages_answer_on_their_first_screen_in_chromium() {
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let ok = format!("{}/ok", server.base_url());
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+
+    // One run: its figures first, in the order people quote them.
+    let o = bolide(&["http", "-n", "2000", "-c", "2", "-t", "1", "--html", &path("run.html"), &ok]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    let seen = looks_right(&dir.path().join("run.html"), &["Requests/s", "Latency p50", "Latency p99", "Errors"]);
+    let outcomes = table_rows(&seen, "Outcome");
+    assert_eq!(outcomes, [vec!["status 200", "2,000"]], "{seen}");
+
+    // Two series of one workload: the comparison's verdict per metric, in words and a colour.
+    for label in ["before", "after"] {
+        let o = bolide(&[
+            "bench",
+            "http",
+            "-n",
+            "1500",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--runs",
+            "2",
+            "--cooldown",
+            "0",
+            "--label",
+            label,
+            "--out",
+            &path(label),
+            &ok,
+        ]);
+        assert_eq!(o.code, 0, "{}", o.err);
+    }
+    let o = bolide(&["report", &path("before"), &path("after"), "-o", &path("compare.html")]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    let seen = looks_right(&dir.path().join("compare.html"), &["Requests per second"]);
+    let band = seen["firstScreen"]["band"].as_array().unwrap();
+    let rps = &band[0];
+    assert!(rps[1].as_str().unwrap().contains("requests/s"), "{rps}");
+    assert!(["good", "bad", "plain", "warn"].contains(&rps[2].as_str().unwrap()), "{rps}");
+    assert_eq!(band.last().unwrap()[0], "Trust", "{seen}");
+    let verdicts = seen["firstScreen"]["verdicts"].as_array().unwrap();
+    assert!(verdicts.iter().any(|v| v.as_str().unwrap().starts_with("after against before")), "{seen}");
+    // The metric table: every cell there, the change and significance columns whole.
+    let metrics = table_rows(&seen, "Metric");
+    assert_eq!(
+        metrics.iter().map(|r| r[0]).collect::<Vec<_>>()[..2],
+        ["Requests per second", "p99 latency"],
+        "{metrics:?}"
+    );
+    assert!(metrics.iter().all(|r| !r[4].is_empty()), "{metrics:?}");
+    let toc = seen["toc"].as_array().unwrap();
+    assert_eq!(toc[1], "after compared with before", "{seen}");
+
+    // A capacity ladder: the knee first.
+    let o = bolide(&[
+        "capacity",
+        "http",
+        "--from",
+        "200",
+        "--step",
+        "200",
+        "--to",
+        "400",
+        "-d",
+        "1s",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--cooldown",
+        "0",
+        "--allow-busy-machine",
+        "--html",
+        &path("capacity.html"),
+        &ok,
+    ]);
+    assert!([0, 1].contains(&o.code), "{}\n{}", o.out, o.err);
+    let seen = looks_right(&dir.path().join("capacity.html"), &["Held up to"]);
+    let ladder = table_rows(&seen, "# Requests");
+    assert!(!ladder.is_empty() && ladder[0][0] == "200", "{ladder:?}");
+}
+
+#[test]
+fn the_cluster_test_has_its_own_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cluster");
+    // The binary: the demo starts its servers as children of its own executable.
+    let o = Command::new(env!("CARGO_BIN_EXE_bolide"))
+        .args(["demo", "cluster", "--quick", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let seen = looks_right(&out.join("report.html"), &["control subs/min", "Most subs/min in total", "Failed users"]);
+    // The Cluster test's table, with the total beside the range per server.
+    let rows = table_rows(&seen, "Scenario");
+    assert_eq!(rows.iter().map(|r| r[0]).collect::<Vec<_>>(), cluster_names());
+    assert_eq!(rows[0][2], rows[0][3], "the control's one server is its total: {rows:?}");
+    // Every server of every shape has its bar; shapes are no releases: no comparison, no history.
+    let drawn = seen["drawn"].as_array().unwrap();
+    assert_eq!(drawn[0], serde_json::json!(["cluster-subscriptions", 22]), "{seen}");
+    let toc: Vec<&str> = seen["toc"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    assert_eq!(toc[0], "Cluster test");
+    assert!(!toc.iter().any(|t| t.contains("compared with") || t.starts_with("History")), "{toc:?}");
+    // The entry points are named as such in the servers' CPU charts.
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let data = report_data(&page);
+    let cpu = data["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["kind"] == "run")
+        .flat_map(|s| s["charts"].as_array().unwrap().iter().filter(|c| c["id"] == "server-cpu"))
+        .flat_map(|c| c["series"].as_array().unwrap().iter().map(|s| s["label"].as_str().unwrap().to_string()))
+        .collect::<Vec<_>>();
+    assert!(cpu.contains(&"s1-entry".to_string()) && cpu.contains(&"s2".to_string()), "{cpu:?}");
+}
+
+#[test]
+fn the_demo_page_says_what_ran_and_whether_to_trust_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("demo");
+    let o = Command::new(env!("CARGO_BIN_EXE_bolide")).args(["demo", "--quick", "--out"]).arg(&out).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let seen = looks_right(&out.join("report.html"), &["Runs", "Errors"]);
+    assert_eq!(seen["firstScreen"]["band"].as_array().unwrap().last().unwrap()[0], "Trust", "{seen}");
+    // The two workloads are two rows named by their workload, never run 1 and run 2 of one.
+    let rows = table_rows(&seen, "Run");
+    let workloads: Vec<&str> = rows.iter().map(|r| r[1]).collect();
+    assert_eq!(workloads, ["tasks-nonreactive", "tasks-reactive"], "{rows:?}");
+    assert!(rows.iter().all(|r| r[0].ends_with(&format!("({})", r[1]))), "{rows:?}");
+    // Each run's response time per second is drawn.
+    let drawn: Vec<&str> = seen["drawn"].as_array().unwrap().iter().map(|d| d[0].as_str().unwrap()).collect();
+    assert_eq!(drawn.iter().filter(|d| **d == "response-time").count(), 2, "{drawn:?}");
+}
+
+fn cluster_names() -> Vec<&'static str> {
+    vec![
+        "control",
+        "3 servers, one balancer",
+        "3 servers, all balancers",
+        "5 servers, all balancers",
+        "10 servers, all balancers",
+    ]
 }

@@ -463,7 +463,8 @@ fn climb(
             .collect();
         let series = crate::results::compare::Series { name: "capacity".into(), source: PathBuf::new(), runs };
         let mut sections = vec![ladder];
-        sections.extend(crate::results::report::sections(&[series], &[]));
+        // The ladder is the page's summary: then every level's run.
+        sections.extend(crate::results::report::runs_sections(&[series]));
         let page = crate::report::html::page("bolide capacity", &sections);
         let mut code = gate;
         if let Some(path) = html {

@@ -107,6 +107,54 @@ pub fn run_facts(doc: &Doc) -> Vec<Fact> {
     out
 }
 
+/// A live run's figures (the dashboard's band): its last whole second (throughput or users
+/// alive, p50 and p99, errors) and the watched server's last sample.
+pub fn live_facts(doc: &Doc) -> Vec<Fact> {
+    let mut out = Vec::new();
+    match doc {
+        Doc::Http(d) => {
+            if let Some(s) = d.timeline.last() {
+                let rate = if s.span_s > 0.0 { s.responses as f64 / s.span_s } else { 0.0 };
+                out.push(Fact::new("Requests/s", format!("{rate:.0}")).detail(format!("second {}", s.t + 1)));
+                if s.responses > 0 {
+                    out.push(Fact::new("p50", lat(s.latency_p50_us)));
+                    out.push(Fact::new("p99", lat(s.latency_p99_us)));
+                }
+                let errors: u64 = d.timeline.iter().map(|s| s.errors).sum();
+                out.push(Fact::new("Errors so far", count(errors)).tone(if errors > 0 {
+                    Tone::Bad
+                } else {
+                    Tone::Good
+                }));
+            }
+        }
+        Doc::Ddp(d) => {
+            if let Some(s) = d.timeline.last() {
+                out.push(Fact::new("Users alive", count(s.users_alive)).detail(format!("second {}", s.t + 1)));
+                if let Some(l) = &s.latency {
+                    out.push(Fact::new("Step p50", lat(l.p50_us)));
+                    out.push(Fact::new("Step p99", lat(l.p99_us)));
+                }
+                let errors: u64 = d.timeline.iter().map(|s| s.counts.step_errors).sum();
+                out.push(Fact::new("Step errors so far", count(errors)).tone(if errors > 0 {
+                    Tone::Bad
+                } else {
+                    Tone::Good
+                }));
+            }
+        }
+    }
+    for m in doc.monitor() {
+        if let Some(&(_, cpu, rss)) = m.samples.last() {
+            out.push(
+                Fact::new(format!("{} CPU", m.name), meteor_cpu(cpu))
+                    .detail(format!("RSS {}", meteor_bytes(rss as f64))),
+            );
+        }
+    }
+    out
+}
+
 /// The errors by class, most frequent first: "timeout 3, refused 1".
 fn error_detail(errors: u64, non_2xx: u64, by_class: &std::collections::BTreeMap<String, u64>) -> String {
     let mut classes: Vec<(&String, &u64)> = by_class.iter().filter(|(_, n)| **n > 0).collect();

@@ -111,7 +111,9 @@ pub fn requests_section(files: &[Requests]) -> Section {
 pub fn live_section(doc: &Doc, title: &str, line: String) -> Section {
     let charts = super::charts::single_run(doc).into_iter().filter(|c| c.x_kind != super::charts::XKind::Percentile);
     Section {
+        kind: "live",
         title: title.to_string(),
+        band: super::band::live_facts(doc),
         notes: vec!["live: the charts grow every second; the final report replaces this page when the run ends".into()],
         text: format!("{line}\n"),
         charts: charts.collect(),
