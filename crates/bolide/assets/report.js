@@ -63,9 +63,9 @@
     const named = chart.x_kind === "label";
     const nameOf = (v) => (chart.x_names || [])[Math.round(v) - 1] || "";
     const seconds = chart.x_kind === "seconds";
-    // A run shorter than two seconds is drawn in milliseconds, over at least one second.
+    // A run shorter than a second is drawn in milliseconds, over one second (never 0 to 100 s).
     const xs = chart.x.filter((v) => v != null);
-    const short = seconds && xs.length > 0 && Math.max(...xs) - Math.min(...xs) < 2;
+    const short = seconds && xs.length > 0 && Math.max(...xs) - Math.min(...xs) < 1;
     const secondsText = (v) => (short ? (v * 1000).toFixed(0) + " ms" : number(v) + " s");
     const xValue = (v) =>
       v == null ? "-" : percentile ? percentileLabel(v) : named ? nameOf(v) : seconds ? secondsText(v) : number(v);

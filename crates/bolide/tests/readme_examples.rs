@@ -157,3 +157,32 @@ fn every_bolide_command_the_readme_shows_parses() {
     }
     assert!(checked >= 20, "only {checked} commands found");
 }
+
+#[test]
+fn every_image_the_documentation_shows_is_in_the_repository() {
+    // README.md and docs/*.md: ![text](path) relative to the page, each a file that exists.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut pages = vec![root.join("README.md")];
+    for e in std::fs::read_dir(root.join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            pages.push(p);
+        }
+    }
+    let mut seen = 0;
+    for page in pages {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for part in text.split("![").skip(1) {
+            let Some(target) = part.split_once("](").and_then(|(_, rest)| rest.split_once(')')).map(|(t, _)| t) else {
+                continue;
+            };
+            if target.starts_with("http") {
+                continue;
+            }
+            let file = page.parent().unwrap().join(target);
+            assert!(file.is_file(), "{}: the image {target} is missing", page.display());
+            seen += 1;
+        }
+    }
+    assert!(seen >= 5, "the README and docs show the pages as they look: {seen} images");
+}
