@@ -993,6 +993,9 @@ fn the_key_pages_answer_on_their_first_screen_in_chromium() {
     let seen = looks_right(&dir.path().join("capacity.html"), &["Held up to"]);
     let ladder = table_rows(&seen, "# Requests");
     assert!(!ladder.is_empty() && ladder[0][0] == "200", "{ladder:?}");
+    // Levels are no repetitions of one run: no chart of "run 1, run 2".
+    let drawn: Vec<&str> = seen["drawn"].as_array().unwrap().iter().map(|d| d[0].as_str().unwrap()).collect();
+    assert!(drawn.iter().all(|d| !d.starts_with("runs-")) && drawn.contains(&"ladder-p99"), "{drawn:?}");
 }
 
 #[test]

@@ -457,14 +457,23 @@ fn climb(
     }
     {
         let ladder = ladder_section(&rows, kind, unit, conclusion(&rows, &levels, unit), notes);
-        let runs = rows
+        // Each level is a series of its own (levels are no repetitions of one run): their time
+        // series overlaid, then each level's run.
+        let series: Vec<crate::results::compare::Series> = rows
             .iter()
-            .filter_map(|(level, doc, _)| doc.clone().map(|d| (PathBuf::from(format!("level {level} {unit}")), d)))
+            .filter_map(|(level, doc, _)| {
+                let name = format!("level {level} {unit}");
+                let d = doc.clone()?;
+                Some(crate::results::compare::Series {
+                    name: name.clone(),
+                    source: PathBuf::new(),
+                    runs: vec![(PathBuf::from(name), d)],
+                })
+            })
             .collect();
-        let series = crate::results::compare::Series { name: "capacity".into(), source: PathBuf::new(), runs };
         let mut sections = vec![ladder];
         // The ladder is the page's summary: then every level's run.
-        sections.extend(crate::results::report::runs_sections(&[series]));
+        sections.extend(crate::results::report::runs_sections(&series));
         let page = crate::report::html::page("bolide capacity", &sections);
         let mut code = gate;
         if let Some(path) = html {

@@ -109,7 +109,11 @@ pub fn requests_section(files: &[Requests]) -> Section {
 /// A run's section on the live dashboard: its progress in words and its charts so far (the
 /// time series; the percentile spectra need the whole run and come with the final report).
 pub fn live_section(doc: &Doc, title: &str, line: String) -> Section {
-    let charts = super::charts::single_run(doc).into_iter().filter(|c| c.x_kind != super::charts::XKind::Percentile);
+    // The time series only: the spectra need the whole run, and the outcome bars its totals
+    // (the live document has the seconds so far, not the counts by status).
+    let charts = super::charts::single_run(doc)
+        .into_iter()
+        .filter(|c| c.x_kind != super::charts::XKind::Percentile && c.id != "outcomes");
     Section {
         kind: "live",
         title: title.to_string(),
