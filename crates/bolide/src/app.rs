@@ -60,6 +60,7 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
         Command::Compare(a) => crate::results::compare::compare(&a, io),
         Command::Report(a) => crate::results::report::report(&a, io),
         Command::Merge(a) => crate::results::merge::merge(&a, command_line, io),
+        Command::Record(a) => crate::record::record(&a, io),
         Command::K8s(a) => crate::k8s::command(&a, io),
         Command::Capacity(a) => crate::load::capacity::capacity(&a.workload, command_line, io, cancel),
         Command::Demo(a) if a.which == crate::cli::DemoWhich::Cluster => crate::load::cluster::demo(&a, io, cancel),

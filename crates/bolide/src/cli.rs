@@ -34,6 +34,8 @@ pub enum Command {
     Capacity(CapacityArgs),
     /// Merge the result documents of one plan's segments (--segment I/N) into the whole run's.
     Merge(MergeArgs),
+    /// Turn a browser session (a HAR from Chrome DevTools, Playwright or mitmproxy) into a DDP scenario.
+    Record(RecordArgs),
     /// Write the Kubernetes manifests that run one plan as N pods (an Indexed Job), one segment each.
     K8s(K8sArgs),
     /// Start the reference server and run the Meteor benchmark against it: works on a fresh machine.
@@ -255,6 +257,44 @@ pub struct MergeArgs {
     /// Print only warnings and errors.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "Examples:\n  \
+    bolide record session.har -o s.yml && bolide run s.yml --arrival-rate 5 -d 30s\n  \
+    bolide record session.har --connection 2 --think-scale 0.5 -o s.yml\n  \
+    bolide record session.har --no-correlate        # every value as recorded, on stdout\n\n\
+    Exit codes: 0 written, 2 usage error or a file that is not a HAR with a DDP connection, 3 the scenario \
+    could not be written.")]
+pub struct RecordArgs {
+    /// The HAR file: Chrome DevTools (Network, Export HAR with the page's WebSocket open while
+    /// recording), Playwright (recordHar with content "embed") or mitmproxy.
+    #[arg(value_name = "FILE.har")]
+    pub har: Option<PathBuf>,
+
+    /// Where the scenario goes (`-`, the default, for stdout; what was done goes to stderr then).
+    #[arg(short = 'o', long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+
+    /// Which DDP connection of the HAR to record (1, the first, by default); the others are listed.
+    #[arg(long, value_name = "N")]
+    pub connection: Option<usize>,
+
+    /// Keep every value as recorded: no variable for ids the browser made or results it got back.
+    #[arg(long)]
+    pub no_correlate: bool,
+
+    /// Multiply the recorded pauses by this (0 drops them).
+    #[arg(long, value_name = "FACTOR", default_value_t = 1.0)]
+    pub think_scale: f64,
+
+    /// The longest think kept (longer pauses are cut to it).
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub think_max: String,
+
+    /// A recording proxy (not built yet: says so).
+    #[arg(long, value_name = "ADDR", hide = true)]
+    pub listen: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]

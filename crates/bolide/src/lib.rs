@@ -18,6 +18,7 @@ pub mod manual;
 pub mod monitor;
 pub mod plan;
 pub mod proto;
+pub mod record;
 pub mod redact;
 pub mod report;
 pub mod results;

@@ -1,0 +1,510 @@
+//! A recorded DDP session as a scenario's flow: the browser's `connect`, `sub`, `unsub` and
+//! `method` messages as steps, the pauses between a server's reply and the next action as
+//! thinks, and deterministic correlation: a value the server returned (a method's result, a
+//! login's token and user id) is captured by the step that received it and put where it comes
+//! back; an id the browser made is a per-user variable. Every substitution is listed for review.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::har::Message;
+
+/// How to turn a session into steps.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Replace ids and results by variables (false: every value as recorded).
+    pub correlate: bool,
+    /// Recorded pauses multiplied by this (0 drops them).
+    pub think_scale: f64,
+    /// The longest think kept.
+    pub think_max: Duration,
+}
+
+/// A step of the recorded flow.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Connect,
+    Subscribe {
+        name: String,
+        params: Value,
+    },
+    Unsubscribe(String),
+    Call {
+        method: String,
+        params: Value,
+        capture: Option<String>,
+    },
+    /// A password login (the user and password become payload columns).
+    LoginPassword,
+    /// A resume login (the token becomes a payload column).
+    LoginResume,
+    Think(Duration),
+    Disconnect,
+}
+
+/// The flow and what was done to it.
+#[derive(Debug, Clone, Default)]
+pub struct Recorded {
+    pub steps: Vec<Step>,
+    /// Each substitution made, in words.
+    pub substitutions: Vec<String>,
+    /// What was left out or kept as it was, and why.
+    pub notes: Vec<String>,
+    /// The payload columns the flow needs (logins): `username, password` or `loginToken`.
+    pub payload: Vec<&'static str>,
+    /// The user name of a password login, for the payload file's example row.
+    pub username: Option<String>,
+}
+
+/// Where a value the browser sent came from.
+#[derive(Debug, Clone)]
+enum Source {
+    /// The result of the call at this step.
+    Result(usize),
+    LoginToken,
+    UserId,
+    /// An id the server sent in `added` (subscription data: not captured).
+    Added(String),
+}
+
+/// A Meteor id as `Random.id()` makes them: 17 of its 55 characters.
+pub fn is_meteor_id(s: &str) -> bool {
+    const ALPHABET: &str = "23456789ABCDEFGHJKLMNPQRSTWXYZabcdefghijkmnopqrstuvwxyz";
+    s.len() == 17 && s.chars().all(|c| ALPHABET.contains(c))
+}
+
+fn kind(m: &Message) -> &str {
+    m.msg.get("msg").and_then(Value::as_str).unwrap_or("")
+}
+
+/// Every string inside a value.
+fn strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+    match v {
+        Value::String(s) => out.push(s),
+        Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+        Value::Object(o) => o.values().for_each(|x| strings(x, out)),
+        _ => {}
+    }
+}
+
+/// Builds the flow of one connection's messages.
+pub fn build(messages: &[Message], opts: &Options) -> Recorded {
+    let mut rec = Recorded::default();
+    // Ids the browser made: how often each appears in what it sent (the one that recurs most is
+    // the user's own, `$vuId`; one that appears once is new each time, `$randomId`).
+    let mut returned: Vec<String> = Vec::new();
+    let mut made: BTreeMap<String, usize> = BTreeMap::new();
+    for m in messages {
+        let mut s = Vec::new();
+        if m.sent && matches!(kind(m), "method" | "sub") {
+            strings(m.msg.get("params").unwrap_or(&Value::Null), &mut s);
+            // Made by the browser: sent before the server ever sent it (the server may echo it
+            // back later, in a document's fields).
+            for x in s.into_iter().filter(|x| is_meteor_id(x)) {
+                if made.contains_key(x) || !returned.iter().any(|r| r == x) {
+                    *made.entry(x.to_string()).or_default() += 1;
+                }
+            }
+        } else if !m.sent {
+            for v in m.msg.values() {
+                strings(v, &mut s);
+            }
+            returned.extend(s.into_iter().filter(|x| is_meteor_id(x)).map(str::to_string));
+        }
+    }
+    let own = made.iter().filter(|(_, n)| **n >= 2).max_by_key(|(_, n)| **n).map(|(id, _)| id.clone());
+    let mut known: HashMap<String, Source> = HashMap::new();
+    let mut calls: HashMap<String, usize> = HashMap::new();
+    let mut login_call: Option<String> = None;
+    let mut subs: HashMap<String, String> = HashMap::new();
+    let mut per_method: HashMap<String, usize> = HashMap::new();
+    let mut said: Vec<String> = Vec::new();
+    let mut last: Option<f64> = None;
+    let mut connected = false;
+    let (mut skipped_subs, mut other) = (0usize, BTreeMap::<String, usize>::new());
+    for m in messages {
+        let k = kind(m);
+        if matches!(k, "ping" | "pong") {
+            continue; // heartbeats: bolide answers and sends its own
+        }
+        if m.sent {
+            if connected && k != "connect" {
+                think(&mut rec, last.map(|t| m.time_s - t), opts);
+            }
+            match k {
+                "connect" if !connected => {
+                    rec.steps.push(Step::Connect);
+                    connected = true;
+                }
+                "connect" => rec.notes.push("the browser connected again on this connection; kept once".into()),
+                "sub" => {
+                    let id = m.msg.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+                    let name = m.msg.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+                    if let std::collections::hash_map::Entry::Vacant(slot) = subs.entry(id) {
+                        slot.insert(name.clone());
+                        let params = m.msg.get("params").cloned().unwrap_or(Value::Array(vec![]));
+                        let params = substitute(
+                            params,
+                            &format!("subscribe {name}"),
+                            &mut rec,
+                            &known,
+                            &own,
+                            &made,
+                            opts,
+                            &mut said,
+                        );
+                        rec.steps.push(Step::Subscribe { name, params });
+                    } else {
+                        skipped_subs += 1;
+                    }
+                }
+                "unsub" => {
+                    let id = m.msg.get("id").and_then(Value::as_str).unwrap_or_default();
+                    if let Some(name) = subs.get(id) {
+                        rec.steps.push(Step::Unsubscribe(name.clone()));
+                    }
+                }
+                "method" => {
+                    let method = m.msg.get("method").and_then(Value::as_str).unwrap_or_default().to_string();
+                    let id = m.msg.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+                    let params = m.msg.get("params").cloned().unwrap_or(Value::Array(vec![]));
+                    if method == "login" {
+                        let first = params.get(0).cloned().unwrap_or(Value::Null);
+                        if first.get("resume").is_some() {
+                            rec.steps.push(Step::LoginResume);
+                            rec.payload = vec!["loginToken"];
+                            rec.substitutions.push(
+                                "login: the resume token became {{ loginToken }}, a column of the payload file (the recorded token is not written)".into(),
+                            );
+                        } else {
+                            rec.steps.push(Step::LoginPassword);
+                            rec.payload = vec!["username", "password"];
+                            let user = first.get("user");
+                            rec.username = user
+                                .and_then(|u| u.get("username").or_else(|| u.get("email")))
+                                .and_then(Value::as_str)
+                                .map(str::to_string);
+                            rec.substitutions.push(
+                                "login: the user and password became {{ username }} and {{ password }}, columns of the payload file (the recorded digest is not written)".into(),
+                            );
+                        }
+                        login_call = Some(id);
+                    } else {
+                        let n = per_method.entry(method.clone()).or_default();
+                        *n += 1;
+                        let what = format!("call {method} #{n}");
+                        let params = substitute(params, &what, &mut rec, &known, &own, &made, opts, &mut said);
+                        calls.insert(id, rec.steps.len());
+                        rec.steps.push(Step::Call { method, params, capture: None });
+                    }
+                    if m.msg.contains_key("randomSeed") && opts.correlate {
+                        note_once(
+                            &mut rec,
+                            &mut said,
+                            "randomSeed: bolide's calls send none; the server makes its own ids for inserts",
+                        );
+                    }
+                }
+                other_kind => *other.entry(format!("sent {other_kind}")).or_default() += 1,
+            }
+        } else {
+            match k {
+                "result" => {
+                    let id = m.msg.get("id").and_then(Value::as_str).unwrap_or_default();
+                    let result = m.msg.get("result");
+                    if login_call.as_deref() == Some(id) {
+                        for (field, source) in [("token", Source::LoginToken), ("id", Source::UserId)] {
+                            if let Some(v) = result.and_then(|r| r.get(field)).and_then(Value::as_str) {
+                                known.insert(v.to_string(), source);
+                            }
+                        }
+                    } else if let (Some(step), Some(Value::String(v))) = (calls.get(id), result) {
+                        known.insert(v.clone(), Source::Result(*step));
+                    }
+                }
+                "added" => {
+                    if let (Some(id), Some(c)) =
+                        (m.msg.get("id").and_then(Value::as_str), m.msg.get("collection").and_then(Value::as_str))
+                    {
+                        known.entry(id.to_string()).or_insert_with(|| Source::Added(c.to_string()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        last = Some(m.time_s);
+    }
+    if connected {
+        rec.steps.push(Step::Disconnect);
+    }
+    if skipped_subs > 0 {
+        rec.notes.push(format!("{skipped_subs} repeated sub messages (an id already subscribed) kept once"));
+    }
+    for (what, n) in other {
+        rec.notes.push(format!("{n} {what} messages left out"));
+    }
+    rec
+}
+
+/// A think for the pause before an action, scaled, capped, to the 10 ms; none under 20 ms.
+fn think(rec: &mut Recorded, gap_s: Option<f64>, opts: &Options) {
+    let Some(gap) = gap_s.filter(|g| *g > 0.0) else { return };
+    let secs = (gap * opts.think_scale).min(opts.think_max.as_secs_f64());
+    let ms = ((secs * 1000.0) / 10.0).round() as u64 * 10;
+    if ms >= 20 {
+        rec.steps.push(Step::Think(Duration::from_millis(ms)));
+    }
+}
+
+fn note_once(rec: &mut Recorded, said: &mut Vec<String>, text: &str) {
+    if !said.iter().any(|s| s == text) {
+        said.push(text.to_string());
+        rec.notes.push(text.to_string());
+    }
+}
+
+/// The params of a step with correlated values replaced by variables.
+#[allow(clippy::too_many_arguments)]
+fn substitute(
+    v: Value,
+    step: &str,
+    rec: &mut Recorded,
+    known: &HashMap<String, Source>,
+    own: &Option<String>,
+    made: &BTreeMap<String, usize>,
+    opts: &Options,
+    said: &mut Vec<String>,
+) -> Value {
+    if !opts.correlate {
+        // Values stay as recorded, but a secret (the login's token) never goes into the file.
+        return match v {
+            Value::String(s) if matches!(known.get(&s), Some(Source::LoginToken)) => "{{ loginToken }}".into(),
+            Value::Array(a) => {
+                Value::Array(a.into_iter().map(|x| substitute(x, step, rec, known, own, made, opts, said)).collect())
+            }
+            Value::Object(o) => Value::Object(
+                o.into_iter().map(|(k, x)| (k, substitute(x, step, rec, known, own, made, opts, said))).collect(),
+            ),
+            other => other,
+        };
+    }
+    match v {
+        Value::Array(a) => {
+            Value::Array(a.into_iter().map(|x| substitute(x, step, rec, known, own, made, opts, said)).collect())
+        }
+        Value::Object(o) => Value::Object(
+            o.into_iter().map(|(k, x)| (k, substitute(x, step, rec, known, own, made, opts, said))).collect(),
+        ),
+        Value::String(s) => Value::String(replace(&s, step, rec, known, own, made, said)),
+        other => other,
+    }
+}
+
+fn replace(
+    s: &str,
+    step: &str,
+    rec: &mut Recorded,
+    known: &HashMap<String, Source>,
+    own: &Option<String>,
+    made: &BTreeMap<String, usize>,
+    said: &mut Vec<String>,
+) -> String {
+    let short = |s: &str| {
+        if s.chars().count() > 24 {
+            format!("{}…", s.chars().take(24).collect::<String>())
+        } else {
+            s.to_string()
+        }
+    };
+    match known.get(s) {
+        Some(Source::Result(at)) => {
+            let name = capture_name(rec, *at);
+            let text =
+                format!("{step}: {}, the result of step {}, -> {{{{ {name} }}}} (captured there)", short(s), at + 1);
+            note_once_sub(rec, said, &format!("{step}/{s}"), text);
+            return format!("{{{{ {name} }}}}");
+        }
+        Some(Source::LoginToken) => {
+            note_once_sub(rec, said, s, format!("{step}: the login's token -> {{{{ loginToken }}}}"));
+            return "{{ loginToken }}".into();
+        }
+        Some(Source::UserId) => {
+            note_once_sub(rec, said, s, format!("{step}: the logged-in user's id -> {{{{ userId }}}}"));
+            return "{{ userId }}".into();
+        }
+        Some(Source::Added(c)) => {
+            note_once(
+                rec,
+                said,
+                &format!(
+                    "{step}: {} came from the server in a document of {c} (subscription data, which bolide does not capture): kept as recorded",
+                    short(s)
+                ),
+            );
+            return s.to_string();
+        }
+        None => {}
+    }
+    if own.as_deref() == Some(s) {
+        let text = format!(
+            "{step}: {s}, an id the browser made and sent {} times -> {{{{ $vuId }}}} (one per user)",
+            made.get(s).copied().unwrap_or(0)
+        );
+        note_once_sub(rec, said, s, text);
+        return "{{ $vuId }}".into();
+    }
+    match made.get(s) {
+        Some(1) => {
+            rec.substitutions
+                .push(format!("{step}: {s}, an id the browser made -> {{{{ $randomId }}}} (new each time)"));
+            "{{ $randomId }}".into()
+        }
+        Some(n) => {
+            note_once(rec, said, &format!("{step}: {s}, an id the browser made and sent {n} times, kept as recorded (give it a variable by hand)"));
+            s.to_string()
+        }
+        None => s.to_string(),
+    }
+}
+
+/// A substitution listed once per key (a value, or a step and a value).
+fn note_once_sub(rec: &mut Recorded, said: &mut Vec<String>, value: &str, text: String) {
+    let key = format!("sub:{value}");
+    if !said.contains(&key) {
+        said.push(key);
+        rec.substitutions.push(text);
+    }
+}
+
+/// The variable the call at `at` captures its result into (named the first time it is needed:
+/// `insertTask_1` for the first call of insertTask).
+fn capture_name(rec: &mut Recorded, at: usize) -> String {
+    let n = rec.steps[..at]
+        .iter()
+        .filter(
+            |s| matches!((s, &rec.steps[at]), (Step::Call { method: a, .. }, Step::Call { method: b, .. }) if a == b),
+        )
+        .count()
+        + 1;
+    if let Step::Call { method, capture, .. } = &mut rec.steps[at] {
+        let name =
+            capture.get_or_insert_with(|| format!("{}_{n}", method.replace(|c: char| !c.is_ascii_alphanumeric(), "_")));
+        return name.clone();
+    }
+    format!("result_{}", at + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn at(sent: bool, t: f64, v: Value) -> Message {
+        let Value::Object(msg) = v else { panic!() };
+        Message { sent, time_s: t, msg }
+    }
+
+    fn opts() -> Options {
+        Options { correlate: true, think_scale: 1.0, think_max: Duration::from_secs(10) }
+    }
+
+    /// A session: connect, login, subscribe (twice with one id), insert with the browser's own
+    /// session id, the server's result used by a remove, a client-made id used once, a 30 s pause.
+    fn session() -> Vec<Message> {
+        vec![
+            at(true, 0.0, json!({"msg":"connect","version":"1","support":["1"]})),
+            at(false, 0.01, json!({"msg":"connected","session":"S"})),
+            at(
+                true,
+                0.02,
+                json!({"msg":"method","method":"login","params":[{"user":{"username":"ada"},"password":{"digest":"d1gest","algorithm":"sha-256"}}],"id":"1"}),
+            ),
+            at(
+                false,
+                0.05,
+                json!({"msg":"result","id":"1","result":{"id":"u5erIdAAAAAAAAAAA","token":"T0ken-secret","tokenExpires":{"$date":1}}}),
+            ),
+            at(true, 0.06, json!({"msg":"sub","id":"s1","name":"tasks","params":["u5erIdAAAAAAAAAAA"]})),
+            at(true, 0.06, json!({"msg":"sub","id":"s1","name":"tasks","params":["u5erIdAAAAAAAAAAA"]})),
+            at(false, 0.08, json!({"msg":"ready","subs":["s1"]})),
+            at(
+                true,
+                0.58,
+                json!({"msg":"method","method":"insertTask","params":[{"sessionId":"HRSDMy25RLcwGu9p6","n":1}],"id":"2","randomSeed":"x"}),
+            ),
+            at(
+                false,
+                0.59,
+                json!({"msg":"added","collection":"tasks","id":"JzCEya3bA7yugdpTS","fields":{"sessionId":"HRSDMy25RLcwGu9p6"}}),
+            ),
+            at(false, 0.60, json!({"msg":"result","id":"2","result":"JzCEya3bA7yugdpTS"})),
+            at(false, 0.61, json!({"msg":"ping"})),
+            at(
+                true,
+                30.6,
+                json!({"msg":"method","method":"insertTask","params":[{"sessionId":"HRSDMy25RLcwGu9p6","_id":"aaaaaaaaaaaaaaaaa"}],"id":"3"}),
+            ),
+            at(false, 30.7, json!({"msg":"added","collection":"tasks","id":"bbbbbbbbbbbbbbbbb","fields":{}})),
+            at(
+                true,
+                30.8,
+                json!({"msg":"method","method":"removeTask","params":["JzCEya3bA7yugdpTS","bbbbbbbbbbbbbbbbb","T0ken-secret"],"id":"4"}),
+            ),
+            at(true, 30.9, json!({"msg":"unsub","id":"s1"})),
+        ]
+    }
+
+    #[test]
+    fn a_session_becomes_steps_with_its_values_correlated() {
+        let rec = build(&session(), &opts());
+        let steps: Vec<String> = rec
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::Call { method, params, capture } => format!("call {method} {params} {capture:?}"),
+                Step::Subscribe { name, params } => format!("sub {name} {params}"),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                "Connect",
+                "LoginPassword",
+                "sub tasks [\"{{ userId }}\"]",
+                "Think(500ms)",
+                "call insertTask [{\"sessionId\":\"{{ $vuId }}\",\"n\":1}] Some(\"insertTask_1\")",
+                "Think(10s)",
+                "call insertTask [{\"sessionId\":\"{{ $vuId }}\",\"_id\":\"{{ $randomId }}\"}] None",
+                "Think(100ms)",
+                "call removeTask [\"{{ insertTask_1 }}\",\"bbbbbbbbbbbbbbbbb\",\"{{ loginToken }}\"] None",
+                "Think(100ms)",
+                "Unsubscribe(\"tasks\")",
+                "Disconnect",
+            ]
+        );
+        assert_eq!((rec.payload.clone(), rec.username.as_deref()), (vec!["username", "password"], Some("ada")));
+        let all = format!("{:?} {:?}", rec.substitutions, rec.notes);
+        assert!(!all.contains("d1gest") && !all.contains("T0ken-secret"), "no secret is listed: {all}");
+        assert!(all.contains("bbbbbbbbbbbbbbbbb came from the server in a document of tasks"), "{all}");
+        assert!(all.contains("1 repeated sub messages"), "{all}");
+        assert!(all.contains("randomSeed"), "{all}");
+        // 30 s of pause capped at --think-max, pings never counted as an action.
+        let plain =
+            build(&session(), &Options { correlate: false, think_scale: 0.0, think_max: Duration::from_secs(10) });
+        assert!(!plain.steps.iter().any(|s| matches!(s, Step::Think(_))), "scale 0 drops the thinks");
+        assert!(plain.substitutions.iter().all(|s| s.starts_with("login")), "{:?}", plain.substitutions);
+        let Step::Call { params, .. } = &plain.steps[plain.steps.len() - 3] else { panic!("{:?}", plain.steps) };
+        assert_eq!(params[0], "JzCEya3bA7yugdpTS", "--no-correlate keeps values");
+    }
+
+    #[test]
+    fn meteor_ids_are_told_from_other_strings() {
+        assert!(is_meteor_id("HRSDMy25RLcwGu9p6"));
+        assert!(!is_meteor_id("HRSDMy25RLcwGu9p"), "16 characters");
+        assert!(!is_meteor_id("HRSDMy25RLcwGu9p0"), "0 is not in Random.id's alphabet");
+        assert!(!is_meteor_id("New Task 1"));
+    }
+}

@@ -1,0 +1,228 @@
+//! A HAR file's WebSocket connections and their frames, as Chrome DevTools, Playwright
+//! (`recordHar` with `content: "embed"`) and mitmproxy save them: entries whose
+//! `_webSocketMessages` list `{type: send|receive, time, opcode, data}`; then the DDP messages of
+//! each, unwrapped from SockJS's framing where the connection is SockJS.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+/// The largest HAR bolide reads (1 GiB): a browser session of hours; more is refused at once.
+pub const MAX_HAR_BYTES: u64 = 1 << 30;
+
+/// How a connection carries DDP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    WebSocket,
+    SockJs,
+}
+
+impl Transport {
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::WebSocket => "websocket",
+            Transport::SockJs => "sockjs",
+        }
+    }
+}
+
+/// One WebSocket connection of the HAR.
+#[derive(Debug, Clone)]
+pub struct Connection {
+    pub url: String,
+    /// Whether the server accepted permessage-deflate (None: the HAR does not say).
+    pub compression: Option<bool>,
+    /// Text frames, in time order.
+    pub frames: Vec<Frame>,
+    /// Binary frames, left out.
+    pub binary: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct Frame {
+    pub sent: bool,
+    /// Seconds since the epoch.
+    pub time_s: f64,
+    pub data: String,
+}
+
+/// A DDP message of a connection: sent by the browser or received, when, and the message.
+#[derive(Debug, Clone)]
+pub struct Message {
+    pub sent: bool,
+    pub time_s: f64,
+    pub msg: serde_json::Map<String, Value>,
+}
+
+/// Reads the HAR at `path`: every WebSocket connection with its frames. The error says why the
+/// file is not a HAR (with the line and column of broken JSON).
+pub fn read(path: &Path) -> Result<Vec<Connection>, String> {
+    let bytes = crate::files::read_limited(path, MAX_HAR_BYTES).map_err(|e| format!("{}: {e}", path.display()))?;
+    parse(&bytes).map_err(|e| format!("{}:{e}", path.display()))
+}
+
+/// [`read`] on the file's bytes; errors start with `LINE:COLUMN: ` where they have a place.
+pub fn parse(bytes: &[u8]) -> Result<Vec<Connection>, String> {
+    let v: Value = serde_json::from_slice(bytes).map_err(|e| {
+        let what = if e.is_eof() { "the file ends inside its JSON (truncated?)".to_string() } else { e.to_string() };
+        format!("{}:{}: not a HAR: {what}", e.line(), e.column())
+    })?;
+    let entries =
+        v.get("log").and_then(|l| l.get("entries")).and_then(Value::as_array).ok_or_else(|| {
+            " not a HAR: no log.entries (a HAR is JSON with {\"log\": {\"entries\": [...]}})".to_string()
+        })?;
+    let mut out = Vec::new();
+    for e in entries {
+        let Some(messages) = e.get("_webSocketMessages").and_then(Value::as_array) else { continue };
+        let url = e.get("request").and_then(|r| r.get("url")).and_then(Value::as_str).unwrap_or_default().to_string();
+        let mut conn = Connection { url, compression: compression(e), frames: Vec::new(), binary: 0 };
+        for m in messages {
+            let sent = match m.get("type").and_then(Value::as_str) {
+                Some("send") => true,
+                Some("receive") => false,
+                _ => continue,
+            };
+            if m.get("opcode").and_then(Value::as_u64).unwrap_or(1) != 1 {
+                conn.binary += 1;
+                continue;
+            }
+            let (Some(time), Some(data)) =
+                (m.get("time").and_then(Value::as_f64), m.get("data").and_then(Value::as_str))
+            else {
+                continue;
+            };
+            conn.frames.push(Frame { sent, time_s: time, data: data.to_string() });
+        }
+        // Chrome and mitmproxy write seconds since the epoch; Playwright milliseconds.
+        if conn.frames.iter().any(|f| f.time_s > 1e11) {
+            conn.frames.iter_mut().for_each(|f| f.time_s /= 1000.0);
+        }
+        conn.frames.sort_by(|a, b| a.time_s.total_cmp(&b.time_s));
+        out.push(conn);
+    }
+    Ok(out)
+}
+
+/// Whether the WebSocket handshake's answer accepted permessage-deflate.
+fn compression(entry: &Value) -> Option<bool> {
+    let headers = entry.get("response")?.get("headers")?.as_array()?;
+    if headers.is_empty() {
+        return None;
+    }
+    Some(headers.iter().any(|h| {
+        h.get("name").and_then(Value::as_str).is_some_and(|n| n.eq_ignore_ascii_case("sec-websocket-extensions"))
+            && h.get("value").and_then(Value::as_str).is_some_and(|v| v.contains("permessage-deflate"))
+    }))
+}
+
+/// The transport a connection's URL names: SockJS's `/sockjs/SERVER/SESSION/websocket`, or a raw
+/// DDP WebSocket.
+pub fn transport(url: &str) -> Transport {
+    if url.contains("/sockjs/") {
+        Transport::SockJs
+    } else {
+        Transport::WebSocket
+    }
+}
+
+/// The server a connection's URL belongs to, as a scenario's target: `ws://host:3000/websocket`
+/// -> `http://host:3000`.
+pub fn target(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some(("wss", rest)) | Some(("https", rest)) => ("https", rest),
+        Some((_, rest)) => ("http", rest),
+        None => ("http", url),
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    format!("{scheme}://{host}")
+}
+
+/// The DDP messages of a connection (SockJS frames unwrapped: `o`, `h`, `a[...]`, `c[...]` from
+/// the server, `[...]` from the browser); frames that are no DDP message are counted in `other`.
+pub fn messages(conn: &Connection, other: &mut usize) -> Vec<Message> {
+    let sockjs = transport(&conn.url) == Transport::SockJs;
+    let mut out = Vec::new();
+    for f in &conn.frames {
+        let texts: Vec<String> = if sockjs {
+            let body = if f.sent { Some(f.data.as_str()) } else { f.data.strip_prefix('a') };
+            match body.map(serde_json::from_str::<Vec<String>>) {
+                Some(Ok(v)) => v,
+                // `o`, `h`, `c[...]`: framing, no DDP.
+                None if matches!(f.data.chars().next(), Some('o' | 'h' | 'c')) => continue,
+                _ => {
+                    *other += 1;
+                    continue;
+                }
+            }
+        } else {
+            vec![f.data.clone()]
+        };
+        for t in texts {
+            match serde_json::from_str::<Value>(&t) {
+                Ok(Value::Object(msg)) if msg.contains_key("msg") => {
+                    out.push(Message { sent: f.sent, time_s: f.time_s, msg })
+                }
+                // Meteor's legacy `{"server_id": ...}` greeting and anything else that is no DDP.
+                _ => *other += 1,
+            }
+        }
+    }
+    out
+}
+
+/// Whether the browser opened DDP on this connection (it sent `connect`).
+pub fn is_ddp(messages: &[Message]) -> bool {
+    messages.iter().any(|m| m.sent && m.msg.get("msg").and_then(Value::as_str) == Some("connect"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chrome_seconds_playwright_milliseconds_sockjs_unwrapped() {
+        let har = r#"{"log":{"entries":[
+          {"request":{"url":"http://x/"},"response":{"headers":[]}},
+          {"request":{"url":"wss://app.example:8443/sockjs/123/abcd/websocket"},
+           "response":{"headers":[{"name":"Sec-WebSocket-Extensions","value":"permessage-deflate"}]},
+           "_webSocketMessages":[
+             {"type":"receive","time":1795477935.7,"opcode":1,"data":"o"},
+             {"type":"send","time":1795477935.6,"opcode":1,"data":"[\"{\\\"msg\\\":\\\"connect\\\",\\\"version\\\":\\\"1\\\"}\"]"},
+             {"type":"receive","time":1795477935.8,"opcode":1,"data":"a[\"{\\\"msg\\\":\\\"connected\\\",\\\"session\\\":\\\"s\\\"}\"]"},
+             {"type":"receive","time":1795477935.9,"opcode":2,"data":"AAEC"},
+             {"type":"receive","time":1795477936.0,"opcode":1,"data":"h"}]},
+          {"request":{"url":"ws://127.0.0.1:3000/websocket"},
+           "_webSocketMessages":[
+             {"type":"send","time":1795477935652.0,"opcode":1,"data":"{\"msg\":\"connect\"}"},
+             {"type":"receive","time":1795477935656.5,"opcode":1,"data":"{\"server_id\":\"0\"}"}]}]}}"#;
+        let conns = parse(har.as_bytes()).unwrap();
+        assert_eq!(conns.len(), 2);
+        let s = &conns[0];
+        assert_eq!(
+            (transport(&s.url), target(&s.url), s.compression, s.binary),
+            (Transport::SockJs, "https://app.example:8443".to_string(), Some(true), 1)
+        );
+        let mut other = 0;
+        let m = messages(s, &mut other);
+        // Out of order in the file, in time order here; `o` and `h` are framing.
+        let kinds: Vec<&str> = m.iter().map(|m| m.msg["msg"].as_str().unwrap()).collect();
+        assert_eq!((kinds, other), (vec!["connect", "connected"], 0));
+        assert!(is_ddp(&m));
+        let w = &conns[1];
+        assert_eq!((transport(&w.url), w.compression), (Transport::WebSocket, None));
+        assert!((w.frames[0].time_s - 1_795_477_935.652).abs() < 1e-6, "milliseconds read as such");
+        let m = messages(w, &mut other);
+        assert_eq!((m.len(), other), (1, 1), "the legacy greeting is no DDP message");
+    }
+
+    #[test]
+    fn broken_files_say_where_and_why() {
+        let e = parse(b"{\"log\": {\"entries\": [").unwrap_err();
+        assert!(e.starts_with("1:") && e.contains(": not a HAR: the file ends inside its JSON"), "{e}");
+        let e = parse(b"{\n  \"log\": 3,\n}").unwrap_err();
+        assert!(e.starts_with("3:1: not a HAR"), "{e}");
+        let e = parse(b"{\"log\": {}}").unwrap_err();
+        assert!(e.contains("no log.entries"), "{e}");
+        assert!(parse(b"{\"log\": {\"entries\": []}}").unwrap().is_empty());
+    }
+}

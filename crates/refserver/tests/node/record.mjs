@@ -1,0 +1,30 @@
+// Records a user's session on the tasks page as a HAR with Playwright's recordHar (WebSocket
+// frames embedded), in Debian's headless Chromium: add two tasks, remove one. Prints one JSON line
+// {"sessionId": the page's own id, "rows": tasks seen}.
+// Usage: node record.mjs http://127.0.0.1:PORT OUT.har
+import { chromium } from "playwright-core";
+
+const [base, har] = process.argv.slice(2);
+const executablePath = process.env.CHROMIUM || "/usr/bin/chromium";
+const browser = await chromium.launch({ executablePath, args: ["--no-sandbox", "--disable-gpu"] });
+try {
+  const context = await browser.newContext({ recordHar: { path: har, content: "embed" } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(10000);
+  await page.goto(base + "/");
+  await page.waitForFunction(() => document.getElementById("status").textContent === "connected");
+  const sessionId = (await page.textContent("#sessionId")).trim();
+  const row = (n) => page.locator("#tasks li", { hasText: `${sessionId} New Task ${n}` });
+  await page.click("text=Add task");
+  await row(1).waitFor({ state: "visible" });
+  await page.click("text=Add task");
+  await row(2).waitFor({ state: "visible" });
+  await page.click("text=Remove task");
+  await row(1).waitFor({ state: "detached" });
+  const rows = await page.locator("#tasks li").count();
+  // Closing the context writes the HAR, the WebSocket's frames with it.
+  await context.close();
+  console.log(JSON.stringify({ sessionId, rows }));
+} finally {
+  await browser.close();
+}
