@@ -18,6 +18,24 @@ pub struct Target {
 
 pub const TARGETS: &[Target] = &[
     Target {
+        name: "har",
+        about: "bolide record: HAR files, their WebSocket frames, the flow and the scenario written (which bolide must read back)",
+        seeds: har_seeds,
+        dictionary: &[
+            "\"_webSocketMessages\":[",
+            "{\"type\":\"send\",\"time\":1,\"opcode\":1,\"data\":\"",
+            "{\"type\":\"receive\",\"time\":2,\"opcode\":1,\"data\":\"",
+            "{\\\"msg\\\":\\\"method\\\",\\\"method\\\":\\\"",
+            "\\\"params\\\":[",
+            "\\\"result\\\":\\\"",
+            "HRSDMy25RLcwGu9p6",
+            "/sockjs/1/a/websocket",
+            "a[\\\"",
+        ],
+        max_len: 8192,
+        run: har,
+    },
+    Target {
         name: "http-response",
         about: "bolide's HTTP/1.1 response parser, fed whole and in pieces",
         seeds: http_seeds,
@@ -386,5 +404,51 @@ fn scenario(data: &[u8]) {
     if let Err(e) = bolide::scenario::yaml::load_str(&text, "fuzz.yml", base) {
         // Every problem is printable (positions, hints) without panicking.
         let _ = e.to_string();
+    }
+}
+
+// --- HAR files (bolide record) ----------------------------------------------------------------
+
+fn har_seeds() -> Vec<Vec<u8>> {
+    strings(&[
+        r#"{"log":{"entries":[{"request":{"url":"ws://127.0.0.1:3000/websocket"},"_webSocketMessages":[
+{"type":"send","time":1795477935652.0,"opcode":1,"data":"{\"msg\":\"connect\",\"version\":\"1\"}"},
+{"type":"receive","time":1795477935656.5,"opcode":1,"data":"{\"msg\":\"connected\",\"session\":\"s\"}"},
+{"type":"send","time":1795477935700.0,"opcode":1,"data":"{\"msg\":\"sub\",\"id\":\"a\",\"name\":\"fetchTasks\",\"params\":[]}"},
+{"type":"send","time":1795477936000.0,"opcode":1,"data":"{\"msg\":\"method\",\"method\":\"insertTask\",\"params\":[{\"sessionId\":\"HRSDMy25RLcwGu9p6\"}],\"id\":\"1\"}"},
+{"type":"receive","time":1795477936010.0,"opcode":1,"data":"{\"msg\":\"result\",\"id\":\"1\",\"result\":\"JzCEya3bA7yugdpTS\"}"},
+{"type":"send","time":1795477936100.0,"opcode":1,"data":"{\"msg\":\"method\",\"method\":\"removeTask\",\"params\":[\"JzCEya3bA7yugdpTS\",\"HRSDMy25RLcwGu9p6\"],\"id\":\"2\"}"}]}]}}"#,
+        r#"{"log":{"entries":[{"request":{"url":"wss://x/sockjs/1/a/websocket"},"response":{"headers":[]},"_webSocketMessages":[
+{"type":"receive","time":1.0,"opcode":1,"data":"o"},
+{"type":"send","time":1.1,"opcode":1,"data":"[\"{\\\"msg\\\":\\\"connect\\\"}\"]"},
+{"type":"send","time":1.2,"opcode":1,"data":"[\"{\\\"msg\\\":\\\"method\\\",\\\"method\\\":\\\"login\\\",\\\"id\\\":\\\"1\\\",\\\"params\\\":[{\\\"resume\\\":\\\"t\\\"}]}\"]"},
+{"type":"receive","time":1.3,"opcode":1,"data":"c[3000,\"Go away\"]"}]}]}}"#,
+    ])
+}
+
+fn har(data: &[u8]) {
+    let Ok(conns) = bolide::record::har::parse(data) else { return };
+    let opts = bolide::record::flow::Options {
+        correlate: true,
+        think_scale: 1.0,
+        think_max: std::time::Duration::from_secs(10),
+    };
+    for (i, c) in conns.iter().enumerate() {
+        let mut other = 0;
+        let messages = bolide::record::har::messages(c, &mut other);
+        if !bolide::record::har::is_ddp(&messages) {
+            continue;
+        }
+        // A connection whose URL is no ws:// or wss:// URL is refused by bolide record.
+        let Ok(target) = bolide::record::har::target(&c.url) else { continue };
+        let rec = bolide::record::flow::build(&messages, &opts);
+        let text = bolide::record::scenario(&rec, c, &target, std::path::Path::new("fuzz.har"), i + 1, conns.len());
+        // What bolide record writes, bolide run reads.
+        let base = std::path::Path::new("/nonexistent/bolide-fuzz");
+        if let Err(e) = bolide::scenario::yaml::load_str(&text, "recorded.yml", base) {
+            let e = e.to_string();
+            // A login's payload file is the user's to write: not there is no fault of the writer.
+            assert!(e.contains("users.csv"), "bolide record wrote a scenario bolide cannot read: {e}\n{text}");
+        }
     }
 }

@@ -126,15 +126,20 @@ pub fn transport(url: &str) -> Transport {
 }
 
 /// The server a connection's URL belongs to, as a scenario's target: `ws://host:3000/websocket`
-/// -> `http://host:3000`.
-pub fn target(url: &str) -> String {
-    let (scheme, rest) = match url.split_once("://") {
-        Some(("wss", rest)) | Some(("https", rest)) => ("https", rest),
-        Some((_, rest)) => ("http", rest),
-        None => ("http", url),
+/// -> `http://host:3000`; an error when the URL is none.
+pub fn target(url: &str) -> Result<String, String> {
+    let u = url::Url::parse(url).map_err(|e| format!("the connection's URL {url:?} is not a URL: {e}"))?;
+    let scheme = match u.scheme() {
+        "wss" | "https" => "https",
+        "ws" | "http" => "http",
+        other => return Err(format!("the connection's URL {url:?} has the scheme {other:?}, not ws or wss")),
     };
-    let host = rest.split(['/', '?', '#']).next().unwrap_or(rest);
-    format!("{scheme}://{host}")
+    let host = u.host_str().ok_or_else(|| format!("the connection's URL {url:?} names no host"))?;
+    let host = if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.to_string() };
+    Ok(match u.port() {
+        Some(p) => format!("{scheme}://{host}:{p}"),
+        None => format!("{scheme}://{host}"),
+    })
 }
 
 /// The DDP messages of a connection (SockJS frames unwrapped: `o`, `h`, `a[...]`, `c[...]` from
@@ -221,6 +226,8 @@ mod tests {
         assert!(e.starts_with("1:") && e.contains(": not a HAR: the file ends inside its JSON"), "{e}");
         let e = parse(b"{\n  \"log\": 3,\n}").unwrap_err();
         assert!(e.starts_with("3:1: not a HAR"), "{e}");
+        assert!(target("ws://120.0000001.0.0.1:3000/websocket").unwrap_err().contains("is not a URL"));
+        assert_eq!(target("ws://[::1]:3000/websocket"), Ok("http://[::1]:3000".to_string()));
         let e = parse(b"{\"log\": {}}").unwrap_err();
         assert!(e.contains("no log.entries"), "{e}");
         assert!(parse(b"{\"log\": {\"entries\": []}}").unwrap().is_empty());

@@ -86,9 +86,16 @@ pub fn record(args: &RecordArgs, io: &mut Io) -> i32 {
         return exit::USAGE;
     }
     let (conn, messages) = &ddp[pick - 1];
+    let target = match har::target(&conn.url) {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {}: connection {pick}: {}", har_path.display(), crate::redact::text(&e));
+            return exit::USAGE;
+        }
+    };
     let opts = Options { correlate: !args.no_correlate, think_scale: args.think_scale, think_max };
     let rec = flow::build(messages, &opts);
-    let text = scenario(&rec, conn, har_path, pick, ddp.len());
+    let text = scenario(&rec, conn, &target, har_path, pick, ddp.len());
     // What was done, on stderr when the scenario goes to stdout.
     let mut said = String::new();
     said.push_str(&format!(
@@ -158,9 +165,16 @@ fn quoted(s: &str) -> String {
     flow_value(&Value::String(s.to_string()))
 }
 
-/// The scenario file: config (target, a short phase, the transport and compression as
+/// The scenario file (`target` from [`har::target`]): config (target, a short phase, the transport and compression as
 /// recorded, the payload for a login) and one flow.
-fn scenario(rec: &Recorded, conn: &har::Connection, har_path: &Path, pick: usize, of: usize) -> String {
+pub fn scenario(
+    rec: &Recorded,
+    conn: &har::Connection,
+    target: &str,
+    har_path: &Path,
+    pick: usize,
+    of: usize,
+) -> String {
     let mut out = String::new();
     let name = har_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     out.push_str(&format!(
@@ -169,7 +183,7 @@ fn scenario(rec: &Recorded, conn: &har::Connection, har_path: &Path, pick: usize
         name.replace('\n', " ")
     ));
     out.push_str("config:\n");
-    out.push_str(&format!("  target: {}\n", quoted(&crate::redact::text(&har::target(&conn.url)))));
+    out.push_str(&format!("  target: {}\n", quoted(&crate::redact::text(target))));
     out.push_str("  phases:\n    - duration: 10\n      arrivalRate: 1\n");
     out.push_str("  ddp:\n");
     out.push_str(&format!("    transport: {}\n", har::transport(&conn.url).name()));
