@@ -205,7 +205,7 @@ mod tests {
         let s = &conns[0];
         assert_eq!(
             (transport(&s.url), target(&s.url), s.compression, s.binary),
-            (Transport::SockJs, "https://app.example:8443".to_string(), Some(true), 1)
+            (Transport::SockJs, Ok("https://app.example:8443".to_string()), Some(true), 1)
         );
         let mut other = 0;
         let m = messages(s, &mut other);
