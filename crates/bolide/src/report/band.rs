@@ -171,13 +171,7 @@ fn error_detail(errors: u64, non_2xx: u64, by_class: &std::collections::BTreeMap
 
 /// The median over every step of a DDP run (None when no step was timed).
 fn all_steps_p50(d: &crate::stats::vu::DdpDoc) -> Option<u64> {
-    let mut all = crate::stats::hist::latency_us();
-    for s in &d.steps {
-        if let Ok(h) = crate::stats::hist::decode(&s.latency_histogram) {
-            let _ = all.add(&h);
-        }
-    }
-    (!all.is_empty()).then(|| all.value_at_quantile(0.5))
+    crate::stats::doc::all_steps(d).map(|h| h.value_at_quantile(0.5))
 }
 
 /// The watched server's CPU and RAM (sums over the processes, as the Meteor reports give them).

@@ -278,7 +278,7 @@ impl Doc {
 }
 
 /// Every step's latency in one histogram (None when no step was timed).
-fn all_steps(d: &DdpDoc) -> Option<hdrhistogram::Histogram<u64>> {
+pub fn all_steps(d: &DdpDoc) -> Option<hdrhistogram::Histogram<u64>> {
     let mut all = super::hist::latency_us();
     for s in &d.steps {
         if let Ok(h) = super::hist::decode(&s.latency_histogram) {
