@@ -193,3 +193,42 @@ fn hars_bolide_cannot_use_are_refused_with_the_reason() {
     let o = bolide(&["record", &dir.path().join("missing.har").to_string_lossy()]);
     assert_eq!(o.code, 2, "{}", o.err);
 }
+
+#[test]
+fn a_har_in_chrome_devtools_shape_records_the_same_flow() {
+    // tests/fixtures/chrome-devtools.har: a real session of the tasks page (add two tasks, remove
+    // one), kept in the shape Chrome's DevTools exports: times in seconds, `_resourceType`, the page
+    // and its script beside the WebSocket.
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/chrome-devtools.har");
+    let dir = tempfile::tempdir().unwrap();
+    let yml = dir.path().join("s.yml");
+    let o = bolide(&["record", fixture.to_str().unwrap(), "-o", yml.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let text = std::fs::read_to_string(&yml).unwrap();
+    let flow: Vec<&str> = text.lines().skip_while(|l| !l.contains("flow:")).skip(1).map(str::trim).collect();
+    assert_eq!(
+        flow,
+        [
+            "- connect",
+            "- subscribe: { name: \"meteor_autoupdate_clientVersions\", params: [] }",
+            "- subscribe: { name: \"fetchTasks\", params: [] }",
+            "- think: 320ms",
+            "- call: { method: \"insertTask\", params: [{\"description\":\"New Task 1\",\"sessionId\":\"{{ $vuId }}\"}], capture: insertTask_1 }",
+            "- think: 50ms",
+            "- call: { method: \"insertTask\", params: [{\"description\":\"New Task 2\",\"sessionId\":\"{{ $vuId }}\"}] }",
+            "- think: 60ms",
+            "- call: { method: \"removeTask\", params: [{\"taskId\":\"{{ insertTask_1 }}\"}] }",
+            "- disconnect",
+        ],
+        "{text}"
+    );
+    // Replayed against another server (--target), three users: three times the session's work.
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let app = server.app();
+    let o =
+        bolide(&["run", yml.to_str().unwrap(), "--target", &server.base_url(), "--arrival-rate", "100", "-d", "30ms"]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    assert_eq!(app.methods_called.load(Ordering::Relaxed), 9, "{}", o.out);
+    assert_eq!(app.subscriptions_ready.load(Ordering::Relaxed), 6, "{}", o.out);
+    assert_eq!(app.tasks.len(), 3, "each user's second task stays");
+}
