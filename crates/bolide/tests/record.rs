@@ -5,29 +5,16 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::Ordering;
 
 use bolide::stats::vu::DdpDoc;
 use common::bolide;
 
-fn node_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../refserver/tests/node")
-}
-
-fn chromium_ready() {
-    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    assert!(Path::new(&chromium).exists(), "this test needs Debian's chromium at {chromium} (.ci/run installs it)");
-    if !node_dir().join("node_modules/playwright-core").exists() {
-        let ok = Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(node_dir()).status().unwrap();
-        assert!(ok.success(), "npm ci in {}", node_dir().display());
-    }
-}
-
 #[test]
 fn a_recorded_browser_session_replays_once_per_user() {
-    chromium_ready();
+    common::in_chromium_setup();
     let server = refserver::Server::start(refserver::Config::default()).unwrap();
     let app = server.app();
     let dir = tempfile::tempdir().unwrap();
@@ -35,7 +22,7 @@ fn a_recorded_browser_session_replays_once_per_user() {
     let (calls0, subs0) = (app.methods_called.load(Ordering::Relaxed), app.subscriptions_ready.load(Ordering::Relaxed));
     let out = Command::new("node")
         .args(["record.mjs", &server.base_url(), har.to_str().unwrap()])
-        .current_dir(node_dir())
+        .current_dir(common::node_dir())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -272,34 +272,12 @@ fn documents_of_the_previous_format_version_are_still_read() {
     assert_eq!(o.code, 0, "{}", o.err);
 }
 
-fn node_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../refserver/tests/node")
-}
-
-/// Checks that Debian's Chromium is there and installs playwright-core for the Chromium tests when
-/// it is not there yet.
-fn in_chromium_setup() {
-    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    assert!(
-        Path::new(&chromium).exists(),
-        "this test needs Debian's chromium at {chromium} (apt-get install chromium; .ci/run does)"
-    );
-    if !node_dir().join("node_modules/playwright-core").exists() {
-        let status = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
-            .current_dir(node_dir())
-            .status()
-            .expect("npm is needed for this test");
-        assert!(status.success(), "npm ci in {} failed", node_dir().display());
-    }
-}
-
 /// Opens `page` in headless Chromium (tests/node/report.mjs); what it drew, as JSON.
 fn in_chromium(page: &Path, shot: &Path) -> serde_json::Value {
-    in_chromium_setup();
+    common::in_chromium_setup();
     let out = Command::new("node")
         .args(["report.mjs", page.to_str().unwrap(), shot.to_str().unwrap()])
-        .current_dir(node_dir())
+        .current_dir(common::node_dir())
         .output()
         .expect("node is needed for this test");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -643,11 +621,11 @@ fn the_live_dashboard_updates_every_second_then_shows_the_final_report() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let url = format!("http://127.0.0.1:{port}/");
     // Chromium opens the page as soon as bolide listens, and follows it to the final report.
-    in_chromium_setup();
+    common::in_chromium_setup();
     let shot = std::env::temp_dir().join(format!("bolide-dashboard-{port}.png"));
     let mut browser = Command::new("node")
         .args(["dashboard.mjs", &url, shot.to_str().unwrap()])
-        .current_dir(node_dir())
+        .current_dir(common::node_dir())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

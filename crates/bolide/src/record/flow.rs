@@ -277,19 +277,6 @@ fn substitute(
     opts: &Options,
     said: &mut Vec<String>,
 ) -> Value {
-    if !opts.correlate {
-        // Values stay as recorded, but a secret (the login's token) never goes into the file.
-        return match v {
-            Value::String(s) if matches!(known.get(&s), Some(Source::LoginToken)) => "{{ loginToken }}".into(),
-            Value::Array(a) => {
-                Value::Array(a.into_iter().map(|x| substitute(x, step, rec, known, own, made, opts, said)).collect())
-            }
-            Value::Object(o) => Value::Object(
-                o.into_iter().map(|(k, x)| (k, substitute(x, step, rec, known, own, made, opts, said))).collect(),
-            ),
-            other => other,
-        };
-    }
     match v {
         Value::Array(a) => {
             Value::Array(a.into_iter().map(|x| substitute(x, step, rec, known, own, made, opts, said)).collect())
@@ -297,7 +284,9 @@ fn substitute(
         Value::Object(o) => Value::Object(
             o.into_iter().map(|(k, x)| (k, substitute(x, step, rec, known, own, made, opts, said))).collect(),
         ),
-        Value::String(s) => Value::String(replace(&s, step, rec, known, own, made, said)),
+        Value::String(s) if opts.correlate => Value::String(replace(&s, step, rec, known, own, made, said)),
+        // Values stay as recorded, but a secret (the login's token) never goes into the file.
+        Value::String(s) if matches!(known.get(&s), Some(Source::LoginToken)) => "{{ loginToken }}".into(),
         other => other,
     }
 }

@@ -213,15 +213,27 @@ fn threshold_fact(doc: &Doc) -> Option<Fact> {
 /// limit), or clean.
 pub fn trust_fact(doc: &Doc) -> Fact {
     let m = doc.measures();
-    match (&m.suspect, m.interrupted) {
+    match (&m.suspect, trust(&m)) {
         (Some(why), _) => Fact::new("Trust", "SUSPECT").detail(why.clone()).tone(Tone::Warn),
-        (None, true) => Fact::new("Trust", "interrupted").detail("stopped before its end").tone(Tone::Warn),
-        (None, false) => match doc.generator() {
+        (None, ("interrupted", _)) => {
+            Fact::new("Trust", "interrupted").detail("stopped before its end").tone(Tone::Warn)
+        }
+        (None, _) => match doc.generator() {
             Some(g) => Fact::new("Trust", "clean")
                 .detail(format!("bolide {:.0}% CPU, machine {:.0}% idle", g.avg_cpu_pct, g.avg_machine_idle_pct))
                 .tone(Tone::Good),
             None => Fact::new("Trust", "unchecked").detail("no self-check in the document"),
         },
+    }
+}
+
+/// Whether a run's figures measure the server, in a word and a tone: suspect (bolide or the
+/// machine was the limit), interrupted, or clean.
+pub fn trust(m: &crate::stats::doc::Measures) -> (&'static str, Tone) {
+    match (&m.suspect, m.interrupted) {
+        (Some(_), _) => ("suspect", Tone::Warn),
+        (None, true) => ("interrupted", Tone::Warn),
+        (None, false) => ("clean", Tone::Good),
     }
 }
 

@@ -271,7 +271,7 @@ fn overview(docs: &[(&str, &crate::stats::doc::Doc)]) -> crate::report::table::T
             }
             _ => format!("{name} #{}", i + 1),
         };
-        let trust = band_trust(&m);
+        let trust = crate::report::band::trust(&m);
         t.row(vec![
             run,
             d.workload(),
@@ -280,7 +280,7 @@ fn overview(docs: &[(&str, &crate::stats::doc::Doc)]) -> crate::report::table::T
             m.errors.to_string(),
             m.cpu_pct.map(meteor_cpu).unwrap_or_else(na),
             m.ram_bytes.map(meteor_bytes).unwrap_or_else(na),
-            trust.0,
+            trust.0.to_string(),
         ]);
         let row = t.rows.len() - 1;
         t.tone(row, 7, trust.1);
@@ -289,15 +289,6 @@ fn overview(docs: &[(&str, &crate::stats::doc::Doc)]) -> crate::report::table::T
         }
     }
     t
-}
-
-fn band_trust(m: &crate::stats::doc::Measures) -> (String, crate::report::table::Tone) {
-    use crate::report::table::Tone;
-    match (&m.suspect, m.interrupted) {
-        (Some(_), _) => ("suspect".into(), Tone::Warn),
-        (None, true) => ("interrupted".into(), Tone::Warn),
-        _ => ("clean".into(), Tone::Good),
-    }
 }
 
 /// Each series cut by workload: a series holding runs of several workloads becomes one series

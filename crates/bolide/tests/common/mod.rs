@@ -129,3 +129,27 @@ pub fn md_table(text: &str, first: &str) -> Option<Vec<Vec<String>>> {
     }
     Some(rows)
 }
+
+/// The Node scripts of the browser tests (crates/refserver/tests/node: playwright-core and the
+/// third-party DDP clients).
+pub fn node_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../refserver/tests/node")
+}
+
+/// Checks that Debian's Chromium is there and installs playwright-core for the Chromium tests when
+/// it is not there yet.
+pub fn in_chromium_setup() {
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(
+        Path::new(&chromium).exists(),
+        "this test needs Debian's chromium at {chromium} (apt-get install chromium; .ci/run does)"
+    );
+    if !node_dir().join("node_modules/playwright-core").exists() {
+        let status = std::process::Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+            .current_dir(node_dir())
+            .status()
+            .expect("npm is needed for this test");
+        assert!(status.success(), "npm ci in {} failed", node_dir().display());
+    }
+}
