@@ -60,7 +60,7 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
         Command::Compare(a) => crate::results::compare::compare(&a, io),
         Command::Report(a) => crate::results::report::report(&a, io),
         Command::Merge(a) => crate::results::merge::merge(&a, command_line, io),
-        Command::Record(a) => crate::record::record(&a, io),
+        Command::Record(a) => crate::record::record(&a, io, cancel),
         Command::K8s(a) => crate::k8s::command(&a, io),
         Command::Capacity(a) => crate::load::capacity::capacity(&a.workload, command_line, io, cancel),
         Command::Demo(a) if a.which == crate::cli::DemoWhich::Cluster => crate::load::cluster::demo(&a, io, cancel),
@@ -91,7 +91,9 @@ pub fn exit_after_signal(args: &[OsString], code: i32, signal: i32) -> i32 {
 /// written is left. `serve` and the load commands stop through the stop token instead.
 pub fn stops_at_once(args: &[OsString]) -> bool {
     let command = args.get(1).and_then(|a| a.to_str()).unwrap_or_default();
-    !["http", "run", "bench", "capacity", "demo", "serve"].contains(&command)
+    // The recording proxy writes its scenario on Ctrl-C.
+    let proxy = command == "record" && args.iter().any(|a| a.to_str().is_some_and(|a| a.starts_with("--listen")));
+    !["http", "run", "bench", "capacity", "demo", "serve"].contains(&command) && !proxy
 }
 
 /// What another tool's flag is in bolide, for an unknown argument that people bring from ab,

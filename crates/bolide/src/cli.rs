@@ -263,7 +263,8 @@ pub struct MergeArgs {
 #[command(after_help = "Examples:\n  \
     bolide record session.har -o s.yml && bolide run s.yml --arrival-rate 5 -d 30s\n  \
     bolide record session.har --connection 2 --think-scale 0.5 -o s.yml\n  \
-    bolide record session.har --no-correlate        # every value as recorded, on stdout\n\n\
+    bolide record session.har --no-correlate        # every value as recorded, on stdout\n  \
+    bolide record --listen 127.0.0.1:3100 --to http://127.0.0.1:3000 -o s.yml --har s.har\n\n\
     Exit codes: 0 written, 2 usage error or a file that is not a HAR with a DDP connection, 3 the scenario \
     could not be written.")]
 pub struct RecordArgs {
@@ -276,13 +277,23 @@ pub struct RecordArgs {
     #[arg(short = 'o', long, value_name = "PATH")]
     pub output: Option<PathBuf>,
 
-    /// Which DDP connection of the HAR to record (1, the first, by default); the others are listed.
-    #[arg(long, value_name = "N")]
-    pub connection: Option<usize>,
+    /// Which DDP connection of the HAR to record (1, the first, by default; the others are
+    /// listed), or `all`: each a flow of its own, a user running one of them.
+    #[arg(long, value_name = "N|all")]
+    pub connection: Option<String>,
 
     /// Keep every value as recorded: no variable for ids the browser made or results it got back.
     #[arg(long)]
     pub no_correlate: bool,
+
+    /// Leave out the page's plain HTTP requests (by default the document, `/sockjs/info` and API
+    /// calls to the app's server are kept as `get`/`post` steps).
+    #[arg(long)]
+    pub ddp_only: bool,
+
+    /// Keep the page's static assets (scripts, styles, images, fonts) as `get` steps too.
+    #[arg(long, conflicts_with = "ddp_only")]
+    pub keep_static: bool,
 
     /// Multiply the recorded pauses by this (0 drops them).
     #[arg(long, value_name = "FACTOR", default_value_t = 1.0)]
@@ -292,9 +303,23 @@ pub struct RecordArgs {
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub think_max: String,
 
-    /// A recording proxy (not built yet: says so).
-    #[arg(long, value_name = "ADDR", hide = true)]
+    /// Record through a proxy instead of a HAR: listen here (127.0.0.1:3100 when no address is
+    /// given; port 0 picks a free one), forward to --to, and on Ctrl-C (or after --duration) write
+    /// the scenario of what passed.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:3100", conflicts_with = "har")]
     pub listen: Option<String>,
+
+    /// The app's server the proxy forwards to (plain http://).
+    #[arg(long, value_name = "URL", requires = "listen")]
+    pub to: Option<String>,
+
+    /// With --listen: also write a HAR of what passed (secrets masked), for `bolide record FILE.har` later.
+    #[arg(long = "har", value_name = "PATH", requires = "listen")]
+    pub har_out: Option<PathBuf>,
+
+    /// With --listen: stop by itself after this long (Ctrl-C stops it before).
+    #[arg(short = 'd', long, value_name = "DURATION", requires = "listen")]
+    pub duration: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]

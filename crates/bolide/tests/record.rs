@@ -174,9 +174,16 @@ fn hars_bolide_cannot_use_are_refused_with_the_reason() {
     let o = bolide(&["record", &ddp, "--connection", "2"]);
     assert_eq!(o.code, 2);
     assert!(o.err.contains("--connection 2: the HAR has 1 DDP connections"), "{}", o.err);
-    let o = bolide(&["record", "--listen", "127.0.0.1:3100"]);
+    // The proxy needs the server it forwards to, a plain http:// one.
+    let o = bolide(&["record", "--listen", "127.0.0.1:0"]);
     assert_eq!(o.code, 2);
-    assert!(o.err.contains("--listen (the recording proxy) is not built yet"), "{}", o.err);
+    assert!(o.err.contains("give it with --to http://127.0.0.1:3000"), "{}", o.err);
+    let o = bolide(&["record", "--listen", "127.0.0.1:0", "--to", "https://127.0.0.1:3000"]);
+    assert_eq!(o.code, 2);
+    assert!(o.err.contains("forwards to plain http:// servers only"), "{}", o.err);
+    let o = bolide(&["record", "--listen", "127.0.0.1:0", "--to", "http://127.0.0.1:3000", "-d", "soon"]);
+    assert_eq!(o.code, 2);
+    assert!(o.err.contains("--duration soon"), "{}", o.err);
     let o = bolide(&["record", &dir.path().join("missing.har").to_string_lossy()]);
     assert_eq!(o.code, 2, "{}", o.err);
 }
@@ -196,15 +203,21 @@ fn a_har_in_chrome_devtools_shape_records_the_same_flow() {
     assert_eq!(
         flow,
         [
+            // The page itself; its script is a static asset, left out.
+            "- get: { url: \"/\" }",
             "- connect",
             "- subscribe: { name: \"meteor_autoupdate_clientVersions\", params: [] }",
             "- subscribe: { name: \"fetchTasks\", params: [] }",
             "- think: 320ms",
             "- call: { method: \"insertTask\", params: [{\"description\":\"New Task 1\",\"sessionId\":\"{{ $vuId }}\"}], capture: insertTask_1 }",
+            // The page added its next task once the first was on screen: each user waits for its own.
+            "- waitFor: { collection: \"taskCollection\", where: { _id: \"{{ insertTask_1 }}\" } }",
             "- think: 50ms",
-            "- call: { method: \"insertTask\", params: [{\"description\":\"New Task 2\",\"sessionId\":\"{{ $vuId }}\"}] }",
+            "- call: { method: \"insertTask\", params: [{\"description\":\"New Task 2\",\"sessionId\":\"{{ $vuId }}\"}], capture: insertTask_2 }",
+            "- waitFor: { collection: \"taskCollection\", where: { _id: \"{{ insertTask_2 }}\" } }",
             "- think: 60ms",
             "- call: { method: \"removeTask\", params: [{\"taskId\":\"{{ insertTask_1 }}\"}] }",
+            "- waitFor: { collection: \"taskCollection\", where: { _id: \"{{ insertTask_1 }}\" }, until: disappears }",
             "- disconnect",
         ],
         "{text}"
@@ -218,4 +231,228 @@ fn a_har_in_chrome_devtools_shape_records_the_same_flow() {
     assert_eq!(app.methods_called.load(Ordering::Relaxed), 9, "{}", o.out);
     assert_eq!(app.subscriptions_ready.load(Ordering::Relaxed), 6, "{}", o.out);
     assert_eq!(app.tasks.len(), 3, "each user's second task stays");
+}
+
+/// The flow of a scenario file without its thinks (timing differs from one recording to another).
+fn flow_without_thinks(text: &str) -> Vec<String> {
+    text.lines()
+        .skip_while(|l| !l.contains("flow:"))
+        .skip(1)
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.starts_with("- think:"))
+        .collect()
+}
+
+/// The text frames of a HAR's WebSocket connections, in order: (sent by the browser, data).
+fn frames(har: &serde_json::Value) -> Vec<(bool, String)> {
+    let mut out = Vec::new();
+    for e in har["log"]["entries"].as_array().unwrap() {
+        for m in e["_webSocketMessages"].as_array().into_iter().flatten() {
+            if m["opcode"] == 1 {
+                out.push((m["type"] == "send", m["data"].as_str().unwrap().to_string()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_recording_proxy_records_the_same_session_and_writes_on_ctrl_c() {
+    common::in_chromium_setup();
+    // Every server message compressed, so that the proxy reads permessage-deflate frames.
+    let mut config = refserver::Config::default();
+    config.ddp.compression_threshold = 0;
+    let server = refserver::Server::start(config).unwrap();
+    let app = server.app();
+    let dir = tempfile::tempdir().unwrap();
+    let (yml, proxy_har, browser_har) =
+        (dir.path().join("s.yml"), dir.path().join("proxy.har"), dir.path().join("browser.har"));
+    let mut proxy = Command::new(env!("CARGO_BIN_EXE_bolide"))
+        .args(["record", "--listen", "127.0.0.1:0", "--to", &server.base_url(), "-d", "120s", "-o"])
+        .arg(&yml)
+        .arg("--har")
+        .arg(&proxy_har)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(proxy.stdout.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
+    let at = first.split("recording at ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or_else(|| {
+        panic!("the proxy says where it listens: {first:?}");
+    });
+    let base = at.trim_end_matches('/').to_string();
+    // The browser uses the page through the proxy, and keeps its own HAR of the same session.
+    let out = Command::new("node")
+        .args(["record.mjs", &base, browser_har.to_str().unwrap()])
+        .current_dir(common::node_dir())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(app.methods_called.load(Ordering::Relaxed), 3, "the session passed through the proxy");
+    // Ctrl-C writes the scenario and the HAR.
+    // SAFETY: kill sends a signal to the child this test started.
+    unsafe {
+        libc::kill(proxy.id() as i32, libc::SIGINT);
+    }
+    let began = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = proxy.try_wait().unwrap() {
+            break s;
+        }
+        assert!(began.elapsed() < std::time::Duration::from_secs(60), "the proxy did not stop on SIGINT");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut said).unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut proxy.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(0), "{said}\n{err}");
+    assert!(said.contains("{{ insertTask_1 }}") && said.contains("HAR: "), "{said}");
+    let text = std::fs::read_to_string(&yml).unwrap();
+    // It aims at the server, not at the proxy.
+    assert!(text.contains(&format!("target: \"{}\"", server.base_url())), "{text}");
+
+    // The proxy saw the frames the browser saw, inflated, in the same order each way (between the
+    // two ways, a frame may cross another on the wire: the browser and the proxy see the crossing
+    // at different places).
+    let proxied: serde_json::Value = serde_json::from_slice(&std::fs::read(&proxy_har).unwrap()).unwrap();
+    let browsed: serde_json::Value = serde_json::from_slice(&std::fs::read(&browser_har).unwrap()).unwrap();
+    let way = |frames: &[(bool, String)], sent: bool| -> Vec<String> {
+        frames.iter().filter(|f| f.0 == sent).map(|f| f.1.clone()).collect()
+    };
+    let (p, b) = (frames(&proxied), frames(&browsed));
+    assert!(p.len() >= 20, "{p:?}");
+    assert_eq!((way(&p, true), way(&p, false)), (way(&b, true), way(&b, false)));
+    assert!(!err.contains("warning:"), "{err}");
+
+    // The browser's HAR records to the same flow.
+    let from_browser = dir.path().join("b.yml");
+    let o = bolide(&["record", browser_har.to_str().unwrap(), "-o", from_browser.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    let flow = flow_without_thinks(&text);
+    assert_eq!(flow, flow_without_thinks(&std::fs::read_to_string(&from_browser).unwrap()));
+    assert_eq!(flow.iter().filter(|l| l.starts_with("- call:")).count(), 3, "{flow:?}");
+
+    // Replayed by 4 users: 4 times the session's calls and subscriptions, and its page load.
+    let (calls0, subs0) = (app.methods_called.load(Ordering::Relaxed), app.subscriptions_ready.load(Ordering::Relaxed));
+    let json = dir.path().join("run.json");
+    let o =
+        bolide(&["run", yml.to_str().unwrap(), "--arrival-rate", "80", "-d", "50ms", "--json", json.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let doc = DdpDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let users = doc.summary.users.completed;
+    assert_eq!((users, doc.summary.users.failed, doc.summary.step_errors), (4, 0, 0), "{}", o.out);
+    assert_eq!(app.methods_called.load(Ordering::Relaxed) - calls0, users * 3);
+    assert_eq!(app.subscriptions_ready.load(Ordering::Relaxed) - subs0, users * 2);
+    let count = |name: &str| doc.steps.iter().find(|s| s.name == name).map(|s| (s.count, s.errors));
+    assert_eq!(count("GET /"), Some((users, 0)));
+    assert_eq!(count("waitFor taskCollection"), Some((users * 3, 0)));
+}
+
+#[test]
+fn what_passes_the_proxy_keeps_no_secret() {
+    // bolide's own DDP client through the proxy, over SockJS: a password login, a resume login
+    // with the token it got, and a POST whose JSON body holds a password.
+    let server = refserver::Server::start(refserver::Config {
+        ddp: refserver::DdpConfig { users: vec![("ann".into(), "pw-ann".into())], ..Default::default() },
+        ..Default::default()
+    })
+    .unwrap();
+    let app = server.app();
+    let upstream = bolide::record::proxy::Upstream::parse(&server.base_url()).unwrap();
+    let proxy = bolide::record::proxy::Proxy::bind("127.0.0.1:0", upstream).unwrap();
+    let base = format!("http://{}", proxy.addr);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let watching = stop.clone();
+    let running = std::thread::spawn(move || proxy.run(|| watching.load(Ordering::SeqCst), Some(deadline)));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("users.csv"), "ann,pw-ann\n").unwrap();
+    let scenario = dir.path().join("login.yml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "config:\n  target: {base}\n  phases:\n    - arrivalCount: 1\n      duration: 1s\n  payload:\n    path: users.csv\n    fields: [username, password]\n  ddp:\n    transport: sockjs\nscenarios:\n  - flow:\n      - get: {{ url: /ok }}\n      - post: {{ url: /status/201, json: {{ user: ann, password: hunter2 }} }}\n      - connect\n      - login: {{ user: \"{{{{ username }}}}\", password: \"{{{{ password }}}}\" }}\n      - login: {{ resume: \"{{{{ loginToken }}}}\" }}\n      - subscribe: fetchTasks\n      - disconnect\n"
+        ),
+    )
+    .unwrap();
+    let o = bolide(&["run", scenario.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    stop.store(true, Ordering::SeqCst);
+    let (har, log) = running.join().unwrap();
+    assert!(log.problems.is_empty(), "{:?}", log.problems);
+    let text = serde_json::to_string(&har).unwrap();
+    let tokens = app.accounts.tokens();
+    assert_eq!(tokens.len(), 2, "two logins passed");
+    let digest = format!("{:x}", <sha2::Sha256 as sha2::Digest>::digest(b"pw-ann"));
+    for secret in tokens.iter().map(String::as_str).chain([digest.as_str(), "hunter2"]) {
+        assert!(!text.contains(secret), "{secret} is in the proxy's HAR");
+    }
+    // The frames are there all the same (SockJS, masked inside), and so are the two requests.
+    assert!(text.contains("login") && text.contains("resume") && text.contains("<redacted>"), "{text}");
+    assert!(text.contains("/status/201") && text.contains("/ok"));
+
+    // Recorded: the logins from the payload file, the POST with a password left out and said.
+    let har_path = dir.path().join("proxy.har");
+    std::fs::write(&har_path, &text).unwrap();
+    let o = bolide(&["record", har_path.to_str().unwrap(), "-o", "-"]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    assert!(o.out.contains("login: { user: \"{{ username }}\", password: \"{{ password }}\" }"), "{}", o.out);
+    assert!(o.out.contains("login: { resume: \"{{ loginToken }}\" }") && o.out.contains("get: { url: \"/ok\" }"));
+    assert!(!o.out.contains("/status/201"), "{}", o.out);
+    assert!(o.err.contains("POST /status/201 left out: a password or token"), "{}", o.err);
+    assert!(o.out.contains(&format!("target: \"{}\"", server.base_url())), "{}", o.out);
+}
+
+#[test]
+fn two_tabs_become_two_flows_with_connection_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let tab = |t0: f64, method: &str| {
+        let frame = |sent: bool, t: f64, msg: serde_json::Value| serde_json::json!({"type": if sent { "send" } else { "receive" }, "time": t, "opcode": 1, "data": msg.to_string()});
+        serde_json::json!({"startedDateTime": "2026-11-24T00:00:00Z", "request": {"method": "GET", "url": "ws://127.0.0.1:3000/websocket"},
+          "response": {"status": 101, "headers": []}, "_webSocketMessages": [
+            frame(true, t0, serde_json::json!({"msg": "connect", "version": "1", "support": ["1"]})),
+            frame(false, t0 + 0.01, serde_json::json!({"msg": "connected", "session": "s"})),
+            frame(true, t0 + 0.5, serde_json::json!({"msg": "method", "method": method, "params": [], "id": "1"})),
+            frame(false, t0 + 0.51, serde_json::json!({"msg": "result", "id": "1", "result": 1})),
+        ]})
+    };
+    let har = dir.path().join("tabs.har");
+    let doc = serde_json::json!({"log": {"entries": [tab(1000.0, "first"), tab(2000.0, "second")]}});
+    std::fs::write(&har, doc.to_string()).unwrap();
+    let o = bolide(&["record", har.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    assert!(o.err.contains("2 DDP connections") && o.err.contains("--connection all"), "{}", o.err);
+    assert!(o.out.contains("\"first\"") && !o.out.contains("\"second\""), "{}", o.out);
+    let o = bolide(&["record", har.to_str().unwrap(), "--connection", "all"]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    assert!(o.err.contains("each became a flow of its own"), "{}", o.err);
+    let scenario =
+        bolide::scenario::yaml::load_str(&o.out, "tabs.yml", dir.path()).unwrap_or_else(|e| panic!("{e}\n{}", o.out));
+    let flows: Vec<(String, Vec<String>)> = scenario
+        .flows
+        .iter()
+        .map(|f| {
+            (
+                f.name.clone(),
+                f.steps
+                    .iter()
+                    .filter(|s| !matches!(s.kind, bolide::scenario::StepKind::Think(_)))
+                    .map(|s| s.name.clone())
+                    .collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        flows,
+        [
+            ("connection 1".to_string(), vec!["connect".to_string(), "call first".into(), "disconnect".into()]),
+            ("connection 2".to_string(), vec!["connect".to_string(), "call second".into(), "disconnect".into()]),
+        ]
+    );
+    let o = bolide(&["record", har.to_str().unwrap(), "--connection", "3"]);
+    assert_eq!(o.code, 2);
+    assert!(o.err.contains("(1 to 2, or all)"), "{}", o.err);
 }

@@ -423,11 +423,16 @@ fn har_seeds() -> Vec<Vec<u8>> {
 {"type":"send","time":1.1,"opcode":1,"data":"[\"{\\\"msg\\\":\\\"connect\\\"}\"]"},
 {"type":"send","time":1.2,"opcode":1,"data":"[\"{\\\"msg\\\":\\\"method\\\",\\\"method\\\":\\\"login\\\",\\\"id\\\":\\\"1\\\",\\\"params\\\":[{\\\"resume\\\":\\\"t\\\"}]}\"]"},
 {"type":"receive","time":1.3,"opcode":1,"data":"c[3000,\"Go away\"]"}]}]}}"#,
+        r#"{"log":{"entries":[
+{"startedDateTime":"2026-11-24T00:00:00.000Z","request":{"method":"POST","url":"http://127.0.0.1:3000/api?x={{ y }}","postData":{"mimeType":"application/json","text":"{\"a\":\"{{ nope }}\",\"password\":\"p\"}"}},"response":{"status":200,"content":{"mimeType":"application/json"}}},
+{"startedDateTime":"2026-11-24T00:00:00.100+01:00","time":5,"request":{"method":"POST","url":"http://127.0.0.1:3000/form","postData":{"mimeType":"text/plain","text":"hello {{ x }}"}},"response":{"status":200,"content":{"mimeType":"text/css"}}},
+{"request":{"url":"ws://127.0.0.1:3000/websocket"},"_webSocketMessages":[{"type":"send","time":1795478400.5,"opcode":1,"data":"{\"msg\":\"connect\"}"},{"type":"send","time":1795478400.6,"opcode":1,"data":"{\"msg\":\"method\",\"method\":\"m\",\"params\":[\"{{ z }}\"],\"id\":\"1\"}"},{"type":"receive","time":1795478400.7,"opcode":1,"data":"{\"msg\":\"added\",\"collection\":\"c\",\"id\":\"{{\"}"},{"type":"receive","time":1795478400.8,"opcode":1,"data":"{\"msg\":\"result\",\"id\":\"1\",\"result\":\"{{\"}"},{"type":"send","time":1795478400.9,"opcode":1,"data":"{\"msg\":\"method\",\"method\":\"m\",\"params\":[\"{{\"],\"id\":\"2\"}"}]}]}}"#,
     ])
 }
 
 fn har(data: &[u8]) {
-    let Ok(conns) = bolide::record::har::parse(data) else { return };
+    let Ok(har) = bolide::record::har::parse(data) else { return };
+    let conns = &har.connections;
     let opts = bolide::record::flow::Options {
         correlate: true,
         think_scale: 1.0,
@@ -441,8 +446,18 @@ fn har(data: &[u8]) {
         }
         // A connection whose URL is no ws:// or wss:// URL is refused by bolide record.
         let Ok(target) = bolide::record::har::target(&c.url) else { continue };
-        let rec = bolide::record::flow::build(&messages, &opts);
-        let text = bolide::record::scenario(&rec, c, &target, std::path::Path::new("fuzz.har"), i + 1, conns.len());
+        // Every plain request kept, static assets too, so that the writer meets all of them.
+        let choice = bolide::record::flow::HttpChoice { ddp_only: false, keep_static: true };
+        let http = bolide::record::flow::pick_requests(
+            &har.requests,
+            &target,
+            f64::NEG_INFINITY,
+            f64::INFINITY,
+            choice,
+            &mut Vec::new(),
+        );
+        let rec = bolide::record::flow::build(&messages, &http, &opts);
+        let text = bolide::record::scenario(&[(i + 1, rec)], c, &target, std::path::Path::new("fuzz.har"), conns.len());
         // What bolide record writes, bolide run reads.
         let base = std::path::Path::new("/nonexistent/bolide-fuzz");
         if let Err(e) = bolide::scenario::yaml::load_str(&text, "recorded.yml", base) {

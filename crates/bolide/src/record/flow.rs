@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::har::Message;
+use crate::scenario::template::escape;
 
 /// How to turn a session into steps.
 #[derive(Debug, Clone)]
@@ -41,7 +42,152 @@ pub enum Step {
     /// A resume login (the token becomes a payload column).
     LoginResume,
     Think(Duration),
+    /// Wait for the document `id` of `collection` to be there (or, `gone`, to be removed).
+    WaitFor {
+        collection: String,
+        id: Value,
+        gone: bool,
+    },
     Disconnect,
+    /// A plain HTTP request of the page (`get` or `post`), its URL relative to the target.
+    Http {
+        method: String,
+        url: String,
+        body: Option<HttpBody>,
+    },
+}
+
+/// A recorded request's body as the scenario sends it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HttpBody {
+    Json(Value),
+    Text(String),
+}
+
+/// A plain request kept for the flow, at its time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpAction {
+    pub time_s: f64,
+    /// When its answer was in.
+    pub end_s: f64,
+    pub method: String,
+    pub url: String,
+    pub body: Option<HttpBody>,
+}
+
+/// Which of a HAR's plain requests become steps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HttpChoice {
+    /// None at all (`--ddp-only`).
+    pub ddp_only: bool,
+    /// Scripts, styles, images and fonts too (`--keep-static`).
+    pub keep_static: bool,
+}
+
+/// Names of JSON keys and form fields whose values are secrets: ending in `password`, `passwd`,
+/// `token`, `secret`, `apikey` or `api_key`, and DDP's `resume` (a login token). Narrower than the
+/// header rule, so that an app's `author` or `tokenExpires` fields stay as they were.
+pub fn secret_name(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    k == "resume" || ["password", "passwd", "token", "secret", "apikey", "api_key"].iter().any(|e| k.ends_with(e))
+}
+
+fn has_secret(v: &Value) -> bool {
+    match v {
+        Value::Object(o) => o.iter().any(|(k, x)| secret_name(k) || has_secret(x)),
+        Value::Array(a) => a.iter().any(has_secret),
+        _ => false,
+    }
+}
+
+/// The HAR's requests to the DDP connection's server that the flow replays: those in
+/// `(from_s, to_s]`, to `origin` (`http://host:port`), static assets and other hosts left out
+/// unless `choice` says otherwise; what was left out is said in `notes`.
+pub fn pick_requests(
+    requests: &[super::har::Request],
+    origin: &str,
+    from_s: f64,
+    to_s: f64,
+    choice: HttpChoice,
+    notes: &mut Vec<String>,
+) -> Vec<HttpAction> {
+    let mine: Vec<&super::har::Request> = requests.iter().filter(|r| r.time_s > from_s && r.time_s <= to_s).collect();
+    if mine.is_empty() {
+        return Vec::new();
+    }
+    if choice.ddp_only {
+        notes.push(format!("{} plain HTTP requests left out (--ddp-only)", mine.len()));
+        return Vec::new();
+    }
+    let (mut assets, mut elsewhere, mut methods, mut secret) = (0, 0, 0, Vec::new());
+    let mut out = Vec::new();
+    for r in mine {
+        let Some(path) = r.url.strip_prefix(origin).filter(|p| p.is_empty() || p.starts_with(['/', '?'])) else {
+            elsewhere += 1;
+            continue;
+        };
+        let url = if path.is_empty() { "/".to_string() } else { path.to_string() };
+        if r.is_static() && !choice.keep_static {
+            assets += 1;
+            continue;
+        }
+        if !matches!(r.method.as_str(), "GET" | "POST") {
+            methods += 1;
+            continue;
+        }
+        let query_secret = url::Url::parse(&r.url).is_ok_and(|u| u.query_pairs().any(|(k, _)| secret_name(&k)));
+        let body = match &r.body {
+            None => None,
+            Some((mime, text)) if mime.contains("json") => match serde_json::from_str::<Value>(text) {
+                Ok(v) => Some(HttpBody::Json(v)),
+                Err(_) => Some(HttpBody::Text(text.clone())),
+            },
+            Some((_, text)) => Some(HttpBody::Text(text.clone())),
+        };
+        // Recorded text renders back to itself, `{{` in it too.
+        fn escaped(v: Value) -> Value {
+            match v {
+                Value::String(s) => Value::String(escape(&s)),
+                Value::Array(a) => Value::Array(a.into_iter().map(escaped).collect()),
+                Value::Object(o) => Value::Object(o.into_iter().map(|(k, x)| (k, escaped(x))).collect()),
+                other => other,
+            }
+        }
+        let body_secret = match &body {
+            Some(HttpBody::Json(v)) => has_secret(v),
+            Some(HttpBody::Text(t)) => url::form_urlencoded::parse(t.as_bytes()).any(|(k, _)| secret_name(&k)),
+            None => false,
+        };
+        if query_secret || body_secret {
+            secret.push(format!("{} {}", r.method, url.split('?').next().unwrap_or("/")));
+            continue;
+        }
+        let body = match body {
+            Some(HttpBody::Json(v)) => Some(HttpBody::Json(escaped(v))),
+            Some(HttpBody::Text(t)) => Some(HttpBody::Text(escape(&t))),
+            None => None,
+        };
+        let (time_s, end_s, method) = (r.time_s, r.time_s + r.duration_s, r.method.clone());
+        out.push(HttpAction { time_s, end_s, method, url: escape(&url), body });
+    }
+    if assets > 0 {
+        notes.push(format!(
+            "{assets} static assets (scripts, styles, images, fonts) left out (--keep-static keeps them)"
+        ));
+    }
+    if elsewhere > 0 {
+        notes.push(format!("{elsewhere} requests to other hosts than {origin} left out"));
+    }
+    if methods > 0 {
+        notes.push(format!("{methods} requests other than GET and POST left out"));
+    }
+    if !secret.is_empty() {
+        notes.push(format!(
+            "{} left out: a password or token in the URL or body (add them by hand with a {{{{ variable }}}} from a payload file)",
+            secret.join(", ")
+        ));
+    }
+    out
 }
 
 /// The flow and what was done to it.
@@ -89,8 +235,9 @@ fn strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
     }
 }
 
-/// Builds the flow of one connection's messages.
-pub fn build(messages: &[Message], opts: &Options) -> Recorded {
+/// Builds the flow of one connection's messages, with the plain requests `http` (from
+/// [`pick_requests`]) in their places.
+pub fn build(messages: &[Message], http: &[HttpAction], opts: &Options) -> Recorded {
     let mut rec = Recorded::default();
     // Ids the browser made: how often each appears in what it sent (the one that recurs most is
     // the user's own, `$vuId`; one that appears once is new each time, `$randomId`).
@@ -124,7 +271,64 @@ pub fn build(messages: &[Message], opts: &Options) -> Recorded {
     let mut last: Option<f64> = None;
     let mut connected = false;
     let (mut skipped_subs, mut other) = (0usize, BTreeMap::<String, usize>::new());
+    // The page's plain requests and the connection's messages, in time order.
+    let mut requests = http.iter().peekable();
+    let mut events: Vec<Result<&HttpAction, &Message>> = Vec::with_capacity(messages.len() + http.len());
     for m in messages {
+        while let Some(h) = requests.next_if(|h| h.time_s <= m.time_s) {
+            events.push(Ok(h));
+        }
+        events.push(Err(m));
+    }
+    events.extend(requests.map(Ok));
+    // The last call (its label, the strings it sent and the one it got back, its DDP id) and the
+    // documents added or removed since: a `waitFor` where the page's next action came after the
+    // call's own document arrived or left.
+    let mut last_call: Option<(String, Vec<String>, String)> = None;
+    let mut touched: Vec<(String, String, bool)> = Vec::new();
+    let mut waits = 0;
+    for event in events.into_iter().map(Some).chain(std::iter::once(None)) {
+        let action = match event {
+            None | Some(Ok(_)) => true,
+            Some(Err(m)) => m.sent && !matches!(kind(m), "ping" | "pong"),
+        };
+        if action {
+            if let (Some((label, ids, _)), true) = (last_call.take(), opts.correlate) {
+                let mut seen: Vec<&str> = Vec::new();
+                for id in &ids {
+                    let Some((collection, _, gone)) = touched.iter().rev().find(|(_, d, _)| d == id) else { continue };
+                    if seen.contains(&id.as_str()) {
+                        continue;
+                    }
+                    seen.push(id);
+                    let id = substitute(
+                        Value::String(id.clone()),
+                        &format!("waitFor after {label}"),
+                        &mut rec,
+                        &known,
+                        &own,
+                        &made,
+                        opts,
+                        &mut said,
+                    );
+                    rec.steps.push(Step::WaitFor { collection: collection.clone(), id, gone: *gone });
+                    waits += 1;
+                }
+            }
+            touched.clear();
+        }
+        let Some(event) = event else { break };
+        let m = match event {
+            Ok(h) => {
+                if connected {
+                    think(&mut rec, last.map(|t| h.time_s - t), opts);
+                }
+                rec.steps.push(Step::Http { method: h.method.clone(), url: h.url.clone(), body: h.body.clone() });
+                last = Some(h.end_s);
+                continue;
+            }
+            Err(m) => m,
+        };
         let k = kind(m);
         if matches!(k, "ping" | "pong") {
             continue; // heartbeats: bolide answers and sends its own
@@ -195,7 +399,11 @@ pub fn build(messages: &[Message], opts: &Options) -> Recorded {
                         let n = per_method.entry(method.clone()).or_default();
                         *n += 1;
                         let what = format!("call {method} #{n}");
+                        let params_raw = params.clone();
                         let params = substitute(params, &what, &mut rec, &known, &own, &made, opts, &mut said);
+                        let mut sent = Vec::new();
+                        strings(&params_raw, &mut sent);
+                        last_call = Some((what.clone(), sent.into_iter().map(str::to_string).collect(), id.clone()));
                         calls.insert(id, rec.steps.len());
                         rec.steps.push(Step::Call { method, params, capture: None });
                     }
@@ -222,13 +430,19 @@ pub fn build(messages: &[Message], opts: &Options) -> Recorded {
                         }
                     } else if let (Some(step), Some(Value::String(v))) = (calls.get(id), result) {
                         known.insert(v.clone(), Source::Result(*step));
+                        if let Some((_, ids, _)) = last_call.as_mut().filter(|c| c.2 == id) {
+                            ids.push(v.clone());
+                        }
                     }
                 }
-                "added" => {
+                "added" | "removed" => {
                     if let (Some(id), Some(c)) =
                         (m.msg.get("id").and_then(Value::as_str), m.msg.get("collection").and_then(Value::as_str))
                     {
-                        known.entry(id.to_string()).or_insert_with(|| Source::Added(c.to_string()));
+                        if k == "added" {
+                            known.entry(id.to_string()).or_insert_with(|| Source::Added(c.to_string()));
+                        }
+                        touched.push((c.to_string(), id.to_string(), k == "removed"));
                     }
                 }
                 _ => {}
@@ -238,6 +452,12 @@ pub fn build(messages: &[Message], opts: &Options) -> Recorded {
     }
     if connected {
         rec.steps.push(Step::Disconnect);
+    }
+    if waits > 0 {
+        rec.notes.push(format!(
+            "{waits} waitFor steps: after a call, the page acted again once the document the call made had \
+             arrived (or the one it removed had gone); each user waits for its own"
+        ));
     }
     if skipped_subs > 0 {
         rec.notes.push(format!("{skipped_subs} repeated sub messages (an id already subscribed) kept once"));
@@ -284,9 +504,14 @@ fn substitute(
         Value::Object(o) => Value::Object(
             o.into_iter().map(|(k, x)| (k, substitute(x, step, rec, known, own, made, opts, said))).collect(),
         ),
-        Value::String(s) if opts.correlate => Value::String(replace(&s, step, rec, known, own, made, said)),
+        Value::String(s) if opts.correlate => {
+            let r = replace(&s, step, rec, known, own, made, said);
+            // A recorded value kept as it is renders back to itself, `{{` in it too.
+            Value::String(if r == s { escape(&s) } else { r })
+        }
         // Values stay as recorded, but a secret (the login's token) never goes into the file.
         Value::String(s) if matches!(known.get(&s), Some(Source::LoginToken)) => "{{ loginToken }}".into(),
+        Value::String(s) => Value::String(escape(&s)),
         other => other,
     }
 }
@@ -447,7 +672,7 @@ mod tests {
 
     #[test]
     fn a_session_becomes_steps_with_its_values_correlated() {
-        let rec = build(&session(), &opts());
+        let rec = build(&session(), &[], &opts());
         let steps: Vec<String> = rec
             .steps
             .iter()
@@ -465,6 +690,8 @@ mod tests {
                 "sub tasks [\"{{ userId }}\"]",
                 "Think(500ms)",
                 "call insertTask [{\"sessionId\":\"{{ $vuId }}\",\"n\":1}] Some(\"insertTask_1\")",
+                // Its document came before the next action: waited for, by each user's own id.
+                "WaitFor { collection: \"tasks\", id: String(\"{{ insertTask_1 }}\"), gone: false }",
                 "Think(10s)",
                 "call insertTask [{\"sessionId\":\"{{ $vuId }}\",\"_id\":\"{{ $randomId }}\"}] None",
                 "Think(100ms)",
@@ -482,7 +709,7 @@ mod tests {
         assert!(all.contains("randomSeed"), "{all}");
         // 30 s of pause capped at --think-max, pings never counted as an action.
         let plain =
-            build(&session(), &Options { correlate: false, think_scale: 0.0, think_max: Duration::from_secs(10) });
+            build(&session(), &[], &Options { correlate: false, think_scale: 0.0, think_max: Duration::from_secs(10) });
         assert!(!plain.steps.iter().any(|s| matches!(s, Step::Think(_))), "scale 0 drops the thinks");
         assert!(plain.substitutions.iter().all(|s| s.starts_with("login")), "{:?}", plain.substitutions);
         let Step::Call { params, .. } = &plain.steps[plain.steps.len() - 3] else { panic!("{:?}", plain.steps) };

@@ -46,6 +46,76 @@ pub struct Frame {
     pub data: String,
 }
 
+/// A plain HTTP request of the HAR (no WebSocket): what a `get` or `post` step may replay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// Seconds since the epoch (from `startedDateTime`; 0 when the HAR has none).
+    pub time_s: f64,
+    /// How long it took, in seconds (the entry's `time`).
+    pub duration_s: f64,
+    pub method: String,
+    pub url: String,
+    pub status: u16,
+    /// The answer's content type, without parameters.
+    pub mime: String,
+    /// Chrome's `_resourceType` (document, script, xhr, fetch, ...), when the HAR has it.
+    pub resource_type: Option<String>,
+    /// The request's body: its content type and text.
+    pub body: Option<(String, String)>,
+}
+
+impl Request {
+    /// A page's static asset (script, style, image, font, media, source map): left out of a
+    /// scenario unless asked for; the document itself and API calls are not.
+    pub fn is_static(&self) -> bool {
+        if let Some(t) = &self.resource_type {
+            if matches!(t.as_str(), "script" | "stylesheet" | "image" | "font" | "media" | "manifest" | "texttrack") {
+                return true;
+            }
+        }
+        let m = self.mime.as_str();
+        if m.contains("javascript")
+            || m == "text/css"
+            || ["image/", "font/", "audio/", "video/"].iter().any(|p| m.starts_with(p))
+        {
+            return true;
+        }
+        let path = self.url.split(['?', '#']).next().unwrap_or("");
+        let ext = path.rsplit('/').next().and_then(|f| f.rsplit_once('.')).map(|(_, e)| e.to_ascii_lowercase());
+        matches!(
+            ext.as_deref(),
+            Some(
+                "js" | "mjs"
+                    | "css"
+                    | "map"
+                    | "png"
+                    | "jpg"
+                    | "jpeg"
+                    | "gif"
+                    | "svg"
+                    | "ico"
+                    | "webp"
+                    | "avif"
+                    | "woff"
+                    | "woff2"
+                    | "ttf"
+                    | "otf"
+                    | "eot"
+                    | "mp4"
+                    | "webm"
+                    | "mp3"
+            )
+        )
+    }
+}
+
+/// What bolide reads of a HAR: its WebSocket connections and its plain HTTP requests.
+#[derive(Debug, Clone, Default)]
+pub struct Har {
+    pub connections: Vec<Connection>,
+    pub requests: Vec<Request>,
+}
+
 /// A DDP message of a connection: sent by the browser or received, when, and the message.
 #[derive(Debug, Clone)]
 pub struct Message {
@@ -54,15 +124,15 @@ pub struct Message {
     pub msg: serde_json::Map<String, Value>,
 }
 
-/// Reads the HAR at `path`: every WebSocket connection with its frames. The error says why the
-/// file is not a HAR (with the line and column of broken JSON).
-pub fn read(path: &Path) -> Result<Vec<Connection>, String> {
+/// Reads the HAR at `path`: every WebSocket connection with its frames, and the plain HTTP
+/// requests. The error says why the file is not a HAR (with the line and column of broken JSON).
+pub fn read(path: &Path) -> Result<Har, String> {
     let bytes = crate::files::read_limited(path, MAX_HAR_BYTES).map_err(|e| format!("{}: {e}", path.display()))?;
     parse(&bytes).map_err(|e| format!("{}:{e}", path.display()))
 }
 
 /// [`read`] on the file's bytes; errors start with `LINE:COLUMN: ` where they have a place.
-pub fn parse(bytes: &[u8]) -> Result<Vec<Connection>, String> {
+pub fn parse(bytes: &[u8]) -> Result<Har, String> {
     let v: Value = serde_json::from_slice(bytes).map_err(|e| {
         let what = if e.is_eof() { "the file ends inside its JSON (truncated?)".to_string() } else { e.to_string() };
         format!("{}:{}: not a HAR: {what}", e.line(), e.column())
@@ -72,9 +142,15 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Connection>, String> {
             " not a HAR: no log.entries (a HAR is JSON with {\"log\": {\"entries\": [...]}})".to_string()
         })?;
     let mut out = Vec::new();
+    let mut requests = Vec::new();
     for e in entries {
-        let Some(messages) = e.get("_webSocketMessages").and_then(Value::as_array) else { continue };
         let url = e.get("request").and_then(|r| r.get("url")).and_then(Value::as_str).unwrap_or_default().to_string();
+        let Some(messages) = e.get("_webSocketMessages").and_then(Value::as_array) else {
+            if let Some(r) = request(e, url) {
+                requests.push(r);
+            }
+            continue;
+        };
         let mut conn = Connection { url, compression: compression(e), frames: Vec::new(), binary: 0 };
         for m in messages {
             let sent = match m.get("type").and_then(Value::as_str) {
@@ -100,7 +176,54 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Connection>, String> {
         conn.frames.sort_by(|a, b| a.time_s.total_cmp(&b.time_s));
         out.push(conn);
     }
-    Ok(out)
+    requests.sort_by(|a, b| a.time_s.total_cmp(&b.time_s));
+    Ok(Har { connections: out, requests })
+}
+
+/// An entry without WebSocket frames as a plain request (None for a WebSocket handshake).
+fn request(e: &Value, url: String) -> Option<Request> {
+    let req = e.get("request")?;
+    let status = e.get("response").and_then(|r| r.get("status")).and_then(Value::as_u64).unwrap_or(0) as u16;
+    let resource_type = e.get("_resourceType").and_then(Value::as_str).map(str::to_string);
+    if status == 101 || resource_type.as_deref() == Some("websocket") || url.starts_with("ws") {
+        return None;
+    }
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_string();
+    let mime = text(e.get("response").and_then(|r| r.get("content")).and_then(|c| c.get("mimeType")));
+    let mime = mime.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let body = req.get("postData").and_then(|p| {
+        let t = p.get("text").and_then(Value::as_str)?;
+        Some((text(p.get("mimeType")), t.to_string()))
+    });
+    Some(Request {
+        time_s: e.get("startedDateTime").and_then(Value::as_str).and_then(epoch_seconds).unwrap_or(0.0),
+        duration_s: e.get("time").and_then(Value::as_f64).filter(|t| *t >= 0.0).unwrap_or(0.0) / 1000.0,
+        method: text(req.get("method")).to_ascii_uppercase(),
+        url,
+        status,
+        mime,
+        resource_type,
+        body,
+    })
+}
+
+/// An ISO 8601 time as HARs write it (`2026-11-24T01:30:00.123Z`, or with an offset such as
+/// `+01:00`, as mitmproxy writes it) in seconds since the epoch.
+pub fn epoch_seconds(t: &str) -> Option<f64> {
+    let t = t.trim();
+    // The offset, if any, after the time of day.
+    let (local, offset_s) = match t.get(19..).and_then(|rest| rest.find(['+', '-']).map(|i| 19 + i)) {
+        Some(i) => {
+            let (sign, hm) = (if &t[i..i + 1] == "-" { -1.0 } else { 1.0 }, &t[i + 1..]);
+            let (h, m) = hm.split_once(':').unwrap_or((hm.get(..2)?, hm.get(2..).unwrap_or("0")));
+            let off = h.parse::<f64>().ok()? * 3600.0 + m.parse::<f64>().ok()? * 60.0;
+            (&t[..i], sign * off)
+        }
+        None => (t.trim_end_matches('Z'), 0.0),
+    };
+    let at = humantime::parse_rfc3339_weak(local).ok()?;
+    let secs = at.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs_f64();
+    Some(secs - offset_s)
 }
 
 /// Whether the WebSocket handshake's answer accepted permessage-deflate.
@@ -200,7 +323,7 @@ mod tests {
            "_webSocketMessages":[
              {"type":"send","time":1795477935652.0,"opcode":1,"data":"{\"msg\":\"connect\"}"},
              {"type":"receive","time":1795477935656.5,"opcode":1,"data":"{\"server_id\":\"0\"}"}]}]}}"#;
-        let conns = parse(har.as_bytes()).unwrap();
+        let conns = parse(har.as_bytes()).unwrap().connections;
         assert_eq!(conns.len(), 2);
         let s = &conns[0];
         assert_eq!(
@@ -221,6 +344,30 @@ mod tests {
     }
 
     #[test]
+    fn plain_requests_with_their_times_and_kinds() {
+        let har = r#"{"log":{"entries":[
+          {"startedDateTime":"2026-11-24T01:30:00.500+01:00","request":{"method":"post","url":"http://x/api","postData":{"mimeType":"application/json","text":"{}"}},
+           "response":{"status":200,"content":{"mimeType":"application/json; charset=utf-8"}}},
+          {"startedDateTime":"2026-11-24T00:30:00.250Z","_resourceType":"document","request":{"method":"GET","url":"http://x/"},
+           "response":{"status":200,"content":{"mimeType":"text/html"}}},
+          {"startedDateTime":"2026-11-24T00:30:00.300Z","request":{"method":"GET","url":"http://x/app.js?hash=1"},"response":{"status":200,"content":{"mimeType":"text/plain"}}},
+          {"startedDateTime":"2026-11-24T00:30:00.300Z","request":{"method":"GET","url":"ws://x/websocket"},"response":{"status":101}}]}}"#;
+        let r = parse(har.as_bytes()).unwrap().requests;
+        let got: Vec<(&str, &str, bool)> =
+            r.iter().map(|r| (r.method.as_str(), r.url.as_str(), r.is_static())).collect();
+        assert_eq!(
+            got,
+            vec![("GET", "http://x/", false), ("GET", "http://x/app.js?hash=1", true), ("POST", "http://x/api", false)]
+        );
+        // 01:30:00.5 at +01:00 is 00:30:00.5 UTC: a quarter second after the document.
+        assert!((r[2].time_s - r[0].time_s - 0.25).abs() < 1e-6, "{} {}", r[0].time_s, r[2].time_s);
+        assert_eq!((r[2].mime.as_str(), r[2].body.as_ref().map(|b| b.1.as_str())), ("application/json", Some("{}")));
+        assert_eq!(epoch_seconds("1970-01-01T00:00:01Z"), Some(1.0));
+        assert_eq!(epoch_seconds("1970-01-01T01:00:01.5+0100"), Some(1.5));
+        assert_eq!(epoch_seconds("yesterday"), None);
+    }
+
+    #[test]
     fn broken_files_say_where_and_why() {
         let e = parse(b"{\"log\": {\"entries\": [").unwrap_err();
         assert!(e.starts_with("1:") && e.contains(": not a HAR: the file ends inside its JSON"), "{e}");
@@ -230,6 +377,6 @@ mod tests {
         assert_eq!(target("ws://[::1]:3000/websocket"), Ok("http://[::1]:3000".to_string()));
         let e = parse(b"{\"log\": {}}").unwrap_err();
         assert!(e.contains("no log.entries"), "{e}");
-        assert!(parse(b"{\"log\": {\"entries\": []}}").unwrap().is_empty());
+        assert!(parse(b"{\"log\": {\"entries\": []}}").unwrap().connections.is_empty());
     }
 }

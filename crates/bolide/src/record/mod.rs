@@ -5,6 +5,7 @@
 
 pub mod flow;
 pub mod har;
+pub mod proxy;
 
 use std::io::Write;
 use std::path::Path;
@@ -15,21 +16,9 @@ use crate::cli::RecordArgs;
 use crate::console::{exit, Io};
 use flow::{Options, Recorded, Step};
 
-/// `bolide record FILE.har`.
-pub fn record(args: &RecordArgs, io: &mut Io) -> i32 {
-    if args.listen.is_some() {
-        let _ = writeln!(
-            io.err,
-            "error: --listen (the recording proxy) is not built yet; record a HAR instead: Chrome DevTools \
-             (Network, Export HAR) or Playwright (recordHar with content: \"embed\")"
-        );
-        return exit::USAGE;
-    }
-    let Some(har_path) = &args.har else {
-        let _ =
-            writeln!(io.err, "error: give the HAR file to turn into a scenario: bolide record session.har -o s.yml");
-        return exit::USAGE;
-    };
+/// `bolide record FILE.har`, or `bolide record --listen ADDR --to URL` (the recording proxy,
+/// stopped by `cancel` or its `--duration`).
+pub fn record(args: &RecordArgs, io: &mut Io, cancel: &tokio_util::sync::CancellationToken) -> i32 {
     let think_max = match humantime::parse_duration(&args.think_max) {
         Ok(d) => d,
         Err(e) => {
@@ -44,19 +33,37 @@ pub fn record(args: &RecordArgs, io: &mut Io) -> i32 {
     }
     let output = args.output.clone().unwrap_or_else(|| "-".into());
     let to_stdout = crate::files::is_stdout(&output);
-    if !to_stdout {
-        if let Err(e) = crate::files::check_writable(&output) {
+    for path in std::iter::once(&output).chain(args.har_out.as_ref()) {
+        if let Err(e) = crate::files::check_writable(path) {
             let _ = writeln!(io.err, "error: {e}");
             return exit::USAGE;
         }
     }
-    let conns = match har::read(har_path) {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: {e}");
+    let (recorded, har_path) = if let Some(listen) = &args.listen {
+        match listen_and_record(args, listen, io, cancel) {
+            Ok(Some(conns)) => (conns, args.har_out.clone().unwrap_or_else(|| "the proxy".into())),
+            Ok(None) => return exit::OK,
+            Err(code) => return code,
+        }
+    } else {
+        let Some(har_path) = &args.har else {
+            let _ = writeln!(
+                io.err,
+                "error: give the HAR file to turn into a scenario (bolide record session.har -o s.yml), or record \
+                 through the proxy (bolide record --listen 127.0.0.1:3100 --to http://127.0.0.1:3000 -o s.yml)"
+            );
             return exit::USAGE;
+        };
+        match har::read(har_path) {
+            Ok(c) => (c, har_path.clone()),
+            Err(e) => {
+                let _ = writeln!(io.err, "error: {e}");
+                return exit::USAGE;
+            }
         }
     };
+    let har_path = &har_path;
+    let conns = &recorded.connections;
     // The DDP connections, in the HAR's order.
     let mut other = 0;
     let ddp: Vec<(&har::Connection, Vec<har::Message>)> =
@@ -75,65 +82,108 @@ pub fn record(args: &RecordArgs, io: &mut Io) -> i32 {
         let _ = writeln!(io.err, "error: {}: {why}", har_path.display());
         return exit::USAGE;
     }
-    let pick = args.connection.unwrap_or(1);
-    if pick == 0 || pick > ddp.len() {
-        let _ = writeln!(
-            io.err,
-            "error: --connection {pick}: the HAR has {} DDP connections (1 to {})",
-            ddp.len(),
-            ddp.len()
-        );
-        return exit::USAGE;
-    }
-    let (conn, messages) = &ddp[pick - 1];
-    let target = match har::target(&conn.url) {
-        Ok(t) => t,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: {}: connection {pick}: {}", har_path.display(), crate::redact::text(&e));
-            return exit::USAGE;
-        }
+    // Which connections: one (the first by default), or all of them as flows of their own.
+    let picks: Vec<usize> = match args.connection.as_deref().map(str::trim) {
+        None => vec![1],
+        Some("all") => (1..=ddp.len()).collect(),
+        Some(n) => match n.parse::<usize>() {
+            Ok(pick) if pick >= 1 && pick <= ddp.len() => vec![pick],
+            _ => {
+                let _ = writeln!(
+                    io.err,
+                    "error: --connection {n}: the HAR has {} DDP connections (1 to {}, or all)",
+                    ddp.len(),
+                    ddp.len()
+                );
+                return exit::USAGE;
+            }
+        },
     };
     let opts = Options { correlate: !args.no_correlate, think_scale: args.think_scale, think_max };
-    let rec = flow::build(messages, &opts);
-    let text = scenario(&rec, conn, &target, har_path, pick, ddp.len());
+    let choice = flow::HttpChoice { ddp_only: args.ddp_only, keep_static: args.keep_static };
+    // The page's plain requests of a connection's time: after the one before it ended, up to its end.
+    let end = |i: usize| ddp[i].0.frames.last().map_or(f64::INFINITY, |f| f.time_s);
+    let mut flows: Vec<(usize, Recorded)> = Vec::new();
+    let mut target = String::new();
+    for &pick in &picks {
+        let conn = ddp[pick - 1].0;
+        let this = match har::target(&conn.url) {
+            Ok(t) => t,
+            Err(e) => {
+                let _ =
+                    writeln!(io.err, "error: {}: connection {pick}: {}", har_path.display(), crate::redact::text(&e));
+                return exit::USAGE;
+            }
+        };
+        let from = if pick >= 2 { end(pick - 2) } else { f64::NEG_INFINITY };
+        let mut http_notes = Vec::new();
+        let http = flow::pick_requests(&recorded.requests, &this, from, end(pick - 1), choice, &mut http_notes);
+        let mut rec = flow::build(&ddp[pick - 1].1, &http, &opts);
+        rec.notes.extend(http_notes);
+        if target.is_empty() {
+            target = this;
+        } else if this != target {
+            rec.notes.push(format!(
+                "this connection went to {}; its flow runs against the scenario's target like the others",
+                crate::redact::text(&this)
+            ));
+        }
+        flows.push((pick, rec));
+    }
+    let conn = ddp[picks[0] - 1].0;
+    let text = scenario(&flows, conn, &target, har_path, ddp.len());
     // What was done, on stderr when the scenario goes to stdout.
     let mut said = String::new();
-    said.push_str(&format!(
-        "bolide record: connection {pick} of {} ({}, {}), {} DDP messages -> {} steps\n",
-        ddp.len(),
-        crate::redact::text(&conn.url),
-        har::transport(&conn.url).name(),
-        messages.len(),
-        rec.steps.len()
-    ));
     if ddp.len() > 1 {
+        said.push_str(&format!("bolide record: {} DDP connections in {}:\n", ddp.len(), har_path.display()));
         for (i, (c, m)) in ddp.iter().enumerate() {
             said.push_str(&format!("  connection {}: {} ({} messages)\n", i + 1, crate::redact::text(&c.url), m.len()));
         }
-        said.push_str("  (--connection N records another)\n");
-    }
-    if rec.substitutions.is_empty() {
-        said.push_str(if args.no_correlate {
-            "Substitutions: none (--no-correlate)\n"
+        said.push_str(if picks.len() > 1 {
+            "  each became a flow of its own; a user runs one of them (weight 1 each: edit the weights to mix them)\n"
         } else {
-            "Substitutions: none\n"
+            "  (--connection N records another, --connection all each as a flow of its own)\n"
         });
-    } else {
-        said.push_str("Substitutions (review them):\n");
-        for s in &rec.substitutions {
-            said.push_str(&format!("  - {s}\n"));
+    }
+    let mut payload: Vec<&str> = Vec::new();
+    for (pick, rec) in &flows {
+        let (c, messages) = &ddp[pick - 1];
+        said.push_str(&format!(
+            "bolide record: connection {pick} of {} ({}, {}), {} DDP messages -> {} steps\n",
+            ddp.len(),
+            crate::redact::text(&c.url),
+            har::transport(&c.url).name(),
+            messages.len(),
+            rec.steps.len()
+        ));
+        if rec.substitutions.is_empty() {
+            said.push_str(if args.no_correlate {
+                "Substitutions: none (--no-correlate)\n"
+            } else {
+                "Substitutions: none\n"
+            });
+        } else {
+            said.push_str("Substitutions (review them):\n");
+            for s in &rec.substitutions {
+                said.push_str(&format!("  - {s}\n"));
+            }
+        }
+        for n in &rec.notes {
+            said.push_str(&format!("Note: {n}\n"));
+        }
+        if c.binary > 0 {
+            said.push_str(&format!("Note: {} binary frames left out\n", c.binary));
+        }
+        for f in &rec.payload {
+            if !payload.contains(f) {
+                payload.push(f);
+            }
         }
     }
-    for n in &rec.notes {
-        said.push_str(&format!("Note: {n}\n"));
-    }
-    if conn.binary > 0 {
-        said.push_str(&format!("Note: {} binary frames left out\n", conn.binary));
-    }
-    if !rec.payload.is_empty() {
+    if !payload.is_empty() {
         said.push_str(&format!(
             "The flow logs in: write users.csv beside the scenario, one user a row, columns {} (a header row first)\n",
-            rec.payload.join(",")
+            payload.join(",")
         ));
     }
     if to_stdout {
@@ -155,6 +205,65 @@ pub fn record(args: &RecordArgs, io: &mut Io) -> i32 {
     exit::OK
 }
 
+/// The recording proxy: listens, forwards until Ctrl-C or `--duration`, writes the HAR when
+/// asked, and hands back the WebSocket connections that passed (None: nothing passed, said).
+fn listen_and_record(
+    args: &RecordArgs,
+    listen: &str,
+    io: &mut Io,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<Option<har::Har>, i32> {
+    let usage = |io: &mut Io, text: String| {
+        let _ = writeln!(io.err, "error: {text}");
+        exit::USAGE
+    };
+    let Some(to) = &args.to else {
+        return Err(usage(io, "--listen forwards to the app's server: give it with --to http://127.0.0.1:3000".into()));
+    };
+    let upstream = proxy::Upstream::parse(to).map_err(|e| usage(io, e))?;
+    let until = match &args.duration {
+        None => None,
+        Some(d) => match humantime::parse_duration(d) {
+            Ok(d) => Some(std::time::Instant::now() + d),
+            Err(e) => return Err(usage(io, format!("--duration {d}: {e} (a duration such as 60s or 5m)"))),
+        },
+    };
+    let p = proxy::Proxy::bind(listen, upstream.clone()).map_err(|e| usage(io, e))?;
+    if !p.addr.ip().is_loopback() {
+        let _ = writeln!(
+            io.err,
+            "warning: listening on {}: anyone who can reach it passes through to {} (a loopback address keeps it to this machine)",
+            p.addr, upstream.authority
+        );
+    }
+    let _ = writeln!(
+        io.out,
+        "bolide record: recording at http://{}/ -> http://{}; open the page there and use it, then Ctrl-C writes the scenario",
+        p.addr, upstream.authority
+    );
+    let _ = io.out.flush();
+    let addr = p.addr;
+    let (doc, log) = p.run(|| cancel.is_cancelled(), until);
+    for problem in &log.problems {
+        let _ = writeln!(io.err, "warning: {problem}");
+    }
+    let text = serde_json::to_vec_pretty(&doc).unwrap_or_default();
+    if let Some(path) = &args.har_out {
+        if let Err(e) = crate::files::write_atomically(path, |w| w.write_all(&text)) {
+            let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
+            return Err(exit::RUN);
+        }
+        let entries = doc["log"]["entries"].as_array().map_or(0, Vec::len);
+        let _ = writeln!(io.out, "HAR: {} ({entries} requests, secrets masked)", path.display());
+    }
+    let conns = har::parse(&text).map_err(|e| usage(io, format!("the proxy's own HAR: {e}")))?;
+    if log.connections == 0 {
+        let _ = writeln!(io.err, "bolide record: nothing passed through http://{addr}/; no scenario written");
+        return Ok(None);
+    }
+    Ok(Some(conns))
+}
+
 /// A value in YAML's flow style: JSON, which YAML reads as it is.
 fn flow_value(v: &Value) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "null".into())
@@ -165,20 +274,24 @@ fn quoted(s: &str) -> String {
     flow_value(&Value::String(s.to_string()))
 }
 
-/// The scenario file (`target` from [`har::target`]): config (target, a short phase, the transport and compression as
-/// recorded, the payload for a login) and one flow.
+/// The scenario file (`target` from [`har::target`]): config (target, a short phase, the transport
+/// and compression as recorded by `conn`, the payload for a login) and a flow for each recorded
+/// connection (`flows`: its number in the HAR, of `of`, and its flow).
 pub fn scenario(
-    rec: &Recorded,
+    flows: &[(usize, Recorded)],
     conn: &har::Connection,
     target: &str,
     har_path: &Path,
-    pick: usize,
     of: usize,
 ) -> String {
     let mut out = String::new();
     let name = har_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let which = match flows {
+        [(pick, _)] => format!("DDP connection {pick} of {of}"),
+        _ => format!("{} DDP connections of {of}, a flow each", flows.len()),
+    };
     out.push_str(&format!(
-        "# Recorded by bolide record from {} (DDP connection {pick} of {of}). Review the substitutions it\n\
+        "# Recorded by bolide record from {} ({which}). Review the substitutions it\n\
          # listed; the phase below is a start: --arrival-rate and -d change it on the command line.\n",
         name.replace('\n', " ")
     ));
@@ -190,14 +303,32 @@ pub fn scenario(
     if let Some(c) = conn.compression {
         out.push_str(&format!("    compression: {c}\n"));
     }
-    if !rec.payload.is_empty() {
-        let fields: Vec<String> = rec.payload.iter().map(|f| f.to_string()).collect();
+    let mut payload: Vec<&str> = Vec::new();
+    for f in flows.iter().flat_map(|(_, r)| r.payload.iter()) {
+        if !payload.contains(f) {
+            payload.push(f);
+        }
+    }
+    if !payload.is_empty() {
         out.push_str(&format!(
             "  payload:\n    path: users.csv\n    fields: [{}]\n    skipHeader: true\n",
-            fields.join(", ")
+            payload.join(", ")
         ));
     }
-    out.push_str("scenarios:\n  - name: recorded\n    flow:\n");
+    out.push_str("scenarios:\n");
+    for (pick, rec) in flows {
+        if flows.len() == 1 {
+            out.push_str("  - name: recorded\n    flow:\n");
+        } else {
+            out.push_str(&format!("  - name: \"connection {pick}\"\n    weight: 1\n    flow:\n"));
+        }
+        steps(rec, &mut out);
+    }
+    out
+}
+
+/// A flow's steps as the scenario's lines.
+fn steps(rec: &Recorded, out: &mut String) {
     for s in &rec.steps {
         let line = match s {
             Step::Connect => "connect".to_string(),
@@ -213,8 +344,21 @@ pub fn scenario(
             }
             Step::LoginPassword => "login: { user: \"{{ username }}\", password: \"{{ password }}\" }".to_string(),
             Step::LoginResume => "login: { resume: \"{{ loginToken }}\" }".to_string(),
+            Step::WaitFor { collection, id, gone } => format!(
+                "waitFor: {{ collection: {}, where: {{ _id: {} }}{} }}",
+                quoted(collection),
+                flow_value(id),
+                if *gone { ", until: disappears" } else { "" }
+            ),
+            Step::Http { method, url, body } => {
+                let body = match body {
+                    None => String::new(),
+                    Some(flow::HttpBody::Json(v)) => format!(", json: {}", flow_value(v)),
+                    Some(flow::HttpBody::Text(t)) => format!(", body: {}", quoted(t)),
+                };
+                format!("{}: {{ url: {}{body} }}", method.to_ascii_lowercase(), quoted(url))
+            }
         };
         out.push_str(&format!("      - {line}\n"));
     }
-    out
 }

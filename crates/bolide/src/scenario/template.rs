@@ -38,8 +38,22 @@ fn text(v: &Value) -> String {
     }
 }
 
+/// The text of a quoted placeholder, `{{ '...' }}`: literal text, not a variable (how a value
+/// that itself holds `{{` is written: `{{ '{{' }}`).
+pub fn literal(name: &str) -> Option<&str> {
+    name.strip_prefix('\'')?.strip_suffix('\'')
+}
+
+/// A recorded text as a scenario value that renders back to it: each `{{` written `{{ '{{' }}`.
+pub fn escape(s: &str) -> String {
+    s.replace("{{", "{{ '{{' }}")
+}
+
 /// The value of a variable; `$randomId` is a fresh Meteor id each time.
 fn lookup(name: &str, vars: &Vars) -> Value {
+    if let Some(text) = literal(name) {
+        return Value::String(text.to_string());
+    }
     if name == "$randomId" {
         return Value::String(ddp::id::random_id());
     }
@@ -81,6 +95,15 @@ pub fn render(v: &Value, vars: &Vars) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn escaped_braces_render_back() {
+        let vars = Vars::new();
+        for s in ["{{ y }}", "{{", "a {{{ b }} c", "{{ '{{' }}", "x}}"] {
+            assert_eq!(render_str(&escape(s), &vars), json!(s), "{s}");
+            assert!(all_placeholders(&json!(escape(s))).iter().all(|p| literal(p).is_some()), "{s}");
+        }
+    }
 
     #[test]
     fn rendering() {

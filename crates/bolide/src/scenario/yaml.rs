@@ -527,7 +527,7 @@ pub fn load_str(text: &str, file: &str, base: &Path) -> Result<Scenario, LoadErr
     // Templates may only use variables that exist.
     let known = r.known_vars.clone();
     for (line, col, name) in std::mem::take(&mut r.used_vars) {
-        if !known.contains(&name) {
+        if !known.contains(&name) && super::template::literal(&name).is_none() {
             let options: Vec<&str> = known.iter().map(String::as_str).collect();
             let hint = match closest(&name, &options) {
                 Some(c) => format!("did you mean \"{{{{ {c} }}}}\"?"),

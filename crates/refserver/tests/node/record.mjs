@@ -1,14 +1,15 @@
 // Records a user's session on the tasks page as a HAR with Playwright's recordHar (WebSocket
 // frames embedded), in Debian's headless Chromium: add two tasks, remove one. Prints one JSON line
 // {"sessionId": the page's own id, "rows": tasks seen}.
-// Usage: node record.mjs http://127.0.0.1:PORT OUT.har
+// Usage: node record.mjs http://127.0.0.1:PORT [OUT.har] (without OUT.har nothing is recorded by the
+// browser: the page may be reached through bolide's recording proxy instead).
 import { chromium } from "playwright-core";
 
 const [base, har] = process.argv.slice(2);
 const executablePath = process.env.CHROMIUM || "/usr/bin/chromium";
 const browser = await chromium.launch({ executablePath, args: ["--no-sandbox", "--disable-gpu"] });
 try {
-  const context = await browser.newContext({ recordHar: { path: har, content: "embed" } });
+  const context = await browser.newContext(har ? { recordHar: { path: har, content: "embed" } } : {});
   const page = await context.newPage();
   page.setDefaultTimeout(10000);
   await page.goto(base + "/");
