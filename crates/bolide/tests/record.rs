@@ -106,7 +106,7 @@ fn a_har_with_a_login_keeps_no_secret() {
         frame(
             "send",
             2.4,
-            serde_json::json!({"msg":"method","method":"profile","id":"2","params":["T0kenS3cret","u5erIdAAAAAAAAAAA"]}),
+            serde_json::json!({"msg":"method","method":"profile","id":"2","params":["T0kenS3cret","u5erIdAAAAAAAAAAA","ada@example.com"]}),
         ),
     ];
     let doc = serde_json::json!({"log":{"entries":[
@@ -124,7 +124,8 @@ fn a_har_with_a_login_keeps_no_secret() {
     assert!(text.contains("transport: sockjs") && text.contains("target: \"http://127.0.0.1:3000\""), "{text}");
     assert!(text.contains("login: { user: \"{{ username }}\", password: \"{{ password }}\" }"), "{text}");
     assert!(text.contains("fields: [username, password]"), "{text}");
-    assert!(text.contains("params: [\"{{ loginToken }}\",\"{{ userId }}\"]"), "{text}");
+    // The user's own values: the token and id the login returned, the name it logged in with.
+    assert!(text.contains("params: [\"{{ loginToken }}\",\"{{ userId }}\",\"{{ username }}\"]"), "{text}");
     assert!(o.out.contains("write users.csv beside the scenario"), "{}", o.out);
     // Nor with every value kept as recorded.
     let o = bolide(&["record", har.to_str().unwrap(), "--no-correlate"]);
@@ -199,6 +200,16 @@ fn a_har_in_chrome_devtools_shape_records_the_same_flow() {
     let o = bolide(&["record", fixture.to_str().unwrap(), "-o", yml.to_str().unwrap()]);
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
     let text = std::fs::read_to_string(&yml).unwrap();
+    // docs/record.md shows this very output and file.
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/record.md")).unwrap();
+    let block = |first: &str| -> String {
+        let at = doc.find(&format!("```text\n{first}")).unwrap_or_else(|| panic!("docs/record.md shows {first:?}"));
+        let body = &doc[at + "```text\n".len()..];
+        body[..body.find("```").unwrap()].to_string()
+    };
+    let printed: String = o.out.lines().filter(|l| !l.starts_with("Scenario: ")).map(|l| format!("{l}\n")).collect();
+    assert_eq!(block("bolide record: connection"), printed);
+    assert_eq!(block("scenarios:"), text[text.find("scenarios:").unwrap()..]);
     let flow: Vec<&str> = text.lines().skip_while(|l| !l.contains("flow:")).skip(1).map(str::trim).collect();
     assert_eq!(
         flow,
@@ -337,6 +348,7 @@ fn the_recording_proxy_records_the_same_session_and_writes_on_ctrl_c() {
 
     // Replayed by 4 users: 4 times the session's calls and subscriptions, and its page load.
     let (calls0, subs0) = (app.methods_called.load(Ordering::Relaxed), app.subscriptions_ready.load(Ordering::Relaxed));
+    let read0 = app.messages_in.load(Ordering::Relaxed);
     let json = dir.path().join("run.json");
     let o =
         bolide(&["run", yml.to_str().unwrap(), "--arrival-rate", "80", "-d", "50ms", "--json", json.to_str().unwrap()]);
@@ -349,6 +361,8 @@ fn the_recording_proxy_records_the_same_session_and_writes_on_ctrl_c() {
     let count = |name: &str| doc.steps.iter().find(|s| s.name == name).map(|s| (s.count, s.errors));
     assert_eq!(count("GET /"), Some((users, 0)));
     assert_eq!(count("waitFor taskCollection"), Some((users * 3, 0)));
+    // connect, two subs, three methods: what the server read from each user.
+    assert_eq!(app.messages_in.load(Ordering::Relaxed) - read0, users * 6);
 }
 
 #[test]

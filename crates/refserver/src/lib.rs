@@ -287,6 +287,7 @@ impl Shared {
         format!(
             concat!(
                 r#"{{"sessions_started":{},"sessions_live":{},"subscriptions_ready":{},"methods_called":{},"#,
+                r#""messages_in":{},"messages_out":{},"#,
                 r#""connections":{},"connections_open":{},"requests":{},"balance":{{"peers":{},"kept":{},"#,
                 r#""forwarded":{},"peer_failures":{}}}}}"#
             ),
@@ -294,6 +295,8 @@ impl Shared {
             a.live_sessions.load(Ordering::Relaxed),
             n(&a.subscriptions_ready),
             n(&a.methods_called),
+            n(&a.messages_in),
+            n(&a.messages_out),
             n(&c.connections),
             n(&c.open),
             n(&c.requests),

@@ -102,6 +102,10 @@ pub struct App {
     pub methods_called: AtomicU64,
     /// Subscriptions answered with `ready`.
     pub subscriptions_ready: AtomicU64,
+    /// DDP messages read from clients (heartbeats too).
+    pub messages_in: AtomicU64,
+    /// DDP messages queued to clients (heartbeats too).
+    pub messages_out: AtomicU64,
     /// The `payload` publication's documents, made once: (id, fields).
     pub payload: Vec<(String, Fields)>,
 }
@@ -119,6 +123,8 @@ impl App {
             sessions_started: AtomicU64::new(0),
             methods_called: AtomicU64::new(0),
             subscriptions_ready: AtomicU64::new(0),
+            messages_in: AtomicU64::new(0),
+            messages_out: AtomicU64::new(0),
             payload: payload_docs(config.payload_bytes, config.payload_docs),
             config,
         })
@@ -192,6 +198,8 @@ struct Pending {
 #[derive(Clone)]
 struct Outbox {
     tx: mpsc::UnboundedSender<Out>,
+    /// Counts the DDP messages that go out.
+    app: Arc<App>,
     pending: Arc<Pending>,
     limit: usize,
 }
@@ -200,6 +208,9 @@ impl Outbox {
     fn send(&self, item: Out) {
         if self.pending.cut.load(Ordering::Relaxed) {
             return;
+        }
+        if matches!(item, Out::Ddp(_)) {
+            self.app.messages_out.fetch_add(1, Ordering::Relaxed);
         }
         let size = item.size();
         if self.pending.bytes.fetch_add(size, Ordering::Relaxed) + size > self.limit {
@@ -318,7 +329,8 @@ pub async fn serve(
     let (rd, wr) = stream.into_split();
     let (tx, out_rx) = mpsc::unbounded_channel::<Out>();
     let pending = Arc::new(Pending::default());
-    let out_tx = Outbox { tx, pending: Arc::clone(&pending), limit: app.config.max_pending_bytes };
+    let out_tx =
+        Outbox { tx, app: Arc::clone(&app), pending: Arc::clone(&pending), limit: app.config.max_pending_bytes };
     let threshold = app.config.compression_threshold;
     let writer = tokio::spawn(write_loop(wr, out_rx, framing, deflate, threshold, pending));
     let config = app.config.clone();
@@ -403,6 +415,7 @@ pub async fn serve(
                             heard = true;
                             ping_deadline = None;
                             for t in texts {
+                                app.messages_in.fetch_add(1, Ordering::Relaxed);
                                 let parsed = Message::parse(&t);
                                 match (&session, parsed) {
                                     (None, Ok(Message::Connect { version, support, .. })) => {

@@ -172,7 +172,8 @@ pub fn pick_requests(
     }
     if assets > 0 {
         notes.push(format!(
-            "{assets} static assets (scripts, styles, images, fonts) left out (--keep-static keeps them)"
+            "{assets} static asset{} (scripts, styles, images, fonts) left out (--keep-static keeps them)",
+            if assets == 1 { "" } else { "s" }
         ));
     }
     if elsewhere > 0 {
@@ -532,6 +533,16 @@ fn replace(
             s.to_string()
         }
     };
+    // The logged-in user's name or email, wherever the page sent it again: the payload's column.
+    if !s.is_empty() && rec.username.as_deref() == Some(s) {
+        note_once_sub(
+            rec,
+            said,
+            s,
+            format!("{step}: the logged-in user's name -> {{{{ username }}}} (the payload file's column)"),
+        );
+        return "{{ username }}".into();
+    }
     match known.get(s) {
         Some(Source::Result(at)) => {
             let name = capture_name(rec, *at);

@@ -292,12 +292,13 @@ pub fn scenario(
     };
     out.push_str(&format!(
         "# Recorded by bolide record from {} ({which}). Review the substitutions it\n\
-         # listed; the phase below is a start: --arrival-rate and -d change it on the command line.\n",
+         # listed. The phase below (60 s, a user a second) is a start: --arrival-rate changes its rate\n\
+         # and -d cuts it shorter on the command line; edit it for longer.\n",
         name.replace('\n', " ")
     ));
     out.push_str("config:\n");
     out.push_str(&format!("  target: {}\n", quoted(&crate::redact::text(target))));
-    out.push_str("  phases:\n    - duration: 10\n      arrivalRate: 1\n");
+    out.push_str("  phases:\n    - duration: 60\n      arrivalRate: 1\n");
     out.push_str("  ddp:\n");
     out.push_str(&format!("    transport: {}\n", har::transport(&conn.url).name()));
     if let Some(c) = conn.compression {
