@@ -645,6 +645,21 @@ pub struct ServerArgs {
     /// With --spawn: how long to wait for --ready-url.
     #[arg(long, value_name = "DURATION", default_value = "30s")]
     pub ready_timeout: String,
+
+    /// Read a server's Prometheus metrics (the text format at an http:// URL, /metrics when it
+    /// names no path) each --monitor-interval while the load runs, and once more at its end:
+    /// NAME=URL. Repeatable. Counters' increases, gauges' means and histograms' quantiles over the
+    /// run go into the summary and the result document.
+    #[arg(long = "scrape", value_name = "NAME=URL")]
+    pub scrapes: Vec<String>,
+
+    /// Keep only the scraped series whose metric name matches this regular expression.
+    #[arg(long, value_name = "REGEX")]
+    pub scrape_match: Option<String>,
+
+    /// The most series kept per scraped endpoint (the others are counted, not kept).
+    #[arg(long, value_name = "N", default_value_t = crate::monitor::scrape::DEFAULT_LIMIT)]
+    pub scrape_limit: usize,
 }
 
 #[derive(Debug, Clone, Args)]

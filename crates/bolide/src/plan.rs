@@ -99,7 +99,8 @@ pub fn thresholds(
     if server.spawn.is_some() {
         processes.push("server".into());
     }
-    let names = crate::threshold::Names { steps, processes: &processes };
+    let scraped: Vec<String> = server.scrapes.iter().map(|s| s.name.clone()).collect();
+    let names = crate::threshold::Names { steps, processes: &processes, scraped: &scraped };
     let mut out = Vec::new();
     for t in given.iter().cloned().map(Ok).chain(flags.iter().map(|f| crate::threshold::parse_flag(f))) {
         match t.and_then(|t| crate::threshold::check(&t, &names).map(|()| t)) {
@@ -117,11 +118,23 @@ pub struct ServerPlan {
     pub monitors: Vec<(String, crate::monitor::Spec)>,
     pub interval: Duration,
     pub spawn: Option<crate::monitor::spawn::SpawnPlan>,
+    /// `--scrape` endpoints, read each `interval`.
+    pub scrapes: Vec<crate::monitor::scrape::Spec>,
+    /// `--scrape-match`: the metric names kept (a regular expression, checked).
+    pub scrape_match: Option<String>,
+    pub scrape_limit: usize,
 }
 
 impl Default for ServerPlan {
     fn default() -> Self {
-        ServerPlan { monitors: Vec::new(), interval: Duration::from_secs(1), spawn: None }
+        ServerPlan {
+            monitors: Vec::new(),
+            interval: Duration::from_secs(1),
+            spawn: None,
+            scrapes: Vec::new(),
+            scrape_match: None,
+            scrape_limit: crate::monitor::scrape::DEFAULT_LIMIT,
+        }
     }
 }
 
@@ -152,7 +165,27 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
         },
         _ => None,
     };
-    ServerPlan { monitors, interval, spawn }
+    let scrapes = args
+        .scrapes
+        .iter()
+        .filter_map(|s| crate::monitor::scrape::parse_spec(s).map_err(|e| problems.push(e)).ok())
+        .collect();
+    if let Some(m) = &args.scrape_match {
+        if let Err(e) = regex::Regex::new(m) {
+            problems.push(format!("--scrape-match {m:?} is not a regular expression: {e}"));
+        }
+    }
+    if args.scrape_limit == 0 {
+        problems.push("--scrape-limit 0 would keep nothing; leave --scrape out instead".into());
+    }
+    ServerPlan {
+        monitors,
+        interval,
+        spawn,
+        scrapes,
+        scrape_match: args.scrape_match.clone(),
+        scrape_limit: args.scrape_limit,
+    }
 }
 
 /// The most connections one bolide process holds (`-c`); more belong in several processes.

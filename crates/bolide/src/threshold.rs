@@ -4,6 +4,7 @@
 //! ```text
 //! p99<200ms   p50<=20ms   max<1s   error_rate<1%   rps>=5000   errors<10
 //! step["call insertTask"].p95<100ms   cpu.app<80%   cpu.app.max<150%   rss.app<500MB
+//! scrape.app["nodejs_eventloop_lag_p99_seconds"].max<0.05   scrape.app['hits_total{route="/"}'].rate>100
 //! ```
 //!
 //! This module parses and judges; reading a metric's value out of a result document is
@@ -16,7 +17,8 @@ pub const METRICS: &str = "p50, p90, p95, p99, p99.9 (any pN), min, mean, max (l
     is ms), error_rate (%), errors (a count), rps (per second), step[\"NAME\"].p95 and the other latency \
     statistics of one DDP step, cpu.NAME (mean % of one core; cpu.NAME.max the peak) and rss.NAME (peak \
     resident memory in B, KB, MB, GB, KiB, MiB, GiB; rss.NAME.mean the mean) of a process watched with \
-    --monitor NAME=... (or `server` with --spawn)";
+    --monitor NAME=... (or `server` with --spawn), and scrape.NAME[\"SERIES\"].STAT of a series read with \
+    --scrape NAME=URL (STAT: increase, rate, mean, max, last, p50, p90, p99; in the series' own unit, a bare number)";
 
 /// A latency statistic.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -54,6 +56,56 @@ pub enum Metric {
     Cpu { process: String, peak: bool },
     /// A watched process's resident memory, bytes: its peak, or its mean.
     Rss { process: String, mean: bool },
+    /// A series read with `--scrape`: `series` is `metric` or `metric{label="value",...}`.
+    Scrape { endpoint: String, series: String, stat: ScrapeStat },
+}
+
+/// What of a scraped series a threshold reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScrapeStat {
+    /// A counter's or histogram's increase over the run.
+    Increase,
+    /// That per second.
+    Rate,
+    /// A gauge's mean or peak, or its last value.
+    Mean,
+    Max,
+    Last,
+    /// A histogram's quantile over the run: p50, p90 or p99.
+    P50,
+    P90,
+    P99,
+}
+
+impl ScrapeStat {
+    pub const NAMES: &'static str = "increase, rate, mean, max, last, p50, p90 or p99";
+
+    fn parse(word: &str) -> Option<ScrapeStat> {
+        Some(match word {
+            "increase" => ScrapeStat::Increase,
+            "rate" => ScrapeStat::Rate,
+            "mean" => ScrapeStat::Mean,
+            "max" => ScrapeStat::Max,
+            "last" => ScrapeStat::Last,
+            "p50" => ScrapeStat::P50,
+            "p90" => ScrapeStat::P90,
+            "p99" => ScrapeStat::P99,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ScrapeStat::Increase => "increase",
+            ScrapeStat::Rate => "rate",
+            ScrapeStat::Mean => "mean",
+            ScrapeStat::Max => "max",
+            ScrapeStat::Last => "last",
+            ScrapeStat::P50 => "p50",
+            ScrapeStat::P90 => "p90",
+            ScrapeStat::P99 => "p99",
+        }
+    }
 }
 
 /// What a metric's value is counted in.
@@ -88,6 +140,8 @@ impl Metric {
             Metric::Errors => Dim::Count,
             Metric::Rps => Dim::PerSecond,
             Metric::Rss { .. } => Dim::Bytes,
+            Metric::Scrape { stat: ScrapeStat::Rate, .. } => Dim::PerSecond,
+            Metric::Scrape { .. } => Dim::Count,
         }
     }
 
@@ -116,6 +170,7 @@ impl Metric {
             Metric::Cpu { process, peak: true } => format!("peak CPU of {process} (% of one core)"),
             Metric::Rss { process, mean: false } => format!("peak RSS of {process}"),
             Metric::Rss { process, mean: true } => format!("mean RSS of {process}"),
+            Metric::Scrape { endpoint, series, stat } => format!("{} of {series} at {endpoint}", stat.name()),
         }
     }
 }
@@ -358,6 +413,15 @@ impl Parser {
             self.at = start + 4;
             return self.step_metric();
         }
+        if let Some(endpoint) = word.strip_prefix("scrape.") {
+            if endpoint.is_empty() {
+                return Err(unknown("scrape. needs the name of a --scrape endpoint: scrape.app[\"SERIES\"].rate"));
+            }
+            return self.scrape_metric(endpoint.to_string());
+        }
+        if word == "scrape" {
+            return Err(unknown("scrape needs the name of a --scrape endpoint: scrape.app[\"SERIES\"].rate"));
+        }
         let (head, rest) = match word.split_once('.') {
             Some((h, r)) => (h, Some(r)),
             None => (word.as_str(), None),
@@ -385,6 +449,44 @@ impl Parser {
                 Some(stat) => Ok(Metric::Latency { step: None, stat }),
                 None => Err(unknown(&format!("unknown metric {word:?}"))),
             },
+        }
+    }
+
+    /// `["SERIES"].STAT` after `scrape.ENDPOINT`.
+    fn scrape_metric(&mut self, endpoint: String) -> Result<Metric, ParseError> {
+        let example = "scrape.app['hits_total{route=\"/\"}'].rate";
+        if self.peek() != Some('[') {
+            return Err(self.error(format!("expected [\"SERIES\"] after scrape.{endpoint}, e.g. {example}")));
+        }
+        self.at += 1;
+        let Some(quote) = self.peek().filter(|c| matches!(c, '"' | '\'')) else {
+            return Err(self.error(format!("expected a quoted series, e.g. {example}")));
+        };
+        self.at += 1;
+        let name_start = self.at;
+        while self.peek().is_some_and(|c| c != quote) {
+            self.at += 1;
+        }
+        if self.peek().is_none() {
+            return Err(ParseError { column: name_start, message: format!("the series' {quote} is never closed") });
+        }
+        let series: String = self.chars[name_start..self.at].iter().collect();
+        if series.trim().is_empty() {
+            return Err(ParseError { column: name_start, message: "an empty series name".into() });
+        }
+        self.at += 1;
+        if self.peek() != Some(']') || self.chars.get(self.at + 1) != Some(&'.') {
+            return Err(self.error(format!("expected ].STAT after the series, e.g. {example}")));
+        }
+        self.at += 2;
+        let stat_at = self.at;
+        let word = self.word();
+        match ScrapeStat::parse(&word) {
+            Some(stat) => Ok(Metric::Scrape { endpoint, series: series.trim().to_string(), stat }),
+            None => Err(ParseError {
+                column: stat_at + 1,
+                message: format!("{word:?} is not a statistic of a scraped series: {}", ScrapeStat::NAMES),
+            }),
         }
     }
 
@@ -497,6 +599,8 @@ fn stat(word: &str) -> Option<Stat> {
 pub struct Names<'a> {
     pub steps: Option<&'a [String]>,
     pub processes: &'a [String],
+    /// The `--scrape` endpoints' names.
+    pub scraped: &'a [String],
 }
 
 /// Whether a threshold can be judged on a workload with these names; the reason when not.
@@ -517,6 +621,15 @@ pub fn check(t: &Threshold, names: &Names) -> Result<(), String> {
                 return Err(format!("{}: no step is named {step:?}; the steps are {}", t.text, list(steps)))
             }
             Some(_) => {}
+        }
+    }
+    if let Metric::Scrape { endpoint, .. } = &t.metric {
+        if !names.scraped.iter().any(|n| n == endpoint) {
+            return Err(format!(
+                "{}: no endpoint named {endpoint:?} is scraped (scraped: {}); add --scrape {endpoint}=URL",
+                t.text,
+                list(names.scraped)
+            ));
         }
     }
     if let Some(p) = t.metric.process() {
@@ -552,6 +665,22 @@ mod tests {
             ("min>=1ms", lat(Stat::Min), Op::Ge, 1.0),
             ("median<1m", lat(Stat::Percentile(50.0)), Op::Lt, 60_000.0),
             ("error_rate<1%", Metric::ErrorRate, Op::Lt, 1.0),
+            (
+                "scrape.app['hits_total{route=\"/\"}'].rate>100",
+                Metric::Scrape {
+                    endpoint: "app".into(),
+                    series: "hits_total{route=\"/\"}".into(),
+                    stat: ScrapeStat::Rate,
+                },
+                Op::Gt,
+                100.0,
+            ),
+            (
+                "scrape.node-1[\"lag_seconds\"].p99 < 0.05",
+                Metric::Scrape { endpoint: "node-1".into(), series: "lag_seconds".into(), stat: ScrapeStat::P99 },
+                Op::Lt,
+                0.05,
+            ),
             ("error_rate<=0.5", Metric::ErrorRate, Op::Le, 0.5),
             ("errors<1", Metric::Errors, Op::Lt, 1.0),
             ("rps>=5000", Metric::Rps, Op::Ge, 5000.0),
@@ -602,6 +731,10 @@ mod tests {
             ("p99<200ks", 8, &["unit \"ks\"", "us, ms, s or m"]),
             ("latency<200ms", 1, &["unknown metric \"latency\"", "error_rate", "step[\"NAME\"]", "rss.NAME"]),
             ("p0<1ms", 1, &["unknown metric"]),
+            ("scrape.app<1", 11, &["expected [\"SERIES\"] after scrape.app"]),
+            ("scrape.app[\"x\"].p95<1", 17, &["\"p95\" is not a statistic of a scraped series", "increase, rate"]),
+            ("scrape.app[\"x\"].max<1ms", 22, &["unit \"ms\" does not fit"]),
+            ("scrape[\"x\"].max<1", 1, &["scrape needs the name of a --scrape endpoint"]),
             ("p101<1ms", 1, &["unknown metric"]),
             ("error_rate<1MB", 13, &["does not fit", "% (or none)"]),
             ("rss.app<500", 12, &["no unit", "memory needs a unit"]),
@@ -655,8 +788,8 @@ mod tests {
     fn names_are_checked_against_the_workload() {
         let steps = vec!["connect".to_string(), "call insertTask".to_string()];
         let processes = vec!["app".to_string()];
-        let ddp = Names { steps: Some(&steps), processes: &processes };
-        let http = Names { steps: None, processes: &[] };
+        let ddp = Names { steps: Some(&steps), processes: &processes, scraped: &[] };
+        let http = Names { steps: None, processes: &[], scraped: &[] };
         assert!(check(&ok("step[\"call insertTask\"].p95<1s"), &ddp).is_ok());
         let e = check(&ok("step[\"call insertTsk\"].p95<1s"), &ddp).unwrap_err();
         assert!(

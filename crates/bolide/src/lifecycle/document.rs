@@ -26,6 +26,7 @@ pub fn http(plan: &HttpPlan, o: &RunOutput, command_line: Vec<String>) -> result
         timeline: o.timeline.clone(),
         histograms: result::Histograms { latency_us: hist::encode(&all.latency_us) },
         monitor: Vec::new(),
+        scrape: Vec::new(),
         generator: None,
         label: None,
         merged: None,
@@ -140,6 +141,7 @@ pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<St
             }
         },
         monitor: Vec::new(),
+        scrape: Vec::new(),
         generator: None,
         label: None,
         merged: None,

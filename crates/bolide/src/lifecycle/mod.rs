@@ -155,6 +155,7 @@ fn shows_progress(io: &Io, quiet: bool) -> bool {
 /// What the watched processes and bolide itself did during a run.
 struct Watch {
     monitor: Vec<crate::monitor::MonitorResult>,
+    scrape: Vec<crate::monitor::scrape::ScrapeResult>,
     generator: crate::monitor::generator::GeneratorResult,
 }
 
@@ -181,8 +182,20 @@ fn watched<T, E: std::fmt::Display>(
         }
     }
     let monitor = crate::monitor::start_for(&server.monitors, spawned.as_ref(), server.interval, &mut *io.err);
+    let matcher = server.scrape_match.as_deref().and_then(|m| regex::Regex::new(m).ok());
+    let scraping = crate::monitor::scrape::Scraping::start(
+        &server.scrapes,
+        matcher.as_ref(),
+        server.scrape_limit,
+        server.interval,
+    );
     let out = load(&monitor);
     let (processes, own) = monitor.finish_all();
+    let scrape = scraping.finish();
+    for s in scrape.iter().filter(|s| s.t.is_empty()) {
+        let why = s.last_error.as_deref().unwrap_or("no answer");
+        let _ = writeln!(io.err, "warning: --scrape {}={}: never read ({why})", s.name, s.url);
+    }
     stop_server(spawned, &processes, io);
     let out = match out {
         Ok(o) => o,
@@ -191,7 +204,7 @@ fn watched<T, E: std::fmt::Display>(
             return Err(exit::RUN);
         }
     };
-    Ok((out, Watch { monitor: processes.iter().map(Into::into).collect(), generator: own.result() }))
+    Ok((out, Watch { monitor: processes.iter().map(Into::into).collect(), scrape, generator: own.result() }))
 }
 
 /// Waits for `--start-at`, saying so; false when stopped first. A start already past is made at
@@ -280,6 +293,7 @@ fn run_http_plan(
     };
     let mut doc = document::http(plan, &output, command_line);
     doc.monitor = watch.monitor;
+    doc.scrape = watch.scrape;
     doc.generator = Some(watch.generator);
     doc.label = plan.label.clone();
     let mut doc = Doc::Http(Box::new(doc));
@@ -518,6 +532,7 @@ fn run_ddp_plan(
     };
     let mut doc = document::ddp(plan, &output, command_line);
     doc.monitor = watch.monitor;
+    doc.scrape = watch.scrape;
     tie_monitors(plan, &mut doc);
     doc.generator = Some(watch.generator);
     doc.label = plan.label.clone();

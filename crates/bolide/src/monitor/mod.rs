@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 pub mod generator;
+pub mod scrape;
 pub mod spawn;
 
 /// What to watch, as given on the command line (`NAME=PID` or `NAME=:PORT`).

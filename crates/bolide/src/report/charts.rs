@@ -194,6 +194,7 @@ pub fn single_run(doc: &Doc) -> Vec<Chart> {
     };
     charts.push(outcomes(doc));
     charts.extend(server_charts(monitor));
+    charts.extend(scrape_charts(doc.scrape()));
     charts.push(generator_chart(generator));
     charts
 }
@@ -557,6 +558,34 @@ fn server_charts(monitor: &[MonitorResult]) -> Vec<Chart> {
     );
     let n = watched.len();
     vec![cpu.decimate(&vec![Reduce::Max; n]), ram.decimate(&vec![Reduce::Max; n])]
+}
+
+/// Scraped series (`--scrape`): up to eight per endpoint, in the summary's order, a chart each
+/// (their units differ): a counter's increase per second, a gauge's value.
+fn scrape_charts(scraped: &[crate::monitor::scrape::ScrapeResult]) -> Vec<Chart> {
+    use crate::monitor::scrape::{per_scrape, series_name, shown, Kind};
+    let mut out = Vec::new();
+    for r in scraped.iter().filter(|r| !r.t.is_empty()) {
+        for (i, s) in shown(r).into_iter().take(8).enumerate() {
+            let rate = matches!(s.kind, Some(Kind::Counter | Kind::Histogram));
+            let unit = match s.kind {
+                Some(Kind::Histogram) => "observations per second",
+                _ if rate => "per second",
+                _ => "value",
+            };
+            let mut c = Chart::new(
+                &format!("scrape-{}-{}", r.name, i + 1),
+                &format!("{}: {}", r.name, series_name(s)),
+                "seconds",
+                unit,
+                XKind::Seconds,
+            );
+            c.x = r.t.clone();
+            c.line(&series_name(s), per_scrape(r, s));
+            out.push(c.decimate(&[if rate { Reduce::Mean } else { Reduce::Max }]));
+        }
+    }
+    out
 }
 
 fn generator_chart(g: Option<&GeneratorResult>) -> Chart {

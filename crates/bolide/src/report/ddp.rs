@@ -141,6 +141,7 @@ pub fn summary(doc: &DdpDoc) -> String {
         let _ = writeln!(out, "  {:<14}{} protocol errors from the server", "", count(s.protocol_errors));
     }
     out.push_str(&super::term::monitor_rows(&doc.monitor));
+    out.push_str(&crate::monitor::scrape::rows(&doc.scrape, 8));
     out.push_str(&super::term::generator_rows(doc.generator.as_ref()));
     out.push_str(&super::term::threshold_rows(
         &doc.thresholds,

@@ -151,6 +151,7 @@ pub fn summary(doc: &ResultDoc) -> String {
         );
     }
     out.push_str(&monitor_rows(&doc.monitor));
+    out.push_str(&crate::monitor::scrape::rows(&doc.scrape, 8));
     out.push_str(&generator_rows(doc.generator.as_ref()));
     if doc.per_target.len() > 1 {
         out.push('\n');
@@ -426,6 +427,7 @@ mod tests {
             timeline: vec![],
             histograms: Histograms { latency_us: String::new() },
             monitor: vec![],
+            scrape: vec![],
             generator: None,
             label: None,
             merged: None,

@@ -166,6 +166,13 @@ impl Doc {
         }
     }
 
+    pub fn scrape(&self) -> &[crate::monitor::scrape::ScrapeResult] {
+        match self {
+            Doc::Http(d) => &d.scrape,
+            Doc::Ddp(d) => &d.scrape,
+        }
+    }
+
     pub fn generator(&self) -> Option<&crate::monitor::generator::GeneratorResult> {
         match self {
             Doc::Http(d) => d.generator.as_ref(),

@@ -167,6 +167,8 @@ pub fn merge(inputs: Vec<(String, Doc)>, command_line: Vec<String>) -> Result<Me
         kept.iter().zip(&offsets).map(|(&i, off)| (&inputs[i].1, off.round() as u32)).collect();
     let started_at = humantime::format_rfc3339_millis(base).to_string();
     let monitor = merge_monitors(&docs, &mut info.warnings);
+    // Every segment read the same endpoints over the same time: the first one's reading stands.
+    let scrape = docs.first().map(|(d, _)| d.scrape().to_vec()).unwrap_or_default();
     let generator = merge_generators(&info.segments);
     let warnings = info.warnings.clone();
     // The kinds were checked above: every part is of the first document's kind.
@@ -179,6 +181,7 @@ pub fn merge(inputs: Vec<(String, Doc)>, command_line: Vec<String>) -> Result<Me
             m.command_line = command_line;
             m.started_at = started_at;
             m.monitor = monitor;
+            m.scrape = scrape;
             m.generator = generator;
             m.merged = Some(info);
             Box::new(m)

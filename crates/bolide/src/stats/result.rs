@@ -39,6 +39,9 @@ pub struct ResultDoc {
     /// Server processes watched with `--monitor` (absent when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub monitor: Vec<crate::monitor::MonitorResult>,
+    /// Prometheus endpoints read with `--scrape` (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scrape: Vec<crate::monitor::scrape::ScrapeResult>,
     /// bolide's own load threads and the machine's idle CPU, with the verdict on whether the run
     /// measured the server or the tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -79,6 +79,52 @@ pub fn value(doc: &Doc, metric: &Metric) -> Result<f64, String> {
             let m = watched(doc, process)?;
             Ok(if *mean { m.avg_rss_bytes } else { m.peak_rss_bytes as f64 })
         }
+        (Metric::Scrape { endpoint, series, stat }, doc) => scraped(doc, endpoint, series, *stat),
+    }
+}
+
+/// A statistic of a scraped series: the series named exactly (`metric{label="v"}` as the
+/// summary writes it), or the only series of a metric named without labels.
+fn scraped(doc: &Doc, endpoint: &str, series: &str, stat: crate::threshold::ScrapeStat) -> Result<f64, String> {
+    use crate::monitor::scrape::series_name;
+    use crate::threshold::ScrapeStat as S;
+    let r = doc
+        .scrape()
+        .iter()
+        .find(|r| r.name == endpoint)
+        .ok_or_else(|| format!("no endpoint named {endpoint} was scraped (--scrape {endpoint}=URL)"))?;
+    if r.t.is_empty() {
+        return Err(format!("{endpoint} was never read ({})", r.last_error.as_deref().unwrap_or("no answer")));
+    }
+    let exact: Vec<_> = r.series.iter().filter(|s| series_name(s) == series).collect();
+    let of_metric: Vec<_> = r.series.iter().filter(|s| s.metric == series).collect();
+    let s = match (exact.as_slice(), of_metric.as_slice()) {
+        ([one], _) | ([], [one]) => *one,
+        ([], []) => return Err(format!("{endpoint} has no series {series}")),
+        (_, many) => {
+            let names: Vec<String> = many.iter().take(5).map(|s| series_name(s)).collect();
+            return Err(format!(
+                "{endpoint} has {} series of {series}; name one with its labels: {}",
+                many.len(),
+                names.join(", ")
+            ));
+        }
+    };
+    let kind = |what: &str| format!("{series} has no {} (it is a {:?} series; {what})", stat.name(), s.kind);
+    match stat {
+        S::Increase => s.increase.ok_or_else(|| kind("increase and rate are for counters and histograms")),
+        S::Rate => s.rate_per_s.ok_or_else(|| kind("rate needs a counter or histogram read twice or more")),
+        S::Mean => s.mean.ok_or_else(|| kind("mean and max are for gauges")),
+        S::Max => s.max.ok_or_else(|| kind("mean and max are for gauges")),
+        S::Last => s.values.iter().rev().flatten().next().copied().ok_or_else(|| format!("{series} has no value")),
+        S::P50 | S::P90 | S::P99 => {
+            let q = s.quantiles.ok_or_else(|| kind("quantiles are for histograms with observations during the run"))?;
+            Ok(match stat {
+                S::P50 => q[0],
+                S::P90 => q[1],
+                _ => q[2],
+            })
+        }
     }
 }
 

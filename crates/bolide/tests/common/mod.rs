@@ -136,15 +136,25 @@ pub fn node_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../refserver/tests/node")
 }
 
-/// Checks that Debian's Chromium is there and installs playwright-core for the Chromium tests when
-/// it is not there yet.
+/// Checks that Debian's Chromium is there and installs the Node packages (playwright-core) for the
+/// Chromium tests when they are not there yet.
 pub fn in_chromium_setup() {
     let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     assert!(
         Path::new(&chromium).exists(),
         "this test needs Debian's chromium at {chromium} (apt-get install chromium; .ci/run does)"
     );
-    if !node_dir().join("node_modules/playwright-core").exists() {
+    in_node_setup();
+}
+
+/// Installs the Node packages of the tests' Node side (`npm ci`) when one of them is missing.
+pub fn in_node_setup() {
+    let lock = std::fs::read_to_string(node_dir().join("package.json")).expect("package.json");
+    let deps: serde_json::Value = serde_json::from_str(&lock).expect("package.json is JSON");
+    let missing = deps["dependencies"]
+        .as_object()
+        .is_some_and(|d| d.keys().any(|name| !node_dir().join("node_modules").join(name).exists()));
+    if missing {
         let status = std::process::Command::new("npm")
             .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
             .current_dir(node_dir())

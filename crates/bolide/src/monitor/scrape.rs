@@ -1,0 +1,698 @@
+//! `--scrape NAME=URL`: a server's Prometheus `/metrics` (the text exposition format, read with
+//! the `prometheus-parse` crate) fetched each interval while the load runs, on a thread of its own
+//! so that a slow endpoint delays nothing else; once more when the load has ended, so that a
+//! counter's increase covers the whole run. Kept per series (a metric and its labels): its value
+//! at each scrape; in the result document with a summary (a counter's increase and rate, a
+//! gauge's mean and peak, a histogram's count and quantiles over the run).
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// The most of one `/metrics` answer read (a big exporter's is a few hundred KiB).
+pub const MAX_BODY: usize = 16 << 20;
+/// Series kept per endpoint unless `--scrape-limit` says otherwise.
+pub const DEFAULT_LIMIT: usize = 500;
+/// How long one fetch may take before it counts as an error.
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What to scrape, as the command line gave it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spec {
+    pub name: String,
+    pub url: String,
+    /// `host:port` to connect to.
+    addr: String,
+    /// Host header and path.
+    host: String,
+    path: String,
+}
+
+/// Parses `NAME=URL` (an http:// URL; `/metrics` when it names no path).
+pub fn parse_spec(text: &str) -> Result<Spec, String> {
+    let (name, url) = text
+        .split_once('=')
+        .filter(|(n, u)| !n.is_empty() && !u.is_empty())
+        .ok_or_else(|| format!("--scrape {text:?} must look like NAME=URL (app=http://127.0.0.1:9100/metrics)"))?;
+    let u = url::Url::parse(url).map_err(|e| format!("--scrape {name}={url}: not a URL: {e}"))?;
+    if u.scheme() != "http" {
+        return Err(format!("--scrape {name}={url}: only http:// endpoints are read (the scheme is {:?})", u.scheme()));
+    }
+    let host = u.host_str().ok_or_else(|| format!("--scrape {name}={url}: the URL names no host"))?;
+    let host = if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.to_string() };
+    let port = u.port().unwrap_or(80);
+    let mut path = u.path().to_string();
+    if path.is_empty() || path == "/" {
+        path = "/metrics".into();
+    }
+    if let Some(q) = u.query() {
+        path = format!("{path}?{q}");
+    }
+    let url = format!("http://{host}:{port}{path}");
+    Ok(Spec { name: name.to_string(), url, addr: format!("{host}:{port}"), host: format!("{host}:{port}"), path })
+}
+
+/// GETs the endpoint once: its body, or why not.
+pub fn fetch(spec: &Spec) -> Result<String, String> {
+    let addrs: Vec<std::net::SocketAddr> =
+        std::net::ToSocketAddrs::to_socket_addrs(&spec.addr).map_err(|e| format!("{}: {e}", spec.addr))?.collect();
+    let addr = addrs.first().ok_or_else(|| format!("{}: no address", spec.addr))?;
+    let mut s = TcpStream::connect_timeout(addr, TIMEOUT).map_err(|e| format!("{}: {e}", spec.addr))?;
+    let deadline = Instant::now() + TIMEOUT;
+    s.set_read_timeout(Some(TIMEOUT)).ok();
+    s.set_write_timeout(Some(TIMEOUT)).ok();
+    let request = format!(
+        "GET {} HTTP/1.1\r\nHost: {}\r\nAccept: text/plain;version=0.0.4\r\nUser-Agent: bolide/{}\r\nConnection: close\r\n\r\n",
+        spec.path,
+        spec.host,
+        env!("CARGO_PKG_VERSION")
+    );
+    s.write_all(request.as_bytes()).map_err(|e| format!("sending the request: {e}"))?;
+    let mut raw = Vec::new();
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        if Instant::now() > deadline {
+            return Err(format!("no whole answer within {} s", TIMEOUT.as_secs()));
+        }
+        match s.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                raw.extend_from_slice(&chunk[..n]);
+                if raw.len() > MAX_BODY + 64 * 1024 {
+                    return Err(format!("the answer is larger than {} MiB", MAX_BODY >> 20));
+                }
+            }
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                return Err(format!("no whole answer within {} s", TIMEOUT.as_secs()))
+            }
+            Err(e) => return Err(format!("reading the answer: {e}")),
+        }
+    }
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut res = httparse::Response::new(&mut headers);
+    let head = match res.parse(&raw) {
+        Ok(httparse::Status::Complete(n)) => n,
+        _ => return Err("the answer is not HTTP".into()),
+    };
+    let status = res.code.unwrap_or(0);
+    if status != 200 {
+        return Err(format!("HTTP {status} {}", res.reason.unwrap_or("")));
+    }
+    let chunked = res.headers.iter().any(|h| {
+        h.name.eq_ignore_ascii_case("transfer-encoding") && String::from_utf8_lossy(h.value).contains("chunked")
+    });
+    let encoded = res.headers.iter().find(|h| h.name.eq_ignore_ascii_case("content-encoding"));
+    if let Some(e) = encoded.filter(|h| !h.value.eq_ignore_ascii_case(b"identity")) {
+        return Err(format!("the answer is {}-encoded (bolide asks for plain text)", String::from_utf8_lossy(e.value)));
+    }
+    let body = if chunked { dechunk(&raw[head..])? } else { raw[head..].to_vec() };
+    String::from_utf8(body).map_err(|_| "the answer is not UTF-8 text".to_string())
+}
+
+fn dechunk(mut data: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    loop {
+        let end = memchr::memmem::find(data, b"\r\n").ok_or("a chunked answer cut short")?;
+        let size = std::str::from_utf8(&data[..end]).ok().and_then(|l| l.split(';').next()).map(str::trim);
+        let n = size.and_then(|s| usize::from_str_radix(s, 16).ok()).ok_or("a chunk size that is not hex")?;
+        data = &data[end + 2..];
+        if n == 0 {
+            return Ok(out);
+        }
+        if data.len() < n + 2 {
+            return Err("a chunked answer cut short".into());
+        }
+        out.extend_from_slice(&data[..n]);
+        data = &data[n + 2..];
+    }
+}
+
+/// What kind of series a value belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Counter,
+    Gauge,
+    Untyped,
+    /// A histogram's observations (its `_count`), with quantiles from its buckets.
+    Histogram,
+    /// One quantile of a summary, as the server computed it.
+    Summary,
+}
+
+/// One series of an endpoint over the run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Series {
+    pub metric: String,
+    /// Its labels (`le` and `quantile` aside), in name order.
+    pub labels: BTreeMap<String, String>,
+    pub kind: Option<Kind>,
+    /// Its value at each scrape (`t` of the endpoint), null where a scrape did not have it.
+    pub values: Vec<Option<f64>>,
+    /// Counters and histograms: the increase from the first scrape to the last (a restart's
+    /// drop counted from zero; a series born during the run from zero), and that per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub increase: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_s: Option<f64>,
+    /// Gauges, untyped values and summary quantiles: mean and peak over the scrapes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+    /// Histograms: p50, p90, p99 of the observations made during the run, from the buckets'
+    /// increase (each the upper bound of the bucket it falls in, as Prometheus's
+    /// histogram_quantile interpolates within it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantiles: Option<[f64; 3]>,
+    /// Histograms: each finite bucket's cumulative count at the last scrape minus the first
+    /// (`(upper bound, count)`; the +Inf bucket's is `increase`), for reading other quantiles later.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub buckets: Vec<(f64, f64)>,
+}
+
+/// One endpoint in a result document.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ScrapeResult {
+    pub name: String,
+    pub url: String,
+    /// Seconds since the start of each successful scrape.
+    pub t: Vec<f64>,
+    pub scrapes: u64,
+    pub errors: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// Series seen but not kept (past `--scrape-limit`, or not matching `--scrape-match`).
+    pub dropped_series: u64,
+    pub series: Vec<Series>,
+}
+
+/// The series of one parse: key -> (metric, labels, kind, value, buckets of a histogram).
+type Parsed = Vec<(String, BTreeMap<String, String>, Kind, f64, Vec<(f64, f64)>)>;
+
+/// Parses an exposition text into series values.
+pub fn parse(text: &str) -> Result<Parsed, String> {
+    let lines = text.lines().map(|l| Ok(l.to_string()));
+    let scrape = prometheus_parse::Scrape::parse(lines).map_err(|e| e.to_string())?;
+    // A histogram's or summary's `_sum` and `_count` are counters (the parser leaves them untyped).
+    let grouped: std::collections::HashSet<String> = scrape
+        .samples
+        .iter()
+        .filter(|s| matches!(s.value, prometheus_parse::Value::Histogram(_) | prometheus_parse::Value::Summary(_)))
+        .map(|s| s.metric.clone())
+        .collect();
+    let part_of_group =
+        |m: &str| m.strip_suffix("_sum").or_else(|| m.strip_suffix("_count")).is_some_and(|b| grouped.contains(b));
+    let mut out = Vec::new();
+    for s in scrape.samples {
+        let labels: BTreeMap<String, String> = s
+            .labels
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .filter(|(k, _)| k != "le" && k != "quantile")
+            .collect();
+        match s.value {
+            prometheus_parse::Value::Counter(v) => out.push((s.metric, labels, Kind::Counter, v, vec![])),
+            prometheus_parse::Value::Gauge(v) => out.push((s.metric, labels, Kind::Gauge, v, vec![])),
+            prometheus_parse::Value::Untyped(v) if part_of_group(&s.metric) => {
+                out.push((s.metric, labels, Kind::Counter, v, vec![]))
+            }
+            prometheus_parse::Value::Untyped(v) => out.push((s.metric, labels, Kind::Untyped, v, vec![])),
+            prometheus_parse::Value::Histogram(buckets) => {
+                let mut b: Vec<(f64, f64)> = buckets.iter().map(|h| (h.less_than, h.count)).collect();
+                b.sort_by(|x, y| x.0.total_cmp(&y.0));
+                let count = b.last().map_or(0.0, |x| x.1);
+                out.push((s.metric, labels, Kind::Histogram, count, b));
+            }
+            prometheus_parse::Value::Summary(qs) => {
+                for q in qs {
+                    let mut l = labels.clone();
+                    l.insert("quantile".into(), format!("{}", q.quantile));
+                    out.push((s.metric.clone(), l, Kind::Summary, q.count, vec![]));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A histogram's cumulative buckets: (upper bound, count).
+type Buckets = Vec<(f64, f64)>;
+
+/// One endpoint being scraped.
+#[derive(Debug)]
+pub struct Scraper {
+    spec: Spec,
+    matcher: Option<regex::Regex>,
+    limit: usize,
+    result: ScrapeResult,
+    index: BTreeMap<(String, BTreeMap<String, String>), usize>,
+    /// Series left out (past the limit, or not matching).
+    dropped: std::collections::BTreeSet<(String, BTreeMap<String, String>)>,
+    /// Each histogram's buckets at its first and its last scrape.
+    buckets: Vec<(Buckets, Buckets)>,
+}
+
+impl Scraper {
+    pub fn new(spec: Spec, matcher: Option<regex::Regex>, limit: usize) -> Scraper {
+        let result = ScrapeResult { name: spec.name.clone(), url: spec.url.clone(), ..Default::default() };
+        Scraper {
+            spec,
+            matcher,
+            limit,
+            result,
+            index: BTreeMap::new(),
+            dropped: Default::default(),
+            buckets: Vec::new(),
+        }
+    }
+
+    /// Scrapes once, `t` seconds into the run.
+    pub fn scrape(&mut self, t: f64) {
+        self.result.scrapes += 1;
+        let parsed = fetch(&self.spec).and_then(|body| parse(&body));
+        let parsed = match parsed {
+            Ok(p) => p,
+            Err(e) => {
+                self.result.errors += 1;
+                self.result.last_error = Some(e);
+                return;
+            }
+        };
+        self.add(t, parsed);
+    }
+
+    /// Adds the series of one successful scrape at `t`.
+    pub fn add(&mut self, t: f64, parsed: Parsed) {
+        let at = self.result.t.len();
+        self.result.t.push(t);
+        for (metric, labels, kind, value, buckets) in parsed {
+            let key = (metric, labels);
+            if self.dropped.contains(&key) {
+                continue;
+            }
+            let i = match self.index.get(&key) {
+                Some(i) => *i,
+                None if self.index.len() >= self.limit
+                    || self.matcher.as_ref().is_some_and(|m| !m.is_match(&key.0)) =>
+                {
+                    self.dropped.insert(key);
+                    self.result.dropped_series = self.dropped.len() as u64;
+                    continue;
+                }
+                None => {
+                    let i = self.result.series.len();
+                    self.index.insert(key.clone(), i);
+                    self.result.series.push(Series {
+                        metric: key.0.clone(),
+                        labels: key.1.clone(),
+                        kind: Some(kind),
+                        values: vec![None; at],
+                        ..Default::default()
+                    });
+                    // A series born after the first scrape (a labelled counter the load created)
+                    // began at zero.
+                    self.buckets.push((if at > 0 { Vec::new() } else { buckets.clone() }, Vec::new()));
+                    i
+                }
+            };
+            let s = &mut self.result.series[i];
+            s.values.resize(at, None);
+            s.values.push(Some(value));
+            if kind == Kind::Histogram {
+                self.buckets[i].1 = buckets;
+            }
+        }
+        // Series missing from this scrape.
+        for s in &mut self.result.series {
+            s.values.resize(at + 1, None);
+        }
+    }
+
+    /// The endpoint's result with each series summed up.
+    pub fn finish(mut self) -> ScrapeResult {
+        let span = match (self.result.t.first(), self.result.t.last()) {
+            (Some(a), Some(b)) if b > a => Some(b - a),
+            _ => None,
+        };
+        for (s, (first, last)) in self.result.series.iter_mut().zip(&self.buckets) {
+            let values: Vec<f64> = s.values.iter().flatten().copied().filter(|v| v.is_finite()).collect();
+            match s.kind {
+                Some(Kind::Counter | Kind::Histogram) => {
+                    // Born after the first scrape: it began at zero.
+                    let values: Vec<f64> = if s.values.first() == Some(&None) {
+                        std::iter::once(0.0).chain(values).collect()
+                    } else {
+                        values
+                    };
+                    // A drop is a restart: the counter began again from zero.
+                    let increase =
+                        values.windows(2).map(|w| if w[1] >= w[0] { w[1] - w[0] } else { w[1] }).sum::<f64>();
+                    s.increase = Some(increase);
+                    s.rate_per_s = span.map(|d| increase / d);
+                }
+                _ if !values.is_empty() => {
+                    s.mean = Some(values.iter().sum::<f64>() / values.len() as f64);
+                    s.max = values.iter().copied().reduce(f64::max);
+                }
+                _ => {}
+            }
+            if s.kind == Some(Kind::Histogram) {
+                let grown: Vec<(f64, f64)> = last
+                    .iter()
+                    .map(|(le, c)| {
+                        let before = first.iter().find(|(l, _)| l == le).map_or(0.0, |x| x.1);
+                        (*le, if *c >= before { c - before } else { *c })
+                    })
+                    .collect();
+                s.quantiles = quantiles(&grown);
+                // The +Inf bucket is the increase itself (and JSON has no infinity).
+                s.buckets = grown.into_iter().filter(|(le, _)| le.is_finite()).collect();
+            }
+        }
+        self.result
+    }
+}
+
+/// p50, p90, p99 of cumulative buckets, interpolated linearly inside the bucket each falls in (as
+/// Prometheus's histogram_quantile does); None without observations. The +Inf bucket answers
+/// with the highest finite bound.
+pub fn quantiles(buckets: &[(f64, f64)]) -> Option<[f64; 3]> {
+    let total = buckets.last()?.1;
+    if total <= 0.0 {
+        return None;
+    }
+    let q = |p: f64| {
+        let rank = p * total;
+        let mut prev = (0.0, 0.0);
+        for &(le, count) in buckets {
+            if count >= rank {
+                if le.is_infinite() {
+                    return prev.0;
+                }
+                let within = count - prev.1;
+                return if within > 0.0 { prev.0 + (le - prev.0) * (rank - prev.1) / within } else { le };
+            }
+            prev = (le, count);
+        }
+        prev.0
+    };
+    Some([q(0.5), q(0.9), q(0.99)])
+}
+
+/// Scrapes each endpoint on a thread of its own every `interval` until stopped, and once more
+/// then.
+pub struct Scraping {
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<ScrapeResult>>,
+}
+
+impl Scraping {
+    /// Returns once every endpoint was read a first time (or failed to be), so that a counter's
+    /// increase covers the whole load.
+    pub fn start(specs: &[Spec], matcher: Option<&regex::Regex>, limit: usize, interval: Duration) -> Scraping {
+        let stop = Arc::new(AtomicBool::new(false));
+        let start = Instant::now();
+        let (first_done, first) = std::sync::mpsc::channel::<()>();
+        let threads: Vec<_> = specs
+            .iter()
+            .map(|spec| {
+                let mut s = Scraper::new(spec.clone(), matcher.cloned(), limit);
+                let stop = Arc::clone(&stop);
+                let first_done = first_done.clone();
+                std::thread::spawn(move || {
+                    s.scrape(0.0);
+                    let _ = first_done.send(());
+                    let mut next = start + interval;
+                    loop {
+                        let now = Instant::now();
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        if now >= next {
+                            s.scrape(now.duration_since(start).as_secs_f64());
+                            next += interval;
+                            // A slow endpoint skips the scrapes it missed instead of bunching them.
+                            while next < Instant::now() {
+                                next += interval;
+                            }
+                        } else {
+                            std::thread::sleep((next - now).min(Duration::from_millis(50)));
+                        }
+                    }
+                    s.scrape(start.elapsed().as_secs_f64());
+                    s.finish()
+                })
+            })
+            .collect();
+        drop(first_done);
+        // Each thread says when its first reading is in (a thread that died closes the channel).
+        for _ in 0..threads.len() {
+            if first.recv().is_err() {
+                break;
+            }
+        }
+        Scraping { stop, threads }
+    }
+
+    /// Stops, scrapes each endpoint a last time, and hands back what was kept.
+    pub fn finish(self) -> Vec<ScrapeResult> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.threads.into_iter().filter_map(|t| t.join().ok()).collect()
+    }
+}
+
+/// The endpoints' lines of a terminal summary: per endpoint, its scrapes and errors, then up to
+/// `most` series (those `--scrape-match` chose, else well-known ones first).
+pub fn rows(results: &[ScrapeResult], most: usize) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    for r in results {
+        let _ = writeln!(
+            out,
+            "\n  Scraped {} ({}): {} scrapes, {} failed{}, {} series kept{}",
+            r.name,
+            r.url,
+            r.scrapes,
+            r.errors,
+            r.last_error.as_ref().map(|e| format!(" (last: {e})")).unwrap_or_default(),
+            r.series.len(),
+            if r.dropped_series > 0 { format!(", {} left out", r.dropped_series) } else { String::new() }
+        );
+        let shown = shown(r);
+        let hidden = r.series.len() - shown.len();
+        for s in shown.iter().take(most) {
+            let name = series_name(s);
+            let figure = match s.kind {
+                Some(Kind::Histogram) => match s.quantiles {
+                    Some([p50, p90, p99]) => format!(
+                        "{} observed, p50 {} p90 {} p99 {}",
+                        number(s.increase.unwrap_or(0.0)),
+                        number(p50),
+                        number(p90),
+                        number(p99)
+                    ),
+                    None => "no observations during the run".into(),
+                },
+                Some(Kind::Counter) => {
+                    format!("+{} ({}/s)", number(s.increase.unwrap_or(0.0)), number(s.rate_per_s.unwrap_or(0.0)))
+                }
+                _ => match (s.mean, s.max) {
+                    (Some(m), Some(x)) => format!("mean {} max {}", number(m), number(x)),
+                    _ => "no value".into(),
+                },
+            };
+            let _ = writeln!(out, "    {name:<48} {figure}");
+        }
+        let more = r.series.len().saturating_sub(most.min(shown.len()) + hidden) + hidden;
+        if more > 0 {
+            let _ = writeln!(out, "    ({more} more in the result document)");
+        }
+    }
+    out
+}
+
+/// An endpoint's series in the order a reader wants them: those that tell something (a counter or
+/// histogram that moved, a gauge), well-known ones first, then the rest, by name; a histogram's
+/// `_sum` and `_count` are left to its own row.
+pub fn shown(r: &ScrapeResult) -> Vec<&Series> {
+    let grouped: Vec<&str> =
+        r.series.iter().filter(|s| s.kind == Some(Kind::Histogram)).map(|s| s.metric.as_str()).collect();
+    let mut shown: Vec<&Series> = r
+        .series
+        .iter()
+        .filter(|s| {
+            let base = s.metric.strip_suffix("_sum").or_else(|| s.metric.strip_suffix("_count"));
+            !base.is_some_and(|b| grouped.contains(&b))
+        })
+        .collect();
+    // Telling: a counter or histogram that moved, a gauge with a value.
+    shown.sort_by_key(|s| {
+        let telling = s.increase.is_some_and(|i| i > 0.0) || s.mean.is_some();
+        (!telling, !WELL_KNOWN.iter().any(|w| s.metric == *w), s.metric.clone())
+    });
+    shown
+}
+
+/// A series as drawn: a counter's or histogram's increase per second between scrapes (None at the
+/// first), other kinds' values.
+pub fn per_scrape(r: &ScrapeResult, s: &Series) -> Vec<Option<f64>> {
+    match s.kind {
+        Some(Kind::Counter | Kind::Histogram) => (0..s.values.len())
+            .map(|i| {
+                let (prev, now) = (s.values.get(i.checked_sub(1)?).copied().flatten(), s.values[i]);
+                let span = r.t.get(i)? - r.t.get(i - 1)?;
+                match (prev, now) {
+                    (Some(a), Some(b)) if span > 0.0 => Some(if b >= a { b - a } else { b } / span),
+                    _ => None,
+                }
+            })
+            .collect(),
+        _ => s.values.clone(),
+    }
+}
+
+/// Series shown first when present: what most exporters have and people look at.
+const WELL_KNOWN: &[&str] = &[
+    "process_cpu_seconds_total",
+    "process_resident_memory_bytes",
+    "nodejs_eventloop_lag_p99_seconds",
+    "nodejs_gc_duration_seconds",
+    "nodejs_heap_size_used_bytes",
+    "http_request_duration_seconds",
+    "http_requests_total",
+    "go_goroutines",
+    "go_gc_duration_seconds",
+];
+
+/// `metric{label="value",...}`.
+pub fn series_name(s: &Series) -> String {
+    if s.labels.is_empty() {
+        return s.metric.clone();
+    }
+    let labels: Vec<String> = s.labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+    format!("{}{{{}}}", s.metric, labels.join(","))
+}
+
+/// A value in a few significant digits.
+fn number(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if v.fract() == 0.0 && a < 1e4 {
+        format!("{v:.0}")
+    } else if a >= 1e9 {
+        format!("{:.2}G", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.1}k", v / 1e3)
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "# HELP hits_total Hits.\n# TYPE hits_total counter\nhits_total{route=\"/a\"} 3\nhits_total{route=\"/b\"} 1\n\
+        # TYPE temp gauge\ntemp 21.5\n\
+        # TYPE req_seconds histogram\nreq_seconds_bucket{le=\"0.1\"} 1\nreq_seconds_bucket{le=\"1\"} 3\nreq_seconds_bucket{le=\"+Inf\"} 4\nreq_seconds_sum 2.5\nreq_seconds_count 4\n\
+        # TYPE lag summary\nlag{quantile=\"0.99\"} 0.02\nlag_sum 1\nlag_count 10\n";
+
+    #[test]
+    fn specs() {
+        let s = parse_spec("app=http://127.0.0.1:9100").unwrap();
+        assert_eq!(
+            (s.name.as_str(), s.url.as_str(), s.path.as_str()),
+            ("app", "http://127.0.0.1:9100/metrics", "/metrics")
+        );
+        assert_eq!(parse_spec("x=http://[::1]:9/m?a=1").unwrap().url, "http://[::1]:9/m?a=1");
+        for bad in ["app", "=http://x", "app=", "app=https://x/metrics", "app=not a url"] {
+            assert!(parse_spec(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn series_over_scrapes_with_increases_means_and_quantiles() {
+        let mut s = Scraper::new(parse_spec("app=http://127.0.0.1:1/metrics").unwrap(), None, 100);
+        s.add(0.0, parse(TEXT).unwrap());
+        let later = TEXT
+            .replace("hits_total{route=\"/a\"} 3", "hits_total{route=\"/a\"} 13")
+            .replace("temp 21.5", "temp 23.5")
+            .replace("le=\"0.1\"} 1", "le=\"0.1\"} 5")
+            .replace("le=\"1\"} 3", "le=\"1\"} 13")
+            .replace("le=\"+Inf\"} 4", "le=\"+Inf\"} 14")
+            .replace("req_seconds_count 4", "req_seconds_count 14");
+        s.add(2.0, parse(&later).unwrap());
+        let r = s.finish();
+        let find = |m: &str, l: Option<(&str, &str)>| {
+            r.series
+                .iter()
+                .find(|s| s.metric == m && l.is_none_or(|(k, v)| s.labels.get(k).map(String::as_str) == Some(v)))
+                .unwrap_or_else(|| panic!("{m} {:?}", r.series))
+        };
+        let a = find("hits_total", Some(("route", "/a")));
+        assert_eq!((a.increase, a.rate_per_s, a.values.clone()), (Some(10.0), Some(5.0), vec![Some(3.0), Some(13.0)]));
+        assert_eq!(find("hits_total", Some(("route", "/b"))).increase, Some(0.0));
+        let t = find("temp", None);
+        assert_eq!((t.mean, t.max), (Some(22.5), Some(23.5)));
+        let h = find("req_seconds", None);
+        // 10 observations in the run: 4 under 0.1, 6 in (0.1, 1].
+        assert_eq!(h.increase, Some(10.0));
+        let [p50, p90, p99] = h.quantiles.unwrap();
+        assert!((p50 - (0.1 + 0.9 * (5.0 - 4.0) / 6.0)).abs() < 1e-9, "{p50}");
+        assert!((p90 - (0.1 + 0.9 * (9.0 - 4.0) / 6.0)).abs() < 1e-9, "{p90}");
+        assert!(p99 <= 1.0);
+        assert_eq!(find("lag", Some(("quantile", "0.99"))).kind, Some(Kind::Summary));
+        // A histogram's count and sum are counters.
+        let c = find("req_seconds_count", None);
+        assert_eq!((c.kind, c.increase), (Some(Kind::Counter), Some(10.0)));
+        // A counter that drops began again: its new value is its increase since.
+        let mut s = Scraper::new(parse_spec("app=http://127.0.0.1:1/metrics").unwrap(), None, 100);
+        for (t, v) in [(0.0, 5.0), (1.0, 8.0), (2.0, 2.0)] {
+            s.add(t, parse(&format!("# TYPE c counter\nc {v}\n")).unwrap());
+        }
+        assert_eq!(s.finish().series[0].increase, Some(5.0));
+    }
+
+    #[test]
+    fn matching_and_the_limit_leave_series_out_and_count_them() {
+        let m = regex::Regex::new("^hits").unwrap();
+        let mut s = Scraper::new(parse_spec("app=http://127.0.0.1:1/metrics").unwrap(), Some(m), 1);
+        s.add(0.0, parse(TEXT).unwrap());
+        let r = s.finish();
+        assert_eq!(r.series.len(), 1);
+        // The second hits_total series (past the limit) and the seven that do not match, once each.
+        assert_eq!(r.dropped_series, 8);
+        assert_eq!(quantiles(&[(1.0, 0.0), (f64::INFINITY, 0.0)]), None);
+        assert_eq!(quantiles(&[(1.0, 0.0), (f64::INFINITY, 4.0)]), Some([1.0, 1.0, 1.0]));
+    }
+
+    #[test]
+    fn refusals_and_garbage_are_errors_not_panics() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        drop(l);
+        let spec = parse_spec(&format!("x=http://127.0.0.1:{port}/metrics")).unwrap();
+        let mut s = Scraper::new(spec, None, 10);
+        s.scrape(0.0);
+        let r = s.finish();
+        assert_eq!((r.scrapes, r.errors, r.t.len()), (1, 1, 0));
+        assert!(r.last_error.is_some());
+        assert!(dechunk(b"zz\r\n").is_err());
+        assert_eq!(dechunk(b"3\r\nabc\r\n0\r\n\r\n").unwrap(), b"abc");
+        // Lines that are no samples are passed over.
+        assert!(parse("garbage here\n\u{0}\u{1}\n{{{\n").unwrap().is_empty());
+    }
+}
