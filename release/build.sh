@@ -127,6 +127,14 @@ cat > "$main/package.json" <<JSON
 }
 JSON
 (cd "$out/npm" && npm pack --silent "$main" >/dev/null)
+
+# bolide-probe, published beside the wrapper: the Node probe a server loads with --require.
+probe="$out/npm/bolide-probe"
+rm -rf "$probe" && mkdir -p "$probe"
+cp "$root/npm/bolide-probe/index.js" "$root/npm/bolide-probe/README.md" "$root/LICENSE-MIT" "$root/LICENSE-APACHE" "$probe/"
+sed "s/\"version\": \"[^\"]*\"/\"version\": \"$version\"/; s/\"files\": \[\"index.js\", \"README.md\"\]/\"files\": [\"index.js\", \"README.md\", \"LICENSE-MIT\", \"LICENSE-APACHE\"]/" \
+    "$root/npm/bolide-probe/package.json" >"$probe/package.json"
+(cd "$out/npm" && npm pack --silent "$probe" >/dev/null)
 (cd "$out/npm" && sha256sum ./*.tgz | sed 's| \./| npm/|' >> "$out/SHA256SUMS")
 echo "release: $out"
 (cd "$out" && ls -1 ./*.tar.gz npm/*.tgz SHA256SUMS)

@@ -653,6 +653,13 @@ pub struct ServerArgs {
     #[arg(long = "scrape", value_name = "NAME=URL")]
     pub scrapes: Vec<String>,
 
+    /// Read bolide-probe (npm/bolide-probe, loaded into a Node.js or Meteor server with
+    /// NODE_OPTIONS=--require bolide-probe and BOLIDE_PROBE=HOST:PORT) at this loopback address:
+    /// NAME=HOST:PORT. Event-loop delay, GC, memory, and Meteor's sessions, subscriptions, methods
+    /// and observers, read as --scrape reads. With --spawn, the command gets BOLIDE_PROBE set.
+    #[arg(long = "probe", value_name = "NAME=HOST:PORT")]
+    pub probes: Vec<String>,
+
     /// Keep only the scraped series whose metric name matches this regular expression.
     #[arg(long, value_name = "REGEX")]
     pub scrape_match: Option<String>,

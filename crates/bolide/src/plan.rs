@@ -157,7 +157,12 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
             None
         }
         (Some(command), Some(url)) => match crate::monitor::spawn::ReadyUrl::parse(url) {
-            Ok(ready) => Some(crate::monitor::spawn::SpawnPlan { command: command.clone(), ready, timeout }),
+            Ok(ready) => Some(crate::monitor::spawn::SpawnPlan {
+                command: command.clone(),
+                ready,
+                timeout,
+                probe: args.probes.first().and_then(|p| p.split_once('=')).map(|(_, a)| a.to_string()),
+            }),
             Err(e) => {
                 problems.push(e);
                 None
@@ -165,11 +170,23 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
         },
         _ => None,
     };
-    let scrapes = args
+    let mut scrapes: Vec<crate::monitor::scrape::Spec> = args
         .scrapes
         .iter()
         .filter_map(|s| crate::monitor::scrape::parse_spec(s).map_err(|e| problems.push(e)).ok())
         .collect();
+    // `--probe NAME=HOST:PORT`: bolide-probe's endpoint, read like any other.
+    for p in &args.probes {
+        match crate::monitor::scrape::probe_spec(p) {
+            Ok(s) => scrapes.push(s),
+            Err(e) => problems.push(e),
+        }
+    }
+    for (i, s) in scrapes.iter().enumerate() {
+        if scrapes[..i].iter().any(|o| o.name == s.name) {
+            problems.push(format!("{} is named twice among --scrape and --probe: give each its own name", s.name));
+        }
+    }
     if let Some(m) = &args.scrape_match {
         if let Err(e) = regex::Regex::new(m) {
             problems.push(format!("--scrape-match {m:?} is not a regular expression: {e}"));

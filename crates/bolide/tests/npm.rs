@@ -49,6 +49,7 @@ fn npx_bolide_runs_the_platform_binary_from_the_packed_tarballs() {
         format!("bolide-{version}-{arch}-unknown-linux-musl.tar.gz"),
         format!("npm/bolide-{version}.tgz"),
         format!("npm/bolide-linux-{cpu}-{version}.tgz"),
+        format!("npm/bolide-probe-{version}.tgz"),
     ] {
         assert!(listed.contains(&format!("{f}: OK")), "{f} not checked: {listed}");
     }

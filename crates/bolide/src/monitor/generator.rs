@@ -232,29 +232,51 @@ mod tests {
 
     #[test]
     fn a_busy_load_thread_is_seen() {
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = stop.clone();
-        // A bounded spin on a thread named like a load thread.
+        use std::sync::atomic::{AtomicU8, Ordering};
+        // 0: wait, 1: spin, 2: spun enough (and still alive, so that it can be sampled), 3: leave.
+        let state = std::sync::Arc::new(AtomicU8::new(0));
+        let seen = state.clone();
+        // The thread's own CPU time, which no load on the machine can fake.
+        fn thread_cpu_s() -> f64 {
+            let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            // SAFETY: clock_gettime writes the timespec it is given.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+        }
         let h = std::thread::Builder::new()
             .name("bolide-vu-99".into())
             .spawn(move || {
                 let t = Instant::now();
-                let mut x = 0u64;
-                while !flag.load(std::sync::atomic::Ordering::Relaxed) && t.elapsed().as_secs() < 5 {
+                while seen.load(Ordering::SeqCst) == 0 && t.elapsed().as_secs() < 30 {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                // Spin until 300 ms of CPU are used (bounded in wall time on a starved machine).
+                let (cpu0, mut x) = (thread_cpu_s(), 0u64);
+                while thread_cpu_s() - cpu0 < 0.3 && t.elapsed().as_secs() < 30 {
                     x = x.wrapping_add(1);
                     std::hint::black_box(x);
+                }
+                seen.store(2, Ordering::SeqCst);
+                while seen.load(Ordering::SeqCst) != 3 && t.elapsed().as_secs() < 60 {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
                 }
             })
             .unwrap();
         let mut g = Generator::default();
         let start = Instant::now();
         g.sample(start, start);
-        std::thread::sleep(std::time::Duration::from_millis(600));
+        state.store(1, Ordering::SeqCst);
+        while state.load(Ordering::SeqCst) != 2 && start.elapsed().as_secs() < 40 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         g.sample(start, Instant::now());
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        state.store(3, Ordering::SeqCst);
         h.join().unwrap();
         let r = g.result();
         assert!(r.threads >= 1);
-        assert!(r.peak_thread_pct > 50.0, "{r:?}");
+        // What the thread used between the samples, as /proc counted it (in 10 ms ticks): at least
+        // most of its 300 ms, however busy the machine was.
+        let (t, _, peak, _) = r.samples[0];
+        assert!(peak / 100.0 * t >= 0.25, "{r:?}");
     }
 }

@@ -57,6 +57,23 @@ pub fn parse_spec(text: &str) -> Result<Spec, String> {
     Ok(Spec { name: name.to_string(), url, addr: format!("{host}:{port}"), host: format!("{host}:{port}"), path })
 }
 
+/// Parses `--probe NAME=HOST:PORT`: bolide-probe's `/metrics` on a loopback address.
+pub fn probe_spec(text: &str) -> Result<Spec, String> {
+    let (name, addr) = text
+        .split_once('=')
+        .filter(|(n, a)| !n.is_empty() && !a.is_empty())
+        .ok_or_else(|| format!("--probe {text:?} must look like NAME=HOST:PORT (app=127.0.0.1:9465)"))?;
+    let sock: std::net::SocketAddr = addr
+        .parse()
+        .map_err(|_| format!("--probe {name}={addr}: not HOST:PORT with an IP address (127.0.0.1:9465, [::1]:9465)"))?;
+    if !sock.ip().is_loopback() {
+        return Err(format!("--probe {name}={addr}: bolide-probe serves loopback addresses only"));
+    }
+    let mut s = parse_spec(&format!("{name}=http://{sock}/metrics"))?;
+    s.name = name.to_string();
+    Ok(s)
+}
+
 /// GETs the endpoint once: its body, or why not.
 pub fn fetch(spec: &Spec) -> Result<String, String> {
     let addrs: Vec<std::net::SocketAddr> =
@@ -473,6 +490,8 @@ pub fn rows(results: &[ScrapeResult], most: usize) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     for r in results {
+        // bolide-probe's endpoint has more to say (Node and Meteor both).
+        let most = if r.series.iter().any(|s| s.metric.starts_with("probe_")) { most.max(16) } else { most };
         let _ = writeln!(
             out,
             "\n  Scraped {} ({}): {} scrapes, {} failed{}, {} series kept{}",
@@ -559,6 +578,16 @@ pub fn per_scrape(r: &ScrapeResult, s: &Series) -> Vec<Option<f64>> {
 
 /// Series shown first when present: what most exporters have and people look at.
 const WELL_KNOWN: &[&str] = &[
+    // bolide-probe's.
+    "probe_eventloop_delay_p99_seconds",
+    "probe_eventloop_active_seconds_total",
+    "probe_gc_pause_seconds",
+    "probe_heap_used_bytes",
+    "probe_meteor_sessions",
+    "probe_meteor_subscriptions",
+    "probe_meteor_observers",
+    "probe_meteor_observe_multiplexers",
+    "probe_meteor_method_seconds",
     "process_cpu_seconds_total",
     "process_resident_memory_bytes",
     "nodejs_eventloop_lag_p99_seconds",

@@ -17,6 +17,8 @@ pub struct SpawnPlan {
     pub command: String,
     pub ready: ReadyUrl,
     pub timeout: Duration,
+    /// `BOLIDE_PROBE` for the command: where bolide-probe, when the server loads it, serves.
+    pub probe: Option<String>,
 }
 
 /// An http:// URL to poll until it answers 2xx.
@@ -117,7 +119,11 @@ pub fn start(plan: &SpawnPlan, cancel: &CancellationToken) -> Result<Spawned, Sp
         .map_err(|e| SpawnError(format!("--spawn: cannot create its log {}: {e}", log.display())))?;
     let err_file = file.try_clone().map_err(|e| SpawnError(format!("--spawn: {e}")))?;
     // Its own process group, so stopping it ends everything it started.
-    let child = Command::new("sh")
+    let mut command = Command::new("sh");
+    if let Some(addr) = &plan.probe {
+        command.env("BOLIDE_PROBE", addr);
+    }
+    let child = command
         .args(["-c", &plan.command])
         .stdin(Stdio::null())
         .stdout(file)

@@ -163,3 +163,33 @@ pub fn in_node_setup() {
         assert!(status.success(), "npm ci in {} failed", node_dir().display());
     }
 }
+
+/// The real Meteor server of `../shared/meteor-server` (Meteor 3.0.4's server packages serving the
+/// benchmark's tasks app), copied under the test build's temporary directory with its npm packages
+/// installed (once): the directory holding its `server.js`.
+pub fn meteor_server_dir() -> std::path::PathBuf {
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/meteor-server");
+    assert!(shared.join("server.js").exists(), "this test needs ../shared/meteor-server beside the repository");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("meteor-server");
+    // One test at a time prepares it.
+    static READY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = READY.lock().unwrap_or_else(|p| p.into_inner());
+    if !dir.join("node_modules/sockjs").exists() {
+        let _ = std::fs::remove_dir_all(&dir);
+        let status = std::process::Command::new("cp").arg("-r").arg(&shared).arg(&dir).status().expect("cp");
+        assert!(status.success(), "copying {} failed", shared.display());
+        // bcrypt (optional, native) serves only --accounts.
+        let status = std::process::Command::new("npm")
+            .args(["ci", "--omit=optional", "--no-audit", "--no-fund", "--loglevel=error"])
+            .current_dir(&dir)
+            .status()
+            .expect("npm is needed for this test");
+        assert!(status.success(), "npm ci in {} failed", dir.display());
+    }
+    dir
+}
+
+/// A TCP port free on 127.0.0.1 a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}

@@ -1,0 +1,146 @@
+//! bolide-probe (npm/bolide-probe) inside the real Meteor server of ../shared/meteor-server,
+//! started by bolide's --spawn with no change to the server: what the server did inside equals
+//! what bolide's users did.
+
+mod common;
+
+use common::bolide;
+
+#[test]
+fn the_probe_in_a_real_meteor_server_counts_what_the_users_did() {
+    let server_dir = common::meteor_server_dir();
+    let probe = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../npm/bolide-probe");
+    let (port, probe_port) = (common::free_port(), common::free_port());
+    let spawn = format!(
+        "cd '{}' && NODE_OPTIONS='--require {}' exec node server.js --port {port}",
+        server_dir.display(),
+        probe.canonicalize().unwrap().display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let o = bolide(&[
+        "run",
+        "tasks-reactive",
+        "--target",
+        &format!("http://127.0.0.1:{port}"),
+        "--arrival-rate",
+        "10",
+        "-d",
+        "1s",
+        "--tasks",
+        "3",
+        "--think",
+        "0",
+        "--spawn",
+        &spawn,
+        "--ready-url",
+        &format!("http://127.0.0.1:{port}/"),
+        "--probe",
+        &format!("app=127.0.0.1:{probe_port}"),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let doc = bolide::stats::vu::DdpDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let users = doc.summary.users.completed;
+    assert!(users >= 5 && doc.summary.users.failed == 0, "{}", o.out);
+    let s = &doc.scrape[0];
+    assert_eq!((s.name.as_str(), s.errors), ("app", 0), "{:?}", s.last_error);
+    let series = |name: &str| {
+        s.series.iter().find(|x| bolide::monitor::scrape::series_name(x) == name).unwrap_or_else(|| {
+            panic!("{name} in {:?}", s.series.iter().map(bolide::monitor::scrape::series_name).collect::<Vec<_>>())
+        })
+    };
+    let increase = |name: &str| series(name).increase.unwrap_or(-1.0) as u64;
+    // Sessions, subscriptions and methods the server saw: what the users did.
+    assert_eq!(increase("probe_meteor_sessions_created_total"), users);
+    assert_eq!(increase("probe_meteor_subscriptions_started_total{name=\"fetchTasks\"}"), users);
+    assert_eq!(increase("probe_meteor_subscriptions_started_total{name=\"meteor_autoupdate_clientVersions\"}"), users);
+    assert_eq!(increase("probe_meteor_method_calls_total{name=\"insertTask\"}"), users * 3);
+    assert_eq!(increase("probe_meteor_method_calls_total{name=\"removeTask\"}"), users * 3);
+    assert_eq!(increase("probe_meteor_method_calls_total{name=\"removeAllTasks\"}"), users * 2);
+    assert_eq!(increase("probe_meteor_method_errors_total{name=\"insertTask\"}"), 0);
+    // Each method's run time, as the server measured it.
+    assert_eq!(increase("probe_meteor_method_seconds{name=\"insertTask\"}"), users * 3);
+    assert!(series("probe_meteor_method_seconds{name=\"insertTask\"}").quantiles.is_some());
+    // Each fetchTasks subscription observed the (in-memory) tasks collection once.
+    assert_eq!(increase("probe_meteor_observers_started_total{collection=\"taskCollection\"}"), users);
+    // The gauges (sessions, subscriptions, observers now) are there each second; what they read
+    // depends on when a read falls, so only their presence is checked.
+    for gauge in ["probe_meteor_sessions", "probe_meteor_universal_subscriptions", "probe_meteor_queued_messages"] {
+        assert!(series(gauge).values.iter().flatten().count() >= 2, "{gauge}");
+    }
+    // And the Node side: the event loop's delay each second, its busy time, the heap.
+    assert!(series("probe_eventloop_delay_p99_seconds").values.iter().flatten().count() >= 2);
+    assert!(series("probe_eventloop_active_seconds_total").increase.is_some_and(|a| a > 0.0));
+    assert!(series("probe_heap_used_bytes").max.unwrap_or(0.0) > 1e6);
+    assert!(
+        o.out.contains("Scraped app (") && o.out.contains("probe_meteor_method_seconds{name=\"insertTask\"}"),
+        "{}",
+        o.out
+    );
+    // Only loopback.
+    let o = bolide(&["run", "tasks-reactive", "--target", "http://127.0.0.1:1", "--probe", "app=10.0.0.1:9465"]);
+    assert_eq!(o.code, 2);
+    assert!(o.err.contains("serves loopback addresses only"), "{}", o.err);
+}
+
+#[test]
+fn the_probe_in_a_plain_node_server_has_no_meteor_and_serves_loopback_only() {
+    common::in_node_setup();
+    let probe = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../npm/bolide-probe").canonicalize().unwrap();
+    let mut child = std::process::Command::new("node")
+        .arg("metrics.mjs")
+        .current_dir(common::node_dir())
+        .env("NODE_OPTIONS", format!("--require {}", probe.display()))
+        .env("BOLIDE_PROBE", "127.0.0.1:0")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let (mut line, mut said) = (String::new(), String::new());
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    std::io::BufRead::read_line(&mut err, &mut said).unwrap();
+    let port = serde_json::from_str::<serde_json::Value>(&line).unwrap()["port"].as_u64().unwrap();
+    // "bolide-probe: serving http://127.0.0.1:PORT/metrics"
+    let probe_addr = said.trim().rsplit("http://").next().unwrap().trim_end_matches("/metrics").to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let o = bolide(&[
+        "http",
+        "-n",
+        "200",
+        "--probe",
+        &format!("node={probe_addr}"),
+        "--json",
+        json.to_str().unwrap(),
+        &format!("http://127.0.0.1:{port}/hit"),
+    ]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let doc: bolide::stats::result::ResultDoc = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let s = &doc.scrape[0];
+    assert_eq!((s.name.as_str(), s.errors), ("node", 0), "{:?}", s.last_error);
+    let has = |m: &str| s.series.iter().any(|x| x.metric == m);
+    for m in [
+        "probe_eventloop_delay_p99_seconds",
+        "probe_eventloop_active_seconds_total",
+        "probe_heap_used_bytes",
+        "probe_cpu_seconds_total",
+    ] {
+        assert!(has(m), "{m}");
+    }
+    assert!(!s.series.iter().any(|x| x.metric.starts_with("probe_meteor_")), "no Meteor in this process");
+    // Another address than loopback: the probe does not start.
+    let o = std::process::Command::new("node")
+        .args(["-e", ""])
+        .env("NODE_OPTIONS", format!("--require {}", probe.display()))
+        .env("BOLIDE_PROBE", "0.0.0.0:9465")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(said.contains("is not a loopback address; not started"), "{said}");
+}
