@@ -100,6 +100,32 @@ fn a_prom_client_counter_grows_by_exactly_the_requests_made() {
     // Well-known series first (prom-client's process and Node.js ones), then what moved: the histogram.
     assert!(page.contains("\"scrape-app-1\"") && page.contains("\"title\":\"app: hit_seconds\""), "no scrape chart");
 
+    // A second run of the same plan: compare puts the server's event-loop p99 and GC time (prom-client's) beside
+    // the client's numbers.
+    let json2 = dir.path().join("run2.json");
+    let o2 = bolide(&[
+        "http",
+        "-n",
+        "300",
+        "-c",
+        "4",
+        "--scrape",
+        &format!("app={base}/metrics"),
+        "--monitor-interval",
+        "200ms",
+        "--json",
+        json2.to_str().unwrap(),
+        &format!("{base}/hit"),
+    ]);
+    assert_eq!(o2.code, 0, "{}", o2.err);
+    let c = bolide(&["compare", json.to_str().unwrap(), json2.to_str().unwrap(), "--format", "md"]);
+    assert_eq!(c.code, 0, "{}", c.err);
+    let row = |name: &str| c.out.lines().find(|l| l.starts_with(&format!("| {name} "))).map(str::to_string);
+    let el = row("Event-loop p99").unwrap_or_else(|| panic!("{}", c.out));
+    assert!(el.contains(" ms ") && el.contains("event-loop p99"), "{el}");
+    assert!(row("GC time").is_some(), "{}", c.out);
+    assert!(c.out.contains("| Event loop p99 | GC "), "the runs' table has the columns: {}", c.out);
+
     // Only what --scrape-match names, up to --scrape-limit.
     let o = bolide(&[
         "http",

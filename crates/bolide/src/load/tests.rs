@@ -309,6 +309,8 @@ fn bench_table_in_the_reports_form() {
             suspect: (i == 2).then(|| "a bolide load thread was saturated".to_string()),
             interrupted: false,
             thresholds: Vec::new(),
+            eventloop_p99_ms: None,
+            gc_ms: None,
         })
         .collect();
     let mean = RunEntry::mean_of(&runs).unwrap();

@@ -426,11 +426,13 @@ fn compare_one(workload: &str, base_name: &str, base: &[&Doc], name: &str, new: 
         (!v.is_empty() && v.len() == rs.len()).then_some(v)
     };
     type Pick = fn(&RunEntry) -> Option<f64>;
-    let optional: [(&str, Pick, &str); 4] = [
+    let optional: [(&str, Pick, &str); 6] = [
         ("CPU (%)", |r| r.cpu_pct, "cpu"),
         ("RAM (MB)", |r| r.ram_bytes.map(|b| b / 1e6), "ram"),
         ("p99 latency (ms)", |r| r.p99_ms, "p99"),
         ("Mean latency (ms)", |r| r.mean_ms, "mean latency"),
+        ("Event-loop p99 (ms)", |r| r.eventloop_p99_ms, "event-loop p99"),
+        ("GC time (ms)", |r| r.gc_ms, "gc time"),
     ];
     for (name, pick, word) in optional {
         if let (Some(a), Some(b)) = (col(&baseline_runs, pick), col(&runs, pick)) {
@@ -680,7 +682,7 @@ fn fmt_metric(metric: &str, v: f64) -> String {
         meteor_cpu(v)
     } else if metric.starts_with("RAM") {
         meteor_bytes(v * 1e6)
-    } else if metric.contains("latency") {
+    } else if metric.contains("latency") || metric.starts_with("Event-loop") || metric.starts_with("GC") {
         ms(v)
     } else if metric.starts_with("Error") {
         format!("{v:.2}%")

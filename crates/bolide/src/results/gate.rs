@@ -270,6 +270,8 @@ mod tests {
                 suspect: None,
                 interrupted: false,
                 thresholds: Vec::new(),
+                eventloop_p99_ms: None,
+                gc_ms: None,
             })
             .collect()
     }

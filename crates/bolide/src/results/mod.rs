@@ -54,6 +54,12 @@ pub struct RunEntry {
     /// The run's thresholds and verdicts (absent when none was set).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<crate::threshold::ThresholdResult>,
+    /// The server's event-loop delay p99 (ms) and GC time (ms in all), when `--probe` or `--scrape`
+    /// read them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eventloop_p99_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc_ms: Option<f64>,
 }
 
 impl RunEntry {
@@ -72,6 +78,8 @@ impl RunEntry {
             suspect: m.suspect.clone(),
             interrupted: m.interrupted,
             thresholds: Vec::new(),
+            eventloop_p99_ms: m.eventloop_p99_ms,
+            gc_ms: m.gc_ms,
         }
     }
 
@@ -99,6 +107,8 @@ impl RunEntry {
             suspect: None,
             interrupted: runs.iter().any(|r| r.interrupted),
             thresholds: Vec::new(),
+            eventloop_p99_ms: opt(&|r| r.eventloop_p99_ms),
+            gc_ms: opt(&|r| r.gc_ms),
         })
     }
 }
@@ -113,6 +123,15 @@ pub fn runs_table(runs: &[RunEntry], mean: Option<&RunEntry>, extra: Option<(&st
         header.push("Requests/s");
     }
     header.extend(["CPU", "RAM", "Errors", "p99", "Mean latency"]);
+    // The server's internals, when a probe or a scrape read them.
+    let eventloop = runs.iter().any(|r| r.eventloop_p99_ms.is_some());
+    let gc = runs.iter().any(|r| r.gc_ms.is_some());
+    if eventloop {
+        header.push("Event loop p99");
+    }
+    if gc {
+        header.push("GC");
+    }
     if let Some((title, _)) = &extra {
         header.push(title);
     }
@@ -131,6 +150,12 @@ pub fn runs_table(runs: &[RunEntry], mean: Option<&RunEntry>, extra: Option<(&st
             r.p99_ms.map(ms).unwrap_or_else(na),
             r.mean_ms.map(ms).unwrap_or_else(na),
         ]);
+        if eventloop {
+            row.push(r.eventloop_p99_ms.map(ms).unwrap_or_else(na));
+        }
+        if gc {
+            row.push(r.gc_ms.map(ms).unwrap_or_else(na));
+        }
         row
     };
     let mut extra_cells = extra.map(|(_, c)| c.into_iter());

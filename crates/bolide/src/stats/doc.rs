@@ -38,6 +38,29 @@ pub struct Measures {
     /// Why the run may measure the tool or the machine rather than the server.
     pub suspect: Option<String>,
     pub interrupted: bool,
+    /// The server's event-loop delay p99, milliseconds: the mean over the run's reads of the
+    /// per-second p99 that bolide-probe (`--probe`) or prom-client (`--scrape`) exports.
+    pub eventloop_p99_ms: Option<f64>,
+    /// The server's GC pauses over the run, milliseconds in all (bolide-probe's or prom-client's
+    /// GC histogram's sum).
+    pub gc_ms: Option<f64>,
+}
+
+/// The event-loop p99 and GC time a document's scraped endpoints give: the first endpoint that
+/// exports each (bolide-probe's series, else prom-client's).
+fn server_internals(scraped: &[crate::monitor::scrape::ScrapeResult]) -> (Option<f64>, Option<f64>) {
+    let mean_of =
+        |metric: &str| scraped.iter().find_map(|r| r.series.iter().find(|s| s.metric == metric).and_then(|s| s.mean));
+    let total_of = |metric: &str| {
+        scraped.iter().find_map(|r| {
+            let v: Vec<f64> = r.series.iter().filter(|s| s.metric == metric).filter_map(|s| s.increase).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>())
+        })
+    };
+    let eventloop =
+        mean_of("probe_eventloop_delay_p99_seconds").or_else(|| mean_of("nodejs_eventloop_lag_p99_seconds"));
+    let gc = total_of("probe_gc_pause_seconds_sum").or_else(|| total_of("nodejs_gc_duration_seconds_sum"));
+    (eventloop.map(|s| s * 1000.0), gc.map(|s| s * 1000.0))
 }
 
 /// The largest result document bolide reads (1 GiB): far above any run's (the histograms are
@@ -245,6 +268,7 @@ impl Doc {
         let cpu_pct = (!monitor.is_empty()).then(|| monitor.iter().map(|m| m.avg_cpu_pct).sum());
         let ram_bytes = (!monitor.is_empty()).then(|| monitor.iter().map(|m| m.avg_rss_bytes).sum());
         let suspect = self.generator().and_then(|g| g.suspect.clone());
+        let (eventloop_p99_ms, gc_ms) = server_internals(self.scrape());
         match self {
             Doc::Http(d) => {
                 let s = &d.summary;
@@ -261,6 +285,8 @@ impl Doc {
                     p99_ms: (s.responses > 0).then(|| s.latency.p99_us as f64 / 1000.0),
                     suspect,
                     interrupted: d.interrupted,
+                    eventloop_p99_ms,
+                    gc_ms,
                 }
             }
             Doc::Ddp(d) => {
@@ -278,6 +304,8 @@ impl Doc {
                     p99_ms: all.as_ref().map(|h| h.value_at_quantile(0.99) as f64 / 1000.0),
                     suspect,
                     interrupted: d.interrupted,
+                    eventloop_p99_ms,
+                    gc_ms,
                 }
             }
         }

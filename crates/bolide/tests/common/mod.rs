@@ -170,6 +170,16 @@ pub fn in_node_setup() {
 pub fn meteor_server_dir() -> std::path::PathBuf {
     let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/meteor-server");
     assert!(shared.join("server.js").exists(), "this test needs ../shared/meteor-server beside the repository");
+    let node = std::process::Command::new("node").arg("--version").output().expect("node is needed for this test");
+    let major: u32 = String::from_utf8_lossy(&node.stdout)
+        .trim()
+        .trim_start_matches('v')
+        .split('.')
+        .next()
+        .unwrap_or("0")
+        .parse()
+        .unwrap_or(0);
+    assert!(major >= 20, "the Meteor server needs Node.js 20 or later (.ci/run installs it from npm)");
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("meteor-server");
     // One test at a time prepares it.
     static READY: std::sync::Mutex<()> = std::sync::Mutex::new(());
