@@ -73,7 +73,7 @@ function start(addr) {
   // The event loop's delay, each whole second.
   // Node samples the delay with a timer of RESOLUTION ms and counts the timer's own period in each
   // sample: it is taken off.
-  const RESOLUTION = 10;
+  const RESOLUTION = 20;
   const delay = monitorEventLoopDelay({ resolution: RESOLUTION });
   delay.enable();
   let lastSecond = { p50: 0, p99: 0, max: 0 };
