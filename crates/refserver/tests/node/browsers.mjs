@@ -7,6 +7,7 @@
 // time from its page's DDP connection up to the end of its session).
 // Usage: node browsers.mjs http://127.0.0.1:PORT RATE SECONDS
 import { chromium } from "playwright-core";
+import { tasksSession } from "./tasks-session.mjs";
 
 const [base, rateArg, secondsArg] = process.argv.slice(2);
 const rate = Number(rateArg);
@@ -48,18 +49,8 @@ async function user() {
     await context.addInitScript(timeMethods);
     const page = await context.newPage();
     page.setDefaultTimeout(30000);
-    await page.goto(base + "/");
-    await page.waitForFunction(() => document.getElementById("status").textContent === "connected");
-    const connected = Date.now();
-    const sessionId = (await page.textContent("#sessionId")).trim();
-    const row = (n) => page.locator("#tasks li", { hasText: `${sessionId} New Task ${n}` });
-    await page.click("text=Add task");
-    await row(1).waitFor({ state: "visible" });
-    await page.click("text=Add task");
-    await row(2).waitFor({ state: "visible" });
-    await page.click("text=Remove task");
-    await row(1).waitFor({ state: "detached" });
-    return { ms: await page.evaluate(() => window.__methodMs), connected: Date.now() - connected };
+    const { connectedAt } = await tasksSession(page, base);
+    return { ms: await page.evaluate(() => window.__methodMs), connected: Date.now() - connectedAt };
   } finally {
     await context.close();
   }

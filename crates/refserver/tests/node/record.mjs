@@ -4,6 +4,7 @@
 // Usage: node record.mjs http://127.0.0.1:PORT [OUT.har] (without OUT.har nothing is recorded by the
 // browser: the page may be reached through bolide's recording proxy instead).
 import { chromium } from "playwright-core";
+import { tasksSession } from "./tasks-session.mjs";
 
 const [base, har] = process.argv.slice(2);
 const executablePath = process.env.CHROMIUM || "/usr/bin/chromium";
@@ -12,16 +13,7 @@ try {
   const context = await browser.newContext(har ? { recordHar: { path: har, content: "embed" } } : {});
   const page = await context.newPage();
   page.setDefaultTimeout(10000);
-  await page.goto(base + "/");
-  await page.waitForFunction(() => document.getElementById("status").textContent === "connected");
-  const sessionId = (await page.textContent("#sessionId")).trim();
-  const row = (n) => page.locator("#tasks li", { hasText: `${sessionId} New Task ${n}` });
-  await page.click("text=Add task");
-  await row(1).waitFor({ state: "visible" });
-  await page.click("text=Add task");
-  await row(2).waitFor({ state: "visible" });
-  await page.click("text=Remove task");
-  await row(1).waitFor({ state: "detached" });
+  const { sessionId } = await tasksSession(page, base);
   const rows = await page.locator("#tasks li").count();
   // Closing the context writes the HAR, the WebSocket's frames with it.
   await context.close();
