@@ -452,15 +452,22 @@ impl Parser {
         }
     }
 
-    /// `["SERIES"].STAT` after `scrape.ENDPOINT`.
-    fn scrape_metric(&mut self, endpoint: String) -> Result<Metric, ParseError> {
-        let example = "scrape.app['hits_total{route=\"/\"}'].rate";
+    /// The `[` and the quoted name (in `"` or `'`) of `step["NAME"]` or `scrape.app["SERIES"]`,
+    /// leaving the position after the closing quote; each error in the caller's words (`owner`:
+    /// whose quote is never closed).
+    fn bracketed_name(
+        &mut self,
+        no_bracket: &str,
+        no_quote: &str,
+        owner: &str,
+        empty: &str,
+    ) -> Result<String, ParseError> {
         if self.peek() != Some('[') {
-            return Err(self.error(format!("expected [\"SERIES\"] after scrape.{endpoint}, e.g. {example}")));
+            return Err(self.error(no_bracket));
         }
         self.at += 1;
         let Some(quote) = self.peek().filter(|c| matches!(c, '"' | '\'')) else {
-            return Err(self.error(format!("expected a quoted series, e.g. {example}")));
+            return Err(self.error(no_quote));
         };
         self.at += 1;
         let name_start = self.at;
@@ -468,13 +475,25 @@ impl Parser {
             self.at += 1;
         }
         if self.peek().is_none() {
-            return Err(ParseError { column: name_start, message: format!("the series' {quote} is never closed") });
+            return Err(ParseError { column: name_start, message: format!("the {owner} {quote} is never closed") });
         }
-        let series: String = self.chars[name_start..self.at].iter().collect();
-        if series.trim().is_empty() {
-            return Err(ParseError { column: name_start, message: "an empty series name".into() });
+        let name: String = self.chars[name_start..self.at].iter().collect();
+        if name.trim().is_empty() {
+            return Err(ParseError { column: name_start, message: empty.into() });
         }
         self.at += 1;
+        Ok(name)
+    }
+
+    /// `["SERIES"].STAT` after `scrape.ENDPOINT`.
+    fn scrape_metric(&mut self, endpoint: String) -> Result<Metric, ParseError> {
+        let example = "scrape.app['hits_total{route=\"/\"}'].rate";
+        let series = self.bracketed_name(
+            &format!("expected [\"SERIES\"] after scrape.{endpoint}, e.g. {example}"),
+            &format!("expected a quoted series, e.g. {example}"),
+            "series'",
+            "an empty series name",
+        )?;
         if self.peek() != Some(']') || self.chars.get(self.at + 1) != Some(&'.') {
             return Err(self.error(format!("expected ].STAT after the series, e.g. {example}")));
         }
@@ -492,26 +511,12 @@ impl Parser {
 
     /// `step["NAME"].STAT` (after `step`).
     fn step_metric(&mut self) -> Result<Metric, ParseError> {
-        if self.peek() != Some('[') {
-            return Err(self.error("expected [\"STEP NAME\"] after step, e.g. step[\"call insertTask\"].p95"));
-        }
-        self.at += 1;
-        let Some(quote) = self.peek().filter(|c| matches!(c, '"' | '\'')) else {
-            return Err(self.error("expected a quoted step name, e.g. step[\"call insertTask\"]"));
-        };
-        self.at += 1;
-        let name_start = self.at;
-        while self.peek().is_some_and(|c| c != quote) {
-            self.at += 1;
-        }
-        if self.peek().is_none() {
-            return Err(ParseError { column: name_start, message: format!("the step name's {quote} is never closed") });
-        }
-        let name: String = self.chars[name_start..self.at].iter().collect();
-        if name.trim().is_empty() {
-            return Err(ParseError { column: name_start, message: "an empty step name".into() });
-        }
-        self.at += 1;
+        let name = self.bracketed_name(
+            "expected [\"STEP NAME\"] after step, e.g. step[\"call insertTask\"].p95",
+            "expected a quoted step name, e.g. step[\"call insertTask\"]",
+            "step name's",
+            "an empty step name",
+        )?;
         if self.peek() != Some(']') {
             return Err(self.error("expected ] after the step name"));
         }

@@ -44,7 +44,6 @@ pub fn parse_spec(text: &str) -> Result<Spec, String> {
         return Err(format!("--scrape {name}={url}: only http:// endpoints are read (the scheme is {:?})", u.scheme()));
     }
     let host = u.host_str().ok_or_else(|| format!("--scrape {name}={url}: the URL names no host"))?;
-    let host = if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.to_string() };
     let port = u.port().unwrap_or(80);
     let mut path = u.path().to_string();
     if path.is_empty() || path == "/" {

@@ -258,7 +258,6 @@ pub fn target(url: &str) -> Result<String, String> {
         other => return Err(format!("the connection's URL {url:?} has the scheme {other:?}, not ws or wss")),
     };
     let host = u.host_str().ok_or_else(|| format!("the connection's URL {url:?} names no host"))?;
-    let host = if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.to_string() };
     Ok(match u.port() {
         Some(p) => format!("{scheme}://{host}:{p}"),
         None => format!("{scheme}://{host}"),

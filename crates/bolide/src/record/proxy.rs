@@ -52,8 +52,7 @@ impl Upstream {
         }
         let host = u.host_str().ok_or_else(|| format!("--to {to:?} names no host"))?;
         let port = u.port().unwrap_or(80);
-        let host = if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.to_string() };
-        let authority = if port == 80 { host.clone() } else { format!("{host}:{port}") };
+        let authority = if port == 80 { host.to_string() } else { format!("{host}:{port}") };
         Ok(Upstream { addr: format!("{host}:{port}"), authority })
     }
 }
