@@ -660,6 +660,14 @@ pub struct ServerArgs {
     #[arg(long = "probe", value_name = "NAME=HOST:PORT")]
     pub probes: Vec<String>,
 
+    /// Be the Monti APM engine for the run: a Meteor app whose Monti agent sends to this address
+    /// (MONTI_OPTIONS_ENDPOINT=http://ADDR; with --spawn bolide sets it) has its publications',
+    /// methods' and system metrics kept beside the load, as the endpoint `monti`. Loopback port
+    /// 11011 unless ADDR says otherwise. MONTI_APP_ID and MONTI_APP_SECRET in bolide's environment,
+    /// when set, are the only app let in.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "", require_equals = false)]
+    pub monti: Option<String>,
+
     /// Keep only the scraped series whose metric name matches this regular expression.
     #[arg(long, value_name = "REGEX")]
     pub scrape_match: Option<String>,

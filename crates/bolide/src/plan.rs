@@ -123,6 +123,9 @@ pub struct ServerPlan {
     /// `--scrape-match`: the metric names kept (a regular expression, checked).
     pub scrape_match: Option<String>,
     pub scrape_limit: usize,
+    /// `--monti`: where the Monti endpoint listens, and the app id and secret it lets in (None:
+    /// any).
+    pub monti: Option<(std::net::SocketAddr, Option<crate::monitor::monti::Credentials>)>,
 }
 
 impl Default for ServerPlan {
@@ -134,6 +137,7 @@ impl Default for ServerPlan {
             scrapes: Vec::new(),
             scrape_match: None,
             scrape_limit: crate::monitor::scrape::DEFAULT_LIMIT,
+            monti: None,
         }
     }
 }
@@ -149,6 +153,13 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
     let timeout = parse_duration("--ready-timeout", &args.ready_timeout)
         .map_err(|e| problems.push(e))
         .unwrap_or(Duration::from_secs(30));
+    let monti = args.monti.as_deref().and_then(|a| {
+        let addr = crate::monitor::monti::parse_addr(Some(a)).map_err(|e| problems.push(e)).ok()?;
+        // The app's own id and secret when bolide has them; for a spawned app, ones of bolide's.
+        let credentials = crate::monitor::monti::Credentials::from_env()
+            .or_else(|| args.spawn.is_some().then(crate::monitor::monti::Credentials::for_spawn));
+        Some((addr, credentials))
+    });
     let spawn = match (&args.spawn, &args.ready_url) {
         (Some(command), Some(url)) if command.trim().is_empty() => {
             problems.push(format!(
@@ -161,7 +172,7 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
                 command: command.clone(),
                 ready,
                 timeout,
-                probe: args.probes.first().and_then(|p| p.split_once('=')).map(|(_, a)| a.to_string()),
+                env: spawn_env(args, monti.as_ref(), interval),
             }),
             Err(e) => {
                 problems.push(e);
@@ -186,6 +197,10 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
         if scrapes[..i].iter().any(|o| o.name == s.name) {
             problems.push(format!("{} is named twice among --scrape and --probe: give each its own name", s.name));
         }
+        if monti.is_some() && s.name == crate::monitor::monti::NAME {
+            problems
+                .push("monti is the name of --monti's series: give the other --scrape or --probe another name".into());
+        }
     }
     if let Some(m) = &args.scrape_match {
         if let Err(e) = regex::Regex::new(m) {
@@ -202,7 +217,25 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
         scrapes,
         scrape_match: args.scrape_match.clone(),
         scrape_limit: args.scrape_limit,
+        monti,
     }
+}
+
+/// What `--spawn`'s command gets in its environment: where bolide-probe serves (the first
+/// `--probe`), and where the Monti agent sends (`--monti`).
+fn spawn_env(
+    args: &crate::cli::ServerArgs,
+    monti: Option<&(std::net::SocketAddr, Option<crate::monitor::monti::Credentials>)>,
+    interval: Duration,
+) -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    if let Some((_, addr)) = args.probes.first().and_then(|p| p.split_once('=')) {
+        env.push(("BOLIDE_PROBE".to_string(), addr.to_string()));
+    }
+    if let Some((addr, Some(credentials))) = monti {
+        env.extend(credentials.spawn_env(*addr, interval));
+    }
+    env
 }
 
 /// The most connections one bolide process holds (`-c`); more belong in several processes.

@@ -24,15 +24,6 @@ impl Drop for Exporter {
     }
 }
 
-/// Where a result document does not follow the published schema `file` (none: it does).
-fn schema_problems(file: &str, text: &str) -> Vec<String> {
-    let path = format!("{}/../../schema/{file}", env!("CARGO_MANIFEST_DIR"));
-    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let raw: serde_json::Value = serde_json::from_str(text).unwrap();
-    let v = jsonschema::validator_for(&schema).unwrap();
-    v.iter_errors(&raw).map(|e| format!("{e} at {}", e.instance_path())).collect()
-}
-
 fn exporter() -> Exporter {
     common::in_node_setup();
     let mut child = Command::new("node")
@@ -70,7 +61,7 @@ fn a_prom_client_counter_grows_by_exactly_the_requests_made() {
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
     let text = std::fs::read_to_string(&json).unwrap();
     // The document, scrape and all, is what the published schema says.
-    assert_eq!(schema_problems("result.schema.json", &text), Vec::<String>::new());
+    assert_eq!(common::schema_problems("result.schema.json", &text), Vec::<String>::new());
     let doc: ResultDoc = serde_json::from_str(&text).unwrap();
     assert_eq!(doc.summary.responses, 300);
     let s = &doc.scrape[0];
@@ -242,7 +233,7 @@ fn a_ddp_run_keeps_the_scraped_series_too() {
     ]);
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
     let text = std::fs::read_to_string(&json).unwrap();
-    assert_eq!(schema_problems("ddp-result.schema.json", &text), Vec::<String>::new());
+    assert_eq!(common::schema_problems("ddp-result.schema.json", &text), Vec::<String>::new());
     let doc = bolide::stats::vu::DdpDoc::from_json(&text).unwrap();
     let s = &doc.scrape[0];
     assert!(s.t.len() >= 2 && s.errors == 0, "{s:?}");

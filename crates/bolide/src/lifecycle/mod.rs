@@ -171,6 +171,19 @@ fn watched<T, E: std::fmt::Display>(
     reachable: impl FnOnce(&mut Io) -> bool,
     load: impl FnOnce(&crate::monitor::Monitor) -> Result<T, E>,
 ) -> Result<(T, Watch), i32> {
+    // The Monti endpoint listens before the server starts, so that its agent finds it at once.
+    let monti = match &server.monti {
+        Some((addr, credentials)) => {
+            match crate::monitor::monti::Monti::start(*addr, credentials.clone(), server.scrape_limit) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    let _ = writeln!(io.err, "error: {e}");
+                    return Err(exit::RUN);
+                }
+            }
+        }
+        None => None,
+    };
     let spawned = spawn_server(server, io, cancel)?;
     if !reachable(io) {
         return Err(exit::RUN);
@@ -181,7 +194,7 @@ fn watched<T, E: std::fmt::Display>(
             return Err(exit::RUN);
         }
     }
-    let monitor = crate::monitor::start_for(&server.monitors, spawned.as_ref(), server.interval, &mut *io.err);
+    let mut monitor = crate::monitor::start_for(&server.monitors, spawned.as_ref(), server.interval, &mut *io.err);
     let matcher = server.scrape_match.as_deref().and_then(|m| regex::Regex::new(m).ok());
     let scraping = crate::monitor::scrape::Scraping::start(
         &server.scrapes,
@@ -189,12 +202,34 @@ fn watched<T, E: std::fmt::Display>(
         server.scrape_limit,
         server.interval,
     );
+    monitor.scraped = scraping.live().with_monti(monti.as_ref().map(|m| m.live()));
+    if let Some(m) = &monti {
+        m.begin();
+    }
     let out = load(&monitor);
     let (processes, own) = monitor.finish_all();
-    let scrape = scraping.finish();
+    let mut scrape = scraping.finish();
     for s in scrape.iter().filter(|s| s.t.is_empty()) {
         let why = s.last_error.as_deref().unwrap_or("no answer");
         let _ = writeln!(io.err, "warning: --scrape {}={}: never read ({why})", s.name, s.url);
+    }
+    if let Some(m) = monti {
+        let (r, warning) = m.finish();
+        if let Some(w) = warning {
+            let _ = writeln!(io.err, "warning: {w}");
+        }
+        if r.scrapes == 0 {
+            let refused = r.last_error.as_ref().map(|e| format!(" ({} refused, the last: {e})", r.errors));
+            let _ = writeln!(
+                io.err,
+                "warning: --monti {}: no metrics came from a Monti agent during the run{}; is the app's \
+                 MONTI_OPTIONS_ENDPOINT {} ?",
+                r.url.trim_start_matches("http://"),
+                refused.unwrap_or_default(),
+                r.url
+            );
+        }
+        scrape.push(r);
     }
     stop_server(spawned, &processes, io);
     let out = match out {
@@ -452,8 +487,13 @@ fn feed(
         + 'static,
 ) {
     let (processes, own) = monitor.snapshot();
+    let scraped = monitor.scraped.clone();
     let stage = stage.to_string();
-    d.update(move || vec![crate::report::html::live_section(&doc(processes, Some(own)), &stage, line)]);
+    d.update(move || {
+        let mut doc = doc(processes, Some(own));
+        doc.set_scrape(scraped.snapshot());
+        vec![crate::report::html::live_section(&doc, &stage, line)]
+    });
 }
 
 /// The title of a run's section on the live dashboard: the outer command's stage, or the

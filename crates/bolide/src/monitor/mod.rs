@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 pub mod generator;
+pub mod monti;
 pub mod scrape;
 pub mod spawn;
 
@@ -236,6 +237,8 @@ impl Watched {
 /// Samples every watched process, and bolide's own load threads, each `interval` on a thread of
 /// its own until stopped. What it sampled so far can be read while it runs ([`Monitor::snapshot`]).
 pub struct Monitor {
+    /// The scraped endpoints' and the Monti endpoint's series so far, for the live dashboard.
+    pub scraped: scrape::Live,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     shared: std::sync::Arc<std::sync::Mutex<(Vec<Watched>, generator::Generator)>>,
     handle: std::thread::JoinHandle<()>,
@@ -277,7 +280,7 @@ impl Monitor {
                 sample_all(start, now);
             }
         });
-        Monitor { stop, shared, handle }
+        Monitor { scraped: scrape::Live::default(), stop, shared, handle }
     }
 
     /// What was sampled so far, as the result document will have it (for the live dashboard).

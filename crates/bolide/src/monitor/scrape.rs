@@ -206,10 +206,14 @@ pub struct ScrapeResult {
     /// Series seen but not kept (past `--scrape-limit`, or not matching `--scrape-match`).
     pub dropped_series: u64,
     pub series: Vec<Series>,
+    /// How the series came: absent for a scraped endpoint, `monti` for the Monti agent's posts
+    /// (`--monti`; then `scrapes` counts its posts and `errors` the requests refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
 }
 
 /// The series of one parse: key -> (metric, labels, kind, value, buckets of a histogram).
-type Parsed = Vec<(String, BTreeMap<String, String>, Kind, f64, Vec<(f64, f64)>)>;
+pub type Parsed = Vec<(String, BTreeMap<String, String>, Kind, f64, Vec<(f64, f64)>)>;
 
 /// Parses an exposition text into series values.
 pub fn parse(text: &str) -> Result<Parsed, String> {
@@ -257,11 +261,16 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
     Ok(out)
 }
 
+/// Reads an endpoint once.
+pub fn read(spec: &Spec) -> Result<Parsed, String> {
+    fetch(spec).and_then(|body| parse(&body))
+}
+
 /// A histogram's cumulative buckets: (upper bound, count).
 type Buckets = Vec<(f64, f64)>;
 
 /// One endpoint being scraped.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Scraper {
     spec: Spec,
     matcher: Option<regex::Regex>,
@@ -288,19 +297,27 @@ impl Scraper {
         }
     }
 
+    /// The most series kept.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
     /// Scrapes once, `t` seconds into the run.
     pub fn scrape(&mut self, t: f64) {
+        let read = read(&self.spec);
+        self.take(t, read);
+    }
+
+    /// Takes in a reading made `t` seconds into the run.
+    pub fn take(&mut self, t: f64, read: Result<Parsed, String>) {
         self.result.scrapes += 1;
-        let parsed = fetch(&self.spec).and_then(|body| parse(&body));
-        let parsed = match parsed {
-            Ok(p) => p,
+        match read {
+            Ok(parsed) => self.add(t, parsed),
             Err(e) => {
                 self.result.errors += 1;
                 self.result.last_error = Some(e);
-                return;
             }
-        };
-        self.add(t, parsed);
+        }
     }
 
     /// Adds the series of one successful scrape at `t`.
@@ -425,7 +442,12 @@ pub fn quantiles(buckets: &[(f64, f64)]) -> Option<[f64; 3]> {
 /// then.
 pub struct Scraping {
     stop: Arc<AtomicBool>,
-    threads: Vec<std::thread::JoinHandle<ScrapeResult>>,
+    scrapers: Vec<Arc<std::sync::Mutex<Scraper>>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+fn locked(s: &std::sync::Mutex<Scraper>) -> std::sync::MutexGuard<'_, Scraper> {
+    s.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Scraping {
@@ -435,14 +457,25 @@ impl Scraping {
         let stop = Arc::new(AtomicBool::new(false));
         let start = Instant::now();
         let (first_done, first) = std::sync::mpsc::channel::<()>();
-        let threads: Vec<_> = specs
+        let scrapers: Vec<_> = specs
             .iter()
-            .map(|spec| {
-                let mut s = Scraper::new(spec.clone(), matcher.cloned(), limit);
+            .map(|spec| Arc::new(std::sync::Mutex::new(Scraper::new(spec.clone(), matcher.cloned(), limit))))
+            .collect();
+        let threads: Vec<_> = scrapers
+            .iter()
+            .zip(specs)
+            .map(|(s, spec)| {
+                let s = Arc::clone(s);
+                let spec = spec.clone();
                 let stop = Arc::clone(&stop);
                 let first_done = first_done.clone();
+                // Each read is made unlocked (it may take seconds); only its taking in is locked.
+                let scrape = move |s: &std::sync::Mutex<Scraper>, t: Option<f64>| {
+                    let r = read(&spec);
+                    locked(s).take(t.unwrap_or_else(|| start.elapsed().as_secs_f64()), r);
+                };
                 std::thread::spawn(move || {
-                    s.scrape(0.0);
+                    scrape(&s, Some(0.0));
                     let _ = first_done.send(());
                     let mut next = start + interval;
                     loop {
@@ -451,7 +484,7 @@ impl Scraping {
                             break;
                         }
                         if now >= next {
-                            s.scrape(now.duration_since(start).as_secs_f64());
+                            scrape(&s, None);
                             next += interval;
                             // A slow endpoint skips the scrapes it missed instead of bunching them.
                             while next < Instant::now() {
@@ -461,8 +494,7 @@ impl Scraping {
                             std::thread::sleep((next - now).min(Duration::from_millis(50)));
                         }
                     }
-                    s.scrape(start.elapsed().as_secs_f64());
-                    s.finish()
+                    scrape(&s, None);
                 })
             })
             .collect();
@@ -473,13 +505,41 @@ impl Scraping {
                 break;
             }
         }
-        Scraping { stop, threads }
+        Scraping { stop, scrapers, threads }
+    }
+
+    /// A handle on what the endpoints gave so far (for the live dashboard).
+    pub fn live(&self) -> Live {
+        Live { scrapers: self.scrapers.clone(), monti: None }
     }
 
     /// Stops, scrapes each endpoint a last time, and hands back what was kept.
     pub fn finish(self) -> Vec<ScrapeResult> {
         self.stop.store(true, Ordering::Relaxed);
-        self.threads.into_iter().filter_map(|t| t.join().ok()).collect()
+        for t in self.threads {
+            let _ = t.join();
+        }
+        self.scrapers.iter().map(|s| locked(s).clone().finish()).collect()
+    }
+}
+
+/// What the scraped endpoints (and the Monti endpoint) gave so far, summed up on demand.
+#[derive(Clone, Default)]
+pub struct Live {
+    scrapers: Vec<Arc<std::sync::Mutex<Scraper>>>,
+    monti: Option<super::monti::Live>,
+}
+
+impl Live {
+    pub fn with_monti(mut self, monti: Option<super::monti::Live>) -> Live {
+        self.monti = monti;
+        self
+    }
+
+    pub fn snapshot(&self) -> Vec<ScrapeResult> {
+        let mut out: Vec<ScrapeResult> = self.scrapers.iter().map(|s| locked(s).clone().finish()).collect();
+        out.extend(self.monti.as_ref().map(super::monti::Live::snapshot));
+        out
     }
 }
 
@@ -489,11 +549,16 @@ pub fn rows(results: &[ScrapeResult], most: usize) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     for r in results {
-        // bolide-probe's endpoint has more to say (Node and Meteor both).
-        let most = if r.series.iter().any(|s| s.metric.starts_with("probe_")) { most.max(16) } else { most };
+        // bolide-probe's endpoint and the Monti agent have more to say (Node and Meteor both).
+        let rich = r.via.is_some() || r.series.iter().any(|s| s.metric.starts_with("probe_"));
+        let most = if rich { most.max(16) } else { most };
+        let (what, reads, failed) = match r.via.as_deref() {
+            Some("monti") => ("The Monti agent's posts to", "posts", "requests refused"),
+            _ => ("Scraped", "scrapes", "failed"),
+        };
         let _ = writeln!(
             out,
-            "\n  Scraped {} ({}): {} scrapes, {} failed{}, {} series kept{}",
+            "\n  {what} {} ({}): {} {reads}, {} {failed}{}, {} series kept{}",
             r.name,
             r.url,
             r.scrapes,
@@ -587,6 +652,16 @@ const WELL_KNOWN: &[&str] = &[
     "probe_meteor_observers",
     "probe_meteor_observe_multiplexers",
     "probe_meteor_method_seconds",
+    // The Monti agent's (--monti).
+    "monti_pub_response_seconds",
+    "monti_method_response_seconds",
+    "monti_sessions",
+    "monti_pub_active_subs",
+    "monti_pub_observers_created_total",
+    "monti_pub_observer_handles_reused_total",
+    "monti_eventloop_lag_seconds",
+    "monti_gc_seconds_total",
+    "monti_mongo_pool_checkout_seconds_total",
     "process_cpu_seconds_total",
     "process_resident_memory_bytes",
     "nodejs_eventloop_lag_p99_seconds",

@@ -17,8 +17,9 @@ pub struct SpawnPlan {
     pub command: String,
     pub ready: ReadyUrl,
     pub timeout: Duration,
-    /// `BOLIDE_PROBE` for the command: where bolide-probe, when the server loads it, serves.
-    pub probe: Option<String>,
+    /// Set in the command's environment: `BOLIDE_PROBE` (where bolide-probe, when the server loads
+    /// it, serves), the Monti agent's endpoint and app (`--monti`).
+    pub env: Vec<(String, String)>,
 }
 
 /// An http:// URL to poll until it answers 2xx.
@@ -120,9 +121,7 @@ pub fn start(plan: &SpawnPlan, cancel: &CancellationToken) -> Result<Spawned, Sp
     let err_file = file.try_clone().map_err(|e| SpawnError(format!("--spawn: {e}")))?;
     // Its own process group, so stopping it ends everything it started.
     let mut command = Command::new("sh");
-    if let Some(addr) = &plan.probe {
-        command.env("BOLIDE_PROBE", addr);
-    }
+    command.envs(plan.env.iter().map(|(k, v)| (k, v)));
     let child = command
         .args(["-c", &plan.command])
         .stdin(Stdio::null())

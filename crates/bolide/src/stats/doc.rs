@@ -196,6 +196,13 @@ impl Doc {
         }
     }
 
+    pub fn set_scrape(&mut self, scrape: Vec<crate::monitor::scrape::ScrapeResult>) {
+        match self {
+            Doc::Http(d) => d.scrape = scrape,
+            Doc::Ddp(d) => d.scrape = scrape,
+        }
+    }
+
     pub fn generator(&self) -> Option<&crate::monitor::generator::GeneratorResult> {
         match self {
             Doc::Http(d) => d.generator.as_ref(),

@@ -203,3 +203,13 @@ pub fn meteor_server_dir() -> std::path::PathBuf {
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
+
+/// Where a result document does not follow the published schema `file` (none: it does).
+#[allow(dead_code)]
+pub fn schema_problems(file: &str, text: &str) -> Vec<String> {
+    let path = format!("{}/../../schema/{file}", env!("CARGO_MANIFEST_DIR"));
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let raw: serde_json::Value = serde_json::from_str(text).unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    v.iter_errors(&raw).map(|e| format!("{e} at {}", e.instance_path())).collect()
+}
