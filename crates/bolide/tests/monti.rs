@@ -90,6 +90,8 @@ fn what_monti_apm_core_posts_during_the_run_is_in_the_document_and_the_report() 
     let (json, html) = (dir.path().join("run.json"), dir.path().join("run.html"));
     // The agent starts first and retries its ping until bolide listens, as an app's agent does.
     let agent = agent(port, "app", "s3cret", 4);
+    let dash = common::free_port();
+    let events = std::thread::spawn(move || common::follow_events(dash));
     let run = bolide_bin(
         &[
             "http",
@@ -105,6 +107,7 @@ fn what_monti_apm_core_posts_during_the_run_is_in_the_document_and_the_report() 
             json.to_str().unwrap(),
             "--html",
             html.to_str().unwrap(),
+            &format!("--dashboard=127.0.0.1:{dash}"),
             &target.url("/"),
         ],
         &[("MONTI_APP_ID", "app"), ("MONTI_APP_SECRET", "s3cret")],
@@ -152,6 +155,18 @@ fn what_monti_apm_core_posts_during_the_run_is_in_the_document_and_the_report() 
     assert!(out.contains("monti_method_response_seconds{method=\"insertTask\"}"), "{out}");
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("scrape-monti-1") && page.contains("monti_pub_response_seconds"), "the report's charts");
+    // And on the live dashboard while the load ran: its last snapshot has the agent's series.
+    let (snapshots, done, _, last) = events.join().unwrap();
+    assert!(snapshots >= 3 && done, "{snapshots} snapshots, done: {done}");
+    let last: serde_json::Value = serde_json::from_str(&last).unwrap_or_else(|e| panic!("{e}: {last:.300}"));
+    let charts: Vec<&str> = last["sections"][0]["charts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .filter(|id| id.starts_with("scrape-monti-"))
+        .collect();
+    assert!(charts.len() >= 4, "the agent's series live: {charts:?}");
 }
 
 /// A raw request to the endpoint on a connection of its own; the status line's code.

@@ -547,53 +547,12 @@ fn report_data(page: &str) -> serde_json::Value {
     serde_json::from_str(data).unwrap()
 }
 
-/// A raw client of the dashboard's event stream: (snapshots received, whether `done` came, and
-/// then the answer to GET /report).
-fn follow_events(port: u16) -> (usize, bool, String, String) {
-    use std::io::{BufRead, BufReader, Write};
-    let mut stream = None;
-    for _ in 0..200 {
-        if let Ok(s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
-            stream = Some(s);
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let mut stream = stream.expect("the dashboard listens");
-    stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
-    // As a page's EventSource asks: such a stream is waited for at the end, to fetch the report.
-    stream.write_all(b"GET /events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n").unwrap();
-    let (mut snapshots, mut last) = (0, String::new());
-    for line in BufReader::new(stream).lines() {
-        let Ok(line) = line else { break };
-        if line == "event: snapshot" {
-            snapshots += 1;
-        }
-        if let Some(data) = line.strip_prefix("data: ") {
-            last = data.to_string();
-        }
-        if line == "event: done" {
-            return (snapshots, true, get(port, "/report"), last);
-        }
-    }
-    (snapshots, false, String::new(), last)
-}
-
-fn get(port: u16, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
-}
-
 #[test]
 fn a_series_dashboard_shows_the_runs_so_far_under_the_current_one() {
     let server = refserver::Server::start(refserver::Config::default()).unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let dir = tempfile::tempdir().unwrap();
-    let raw = std::thread::spawn(move || follow_events(port));
+    let raw = std::thread::spawn(move || common::follow_events(port));
     let run = Command::new(env!("CARGO_BIN_EXE_bolide"))
         .args(["bench", "http", "-d", "2s", "-c", "1", "-t", "1", "--runs", "2", "--cooldown", "0", "--label", "base"])
         .arg("--out")
@@ -634,7 +593,7 @@ fn the_live_dashboard_updates_every_second_then_shows_the_final_report() {
     let launched = lines.by_ref().map_while(Result::ok).any(|l| l == "launched");
     assert!(launched, "Chromium did not start");
     let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>().join("\n"));
-    let raw = std::thread::spawn(move || follow_events(port));
+    let raw = std::thread::spawn(move || common::follow_events(port));
     let run = Command::new(env!("CARGO_BIN_EXE_bolide"))
         .args(["http", "-d", "5s", "-c", "2", "-t", "1", &format!("--dashboard=127.0.0.1:{port}")])
         .arg(format!("{}/ok", server.base_url()))
@@ -713,7 +672,7 @@ fn slow_clients_cannot_lock_the_dashboard_and_a_page_that_never_reads_is_not_wai
         let _ = s.write_all(b"E");
     }
     // A new client still gets the page.
-    let page = get(port, "/");
+    let page = common::get(port, "/");
     assert!(page.starts_with("HTTP/1.1 200 OK") && page.contains("live-status"), "{page:.200}");
     let out = run.join().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));

@@ -213,3 +213,46 @@ pub fn schema_problems(file: &str, text: &str) -> Vec<String> {
     let v = jsonschema::validator_for(&schema).unwrap();
     v.iter_errors(&raw).map(|e| format!("{e} at {}", e.instance_path())).collect()
 }
+
+/// A raw client of the dashboard's event stream: (snapshots received, whether `done` came, and
+/// then the answer to GET /report).
+#[allow(dead_code)]
+pub fn follow_events(port: u16) -> (usize, bool, String, String) {
+    use std::io::{BufRead, BufReader, Write};
+    let mut stream = None;
+    for _ in 0..200 {
+        if let Ok(s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            stream = Some(s);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let mut stream = stream.expect("the dashboard listens");
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    // As a page's EventSource asks: such a stream is waited for at the end, to fetch the report.
+    stream.write_all(b"GET /events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n").unwrap();
+    let (mut snapshots, mut last) = (0, String::new());
+    for line in BufReader::new(stream).lines() {
+        let Ok(line) = line else { break };
+        if line == "event: snapshot" {
+            snapshots += 1;
+        }
+        if let Some(data) = line.strip_prefix("data: ") {
+            last = data.to_string();
+        }
+        if line == "event: done" {
+            return (snapshots, true, get(port, "/report"), last);
+        }
+    }
+    (snapshots, false, String::new(), last)
+}
+
+#[allow(dead_code)]
+pub fn get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
