@@ -99,7 +99,10 @@ pub fn thresholds(
     if server.spawn.is_some() {
         processes.push("server".into());
     }
-    let scraped: Vec<String> = server.scrapes.iter().map(|s| s.name.clone()).collect();
+    let mut scraped: Vec<String> = server.scrapes.iter().map(|s| s.name.clone()).collect();
+    if server.monti.is_some() {
+        scraped.push(crate::monitor::monti::NAME.into());
+    }
     let names = crate::threshold::Names { steps, processes: &processes, scraped: &scraped };
     let mut out = Vec::new();
     for t in given.iter().cloned().map(Ok).chain(flags.iter().map(|f| crate::threshold::parse_flag(f))) {

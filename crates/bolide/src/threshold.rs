@@ -18,7 +18,10 @@ pub const METRICS: &str = "p50, p90, p95, p99, p99.9 (any pN), min, mean, max (l
     statistics of one DDP step, cpu.NAME (mean % of one core; cpu.NAME.max the peak) and rss.NAME (peak \
     resident memory in B, KB, MB, GB, KiB, MiB, GiB; rss.NAME.mean the mean) of a process watched with \
     --monitor NAME=... (or `server` with --spawn), and scrape.NAME[\"SERIES\"].STAT of a series read with \
-    --scrape NAME=URL (STAT: increase, rate, mean, max, last, p50, p90, p99; in the series' own unit, a bare number)";
+    --scrape NAME=URL (STAT: increase, rate, mean, max, last, pN; in the series' own unit, a bare number), \
+    probe.NAME.FIGURE of bolide-probe (eventloop_p99, eventloop_max, elu, gc, gc_p99, heap, rss, sessions, \
+    subscriptions, observers, methods, method_errors) and the Monti agent's monti.system.FIGURE, \
+    monti.pub[\"NAME\"].FIGURE and monti.method[\"NAME\"].FIGURE (restime_p95, errors, ...)";
 
 /// A latency statistic.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -58,10 +61,12 @@ pub enum Metric {
     Rss { process: String, mean: bool },
     /// A series read with `--scrape`: `series` is `metric` or `metric{label="value",...}`.
     Scrape { endpoint: String, series: String, stat: ScrapeStat },
+    /// A figure of bolide-probe's or the Monti agent's, by its name.
+    Server(Box<Figure>),
 }
 
 /// What of a scraped series a threshold reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ScrapeStat {
     /// A counter's or histogram's increase over the run.
     Increase,
@@ -71,14 +76,12 @@ pub enum ScrapeStat {
     Mean,
     Max,
     Last,
-    /// A histogram's quantile over the run: p50, p90 or p99.
-    P50,
-    P90,
-    P99,
+    /// A histogram's quantile over the run, a percentile (p50, p95, p99.9), from its buckets.
+    Quantile(f64),
 }
 
 impl ScrapeStat {
-    pub const NAMES: &'static str = "increase, rate, mean, max, last, p50, p90 or p99";
+    pub const NAMES: &'static str = "increase, rate, mean, max, last or a percentile (p50, p95, p99.9)";
 
     fn parse(word: &str) -> Option<ScrapeStat> {
         Some(match word {
@@ -87,25 +90,145 @@ impl ScrapeStat {
             "mean" => ScrapeStat::Mean,
             "max" => ScrapeStat::Max,
             "last" => ScrapeStat::Last,
-            "p50" => ScrapeStat::P50,
-            "p90" => ScrapeStat::P90,
-            "p99" => ScrapeStat::P99,
-            _ => return None,
+            _ => match stat(word)? {
+                Stat::Percentile(p) => ScrapeStat::Quantile(p),
+                _ => return None,
+            },
         })
     }
 
-    pub fn name(self) -> &'static str {
+    pub fn name(self) -> String {
         match self {
-            ScrapeStat::Increase => "increase",
-            ScrapeStat::Rate => "rate",
-            ScrapeStat::Mean => "mean",
-            ScrapeStat::Max => "max",
-            ScrapeStat::Last => "last",
-            ScrapeStat::P50 => "p50",
-            ScrapeStat::P90 => "p90",
-            ScrapeStat::P99 => "p99",
+            ScrapeStat::Increase => "increase".into(),
+            ScrapeStat::Rate => "rate".into(),
+            ScrapeStat::Mean => "mean".into(),
+            ScrapeStat::Max => "max".into(),
+            ScrapeStat::Last => "last".into(),
+            ScrapeStat::Quantile(p) => format!("p{p}"),
         }
     }
+}
+
+/// A server-side figure named by what it means (`probe.app.eventloop_p99`,
+/// `monti.pub["fetchTasks"].restime_p95`): a statistic of an endpoint's series of one metric
+/// (those with `labels`, summed over their other labels), in a unit of its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// As written: `probe.app.eventloop_p99`.
+    pub name: String,
+    /// What it is, for people: "event-loop delay p99 (mean over the run's seconds)".
+    pub meaning: String,
+    pub endpoint: String,
+    pub metric: String,
+    pub labels: Vec<(String, String)>,
+    pub stat: ScrapeStat,
+    /// A share: the statistic over the same statistic of this metric (then in percent).
+    pub per: Option<String>,
+    pub dim: Dim,
+    /// From the series' unit into the dimension's: seconds to ms (1000), a ratio to % (100).
+    pub scale: f64,
+}
+
+/// How a named figure is read: (word, metric, statistic, dimension, scale, meaning).
+type Named = (&'static str, &'static str, ScrapeStat, Dim, f64, &'static str);
+
+/// bolide-probe's figures (`probe.NAME.WORD`).
+const PROBE_FIGURES: &[Named] = &[
+    (
+        "eventloop_p99",
+        "probe_eventloop_delay_p99_seconds",
+        ScrapeStat::Mean,
+        Dim::Time,
+        1000.0,
+        "event-loop delay p99 (mean of the run's seconds)",
+    ),
+    (
+        "eventloop_max",
+        "probe_eventloop_delay_max_seconds",
+        ScrapeStat::Max,
+        Dim::Time,
+        1000.0,
+        "longest event-loop delay",
+    ),
+    ("elu", "probe_eventloop_active_seconds_total", ScrapeStat::Rate, Dim::Percent, 100.0, "event-loop utilisation"),
+    ("gc", "probe_gc_pause_seconds_sum", ScrapeStat::Increase, Dim::Time, 1000.0, "GC pauses in all"),
+    ("gc_p99", "probe_gc_pause_seconds", ScrapeStat::Quantile(99.0), Dim::Time, 1000.0, "GC pause p99"),
+    ("heap", "probe_heap_used_bytes", ScrapeStat::Max, Dim::Bytes, 1.0, "peak heap used"),
+    ("rss", "probe_rss_bytes", ScrapeStat::Max, Dim::Bytes, 1.0, "peak RSS"),
+    ("sessions", "probe_meteor_sessions", ScrapeStat::Max, Dim::Count, 1.0, "most DDP sessions open"),
+    ("subscriptions", "probe_meteor_subscriptions", ScrapeStat::Max, Dim::Count, 1.0, "most subscriptions open"),
+    ("observers", "probe_meteor_observers", ScrapeStat::Max, Dim::Count, 1.0, "most observers live"),
+    ("methods", "probe_meteor_method_calls_total", ScrapeStat::Increase, Dim::Count, 1.0, "method calls"),
+    (
+        "method_errors",
+        "probe_meteor_method_errors_total",
+        ScrapeStat::Increase,
+        Dim::Count,
+        1.0,
+        "method calls that threw",
+    ),
+];
+
+/// The Monti agent's system figures (`monti.system.WORD`).
+const MONTI_SYSTEM: &[Named] = &[
+    ("sessions", "monti_sessions", ScrapeStat::Max, Dim::Count, 1.0, "most DDP sessions open"),
+    (
+        "eventloop_p99",
+        "monti_eventloop_lag_seconds",
+        ScrapeStat::Quantile(99.0),
+        Dim::Time,
+        1000.0,
+        "event-loop lag p99",
+    ),
+    ("gc", "monti_gc_seconds_total", ScrapeStat::Increase, Dim::Time, 1000.0, "GC time in all"),
+    ("cpu", "monti_cpu_percent", ScrapeStat::Mean, Dim::Percent, 1.0, "mean CPU"),
+    ("memory", "monti_memory_bytes", ScrapeStat::Max, Dim::Bytes, 1.0, "peak RSS"),
+    (
+        "mongo_checkout",
+        "monti_mongo_pool_checkout_seconds_total",
+        ScrapeStat::Increase,
+        Dim::Time,
+        1000.0,
+        "time waited for MongoDB pool connections",
+    ),
+];
+
+/// A publication's (`monti.pub["NAME"].WORD`); `restime_pN` besides.
+const MONTI_PUB: &[Named] = &[
+    ("subs", "monti_pub_subs_total", ScrapeStat::Increase, Dim::Count, 1.0, "subscriptions"),
+    ("unsubs", "monti_pub_unsubs_total", ScrapeStat::Increase, Dim::Count, 1.0, "unsubscriptions"),
+    ("errors", "monti_pub_errors_total", ScrapeStat::Increase, Dim::Count, 1.0, "subscription errors"),
+    ("active_subs", "monti_pub_active_subs", ScrapeStat::Max, Dim::Count, 1.0, "most subscriptions open"),
+    (
+        "observers_created",
+        "monti_pub_observers_created_total",
+        ScrapeStat::Increase,
+        Dim::Count,
+        1.0,
+        "observers started",
+    ),
+    (
+        "observer_reuse",
+        "monti_pub_observer_handles_reused_total",
+        ScrapeStat::Increase,
+        Dim::Percent,
+        100.0,
+        "observer handles that reused a running observer, %",
+    ),
+];
+
+/// A method's (`monti.method["NAME"].WORD`); `restime_pN` besides.
+const MONTI_METHOD: &[Named] = &[
+    ("count", "monti_method_calls_total", ScrapeStat::Increase, Dim::Count, 1.0, "calls"),
+    ("errors", "monti_method_errors_total", ScrapeStat::Increase, Dim::Count, 1.0, "calls that failed"),
+];
+
+fn words(table: &[Named], more: &str) -> String {
+    let mut w: Vec<&str> = table.iter().map(|n| n.0).collect();
+    if !more.is_empty() {
+        w.push(more);
+    }
+    w.join(", ")
 }
 
 /// What a metric's value is counted in.
@@ -142,6 +265,7 @@ impl Metric {
             Metric::Rss { .. } => Dim::Bytes,
             Metric::Scrape { stat: ScrapeStat::Rate, .. } => Dim::PerSecond,
             Metric::Scrape { .. } => Dim::Count,
+            Metric::Server(f) => f.dim,
         }
     }
 
@@ -171,6 +295,7 @@ impl Metric {
             Metric::Rss { process, mean: false } => format!("peak RSS of {process}"),
             Metric::Rss { process, mean: true } => format!("mean RSS of {process}"),
             Metric::Scrape { endpoint, series, stat } => format!("{} of {series} at {endpoint}", stat.name()),
+            Metric::Server(f) => format!("{} ({})", f.meaning, f.name),
         }
     }
 }
@@ -422,6 +547,12 @@ impl Parser {
         if word == "scrape" {
             return Err(unknown("scrape needs the name of a --scrape endpoint: scrape.app[\"SERIES\"].rate"));
         }
+        if word == "probe" || word.starts_with("probe.") {
+            return self.probe_metric(start, &word);
+        }
+        if word == "monti" || word.starts_with("monti.") {
+            return self.monti_metric(start, &word);
+        }
         let (head, rest) = match word.split_once('.') {
             Some((h, r)) => (h, Some(r)),
             None => (word.as_str(), None),
@@ -507,6 +638,97 @@ impl Parser {
                 message: format!("{word:?} is not a statistic of a scraped series: {}", ScrapeStat::NAMES),
             }),
         }
+    }
+
+    /// `probe.NAME.FIGURE` (the whole word).
+    fn probe_metric(&mut self, start: usize, word: &str) -> Result<Metric, ParseError> {
+        let figures = words(PROBE_FIGURES, "");
+        let err = |message: String| ParseError { column: start + 1, message };
+        let Some((name, figure)) = word.strip_prefix("probe.").and_then(|r| r.rsplit_once('.')) else {
+            return Err(err(format!(
+                "probe needs the --probe endpoint's name and a figure: probe.app.eventloop_p99 (figures: {figures})"
+            )));
+        };
+        if name.is_empty() {
+            return Err(err(format!("probe. needs the name of a --probe endpoint: probe.app.{figure}")));
+        }
+        let Some(n) = PROBE_FIGURES.iter().find(|n| n.0 == figure) else {
+            return Err(err(format!("{figure:?} is not a figure of bolide-probe: {figures}")));
+        };
+        Ok(figure_of(word, name, n, vec![], None))
+    }
+
+    /// `monti.system.FIGURE`, `monti.pub["NAME"].FIGURE`, `monti.method["NAME"].FIGURE`.
+    fn monti_metric(&mut self, start: usize, word: &str) -> Result<Metric, ParseError> {
+        let err = |message: String| ParseError { column: start + 1, message };
+        let endpoint = crate::monitor::monti::NAME;
+        if let Some(figure) = word.strip_prefix("monti.system.") {
+            let Some(n) = MONTI_SYSTEM.iter().find(|n| n.0 == figure) else {
+                return Err(err(format!(
+                    "{figure:?} is not a system figure of the Monti agent: {}",
+                    words(MONTI_SYSTEM, "")
+                )));
+            };
+            let labels = if figure == "memory" { vec![("kind".to_string(), "rss".to_string())] } else { vec![] };
+            return Ok(figure_of(word, endpoint, n, labels, None));
+        }
+        for family in ["monti.pub", "monti.method"] {
+            if word.strip_prefix(family).is_some_and(|r| r.starts_with('.')) {
+                return Err(ParseError {
+                    column: start + family.len() + 1,
+                    message: format!("expected [\"NAME\"] after {family}, e.g. {family}[\"NAME\"].errors"),
+                });
+            }
+        }
+        let (table, label, histogram, example) = match word {
+            "monti.pub" => (MONTI_PUB, "pub", "monti_pub_response_seconds", "monti.pub[\"fetchTasks\"].restime_p95"),
+            "monti.method" => {
+                (MONTI_METHOD, "method", "monti_method_response_seconds", "monti.method[\"insertTask\"].errors")
+            }
+            _ => {
+                return Err(err("the Monti agent's figures are monti.system.FIGURE, monti.pub[\"NAME\"].FIGURE and \
+                     monti.method[\"NAME\"].FIGURE"
+                    .into()))
+            }
+        };
+        let name = self.bracketed_name(
+            &format!("expected [\"NAME\"] after {word}, e.g. {example}"),
+            &format!("expected a quoted name, e.g. {example}"),
+            "name's",
+            "an empty name",
+        )?;
+        if self.peek() != Some(']') || self.chars.get(self.at + 1) != Some(&'.') {
+            return Err(self.error(format!("expected ].FIGURE after the name, e.g. {example}")));
+        }
+        self.at += 2;
+        let figure_at = self.at;
+        let figure = self.word();
+        let written = format!("{word}[{name:?}].{figure}");
+        let labels = vec![(label.to_string(), name.clone())];
+        if let Some(Stat::Percentile(p)) = figure.strip_prefix("restime_").and_then(stat) {
+            let n: Named = ("", histogram, ScrapeStat::Quantile(p), Dim::Time, 1000.0, "");
+            let mut m = figure_of(&written, endpoint, &n, labels, None);
+            if let Metric::Server(f) = &mut m {
+                f.meaning = format!("p{p} of {name}'s response time");
+            }
+            return Ok(m);
+        }
+        let Some(n) = table.iter().find(|n| n.0 == figure) else {
+            return Err(ParseError {
+                column: figure_at + 1,
+                message: format!(
+                    "{figure:?} is not a figure of a {}: {}",
+                    if label == "pub" { "publication" } else { "method" },
+                    words(table, "restime_pN (p50, p95, p99.9)")
+                ),
+            });
+        };
+        let per = (figure == "observer_reuse").then(|| "monti_pub_observer_handles_total".to_string());
+        let mut m = figure_of(&written, endpoint, n, labels, per);
+        if let Metric::Server(f) = &mut m {
+            f.meaning = format!("{name}: {}", f.meaning);
+        }
+        Ok(m)
     }
 
     /// `step["NAME"].STAT` (after `step`).
@@ -599,6 +821,20 @@ fn stat(word: &str) -> Option<Stat> {
     }
 }
 
+fn figure_of(written: &str, endpoint: &str, n: &Named, labels: Vec<(String, String)>, per: Option<String>) -> Metric {
+    Metric::Server(Box::new(Figure {
+        name: written.to_string(),
+        meaning: n.5.to_string(),
+        endpoint: endpoint.to_string(),
+        metric: n.1.to_string(),
+        labels,
+        stat: n.2,
+        per,
+        dim: n.3,
+        scale: n.4,
+    }))
+}
+
 /// A workload's names the thresholds may use: its DDP steps (None for HTTP) and the watched
 /// processes.
 pub struct Names<'a> {
@@ -626,6 +862,16 @@ pub fn check(t: &Threshold, names: &Names) -> Result<(), String> {
                 return Err(format!("{}: no step is named {step:?}; the steps are {}", t.text, list(steps)))
             }
             Some(_) => {}
+        }
+    }
+    if let Metric::Server(f) = &t.metric {
+        if !names.scraped.iter().any(|n| *n == f.endpoint) {
+            let add = if f.endpoint == crate::monitor::monti::NAME {
+                "add --monti".to_string()
+            } else {
+                format!("add --probe {}=HOST:PORT", f.endpoint)
+            };
+            return Err(format!("{}: {} is not read in this run; {add}", t.text, f.endpoint));
         }
     }
     if let Metric::Scrape { endpoint, .. } = &t.metric {
@@ -682,7 +928,11 @@ mod tests {
             ),
             (
                 "scrape.node-1[\"lag_seconds\"].p99 < 0.05",
-                Metric::Scrape { endpoint: "node-1".into(), series: "lag_seconds".into(), stat: ScrapeStat::P99 },
+                Metric::Scrape {
+                    endpoint: "node-1".into(),
+                    series: "lag_seconds".into(),
+                    stat: ScrapeStat::Quantile(99.0),
+                },
                 Op::Lt,
                 0.05,
             ),
@@ -713,6 +963,12 @@ mod tests {
                 1.5 * 1024.0 * 1024.0 * 1024.0,
             ),
             ("  rss.db <= 64KiB ", Metric::Rss { process: "db".into(), mean: false }, Op::Le, 65536.0),
+            (
+                "scrape.app['h'].p99.9<0.5",
+                Metric::Scrape { endpoint: "app".into(), series: "h".into(), stat: ScrapeStat::Quantile(99.9) },
+                Op::Lt,
+                0.5,
+            ),
         ];
         for (text, metric, op, bound) in table {
             let t = ok(text);
@@ -721,6 +977,43 @@ mod tests {
             assert!((t.bound - bound).abs() < 1e-9, "{text}: {} != {bound}", t.bound);
             assert_eq!(t.text, text.trim());
         }
+    }
+
+    #[test]
+    fn named_server_figures_read_their_series_in_their_units() {
+        let figure = |text: &str| match ok(text).metric {
+            Metric::Server(f) => *f,
+            m => panic!("{text}: {m:?}"),
+        };
+        let f = figure("probe.app.eventloop_p99<50ms");
+        assert_eq!(
+            (f.endpoint.as_str(), f.metric.as_str(), f.stat, f.dim, f.scale),
+            ("app", "probe_eventloop_delay_p99_seconds", ScrapeStat::Mean, Dim::Time, 1000.0)
+        );
+        assert_eq!(ok("probe.node-1.elu<70%").bound, 70.0);
+        assert_eq!(ok("probe.app.heap<200MB").bound, 200e6);
+        let f = figure("monti.pub[\"fetchTasks\"].restime_p95<200ms");
+        assert_eq!(
+            (f.endpoint.as_str(), f.metric.as_str(), f.stat, f.labels.clone()),
+            (
+                "monti",
+                "monti_pub_response_seconds",
+                ScrapeStat::Quantile(95.0),
+                vec![("pub".to_string(), "fetchTasks".to_string())]
+            )
+        );
+        assert_eq!(ok("monti.pub[\"fetchTasks\"].restime_p95<0.2s").bound, 200.0);
+        assert!(ok("monti.pub['fetchTasks'].restime_p95<200ms").metric.describe(true).contains("p95 of fetchTasks"));
+        let f = figure("monti.pub['tasks'].observer_reuse>50%");
+        assert_eq!((f.per.as_deref(), f.dim), (Some("monti_pub_observer_handles_total"), Dim::Percent));
+        let f = figure("monti.method['insertTask'].errors<1");
+        assert_eq!((f.metric.as_str(), f.stat), ("monti_method_errors_total", ScrapeStat::Increase));
+        let f = figure("monti.system.memory<1GB");
+        assert_eq!(f.labels, vec![("kind".to_string(), "rss".to_string())]);
+        let names = Names { steps: None, processes: &[], scraped: &["app".to_string()] };
+        assert!(check(&ok("probe.app.gc<100ms"), &names).is_ok());
+        assert!(check(&ok("probe.db.gc<100ms"), &names).unwrap_err().contains("add --probe db=HOST:PORT"));
+        assert!(check(&ok("monti.system.sessions<10"), &names).unwrap_err().contains("add --monti"));
     }
 
     #[test]
@@ -737,7 +1030,16 @@ mod tests {
             ("latency<200ms", 1, &["unknown metric \"latency\"", "error_rate", "step[\"NAME\"]", "rss.NAME"]),
             ("p0<1ms", 1, &["unknown metric"]),
             ("scrape.app<1", 11, &["expected [\"SERIES\"] after scrape.app"]),
-            ("scrape.app[\"x\"].p95<1", 17, &["\"p95\" is not a statistic of a scraped series", "increase, rate"]),
+            ("scrape.app[\"x\"].p0<1", 17, &["\"p0\" is not a statistic of a scraped series", "increase, rate"]),
+            ("probe<1", 1, &["probe needs the --probe endpoint's name", "eventloop_p99"]),
+            ("probe.app.lag<1ms", 1, &["\"lag\" is not a figure of bolide-probe", "eventloop_max, elu"]),
+            ("probe..gc<1ms", 1, &["probe. needs the name"]),
+            ("probe.app.heap<5", 17, &["memory needs a unit"]),
+            ("monti.x<1", 1, &["monti.system.FIGURE, monti.pub[\"NAME\"].FIGURE"]),
+            ("monti.system.lag<1", 1, &["\"lag\" is not a system figure", "eventloop_p99"]),
+            ("monti.pub.subs<1", 10, &["expected [\"NAME\"] after monti.pub"]),
+            ("monti.pub[\"a\"].restime<1", 16, &["\"restime\" is not a figure of a publication", "restime_pN"]),
+            ("monti.method[\"a\"]count<1", 17, &["expected ].FIGURE"]),
             ("scrape.app[\"x\"].max<1ms", 22, &["unit \"ms\" does not fit"]),
             ("scrape[\"x\"].max<1", 1, &["scrape needs the name of a --scrape endpoint"]),
             ("p101<1ms", 1, &["unknown metric"]),

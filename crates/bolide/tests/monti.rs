@@ -108,6 +108,12 @@ fn what_monti_apm_core_posts_during_the_run_is_in_the_document_and_the_report() 
             "--html",
             html.to_str().unwrap(),
             &format!("--dashboard=127.0.0.1:{dash}"),
+            "--threshold",
+            "monti.pub[\"fetchTasks\"].restime_p95<200ms",
+            "--threshold",
+            "monti.pub['fetchTasks'].observer_reuse>=50%",
+            "--threshold",
+            "monti.method['insertTask'].count>=12",
             &target.url("/"),
         ],
         &[("MONTI_APP_ID", "app"), ("MONTI_APP_SECRET", "s3cret")],
@@ -150,6 +156,12 @@ fn what_monti_apm_core_posts_during_the_run_is_in_the_document_and_the_report() 
     let sessions = m.series.iter().find(|s| s.metric == "monti_sessions").unwrap();
     assert_eq!(sessions.max, Some(4.0));
     assert_eq!(series(&doc, "monti_memory_bytes", ("kind", "rss")).max, Some(150.1 * 1024.0 * 1024.0));
+    // Thresholds by name: fetchTasks's p95 (8 subscriptions, 4 of 30 ms), one handle of two reused.
+    let verdict = |t: &str| doc.thresholds.iter().find(|v| v.threshold == t).unwrap_or_else(|| panic!("{t}"));
+    let p95 = verdict("monti.pub[\"fetchTasks\"].restime_p95<200ms");
+    assert!(p95.ok && (p95.value.unwrap() - 30.0).abs() <= 30.0 * 0.05, "{p95:?}");
+    assert_eq!(verdict("monti.pub['fetchTasks'].observer_reuse>=50%").value, Some(50.0));
+    assert_eq!(verdict("monti.method['insertTask'].count>=12").value, Some(12.0));
     // In the summary and the report.
     assert!(out.contains("The Monti agent's posts to monti"), "{out}");
     assert!(out.contains("monti_method_response_seconds{method=\"insertTask\"}"), "{out}");
@@ -204,6 +216,8 @@ fn wrong_secrets_malformed_huge_posts_and_floods_are_refused_and_the_run_goes_on
             "6s",
             "--monti",
             &format!("127.0.0.1:{port}"),
+            "--threshold",
+            "monti.method[\"insertTask\"].count>7",
             "--json",
             json.to_str().unwrap(),
             &target.url("/"),
@@ -240,7 +254,9 @@ fn wrong_secrets_malformed_huge_posts_and_floods_are_refused_and_the_run_goes_on
     assert_eq!(status(port, post(&good.to_string()).as_bytes()), 200);
     drop(idle);
     let (code, out, err) = finish(run);
-    assert_eq!(code, 0, "{out}\n{err}");
+    // The threshold on what was posted judged it: 7 calls, not more than 7.
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(out.contains("monti.method[\"insertTask\"].count>7"), "{out}");
     // Nothing of the refused requests is printed but why; never the secret.
     assert!(!err.contains("right") && !out.contains("right") && !err.contains("wrong"), "{err}");
     let text = std::fs::read_to_string(&json).unwrap();

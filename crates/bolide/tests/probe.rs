@@ -37,11 +37,28 @@ fn the_probe_in_a_real_meteor_server_counts_what_the_users_did() {
         &format!("http://127.0.0.1:{port}/"),
         "--probe",
         &format!("app=127.0.0.1:{probe_port}"),
+        "--threshold",
+        "probe.app.methods>=1",
+        "--threshold",
+        "probe.app.eventloop_p99<1m",
+        "--threshold",
+        "probe.app.heap<4GiB",
         "--json",
         json.to_str().unwrap(),
     ]);
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
     let doc = bolide::stats::vu::DdpDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // The named figures read the probe's series: every method call, the mean per-second p99 in ms.
+    let verdict = |t: &str| doc.thresholds.iter().find(|v| v.threshold == t).and_then(|v| v.value).unwrap();
+    let calls: f64 = doc.scrape[0]
+        .series
+        .iter()
+        .filter(|x| x.metric == "probe_meteor_method_calls_total")
+        .filter_map(|x| x.increase)
+        .sum();
+    assert_eq!(verdict("probe.app.methods>=1"), calls);
+    let p99 = doc.scrape[0].series.iter().find(|x| x.metric == "probe_eventloop_delay_p99_seconds").unwrap();
+    assert!((verdict("probe.app.eventloop_p99<1m") - p99.mean.unwrap() * 1000.0).abs() < 1e-9);
     let users = doc.summary.users.completed;
     assert!(users >= 5 && doc.summary.users.failed == 0, "{}", o.out);
     let s = &doc.scrape[0];

@@ -412,30 +412,76 @@ impl Scraper {
     }
 }
 
-/// p50, p90, p99 of cumulative buckets, interpolated linearly inside the bucket each falls in (as
-/// Prometheus's histogram_quantile does); None without observations. The +Inf bucket answers
-/// with the highest finite bound.
+/// p50, p90, p99 of cumulative buckets (see [`quantile`]); None without observations.
 pub fn quantiles(buckets: &[(f64, f64)]) -> Option<[f64; 3]> {
+    Some([quantile(buckets, 0.5)?, quantile(buckets, 0.9)?, quantile(buckets, 0.99)?])
+}
+
+/// The `q` quantile (0 < q <= 1) of cumulative buckets `(upper bound, count)` ending with +Inf,
+/// interpolated linearly inside the bucket it falls in (as Prometheus's histogram_quantile
+/// does); None without observations. The +Inf bucket answers with the highest finite bound.
+pub fn quantile(buckets: &[(f64, f64)], q: f64) -> Option<f64> {
     let total = buckets.last()?.1;
     if total <= 0.0 {
         return None;
     }
-    let q = |p: f64| {
-        let rank = p * total;
-        let mut prev = (0.0, 0.0);
-        for &(le, count) in buckets {
-            if count >= rank {
-                if le.is_infinite() {
-                    return prev.0;
-                }
-                let within = count - prev.1;
-                return if within > 0.0 { prev.0 + (le - prev.0) * (rank - prev.1) / within } else { le };
+    let rank = q * total;
+    let mut prev = (0.0, 0.0);
+    for &(le, count) in buckets {
+        if count >= rank {
+            if le.is_infinite() {
+                return Some(prev.0);
             }
-            prev = (le, count);
+            let within = count - prev.1;
+            return Some(if within > 0.0 { prev.0 + (le - prev.0) * (rank - prev.1) / within } else { le });
         }
-        prev.0
+        prev = (le, count);
+    }
+    Some(prev.0)
+}
+
+/// Series of one endpoint summed into one (a metric over its labels): values at each read
+/// (absent where none had one), increases and rates, histograms' buckets; the mean and peak of the
+/// sums.
+pub fn combine(series: &[&Series]) -> Series {
+    let Some(first) = series.first() else { return Series::default() };
+    if series.len() == 1 {
+        return (*first).clone();
+    }
+    let len = series.iter().map(|s| s.values.len()).max().unwrap_or(0);
+    let values: Vec<Option<f64>> = (0..len)
+        .map(|i| {
+            let at: Vec<f64> = series.iter().filter_map(|s| s.values.get(i).copied().flatten()).collect();
+            (!at.is_empty()).then(|| at.iter().sum())
+        })
+        .collect();
+    let sum = |f: fn(&Series) -> Option<f64>| {
+        let v: Vec<f64> = series.iter().filter_map(|s| f(s)).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>())
     };
-    Some([q(0.5), q(0.9), q(0.99)])
+    let present: Vec<f64> = values.iter().flatten().copied().collect();
+    let gauge = !matches!(first.kind, Some(Kind::Counter | Kind::Histogram));
+    let mut buckets: Vec<(f64, f64)> = Vec::new();
+    let mut bounds: Vec<f64> = series.iter().flat_map(|s| s.buckets.iter().map(|b| b.0)).collect();
+    bounds.sort_by(f64::total_cmp);
+    bounds.dedup();
+    // Each series' cumulative count at a bound it lacks is its count at the bound below.
+    for le in bounds {
+        let at = |s: &Series| s.buckets.iter().take_while(|b| b.0 <= le).last().map_or(0.0, |b| b.1);
+        buckets.push((le, series.iter().map(|s| at(s)).sum()));
+    }
+    Series {
+        metric: first.metric.clone(),
+        labels: Default::default(),
+        kind: first.kind,
+        increase: sum(|s| s.increase),
+        rate_per_s: sum(|s| s.rate_per_s),
+        mean: (gauge && !present.is_empty()).then(|| present.iter().sum::<f64>() / present.len() as f64),
+        max: if gauge { present.iter().copied().reduce(f64::max) } else { None },
+        quantiles: None,
+        buckets,
+        values,
+    }
 }
 
 /// Scrapes each endpoint on a thread of its own every `interval` until stopped, and once more

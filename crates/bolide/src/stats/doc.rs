@@ -39,10 +39,11 @@ pub struct Measures {
     pub suspect: Option<String>,
     pub interrupted: bool,
     /// The server's event-loop delay p99, milliseconds: the mean over the run's reads of the
-    /// per-second p99 that bolide-probe (`--probe`) or prom-client (`--scrape`) exports.
+    /// per-second p99 that bolide-probe (`--probe`) or prom-client (`--scrape`) exports, else the
+    /// p99 of the Monti agent's lag histogram over the run (`--monti`).
     pub eventloop_p99_ms: Option<f64>,
     /// The server's GC pauses over the run, milliseconds in all (bolide-probe's or prom-client's
-    /// GC histogram's sum).
+    /// GC histogram's sum, or the Monti agent's GC time).
     pub gc_ms: Option<f64>,
 }
 
@@ -57,9 +58,18 @@ fn server_internals(scraped: &[crate::monitor::scrape::ScrapeResult]) -> (Option
             (!v.is_empty()).then(|| v.iter().sum::<f64>())
         })
     };
-    let eventloop =
-        mean_of("probe_eventloop_delay_p99_seconds").or_else(|| mean_of("nodejs_eventloop_lag_p99_seconds"));
-    let gc = total_of("probe_gc_pause_seconds_sum").or_else(|| total_of("nodejs_gc_duration_seconds_sum"));
+    // The Monti agent's lag histogram: its p99 over the run.
+    let monti_p99 = || {
+        scraped.iter().find_map(|r| {
+            r.series.iter().find(|s| s.metric == "monti_eventloop_lag_seconds").and_then(|s| s.quantiles).map(|q| q[2])
+        })
+    };
+    let eventloop = mean_of("probe_eventloop_delay_p99_seconds")
+        .or_else(|| mean_of("nodejs_eventloop_lag_p99_seconds"))
+        .or_else(monti_p99);
+    let gc = total_of("probe_gc_pause_seconds_sum")
+        .or_else(|| total_of("nodejs_gc_duration_seconds_sum"))
+        .or_else(|| total_of("monti_gc_seconds_total"));
     (eventloop.map(|s| s * 1000.0), gc.map(|s| s * 1000.0))
 }
 
@@ -349,4 +359,41 @@ fn path_of(url: &str) -> String {
 /// The parts in which two workloads differ, as `name: a vs b`.
 pub fn differences(a: &[(&'static str, String)], b: &[(&'static str, String)]) -> Vec<String> {
     a.iter().zip(b).filter(|((_, x), (_, y))| x != y).map(|((name, x), (_, y))| format!("{name}: {x} vs {y}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::monitor::scrape::{Kind, ScrapeResult, Series};
+
+    fn series(metric: &str, kind: Kind, f: impl FnOnce(&mut Series)) -> Series {
+        let mut s = Series { metric: metric.into(), kind: Some(kind), ..Default::default() };
+        f(&mut s);
+        s
+    }
+
+    #[test]
+    fn event_loop_and_gc_come_from_the_probe_first_then_prom_client_then_monti() {
+        let monti = ScrapeResult {
+            name: "monti".into(),
+            series: vec![
+                series("monti_eventloop_lag_seconds", Kind::Histogram, |s| s.quantiles = Some([0.001, 0.002, 0.004])),
+                series("monti_gc_seconds_total", Kind::Counter, |s| s.increase = Some(0.25)),
+                series("monti_gc_seconds_total", Kind::Counter, |s| s.increase = Some(0.05)),
+            ],
+            ..Default::default()
+        };
+        let (el, gc) = super::server_internals(std::slice::from_ref(&monti));
+        assert_eq!(el, Some(4.0));
+        assert!((gc.unwrap() - 300.0).abs() < 1e-9);
+        let probe = ScrapeResult {
+            name: "app".into(),
+            series: vec![
+                series("probe_eventloop_delay_p99_seconds", Kind::Gauge, |s| s.mean = Some(0.012)),
+                series("probe_gc_pause_seconds_sum", Kind::Counter, |s| s.increase = Some(0.5)),
+            ],
+            ..Default::default()
+        };
+        let (el, gc) = super::server_internals(&[monti, probe]);
+        assert_eq!((el, gc), (Some(12.0), Some(500.0)));
+    }
 }

@@ -80,6 +80,7 @@ pub fn value(doc: &Doc, metric: &Metric) -> Result<f64, String> {
             Ok(if *mean { m.avg_rss_bytes } else { m.peak_rss_bytes as f64 })
         }
         (Metric::Scrape { endpoint, series, stat }, doc) => scraped(doc, endpoint, series, *stat),
+        (Metric::Server(f), doc) => figure(doc, f),
     }
 }
 
@@ -87,15 +88,7 @@ pub fn value(doc: &Doc, metric: &Metric) -> Result<f64, String> {
 /// summary writes it), or the only series of a metric named without labels.
 fn scraped(doc: &Doc, endpoint: &str, series: &str, stat: crate::threshold::ScrapeStat) -> Result<f64, String> {
     use crate::monitor::scrape::series_name;
-    use crate::threshold::ScrapeStat as S;
-    let r = doc
-        .scrape()
-        .iter()
-        .find(|r| r.name == endpoint)
-        .ok_or_else(|| format!("no endpoint named {endpoint} was scraped (--scrape {endpoint}=URL)"))?;
-    if r.t.is_empty() {
-        return Err(format!("{endpoint} was never read ({})", r.last_error.as_deref().unwrap_or("no answer")));
-    }
+    let r = endpoint_read(doc, endpoint)?;
     let exact: Vec<_> = r.series.iter().filter(|s| series_name(s) == series).collect();
     let of_metric: Vec<_> = r.series.iter().filter(|s| s.metric == series).collect();
     let s = match (exact.as_slice(), of_metric.as_slice()) {
@@ -110,22 +103,79 @@ fn scraped(doc: &Doc, endpoint: &str, series: &str, stat: crate::threshold::Scra
             ));
         }
     };
-    let kind = |what: &str| format!("{series} has no {} (it is a {:?} series; {what})", stat.name(), s.kind);
+    statistic(s, series, stat)
+}
+
+/// An endpoint of the document that was read at least once.
+fn endpoint_read<'a>(doc: &'a Doc, endpoint: &str) -> Result<&'a crate::monitor::scrape::ScrapeResult, String> {
+    let r = doc
+        .scrape()
+        .iter()
+        .find(|r| r.name == endpoint)
+        .ok_or_else(|| format!("no endpoint named {endpoint} was read (--scrape, --probe or --monti)"))?;
+    if r.t.is_empty() {
+        let why = r.last_error.as_deref().unwrap_or(if r.via.is_some() { "nothing was posted" } else { "no answer" });
+        return Err(format!("{endpoint} was never read ({why})"));
+    }
+    Ok(r)
+}
+
+/// A statistic of one series (`name` for the messages).
+fn statistic(
+    s: &crate::monitor::scrape::Series,
+    name: &str,
+    stat: crate::threshold::ScrapeStat,
+) -> Result<f64, String> {
+    use crate::threshold::ScrapeStat as S;
+    let kind = |what: &str| format!("{name} has no {} (it is a {:?} series; {what})", stat.name(), s.kind);
     match stat {
         S::Increase => s.increase.ok_or_else(|| kind("increase and rate are for counters and histograms")),
         S::Rate => s.rate_per_s.ok_or_else(|| kind("rate needs a counter or histogram read twice or more")),
         S::Mean => s.mean.ok_or_else(|| kind("mean and max are for gauges")),
         S::Max => s.max.ok_or_else(|| kind("mean and max are for gauges")),
-        S::Last => s.values.iter().rev().flatten().next().copied().ok_or_else(|| format!("{series} has no value")),
-        S::P50 | S::P90 | S::P99 => {
-            let q = s.quantiles.ok_or_else(|| kind("quantiles are for histograms with observations during the run"))?;
-            Ok(match stat {
-                S::P50 => q[0],
-                S::P90 => q[1],
-                _ => q[2],
-            })
+        S::Last => s.values.iter().rev().flatten().next().copied().ok_or_else(|| format!("{name} has no value")),
+        S::Quantile(p) => {
+            let none = || kind("quantiles are for histograms with observations during the run");
+            if s.kind != Some(crate::monitor::scrape::Kind::Histogram) {
+                return Err(none());
+            }
+            let total = s.increase.unwrap_or(0.0);
+            let mut buckets = s.buckets.clone();
+            buckets.push((f64::INFINITY, total));
+            crate::monitor::scrape::quantile(&buckets, p / 100.0).ok_or_else(none)
         }
     }
+}
+
+/// A named figure of bolide-probe or the Monti agent: its series (of one metric, with the
+/// figure's labels) summed, the statistic read, scaled into the figure's unit.
+fn figure(doc: &Doc, f: &crate::threshold::Figure) -> Result<f64, String> {
+    let r = endpoint_read(doc, &f.endpoint)?;
+    let of = |metric: &str| -> Result<crate::monitor::scrape::Series, String> {
+        let chosen: Vec<_> = r
+            .series
+            .iter()
+            .filter(|s| s.metric == metric && f.labels.iter().all(|(k, v)| s.labels.get(k) == Some(v)))
+            .collect();
+        if chosen.is_empty() {
+            let labels: Vec<String> = f.labels.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+            let with = if labels.is_empty() { String::new() } else { format!(" with {}", labels.join(", ")) };
+            return Err(format!("{} has no series {metric}{with}", f.endpoint));
+        }
+        Ok(crate::monitor::scrape::combine(&chosen))
+    };
+    let value = statistic(&of(&f.metric)?, &f.metric, f.stat)?;
+    let value = match &f.per {
+        Some(per) => {
+            let whole = statistic(&of(per)?, per, f.stat)?;
+            if whole <= 0.0 {
+                return Err(format!("{per} did not grow during the run"));
+            }
+            value / whole
+        }
+        None => value,
+    };
+    Ok(value * f.scale)
 }
 
 fn per_second(count: u64, duration_s: f64) -> Result<f64, String> {
