@@ -865,7 +865,7 @@ pub fn check(t: &Threshold, names: &Names) -> Result<(), String> {
         }
     }
     if let Metric::Server(f) = &t.metric {
-        if !names.scraped.iter().any(|n| *n == f.endpoint) {
+        if !names.scraped.contains(&f.endpoint) {
             let add = if f.endpoint == crate::monitor::monti::NAME {
                 "add --monti".to_string()
             } else {
