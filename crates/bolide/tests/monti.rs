@@ -283,3 +283,49 @@ fn monti_s_flags_are_checked() {
         assert!(o.err.contains(says), "{}", o.err);
     }
 }
+
+#[test]
+fn a_spawned_app_s_agent_is_given_the_endpoint_an_app_and_a_post_each_interval() {
+    common::in_node_setup();
+    let (port, app) = (common::free_port(), common::free_port());
+    // The "app": the agent script reading its settings from the environment, beside a plain HTTP
+    // server that answers the ready URL and the load.
+    let spawn = format!(
+        "cd '{}' && (node monti-agent.mjs env 2 &) && exec python3 -m http.server {app} --bind 127.0.0.1",
+        common::node_dir().display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let run = bolide_bin(
+        &[
+            "http",
+            "--rps",
+            "10",
+            "-c",
+            "1",
+            "-d",
+            "6s",
+            "--spawn",
+            &spawn,
+            "--ready-url",
+            &format!("http://127.0.0.1:{app}/"),
+            "--monitor-interval",
+            "500ms",
+            "--monti",
+            &format!("127.0.0.1:{port}"),
+            "--json",
+            json.to_str().unwrap(),
+            &format!("http://127.0.0.1:{app}/"),
+        ],
+        &[],
+    );
+    let (code, out, err) = finish(run);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let doc: ResultDoc = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let m = doc.scrape.iter().find(|r| r.name == "monti").unwrap();
+    // Let in with the id and secret bolide gave it, posting each second (the monitor interval, a
+    // second at least; the agent's own default is 20 s): several posts in six seconds.
+    assert_eq!(m.errors, 0, "{:?}", m.last_error);
+    assert!(m.scrapes >= 4, "{} posts", m.scrapes);
+    assert!(m.series.iter().any(|s| s.metric == "monti_sessions"), "{:?}", m.series);
+}

@@ -4,6 +4,7 @@
 // models build them (lib/models/{system,pubsub,methods}.js), and JSON-lines traces.
 //
 //   node monti-agent.mjs ENDPOINT APP_ID APP_SECRET BUSY_POSTS EVERY_MS
+//   node monti-agent.mjs env BUSY_POSTS
 //
 // After connecting it waits a second, sends BUSY_POSTS posts with method and publication figures
 // (the same in each), then posts the system figures alone every EVERY_MS until it is stopped or
@@ -14,7 +15,14 @@ import sketches from 'monti-apm-sketches-js';
 
 const { Kadira } = monti;
 const { DDSketch } = sketches;
-const [endpoint, appId, appSecret, busyText, everyText] = process.argv.slice(2);
+// `env BUSY_POSTS`: the endpoint, the app and the interval from the environment, as the agent
+// reads them (MONTI_OPTIONS_ENDPOINT, MONTI_APP_ID, MONTI_APP_SECRET, MONTI_OPTIONS_PAYLOAD_TIMEOUT).
+const args = process.argv.slice(2);
+const fromEnv = args[0] === 'env';
+const e = process.env;
+const [endpoint, appId, appSecret, busyText, everyText] = fromEnv
+  ? [e.MONTI_OPTIONS_ENDPOINT, e.MONTI_APP_ID, e.MONTI_APP_SECRET, args[1], e.MONTI_OPTIONS_PAYLOAD_TIMEOUT || '20000']
+  : args;
 const busy = Number(busyText);
 const every = Number(everyText);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
