@@ -69,11 +69,21 @@ class Histo {
   }
 }
 
+// The event-loop sampling period, ms: 20 unless BOLIDE_PROBE_RESOLUTION says otherwise (10-1000).
+function resolution(text) {
+  if (text === undefined || text === "") return 20;
+  const ms = Number(text);
+  if (Number.isInteger(ms) && ms >= 10 && ms <= 1000) return ms;
+  process.stderr.write(`bolide-probe: BOLIDE_PROBE_RESOLUTION=${text} is not a whole number of ms from 10 to 1000; 20 is used\n`);
+  return 20;
+}
+
 function start(addr) {
   // The event loop's delay, each whole second.
   // Node samples the delay with a timer of RESOLUTION ms and counts the timer's own period in each
-  // sample: it is taken off.
-  const RESOLUTION = 20;
+  // sample: it is taken off. Each sample wakes the process: BOLIDE_PROBE_RESOLUTION (ms, 10 to
+  // 1000) trades the per-second percentiles' samples for the probe's own CPU.
+  const RESOLUTION = resolution(process.env.BOLIDE_PROBE_RESOLUTION);
   const delay = monitorEventLoopDelay({ resolution: RESOLUTION });
   delay.enable();
   let lastSecond = { p50: 0, p99: 0, max: 0 };

@@ -111,6 +111,8 @@ fn the_probe_in_a_plain_node_server_has_no_meteor_and_serves_loopback_only() {
         .current_dir(common::node_dir())
         .env("NODE_OPTIONS", format!("--require {}", probe.display()))
         .env("BOLIDE_PROBE", "127.0.0.1:0")
+        // Sampled every 100 ms instead of 20: the same series.
+        .env("BOLIDE_PROBE_RESOLUTION", "100")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -160,4 +162,18 @@ fn the_probe_in_a_plain_node_server_has_no_meteor_and_serves_loopback_only() {
         .unwrap();
     let said = String::from_utf8_lossy(&o.stderr);
     assert!(said.contains("is not a loopback address; not started"), "{said}");
+    // A sampling period it cannot use is said, and the default used.
+    let mut child = std::process::Command::new("node")
+        .args(["-e", "setTimeout(() => {}, 200)"])
+        .env("NODE_OPTIONS", format!("--require {}", probe.display()))
+        .env("BOLIDE_PROBE", "127.0.0.1:0")
+        .env("BOLIDE_PROBE_RESOLUTION", "5")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut said).unwrap();
+    let _ = child.wait();
+    assert!(said.contains("BOLIDE_PROBE_RESOLUTION=5 is not a whole number of ms from 10 to 1000; 20 is used"), "{said}");
+    assert!(said.contains("bolide-probe: serving http://127.0.0.1:"), "{said}");
 }
