@@ -463,8 +463,8 @@ fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>, shared: &Shared) -> R
 }
 
 /// A whole chunked body at the front of `data`: the body and the bytes it took; None when more is
-/// needed.
-fn dechunk(data: &[u8]) -> Result<Option<(Vec<u8>, usize)>, &'static str> {
+/// needed (also `--scrape`'s decoder of chunked answers).
+pub(super) fn dechunk(data: &[u8]) -> Result<Option<(Vec<u8>, usize)>, &'static str> {
     let mut out = Vec::new();
     let mut at = 0;
     loop {

@@ -130,21 +130,11 @@ pub fn fetch(spec: &Spec) -> Result<String, String> {
     String::from_utf8(body).map_err(|_| "the answer is not UTF-8 text".to_string())
 }
 
-fn dechunk(mut data: &[u8]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    loop {
-        let end = memchr::memmem::find(data, b"\r\n").ok_or("a chunked answer cut short")?;
-        let size = std::str::from_utf8(&data[..end]).ok().and_then(|l| l.split(';').next()).map(str::trim);
-        let n = size.and_then(|s| usize::from_str_radix(s, 16).ok()).ok_or("a chunk size that is not hex")?;
-        data = &data[end + 2..];
-        if n == 0 {
-            return Ok(out);
-        }
-        if data.len() < n + 2 {
-            return Err("a chunked answer cut short".into());
-        }
-        out.extend_from_slice(&data[..n]);
-        data = &data[n + 2..];
+/// A whole chunked body: its data, or why not.
+fn dechunk(data: &[u8]) -> Result<Vec<u8>, String> {
+    match super::monti::dechunk(data)? {
+        Some((body, _)) => Ok(body),
+        None => Err("a chunked answer cut short".into()),
     }
 }
 
