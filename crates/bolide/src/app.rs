@@ -41,16 +41,16 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
         &args.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
     );
     match cli.command {
-        Command::Http(a) => once(Workload::http(&a), command_line, io, cancel),
-        Command::Run(a) => once(Workload::ddp(&a), command_line, io, cancel),
+        Command::Http(a) => once(Workload::http(&a), a.gate.junit.as_deref(), command_line, io, cancel),
+        Command::Run(a) => once(Workload::ddp(&a), a.gate.junit.as_deref(), command_line, io, cancel),
         Command::Serve(a) => crate::serve::serve(&a, io, cancel),
         Command::Bench(a) => {
-            let (workload, opts) = match &a.workload {
-                crate::cli::BenchWorkload::Http(b) => (Workload::http(&b.args), &b.bench),
-                crate::cli::BenchWorkload::Run(b) => (Workload::ddp(&b.args), &b.bench),
+            let (workload, opts, junit) = match &a.workload {
+                crate::cli::BenchWorkload::Http(b) => (Workload::http(&b.args), &b.bench, &b.args.gate.junit),
+                crate::cli::BenchWorkload::Run(b) => (Workload::ddp(&b.args), &b.bench, &b.args.gate.junit),
             };
             match workload {
-                Ok(w) => crate::load::bench(w, opts, command_line, io, cancel),
+                Ok(w) => crate::load::bench(w, opts, junit.as_deref(), command_line, io, cancel),
                 Err(e) => {
                     let _ = writeln!(io.err, "{e}");
                     exit::USAGE
@@ -134,7 +134,13 @@ pub fn capacity_shorthand(mut args: Vec<OsString>) -> Vec<OsString> {
 
 /// `bolide http` and `bolide run`: a workload planned from its flags, run once; a planning error
 /// is a usage error.
-fn once(workload: Result<Workload, String>, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> i32 {
+fn once(
+    workload: Result<Workload, String>,
+    junit: Option<&std::path::Path>,
+    command_line: Vec<String>,
+    io: &mut Io,
+    cancel: &CancellationToken,
+) -> i32 {
     let w = match workload {
         Ok(w) => w,
         Err(e) => {
@@ -146,7 +152,18 @@ fn once(workload: Result<Workload, String>, command_line: Vec<String>, io: &mut 
         Ok(d) => d,
         Err(code) => return code,
     };
-    let outcome = w.execute(command_line, io, cancel, dashboard.as_ref());
+    let started = std::time::SystemTime::now();
+    let outcome = w.execute(command_line.clone(), io, cancel, dashboard.as_ref());
+    let mut code = outcome.code;
+    if let Some(path) = junit {
+        let suite = crate::report::junit::for_run(outcome.doc.as_ref(), outcome.code, &command_line, started);
+        if let Err(e) = crate::report::junit::write(path, &[suite]) {
+            let _ = writeln!(io.err, "error: --junit: {e}");
+            if code == exit::OK {
+                code = exit::RUN;
+            }
+        }
+    }
     if let Some(d) = &dashboard {
         d.finish(match &outcome.doc {
             Some(doc) => {
@@ -159,7 +176,7 @@ fn once(workload: Result<Workload, String>, command_line: Vec<String>, io: &mut 
             None => crate::dashboard::no_report_page("the run could not start or complete"),
         });
     }
-    outcome.code
+    code
 }
 
 #[cfg(test)]

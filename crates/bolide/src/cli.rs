@@ -183,6 +183,11 @@ pub struct CompareArgs {
     /// runs a side, or a change past its bound within the noise). The verdict still says so.
     #[arg(long, requires = "fail_on")]
     pub allow_inconclusive: bool,
+
+    /// Write the --fail-on verdicts as JUnit XML for CI: a test case per rule and compared
+    /// series (failed, or an error when inconclusive), or one saying what could not be compared.
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -257,6 +262,11 @@ pub struct MergeArgs {
     /// Print only warnings and errors.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+
+    /// Write the merged run's verdicts as JUnit XML for CI: the run itself and each of the plan's
+    /// thresholds judged over the whole run.
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -601,6 +611,11 @@ pub struct ThresholdArgs {
     /// its value and its verdict are printed and recorded in the result document.
     #[arg(long = "threshold", value_name = "EXPR")]
     pub thresholds: Vec<String>,
+
+    /// Write the verdicts as JUnit XML for CI: a test case for the run itself (completed,
+    /// interrupted, suspect, could not start) and one per threshold with its value.
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
 }
 
 /// Several instances producing one load: each runs its segment of the plan.

@@ -174,6 +174,9 @@ fn the_probe_in_a_plain_node_server_has_no_meteor_and_serves_loopback_only() {
     let mut said = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut said).unwrap();
     let _ = child.wait();
-    assert!(said.contains("BOLIDE_PROBE_RESOLUTION=5 is not a whole number of ms from 10 to 1000; 20 is used"), "{said}");
+    assert!(
+        said.contains("BOLIDE_PROBE_RESOLUTION=5 is not a whole number of ms from 10 to 1000; 20 is used"),
+        "{said}"
+    );
     assert!(said.contains("bolide-probe: serving http://127.0.0.1:"), "{said}");
 }

@@ -246,6 +246,46 @@ impl LevelEntry {
     }
 }
 
+/// The ladder as a JUnit suite: a case per level (a failed level fails, a level without a verdict
+/// is an error), with its thresholds' verdicts in the message.
+fn junit_suite(
+    rows: &[(f64, Option<Doc>, Verdict)],
+    slug: &str,
+    unit: &str,
+    conclusion: String,
+) -> crate::report::junit::Suite {
+    use crate::report::junit::{Case, Suite, Verdict as J};
+    let cases = rows
+        .iter()
+        .map(|(level, doc, v)| {
+            let verdict = match v {
+                Verdict::Pass => J::Pass,
+                Verdict::Fail(why) => J::Failure { kind: "level", message: why.join("; ") },
+                Verdict::NotTheServer(why) | Verdict::Unmeasured(why) => {
+                    J::Error { kind: "no verdict", message: why.clone() }
+                }
+                Verdict::Interrupted => J::Failure { kind: "interrupted", message: "stopped during this level".into() },
+            };
+            let mut c = Case::new(format!("level {level} {unit}"), "bolide.capacity", verdict);
+            c.time_s = doc.as_ref().map_or(0.0, |d| d.measures().time_s);
+            c
+        })
+        .collect::<Vec<_>>();
+    let cases = if cases.is_empty() {
+        vec![Case::new("no level ran", "bolide.capacity", J::Error { kind: "run", message: "no level ran".into() })]
+    } else {
+        cases
+    };
+    Suite {
+        name: format!("bolide capacity {slug}"),
+        package: "bolide.capacity".into(),
+        started: std::time::SystemTime::now(),
+        time_s: cases.iter().map(|c| c.time_s).sum(),
+        properties: vec![("conclusion".into(), conclusion)],
+        cases,
+    }
+}
+
 /// `bolide capacity`: the ladder, and its summary document where `--json` says.
 pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> i32 {
     let json = match w {
@@ -448,10 +488,21 @@ fn climb(
         let _ = writeln!(io.out, "Result documents: {}", dir.display());
     }
     // A server that fails even the first level breaks the ladder's criteria: a gate for CI.
-    let gate = match rows.first().map(|r| &r.2) {
+    let mut gate = match rows.first().map(|r| &r.2) {
         Some(Verdict::Fail(_)) => exit::THRESHOLDS,
         _ => exit::OK,
     };
+    let junit = match w {
+        CapacityWorkload::Http(h) => h.args.gate.junit.as_deref(),
+        CapacityWorkload::Run(r) => r.args.gate.junit.as_deref(),
+    };
+    if let Some(path) = junit {
+        let suite = junit_suite(&rows, &slug, unit, summary.as_ref().map(|s| s.conclusion.clone()).unwrap_or_default());
+        if let Err(e) = crate::report::junit::write(path, &[suite]) {
+            let _ = writeln!(io.err, "error: --junit: {e}");
+            gate = exit::RUN;
+        }
+    }
     if html.is_none() && dashboard.is_none() {
         return gate;
     }

@@ -94,7 +94,7 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
             crate::cli::BenchOpts { runs: 1, label: Some(label.clone()), out: Some(dir.clone()), cooldown: "0".into() };
         let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
         io.stage = format!("demo {}/{} {scenario}, ", k + 1, scenarios.len());
-        code = code.max(super::bench(workload, &opts, argv, io, cancel));
+        code = code.max(super::bench(workload, &opts, None, argv, io, cancel));
         io.stage.clear();
         let _ = writeln!(io.out);
     }

@@ -92,6 +92,7 @@ pub fn default_label() -> String {
 pub fn bench(
     mut workload: Workload,
     opts: &crate::cli::BenchOpts,
+    junit: Option<&Path>,
     command_line: Vec<String>,
     io: &mut Io,
     cancel: &CancellationToken,
@@ -161,6 +162,8 @@ pub fn bench(
         let outer = io.stage.clone();
         let mut spent = Duration::ZERO;
         let (mut done, mut done_lines) = (Vec::new(), String::new());
+        // Each run's verdicts, for --junit.
+        let mut suites = Vec::new();
         for i in 1..=opts.runs {
             io.stage = stage(&outer, "run", (i as usize, opts.runs as usize), spent, workload.planned(), cooldown);
             // With a shared schedule, the wait for the run's start is its cooldown.
@@ -181,8 +184,12 @@ pub fn bench(
                 p.gnuplot = Some(dir.join(format!("{slug}-{i}.tsv")));
             }
             let began = Instant::now();
+            let started = std::time::SystemTime::now();
             let outcome = workload.execute(command_line.clone(), io, cancel, dashboard.as_ref());
             spent += began.elapsed();
+            let mut suite = crate::report::junit::for_run(outcome.doc.as_ref(), outcome.code, &command_line, started);
+            suite.name = format!("{label} run {i} of {}", opts.runs);
+            suites.push(suite);
             let Some(doc) = outcome.doc else {
                 let _ = writeln!(io.err, "error: run {i} of {} could not complete; the series stops here", opts.runs);
                 code = exit::RUN;
@@ -214,6 +221,17 @@ pub fn bench(
         }
         io.stage = outer;
         let interrupted = cancel.is_cancelled();
+        if let Some(path) = junit {
+            if suites.is_empty() {
+                let mut s = crate::report::junit::for_run(None, exit::RUN, &command_line, std::time::SystemTime::now());
+                s.cases[0].name = "no run of the series started".into();
+                suites.push(s);
+            }
+            if let Err(e) = crate::report::junit::write(path, &suites) {
+                let _ = writeln!(io.err, "error: --junit: {e}");
+                code = exit::RUN;
+            }
+        }
         let summary = BenchSummary {
             format: SUMMARY_FORMAT.into(),
             version: 1,

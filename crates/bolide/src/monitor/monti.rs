@@ -116,6 +116,10 @@ struct State {
     /// Counters' totals and histograms' bins (upper bound -> count) since the load began.
     counters: BTreeMap<Key, f64>,
     histograms: BTreeMap<Key, BTreeMap<u64, f64>>,
+    /// The series kept and those left out (see `Sink`).
+    known: std::collections::BTreeSet<Key>,
+    dropped: std::collections::BTreeSet<Key>,
+    limit: usize,
     /// Whether the load has begun (posts before are dropped: they tell of the time before).
     begun: Option<Instant>,
     /// When the load ended, once it has.
@@ -157,6 +161,9 @@ impl Monti {
                 scraper,
                 counters: BTreeMap::new(),
                 histograms: BTreeMap::new(),
+                known: Default::default(),
+                dropped: Default::default(),
+                limit,
                 begun: None,
                 ended: None,
                 posts: 0,
@@ -190,6 +197,8 @@ impl Monti {
         st.scraper.add(0.0, Vec::new());
         st.counters.clear();
         st.histograms.clear();
+        st.known.clear();
+        st.dropped.clear();
         st.posts = 0;
         st.gaps.clear();
         st.begun = Some(Instant::now());
@@ -276,6 +285,7 @@ fn finish(st: &State, scraper: Scraper) -> ScrapeResult {
     r.via = Some("monti".into());
     r.scrapes = st.posts;
     r.errors = st.refused;
+    r.dropped_series = st.dropped.len() as u64;
     r.last_error = st.last_refusal.clone();
     // The baseline at 0 s is no post.
     if r.t.first() == Some(&0.0) && !r.t.is_empty() {
@@ -602,9 +612,16 @@ fn post(shared: &Shared, payload: &serde_json::Map<String, Value>) {
             return;
         }
     }
-    let mut gauges: Vec<(Key, f64)> = Vec::new();
+    let mut gauges = BTreeMap::new();
     let st_ref = &mut *st;
-    let mut sink = Sink { counters: &mut st_ref.counters, histograms: &mut st_ref.histograms, gauges: &mut gauges };
+    let mut sink = Sink {
+        counters: &mut st_ref.counters,
+        histograms: &mut st_ref.histograms,
+        gauges: &mut gauges,
+        known: &mut st_ref.known,
+        dropped: &mut st_ref.dropped,
+        limit: st_ref.limit,
+    };
     read_payload(payload, &mut sink);
     let mut parsed: super::scrape::Parsed = Vec::new();
     for ((m, l), v) in &st.counters {
@@ -641,26 +658,52 @@ fn post(shared: &Shared, payload: &serde_json::Map<String, Value>) {
 struct Sink<'a> {
     counters: &'a mut BTreeMap<Key, f64>,
     histograms: &'a mut BTreeMap<Key, BTreeMap<u64, f64>>,
-    gauges: &'a mut Vec<(Key, f64)>,
+    /// This post's gauges (of two entries of one post, two minutes' buckets, the later one).
+    gauges: &'a mut BTreeMap<Key, f64>,
+    /// The series let in (at most `limit`), and those left out (remembered up to MAX_DROPPED).
+    known: &'a mut std::collections::BTreeSet<Key>,
+    dropped: &'a mut std::collections::BTreeSet<Key>,
+    limit: usize,
 }
+
+/// Distinct series left out that are remembered (to count them); past it they are left out
+/// uncounted, so that posts of ever new names cannot grow memory.
+const MAX_DROPPED: usize = 10_000;
 
 impl Sink<'_> {
     fn key(metric: &str, labels: &[(&str, &str)]) -> Key {
         (metric.to_string(), labels.iter().map(|(k, v)| (k.to_string(), cut(v))).collect())
     }
 
+    /// The series' key when it is kept (the first `limit` series are).
+    fn admit(&mut self, metric: &str, labels: &[(&str, &str)]) -> Option<Key> {
+        let key = Sink::key(metric, labels);
+        if self.known.contains(&key) {
+            return Some(key);
+        }
+        if self.known.len() < self.limit {
+            self.known.insert(key.clone());
+            return Some(key);
+        }
+        if self.dropped.len() < MAX_DROPPED {
+            self.dropped.insert(key);
+        }
+        None
+    }
+
     fn count(&mut self, metric: &str, labels: &[(&str, &str)], v: Option<f64>) {
         if let Some(v) = v.filter(|v| v.is_finite() && *v >= 0.0) {
-            *self.counters.entry(Sink::key(metric, labels)).or_insert(0.0) += v;
+            if let Some(key) = self.admit(metric, labels) {
+                *self.counters.entry(key).or_insert(0.0) += v;
+            }
         }
     }
 
     fn gauge(&mut self, metric: &str, labels: &[(&str, &str)], v: Option<f64>) {
         if let Some(v) = v.filter(|v| v.is_finite()) {
-            let key = Sink::key(metric, labels);
-            // Two entries of one post (two minutes' buckets): the later one.
-            self.gauges.retain(|(k, _)| *k != key);
-            self.gauges.push((key, v));
+            if let Some(key) = self.admit(metric, labels) {
+                self.gauges.insert(key, v);
+            }
         }
     }
 
@@ -670,7 +713,8 @@ impl Sink<'_> {
         let Some(s) = sketch else { return };
         let gamma = s.get("gamma").and_then(Value::as_f64).filter(|g| g.is_finite() && *g > 1.0);
         let (Some(gamma), Some(bins)) = (gamma, s.get("bins").and_then(Value::as_object)) else { return };
-        let entry = self.histograms.entry(Sink::key(metric, labels)).or_default();
+        let Some(key) = self.admit(metric, labels) else { return };
+        let entry = self.histograms.entry(key).or_default();
         for (index, count) in bins {
             let Some(count) = count.as_f64().filter(|c| c.is_finite() && *c > 0.0) else { continue };
             // Zero lands in the "-Infinity" bin.
@@ -686,8 +730,7 @@ impl Sink<'_> {
             }
         }
         if entry.is_empty() {
-            let key = Sink::key(metric, labels);
-            self.histograms.remove(&key);
+            self.histograms.retain(|_, bins| !bins.is_empty());
         }
     }
 }
@@ -968,11 +1011,35 @@ mod tests {
     }
 
     #[test]
+    fn posts_of_ever_new_names_keep_at_most_the_limit() {
+        let m = Monti::start("127.0.0.1:0".parse().unwrap(), None, 5).unwrap();
+        m.begin();
+        for round in 0..3 {
+            let methods: serde_json::Map<String, Value> =
+                (0..50).map(|i| (format!("m{round}-{i}"), serde_json::json!({ "count": 1 }))).collect();
+            let payload = serde_json::json!({ "methodMetrics": [{ "methods": methods }] });
+            assert!(post_raw(m.addr(), &payload.to_string(), "").starts_with("HTTP/1.1 200"));
+        }
+        let (r, _) = m.finish();
+        assert_eq!(r.series.len(), 5);
+        // 150 methods' calls and the parts of their time (7 series each), 5 kept.
+        assert_eq!(r.dropped_series, 150 * 7 - 5);
+    }
+
+    #[test]
     fn sketches_without_a_gamma_or_with_odd_bins_are_passed_over() {
         let mut counters = BTreeMap::new();
         let mut histograms = BTreeMap::new();
-        let mut gauges = Vec::new();
-        let mut sink = Sink { counters: &mut counters, histograms: &mut histograms, gauges: &mut gauges };
+        let mut gauges = BTreeMap::new();
+        let (mut known, mut dropped) = (Default::default(), Default::default());
+        let mut sink = Sink {
+            counters: &mut counters,
+            histograms: &mut histograms,
+            gauges: &mut gauges,
+            known: &mut known,
+            dropped: &mut dropped,
+            limit: 500,
+        };
         let payload = serde_json::json!({
             "systemMetrics": [{ "evloopHistogram": { "bins": { "1": 1 } }, "sessions": "many" }],
             "methodMetrics": [{ "methods": { "a": { "count": -3, "histogram": { "gamma": 1.04,

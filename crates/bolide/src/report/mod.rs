@@ -5,6 +5,7 @@ pub mod blocks;
 pub mod charts;
 pub mod ddp;
 pub mod html;
+pub mod junit;
 pub mod progress;
 pub mod svg;
 pub mod table;

@@ -976,6 +976,54 @@ pub fn load_inputs(inputs: &[PathBuf], io: &mut crate::console::Io) -> Result<(V
     Ok((series, skipped))
 }
 
+/// The comparison's verdicts as a JUnit suite: a case per rule and compared series (a failure past
+/// the bound, an error when inconclusive), else a case per comparison made; what was refused, as
+/// errors; never empty.
+fn junit_suite(report: &Report, args: &crate::cli::CompareArgs) -> crate::report::junit::Suite {
+    use crate::report::junit::{Case, Suite, Verdict};
+    let mut cases: Vec<Case> = report
+        .gate
+        .iter()
+        .map(|g| {
+            let verdict = match g.outcome {
+                super::gate::Outcome::Pass => Verdict::Pass,
+                super::gate::Outcome::Fail => Verdict::Failure { kind: "rule", message: g.verdict.clone() },
+                super::gate::Outcome::Inconclusive => {
+                    Verdict::Error { kind: "inconclusive", message: g.verdict.clone() }
+                }
+            };
+            let name = format!("{}: {} against {} ({})", g.rule, g.series, g.baseline, g.workload);
+            Case::new(name, "bolide.compare.rules", verdict)
+        })
+        .collect();
+    if report.gate.is_empty() {
+        cases.extend(report.comparisons.iter().map(|c| {
+            let name = format!("{} against {} ({}): {}", c.series, c.baseline, c.workload, c.on_means);
+            Case::new(name, "bolide.compare", Verdict::Pass)
+        }));
+    }
+    cases.extend(report.refused.iter().map(|why| {
+        Case::new(
+            format!("not compared: {why}"),
+            "bolide.compare",
+            Verdict::Error { kind: "refused", message: why.clone() },
+        )
+    }));
+    if report.comparisons.is_empty() {
+        let message = "nothing comparable between the series".to_string();
+        cases.push(Case::new("compare", "bolide.compare", Verdict::Error { kind: "nothing comparable", message }));
+    }
+    let inputs: Vec<String> = args.inputs.iter().map(|p| p.display().to_string()).collect();
+    Suite {
+        name: format!("bolide compare {}", inputs.join(" ")),
+        package: "bolide.compare".into(),
+        started: std::time::SystemTime::now(),
+        time_s: 0.0,
+        properties: vec![("baseline".into(), report.baseline.clone()), ("fail_on".into(), args.fail_on.join(" "))],
+        cases,
+    }
+}
+
 /// `bolide compare`.
 pub fn compare(args: &crate::cli::CompareArgs, io: &mut crate::console::Io) -> i32 {
     use crate::console::exit;
@@ -1031,6 +1079,12 @@ pub fn compare(args: &crate::cli::CompareArgs, io: &mut crate::console::Io) -> i
         }
         Format::Md | Format::Term => {
             let _ = write!(io.out, "{}", render(&report, args.format == Format::Md, &watched));
+        }
+    }
+    if let Some(path) = &args.junit {
+        if let Err(e) = crate::report::junit::write(path, &[junit_suite(&report, args)]) {
+            let _ = writeln!(io.err, "error: --junit: {e}");
+            return exit::RUN;
         }
     }
     if report.comparisons.is_empty() {

@@ -30,7 +30,7 @@ pub fn merge(args: &MergeArgs, command_line: Vec<String>, io: &mut Io) -> i32 {
         }
         return exit::USAGE;
     }
-    let merged = match merge_docs(docs, command_line) {
+    let merged = match merge_docs(docs, command_line.clone()) {
         Ok(m) => m,
         Err(e) => {
             let _ = writeln!(io.err, "cannot merge: {e}");
@@ -55,11 +55,17 @@ pub fn merge(args: &MergeArgs, command_line: Vec<String>, io: &mut Io) -> i32 {
         let _ = writeln!(io.out, "\nMerged document: {}", args.output.display());
     }
     // The plan's thresholds, judged over the whole run, gate as a single run's would.
-    if merged.doc.thresholds().iter().all(|t| t.ok) {
-        exit::OK
-    } else {
-        exit::THRESHOLDS
+    let code = if merged.doc.thresholds().iter().all(|t| t.ok) { exit::OK } else { exit::THRESHOLDS };
+    if let Some(path) = &args.junit {
+        let started =
+            humantime::parse_rfc3339_weak(merged.doc.started_at()).unwrap_or_else(|_| std::time::SystemTime::now());
+        let suite = crate::report::junit::for_run(Some(&merged.doc), code, &command_line, started);
+        if let Err(e) = crate::report::junit::write(path, &[suite]) {
+            let _ = writeln!(io.err, "error: --junit: {e}");
+            return exit::RUN;
+        }
     }
+    code
 }
 
 /// One input: a result document, or a log with documents between the marker lines (each named
