@@ -41,16 +41,29 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
         &args.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
     );
     match cli.command {
-        Command::Http(a) => once(Workload::http(&a), a.gate.junit.as_deref(), command_line, io, cancel),
-        Command::Run(a) => once(Workload::ddp(&a), a.gate.junit.as_deref(), command_line, io, cancel),
+        Command::Http(a) => {
+            once(one_run(Workload::http(&a), &a.export), a.gate.junit.as_deref(), command_line, io, cancel)
+        }
+        Command::Run(a) => {
+            once(one_run(Workload::ddp(&a), &a.export), a.gate.junit.as_deref(), command_line, io, cancel)
+        }
         Command::Serve(a) => crate::serve::serve(&a, io, cancel),
         Command::Bench(a) => {
-            let (workload, opts, junit) = match &a.workload {
-                crate::cli::BenchWorkload::Http(b) => (Workload::http(&b.args), &b.bench, &b.args.gate.junit),
-                crate::cli::BenchWorkload::Run(b) => (Workload::ddp(&b.args), &b.bench, &b.args.gate.junit),
+            let (workload, opts, junit, outs) = match &a.workload {
+                crate::cli::BenchWorkload::Http(b) => {
+                    (Workload::http(&b.args), &b.bench, &b.args.gate.junit, &b.args.export.outs)
+                }
+                crate::cli::BenchWorkload::Run(b) => {
+                    (Workload::ddp(&b.args), &b.bench, &b.args.gate.junit, &b.args.export.outs)
+                }
             };
+            // --out DIR is the series' directory, --out csv=PATH its rows.
+            let mut opts = opts.clone();
+            if let Ok(o) = crate::plan::outputs(outs) {
+                (opts.out, opts.csv) = (o.dir, o.csv);
+            }
             match workload {
-                Ok(w) => crate::load::bench(w, opts, junit.as_deref(), command_line, io, cancel),
+                Ok(w) => crate::load::bench(w, &opts, junit.as_deref(), command_line, io, cancel),
                 Err(e) => {
                     let _ = writeln!(io.err, "{e}");
                     exit::USAGE
@@ -62,7 +75,18 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
         Command::Merge(a) => crate::results::merge::merge(&a, command_line, io),
         Command::Record(a) => crate::record::record(&a, io, cancel),
         Command::K8s(a) => crate::k8s::command(&a, io),
-        Command::Capacity(a) => crate::load::capacity::capacity(&a.workload, command_line, io, cancel),
+        Command::Capacity(a) => {
+            // --out DIR keeps the levels' documents, --out csv=PATH their rows.
+            let mut w = a.workload.clone();
+            let (ladder, outs) = match &mut w {
+                crate::cli::CapacityWorkload::Http(c) => (&mut c.ladder, &c.args.export.outs),
+                crate::cli::CapacityWorkload::Run(c) => (&mut c.ladder, &c.args.export.outs),
+            };
+            if let Ok(o) = crate::plan::outputs(outs) {
+                (ladder.out, ladder.csv) = (o.dir, o.csv);
+            }
+            crate::load::capacity::capacity(&w, command_line, io, cancel)
+        }
         Command::Demo(a) if a.which == crate::cli::DemoWhich::Cluster => crate::load::cluster::demo(&a, io, cancel),
         Command::Demo(a) => crate::load::demo::demo(&a, io, cancel),
         Command::Completions(a) => crate::manual::completions(a.shell, io),
@@ -130,6 +154,18 @@ pub fn capacity_shorthand(mut args: Vec<OsString>) -> Vec<OsString> {
         }
     }
     args
+}
+
+/// A single run's workload: a plain `--out DIR` belongs to bench and capacity.
+fn one_run(workload: Result<Workload, String>, export: &crate::cli::ExportArgs) -> Result<Workload, String> {
+    match crate::plan::outputs(&export.outs) {
+        Ok(o) if o.dir.is_some() => Err(format!(
+            "error: --out {}: a directory is where bench and capacity keep their result documents; one run \
+             writes its document with --json FILE (and --out csv=PATH for its seconds as CSV)",
+            o.dir.unwrap_or_default().display()
+        )),
+        _ => workload,
+    }
 }
 
 /// `bolide http` and `bolide run`: a workload planned from its flags, run once; a planning error

@@ -128,9 +128,14 @@ pub struct BenchOpts {
     #[arg(long, value_name = "NAME")]
     pub label: Option<String>,
 
-    /// Directory for the result documents and the summary [default: bolide-results/LABEL].
-    #[arg(long, value_name = "DIR")]
+    /// Directory for the result documents and the summary [default: bolide-results/LABEL]: the
+    /// --out DIR of the workload's flags.
+    #[arg(skip)]
     pub out: Option<PathBuf>,
+
+    /// The series' CSV (--out csv=PATH): every run's rows, numbered.
+    #[arg(skip)]
+    pub csv: Option<PathBuf>,
 
     /// Pause between runs, so the server settles (0 for none).
     #[arg(long, value_name = "DURATION", default_value = "10s")]
@@ -383,6 +388,8 @@ pub enum ReportFormat {
     Html,
     Md,
     Svg,
+    /// The documents' seconds, one row per second per series (`run` names the file).
+    Csv,
 }
 
 /// Output formats of `compare`.
@@ -482,9 +489,14 @@ pub struct LadderOpts {
     #[arg(long)]
     pub allow_busy_machine: bool,
 
-    /// Keep each level's result document in this directory.
-    #[arg(long, value_name = "DIR")]
+    /// Keep each level's result document in this directory: the --out DIR of the workload's
+    /// flags.
+    #[arg(skip)]
     pub out: Option<PathBuf>,
+
+    /// The ladder's CSV (--out csv=PATH): every level's rows.
+    #[arg(skip)]
+    pub csv: Option<PathBuf>,
 }
 
 /// Unit of a capacity level.
@@ -596,9 +608,24 @@ pub struct HttpArgs {
     #[command(flatten)]
     pub gate: ThresholdArgs,
 
+    #[command(flatten)]
+    pub export: ExportArgs,
+
     /// Print only errors.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+}
+
+/// Where a run's figures go besides the result document.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Output")]
+pub struct ExportArgs {
+    /// Write the run's figures elsewhere too: csv=PATH (one row per second per series: the
+    /// load's, the watched processes', the scraped endpoints'). Repeatable. For bench and
+    /// capacity, a plain DIR is where the result documents go (bench: default
+    /// bolide-results/LABEL).
+    #[arg(long = "out", value_name = "KIND=DEST|DIR")]
+    pub outs: Vec<String>,
 }
 
 /// Pass/fail criteria of a run: a broken one makes the exit code 1.
@@ -787,6 +814,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub gate: ThresholdArgs,
+
+    #[command(flatten)]
+    pub export: ExportArgs,
 }
 
 /// `--transport`.

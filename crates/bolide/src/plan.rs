@@ -32,6 +32,8 @@ pub struct HttpPlan {
     pub json: Option<PathBuf>,
     /// The HTML report of the run.
     pub html: Option<PathBuf>,
+    /// `--out csv=PATH`: the run's seconds as CSV.
+    pub csv: Option<PathBuf>,
     /// Where the live dashboard listens (`--dashboard`).
     pub dashboard: Option<std::net::SocketAddr>,
     pub gnuplot: Option<PathBuf>,
@@ -143,6 +145,46 @@ impl Default for ServerPlan {
             monti: None,
         }
     }
+}
+
+/// `--out`: where the run's figures go besides its document.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Outputs {
+    /// A plain directory (bench's and capacity's result documents).
+    pub dir: Option<PathBuf>,
+    /// `csv=PATH`.
+    pub csv: Option<PathBuf>,
+}
+
+/// Reads `--out` values: `csv=PATH`, or a directory.
+pub fn outputs(outs: &[String]) -> Result<Outputs, String> {
+    let mut o = Outputs::default();
+    for text in outs {
+        let kind = text
+            .split_once('=')
+            .filter(|(k, _)| !k.is_empty() && k.chars().all(|c| c.is_ascii_lowercase() || c == '-'));
+        match kind {
+            Some(("csv", "")) => return Err("--out csv= needs a file: --out csv=run.csv".into()),
+            Some(("csv", path)) => {
+                if o.csv.replace(PathBuf::from(path)).is_some() {
+                    return Err("--out csv=PATH is given twice; one CSV file per run".into());
+                }
+            }
+            Some((k @ ("prometheus-rw" | "otlp"), _)) => {
+                return Err(format!(
+                    "--out {k}=URL is not built yet (issue 29 is open); --out csv=PATH and --junit PATH are"
+                ))
+            }
+            Some((k, _)) => return Err(format!("--out {text:?}: {k:?} is no kind of output; the kinds are csv=PATH")),
+            None if text.is_empty() => return Err("--out needs KIND=DEST or a directory".into()),
+            None => {
+                if o.dir.replace(PathBuf::from(text)).is_some() {
+                    return Err("--out names two directories; give one".into());
+                }
+            }
+        }
+    }
+    Ok(o)
 }
 
 /// Reads `--monitor`, `--monitor-interval` and `--spawn` with its options, adding problems to
@@ -465,6 +507,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
     let server = server_plan(&args.server, &mut problems);
     let spread = spread(&args.segment, &mut problems);
     let thresholds = thresholds(&args.gate.thresholds, &[], None, &server, &mut problems);
+    let csv = outputs(&args.export.outs).map_err(|e| problems.push(e)).ok().and_then(|o| o.csv);
     // One process holds its own segment's connections, not the whole plan's.
     if spread.segment.map_or(args.connections, |s| s.connections(args.connections).1) > MAX_CONNECTIONS {
         problems.push(format!(
@@ -522,6 +565,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         insecure: args.insecure,
         json: args.json.clone(),
         html: args.html.clone(),
+        csv,
         dashboard,
         gnuplot: args.gnuplot.clone(),
         quiet: args.quiet,
@@ -566,6 +610,8 @@ pub struct DdpPlan {
     pub json: Option<std::path::PathBuf>,
     /// The HTML report of the run.
     pub html: Option<std::path::PathBuf>,
+    /// `--out csv=PATH`: the run's seconds as CSV.
+    pub csv: Option<std::path::PathBuf>,
     /// Where the live dashboard listens (`--dashboard`).
     pub dashboard: Option<std::net::SocketAddr>,
     pub quiet: bool,
@@ -799,6 +845,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     }
     let mut server = server_plan(&args.server, &mut problems);
     let spread = spread(&args.segment, &mut problems);
+    let csv = outputs(&args.export.outs).map_err(|e| problems.push(e)).ok().and_then(|o| o.csv);
     for path in [&args.json, &args.html].into_iter().flatten() {
         if let Err(e) = files::check_writable(path) {
             problems.push(e);
@@ -855,6 +902,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         threads: args.threads.unwrap_or(cores),
         json: args.json.clone(),
         html: args.html.clone(),
+        csv,
         dashboard,
         quiet: args.quiet,
         insecure: args.insecure,

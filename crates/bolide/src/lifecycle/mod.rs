@@ -60,19 +60,21 @@ impl Workload {
     }
 
     /// Where the result document goes, under which label, and whether the run prints its summary
-    /// (and no HTML report per run).
+    /// (and no HTML report or CSV per run: the command writes the series').
     pub fn set_output(&mut self, json: Option<PathBuf>, label: Option<String>, quiet: bool) {
         match self {
             // A repeated workload's report covers every run; the command writes it at the end.
             Workload::Http(p) => {
                 p.json = json;
                 p.html = None;
+                p.csv = None;
                 p.label = label;
                 p.quiet = quiet;
             }
             Workload::Ddp(p) => {
                 p.json = json;
                 p.html = None;
+                p.csv = None;
                 p.label = label;
                 p.quiet = quiet;
             }
@@ -364,6 +366,9 @@ fn run_http_plan(
     if !write_html(io, plan.quiet, plan.json.as_deref(), plan.html.as_deref(), &doc, requests) {
         code = exit::RUN;
     }
+    if !write_csv(io, plan.csv.as_deref(), &doc) {
+        code = exit::RUN;
+    }
     Outcome { code, doc: Some(doc) }
 }
 
@@ -587,5 +592,20 @@ fn run_ddp_plan(
     if !write_html(io, plan.quiet, plan.json.as_deref(), plan.html.as_deref(), &doc, None) {
         code = exit::RUN;
     }
+    if !write_csv(io, plan.csv.as_deref(), &doc) {
+        code = exit::RUN;
+    }
     Outcome { code, doc: Some(doc) }
+}
+
+/// `--out csv=PATH`: the run's seconds as CSV; false (said) when it cannot be written.
+fn write_csv(io: &mut Io, path: Option<&Path>, doc: &Doc) -> bool {
+    let Some(path) = path else { return true };
+    match crate::report::csv::write(path, &crate::report::csv::rows(doc, "1")) {
+        Ok(()) => true,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: --out csv: {e}");
+            false
+        }
+    }
 }

@@ -496,6 +496,18 @@ fn climb(
         CapacityWorkload::Http(h) => h.args.gate.junit.as_deref(),
         CapacityWorkload::Run(r) => r.args.gate.junit.as_deref(),
     };
+    if let Some(path) = &opts.csv {
+        let rows: String = rows
+            .iter()
+            .filter_map(|(level, doc, _)| {
+                Some(crate::report::csv::rows(doc.as_ref()?, &format!("level {level} {unit}")))
+            })
+            .collect();
+        if let Err(e) = crate::report::csv::write(path, &rows) {
+            let _ = writeln!(io.err, "error: --out csv: {e}");
+            gate = exit::RUN;
+        }
+    }
     if let Some(path) = junit {
         let suite = junit_suite(&rows, &slug, unit, summary.as_ref().map(|s| s.conclusion.clone()).unwrap_or_default());
         if let Err(e) = crate::report::junit::write(path, &[suite]) {

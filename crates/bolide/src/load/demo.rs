@@ -90,8 +90,13 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
                 return exit::RUN;
             }
         };
-        let opts =
-            crate::cli::BenchOpts { runs: 1, label: Some(label.clone()), out: Some(dir.clone()), cooldown: "0".into() };
+        let opts = crate::cli::BenchOpts {
+            runs: 1,
+            label: Some(label.clone()),
+            out: Some(dir.clone()),
+            csv: None,
+            cooldown: "0".into(),
+        };
         let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
         io.stage = format!("demo {}/{} {scenario}, ", k + 1, scenarios.len());
         code = code.max(super::bench(workload, &opts, None, argv, io, cancel));

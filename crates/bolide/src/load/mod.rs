@@ -162,8 +162,9 @@ pub fn bench(
         let outer = io.stage.clone();
         let mut spent = Duration::ZERO;
         let (mut done, mut done_lines) = (Vec::new(), String::new());
-        // Each run's verdicts, for --junit.
+        // Each run's verdicts, for --junit, and its rows, for --out csv=PATH.
         let mut suites = Vec::new();
+        let mut csv_rows = String::new();
         for i in 1..=opts.runs {
             io.stage = stage(&outer, "run", (i as usize, opts.runs as usize), spent, workload.planned(), cooldown);
             // With a shared schedule, the wait for the run's start is its cooldown.
@@ -190,6 +191,9 @@ pub fn bench(
             let mut suite = crate::report::junit::for_run(outcome.doc.as_ref(), outcome.code, &command_line, started);
             suite.name = format!("{label} run {i} of {}", opts.runs);
             suites.push(suite);
+            if let Some(d) = &outcome.doc {
+                csv_rows.push_str(&crate::report::csv::rows(d, &i.to_string()));
+            }
             let Some(doc) = outcome.doc else {
                 let _ = writeln!(io.err, "error: run {i} of {} could not complete; the series stops here", opts.runs);
                 code = exit::RUN;
@@ -221,6 +225,12 @@ pub fn bench(
         }
         io.stage = outer;
         let interrupted = cancel.is_cancelled();
+        if let Some(path) = &opts.csv {
+            if let Err(e) = crate::report::csv::write(path, &csv_rows) {
+                let _ = writeln!(io.err, "error: --out csv: {e}");
+                code = exit::RUN;
+            }
+        }
         if let Some(path) = junit {
             if suites.is_empty() {
                 let mut s = crate::report::junit::for_run(None, exit::RUN, &command_line, std::time::SystemTime::now());

@@ -3,6 +3,7 @@
 pub mod band;
 pub mod blocks;
 pub mod charts;
+pub mod csv;
 pub mod ddp;
 pub mod html;
 pub mod junit;

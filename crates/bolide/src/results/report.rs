@@ -509,7 +509,7 @@ pub fn report(args: &ReportArgs, io: &mut Io) -> i32 {
     let output: Option<PathBuf> = match (&args.output, args.format) {
         (Some(p), _) => Some(p.clone()),
         (None, ReportFormat::Html) => Some(PathBuf::from("bolide-report.html")),
-        (None, ReportFormat::Md | ReportFormat::Svg) => None,
+        (None, ReportFormat::Md | ReportFormat::Svg | ReportFormat::Csv) => None,
     };
     let svg_dir = args.format == ReportFormat::Svg && args.chart.is_none();
     if let Some(p) = output.as_deref().filter(|p| !files::is_stdout(p) && !svg_dir) {
@@ -558,6 +558,15 @@ pub fn report(args: &ReportArgs, io: &mut Io) -> i32 {
     });
     let text = match args.format {
         ReportFormat::Html => html::page(&title, &sections(&series, &requests)),
+        ReportFormat::Csv => {
+            let mut text = crate::report::csv::HEADER.to_string();
+            for s in &series {
+                for (path, doc) in &s.runs {
+                    text.push_str(&crate::report::csv::rows(doc, &file_name(path)));
+                }
+            }
+            text
+        }
         ReportFormat::Svg => return write_svg(args, &series, &requests, io),
         ReportFormat::Md => {
             // Written to a file, its charts go beside it as SVG images (FILE.md -> FILE-charts/).
