@@ -10,6 +10,7 @@ pub mod cli;
 pub mod console;
 pub mod dashboard;
 pub mod engine;
+pub mod export;
 pub mod files;
 pub mod k8s;
 pub mod lifecycle;

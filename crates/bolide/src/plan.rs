@@ -34,6 +34,8 @@ pub struct HttpPlan {
     pub html: Option<PathBuf>,
     /// `--out csv=PATH`: the run's seconds as CSV.
     pub csv: Option<PathBuf>,
+    /// `--out prometheus-rw=URL`: each second sent by remote write.
+    pub prometheus: Option<url::Url>,
     /// Where the live dashboard listens (`--dashboard`).
     pub dashboard: Option<std::net::SocketAddr>,
     pub gnuplot: Option<PathBuf>,
@@ -154,6 +156,8 @@ pub struct Outputs {
     pub dir: Option<PathBuf>,
     /// `csv=PATH`.
     pub csv: Option<PathBuf>,
+    /// `prometheus-rw=URL`: a remote write receiver (http://).
+    pub prometheus: Option<url::Url>,
 }
 
 /// Reads `--out` values: `csv=PATH`, or a directory.
@@ -170,12 +174,28 @@ pub fn outputs(outs: &[String]) -> Result<Outputs, String> {
                     return Err("--out csv=PATH is given twice; one CSV file per run".into());
                 }
             }
-            Some((k @ ("prometheus-rw" | "otlp"), _)) => {
+            Some(("prometheus-rw", url)) => {
+                let u = url::Url::parse(url).map_err(|e| format!("--out prometheus-rw={url}: not a URL: {e}"))?;
+                if u.scheme() != "http" {
+                    return Err(format!(
+                        "--out prometheus-rw={url}: only http:// receivers are written to so far (the scheme is {:?})",
+                        u.scheme()
+                    ));
+                }
+                if o.prometheus.replace(u).is_some() {
+                    return Err("--out prometheus-rw=URL is given twice; one receiver per run".into());
+                }
+            }
+            Some(("otlp", _)) => {
+                return Err("--out otlp=URL is not built yet (issue 29 is open); --out prometheus-rw=URL, \
+                    --out csv=PATH and --junit PATH are"
+                    .into())
+            }
+            Some((k, _)) => {
                 return Err(format!(
-                    "--out {k}=URL is not built yet (issue 29 is open); --out csv=PATH and --junit PATH are"
+                    "--out {text:?}: {k:?} is no kind of output; the kinds are csv=PATH and prometheus-rw=URL"
                 ))
             }
-            Some((k, _)) => return Err(format!("--out {text:?}: {k:?} is no kind of output; the kinds are csv=PATH")),
             None if text.is_empty() => return Err("--out needs KIND=DEST or a directory".into()),
             None => {
                 if o.dir.replace(PathBuf::from(text)).is_some() {
@@ -507,7 +527,8 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
     let server = server_plan(&args.server, &mut problems);
     let spread = spread(&args.segment, &mut problems);
     let thresholds = thresholds(&args.gate.thresholds, &[], None, &server, &mut problems);
-    let csv = outputs(&args.export.outs).map_err(|e| problems.push(e)).ok().and_then(|o| o.csv);
+    let outs = outputs(&args.export.outs).map_err(|e| problems.push(e)).unwrap_or_default();
+    let (csv, prometheus) = (outs.csv, outs.prometheus);
     // One process holds its own segment's connections, not the whole plan's.
     if spread.segment.map_or(args.connections, |s| s.connections(args.connections).1) > MAX_CONNECTIONS {
         problems.push(format!(
@@ -566,6 +587,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         json: args.json.clone(),
         html: args.html.clone(),
         csv,
+        prometheus,
         dashboard,
         gnuplot: args.gnuplot.clone(),
         quiet: args.quiet,
@@ -845,7 +867,14 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     }
     let mut server = server_plan(&args.server, &mut problems);
     let spread = spread(&args.segment, &mut problems);
-    let csv = outputs(&args.export.outs).map_err(|e| problems.push(e)).ok().and_then(|o| o.csv);
+    let outs = outputs(&args.export.outs).map_err(|e| problems.push(e)).unwrap_or_default();
+    if outs.prometheus.is_some() {
+        problems.push(
+            "--out prometheus-rw=URL is built for bolide http so far; DDP runs' series are not sent yet (issue 29)"
+                .into(),
+        );
+    }
+    let csv = outs.csv;
     for path in [&args.json, &args.html].into_iter().flatten() {
         if let Err(e) = files::check_writable(path) {
             problems.push(e);

@@ -200,11 +200,15 @@ pub fn run(
                         responses,
                         errors,
                         last_second_responses: seconds[reported].2.responses,
-                        second: summary::second(
-                            reported as u32,
-                            seconds[reported].1.as_secs_f64(),
-                            &seconds[reported].2,
-                        ),
+                        second: {
+                            let rec = &seconds[reported].2;
+                            let mut second = summary::second(reported as u32, seconds[reported].1.as_secs_f64(), rec);
+                            // Remote write sends each second's latency as a histogram.
+                            if plan.prometheus.is_some() {
+                                second.latency_histogram = Some(crate::stats::hist::encode(&rec.latency_us));
+                            }
+                            second
+                        },
                     });
                     reported += 1;
                 }
@@ -242,7 +246,8 @@ pub fn run(
             let mut second = summary::second(t as u32, span.as_secs_f64(), rec);
             // A segment keeps each second's histogram: merged with the other segments' seconds,
             // the whole run's per-second percentiles come out exact.
-            if plan.spread.segment.is_some() {
+            // (Remote write too: the seconds the run's end leaves are sent from here.)
+            if plan.spread.segment.is_some() || plan.prometheus.is_some() {
                 second.latency_histogram = Some(crate::stats::hist::encode(&rec.latency_us));
             }
             second

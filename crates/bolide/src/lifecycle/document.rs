@@ -27,6 +27,7 @@ pub fn http(plan: &HttpPlan, o: &RunOutput, command_line: Vec<String>) -> result
         histograms: result::Histograms { latency_us: hist::encode(&all.latency_us) },
         monitor: Vec::new(),
         scrape: Vec::new(),
+        outputs: Vec::new(),
         generator: None,
         label: None,
         merged: None,

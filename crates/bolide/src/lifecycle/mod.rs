@@ -299,6 +299,10 @@ fn run_http_plan(
     let announced = announce(io, plan.quiet, plan.json.as_deref(), &crate::report::term::header(&plan.settings, &urls));
     let bar = progress::http_bar(shows_progress(io, plan.quiet), &io.stage, plan.stop.time, plan.stop.count);
     let stage = live_title(&io.stage, &command_line);
+    let mut exporter = plan.prometheus.clone().map(|url| {
+        let segment = plan.spread.segment.map(|s| vec![("segment".to_string(), s.to_string())]).unwrap_or_default();
+        crate::export::Exporter::start(url, testid(plan.label.as_deref()), segment)
+    });
     let run = watched(
         &plan.server,
         &plan.spread,
@@ -310,6 +314,9 @@ fn run_http_plan(
             let mut timeline = Vec::new();
             let out = engine::run(plan, cancel, &mut |p: &engine::Progress| {
                 progress::http_update(&bar, p);
+                if let Some(e) = exporter.as_mut() {
+                    e.http_second(&p.second);
+                }
                 if let Some(d) = dashboard {
                     timeline.push(p.second.clone());
                     let timeline = timeline.clone();
@@ -329,6 +336,24 @@ fn run_http_plan(
         Err(code) => return Outcome::failed(code),
     };
     let mut doc = document::http(plan, &output, command_line);
+    if let Some(e) = exporter {
+        let r = e.finish_http(&output.timeline);
+        if r.dropped > 0 {
+            let why = r.last_error.as_deref().unwrap_or("no answer");
+            let _ = writeln!(
+                io.err,
+                "warning: --out prometheus-rw={}: {} of {} seconds not delivered ({why}); the run's own figures are whole",
+                r.url, r.dropped, r.seconds
+            );
+        }
+        doc.outputs.push(r);
+        // The seconds' histograms were for the receiver; a segment's document keeps them for merge.
+        if plan.spread.segment.is_none() {
+            for s in &mut doc.timeline {
+                s.latency_histogram = None;
+            }
+        }
+    }
     doc.monitor = watch.monitor;
     doc.scrape = watch.scrape;
     doc.generator = Some(watch.generator);
@@ -596,6 +621,19 @@ fn run_ddp_plan(
         code = exit::RUN;
     }
     Outcome { code, doc: Some(doc) }
+}
+
+/// The `testid` label of a run's remote-written series: its label (a bench series'), else
+/// `BOLIDE_TESTID`, else `bolide-` and the start time.
+fn testid(label: Option<&str>) -> String {
+    if let Some(l) = label.filter(|l| !l.is_empty()) {
+        return l.to_string();
+    }
+    if let Some(t) = std::env::var("BOLIDE_TESTID").ok().filter(|t| !t.trim().is_empty()) {
+        return t.trim().to_string();
+    }
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    format!("bolide-{}", now.replace([':', '-'], ""))
 }
 
 /// `--out csv=PATH`: the run's seconds as CSV; false (said) when it cannot be written.

@@ -428,6 +428,7 @@ mod tests {
             histograms: Histograms { latency_us: String::new() },
             monitor: vec![],
             scrape: vec![],
+            outputs: vec![],
             generator: None,
             label: None,
             merged: None,

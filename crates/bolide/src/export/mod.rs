@@ -1,0 +1,213 @@
+//! Sending a run's figures to the systems teams already run (`--out KIND=DEST`): Prometheus remote
+//! write (`promrw.rs` encodes; this sends), each second as the run makes it.
+//!
+//! The load threads never wait for it: each second is encoded on the thread that collects the
+//! seconds and handed to a sender thread of its own (`bolide-export`) through a bounded queue; a
+//! slow or dead receiver fills the queue and the seconds that do not fit are dropped and counted.
+//! A failed POST (refused, reset, timed out, 5xx, 429) is tried again after 0.2, 0.4 and 0.8 s;
+//! other 4xx answers are not (the receiver will not take it). When the run ends the rest of its
+//! seconds are sent and the queue is given up to 10 s to drain. What was sent, retried and dropped
+//! goes into the result document (`outputs`).
+
+pub mod promrw;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use promrw::{NativeHistogram, Series};
+
+/// Requests waiting for the sender (a second each).
+const QUEUE: usize = 120;
+/// How long the end of a run waits for the queue to drain.
+const DRAIN: Duration = Duration::from_secs(10);
+/// One POST's time limit.
+const TIMEOUT: Duration = Duration::from_secs(5);
+/// Waits before each try again.
+const BACKOFF: [Duration; 3] = [Duration::from_millis(200), Duration::from_millis(400), Duration::from_millis(800)];
+
+/// An output in a result document: where it went and how delivery went.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct OutputResult {
+    /// `prometheus-rw`.
+    pub kind: String,
+    /// The receiver's URL (without credentials).
+    pub url: String,
+    /// The `testid` label of every series.
+    pub testid: String,
+    /// Seconds of the run handed to the output, sent (answered 2xx), and dropped (the queue full,
+    /// every try failed, or refused by the receiver).
+    pub seconds: u64,
+    pub sent: u64,
+    pub dropped: u64,
+    /// Tries made again after a failure.
+    pub retried: u64,
+    /// Samples (a counter's value or a histogram each) in the requests sent.
+    pub samples_sent: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+#[derive(Default)]
+struct Counts {
+    sent: AtomicU64,
+    dropped: AtomicU64,
+    retried: AtomicU64,
+    samples_sent: AtomicU64,
+    last_error: Mutex<Option<String>>,
+}
+
+/// The remote write output of one run.
+pub struct Exporter {
+    url: url::Url,
+    testid: String,
+    labels: Vec<(String, String)>,
+    started: SystemTime,
+    tx: Option<SyncSender<(Vec<u8>, u64)>>,
+    done: Receiver<()>,
+    counts: Arc<Counts>,
+    /// The run's seconds handed over, and the last one's number.
+    seconds: u64,
+    next_t: u32,
+    responses: u64,
+    errors: u64,
+    latency: NativeHistogram,
+}
+
+impl Exporter {
+    /// Starts the sender; the run's series carry `testid` and `extra` labels.
+    pub fn start(url: url::Url, testid: String, extra: Vec<(String, String)>) -> Exporter {
+        let (tx, rx) = sync_channel::<(Vec<u8>, u64)>(QUEUE);
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let counts = Arc::new(Counts::default());
+        let c = Arc::clone(&counts);
+        let target = url.clone();
+        let spawned = std::thread::Builder::new().name("bolide-export".into()).spawn(move || {
+            for (body, samples) in rx {
+                send(&target, &body, samples, &c);
+            }
+            let _ = done_tx.send(());
+        });
+        if let Err(e) = spawned {
+            *counts.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("no sender thread: {e}"));
+        }
+        let mut labels = vec![("testid".to_string(), testid.clone()), ("job".to_string(), "bolide".to_string())];
+        labels.extend(extra);
+        Exporter {
+            url,
+            testid,
+            labels,
+            started: SystemTime::now(),
+            tx: Some(tx),
+            done,
+            counts,
+            seconds: 0,
+            next_t: 0,
+            responses: 0,
+            errors: 0,
+            latency: NativeHistogram::default(),
+        }
+    }
+
+    /// Hands over one second of an HTTP run (its histogram in `latency_histogram`), once.
+    pub fn http_second(&mut self, s: &crate::stats::result::Second) {
+        if s.t < self.next_t {
+            return;
+        }
+        self.next_t = s.t + 1;
+        self.responses += s.responses;
+        self.errors += s.errors;
+        if let Some(h) = s.latency_histogram.as_deref().and_then(|h| crate::stats::hist::decode(h).ok()) {
+            self.latency.add_hdr(&h);
+        }
+        let at = self.started + Duration::from_secs_f64(f64::from(s.t) + s.span_s);
+        let ms = at.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_millis() as i64;
+        let series = |name: &str| {
+            let mut labels = self.labels.clone();
+            labels.push(("__name__".into(), name.into()));
+            Series { labels, ..Default::default() }
+        };
+        let mut responses = series("bolide_http_responses_total");
+        responses.samples.push((self.responses as f64, ms));
+        let mut errors = series("bolide_http_errors_total");
+        errors.samples.push((self.errors as f64, ms));
+        let mut latency = series("bolide_http_latency_seconds");
+        latency.histograms.push((self.latency.clone(), ms));
+        let body = promrw::compress(&promrw::write_request(&[responses, errors, latency]));
+        self.seconds += 1;
+        if let Some(tx) = &self.tx {
+            match tx.try_send((body, 3)) {
+                Ok(()) => {}
+                Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                    self.counts.dropped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// Sends the run's seconds not handed over yet, waits (bounded) for the queue, and says how
+    /// delivery went.
+    pub fn finish_http(mut self, timeline: &[crate::stats::result::Second]) -> OutputResult {
+        for s in timeline {
+            self.http_second(s);
+        }
+        drop(self.tx.take());
+        let drained = self.done.recv_timeout(DRAIN).is_ok();
+        let sent = self.counts.sent.load(Ordering::Relaxed);
+        let mut dropped = self.counts.dropped.load(Ordering::Relaxed);
+        let mut last_error = self.counts.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if !drained {
+            // What is still queued or being sent is given up.
+            dropped = self.seconds.saturating_sub(sent);
+            last_error = Some(format!("the receiver did not take the last seconds within {} s", DRAIN.as_secs()));
+        }
+        let mut url = self.url.clone();
+        let _ = url.set_password(None);
+        let _ = url.set_username("");
+        OutputResult {
+            kind: "prometheus-rw".into(),
+            url: url.to_string(),
+            testid: self.testid,
+            seconds: self.seconds,
+            sent,
+            dropped,
+            retried: self.counts.retried.load(Ordering::Relaxed),
+            samples_sent: self.counts.samples_sent.load(Ordering::Relaxed),
+            last_error,
+        }
+    }
+}
+
+/// POSTs one request, trying again after failures that may pass.
+fn send(url: &url::Url, body: &[u8], samples: u64, c: &Counts) {
+    let began = Instant::now();
+    for attempt in 0..=BACKOFF.len() {
+        let why = match promrw::post(url, body, TIMEOUT) {
+            Ok(code) if (200..300).contains(&code) => {
+                c.sent.fetch_add(1, Ordering::Relaxed);
+                c.samples_sent.fetch_add(samples, Ordering::Relaxed);
+                return;
+            }
+            Ok(code) if code != 429 && (400..500).contains(&code) => {
+                // The receiver will not take it: trying again would not help.
+                c.dropped.fetch_add(1, Ordering::Relaxed);
+                *c.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("HTTP {code}"));
+                return;
+            }
+            Ok(code) => format!("HTTP {code}"),
+            Err(e) => e,
+        };
+        *c.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+        match BACKOFF.get(attempt) {
+            Some(wait) if began.elapsed() < Duration::from_secs(30) => {
+                c.retried.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(*wait);
+            }
+            _ => break,
+        }
+    }
+    c.dropped.fetch_add(1, Ordering::Relaxed);
+}

@@ -1,0 +1,189 @@
+//! Prometheus remote write, as bolide encodes it, read back from a real Prometheus (Debian's 2.42,
+//! started by the test on a loopback port with its remote-write receiver and native histograms):
+//! a counter's samples come back exact, and `histogram_quantile` over a native histogram made from
+//! an HDR histogram lands within one bucket (2^(1/8), about 9%) of the HDR percentile.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use bolide::export::promrw::{compress, post, write_request, NativeHistogram, Series};
+
+struct Prometheus {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Prometheus on a free loopback port, or None when it is not installed (CI installs it).
+fn prometheus() -> Prometheus {
+    let port = common::free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(&config, "global:\n  scrape_interval: 1h\n").unwrap();
+    let child = Command::new("prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg("--web.enable-remote-write-receiver")
+        .arg("--enable-feature=native-histograms")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("prometheus (Debian's package) is needed for this test");
+    let p = Prometheus { child, port, _dir: dir };
+    let until = Instant::now() + Duration::from_secs(60);
+    while !get(port, "/-/ready").starts_with("HTTP/1.1 200") {
+        assert!(Instant::now() < until, "prometheus never got ready");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    p
+}
+
+fn get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return String::new() };
+    let _ = s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes());
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+/// An instant query's single value.
+fn query(port: u16, promql: &str, at_s: f64) -> f64 {
+    let q: String = url::form_urlencoded::byte_serialize(promql.as_bytes()).collect();
+    let answer = get(port, &format!("/api/v1/query?query={q}&time={at_s}"));
+    let body = answer.split("\r\n\r\n").nth(1).unwrap_or("");
+    // Connection: close with a chunked body: the JSON is the line that starts with {.
+    let json = body.lines().find(|l| l.starts_with('{')).unwrap_or(body);
+    let v: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {answer}"));
+    let value = &v["data"]["result"][0]["value"][1];
+    value.as_str().and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{promql}: {v}"))
+}
+
+#[test]
+fn counters_come_back_exact_and_native_histogram_quantiles_within_a_bucket() {
+    let p = prometheus();
+    let now_ms = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let labels = |name: &str| vec![("__name__".to_string(), name.to_string()), ("testid".into(), "t1".into())];
+    // Three seconds of a counter and of a latency histogram, cumulative as remote write wants.
+    let mut hdr = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+    let mut native = NativeHistogram::default();
+    let mut counter = Series { labels: labels("bolide_test_responses_total"), ..Default::default() };
+    let mut latency = Series { labels: labels("bolide_test_latency_seconds"), ..Default::default() };
+    let mut total = 0u64;
+    for second in 0..3i64 {
+        let mut this = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+        for i in 0..1000u64 {
+            // 1 ms to 21 ms, and a tail at 80 ms.
+            let us = if i % 100 == 99 { 80_000 } else { 1_000 + (i * 20) + second as u64 * 7 };
+            this.record(us).unwrap();
+        }
+        hdr.add(&this).unwrap();
+        native.add_hdr(&this);
+        total += this.len();
+        let t = now_ms - (3 - second) * 1000;
+        counter.samples.push((total as f64, t));
+        latency.histograms.push((native.clone(), t));
+    }
+    let body = compress(&write_request(&[counter, latency]));
+    let url = url::Url::parse(&format!("http://127.0.0.1:{}/api/v1/write", p.port)).unwrap();
+    let status = post(&url, &body, Duration::from_secs(10)).unwrap();
+    assert!((200..300).contains(&status), "status {status}");
+    let at = (now_ms - 1000) as f64 / 1000.0;
+    assert_eq!(query(p.port, "bolide_test_responses_total{testid=\"t1\"}", at), 3000.0);
+    assert_eq!(query(p.port, "histogram_count(bolide_test_latency_seconds{testid=\"t1\"})", at), 3000.0);
+    for q in [0.5, 0.9, 0.99] {
+        let got = query(p.port, &format!("histogram_quantile({q}, bolide_test_latency_seconds{{testid=\"t1\"}})"), at);
+        let want = hdr.value_at_quantile(q) as f64 / 1e6;
+        let bucket = 2f64.powf(1.0 / 8.0);
+        assert!(got <= want * bucket && got >= want / bucket, "q{q}: {got} s from Prometheus, {want} s from HDR");
+    }
+    // A body that is not snappy is refused, and said.
+    assert_eq!(post(&url, b"not snappy", Duration::from_secs(10)).unwrap(), 400);
+}
+
+fn ok_server() -> common::Fake {
+    common::fake(|s| common::answer_all(s, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+}
+
+#[test]
+fn a_run_s_seconds_stream_to_prometheus_and_its_totals_come_back_by_promql() {
+    let p = prometheus();
+    let target = ok_server();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    // The run's testid from the environment (a child process: the environment is its own).
+    let o = Command::new(env!("CARGO_BIN_EXE_bolide"))
+        .args(["http", "-n", "4000", "-c", "4", "--rps", "1500", "--out"])
+        .arg(format!("prometheus-rw=http://127.0.0.1:{}/api/v1/write", p.port))
+        .arg("--json")
+        .arg(&json)
+        .arg(target.url("/"))
+        .env("BOLIDE_TESTID", "rw-e2e")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&json).unwrap();
+    assert_eq!(common::schema_problems("result.schema.json", &text), Vec::<String>::new());
+    let doc: bolide::stats::result::ResultDoc = serde_json::from_str(&text).unwrap();
+    let out = &doc.outputs[0];
+    assert_eq!((out.kind.as_str(), out.testid.as_str(), out.dropped), ("prometheus-rw", "rw-e2e", 0), "{out:?}");
+    assert_eq!(out.sent, out.seconds);
+    assert_eq!(out.seconds as usize, doc.timeline.len());
+    // The document keeps no per-second histograms for it (only segments do).
+    assert!(doc.timeline.iter().all(|s| s.latency_histogram.is_none()));
+    // PromQL at the run's end (the histogram's last sample, within the 5-minute lookback) gives back the document's totals exactly, and the p99 of the native
+    // histogram is within a bucket of the document's.
+    let end = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs_f64();
+    let sel = "{testid=\"rw-e2e\"}";
+    assert_eq!(query(p.port, &format!("max_over_time(bolide_http_responses_total{sel}[1h])"), end), 4000.0);
+    assert_eq!(query(p.port, &format!("max_over_time(bolide_http_errors_total{sel}[1h])"), end), 0.0);
+    let count = query(p.port, &format!("histogram_count(bolide_http_latency_seconds{sel})"), end);
+    assert_eq!(count, 4000.0);
+    let p99 = query(p.port, &format!("histogram_quantile(0.99, bolide_http_latency_seconds{sel})"), end);
+    let want = doc.summary.latency.p99_us as f64 / 1e6;
+    let bucket = 2f64.powf(1.0 / 8.0);
+    assert!(
+        p99 <= want * bucket * 1.01 && p99 >= want / bucket / 1.01,
+        "p99 {p99} s from Prometheus, {want} s in the document"
+    );
+}
+
+#[test]
+fn a_dead_receiver_leaves_the_run_whole_and_is_counted() {
+    let target = ok_server();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let port = common::free_port();
+    let o = common::bolide(&[
+        "http",
+        "-n",
+        "500",
+        "-c",
+        "2",
+        "--rps",
+        "400",
+        "--out",
+        &format!("prometheus-rw=http://127.0.0.1:{port}/api/v1/write"),
+        "--json",
+        json.to_str().unwrap(),
+        &target.url("/"),
+    ]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    assert!(o.err.contains("not delivered"), "{}", o.err);
+    let doc: bolide::stats::result::ResultDoc = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc.summary.responses, 500);
+    let out = &doc.outputs[0];
+    assert_eq!((out.sent, out.dropped), (0, out.seconds), "{out:?}");
+    assert!(out.retried >= out.seconds, "each second tried again: {out:?}");
+    assert!(out.last_error.is_some());
+}
