@@ -156,6 +156,32 @@ fn a_run_s_seconds_stream_to_prometheus_and_its_totals_come_back_by_promql() {
         p99 <= want * bucket * 1.01 && p99 >= want / bucket / 1.01,
         "p99 {p99} s from Prometheus, {want} s in the document"
     );
+
+    // The Grafana dashboard's queries are these series': each of its panels' expressions, with
+    // Grafana's variables as it would fill them, answers from this Prometheus.
+    let path = format!("{}/../../docs/grafana/bolide.json", env!("CARGO_MANIFEST_DIR"));
+    let board: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let exprs: Vec<String> = board["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().unwrap().iter().map(|t| t["expr"].as_str().unwrap().to_string()))
+        .collect();
+    assert!(exprs.len() >= 6, "{exprs:?}");
+    for expr in &exprs {
+        let q = expr.replace("$testid", "rw-e2e").replace("$__rate_interval", "1m").replace("$__range", "1h");
+        let v = query(p.port, &q, end);
+        // Every panel answers; only the errors are zero (none failed).
+        let zero = q.contains("bolide_http_errors_total");
+        assert!(v.is_finite() && (v > 0.0 || (zero && v == 0.0)), "{q}: {v}");
+    }
+    // Its responses stat is the document's total; its testid variable lists this run.
+    let total = exprs.iter().find(|e| e.contains("max_over_time(bolide_http_responses_total")).unwrap();
+    assert_eq!(query(p.port, &total.replace("$testid", "rw-e2e").replace("$__range", "1h"), end), 4000.0);
+    let variable = board["templating"]["list"][1]["query"].as_str().unwrap();
+    assert_eq!(variable, "label_values(bolide_http_responses_total, testid)");
+    let values = get(p.port, "/api/v1/label/testid/values?match[]=bolide_http_responses_total");
+    assert!(values.contains("\"rw-e2e\""), "{values}");
 }
 
 #[test]

@@ -4,8 +4,8 @@
 //! [`SCHEMA`] (each bucket 2^(1/8) wide, about 9%), made from the exact HDR histograms bolide keeps,
 //! so that `histogram_quantile` over them is within one bucket of the document's percentiles.
 //!
-//! Not yet wired to a run (`--out prometheus-rw=URL` says so): this is the encoding and the POST,
-//! checked against a real Prometheus in `tests/promrw.rs`.
+//! `export::Exporter` feeds it each second of a run; `tests/promrw.rs` reads what it wrote back
+//! from a real Prometheus.
 
 use std::collections::BTreeMap;
 
