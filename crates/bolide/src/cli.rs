@@ -620,10 +620,11 @@ pub struct HttpArgs {
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Output")]
 pub struct ExportArgs {
-    /// Write the run's figures elsewhere too: csv=PATH (one row per second per series: the
-    /// load's, the watched processes', the scraped endpoints'). Repeatable. For bench and
-    /// capacity, a plain DIR is where the result documents go (bench: default
-    /// bolide-results/LABEL).
+    /// Send or write the run's figures elsewhere too: prometheus-rw=URL (each second by
+    /// Prometheus remote write, latency as native histograms; testid from BOLIDE_TESTID),
+    /// csv=PATH (one row per second per series: the load's, the watched processes', the scraped
+    /// endpoints'). Repeatable. For bench and capacity, a plain DIR is where the result documents
+    /// go (bench: default bolide-results/LABEL).
     #[arg(long = "out", value_name = "KIND=DEST|DIR")]
     pub outs: Vec<String>,
 }

@@ -634,6 +634,8 @@ pub struct DdpPlan {
     pub html: Option<std::path::PathBuf>,
     /// `--out csv=PATH`: the run's seconds as CSV.
     pub csv: Option<std::path::PathBuf>,
+    /// `--out prometheus-rw=URL`: each second sent by remote write.
+    pub prometheus: Option<url::Url>,
     /// Where the live dashboard listens (`--dashboard`).
     pub dashboard: Option<std::net::SocketAddr>,
     pub quiet: bool,
@@ -868,13 +870,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     let mut server = server_plan(&args.server, &mut problems);
     let spread = spread(&args.segment, &mut problems);
     let outs = outputs(&args.export.outs).map_err(|e| problems.push(e)).unwrap_or_default();
-    if outs.prometheus.is_some() {
-        problems.push(
-            "--out prometheus-rw=URL is built for bolide http so far; DDP runs' series are not sent yet (issue 29)"
-                .into(),
-        );
-    }
-    let csv = outs.csv;
+    let (csv, prometheus) = (outs.csv, outs.prometheus);
     for path in [&args.json, &args.html].into_iter().flatten() {
         if let Err(e) = files::check_writable(path) {
             problems.push(e);
@@ -932,6 +928,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         json: args.json.clone(),
         html: args.html.clone(),
         csv,
+        prometheus,
         dashboard,
         quiet: args.quiet,
         insecure: args.insecure,

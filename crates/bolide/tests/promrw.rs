@@ -213,3 +213,35 @@ fn a_dead_receiver_leaves_the_run_whole_and_is_counted() {
     assert!(out.retried >= out.seconds, "each second tried again: {out:?}");
     assert!(out.last_error.is_some());
 }
+
+#[test]
+fn a_ddp_run_s_steps_and_users_come_back_by_promql() {
+    let p = prometheus();
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("ddp.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_bolide"))
+        .args(["run", "tasks-reactive", "--target", &server.base_url(), "--arrival-rate", "5", "-d", "2s"])
+        .args(["--tasks", "2", "--think", "0", "--out"])
+        .arg(format!("prometheus-rw=http://127.0.0.1:{}/api/v1/write", p.port))
+        .arg("--json")
+        .arg(&json)
+        .env("BOLIDE_TESTID", "ddp-e2e")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&json).unwrap();
+    assert_eq!(common::schema_problems("ddp-result.schema.json", &text), Vec::<String>::new());
+    let doc = bolide::stats::vu::DdpDoc::from_json(&text).unwrap();
+    let out = &doc.outputs[0];
+    assert_eq!((out.dropped, out.sent), (0, out.seconds), "{out:?}");
+    let end = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs_f64();
+    let sel = "{testid=\"ddp-e2e\"}";
+    let at_end = |metric: &str| query(p.port, &format!("max_over_time({metric}{sel}[1h])"), end);
+    assert_eq!(at_end("bolide_ddp_steps_total"), doc.summary.steps as f64);
+    assert_eq!(at_end("bolide_ddp_users_completed_total"), doc.summary.users.completed as f64);
+    // Each step's latency histogram counts that step's samples.
+    let insert = doc.steps.iter().find(|s| s.name == "call insertTask").unwrap();
+    let q = "histogram_count(bolide_ddp_step_latency_seconds{testid=\"ddp-e2e\",step=\"call insertTask\"})";
+    assert_eq!(query(p.port, q, end), insert.count as f64);
+}

@@ -1,5 +1,5 @@
 //! Sending a run's figures to the systems teams already run (`--out KIND=DEST`): Prometheus remote
-//! write (`promrw.rs` encodes; this sends), each second as the run makes it.
+//! write (`promrw.rs` encodes; this sends), each second as the run makes it, of `http` and `run`.
 //!
 //! The load threads never wait for it: each second is encoded on the thread that collects the
 //! seconds and handed to a sender thread of its own (`bolide-export`) through a bounded queue; a
@@ -11,8 +11,9 @@
 
 pub mod promrw;
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -69,12 +70,27 @@ pub struct Exporter {
     tx: Option<SyncSender<(Vec<u8>, u64)>>,
     done: Receiver<()>,
     counts: Arc<Counts>,
-    /// The run's seconds handed over, and the last one's number.
+    /// The run's seconds handed over, and the next one's number.
     seconds: u64,
     next_t: u32,
-    responses: u64,
-    errors: u64,
-    latency: NativeHistogram,
+    /// The last timestamp sent, ms.
+    last_ms: i64,
+    /// Counters' totals and histograms so far, by metric and extra labels.
+    counters: BTreeMap<Key, f64>,
+    histograms: BTreeMap<Key, NativeHistogram>,
+}
+
+type Key = (String, Vec<(String, String)>);
+
+/// One second's figures, as a run hands them over: counters' increases, gauges' values, and
+/// latency histograms (HdrHistogram V2, base64, as the document keeps them).
+#[derive(Default)]
+struct Second<'a> {
+    t: u32,
+    span_s: f64,
+    increases: Vec<(&'static str, Vec<(String, String)>, f64)>,
+    gauges: Vec<(&'static str, f64)>,
+    histograms: Vec<(&'static str, Vec<(String, String)>, Option<&'a str>)>,
 }
 
 impl Exporter {
@@ -106,44 +122,102 @@ impl Exporter {
             counts,
             seconds: 0,
             next_t: 0,
-            responses: 0,
-            errors: 0,
-            latency: NativeHistogram::default(),
+            last_ms: 0,
+            counters: BTreeMap::new(),
+            histograms: BTreeMap::new(),
         }
     }
 
     /// Hands over one second of an HTTP run (its histogram in `latency_histogram`), once.
     pub fn http_second(&mut self, s: &crate::stats::result::Second) {
+        self.second(Second {
+            t: s.t,
+            span_s: s.span_s,
+            increases: vec![
+                ("bolide_http_responses_total", vec![], s.responses as f64),
+                ("bolide_http_errors_total", vec![], s.errors as f64),
+            ],
+            gauges: vec![],
+            histograms: vec![("bolide_http_latency_seconds", vec![], s.latency_histogram.as_deref())],
+        });
+    }
+
+    /// Hands over one second of a DDP run (each step's histogram in its `step_latency`), once.
+    pub fn ddp_second(&mut self, s: &crate::stats::vu::DdpSecond) {
+        let c = &s.counts;
+        let histograms = s
+            .step_latency
+            .iter()
+            .map(|(name, l)| {
+                ("bolide_ddp_step_latency_seconds", vec![("step".to_string(), name.clone())], l.histogram.as_deref())
+            })
+            .collect();
+        self.second(Second {
+            t: s.t,
+            span_s: 1.0,
+            increases: vec![
+                ("bolide_ddp_steps_total", vec![], c.steps as f64),
+                ("bolide_ddp_step_errors_total", vec![], c.step_errors as f64),
+                ("bolide_ddp_users_launched_total", vec![], c.launched as f64),
+                ("bolide_ddp_users_completed_total", vec![], c.completed as f64),
+                ("bolide_ddp_users_failed_total", vec![], c.failed as f64),
+                ("bolide_ddp_messages_in_total", vec![], c.messages_in as f64),
+                ("bolide_ddp_messages_out_total", vec![], c.messages_out as f64),
+            ],
+            gauges: vec![("bolide_ddp_users_alive", s.users_alive as f64)],
+            histograms,
+        });
+    }
+
+    /// Adds a second to the totals and queues its request.
+    fn second(&mut self, s: Second) {
         if s.t < self.next_t {
             return;
         }
         self.next_t = s.t + 1;
-        self.responses += s.responses;
-        self.errors += s.errors;
-        if let Some(h) = s.latency_histogram.as_deref().and_then(|h| crate::stats::hist::decode(h).ok()) {
-            self.latency.add_hdr(&h);
+        for (name, labels, v) in s.increases {
+            *self.counters.entry((name.to_string(), labels)).or_insert(0.0) += v;
         }
-        let at = self.started + Duration::from_secs_f64(f64::from(s.t) + s.span_s);
+        for (name, labels, h) in s.histograms {
+            let entry = self.histograms.entry((name.to_string(), labels)).or_default();
+            if let Some(h) = h.and_then(|h| crate::stats::hist::decode(h).ok()) {
+                entry.add_hdr(&h);
+            }
+        }
+        // Each second's end on the wall clock, never in the future (a run's last second is partial,
+        // and a DDP second's length is not kept), each after the one before.
+        let at = (self.started + Duration::from_secs_f64(f64::from(s.t) + s.span_s)).min(SystemTime::now());
         let ms = at.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_millis() as i64;
-        let series = |name: &str| {
+        let ms = ms.max(self.last_ms + 1);
+        self.last_ms = ms;
+        let series = |name: &str, extra: &[(String, String)]| {
             let mut labels = self.labels.clone();
+            labels.extend(extra.iter().cloned());
             labels.push(("__name__".into(), name.into()));
             Series { labels, ..Default::default() }
         };
-        let mut responses = series("bolide_http_responses_total");
-        responses.samples.push((self.responses as f64, ms));
-        let mut errors = series("bolide_http_errors_total");
-        errors.samples.push((self.errors as f64, ms));
-        let mut latency = series("bolide_http_latency_seconds");
-        latency.histograms.push((self.latency.clone(), ms));
-        let body = promrw::compress(&promrw::write_request(&[responses, errors, latency]));
+        let mut all = Vec::new();
+        for ((name, labels), v) in &self.counters {
+            let mut x = series(name, labels);
+            x.samples.push((*v, ms));
+            all.push(x);
+        }
+        for (name, v) in s.gauges {
+            let mut x = series(name, &[]);
+            x.samples.push((v, ms));
+            all.push(x);
+        }
+        for ((name, labels), h) in &self.histograms {
+            let mut x = series(name, labels);
+            x.histograms.push((h.clone(), ms));
+            all.push(x);
+        }
+        let samples = all.len() as u64;
+        let body = promrw::compress(&promrw::write_request(&all));
         self.seconds += 1;
         if let Some(tx) = &self.tx {
-            match tx.try_send((body, 3)) {
-                Ok(()) => {}
-                Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
-                    self.counts.dropped.fetch_add(1, Ordering::Relaxed);
-                }
+            if tx.try_send((body, samples)).is_err() {
+                self.counts.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -154,6 +228,18 @@ impl Exporter {
         for s in timeline {
             self.http_second(s);
         }
+        self.finish()
+    }
+
+    /// The same for a DDP run.
+    pub fn finish_ddp(mut self, timeline: &[crate::stats::vu::DdpSecond]) -> OutputResult {
+        for s in timeline {
+            self.ddp_second(s);
+        }
+        self.finish()
+    }
+
+    fn finish(mut self) -> OutputResult {
         drop(self.tx.take());
         let drained = self.done.recv_timeout(DRAIN).is_ok();
         let sent = self.counts.sent.load(Ordering::Relaxed);

@@ -143,6 +143,7 @@ pub fn ddp(plan: &DdpPlan, o: &crate::engine::vu::VuOutput, command_line: Vec<St
         },
         monitor: Vec::new(),
         scrape: Vec::new(),
+        outputs: Vec::new(),
         generator: None,
         label: None,
         merged: None,

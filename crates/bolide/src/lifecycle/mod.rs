@@ -299,10 +299,7 @@ fn run_http_plan(
     let announced = announce(io, plan.quiet, plan.json.as_deref(), &crate::report::term::header(&plan.settings, &urls));
     let bar = progress::http_bar(shows_progress(io, plan.quiet), &io.stage, plan.stop.time, plan.stop.count);
     let stage = live_title(&io.stage, &command_line);
-    let mut exporter = plan.prometheus.clone().map(|url| {
-        let segment = plan.spread.segment.map(|s| vec![("segment".to_string(), s.to_string())]).unwrap_or_default();
-        crate::export::Exporter::start(url, testid(plan.label.as_deref()), segment)
-    });
+    let mut exporter = exporter(plan.prometheus.as_ref(), plan.label.as_deref(), plan.spread.segment);
     let run = watched(
         &plan.server,
         &plan.spread,
@@ -337,16 +334,7 @@ fn run_http_plan(
     };
     let mut doc = document::http(plan, &output, command_line);
     if let Some(e) = exporter {
-        let r = e.finish_http(&output.timeline);
-        if r.dropped > 0 {
-            let why = r.last_error.as_deref().unwrap_or("no answer");
-            let _ = writeln!(
-                io.err,
-                "warning: --out prometheus-rw={}: {} of {} seconds not delivered ({why}); the run's own figures are whole",
-                r.url, r.dropped, r.seconds
-            );
-        }
-        doc.outputs.push(r);
+        doc.outputs.push(delivered(io, e.finish_http(&output.timeline)));
         // The seconds' histograms were for the receiver; a segment's document keeps them for merge.
         if plan.spread.segment.is_none() {
             for s in &mut doc.timeline {
@@ -580,10 +568,14 @@ fn run_ddp_plan(
     let announced = announce(io, plan.quiet, plan.json.as_deref(), &line);
     let bar = progress::ddp_bar(shows_progress(io, plan.quiet), &io.stage, plan.arrivals_length());
     let stage = live_title(&io.stage, &command_line);
+    let mut exporter = exporter(plan.prometheus.as_ref(), plan.label.as_deref(), plan.spread.segment);
     let run = watched(&plan.server, &plan.spread, plan.quiet, io, cancel, reachable, |monitor| {
         let mut timeline = Vec::new();
         let out = crate::engine::vu::run(plan, cancel, &mut |p: &crate::engine::vu::VuProgress| {
             progress::ddp_update(&bar, p);
+            if let Some(e) = exporter.as_mut() {
+                e.ddp_second(&p.second);
+            }
             if let Some(d) = dashboard {
                 timeline.push(p.second.clone());
                 let timeline = timeline.clone();
@@ -601,6 +593,18 @@ fn run_ddp_plan(
         Err(code) => return Outcome::failed(code),
     };
     let mut doc = document::ddp(plan, &output, command_line);
+    if let Some(e) = exporter {
+        doc.outputs.push(delivered(io, e.finish_ddp(&output.timeline)));
+        // The seconds' histograms were for the receiver; a segment's document keeps them for merge.
+        if plan.spread.segment.is_none() {
+            for s in &mut doc.timeline {
+                let all = s.latency.iter_mut().chain(s.step_latency.values_mut());
+                for l in all.chain(s.reactive.iter_mut()).chain(s.fanout.iter_mut()) {
+                    l.histogram = None;
+                }
+            }
+        }
+    }
     doc.monitor = watch.monitor;
     doc.scrape = watch.scrape;
     tie_monitors(plan, &mut doc);
@@ -621,6 +625,29 @@ fn run_ddp_plan(
         code = exit::RUN;
     }
     Outcome { code, doc: Some(doc) }
+}
+
+/// `--out prometheus-rw=URL`'s sender for a run, when asked for.
+fn exporter(
+    url: Option<&url::Url>,
+    label: Option<&str>,
+    segment: Option<crate::segment::Segment>,
+) -> Option<crate::export::Exporter> {
+    let segment = segment.map(|s| vec![("segment".to_string(), s.to_string())]).unwrap_or_default();
+    url.map(|u| crate::export::Exporter::start(u.clone(), testid(label), segment))
+}
+
+/// Says when seconds were not delivered; hands the result back.
+fn delivered(io: &mut Io, r: crate::export::OutputResult) -> crate::export::OutputResult {
+    if r.dropped > 0 {
+        let why = r.last_error.as_deref().unwrap_or("no answer");
+        let _ = writeln!(
+            io.err,
+            "warning: --out prometheus-rw={}: {} of {} seconds not delivered ({why}); the run's own figures are whole",
+            r.url, r.dropped, r.seconds
+        );
+    }
+    r
 }
 
 /// The `testid` label of a run's remote-written series: its label (a bench series'), else
