@@ -81,6 +81,8 @@ pub struct Exporter {
 }
 
 type Key = (String, Vec<(String, String)>);
+/// Labels besides the run's.
+type Labels = Vec<(String, String)>;
 
 /// One second's figures, as a run hands them over: counters' increases, gauges' values, and
 /// latency histograms (HdrHistogram V2, base64, as the document keeps them).
@@ -88,9 +90,9 @@ type Key = (String, Vec<(String, String)>);
 struct Second<'a> {
     t: u32,
     span_s: f64,
-    increases: Vec<(&'static str, Vec<(String, String)>, f64)>,
+    increases: Vec<(&'static str, Labels, f64)>,
     gauges: Vec<(&'static str, f64)>,
-    histograms: Vec<(&'static str, Vec<(String, String)>, Option<&'a str>)>,
+    histograms: Vec<(&'static str, Labels, Option<&'a str>)>,
 }
 
 impl Exporter {
