@@ -17,9 +17,9 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use serde::{Deserialize, Serialize};
-
 use promrw::{NativeHistogram, Series};
+
+pub use crate::stats::result::OutputResult;
 
 /// Requests waiting for the sender (a second each).
 const QUEUE: usize = 120;
@@ -29,28 +29,6 @@ const DRAIN: Duration = Duration::from_secs(10);
 const TIMEOUT: Duration = Duration::from_secs(5);
 /// Waits before each try again.
 const BACKOFF: [Duration; 3] = [Duration::from_millis(200), Duration::from_millis(400), Duration::from_millis(800)];
-
-/// An output in a result document: where it went and how delivery went.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct OutputResult {
-    /// `prometheus-rw`.
-    pub kind: String,
-    /// The receiver's URL (without credentials).
-    pub url: String,
-    /// The `testid` label of every series.
-    pub testid: String,
-    /// Seconds of the run handed to the output, sent (answered 2xx), and dropped (the queue full,
-    /// every try failed, or refused by the receiver).
-    pub seconds: u64,
-    pub sent: u64,
-    pub dropped: u64,
-    /// Tries made again after a failure.
-    pub retried: u64,
-    /// Samples (a counter's value or a histogram each) in the requests sent.
-    pub samples_sent: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_error: Option<String>,
-}
 
 #[derive(Default)]
 struct Counts {

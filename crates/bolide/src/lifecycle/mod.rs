@@ -204,7 +204,8 @@ fn watched<T, E: std::fmt::Display>(
         server.scrape_limit,
         server.interval,
     );
-    monitor.scraped = scraping.live().with_monti(monti.as_ref().map(|m| m.live()));
+    monitor.scraped =
+        crate::monitor::ServerSeries { scraped: scraping.live(), monti: monti.as_ref().map(|m| m.live()) };
     if let Some(m) = &monti {
         m.begin();
     }

@@ -238,7 +238,7 @@ impl Watched {
 /// its own until stopped. What it sampled so far can be read while it runs ([`Monitor::snapshot`]).
 pub struct Monitor {
     /// The scraped endpoints' and the Monti endpoint's series so far, for the live dashboard.
-    pub scraped: scrape::Live,
+    pub scraped: ServerSeries,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     shared: std::sync::Arc<std::sync::Mutex<(Vec<Watched>, generator::Generator)>>,
     handle: std::thread::JoinHandle<()>,
@@ -280,7 +280,7 @@ impl Monitor {
                 sample_all(start, now);
             }
         });
-        Monitor { scraped: scrape::Live::default(), stop, shared, handle }
+        Monitor { scraped: ServerSeries::default(), stop, shared, handle }
     }
 
     /// What was sampled so far, as the result document will have it (for the live dashboard).
@@ -300,6 +300,22 @@ impl Monitor {
         let _ = self.handle.join();
         let mut guard = self.shared.lock().unwrap_or_else(|p| p.into_inner());
         std::mem::take(&mut *guard)
+    }
+}
+
+/// What the scraped endpoints and the Monti endpoint gave so far, read on demand (the live
+/// dashboard's).
+#[derive(Clone, Default)]
+pub struct ServerSeries {
+    pub scraped: scrape::Live,
+    pub monti: Option<monti::Live>,
+}
+
+impl ServerSeries {
+    pub fn snapshot(&self) -> Vec<scrape::ScrapeResult> {
+        let mut out = self.scraped.snapshot();
+        out.extend(self.monti.as_ref().map(monti::Live::snapshot));
+        out
     }
 }
 

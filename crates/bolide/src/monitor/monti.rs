@@ -30,7 +30,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 
-use super::scrape::{Kind, ScrapeResult, Scraper};
+use super::scrape::{dechunk_prefix, Kind, ScrapeResult, Scraper};
 
 /// Where the endpoint listens when `--monti` names no address.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:11011";
@@ -450,7 +450,7 @@ fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>, shared: &Shared) -> R
     let body = if chunked {
         // Chunks until the last: read until the whole body is in the buffer.
         loop {
-            match dechunk(buf) {
+            match dechunk_prefix(buf) {
                 Ok(Some((body, used))) => {
                     buf.drain(..used);
                     break body;
@@ -470,33 +470,6 @@ fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>, shared: &Shared) -> R
         buf.drain(..n).collect()
     };
     Ok(Request { method, path, headers, body, close })
-}
-
-/// A whole chunked body at the front of `data`: the body and the bytes it took; None when more is
-/// needed (also `--scrape`'s decoder of chunked answers).
-pub(super) fn dechunk(data: &[u8]) -> Result<Option<(Vec<u8>, usize)>, &'static str> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    loop {
-        let Some(end) = memchr::memmem::find(&data[at..], b"\r\n") else { return Ok(None) };
-        let line = std::str::from_utf8(&data[at..at + end]).map_err(|_| "a chunk size that is not text")?;
-        let size = line.split(';').next().unwrap_or("").trim();
-        let n = usize::from_str_radix(size, 16).map_err(|_| "a chunk size that is not hex")?;
-        if n > MAX_BODY {
-            return Err("a chunk larger than 16 MiB");
-        }
-        at += end + 2;
-        if n == 0 {
-            // Trailers end with an empty line.
-            let Some(t) = memchr::memmem::find(&data[at..], b"\r\n") else { return Ok(None) };
-            return Ok(Some((out, at + t + 2)));
-        }
-        if data.len() < at + n + 2 {
-            return Ok(None);
-        }
-        out.extend_from_slice(&data[at..at + n]);
-        at += n + 2;
-    }
 }
 
 fn respond(

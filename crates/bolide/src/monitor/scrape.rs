@@ -130,9 +130,36 @@ pub fn fetch(spec: &Spec) -> Result<String, String> {
     String::from_utf8(body).map_err(|_| "the answer is not UTF-8 text".to_string())
 }
 
+/// A whole chunked body at the front of `data`: the body and the bytes it took; None when more is
+/// needed (also the Monti endpoint's reader of chunked posts).
+pub(super) fn dechunk_prefix(data: &[u8]) -> Result<Option<(Vec<u8>, usize)>, &'static str> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    loop {
+        let Some(end) = memchr::memmem::find(&data[at..], b"\r\n") else { return Ok(None) };
+        let line = std::str::from_utf8(&data[at..at + end]).map_err(|_| "a chunk size that is not text")?;
+        let size = line.split(';').next().unwrap_or("").trim();
+        let n = usize::from_str_radix(size, 16).map_err(|_| "a chunk size that is not hex")?;
+        if n > MAX_BODY {
+            return Err("a chunk larger than 16 MiB");
+        }
+        at += end + 2;
+        if n == 0 {
+            // Trailers end with an empty line.
+            let Some(t) = memchr::memmem::find(&data[at..], b"\r\n") else { return Ok(None) };
+            return Ok(Some((out, at + t + 2)));
+        }
+        if data.len() < at + n + 2 {
+            return Ok(None);
+        }
+        out.extend_from_slice(&data[at..at + n]);
+        at += n + 2;
+    }
+}
+
 /// A whole chunked body: its data, or why not.
 fn dechunk(data: &[u8]) -> Result<Vec<u8>, String> {
-    match super::monti::dechunk(data)? {
+    match dechunk_prefix(data)? {
         Some((body, _)) => Ok(body),
         None => Err("a chunked answer cut short".into()),
     }
@@ -546,7 +573,7 @@ impl Scraping {
 
     /// A handle on what the endpoints gave so far (for the live dashboard).
     pub fn live(&self) -> Live {
-        Live { scrapers: self.scrapers.clone(), monti: None }
+        Live { scrapers: self.scrapers.clone() }
     }
 
     /// Stops, scrapes each endpoint a last time, and hands back what was kept.
@@ -559,23 +586,15 @@ impl Scraping {
     }
 }
 
-/// What the scraped endpoints (and the Monti endpoint) gave so far, summed up on demand.
+/// What the scraped endpoints gave so far, summed up on demand.
 #[derive(Clone, Default)]
 pub struct Live {
     scrapers: Vec<Arc<std::sync::Mutex<Scraper>>>,
-    monti: Option<super::monti::Live>,
 }
 
 impl Live {
-    pub fn with_monti(mut self, monti: Option<super::monti::Live>) -> Live {
-        self.monti = monti;
-        self
-    }
-
     pub fn snapshot(&self) -> Vec<ScrapeResult> {
-        let mut out: Vec<ScrapeResult> = self.scrapers.iter().map(|s| locked(s).clone().finish()).collect();
-        out.extend(self.monti.as_ref().map(super::monti::Live::snapshot));
-        out
+        self.scrapers.iter().map(|s| locked(s).clone().finish()).collect()
     }
 }
 

@@ -44,7 +44,7 @@ pub struct ResultDoc {
     pub scrape: Vec<crate::monitor::scrape::ScrapeResult>,
     /// Where the run's seconds were sent (`--out prometheus-rw=URL`) and how delivery went.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub outputs: Vec<crate::export::OutputResult>,
+    pub outputs: Vec<OutputResult>,
     /// bolide's own load threads and the machine's idle CPU, with the verdict on whether the run
     /// measured the server or the tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -284,4 +284,26 @@ pub fn check_version(version: Option<u64>) -> Result<(), String> {
         )),
         None => Err("the document has no format version (\"version\")".into()),
     }
+}
+
+/// An output in a result document: where it went and how delivery went.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct OutputResult {
+    /// `prometheus-rw`.
+    pub kind: String,
+    /// The receiver's URL (without credentials).
+    pub url: String,
+    /// The `testid` label of every series.
+    pub testid: String,
+    /// Seconds of the run handed to the output, sent (answered 2xx), and dropped (the queue full,
+    /// every try failed, or refused by the receiver).
+    pub seconds: u64,
+    pub sent: u64,
+    pub dropped: u64,
+    /// Tries made again after a failure.
+    pub retried: u64,
+    /// Samples (a counter's value or a histogram each) in the requests sent.
+    pub samples_sent: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
 }

@@ -355,7 +355,7 @@ pub struct DdpDoc {
     pub scrape: Vec<crate::monitor::scrape::ScrapeResult>,
     /// Where the run's seconds were sent (`--out prometheus-rw=URL`) and how delivery went.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub outputs: Vec<crate::export::OutputResult>,
+    pub outputs: Vec<super::result::OutputResult>,
     /// bolide's own load threads and the machine's idle CPU, with the verdict on whether the run
     /// measured the server or the tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
