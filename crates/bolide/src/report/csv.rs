@@ -22,12 +22,13 @@ use crate::stats::doc::Doc;
 /// The header line.
 pub const HEADER: &str = "run,t_s,metric,labels,value\n";
 
-/// A document's rows (without the header), each starting with `run`.
+/// A document's rows (without the header), each starting with `run`; written with the `csv`
+/// crate (quoting as RFC 4180 says).
 pub fn rows(doc: &Doc, run: &str) -> String {
-    let mut out = String::new();
+    let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
     let mut row = |t: f64, metric: &str, labels: &str, value: f64| {
         if value.is_finite() {
-            let _ = writeln!(out, "{},{},{},{},{}", field(run), num(t), field(metric), field(labels), num(value));
+            let _ = w.write_record([run, &num(t), metric, labels, &num(value)]);
         }
     };
     let ms = |us: f64| us / 1000.0;
@@ -114,7 +115,7 @@ pub fn rows(doc: &Doc, run: &str) -> String {
             }
         }
     }
-    out
+    String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
 }
 
 /// A number as CSV readers take it: integers without a fraction, others in full precision.
@@ -123,15 +124,6 @@ fn num(v: f64) -> String {
         format!("{v:.0}")
     } else {
         format!("{v}")
-    }
-}
-
-/// A field, quoted when it holds a comma, a quote or a line break (RFC 4180).
-fn field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
     }
 }
 
@@ -151,9 +143,17 @@ mod tests {
 
     #[test]
     fn fields_are_quoted_when_they_must_be_and_numbers_are_plain() {
-        assert_eq!(field("step=call insertTask"), "step=call insertTask");
-        assert_eq!(field("a,b"), "\"a,b\"");
-        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        let mut doc = crate::stats::result::ResultDoc::default();
+        doc.monitor.push(crate::monitor::MonitorResult {
+            name: "a,b \"c\"".into(),
+            samples: vec![(0.5, 12.0, 1024)],
+            ..Default::default()
+        });
+        let text = rows(&Doc::Http(Box::new(doc)), "1");
+        assert_eq!(
+            text,
+            "1,0.5,cpu_pct,\"process=a,b \"\"c\"\"\",12\n1,0.5,rss_bytes,\"process=a,b \"\"c\"\"\",1024\n"
+        );
         assert_eq!((num(3.0), num(0.25), num(1e20)), ("3".into(), "0.25".into(), "100000000000000000000".into()));
     }
 }
