@@ -245,3 +245,134 @@ fn a_ddp_run_s_steps_and_users_come_back_by_promql() {
     let q = "histogram_count(bolide_ddp_step_latency_seconds{testid=\"ddp-e2e\",step=\"call insertTask\"})";
     assert_eq!(query(p.port, q, end), insert.count as f64);
 }
+
+/// Reads one request (head and body); its head, lowercased.
+fn read_request(s: &mut std::net::TcpStream) -> String {
+    use std::io::Read;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return String::new(),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    let end = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = String::from_utf8_lossy(&got[..end]).to_lowercase();
+    let length: usize =
+        head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+    let mut have = got.len() - end;
+    while have < length {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => have += n,
+        }
+    }
+    head
+}
+
+fn answer(mut s: std::net::TcpStream, status: &str) {
+    use std::io::Write;
+    read_request(&mut s);
+    let _ = s.write_all(format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").as_bytes());
+}
+
+fn server_error(s: std::net::TcpStream) {
+    answer(s, "500 Internal Server Error")
+}
+
+fn too_many(s: std::net::TcpStream) {
+    answer(s, "429 Too Many Requests")
+}
+
+fn slow(mut s: std::net::TcpStream) {
+    use std::io::Write;
+    read_request(&mut s);
+    std::thread::sleep(Duration::from_secs(6));
+    let _ = s.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+}
+
+fn resets(mut s: std::net::TcpStream) {
+    read_request(&mut s);
+    common::reset(s);
+}
+
+fn wants_a_token(mut s: std::net::TcpStream) {
+    use std::io::Write;
+    let head = read_request(&mut s);
+    let status =
+        if head.contains("authorization: bearer s3cret-token\r\n") { "204 No Content" } else { "401 Unauthorized" };
+    let _ = s.write_all(format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").as_bytes());
+}
+
+#[test]
+fn receivers_that_fail_answer_slowly_or_reset_never_change_the_run_and_are_counted() {
+    let target = ok_server();
+    let dir = tempfile::tempdir().unwrap();
+    let run = |out: Option<String>| {
+        let json = dir.path().join("run.json");
+        let mut args = vec!["http".to_string(), "-n".into(), "300".into(), "-c".into(), "2".into()];
+        if let Some(o) = out {
+            args.extend(["--out".into(), format!("prometheus-rw={o}")]);
+        }
+        args.extend(["--json".into(), json.display().to_string(), target.url("/")]);
+        let o = common::bolide(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+        let doc: bolide::stats::result::ResultDoc =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        (doc.summary.responses, doc.summary.errors, doc.outputs.first().cloned())
+    };
+    let (responses, errors, _) = run(None);
+    assert_eq!((responses, errors), (300, 0));
+    for (behaviour, name, retried) in [
+        (server_error as fn(std::net::TcpStream), "HTTP 500", true),
+        (too_many, "HTTP 429", true),
+        (resets, "reset", true),
+        (slow, "slow", false),
+    ] {
+        let receiver = common::fake(behaviour);
+        let (r, e, out) = run(Some(receiver.url("/api/v1/write")));
+        // The run's own figures are those of a run without the output.
+        assert_eq!((r, e), (responses, errors), "{name}");
+        let out = out.unwrap();
+        assert_eq!((out.sent, out.dropped), (0, out.seconds), "{name}: {out:?}");
+        assert!(out.last_error.is_some(), "{name}");
+        if retried {
+            // Each second tried again three times (a long run's last seconds may be cut by the
+            // 10 s the end gives the queue).
+            assert!(out.retried >= 3 && out.retried <= 3 * out.seconds, "{name}: {out:?}");
+        }
+    }
+}
+
+#[test]
+fn a_bearer_token_from_the_environment_is_sent_and_never_shown() {
+    let target = ok_server();
+    let receiver = common::fake(wants_a_token);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    for (token, sent) in [("s3cret-token", true), ("other-token", false)] {
+        let o = Command::new(env!("CARGO_BIN_EXE_bolide"))
+            .args(["http", "-n", "100", "--out"])
+            .arg(format!("prometheus-rw={}", receiver.url("/api/v1/write")))
+            .arg("--json")
+            .arg(&json)
+            .arg(target.url("/"))
+            .env("BOLIDE_RW_BEARER_TOKEN", token)
+            .output()
+            .unwrap();
+        let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(o.status.success(), "{out}\n{err}");
+        let text = std::fs::read_to_string(&json).unwrap();
+        assert!(!text.contains(token) && !out.contains(token) && !err.contains(token), "the token shown");
+        let doc: bolide::stats::result::ResultDoc = serde_json::from_str(&text).unwrap();
+        let r = &doc.outputs[0];
+        if sent {
+            assert_eq!((r.sent, r.dropped), (r.seconds, 0), "{r:?}");
+        } else {
+            // 401: refused, not tried again.
+            assert_eq!((r.sent, r.dropped, r.retried), (0, r.seconds, 0), "{r:?}");
+            assert_eq!(r.last_error.as_deref(), Some("HTTP 401"));
+        }
+    }
+}

@@ -80,10 +80,13 @@ impl Exporter {
         let (done_tx, done) = std::sync::mpsc::channel();
         let counts = Arc::new(Counts::default());
         let c = Arc::clone(&counts);
-        let target = url.clone();
+        let auth = promrw::Auth::from_env_or(&url);
+        let mut target = url.clone();
+        let _ = target.set_password(None);
+        let _ = target.set_username("");
         let spawned = std::thread::Builder::new().name("bolide-export".into()).spawn(move || {
             for (body, samples) in rx {
-                send(&target, &body, samples, &c);
+                send(&target, &auth, &body, samples, &c);
             }
             let _ = done_tx.send(());
         });
@@ -248,10 +251,10 @@ impl Exporter {
 }
 
 /// POSTs one request, trying again after failures that may pass.
-fn send(url: &url::Url, body: &[u8], samples: u64, c: &Counts) {
+fn send(url: &url::Url, auth: &promrw::Auth, body: &[u8], samples: u64, c: &Counts) {
     let began = Instant::now();
     for attempt in 0..=BACKOFF.len() {
-        let why = match promrw::post(url, body, TIMEOUT) {
+        let why = match promrw::post_as(url, auth, body, TIMEOUT) {
             Ok(code) if (200..300).contains(&code) => {
                 c.sent.fetch_add(1, Ordering::Relaxed);
                 c.samples_sent.fetch_add(samples, Ordering::Relaxed);

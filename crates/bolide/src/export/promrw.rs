@@ -136,8 +136,67 @@ pub fn compress(body: &[u8]) -> Vec<u8> {
     snap::raw::Encoder::new().compress_vec(body).unwrap_or_default()
 }
 
+/// How a receiver wants the sender to identify itself.
+#[derive(Clone, Default, PartialEq)]
+pub enum Auth {
+    #[default]
+    None,
+    /// `Authorization: Bearer TOKEN`.
+    Bearer(String),
+    /// `Authorization: Basic base64(user:password)`.
+    Basic(String, String),
+}
+
+impl std::fmt::Debug for Auth {
+    // Never the secret.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Auth::None => write!(f, "Auth::None"),
+            Auth::Bearer(_) => write!(f, "Auth::Bearer(<hidden>)"),
+            Auth::Basic(user, _) => write!(f, "Auth::Basic({user:?}, <hidden>)"),
+        }
+    }
+}
+
+impl Auth {
+    /// From the environment (`BOLIDE_RW_BEARER_TOKEN`, or `BOLIDE_RW_USERNAME` and
+    /// `BOLIDE_RW_PASSWORD`), else the URL's own user and password.
+    pub fn from_env_or(url: &url::Url) -> Auth {
+        let var = |n: &str| std::env::var(n).ok().filter(|v| !v.is_empty());
+        if let Some(t) = var("BOLIDE_RW_BEARER_TOKEN") {
+            return Auth::Bearer(t);
+        }
+        if let (Some(u), Some(p)) = (var("BOLIDE_RW_USERNAME"), var("BOLIDE_RW_PASSWORD")) {
+            return Auth::Basic(u, p);
+        }
+        match (url.username(), url.password()) {
+            (u, Some(p)) if !u.is_empty() => Auth::Basic(u.to_string(), p.to_string()),
+            _ => Auth::None,
+        }
+    }
+
+    fn header(&self) -> String {
+        use base64::Engine as _;
+        match self {
+            Auth::None => String::new(),
+            Auth::Bearer(t) => format!("Authorization: Bearer {t}\r\n"),
+            Auth::Basic(u, p) => {
+                format!(
+                    "Authorization: Basic {}\r\n",
+                    base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"))
+                )
+            }
+        }
+    }
+}
+
 /// POSTs a compressed request to an http:// URL; the status, or why there is none.
 pub fn post(url: &url::Url, body: &[u8], timeout: std::time::Duration) -> Result<u16, String> {
+    post_as(url, &Auth::None, body, timeout)
+}
+
+/// The same, identified as `auth` says.
+pub fn post_as(url: &url::Url, auth: &Auth, body: &[u8], timeout: std::time::Duration) -> Result<u16, String> {
     use std::io::{Read, Write};
     if url.scheme() != "http" {
         return Err(format!("{url}: only http:// receivers are written to"));
@@ -157,8 +216,9 @@ pub fn post(url: &url::Url, body: &[u8], timeout: std::time::Duration) -> Result
     };
     let head = format!(
         "POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Encoding: snappy\r\nContent-Type: application/x-protobuf\r\n\
-         X-Prometheus-Remote-Write-Version: 0.1.0\r\nUser-Agent: bolide/{}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+         X-Prometheus-Remote-Write-Version: 0.1.0\r\nUser-Agent: bolide/{}\r\n{}Content-Length: {}\r\nConnection: close\r\n\r\n",
         env!("CARGO_PKG_VERSION"),
+        auth.header(),
         body.len()
     );
     s.write_all(head.as_bytes()).and_then(|()| s.write_all(body)).map_err(|e| format!("sending: {e}"))?;
