@@ -123,7 +123,9 @@ fn a_run_s_seconds_stream_to_prometheus_and_its_totals_come_back_by_promql() {
     let json = dir.path().join("run.json");
     // The run's testid from the environment (a child process: the environment is its own).
     let o = Command::new(env!("CARGO_BIN_EXE_bolide"))
-        .args(["http", "-n", "4000", "-c", "4", "--rps", "1500", "--out"])
+        .args(["http", "-n", "4000", "-c", "4", "--rps", "1500", "--monitor"])
+        .arg(format!("tester={}", std::process::id()))
+        .arg("--out")
         .arg(format!("prometheus-rw=http://127.0.0.1:{}/api/v1/write", p.port))
         .arg("--json")
         .arg(&json)
@@ -156,6 +158,10 @@ fn a_run_s_seconds_stream_to_prometheus_and_its_totals_come_back_by_promql() {
         p99 <= want * bucket * 1.01 && p99 >= want / bucket / 1.01,
         "p99 {p99} s from Prometheus, {want} s in the document"
     );
+
+    // The watched process's memory as a gauge beside the load.
+    let rss = query(p.port, "bolide_server_rss_bytes{testid=\"rw-e2e\",process=\"tester\"}", end);
+    assert!(rss > 0.0, "{rss}");
 
     // The Grafana dashboard's queries are these series': each of its panels' expressions, with
     // Grafana's variables as it would fill them, answers from this Prometheus.

@@ -53,6 +53,8 @@ pub struct Exporter {
     next_t: u32,
     /// The last timestamp sent, ms.
     last_ms: i64,
+    /// The watched processes' latest CPU (% of one core) and RSS (bytes), sent with each second.
+    processes: Vec<(String, f64, f64)>,
     /// Counters' totals and histograms so far, by metric and extra labels.
     counters: BTreeMap<Key, f64>,
     histograms: BTreeMap<Key, NativeHistogram>,
@@ -106,6 +108,7 @@ impl Exporter {
             seconds: 0,
             next_t: 0,
             last_ms: 0,
+            processes: Vec::new(),
             counters: BTreeMap::new(),
             histograms: BTreeMap::new(),
         }
@@ -152,6 +155,15 @@ impl Exporter {
         });
     }
 
+    /// The watched processes as last sampled (`--monitor`, `--spawn`): sent as gauges with the
+    /// next seconds.
+    pub fn watch(&mut self, processes: &[crate::monitor::MonitorResult]) {
+        self.processes = processes
+            .iter()
+            .filter_map(|m| m.samples.last().map(|(_, cpu, rss)| (m.name.clone(), *cpu, *rss as f64)))
+            .collect();
+    }
+
     /// Adds a second to the totals and queues its request.
     fn second(&mut self, s: Second) {
         if s.t < self.next_t {
@@ -189,6 +201,14 @@ impl Exporter {
             let mut x = series(name, &[]);
             x.samples.push((v, ms));
             all.push(x);
+        }
+        for (process, cpu, rss) in &self.processes {
+            let label = [("process".to_string(), process.clone())];
+            for (name, v) in [("bolide_server_cpu_percent", *cpu), ("bolide_server_rss_bytes", *rss)] {
+                let mut x = series(name, &label);
+                x.samples.push((v, ms));
+                all.push(x);
+            }
         }
         for ((name, labels), h) in &self.histograms {
             let mut x = series(name, labels);

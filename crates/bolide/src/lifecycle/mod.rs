@@ -313,6 +313,7 @@ fn run_http_plan(
             let out = engine::run(plan, cancel, &mut |p: &engine::Progress| {
                 progress::http_update(&bar, p);
                 if let Some(e) = exporter.as_mut() {
+                    e.watch(&monitor.snapshot().0);
                     e.http_second(&p.second);
                 }
                 if let Some(d) = dashboard {
@@ -575,6 +576,7 @@ fn run_ddp_plan(
         let out = crate::engine::vu::run(plan, cancel, &mut |p: &crate::engine::vu::VuProgress| {
             progress::ddp_update(&bar, p);
             if let Some(e) = exporter.as_mut() {
+                e.watch(&monitor.snapshot().0);
                 e.ddp_second(&p.second);
             }
             if let Some(d) = dashboard {
