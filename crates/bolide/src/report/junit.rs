@@ -192,24 +192,15 @@ fn seconds(s: f64) -> f64 {
     }
 }
 
-/// Text XML 1.0 can hold (other control characters are dropped), escaped for an attribute.
+/// Text XML 1.0 can hold (other control characters are dropped), escaped as the HTML report
+/// escapes (its references are XML's too), line breaks and tabs kept as references.
 fn attr(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\n' => out.push_str("&#10;"),
-            '\t' => out.push_str("&#9;"),
-            '\r' => out.push_str("&#13;"),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {}
-            c => out.push(c),
-        }
-    }
-    out
+    let allowed = |c: &char| {
+        let control = (*c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r');
+        !control && !matches!(c, '\u{FFFE}' | '\u{FFFF}')
+    };
+    let kept: String = s.chars().filter(allowed).collect();
+    super::html::escape(&kept).replace('\n', "&#10;").replace('\t', "&#9;").replace('\r', "&#13;")
 }
 
 /// The same, for element text.
@@ -245,7 +236,7 @@ mod tests {
         let x = xml(&[suite]);
         assert!(x.contains("timestamp=\"2027-01-15T08:00:00\""), "{x}");
         assert!(x.contains("tests=\"3\" failures=\"1\" errors=\"1\" time=\"2.500\""), "{x}");
-        assert!(x.contains("name=\"bolide http -H &apos;X: &lt;&amp;&gt;&apos; http://127.0.0.1/\""), "{x}");
+        assert!(x.contains("name=\"bolide http -H &#39;X: &lt;&amp;&gt;&#39; http://127.0.0.1/\""), "{x}");
         assert!(x.contains("value=\"a &quot;quoted&quot; thing\""), "a control character dropped: {x}");
         assert!(x.contains(
             "<failure type=\"threshold\" message=\"failed requests was 2.00%: error_rate&lt;1% does not hold\">"
