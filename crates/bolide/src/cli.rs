@@ -622,7 +622,7 @@ pub struct HttpArgs {
 pub struct ExportArgs {
     /// Send or write the run's figures elsewhere too: prometheus-rw=URL (each second by
     /// Prometheus remote write, latency as native histograms; testid from BOLIDE_TESTID),
-    /// csv=PATH (one row per second per series: the load's, the watched processes', the scraped
+    /// otlp=URL (the same as OTLP/HTTP metrics, headers from OTEL_EXPORTER_OTLP_HEADERS), csv=PATH (one row per second per series: the load's, the watched processes', the scraped
     /// endpoints'). Repeatable. For bench and capacity, a plain DIR is where the result documents
     /// go (bench: default bolide-results/LABEL).
     #[arg(long = "out", value_name = "KIND=DEST|DIR")]

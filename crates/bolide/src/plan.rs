@@ -34,8 +34,8 @@ pub struct HttpPlan {
     pub html: Option<PathBuf>,
     /// `--out csv=PATH`: the run's seconds as CSV.
     pub csv: Option<PathBuf>,
-    /// `--out prometheus-rw=URL`: each second sent by remote write.
-    pub prometheus: Option<url::Url>,
+    /// `--out prometheus-rw=URL` and `--out otlp=URL`: where each second is sent.
+    pub exports: Vec<(crate::export::Kind, url::Url)>,
     /// Where the live dashboard listens (`--dashboard`).
     pub dashboard: Option<std::net::SocketAddr>,
     pub gnuplot: Option<PathBuf>,
@@ -156,8 +156,8 @@ pub struct Outputs {
     pub dir: Option<PathBuf>,
     /// `csv=PATH`.
     pub csv: Option<PathBuf>,
-    /// `prometheus-rw=URL`: a remote write receiver (http://).
-    pub prometheus: Option<url::Url>,
+    /// `prometheus-rw=URL` (a remote write receiver) and `otlp=URL` (an OTLP/HTTP one), http://.
+    pub exports: Vec<(crate::export::Kind, url::Url)>,
 }
 
 /// Reads `--out` values: `csv=PATH`, or a directory.
@@ -174,26 +174,23 @@ pub fn outputs(outs: &[String]) -> Result<Outputs, String> {
                     return Err("--out csv=PATH is given twice; one CSV file per run".into());
                 }
             }
-            Some(("prometheus-rw", url)) => {
-                let u = url::Url::parse(url).map_err(|e| format!("--out prometheus-rw={url}: not a URL: {e}"))?;
+            Some((name @ ("prometheus-rw" | "otlp"), url)) => {
+                let kind = if name == "otlp" { crate::export::Kind::Otlp } else { crate::export::Kind::PrometheusRw };
+                let u = url::Url::parse(url).map_err(|e| format!("--out {name}={url}: not a URL: {e}"))?;
                 if u.scheme() != "http" {
                     return Err(format!(
-                        "--out prometheus-rw={url}: only http:// receivers are written to so far (the scheme is {:?})",
+                        "--out {name}={url}: only http:// receivers are written to so far (the scheme is {:?})",
                         u.scheme()
                     ));
                 }
-                if o.prometheus.replace(u).is_some() {
-                    return Err("--out prometheus-rw=URL is given twice; one receiver per run".into());
+                if o.exports.iter().any(|(k, _)| *k == kind) {
+                    return Err(format!("--out {name}=URL is given twice; one receiver of a kind per run"));
                 }
-            }
-            Some(("otlp", _)) => {
-                return Err("--out otlp=URL is not built yet (issue 29 is open); --out prometheus-rw=URL, \
-                    --out csv=PATH and --junit PATH are"
-                    .into())
+                o.exports.push((kind, u));
             }
             Some((k, _)) => {
                 return Err(format!(
-                    "--out {text:?}: {k:?} is no kind of output; the kinds are csv=PATH and prometheus-rw=URL"
+                    "--out {text:?}: {k:?} is no kind of output; the kinds are csv=PATH, prometheus-rw=URL and otlp=URL"
                 ))
             }
             None if text.is_empty() => return Err("--out needs KIND=DEST or a directory".into()),
@@ -528,7 +525,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
     let spread = spread(&args.segment, &mut problems);
     let thresholds = thresholds(&args.gate.thresholds, &[], None, &server, &mut problems);
     let outs = outputs(&args.export.outs).map_err(|e| problems.push(e)).unwrap_or_default();
-    let (csv, prometheus) = (outs.csv, outs.prometheus);
+    let (csv, exports) = (outs.csv, outs.exports);
     // One process holds its own segment's connections, not the whole plan's.
     if spread.segment.map_or(args.connections, |s| s.connections(args.connections).1) > MAX_CONNECTIONS {
         problems.push(format!(
@@ -587,7 +584,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         json: args.json.clone(),
         html: args.html.clone(),
         csv,
-        prometheus,
+        exports,
         dashboard,
         gnuplot: args.gnuplot.clone(),
         quiet: args.quiet,
@@ -634,8 +631,8 @@ pub struct DdpPlan {
     pub html: Option<std::path::PathBuf>,
     /// `--out csv=PATH`: the run's seconds as CSV.
     pub csv: Option<std::path::PathBuf>,
-    /// `--out prometheus-rw=URL`: each second sent by remote write.
-    pub prometheus: Option<url::Url>,
+    /// `--out prometheus-rw=URL` and `--out otlp=URL`: where each second is sent.
+    pub exports: Vec<(crate::export::Kind, url::Url)>,
     /// Where the live dashboard listens (`--dashboard`).
     pub dashboard: Option<std::net::SocketAddr>,
     pub quiet: bool,
@@ -870,7 +867,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     let mut server = server_plan(&args.server, &mut problems);
     let spread = spread(&args.segment, &mut problems);
     let outs = outputs(&args.export.outs).map_err(|e| problems.push(e)).unwrap_or_default();
-    let (csv, prometheus) = (outs.csv, outs.prometheus);
+    let (csv, exports) = (outs.csv, outs.exports);
     for path in [&args.json, &args.html].into_iter().flatten() {
         if let Err(e) = files::check_writable(path) {
             problems.push(e);
@@ -928,7 +925,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         json: args.json.clone(),
         html: args.html.clone(),
         csv,
-        prometheus,
+        exports,
         dashboard,
         quiet: args.quiet,
         insecure: args.insecure,

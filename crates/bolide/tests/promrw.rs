@@ -5,69 +5,12 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use common::prom::{get, prometheus, query};
+
+use std::process::Command;
+use std::time::{Duration, SystemTime};
 
 use bolide::export::promrw::{compress, post, write_request, NativeHistogram, Series};
-
-struct Prometheus {
-    child: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Prometheus on a free loopback port, or None when it is not installed (CI installs it).
-fn prometheus() -> Prometheus {
-    let port = common::free_port();
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("prometheus.yml");
-    std::fs::write(&config, "global:\n  scrape_interval: 1h\n").unwrap();
-    let child = Command::new("prometheus")
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .arg("--web.enable-remote-write-receiver")
-        .arg("--enable-feature=native-histograms")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("prometheus (Debian's package) is needed for this test");
-    let p = Prometheus { child, port, _dir: dir };
-    let until = Instant::now() + Duration::from_secs(60);
-    while !get(port, "/-/ready").starts_with("HTTP/1.1 200") {
-        assert!(Instant::now() < until, "prometheus never got ready");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    p
-}
-
-fn get(port: u16, path: &str) -> String {
-    use std::io::{Read, Write};
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return String::new() };
-    let _ = s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes());
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    out
-}
-
-/// An instant query's single value.
-fn query(port: u16, promql: &str, at_s: f64) -> f64 {
-    let q: String = url::form_urlencoded::byte_serialize(promql.as_bytes()).collect();
-    let answer = get(port, &format!("/api/v1/query?query={q}&time={at_s}"));
-    let body = answer.split("\r\n\r\n").nth(1).unwrap_or("");
-    // Connection: close with a chunked body: the JSON is the line that starts with {.
-    let json = body.lines().find(|l| l.starts_with('{')).unwrap_or(body);
-    let v: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {answer}"));
-    let value = &v["data"]["result"][0]["value"][1];
-    value.as_str().and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{promql}: {v}"))
-}
 
 #[test]
 fn counters_come_back_exact_and_native_histogram_quantiles_within_a_bucket() {

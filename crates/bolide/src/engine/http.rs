@@ -204,7 +204,7 @@ pub fn run(
                             let rec = &seconds[reported].2;
                             let mut second = summary::second(reported as u32, seconds[reported].1.as_secs_f64(), rec);
                             // Remote write sends each second's latency as a histogram.
-                            if plan.prometheus.is_some() {
+                            if !plan.exports.is_empty() {
                                 second.latency_histogram = Some(crate::stats::hist::encode(&rec.latency_us));
                             }
                             second
@@ -247,7 +247,7 @@ pub fn run(
             // A segment keeps each second's histogram: merged with the other segments' seconds,
             // the whole run's per-second percentiles come out exact.
             // (Remote write too: the seconds the run's end leaves are sent from here.)
-            if plan.spread.segment.is_some() || plan.prometheus.is_some() {
+            if plan.spread.segment.is_some() || !plan.exports.is_empty() {
                 second.latency_histogram = Some(crate::stats::hist::encode(&rec.latency_us));
             }
             second

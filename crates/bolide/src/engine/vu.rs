@@ -137,7 +137,7 @@ pub fn run(
     let mut timeline: Vec<DdpSecond> = Vec::new();
     let step_names: Vec<String> = names.iter().map(|(n, _)| n.clone()).collect();
     // A segment keeps each second's histograms for merge; remote write sends them.
-    let keep_histograms = plan.spread.segment.is_some() || plan.prometheus.is_some();
+    let keep_histograms = plan.spread.segment.is_some() || !plan.exports.is_empty();
     let mut totals = VuProgress { planned: schedule.length(), ..VuProgress::default() };
     let mut shown = 0;
     for msg in rx {

@@ -1,15 +1,20 @@
-//! Sending a run's figures to the systems teams already run (`--out KIND=DEST`): Prometheus remote
-//! write (`promrw.rs` encodes; this sends), each second as the run makes it, of `http` and `run`.
+//! Sending a run's figures to the systems teams already run (`--out KIND=DEST`), each second as the
+//! run makes it, of `http` and `run`: Prometheus remote write (`promrw.rs` encodes) and OTLP/HTTP
+//! metrics (`otlp.rs` encodes); this keeps the run's series and sends them (`post.rs`).
 //!
 //! The load threads never wait for it: each second is encoded on the thread that collects the
 //! seconds and handed to a sender thread of its own (`bolide-export`) through a bounded queue; a
 //! slow or dead receiver fills the queue and the seconds that do not fit are dropped and counted.
-//! A failed POST (refused, reset, timed out, 5xx, 429) is tried again after 0.2, 0.4 and 0.8 s;
-//! other 4xx answers are not (the receiver will not take it). When the run ends the rest of its
+//! A failed POST (refused, reset, timed out; for remote write 5xx and 429, for OTLP 429, 502, 503
+//! and 504, as its specification says) is tried again after 0.2, 0.4 and 0.8 s; other answers
+//! are not (the receiver will not take it). When the run ends the rest of its
 //! seconds are sent and the queue is given up to 10 s to drain. What was sent, retried and dropped
 //! goes into the result document (`outputs`).
 
+pub mod otlp;
+pub mod post;
 pub mod promrw;
+pub(crate) mod proto;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +23,42 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use promrw::{NativeHistogram, Series};
+
+/// The kinds of receiver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `prometheus-rw=URL`.
+    PrometheusRw,
+    /// `otlp=URL`.
+    Otlp,
+}
+
+impl Kind {
+    /// As `--out` and the document name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::PrometheusRw => "prometheus-rw",
+            Kind::Otlp => "otlp",
+        }
+    }
+}
+
+/// One series' value at a moment: its remote write name, labels besides the run's, and value.
+#[derive(Debug, Clone)]
+pub struct Point {
+    pub name: String,
+    pub labels: Vec<(String, String)>,
+    pub value: Value,
+}
+
+#[derive(Debug, Clone)]
+pub enum Value {
+    /// A total since the run began.
+    Counter(f64),
+    Gauge(f64),
+    /// Seconds, since the run began.
+    Histogram(NativeHistogram),
+}
 
 pub use crate::stats::result::OutputResult;
 
@@ -39,10 +80,12 @@ struct Counts {
     last_error: Mutex<Option<String>>,
 }
 
-/// The remote write output of one run.
+/// One output of a run (`prometheus-rw` or `otlp`).
 pub struct Exporter {
+    kind: Kind,
     url: url::Url,
     testid: String,
+    /// The run's labels (remote write) or resource attributes (OTLP).
     labels: Vec<(String, String)>,
     started: SystemTime,
     tx: Option<SyncSender<(Vec<u8>, u64)>>,
@@ -58,6 +101,71 @@ pub struct Exporter {
     /// Counters' totals and histograms so far, by metric and extra labels.
     counters: BTreeMap<Key, f64>,
     histograms: BTreeMap<Key, NativeHistogram>,
+}
+
+/// Where and how a sender posts.
+struct Delivery {
+    kind: Kind,
+    url: url::Url,
+    /// Headers besides the request's own (authorization among them: never shown).
+    headers: Vec<(String, String)>,
+}
+
+impl Delivery {
+    fn new(kind: Kind, url: &url::Url) -> Delivery {
+        let mut target = url.clone();
+        let _ = target.set_password(None);
+        let _ = target.set_username("");
+        let mut headers: Vec<(String, String)> = match kind {
+            Kind::PrometheusRw => vec![
+                ("Content-Encoding".into(), "snappy".into()),
+                ("Content-Type".into(), "application/x-protobuf".into()),
+                ("X-Prometheus-Remote-Write-Version".into(), "0.1.0".into()),
+            ],
+            Kind::Otlp => {
+                let mut h = vec![("Content-Type".to_string(), "application/x-protobuf".to_string())];
+                h.extend(otlp::headers_from_env().into_iter().filter(|(k, _)| {
+                    !["content-type", "content-length", "host", "connection", "user-agent"]
+                        .contains(&k.to_ascii_lowercase().as_str())
+                }));
+                h
+            }
+        };
+        let auth = match kind {
+            Kind::PrometheusRw => promrw::Auth::from_env_or(url),
+            Kind::Otlp => promrw::Auth::from_url(url),
+        };
+        if let Some(v) = auth.value() {
+            if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")) {
+                headers.push(("Authorization".into(), v));
+            }
+        }
+        Delivery { kind, url: target, headers }
+    }
+
+    /// Posts a body: Ok when taken (a note when only partly), Err((why, try again?)).
+    fn post(&self, body: &[u8]) -> Result<Option<String>, (String, bool)> {
+        let headers: Vec<(&str, &str)> = self.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        match post::post(&self.url, &headers, body, TIMEOUT) {
+            Err(e) => Err((e, true)),
+            Ok(a) if (200..300).contains(&a.code) => Ok(match self.kind {
+                Kind::Otlp => otlp::partial_success(&a.body).map(|(n, why)| {
+                    format!(
+                        "the receiver rejected {n} points{}",
+                        if why.is_empty() { String::new() } else { format!(": {why}") }
+                    )
+                }),
+                Kind::PrometheusRw => None,
+            }),
+            Ok(a) => {
+                let again = match self.kind {
+                    Kind::PrometheusRw => a.code == 429 || !(400..500).contains(&a.code),
+                    Kind::Otlp => matches!(a.code, 429 | 502 | 503 | 504),
+                };
+                Err((format!("HTTP {}", a.code), again))
+            }
+        }
+    }
 }
 
 type Key = (String, Vec<(String, String)>);
@@ -77,27 +185,36 @@ struct Second<'a> {
 
 impl Exporter {
     /// Starts the sender; the run's series carry `testid` and `extra` labels.
-    pub fn start(url: url::Url, testid: String, extra: Vec<(String, String)>) -> Exporter {
+    pub fn start(kind: Kind, url: url::Url, testid: String, extra: Vec<(String, String)>) -> Exporter {
+        let url = match kind {
+            Kind::Otlp => otlp::metrics_url(url),
+            Kind::PrometheusRw => url,
+        };
         let (tx, rx) = sync_channel::<(Vec<u8>, u64)>(QUEUE);
         let (done_tx, done) = std::sync::mpsc::channel();
         let counts = Arc::new(Counts::default());
         let c = Arc::clone(&counts);
-        let auth = promrw::Auth::from_env_or(&url);
-        let mut target = url.clone();
-        let _ = target.set_password(None);
-        let _ = target.set_username("");
+        let delivery = Delivery::new(kind, &url);
         let spawned = std::thread::Builder::new().name("bolide-export".into()).spawn(move || {
             for (body, samples) in rx {
-                send(&target, &auth, &body, samples, &c);
+                send(&delivery, &body, samples, &c);
             }
             let _ = done_tx.send(());
         });
         if let Err(e) = spawned {
             *counts.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("no sender thread: {e}"));
         }
-        let mut labels = vec![("testid".to_string(), testid.clone()), ("job".to_string(), "bolide".to_string())];
+        let mut labels = match kind {
+            Kind::PrometheusRw => vec![("job".to_string(), "bolide".to_string())],
+            Kind::Otlp => vec![
+                ("service.name".to_string(), "bolide".to_string()),
+                ("service.version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
+            ],
+        };
+        labels.push(("testid".to_string(), testid.clone()));
         labels.extend(extra);
         Exporter {
+            kind,
             url,
             testid,
             labels,
@@ -185,38 +302,30 @@ impl Exporter {
         let ms = at.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_millis() as i64;
         let ms = ms.max(self.last_ms + 1);
         self.last_ms = ms;
-        let series = |name: &str, extra: &[(String, String)]| {
-            let mut labels = self.labels.clone();
-            labels.extend(extra.iter().cloned());
-            labels.push(("__name__".into(), name.into()));
-            Series { labels, ..Default::default() }
-        };
-        let mut all = Vec::new();
+        let mut points = Vec::new();
         for ((name, labels), v) in &self.counters {
-            let mut x = series(name, labels);
-            x.samples.push((*v, ms));
-            all.push(x);
+            points.push(Point { name: name.clone(), labels: labels.clone(), value: Value::Counter(*v) });
         }
         for (name, v) in s.gauges {
-            let mut x = series(name, &[]);
-            x.samples.push((v, ms));
-            all.push(x);
+            points.push(Point { name: name.into(), labels: vec![], value: Value::Gauge(v) });
         }
-        for (process, cpu, rss) in &self.processes {
-            let label = [("process".to_string(), process.clone())];
-            for (name, v) in [("bolide_server_cpu_percent", *cpu), ("bolide_server_rss_bytes", *rss)] {
-                let mut x = series(name, &label);
-                x.samples.push((v, ms));
-                all.push(x);
+        for (i, name) in ["bolide_server_cpu_percent", "bolide_server_rss_bytes"].into_iter().enumerate() {
+            for (process, cpu, rss) in &self.processes {
+                let value = Value::Gauge(if i == 0 { *cpu } else { *rss });
+                points.push(Point { name: name.into(), labels: vec![("process".into(), process.clone())], value });
             }
         }
         for ((name, labels), h) in &self.histograms {
-            let mut x = series(name, labels);
-            x.histograms.push((h.clone(), ms));
-            all.push(x);
+            points.push(Point { name: name.clone(), labels: labels.clone(), value: Value::Histogram(h.clone()) });
         }
-        let samples = all.len() as u64;
-        let body = promrw::compress(&promrw::write_request(&all));
+        let samples = points.len() as u64;
+        let body = match self.kind {
+            Kind::PrometheusRw => promrw::compress(&promrw::write_request(&self.remote_write(points, ms))),
+            Kind::Otlp => {
+                let ns = |t: SystemTime| t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_nanos() as u64;
+                otlp::request(&self.labels, ns(self.started), ms as u64 * 1_000_000, &points)
+            }
+        };
         self.seconds += 1;
         if let Some(tx) = &self.tx {
             if tx.try_send((body, samples)).is_err() {
@@ -225,26 +334,40 @@ impl Exporter {
         }
     }
 
-    /// Sends the run's seconds not handed over yet, waits (bounded) for the queue, and says how
-    /// delivery went.
-    pub fn finish_http(mut self, timeline: &[crate::stats::result::Second]) -> OutputResult {
+    /// Points as remote write's series: the run's labels and `__name__` with each.
+    fn remote_write(&self, points: Vec<Point>, ms: i64) -> Vec<Series> {
+        points
+            .into_iter()
+            .map(|p| {
+                let mut labels = self.labels.clone();
+                labels.extend(p.labels);
+                labels.push(("__name__".into(), p.name));
+                let mut x = Series { labels, ..Default::default() };
+                match p.value {
+                    Value::Counter(v) | Value::Gauge(v) => x.samples.push((v, ms)),
+                    Value::Histogram(h) => x.histograms.push((h, ms)),
+                }
+                x
+            })
+            .collect()
+    }
+
+    /// Hands over the seconds of an HTTP run not handed over yet (each once).
+    pub fn rest_http(&mut self, timeline: &[crate::stats::result::Second]) {
         for s in timeline {
             self.http_second(s);
         }
-        self.finish()
     }
 
     /// The same for a DDP run.
-    pub fn finish_ddp(mut self, timeline: &[crate::stats::vu::DdpSecond]) -> OutputResult {
+    pub fn rest_ddp(&mut self, timeline: &[crate::stats::vu::DdpSecond]) {
         for s in timeline {
             self.ddp_second(s);
         }
-        self.finish()
     }
 
-    fn finish(mut self) -> OutputResult {
-        drop(self.tx.take());
-        let drained = self.done.recv_timeout(DRAIN).is_ok();
+    /// How delivery went, once the sender is done or `drained` says it is not.
+    fn result(self, drained: bool) -> OutputResult {
         let sent = self.counts.sent.load(Ordering::Relaxed);
         let mut dropped = self.counts.dropped.load(Ordering::Relaxed);
         let mut last_error = self.counts.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone();
@@ -257,7 +380,7 @@ impl Exporter {
         let _ = url.set_password(None);
         let _ = url.set_username("");
         OutputResult {
-            kind: "prometheus-rw".into(),
+            kind: self.kind.name().into(),
             url: url.to_string(),
             testid: self.testid,
             seconds: self.seconds,
@@ -270,24 +393,40 @@ impl Exporter {
     }
 }
 
+/// Ends a run's outputs: their queues get [`DRAIN`] together to empty; how each went.
+pub fn finish(mut all: Vec<Exporter>) -> Vec<OutputResult> {
+    for e in &mut all {
+        drop(e.tx.take());
+    }
+    let until = Instant::now() + DRAIN;
+    all.into_iter()
+        .map(|e| {
+            let drained = e.done.recv_timeout(until.saturating_duration_since(Instant::now())).is_ok();
+            e.result(drained)
+        })
+        .collect()
+}
+
 /// POSTs one request, trying again after failures that may pass.
-fn send(url: &url::Url, auth: &promrw::Auth, body: &[u8], samples: u64, c: &Counts) {
+fn send(d: &Delivery, body: &[u8], samples: u64, c: &Counts) {
     let began = Instant::now();
     for attempt in 0..=BACKOFF.len() {
-        let why = match promrw::post_as(url, auth, body, TIMEOUT) {
-            Ok(code) if (200..300).contains(&code) => {
+        let why = match d.post(body) {
+            Ok(note) => {
                 c.sent.fetch_add(1, Ordering::Relaxed);
                 c.samples_sent.fetch_add(samples, Ordering::Relaxed);
+                if let Some(note) = note {
+                    *c.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(note);
+                }
                 return;
             }
-            Ok(code) if code != 429 && (400..500).contains(&code) => {
+            Err((why, false)) => {
                 // The receiver will not take it: trying again would not help.
                 c.dropped.fetch_add(1, Ordering::Relaxed);
-                *c.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("HTTP {code}"));
+                *c.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
                 return;
             }
-            Ok(code) => format!("HTTP {code}"),
-            Err(e) => e,
+            Err((why, true)) => why,
         };
         *c.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
         match BACKOFF.get(attempt) {

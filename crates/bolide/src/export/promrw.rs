@@ -9,6 +9,8 @@
 
 use std::collections::BTreeMap;
 
+use super::proto::{bytes, double, int, sint32, string, uint, varint, zigzag};
+
 /// Native histogram schema: bucket i holds values in (2^((i-1)/8), 2^(i/8)].
 pub const SCHEMA: i32 = 3;
 
@@ -169,22 +171,25 @@ impl Auth {
         if let (Some(u), Some(p)) = (var("BOLIDE_RW_USERNAME"), var("BOLIDE_RW_PASSWORD")) {
             return Auth::Basic(u, p);
         }
+        Auth::from_url(url)
+    }
+
+    /// The URL's own user and password, if it has them.
+    pub fn from_url(url: &url::Url) -> Auth {
         match (url.username(), url.password()) {
             (u, Some(p)) if !u.is_empty() => Auth::Basic(u.to_string(), p.to_string()),
             _ => Auth::None,
         }
     }
 
-    fn header(&self) -> String {
+    /// The `Authorization` header's value, if any.
+    pub(crate) fn value(&self) -> Option<String> {
         use base64::Engine as _;
         match self {
-            Auth::None => String::new(),
-            Auth::Bearer(t) => format!("Authorization: Bearer {t}\r\n"),
+            Auth::None => None,
+            Auth::Bearer(t) => Some(format!("Bearer {t}")),
             Auth::Basic(u, p) => {
-                format!(
-                    "Authorization: Basic {}\r\n",
-                    base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"))
-                )
+                Some(format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"))))
             }
         }
     }
@@ -197,98 +202,16 @@ pub fn post(url: &url::Url, body: &[u8], timeout: std::time::Duration) -> Result
 
 /// The same, identified as `auth` says.
 pub fn post_as(url: &url::Url, auth: &Auth, body: &[u8], timeout: std::time::Duration) -> Result<u16, String> {
-    use std::io::{Read, Write};
-    if url.scheme() != "http" {
-        return Err(format!("{url}: only http:// receivers are written to"));
+    let authorization = auth.value();
+    let mut headers = vec![
+        ("Content-Encoding", "snappy"),
+        ("Content-Type", "application/x-protobuf"),
+        ("X-Prometheus-Remote-Write-Version", "0.1.0"),
+    ];
+    if let Some(a) = authorization.as_deref() {
+        headers.push(("Authorization", a));
     }
-    let host = url.host_str().ok_or("the URL names no host")?;
-    let port = url.port().unwrap_or(80);
-    let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
-        .map_err(|e| format!("{host}:{port}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("{host}:{port}: no address"))?;
-    let mut s = std::net::TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("{addr}: {e}"))?;
-    s.set_read_timeout(Some(timeout)).ok();
-    s.set_write_timeout(Some(timeout)).ok();
-    let path = match url.query() {
-        Some(q) => format!("{}?{q}", url.path()),
-        None => url.path().to_string(),
-    };
-    let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Encoding: snappy\r\nContent-Type: application/x-protobuf\r\n\
-         X-Prometheus-Remote-Write-Version: 0.1.0\r\nUser-Agent: bolide/{}\r\n{}Content-Length: {}\r\nConnection: close\r\n\r\n",
-        env!("CARGO_PKG_VERSION"),
-        auth.header(),
-        body.len()
-    );
-    s.write_all(head.as_bytes()).and_then(|()| s.write_all(body)).map_err(|e| format!("sending: {e}"))?;
-    let mut answer = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                answer.extend_from_slice(&buf[..n]);
-                if answer.len() > 64 * 1024 {
-                    break;
-                }
-            }
-            Err(e) if answer.is_empty() => return Err(format!("reading the answer: {e}")),
-            Err(_) => break,
-        }
-    }
-    let mut headers = [httparse::EMPTY_HEADER; 32];
-    let mut res = httparse::Response::new(&mut headers);
-    match res.parse(&answer) {
-        Ok(_) => res.code.ok_or_else(|| "an answer without a status".to_string()),
-        Err(_) => Err("the answer is not HTTP".into()),
-    }
-}
-
-fn varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
-}
-
-fn key(out: &mut Vec<u8>, field: u32, wire: u8) {
-    varint(out, (u64::from(field) << 3) | u64::from(wire));
-}
-
-fn uint(out: &mut Vec<u8>, field: u32, v: u64) {
-    key(out, field, 0);
-    varint(out, v);
-}
-
-fn int(out: &mut Vec<u8>, field: u32, v: i64) {
-    key(out, field, 0);
-    varint(out, v as u64);
-}
-
-fn sint32(out: &mut Vec<u8>, field: u32, v: i32) {
-    key(out, field, 0);
-    varint(out, zigzag(i64::from(v)));
-}
-
-fn double(out: &mut Vec<u8>, field: u32, v: f64) {
-    key(out, field, 1);
-    out.extend_from_slice(&v.to_le_bytes());
-}
-
-fn bytes(out: &mut Vec<u8>, field: u32, b: &[u8]) {
-    key(out, field, 2);
-    varint(out, b.len() as u64);
-    out.extend_from_slice(b);
-}
-
-fn string(out: &mut Vec<u8>, field: u32, s: &str) {
-    bytes(out, field, s.as_bytes());
+    super::post::post(url, &headers, body, timeout).map(|a| a.code)
 }
 
 #[cfg(test)]

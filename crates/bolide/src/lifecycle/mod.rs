@@ -300,7 +300,7 @@ fn run_http_plan(
     let announced = announce(io, plan.quiet, plan.json.as_deref(), &crate::report::term::header(&plan.settings, &urls));
     let bar = progress::http_bar(shows_progress(io, plan.quiet), &io.stage, plan.stop.time, plan.stop.count);
     let stage = live_title(&io.stage, &command_line);
-    let mut exporter = exporter(plan.prometheus.as_ref(), plan.label.as_deref(), plan.spread.segment);
+    let mut exporters = exporters(&plan.exports, plan.label.as_deref(), plan.spread.segment);
     let run = watched(
         &plan.server,
         &plan.spread,
@@ -312,9 +312,12 @@ fn run_http_plan(
             let mut timeline = Vec::new();
             let out = engine::run(plan, cancel, &mut |p: &engine::Progress| {
                 progress::http_update(&bar, p);
-                if let Some(e) = exporter.as_mut() {
-                    e.watch(&monitor.snapshot().0);
-                    e.http_second(&p.second);
+                if !exporters.is_empty() {
+                    let watched = monitor.snapshot().0;
+                    for e in &mut exporters {
+                        e.watch(&watched);
+                        e.http_second(&p.second);
+                    }
                 }
                 if let Some(d) = dashboard {
                     timeline.push(p.second.clone());
@@ -335,8 +338,13 @@ fn run_http_plan(
         Err(code) => return Outcome::failed(code),
     };
     let mut doc = document::http(plan, &output, command_line);
-    if let Some(e) = exporter {
-        doc.outputs.push(delivered(io, e.finish_http(&output.timeline)));
+    if !exporters.is_empty() {
+        for e in &mut exporters {
+            e.rest_http(&output.timeline);
+        }
+        for r in crate::export::finish(exporters) {
+            doc.outputs.push(delivered(io, r));
+        }
         // The seconds' histograms were for the receiver; a segment's document keeps them for merge.
         if plan.spread.segment.is_none() {
             for s in &mut doc.timeline {
@@ -570,14 +578,17 @@ fn run_ddp_plan(
     let announced = announce(io, plan.quiet, plan.json.as_deref(), &line);
     let bar = progress::ddp_bar(shows_progress(io, plan.quiet), &io.stage, plan.arrivals_length());
     let stage = live_title(&io.stage, &command_line);
-    let mut exporter = exporter(plan.prometheus.as_ref(), plan.label.as_deref(), plan.spread.segment);
+    let mut exporters = exporters(&plan.exports, plan.label.as_deref(), plan.spread.segment);
     let run = watched(&plan.server, &plan.spread, plan.quiet, io, cancel, reachable, |monitor| {
         let mut timeline = Vec::new();
         let out = crate::engine::vu::run(plan, cancel, &mut |p: &crate::engine::vu::VuProgress| {
             progress::ddp_update(&bar, p);
-            if let Some(e) = exporter.as_mut() {
-                e.watch(&monitor.snapshot().0);
-                e.ddp_second(&p.second);
+            if !exporters.is_empty() {
+                let watched = monitor.snapshot().0;
+                for e in &mut exporters {
+                    e.watch(&watched);
+                    e.ddp_second(&p.second);
+                }
             }
             if let Some(d) = dashboard {
                 timeline.push(p.second.clone());
@@ -596,8 +607,13 @@ fn run_ddp_plan(
         Err(code) => return Outcome::failed(code),
     };
     let mut doc = document::ddp(plan, &output, command_line);
-    if let Some(e) = exporter {
-        doc.outputs.push(delivered(io, e.finish_ddp(&output.timeline)));
+    if !exporters.is_empty() {
+        for e in &mut exporters {
+            e.rest_ddp(&output.timeline);
+        }
+        for r in crate::export::finish(exporters) {
+            doc.outputs.push(delivered(io, r));
+        }
         // The seconds' histograms were for the receiver; a segment's document keeps them for merge.
         if plan.spread.segment.is_none() {
             for s in &mut doc.timeline {
@@ -630,14 +646,18 @@ fn run_ddp_plan(
     Outcome { code, doc: Some(doc) }
 }
 
-/// `--out prometheus-rw=URL`'s sender for a run, when asked for.
-fn exporter(
-    url: Option<&url::Url>,
+/// The senders of `--out prometheus-rw=URL` and `--out otlp=URL` for a run.
+fn exporters(
+    exports: &[(crate::export::Kind, url::Url)],
     label: Option<&str>,
     segment: Option<crate::segment::Segment>,
-) -> Option<crate::export::Exporter> {
+) -> Vec<crate::export::Exporter> {
     let segment = segment.map(|s| vec![("segment".to_string(), s.to_string())]).unwrap_or_default();
-    url.map(|u| crate::export::Exporter::start(u.clone(), testid(label), segment))
+    let testid = testid(label);
+    exports
+        .iter()
+        .map(|(kind, u)| crate::export::Exporter::start(*kind, u.clone(), testid.clone(), segment.clone()))
+        .collect()
 }
 
 /// Says when seconds were not delivered; hands the result back.
@@ -646,8 +666,8 @@ fn delivered(io: &mut Io, r: crate::export::OutputResult) -> crate::export::Outp
         let why = r.last_error.as_deref().unwrap_or("no answer");
         let _ = writeln!(
             io.err,
-            "warning: --out prometheus-rw={}: {} of {} seconds not delivered ({why}); the run's own figures are whole",
-            r.url, r.dropped, r.seconds
+            "warning: --out {}={}: {} of {} seconds not delivered ({why}); the run's own figures are whole",
+            r.kind, r.url, r.dropped, r.seconds
         );
     }
     r

@@ -42,7 +42,8 @@ pub struct ResultDoc {
     /// Prometheus endpoints read with `--scrape` (absent when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scrape: Vec<crate::monitor::scrape::ScrapeResult>,
-    /// Where the run's seconds were sent (`--out prometheus-rw=URL`) and how delivery went.
+    /// Where the run's seconds were sent (`--out prometheus-rw=URL`, `--out otlp=URL`) and how
+    /// delivery went.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outputs: Vec<OutputResult>,
     /// bolide's own load threads and the machine's idle CPU, with the verdict on whether the run
@@ -289,11 +290,11 @@ pub fn check_version(version: Option<u64>) -> Result<(), String> {
 /// An output in a result document: where it went and how delivery went.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct OutputResult {
-    /// `prometheus-rw`.
+    /// `prometheus-rw` or `otlp`.
     pub kind: String,
     /// The receiver's URL (without credentials).
     pub url: String,
-    /// The `testid` label of every series.
+    /// The `testid` label (resource attribute for OTLP) of every series.
     pub testid: String,
     /// Seconds of the run handed to the output, sent (answered 2xx), and dropped (the queue full,
     /// every try failed, or refused by the receiver).

@@ -353,7 +353,8 @@ pub struct DdpDoc {
     /// Prometheus endpoints read with `--scrape` (absent when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scrape: Vec<crate::monitor::scrape::ScrapeResult>,
-    /// Where the run's seconds were sent (`--out prometheus-rw=URL`) and how delivery went.
+    /// Where the run's seconds were sent (`--out prometheus-rw=URL`, `--out otlp=URL`) and how
+    /// delivery went.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outputs: Vec<super::result::OutputResult>,
     /// bolide's own load threads and the machine's idle CPU, with the verdict on whether the run
