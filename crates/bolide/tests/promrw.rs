@@ -326,3 +326,55 @@ fn a_bearer_token_from_the_environment_is_sent_and_never_shown() {
         }
     }
 }
+
+fn not_found(s: std::net::TcpStream) {
+    common::answer_all(s, b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+}
+
+#[test]
+fn statuses_error_classes_connections_and_each_url_come_back_by_promql() {
+    let p = prometheus();
+    let (ok, missing) = (ok_server(), common::fake(not_found));
+    let broken = common::fake(resets);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let urls = [ok.url("/a?token=hidden"), missing.url("/b"), broken.url("/c")];
+    let o = Command::new(env!("CARGO_BIN_EXE_bolide"))
+        .args(["http", "-n", "900", "-c", "3", "--out"])
+        .arg(format!("prometheus-rw=http://127.0.0.1:{}/api/v1/write", p.port))
+        .arg("--json")
+        .arg(&json)
+        .args(&urls)
+        .env("BOLIDE_TESTID", "rw-breakdown")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let doc: bolide::stats::result::ResultDoc = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(doc.summary.errors > 0, "the resetting target fails: {:?}", doc.summary.errors_by_class);
+    let end = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs_f64();
+    let total = |metric: &str, labels: &str| {
+        let q = format!("sum(max_over_time({metric}{{testid=\"rw-breakdown\"{labels}}}[1h]))");
+        query(p.port, &q, end)
+    };
+    // Responses by status and errors by class are the document's, exactly.
+    for (status, n) in &doc.summary.status {
+        assert_eq!(total("bolide_http_responses_by_status_total", &format!(",status=\"{status}\"")), *n as f64);
+    }
+    for (class, n) in doc.summary.errors_by_class.iter().filter(|(_, n)| **n > 0) {
+        assert_eq!(total("bolide_http_errors_by_class_total", &format!(",class=\"{class}\"")), *n as f64, "{class}");
+    }
+    assert_eq!(total("bolide_http_connects_total", ""), doc.summary.connects as f64);
+    // Each URL its own series, labelled without its query string.
+    for t in &doc.per_target {
+        let label = t.url.split('?').next().unwrap();
+        let sel = format!(",target=\"{label}\"");
+        assert_eq!(total("bolide_http_target_responses_total", &sel), t.responses as f64, "{label}");
+        if t.responses > 0 {
+            let q = format!("histogram_count(bolide_http_target_latency_seconds{{testid=\"rw-breakdown\"{sel}}})");
+            // Timed-out requests count in the histogram too; none here.
+            assert_eq!(query(p.port, &q, end), t.responses as f64, "{label}");
+        }
+    }
+    let values = get(p.port, "/api/v1/label/target/values");
+    assert!(!values.contains("hidden"), "a query string in a label: {values}");
+}

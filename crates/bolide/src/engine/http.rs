@@ -203,9 +203,8 @@ pub fn run(
                         second: {
                             let rec = &seconds[reported].2;
                             let mut second = summary::second(reported as u32, seconds[reported].1.as_secs_f64(), rec);
-                            // Remote write sends each second's latency as a histogram.
                             if !plan.exports.is_empty() {
-                                second.latency_histogram = Some(crate::stats::hist::encode(&rec.latency_us));
+                                for_outputs(&mut second, rec);
                             }
                             second
                         },
@@ -246,9 +245,12 @@ pub fn run(
             let mut second = summary::second(t as u32, span.as_secs_f64(), rec);
             // A segment keeps each second's histogram: merged with the other segments' seconds,
             // the whole run's per-second percentiles come out exact.
-            // (Remote write too: the seconds the run's end leaves are sent from here.)
-            if plan.spread.segment.is_some() || !plan.exports.is_empty() {
+            if plan.spread.segment.is_some() {
                 second.latency_histogram = Some(crate::stats::hist::encode(&rec.latency_us));
+            }
+            // The outputs too: the seconds the run's end leaves are sent from here.
+            if !plan.exports.is_empty() {
+                for_outputs(&mut second, rec);
             }
             second
         })
@@ -264,6 +266,23 @@ pub fn run(
         gnuplot_parts,
         gnuplot_error,
     })
+}
+
+/// What the outputs send of a second besides its totals: its latency histogram and breakdowns.
+fn for_outputs(second: &mut Second, rec: &SecondRecorder) {
+    second.latency_histogram = Some(crate::stats::hist::encode(&rec.latency_us));
+    let mut statuses = rec.statuses.clone();
+    statuses.sort_unstable();
+    second.detail = Some(Box::new(crate::stats::result::SecondDetail {
+        connects: rec.connects,
+        statuses,
+        error_classes: ErrorClass::ALL
+            .iter()
+            .map(|c| (c.name(), rec.error_classes[*c as usize]))
+            .filter(|(_, n)| *n > 0)
+            .collect(),
+        targets: rec.targets.iter().map(|(n, h)| (*n, crate::stats::hist::encode(h))).collect(),
+    }));
 }
 
 /// State shared by the connection tasks of one worker (one thread, so `Rc` and `RefCell`).
@@ -341,10 +360,15 @@ fn worker_main(
         }
         Pacer::Closed => None,
     };
+    let mut rec = WorkerRecorder::new(targets);
+    // The outputs of a run of several URLs send each one's latency.
+    if !plan.exports.is_empty() && targets > 1 {
+        rec.second = SecondRecorder::by_target(targets);
+    }
     let worker = Rc::new(Worker {
         timer,
         tls: needs_tls.then(|| Connector::new(plan.insecure)),
-        rec: RefCell::new(WorkerRecorder::new(targets)),
+        rec: RefCell::new(rec),
         plan,
         share,
         start,
@@ -433,7 +457,7 @@ async fn connection_loop(w: &Worker, target_index: usize) {
                 if !reused {
                     let c = http::connect(target, w.tls.as_ref()).await?;
                     timings.connect_us = micros(sent_at.elapsed());
-                    w.rec.borrow_mut().targets[target_index].connects += 1;
+                    w.rec.borrow_mut().record_connect(target_index);
                     conn = Some(c);
                 }
                 match conn.as_mut().expect("connected above").exchange(target, &mut timings).await {

@@ -101,6 +101,22 @@ pub struct Exporter {
     /// Counters' totals and histograms so far, by metric and extra labels.
     counters: BTreeMap<Key, f64>,
     histograms: BTreeMap<Key, NativeHistogram>,
+    /// The run's URLs as `target` labels, when there are several (each its own series).
+    targets: Vec<String>,
+}
+
+/// A URL as a label's value: without user, password, query or fragment (they may hold secrets).
+pub fn target_label(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_password(None);
+            let _ = u.set_username("");
+            u.set_query(None);
+            u.set_fragment(None);
+            u.to_string()
+        }
+        Err(_) => crate::redact::text(url.split(['?', '#']).next().unwrap_or("")),
+    }
 }
 
 /// Where and how a sender posts.
@@ -184,8 +200,15 @@ struct Second<'a> {
 }
 
 impl Exporter {
-    /// Starts the sender; the run's series carry `testid` and `extra` labels.
-    pub fn start(kind: Kind, url: url::Url, testid: String, extra: Vec<(String, String)>) -> Exporter {
+    /// Starts the sender; the run's series carry `testid` and `extra` labels; `targets` (the
+    /// run's URLs, when several) get series of their own.
+    pub fn start(
+        kind: Kind,
+        url: url::Url,
+        testid: String,
+        extra: Vec<(String, String)>,
+        targets: Vec<String>,
+    ) -> Exporter {
         let url = match kind {
             Kind::Otlp => otlp::metrics_url(url),
             Kind::PrometheusRw => url,
@@ -228,21 +251,37 @@ impl Exporter {
             processes: Vec::new(),
             counters: BTreeMap::new(),
             histograms: BTreeMap::new(),
+            targets: targets.iter().map(|t| target_label(t)).collect(),
         }
     }
 
     /// Hands over one second of an HTTP run (its histogram in `latency_histogram`), once.
     pub fn http_second(&mut self, s: &crate::stats::result::Second) {
-        self.second(Second {
-            t: s.t,
-            span_s: s.span_s,
-            increases: vec![
-                ("bolide_http_responses_total", vec![], s.responses as f64),
-                ("bolide_http_errors_total", vec![], s.errors as f64),
-            ],
-            gauges: vec![],
-            histograms: vec![("bolide_http_latency_seconds", vec![], s.latency_histogram.as_deref())],
-        });
+        let mut increases = vec![
+            ("bolide_http_responses_total", vec![], s.responses as f64),
+            ("bolide_http_errors_total", vec![], s.errors as f64),
+        ];
+        let mut histograms = vec![("bolide_http_latency_seconds", vec![], s.latency_histogram.as_deref())];
+        if let Some(d) = s.detail.as_deref() {
+            increases.push(("bolide_http_connects_total", vec![], d.connects as f64));
+            for (status, n) in &d.statuses {
+                let status = if *status == 0 { "other".to_string() } else { status.to_string() };
+                increases.push(("bolide_http_responses_by_status_total", vec![("status".into(), status)], *n as f64));
+            }
+            for (class, n) in &d.error_classes {
+                increases.push((
+                    "bolide_http_errors_by_class_total",
+                    vec![("class".into(), class.to_string())],
+                    *n as f64,
+                ));
+            }
+            for ((n, h), target) in d.targets.iter().zip(&self.targets) {
+                let label = vec![("target".to_string(), target.clone())];
+                increases.push(("bolide_http_target_responses_total", label.clone(), *n as f64));
+                histograms.push(("bolide_http_target_latency_seconds", label, Some(h.as_str())));
+            }
+        }
+        self.second(Second { t: s.t, span_s: s.span_s, increases, gauges: vec![], histograms });
     }
 
     /// Hands over one second of a DDP run (each step's histogram in its `step_latency`), once.

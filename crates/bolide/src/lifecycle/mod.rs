@@ -300,7 +300,7 @@ fn run_http_plan(
     let announced = announce(io, plan.quiet, plan.json.as_deref(), &crate::report::term::header(&plan.settings, &urls));
     let bar = progress::http_bar(shows_progress(io, plan.quiet), &io.stage, plan.stop.time, plan.stop.count);
     let stage = live_title(&io.stage, &command_line);
-    let mut exporters = exporters(&plan.exports, plan.label.as_deref(), plan.spread.segment);
+    let mut exporters = exporters(&plan.exports, plan.label.as_deref(), plan.spread.segment, &urls);
     let run = watched(
         &plan.server,
         &plan.spread,
@@ -345,9 +345,11 @@ fn run_http_plan(
         for r in crate::export::finish(exporters) {
             doc.outputs.push(delivered(io, r));
         }
-        // The seconds' histograms were for the receiver; a segment's document keeps them for merge.
-        if plan.spread.segment.is_none() {
-            for s in &mut doc.timeline {
+        // The seconds' histograms and breakdowns were for the receivers; a segment's document
+        // keeps the histograms for merge.
+        for s in &mut doc.timeline {
+            s.detail = None;
+            if plan.spread.segment.is_none() {
                 s.latency_histogram = None;
             }
         }
@@ -578,7 +580,8 @@ fn run_ddp_plan(
     let announced = announce(io, plan.quiet, plan.json.as_deref(), &line);
     let bar = progress::ddp_bar(shows_progress(io, plan.quiet), &io.stage, plan.arrivals_length());
     let stage = live_title(&io.stage, &command_line);
-    let mut exporters = exporters(&plan.exports, plan.label.as_deref(), plan.spread.segment);
+    let urls: Vec<String> = plan.targets.iter().map(|t| t.url.clone()).collect();
+    let mut exporters = exporters(&plan.exports, plan.label.as_deref(), plan.spread.segment, &urls);
     let run = watched(&plan.server, &plan.spread, plan.quiet, io, cancel, reachable, |monitor| {
         let mut timeline = Vec::new();
         let out = crate::engine::vu::run(plan, cancel, &mut |p: &crate::engine::vu::VuProgress| {
@@ -646,17 +649,32 @@ fn run_ddp_plan(
     Outcome { code, doc: Some(doc) }
 }
 
-/// The senders of `--out prometheus-rw=URL` and `--out otlp=URL` for a run.
+/// The senders of `--out prometheus-rw=URL` and `--out otlp=URL` for a run: its series carry
+/// `testid`, `label` (a bench series'), `target` (the URL, when one) and `segment`; a run of
+/// several URLs sends each one's series too.
 fn exporters(
     exports: &[(crate::export::Kind, url::Url)],
     label: Option<&str>,
     segment: Option<crate::segment::Segment>,
+    urls: &[String],
 ) -> Vec<crate::export::Exporter> {
-    let segment = segment.map(|s| vec![("segment".to_string(), s.to_string())]).unwrap_or_default();
+    let mut extra = Vec::new();
+    if let Some(l) = label.filter(|l| !l.is_empty()) {
+        extra.push(("label".to_string(), l.to_string()));
+    }
+    if let [one] = urls {
+        extra.push(("target".to_string(), crate::export::target_label(one)));
+    }
+    if let Some(s) = segment {
+        extra.push(("segment".to_string(), s.to_string()));
+    }
+    let several = if urls.len() > 1 { urls.to_vec() } else { Vec::new() };
     let testid = testid(label);
     exports
         .iter()
-        .map(|(kind, u)| crate::export::Exporter::start(*kind, u.clone(), testid.clone(), segment.clone()))
+        .map(|(kind, u)| {
+            crate::export::Exporter::start(*kind, u.clone(), testid.clone(), extra.clone(), several.clone())
+        })
         .collect()
 }
 

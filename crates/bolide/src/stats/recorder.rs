@@ -134,20 +134,63 @@ pub struct SecondRecorder {
     pub errors: u64,
     pub bytes_in: u64,
     pub latency_us: Histogram<u64>,
+    /// Connections opened.
+    pub connects: u64,
+    /// Responses by status (few: searched in order), and errors by class.
+    pub statuses: Vec<(u16, u64)>,
+    pub error_classes: [u64; ErrorClass::ALL.len()],
+    /// Each target's responses and latency, kept only when asked for ([`SecondRecorder::by_target`]:
+    /// the outputs of a run of several URLs); empty otherwise.
+    pub targets: Vec<(u64, Histogram<u64>)>,
 }
 
 impl Default for SecondRecorder {
     fn default() -> Self {
-        SecondRecorder { responses: 0, errors: 0, bytes_in: 0, latency_us: hist::latency_us() }
+        SecondRecorder {
+            responses: 0,
+            errors: 0,
+            bytes_in: 0,
+            latency_us: hist::latency_us(),
+            connects: 0,
+            statuses: Vec::new(),
+            error_classes: [0; ErrorClass::ALL.len()],
+            targets: Vec::new(),
+        }
     }
 }
 
 impl SecondRecorder {
+    /// Keeps each of `targets` targets' responses and latency too.
+    pub fn by_target(targets: usize) -> SecondRecorder {
+        SecondRecorder { targets: (0..targets).map(|_| (0, hist::latency_us())).collect(), ..Default::default() }
+    }
+
     pub fn merge(&mut self, other: &SecondRecorder) {
         self.responses += other.responses;
         self.errors += other.errors;
         self.bytes_in += other.bytes_in;
         self.latency_us.add(&other.latency_us).expect("latency histograms share one shape");
+        self.connects += other.connects;
+        for &(status, n) in &other.statuses {
+            self.count_status(status, n);
+        }
+        for (a, b) in self.error_classes.iter_mut().zip(other.error_classes) {
+            *a += b;
+        }
+        if self.targets.len() < other.targets.len() {
+            self.targets.resize_with(other.targets.len(), || (0, hist::latency_us()));
+        }
+        for (a, b) in self.targets.iter_mut().zip(&other.targets) {
+            a.0 += b.0;
+            a.1.add(&b.1).expect("latency histograms share one shape");
+        }
+    }
+
+    fn count_status(&mut self, status: u16, n: u64) {
+        match self.statuses.iter_mut().find(|(s, _)| *s == status) {
+            Some(slot) => slot.1 += n,
+            None => self.statuses.push((status, n)),
+        }
     }
 
     /// Hands out what was recorded and starts over, keeping the histogram's allocation.
@@ -157,6 +200,13 @@ impl SecondRecorder {
         self.errors = 0;
         self.bytes_in = 0;
         self.latency_us.reset();
+        self.connects = 0;
+        self.statuses.clear();
+        self.error_classes = [0; ErrorClass::ALL.len()];
+        for (n, h) in &mut self.targets {
+            *n = 0;
+            h.reset();
+        }
         out
     }
 }
@@ -211,6 +261,18 @@ impl WorkerRecorder {
         self.second.responses += 1;
         self.second.bytes_in += bytes;
         hist::record(&mut self.second.latency_us, latency_us);
+        let status = if (100..600).contains(&status) { status } else { 0 };
+        self.second.count_status(status, 1);
+        if let Some((n, h)) = self.second.targets.get_mut(target) {
+            *n += 1;
+            hist::record(h, latency_us);
+        }
+    }
+
+    /// A connection opened to `target`.
+    pub fn record_connect(&mut self, target: usize) {
+        self.targets[target].connects += 1;
+        self.second.connects += 1;
     }
 
     /// A request that got no complete response within the timeout: an error of class `timeout`
@@ -219,12 +281,16 @@ impl WorkerRecorder {
     pub fn record_timeout(&mut self, target: usize, latency_us: u64, detail: &str) {
         hist::record(&mut self.targets[target].latency_us, latency_us);
         hist::record(&mut self.second.latency_us, latency_us);
+        if let Some((_, h)) = self.second.targets.get_mut(target) {
+            hist::record(h, latency_us);
+        }
         self.record_error(target, ErrorClass::Timeout, detail);
     }
 
     pub fn record_error(&mut self, target: usize, class: ErrorClass, detail: &str) {
         self.targets[target].record_error(class);
         self.second.errors += 1;
+        self.second.error_classes[class.index()] += 1;
         if !self.first_errors.iter().any(|(c, _)| *c == class) {
             self.first_errors.push((class, detail.to_string()));
         }

@@ -214,6 +214,23 @@ pub struct Second {
     /// (`--segment`) so that `bolide merge` computes the merged seconds' percentiles exactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_histogram: Option<String>,
+    /// What the outputs (`--out prometheus-rw=URL`, `otlp=URL`) send besides; never in the document.
+    #[serde(skip)]
+    pub detail: Option<Box<SecondDetail>>,
+}
+
+/// A second's breakdowns for the outputs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SecondDetail {
+    /// Connections opened.
+    pub connects: u64,
+    /// Responses by status (0: outside 100-599).
+    pub statuses: Vec<(u16, u64)>,
+    /// Errors by class name, the classes with none left out.
+    pub error_classes: Vec<(&'static str, u64)>,
+    /// Each target's responses and latency histogram (HdrHistogram V2, base64), in the plan's
+    /// order; empty for a run of one URL.
+    pub targets: Vec<(u64, String)>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

@@ -75,6 +75,7 @@ pub fn second(t: u32, span_s: f64, rec: &SecondRecorder) -> Second {
         latency_p99_us: l.p99_us,
         latency_max_us: l.max_us,
         latency_histogram: None,
+        detail: None,
     }
 }
 
@@ -169,6 +170,7 @@ mod tests {
             latency_p99_us: 0,
             latency_max_us: 0,
             latency_histogram: None,
+            detail: None,
         }
     }
 
