@@ -378,3 +378,36 @@ fn statuses_error_classes_connections_and_each_url_come_back_by_promql() {
     let values = get(p.port, "/api/v1/label/target/values");
     assert!(!values.contains("hidden"), "a query string in a label: {values}");
 }
+
+/// A metrics page on a server that keeps the connection open after each answer, whatever the
+/// request asked: the scraper reads the whole answer and does not wait for a close.
+fn metrics_page(s: std::net::TcpStream) {
+    let body = "# TYPE app_queue gauge\napp_queue{job=\"worker\"} 7\n# TYPE app_requests_total counter\napp_requests_total 42\n";
+    let head =
+        format!("HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\n\r\n", body.len());
+    common::answer_all(s, format!("{head}{body}").as_bytes())
+}
+
+#[test]
+fn scraped_series_go_out_beside_the_load_as_gauges() {
+    let p = prometheus();
+    let target = ok_server();
+    let app = common::fake(metrics_page);
+    let o = Command::new(env!("CARGO_BIN_EXE_bolide"))
+        .args(["http", "-n", "2500", "-c", "2", "--rps", "1000", "--scrape"])
+        .arg(format!("app={}", app.url("/metrics")))
+        .arg("--out")
+        .arg(format!("prometheus-rw=http://127.0.0.1:{}/api/v1/write", p.port))
+        .arg(target.url("/"))
+        .env("BOLIDE_TESTID", "rw-scraped")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let end = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs_f64();
+    // The server's own label `job` is kept as `scraped_job` (job is the run's).
+    let q =
+        "max_over_time(bolide_scraped_app_queue{testid=\"rw-scraped\",endpoint=\"app\",scraped_job=\"worker\"}[1h])";
+    assert_eq!(query(p.port, q, end), 7.0);
+    let q = "max_over_time(bolide_scraped_app_requests_total{testid=\"rw-scraped\",endpoint=\"app\"}[1h])";
+    assert_eq!(query(p.port, q, end), 42.0);
+}

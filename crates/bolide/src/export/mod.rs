@@ -62,6 +62,8 @@ pub enum Value {
 
 pub use crate::stats::result::OutputResult;
 
+/// The server's own series sent with each second, at most.
+const SCRAPED: usize = 1000;
 /// Requests waiting for the sender (a second each).
 const QUEUE: usize = 120;
 /// How long the end of a run waits for the queue to drain.
@@ -98,6 +100,8 @@ pub struct Exporter {
     last_ms: i64,
     /// The watched processes' latest CPU (% of one core) and RSS (bytes), sent with each second.
     processes: Vec<(String, f64, f64)>,
+    /// The scraped, probed and Monti series' latest values, sent with each second as gauges.
+    scraped: Vec<Point>,
     /// Counters' totals and histograms so far, by metric and extra labels.
     counters: BTreeMap<Key, f64>,
     histograms: BTreeMap<Key, NativeHistogram>,
@@ -249,6 +253,7 @@ impl Exporter {
             next_t: 0,
             last_ms: 0,
             processes: Vec::new(),
+            scraped: Vec::new(),
             counters: BTreeMap::new(),
             histograms: BTreeMap::new(),
             targets: targets.iter().map(|t| target_label(t)).collect(),
@@ -320,6 +325,36 @@ impl Exporter {
             .collect();
     }
 
+    /// The server's own series as last read (`--scrape`, `--probe`, `--monti`): sent as gauges
+    /// with the next seconds, each as `bolide_scraped_` and its name (a histogram's observations
+    /// as `_count`; summaries' quantiles left out), with an `endpoint` label and its own labels (one
+    /// named like a run label gets `scraped_` before it); at most [`SCRAPED`] of them.
+    pub fn scraped(&mut self, endpoints: &[crate::monitor::scrape::ScrapeResult]) {
+        use crate::monitor::scrape::Kind as K;
+        let ours = ["testid", "job", "label", "target", "segment", "endpoint", "__name__", "process"];
+        self.scraped.clear();
+        for e in endpoints {
+            for series in &e.series {
+                let Some(value) = series.values.iter().rev().find_map(|v| *v) else { continue };
+                let suffix = match series.kind {
+                    Some(K::Summary) => continue,
+                    Some(K::Histogram) => "_count",
+                    _ => "",
+                };
+                if self.scraped.len() >= SCRAPED {
+                    return;
+                }
+                let mut labels = vec![("endpoint".to_string(), e.name.clone())];
+                for (k, v) in &series.labels {
+                    let k = if ours.contains(&k.as_str()) { format!("scraped_{k}") } else { k.clone() };
+                    labels.push((k, v.clone()));
+                }
+                let name = format!("bolide_scraped_{}{suffix}", series.metric);
+                self.scraped.push(Point { name, labels, value: Value::Gauge(value) });
+            }
+        }
+    }
+
     /// Adds a second to the totals and queues its request.
     fn second(&mut self, s: Second) {
         if s.t < self.next_t {
@@ -354,6 +389,7 @@ impl Exporter {
                 points.push(Point { name: name.into(), labels: vec![("process".into(), process.clone())], value });
             }
         }
+        points.extend(self.scraped.iter().cloned());
         for ((name, labels), h) in &self.histograms {
             points.push(Point { name: name.clone(), labels: labels.clone(), value: Value::Histogram(h.clone()) });
         }

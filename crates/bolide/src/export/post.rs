@@ -53,7 +53,7 @@ pub fn post(url: &url::Url, headers: &[(&str, &str)], body: &[u8], timeout: Dura
             Ok(0) => break,
             Ok(n) => {
                 answer.extend_from_slice(&buf[..n]);
-                if answer.len() > KEEP {
+                if answer.len() > KEEP || crate::proto::http::parser::is_whole(&answer) {
                     break;
                 }
             }

@@ -314,8 +314,10 @@ fn run_http_plan(
                 progress::http_update(&bar, p);
                 if !exporters.is_empty() {
                     let watched = monitor.snapshot().0;
+                    let scraped = monitor.scraped.snapshot();
                     for e in &mut exporters {
                         e.watch(&watched);
+                        e.scraped(&scraped);
                         e.http_second(&p.second);
                     }
                 }
@@ -588,8 +590,10 @@ fn run_ddp_plan(
             progress::ddp_update(&bar, p);
             if !exporters.is_empty() {
                 let watched = monitor.snapshot().0;
+                let scraped = monitor.scraped.snapshot();
                 for e in &mut exporters {
                     e.watch(&watched);
+                    e.scraped(&scraped);
                     e.ddp_second(&p.second);
                 }
             }

@@ -102,6 +102,10 @@ pub fn fetch(spec: &Spec) -> Result<String, String> {
                 if raw.len() > MAX_BODY + 64 * 1024 {
                     return Err(format!("the answer is larger than {} MiB", MAX_BODY >> 20));
                 }
+                // A server that keeps the connection open after a whole answer is not waited for.
+                if crate::proto::http::parser::is_whole(&raw) {
+                    break;
+                }
             }
             Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
                 return Err(format!("no whole answer within {} s", TIMEOUT.as_secs()))

@@ -380,6 +380,22 @@ fn describe_garbage(bytes: &[u8]) -> String {
     format!("expected \"HTTP/\", got {shown:?}")
 }
 
+/// Whether `raw` begins with a whole response (interim 1xx ones skipped): a client that asked for
+/// `Connection: close` stops reading there, not waiting on a server that keeps the connection open
+/// anyway. A body that runs until the close is never whole before it.
+pub fn is_whole(raw: &[u8]) -> bool {
+    let mut p = ResponseParser::new(64 * 1024);
+    p.start(true);
+    let mut at = 0;
+    loop {
+        match p.advance(&raw[at..]) {
+            Ok(Progress::Done { .. }) => return true,
+            Ok(Progress::More { consumed }) if consumed > 0 => at += consumed,
+            _ => return false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -564,5 +580,17 @@ mod tests {
         p.start(true);
         assert!(!p.in_progress());
         assert_eq!(p.eof(), Ok(None));
+    }
+
+    #[test]
+    fn whole_answers_are_told_from_partial_ones() {
+        assert!(is_whole(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"));
+        assert!(!is_whole(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok"));
+        assert!(is_whole(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n"));
+        assert!(is_whole(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"));
+        assert!(!is_whole(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n"));
+        assert!(!is_whole(b"HTTP/1.1 200 OK\r\n\r\nuntil the close"));
+        assert!(!is_whole(b"HTTP/1.1 200 OK\r\nContent"));
+        assert!(!is_whole(b"garbage"));
     }
 }
