@@ -106,31 +106,24 @@ fn a_run_s_seconds_stream_to_prometheus_and_its_totals_come_back_by_promql() {
     let rss = query(p.port, "bolide_server_rss_bytes{testid=\"rw-e2e\",process=\"tester\"}", end);
     assert!(rss > 0.0, "{rss}");
 
-    // The Grafana dashboard's queries are these series': each of its panels' expressions, with
-    // Grafana's variables as it would fill them, answers from this Prometheus.
-    let path = format!("{}/../../docs/grafana/bolide.json", env!("CARGO_MANIFEST_DIR"));
-    let board: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let exprs: Vec<String> = board["panels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|p| p["targets"].as_array().unwrap().iter().map(|t| t["expr"].as_str().unwrap().to_string()))
-        .collect();
-    assert!(exprs.len() >= 6, "{exprs:?}");
-    for expr in &exprs {
-        let q = expr.replace("$testid", "rw-e2e").replace("$__rate_interval", "1m").replace("$__range", "1h");
+    // The Grafana dashboard's queries are these series': each of its HTTP and server panels'
+    // expressions, with Grafana's variables as it would fill them, answers from this Prometheus
+    // (the DDP panels are the DDP test's). Only the errors (none failed) and the idle watched
+    // process's CPU may be zero.
+    let exprs = dashboard_exprs();
+    let http: Vec<&String> = exprs.iter().filter(|e| !e.contains("bolide_ddp_")).collect();
+    assert!(http.len() >= 7, "{http:?}");
+    for expr in http {
+        let q = fill(expr, "rw-e2e");
         let v = query(p.port, &q, end);
-        // Every panel answers; only the errors (none failed) and the idle watched process's CPU
-        // may be zero.
         let zero = q.contains("bolide_http_errors_total") || q.contains("bolide_server_cpu_percent");
         assert!(v.is_finite() && (v > 0.0 || (zero && v == 0.0)), "{q}: {v}");
     }
     // Its responses stat is the document's total; its testid variable lists this run.
     let total = exprs.iter().find(|e| e.contains("max_over_time(bolide_http_responses_total")).unwrap();
-    assert_eq!(query(p.port, &total.replace("$testid", "rw-e2e").replace("$__range", "1h"), end), 4000.0);
-    let variable = board["templating"]["list"][1]["query"].as_str().unwrap();
-    assert_eq!(variable, "label_values(bolide_http_responses_total, testid)");
-    let values = get(p.port, "/api/v1/label/testid/values?match[]=bolide_http_responses_total");
+    assert_eq!(query(p.port, &fill(total, "rw-e2e"), end), 4000.0);
+    assert_eq!(testid_variable(), "{job=\"bolide\"}");
+    let values = get(p.port, "/api/v1/label/testid/values?match[]={job=\"bolide\"}");
     assert!(values.contains("\"rw-e2e\""), "{values}");
 }
 
@@ -170,9 +163,11 @@ fn a_ddp_run_s_steps_and_users_come_back_by_promql() {
     let server = refserver::Server::start(refserver::Config::default()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("ddp.json");
+    let begun = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs_f64();
     let o = Command::new(env!("CARGO_BIN_EXE_bolide"))
         .args(["run", "tasks-reactive", "--target", &server.base_url(), "--arrival-rate", "5", "-d", "2s"])
-        .args(["--tasks", "2", "--think", "0", "--out"])
+        // Users that think stay alive across seconds' ends: the users-alive panel has some.
+        .args(["--tasks", "2", "--think", "1s", "--out"])
         .arg(format!("prometheus-rw=http://127.0.0.1:{}/api/v1/write", p.port))
         .arg("--json")
         .arg(&json)
@@ -194,6 +189,54 @@ fn a_ddp_run_s_steps_and_users_come_back_by_promql() {
     let insert = doc.steps.iter().find(|s| s.name == "call insertTask").unwrap();
     let q = "histogram_count(bolide_ddp_step_latency_seconds{testid=\"ddp-e2e\",step=\"call insertTask\"})";
     assert_eq!(query(p.port, q, end), insert.count as f64);
+    // The dashboard's DDP panels answer for this run (step errors may be none), and its testid
+    // variable lists it.
+    let exprs = dashboard_exprs();
+    let ddp: Vec<&String> = exprs.iter().filter(|e| e.contains("bolide_ddp_")).collect();
+    assert!(ddp.len() >= 4, "{ddp:?}");
+    for expr in ddp {
+        let q = fill(expr, "ddp-e2e");
+        // As Grafana draws it: the largest value over the run's seconds (users alive is a gauge,
+        // none alive after the run).
+        let at = (0..=((end - begun).ceil() as u32)).map(|i| begun + f64::from(i));
+        let v = at.filter_map(|t| common::prom::try_query(p.port, &q, t).ok()).fold(f64::NAN, f64::max);
+        let zero = q.contains("bolide_ddp_step_errors_total");
+        assert!(v.is_finite() && (v > 0.0 || (zero && v == 0.0)), "{q}: {v}");
+        if q.contains("bolide_ddp_users_alive") {
+            let most = doc.timeline.iter().map(|s| s.users_alive).max().unwrap_or(0);
+            assert_eq!(v, most as f64, "{q}");
+        }
+    }
+    let values = get(p.port, &format!("/api/v1/label/testid/values?match[]={}", testid_variable()));
+    assert!(values.contains("\"ddp-e2e\""), "{values}");
+}
+
+/// Every panel's expression of the Grafana dashboard.
+fn dashboard_exprs() -> Vec<String> {
+    let path = format!("{}/../../docs/grafana/bolide.json", env!("CARGO_MANIFEST_DIR"));
+    let board: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    board["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().unwrap().iter().map(|t| t["expr"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+/// The series selector of the dashboard's `testid` variable (`label_values(SELECTOR, testid)`).
+fn testid_variable() -> String {
+    let path = format!("{}/../../docs/grafana/bolide.json", env!("CARGO_MANIFEST_DIR"));
+    let board: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let q = board["templating"]["list"][1]["query"].as_str().unwrap().to_string();
+    q.strip_prefix("label_values(")
+        .and_then(|r| r.strip_suffix(", testid)"))
+        .unwrap_or_else(|| panic!("{q}"))
+        .to_string()
+}
+
+/// An expression with Grafana's variables as it fills them for run `testid`.
+fn fill(expr: &str, testid: &str) -> String {
+    expr.replace("$testid", testid).replace("$__rate_interval", "1m").replace("$__range", "1h")
 }
 
 /// Reads one request (head and body); its head, lowercased.

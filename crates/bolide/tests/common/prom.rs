@@ -55,12 +55,17 @@ pub fn get(port: u16, path: &str) -> String {
 
 /// An instant query's single value.
 pub fn query(port: u16, promql: &str, at_s: f64) -> f64 {
+    try_query(port, promql, at_s).unwrap_or_else(|v| panic!("{promql}: {v}"))
+}
+
+/// An instant query's single value, or the answer when it has none.
+pub fn try_query(port: u16, promql: &str, at_s: f64) -> Result<f64, String> {
     let q: String = url::form_urlencoded::byte_serialize(promql.as_bytes()).collect();
     let answer = get(port, &format!("/api/v1/query?query={q}&time={at_s}"));
     let body = answer.split("\r\n\r\n").nth(1).unwrap_or("");
     // Connection: close with a chunked body: the JSON is the line that starts with {.
     let json = body.lines().find(|l| l.starts_with('{')).unwrap_or(body);
-    let v: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {answer}"));
+    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| format!("{e}: {answer}"))?;
     let value = &v["data"]["result"][0]["value"][1];
-    value.as_str().and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{promql}: {v}"))
+    value.as_str().and_then(|s| s.parse().ok()).ok_or_else(|| v.to_string())
 }
