@@ -156,7 +156,8 @@ pub struct Outputs {
     pub dir: Option<PathBuf>,
     /// `csv=PATH`.
     pub csv: Option<PathBuf>,
-    /// `prometheus-rw=URL` (a remote write receiver) and `otlp=URL` (an OTLP/HTTP one), http://.
+    /// `prometheus-rw=URL` (a remote write receiver) and `otlp=URL` (an OTLP/HTTP one), http:// or
+    /// https://.
     pub exports: Vec<(crate::export::Kind, url::Url)>,
 }
 
@@ -177,11 +178,17 @@ pub fn outputs(outs: &[String]) -> Result<Outputs, String> {
             Some((name @ ("prometheus-rw" | "otlp"), url)) => {
                 let kind = if name == "otlp" { crate::export::Kind::Otlp } else { crate::export::Kind::PrometheusRw };
                 let u = url::Url::parse(url).map_err(|e| format!("--out {name}={url}: not a URL: {e}"))?;
-                if u.scheme() != "http" {
-                    return Err(format!(
-                        "--out {name}={url}: only http:// receivers are written to so far (the scheme is {:?})",
-                        u.scheme()
-                    ));
+                match u.scheme() {
+                    "http" => {}
+                    "https" => {
+                        crate::export::post::tls_config(crate::export::ca_file(kind).as_deref())
+                            .map_err(|e| format!("--out {name}={url}: the CA file: {e}"))?;
+                    }
+                    other => {
+                        return Err(format!(
+                            "--out {name}={url}: receivers are http:// or https:// (the scheme is {other:?})"
+                        ))
+                    }
                 }
                 if o.exports.iter().any(|(k, _)| *k == kind) {
                     return Err(format!("--out {name}=URL is given twice; one receiver of a kind per run"));

@@ -137,7 +137,7 @@ fn a_ddp_run_s_steps_and_a_bench_series_runs() {
 fn out_values_it_cannot_use_are_usage_errors() {
     for (args, says) in [
         (vec!["--out", "/tmp/somewhere"], "a directory is where bench and capacity keep"),
-        (vec!["--out", "otlp=https://127.0.0.1:4318"], "only http:// receivers"),
+        (vec!["--out", "otlp=ftp://127.0.0.1:4318"], "receivers are http:// or https://"),
         (vec!["--out", "otlp=not a url"], "not a URL"),
         (vec!["--out", "otlp=http://127.0.0.1:1", "--out", "otlp=http://127.0.0.1:2"], "given twice"),
         (vec!["--out", "csv=a.csv", "--out", "csv=b.csv"], "given twice"),

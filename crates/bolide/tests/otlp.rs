@@ -50,6 +50,11 @@ impl Drop for Collector {
 
 /// The collector on a free loopback port, its metrics written to a file, ready.
 fn collector() -> Collector {
+    collector_with("")
+}
+
+/// The same with `tls` (lines of its receiver's `tls:` section, indented) when not empty.
+fn collector_with(tls: &str) -> Collector {
     let bin = otelcol_binary();
     let port = common::free_port();
     let dir = tempfile::tempdir().unwrap();
@@ -58,7 +63,7 @@ fn collector() -> Collector {
     std::fs::write(
         &config,
         format!(
-            "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:{port}\n\
+            "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:{port}\n{tls}\
              exporters:\n  file:\n    path: {}\n    flush_interval: 100ms\n\
              service:\n  telemetry:\n    metrics:\n      level: none\n  pipelines:\n    metrics:\n\
              \x20     receivers: [otlp]\n      exporters: [file]\n",
@@ -392,4 +397,75 @@ fn headers_from_the_environment_are_sent_and_never_shown() {
             assert_eq!(r.last_error.as_deref(), Some("HTTP 401"));
         }
     }
+}
+
+/// A CA and a certificate of it for 127.0.0.1, as PEM files in `dir`: (ca, cert, key).
+fn certificates(dir: &std::path::Path) -> (PathBuf, PathBuf, PathBuf) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(rcgen::DnType::CommonName, "bolide test CA");
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.subject_alt_names = vec![rcgen::SanType::IpAddress(std::net::Ipv4Addr::LOCALHOST.into())];
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    let paths = (dir.join("ca.pem"), dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&paths.0, ca.pem()).unwrap();
+    std::fs::write(&paths.1, cert.pem()).unwrap();
+    std::fs::write(&paths.2, key.serialize_pem()).unwrap();
+    paths
+}
+
+#[test]
+fn an_https_receiver_is_written_to_with_its_ca_and_refused_without_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = certificates(dir.path());
+    let c = collector_with(&format!(
+        "        tls:\n          cert_file: {}\n          key_file: {}\n",
+        cert.display(),
+        key.display()
+    ));
+    let target = ok_server();
+    let json = dir.path().join("run.json");
+    let run = |ca: Option<&PathBuf>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_bolide"));
+        cmd.args(["http", "-n", "300", "-c", "2", "--out"])
+            .arg(format!("otlp=https://127.0.0.1:{}", c.port))
+            .arg("--json")
+            .arg(&json)
+            .arg(target.url("/"))
+            .env("BOLIDE_TESTID", "otlp-tls")
+            .env_remove("OTEL_EXPORTER_OTLP_CERTIFICATE");
+        if let Some(ca) = ca {
+            cmd.env("OTEL_EXPORTER_OTLP_CERTIFICATE", ca);
+        }
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let doc: bolide::stats::result::ResultDoc =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        doc.outputs[0].clone()
+    };
+    // With the CA: every second taken, and the collector has the run's total.
+    let out = run(Some(&ca));
+    assert_eq!((out.sent, out.dropped), (out.seconds, 0), "{out:?}");
+    let all = wait_for(&c, "otlp-tls", "bolide.http.responses", |p| int(&p["asInt"]) == 300);
+    let last = points(&all, "otlp-tls", "bolide.http.responses").last().cloned().unwrap();
+    assert_eq!(int(&last["asInt"]), 300);
+    // Without it the certificate is refused: every second dropped, none tried again, and said.
+    let out = run(None);
+    assert_eq!((out.sent, out.dropped, out.retried), (0, out.seconds, 0), "{out:?}");
+    assert!(out.last_error.as_deref().unwrap_or("").contains("certificate"), "{out:?}");
+    // A CA file that is not there is a usage error before the run.
+    let o = Command::new(env!("CARGO_BIN_EXE_bolide"))
+        .args(["http", "-n", "10", "--out"])
+        .arg(format!("otlp=https://127.0.0.1:{}", c.port))
+        .arg(target.url("/"))
+        .env("OTEL_EXPORTER_OTLP_CERTIFICATE", dir.path().join("absent.pem"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("the CA file") && err.contains("absent.pem"), "{err}");
 }

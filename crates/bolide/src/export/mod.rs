@@ -123,10 +123,23 @@ pub fn target_label(url: &str) -> String {
     }
 }
 
+/// The PEM file of the CA an https:// receiver's certificate is checked against besides the
+/// Mozilla roots: `OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE`, else `OTEL_EXPORTER_OTLP_CERTIFICATE`
+/// (OTLP), `BOLIDE_RW_CA_FILE` (remote write).
+pub fn ca_file(kind: Kind) -> Option<std::path::PathBuf> {
+    let names: &[&str] = match kind {
+        Kind::Otlp => &["OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE", "OTEL_EXPORTER_OTLP_CERTIFICATE"],
+        Kind::PrometheusRw => &["BOLIDE_RW_CA_FILE"],
+    };
+    names.iter().find_map(|n| std::env::var_os(n).filter(|v| !v.is_empty())).map(std::path::PathBuf::from)
+}
+
 /// Where and how a sender posts.
 struct Delivery {
     kind: Kind,
     url: url::Url,
+    /// For an https:// receiver.
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
     /// Headers besides the request's own (authorization among them: never shown).
     headers: Vec<(String, String)>,
 }
@@ -160,14 +173,16 @@ impl Delivery {
                 headers.push(("Authorization".into(), v));
             }
         }
-        Delivery { kind, url: target, headers }
+        // Checked when the plan was made (`plan::outputs`); a file gone since is the POSTs' error.
+        let tls = (url.scheme() == "https").then(|| post::tls_config(ca_file(kind).as_deref()).ok()).flatten();
+        Delivery { kind, url: target, tls, headers }
     }
 
     /// Posts a body: Ok when taken (a note when only partly), Err((why, try again?)).
     fn post(&self, body: &[u8]) -> Result<Option<String>, (String, bool)> {
         let headers: Vec<(&str, &str)> = self.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        match post::post(&self.url, &headers, body, TIMEOUT) {
-            Err(e) => Err((e, true)),
+        match post::post(&self.url, self.tls.as_ref(), &headers, body, TIMEOUT) {
+            Err(f) => Err((f.why, f.retry)),
             Ok(a) if (200..300).contains(&a.code) => Ok(match self.kind {
                 Kind::Otlp => otlp::partial_success(&a.body).map(|(n, why)| {
                     format!(

@@ -1,9 +1,70 @@
-//! One POST over plain HTTP/1.1 to a receiver (a connection each, `Connection: close`): what the
-//! outputs send a second with. Bounded: the time limit per connect, read and write, and at most
-//! 64 KiB of answer kept.
+//! One POST over HTTP/1.1 to a receiver, in clear or over TLS (a connection each, `Connection:
+//! close`): what the outputs send a second with. Bounded: the time limit per connect, read and
+//! write, and at most 64 KiB of answer kept.
 
 use std::io::{Read, Write};
+use std::sync::Arc;
 use std::time::Duration;
+
+/// Why a POST got no answer, and whether trying again may help (a refused or reset connection
+/// may; a certificate the receiver's name does not match will not).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub why: String,
+    pub retry: bool,
+}
+
+impl From<String> for Failure {
+    fn from(why: String) -> Failure {
+        Failure { why, retry: true }
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(why: &str) -> Failure {
+        Failure { why: why.to_string(), retry: true }
+    }
+}
+
+/// A TLS client for https:// receivers: the Mozilla roots, and the certificates of the PEM file
+/// `ca_file` when given (a private CA's); an unreadable file or one without a certificate is said.
+pub fn tls_config(ca_file: Option<&std::path::Path>) -> Result<Arc<rustls::ClientConfig>, String> {
+    let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+    if let Some(path) = ca_file {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let certs = pem_certificates(&text);
+        if certs.is_empty() {
+            return Err(format!("{}: no PEM certificate in it", path.display()));
+        }
+        for c in certs {
+            roots.add(c).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+/// The `CERTIFICATE` blocks of a PEM text.
+fn pem_certificates(text: &str) -> Vec<rustls::pki_types::CertificateDer<'static>> {
+    use base64::Engine as _;
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(begin) = rest.find("-----BEGIN CERTIFICATE-----") {
+        let body = &rest[begin + "-----BEGIN CERTIFICATE-----".len()..];
+        let Some(end) = body.find("-----END CERTIFICATE-----") else { break };
+        let b64: String = body[..end].chars().filter(|c| !c.is_whitespace()).collect();
+        if let Ok(der) = base64::engine::general_purpose::STANDARD.decode(b64) {
+            out.push(rustls::pki_types::CertificateDer::from(der));
+        }
+        rest = &body[end..];
+    }
+    out
+}
 
 /// A receiver's answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,21 +76,62 @@ pub struct Answer {
 
 const KEEP: usize = 64 * 1024;
 
-/// POSTs `body` to an http:// URL with `headers` (name, value) besides Host, Content-Length,
-/// User-Agent and Connection; the answer, or why there is none.
-pub fn post(url: &url::Url, headers: &[(&str, &str)], body: &[u8], timeout: Duration) -> Result<Answer, String> {
-    if url.scheme() != "http" {
-        return Err(format!("{url}: only http:// receivers are written to"));
-    }
+/// POSTs `body` to an http:// URL (or an https:// one with `tls`) with `headers` (name, value)
+/// besides Host, Content-Length, User-Agent and Connection; the answer, or why there is none.
+pub fn post(
+    url: &url::Url,
+    tls: Option<&Arc<rustls::ClientConfig>>,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    timeout: Duration,
+) -> Result<Answer, Failure> {
+    let tls = match (url.scheme(), tls) {
+        ("http", _) => None,
+        ("https", Some(t)) => Some(t),
+        ("https", None) => return Err(Failure { why: format!("{url}: no TLS client for it"), retry: false }),
+        _ => return Err(Failure { why: format!("{url}: only http:// and https:// receivers"), retry: false }),
+    };
     let host = url.host_str().ok_or("the URL names no host")?;
-    let port = url.port().unwrap_or(80);
-    let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
+    let port = url.port_or_known_default().unwrap_or(80);
+    let addr = url
+        .socket_addrs(|| None)
         .map_err(|e| format!("{host}:{port}: {e}"))?
+        .into_iter()
         .next()
         .ok_or_else(|| format!("{host}:{port}: no address"))?;
-    let mut s = std::net::TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("{addr}: {e}"))?;
-    s.set_read_timeout(Some(timeout)).ok();
-    s.set_write_timeout(Some(timeout)).ok();
+    let tcp = std::net::TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("{addr}: {e}"))?;
+    tcp.set_read_timeout(Some(timeout)).ok();
+    tcp.set_write_timeout(Some(timeout)).ok();
+    match tls {
+        None => exchange(tcp, url, host, port, headers, body),
+        Some(config) => {
+            // The URL's host as the certificate's name (an IP address for an IP).
+            let name = rustls::pki_types::ServerName::try_from(host.trim_matches(['[', ']']).to_string())
+                .map_err(|e| Failure { why: format!("{host}: {e}"), retry: false })?;
+            let conn = rustls::ClientConnection::new(Arc::clone(config), name)
+                .map_err(|e| Failure { why: format!("TLS: {e}"), retry: false })?;
+            let mut stream = rustls::StreamOwned::new(conn, tcp);
+            // The handshake first, so that a certificate refused is told from a network failure.
+            while stream.conn.is_handshaking() {
+                if let Err(e) = stream.conn.complete_io(&mut stream.sock) {
+                    let refused = e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>());
+                    return Err(Failure { why: format!("TLS handshake: {e}"), retry: !refused });
+                }
+            }
+            exchange(stream, url, host, port, headers, body)
+        }
+    }
+}
+
+/// Writes the request on a connection and reads the answer.
+fn exchange(
+    mut s: impl Read + Write,
+    url: &url::Url,
+    host: &str,
+    port: u16,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Result<Answer, Failure> {
     let path = match url.query() {
         Some(q) => format!("{}?{q}", url.path()),
         None => url.path().to_string(),
@@ -57,7 +159,7 @@ pub fn post(url: &url::Url, headers: &[(&str, &str)], body: &[u8], timeout: Dura
                     break;
                 }
             }
-            Err(e) if answer.is_empty() => return Err(format!("reading the answer: {e}")),
+            Err(e) if answer.is_empty() => return Err(format!("reading the answer: {e}").into()),
             Err(_) => break,
         }
     }
@@ -68,7 +170,7 @@ pub fn post(url: &url::Url, headers: &[(&str, &str)], body: &[u8], timeout: Dura
         Ok(httparse::Status::Partial) => answer.len(),
         Err(_) => return Err("the answer is not HTTP".into()),
     };
-    let code = res.code.ok_or_else(|| "an answer without a status".to_string())?;
+    let code = res.code.ok_or("an answer without a status")?;
     let chunked = res.headers.iter().any(|h| {
         h.name.eq_ignore_ascii_case("transfer-encoding")
             && String::from_utf8_lossy(h.value).to_ascii_lowercase().contains("chunked")
@@ -98,6 +200,21 @@ fn dechunk(mut b: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pem_certificates_are_read_and_garbage_is_not() {
+        let text = "junk\n-----BEGIN CERTIFICATE-----\nAQID\nBA==\n-----END CERTIFICATE-----\n\
+                    -----BEGIN CERTIFICATE-----\nBQY=\n-----END CERTIFICATE-----\n";
+        let certs = pem_certificates(text);
+        assert_eq!(certs.iter().map(|c| c.as_ref().to_vec()).collect::<Vec<_>>(), vec![vec![1, 2, 3, 4], vec![5, 6]]);
+        assert!(pem_certificates("no certificate").is_empty());
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "nothing").unwrap();
+        assert!(tls_config(Some(&empty)).unwrap_err().contains("no PEM certificate"));
+        assert!(tls_config(Some(&dir.path().join("absent.pem"))).is_err());
+        assert!(tls_config(None).is_ok());
+    }
 
     #[test]
     fn chunked_bodies_are_joined() {

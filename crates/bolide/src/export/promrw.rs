@@ -211,7 +211,7 @@ pub fn post_as(url: &url::Url, auth: &Auth, body: &[u8], timeout: std::time::Dur
     if let Some(a) = authorization.as_deref() {
         headers.push(("Authorization", a));
     }
-    super::post::post(url, &headers, body, timeout).map(|a| a.code)
+    super::post::post(url, None, &headers, body, timeout).map(|a| a.code).map_err(|f| f.why)
 }
 
 #[cfg(test)]
