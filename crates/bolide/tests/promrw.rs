@@ -65,9 +65,13 @@ fn a_run_s_seconds_stream_to_prometheus_and_its_totals_come_back_by_promql() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     // The run's testid from the environment (a child process: the environment is its own).
+    // The server's own series too, from a metrics page (the dashboard draws them).
+    let app = common::fake(metrics_page);
     let o = Command::new(env!("CARGO_BIN_EXE_bolide"))
         .args(["http", "-n", "4000", "-c", "4", "--rps", "1500", "--monitor"])
         .arg(format!("tester={}", std::process::id()))
+        .arg("--scrape")
+        .arg(format!("app={}", app.url("/metrics")))
         .arg("--out")
         .arg(format!("prometheus-rw=http://127.0.0.1:{}/api/v1/write", p.port))
         .arg("--json")
@@ -112,7 +116,7 @@ fn a_run_s_seconds_stream_to_prometheus_and_its_totals_come_back_by_promql() {
     // process's CPU may be zero.
     let exprs = dashboard_exprs();
     let http: Vec<&String> = exprs.iter().filter(|e| !e.contains("bolide_ddp_")).collect();
-    assert!(http.len() >= 7, "{http:?}");
+    assert!(http.len() >= 8, "{http:?}");
     for expr in http {
         let q = fill(expr, "rw-e2e");
         let v = query(p.port, &q, end);
