@@ -53,6 +53,8 @@ pub struct RunOutput {
     /// Why the gnuplot file cannot be written (a part failed, e.g. a full disk); the parts are
     /// already removed and the run's other outputs are unaffected.
     pub gnuplot_error: Option<String>,
+    /// The load threads' CPU time over the run, nanoseconds (each thread's own clock).
+    pub cpu_ns: u64,
 }
 
 /// Why the run could not start.
@@ -92,6 +94,8 @@ enum Msg {
         rec: Box<WorkerRecorder>,
         part: Result<Option<std::path::PathBuf>, String>,
         error: Option<String>,
+        /// The worker thread's CPU time, nanoseconds.
+        cpu_ns: u64,
     },
 }
 
@@ -175,6 +179,7 @@ pub fn run(
     let mut gnuplot_error = None;
     let (mut responses, mut errors) = (0u64, 0u64);
     let mut reported = 0usize;
+    let mut cpu_ns = 0u64;
     for msg in rx {
         match msg {
             Msg::Tick { t, span, rec } => {
@@ -212,7 +217,8 @@ pub fn run(
                     reported += 1;
                 }
             }
-            Msg::Done { worker, rec, part, error } => {
+            Msg::Done { worker, rec, part, error, cpu_ns: cpu } => {
+                cpu_ns += cpu;
                 merged.merge(&rec);
                 match part {
                     Ok(p) => parts[worker] = p,
@@ -265,6 +271,7 @@ pub fn run(
         scheduled_sends: plan.my_slice().count_below(pacer::scheduled_sends(plan.pacer, plan.stop)),
         gnuplot_parts,
         gnuplot_error,
+        cpu_ns,
     })
 }
 
@@ -339,7 +346,8 @@ fn worker_main(
     let targets = plan.targets.len();
     let fail = |error: String| {
         let rec = Box::new(WorkerRecorder::new(targets));
-        let _ = tx.send(Msg::Done { worker: index, rec, part: Ok(None), error: Some(error) });
+        let cpu_ns = crate::engine::thread_cpu_ns();
+        let _ = tx.send(Msg::Done { worker: index, rec, part: Ok(None), error: Some(error), cpu_ns });
     };
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -432,7 +440,8 @@ fn worker_main(
         None => worker.gnuplot.into_inner().map(PartWriter::finish).transpose().map_err(|e| e.to_string()),
     };
     let rec = Box::new(worker.rec.into_inner());
-    let _ = tx.send(Msg::Done { worker: index, rec, part, error: None });
+    let cpu_ns = crate::engine::thread_cpu_ns();
+    let _ = tx.send(Msg::Done { worker: index, rec, part, error: None, cpu_ns });
     drop(rt);
 }
 

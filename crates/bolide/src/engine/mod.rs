@@ -6,6 +6,19 @@ pub mod pacer;
 pub mod timer;
 pub mod vu;
 
+/// The CPU time the calling thread has used, nanoseconds (its own clock: exact, whatever the
+/// sampling); 0 where the clock cannot be read.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec, which `ts` is, and reads nothing else.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0;
+    if ok {
+        (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
+    } else {
+        0
+    }
+}
+
 /// What a panic said (its message, or "no message" when its payload is not text).
 pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     payload

@@ -53,11 +53,21 @@ pub struct VuOutput {
     pub started_at: SystemTime,
     pub duration: Duration,
     pub interrupted: bool,
+    /// The load threads' CPU time over the run, nanoseconds (each thread's own clock).
+    pub cpu_ns: u64,
 }
 
 enum Msg {
-    Tick { t: u32, second: Box<(VuSecond, TickLatency)> },
-    Done { recs: Vec<VuRecorder>, traffic: Box<Traffic> },
+    Tick {
+        t: u32,
+        second: Box<(VuSecond, TickLatency)>,
+    },
+    /// A worker's end: its recorders, its traffic, its thread's CPU time (ns).
+    Done {
+        recs: Vec<VuRecorder>,
+        traffic: Box<Traffic>,
+        cpu_ns: u64,
+    },
 }
 
 /// Calls `f` with every step of the scenario's flows, loops' steps included, in order.
@@ -139,6 +149,7 @@ pub fn run(
     // A segment keeps each second's histograms for merge; remote write sends them.
     let keep_histograms = plan.spread.segment.is_some() || !plan.exports.is_empty();
     let mut totals = VuProgress { planned: schedule.length(), ..VuProgress::default() };
+    let mut cpu_ns = 0u64;
     let mut shown = 0;
     for msg in rx {
         match msg {
@@ -168,7 +179,8 @@ pub fn run(
                     shown += 1;
                 }
             }
-            Msg::Done { recs, traffic: t } => {
+            Msg::Done { recs, traffic: t, cpu_ns: cpu } => {
+                cpu_ns += cpu;
                 for (i, r) in recs.iter().enumerate() {
                     rec.merge(r);
                     if let Some(p) = per_target.get_mut(i) {
@@ -197,6 +209,7 @@ pub fn run(
         started_at,
         duration: start.elapsed(),
         interrupted: cancel.is_cancelled(),
+        cpu_ns,
     })
 }
 
@@ -328,7 +341,8 @@ fn worker(
     tick(&w, &mut ticks);
     let recs = w.recs.iter().map(|r| r.borrow().clone()).collect();
     let traffic = Box::new(std::mem::take(&mut *w.traffic.borrow_mut()));
-    let _ = tx.send(Msg::Done { recs, traffic });
+    let cpu_ns = crate::engine::thread_cpu_ns();
+    let _ = tx.send(Msg::Done { recs, traffic, cpu_ns });
 }
 
 /// One walk of the flow by user `k` (a user's only one, or one of a looping user's), counted as

@@ -358,7 +358,9 @@ fn run_http_plan(
     }
     doc.monitor = watch.monitor;
     doc.scrape = watch.scrape;
-    doc.generator = Some(watch.generator);
+    let mut generator = watch.generator;
+    generator.set_cpu(output.cpu_ns, doc.summary.responses + doc.summary.errors, false);
+    doc.generator = Some(generator);
     doc.label = plan.label.clone();
     let mut doc = Doc::Http(Box::new(doc));
     let held = crate::stats::verdict::record(&mut doc, &plan.thresholds);
@@ -634,7 +636,9 @@ fn run_ddp_plan(
     doc.monitor = watch.monitor;
     doc.scrape = watch.scrape;
     tie_monitors(plan, &mut doc);
-    doc.generator = Some(watch.generator);
+    let mut generator = watch.generator;
+    generator.set_cpu(output.cpu_ns, doc.summary.messages_in + doc.summary.messages_out, true);
+    doc.generator = Some(generator);
     doc.label = plan.label.clone();
     let mut doc = Doc::Ddp(Box::new(doc));
     let held = crate::stats::verdict::record(&mut doc, &plan.thresholds);

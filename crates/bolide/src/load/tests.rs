@@ -311,6 +311,7 @@ fn bench_table_in_the_reports_form() {
             thresholds: Vec::new(),
             eventloop_p99_ms: None,
             gc_ms: None,
+            bolide_cpu_us: None,
         })
         .collect();
     let mean = RunEntry::mean_of(&runs).unwrap();
@@ -369,6 +370,7 @@ fn a_saturated_generator_is_no_verdict_on_the_server() {
             suspect: Some("saturated".into()),
             dashboard_cpu_pct: None,
             samples: vec![(1.0, 97.0, 97.0, 40.0); 10],
+            ..Default::default()
         });
     }
     let c = Criteria { max_error_rate_pct: 1.0, max_p99_ms: None, allow_busy_machine: false };

@@ -158,6 +158,9 @@ impl Generator {
                 (!dash.is_empty()).then(|| dash.iter().sum::<f64>() / dash.len() as f64)
             },
             samples: self.samples.iter().map(|s| (s.t, s.cpu_pct, s.busiest_pct, s.machine_idle_pct)).collect(),
+            cpu_s: None,
+            cpu_us_per_request: None,
+            cpu_us_per_message: None,
         }
     }
 }
@@ -187,6 +190,33 @@ pub struct GeneratorResult {
     pub dashboard_cpu_pct: Option<f64>,
     /// Per sample: seconds since the start, load threads' CPU%, busiest thread's CPU%, machine idle%.
     pub samples: Vec<(f64, f64, f64, f64)>,
+    /// The load threads' CPU time over the whole run, seconds, from each thread's own clock (exact,
+    /// not sampled); absent in documents made before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_s: Option<f64>,
+    /// HTTP: that CPU time per request (responses and errors), microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_us_per_request: Option<f64>,
+    /// DDP: that CPU time per DDP message (received and sent), microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_us_per_message: Option<f64>,
+}
+
+impl GeneratorResult {
+    /// Records the load threads' CPU time (`cpu_ns`) and what it was spent on: `units` requests
+    /// (HTTP) or messages (DDP, `per_message`).
+    pub fn set_cpu(&mut self, cpu_ns: u64, units: u64, per_message: bool) {
+        if cpu_ns == 0 {
+            return;
+        }
+        self.cpu_s = Some(cpu_ns as f64 / 1e9);
+        let per = (units > 0).then(|| cpu_ns as f64 / 1e3 / units as f64);
+        if per_message {
+            self.cpu_us_per_message = per;
+        } else {
+            self.cpu_us_per_request = per;
+        }
+    }
 }
 
 #[cfg(test)]

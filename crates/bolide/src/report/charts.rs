@@ -589,7 +589,17 @@ fn scrape_charts(scraped: &[crate::monitor::scrape::ScrapeResult]) -> Vec<Chart>
 }
 
 fn generator_chart(g: Option<&GeneratorResult>) -> Chart {
-    let mut c = Chart::new("generator", "bolide and the machine", "seconds", "%", XKind::Seconds);
+    // The title carries bolide's CPU per request or message, when the document has it.
+    let per = g.and_then(|g| match (g.cpu_us_per_request, g.cpu_us_per_message) {
+        (Some(v), _) => Some(format!("{v:.2} µs of bolide's CPU per request")),
+        (None, Some(v)) => Some(format!("{v:.2} µs of bolide's CPU per DDP message")),
+        _ => None,
+    });
+    let title = match &per {
+        Some(p) => format!("bolide and the machine ({p})"),
+        None => "bolide and the machine".to_string(),
+    };
+    let mut c = Chart::new("generator", &title, "seconds", "%", XKind::Seconds);
     let Some(g) = g.filter(|g| !g.samples.is_empty()) else {
         return c.empty_because("the document has no samples of bolide's own CPU");
     };

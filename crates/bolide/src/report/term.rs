@@ -279,10 +279,23 @@ pub fn monitor_rows(monitor: &[crate::monitor::MonitorResult]) -> String {
     out
 }
 
+/// The load threads' CPU for the work: "1.52 µs of CPU per request (0.030 s in all)".
+pub fn cpu_line(g: &crate::monitor::generator::GeneratorResult) -> Option<String> {
+    let (per, what) = match (g.cpu_us_per_request, g.cpu_us_per_message) {
+        (Some(v), _) => (v, "request"),
+        (None, Some(v)) => (v, "DDP message"),
+        _ => return None,
+    };
+    Some(format!("{per:.2} µs of bolide's CPU per {what} ({:.3} s in all, its load threads' own clocks)", g.cpu_s?))
+}
+
 /// bolide's own load and the machine's idle CPU, and the warning when the run is suspect.
 pub fn generator_rows(g: Option<&crate::monitor::generator::GeneratorResult>) -> String {
     let mut out = String::new();
     let Some(g) = g else { return out };
+    if let Some(cpu) = cpu_line(g) {
+        let _ = writeln!(out, "  {:<14}{cpu}", "Generator CPU");
+    }
     if g.samples.is_empty() {
         return out;
     }

@@ -426,13 +426,15 @@ fn compare_one(workload: &str, base_name: &str, base: &[&Doc], name: &str, new: 
         (!v.is_empty() && v.len() == rs.len()).then_some(v)
     };
     type Pick = fn(&RunEntry) -> Option<f64>;
-    let optional: [(&str, Pick, &str); 6] = [
+    let optional: [(&str, Pick, &str); 7] = [
         ("CPU (%)", |r| r.cpu_pct, "cpu"),
         ("RAM (MB)", |r| r.ram_bytes.map(|b| b / 1e6), "ram"),
         ("p99 latency (ms)", |r| r.p99_ms, "p99"),
         ("Mean latency (ms)", |r| r.mean_ms, "mean latency"),
         ("Event-loop p99 (ms)", |r| r.eventloop_p99_ms, "event-loop p99"),
         ("GC time (ms)", |r| r.gc_ms, "gc time"),
+        // The generator's own cost: whether bolide, not the server, moved.
+        ("bolide CPU per request or message (µs)", |r| r.bolide_cpu_us, "bolide cpu"),
     ];
     for (name, pick, word) in optional {
         if let (Some(a), Some(b)) = (col(&baseline_runs, pick), col(&runs, pick)) {

@@ -272,6 +272,7 @@ mod tests {
                 thresholds: Vec::new(),
                 eventloop_p99_ms: None,
                 gc_ms: None,
+                bolide_cpu_us: None,
             })
             .collect()
     }

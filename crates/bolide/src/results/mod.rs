@@ -60,6 +60,9 @@ pub struct RunEntry {
     pub eventloop_p99_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gc_ms: Option<f64>,
+    /// bolide's own CPU per request (HTTP) or DDP message, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bolide_cpu_us: Option<f64>,
 }
 
 impl RunEntry {
@@ -80,6 +83,7 @@ impl RunEntry {
             thresholds: Vec::new(),
             eventloop_p99_ms: m.eventloop_p99_ms,
             gc_ms: m.gc_ms,
+            bolide_cpu_us: m.bolide_cpu_us,
         }
     }
 
@@ -109,6 +113,7 @@ impl RunEntry {
             thresholds: Vec::new(),
             eventloop_p99_ms: opt(&|r| r.eventloop_p99_ms),
             gc_ms: opt(&|r| r.gc_ms),
+            bolide_cpu_us: opt(&|r| r.bolide_cpu_us),
         })
     }
 }
@@ -131,6 +136,11 @@ pub fn runs_table(runs: &[RunEntry], mean: Option<&RunEntry>, extra: Option<(&st
     }
     if gc {
         header.push("GC");
+    }
+    // bolide's own CPU per unit of work: whether the generator was the limit, checkable.
+    let bolide_cpu = runs.iter().any(|r| r.bolide_cpu_us.is_some());
+    if bolide_cpu {
+        header.push(if http { "bolide µs/req" } else { "bolide µs/msg" });
     }
     if let Some((title, _)) = &extra {
         header.push(title);
@@ -155,6 +165,9 @@ pub fn runs_table(runs: &[RunEntry], mean: Option<&RunEntry>, extra: Option<(&st
         }
         if gc {
             row.push(r.gc_ms.map(ms).unwrap_or_else(na));
+        }
+        if bolide_cpu {
+            row.push(r.bolide_cpu_us.map(|v| format!("{v:.2}")).unwrap_or_else(na));
         }
         row
     };

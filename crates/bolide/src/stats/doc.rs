@@ -45,6 +45,8 @@ pub struct Measures {
     /// The server's GC pauses over the run, milliseconds in all (bolide-probe's or prom-client's
     /// GC histogram's sum, or the Monti agent's GC time).
     pub gc_ms: Option<f64>,
+    /// bolide's own CPU per unit of work, microseconds: per request (HTTP), per DDP message.
+    pub bolide_cpu_us: Option<f64>,
 }
 
 /// The event-loop p99 and GC time a document's scraped endpoints give: the first endpoint that
@@ -286,6 +288,7 @@ impl Doc {
         let ram_bytes = (!monitor.is_empty()).then(|| monitor.iter().map(|m| m.avg_rss_bytes).sum());
         let suspect = self.generator().and_then(|g| g.suspect.clone());
         let (eventloop_p99_ms, gc_ms) = server_internals(self.scrape());
+        let bolide_cpu_us = self.generator().and_then(|g| g.cpu_us_per_request.or(g.cpu_us_per_message));
         match self {
             Doc::Http(d) => {
                 let s = &d.summary;
@@ -304,6 +307,7 @@ impl Doc {
                     interrupted: d.interrupted,
                     eventloop_p99_ms,
                     gc_ms,
+                    bolide_cpu_us,
                 }
             }
             Doc::Ddp(d) => {
@@ -323,6 +327,7 @@ impl Doc {
                     interrupted: d.interrupted,
                     eventloop_p99_ms,
                     gc_ms,
+                    bolide_cpu_us,
                 }
             }
         }

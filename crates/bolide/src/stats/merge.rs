@@ -284,6 +284,18 @@ fn merge_generators(segments: &[SegmentInfo]) -> Option<GeneratorResult> {
     let n = gens.len() as f64;
     let suspects: Vec<String> =
         gens.iter().filter_map(|(i, g)| g.suspect.as_ref().map(|why| format!("segment {i}: {why}"))).collect();
+    // bolide's CPU over all segments' work, when every segment kept it: (seconds, units, per
+    // message?), each segment's units being its CPU over its CPU per unit.
+    let cpu = gens
+        .iter()
+        .map(|(_, g)| {
+            let per = g.cpu_us_per_request.map(|v| (v, false)).or(g.cpu_us_per_message.map(|v| (v, true)));
+            match (g.cpu_s, per) {
+                (Some(s), Some((p, m))) if p > 0.0 => Some((s, s * 1e6 / p, m)),
+                _ => None,
+            }
+        })
+        .try_fold((0.0, 0.0, false), |acc, x| x.map(|(s, n, m)| (acc.0 + s, acc.1 + n, m)));
     Some(GeneratorResult {
         threads: gens.iter().map(|(_, g)| g.threads).sum(),
         avg_cpu_pct: gens.iter().map(|(_, g)| g.avg_cpu_pct).sum(),
@@ -296,6 +308,9 @@ fn merge_generators(segments: &[SegmentInfo]) -> Option<GeneratorResult> {
         suspect: (!suspects.is_empty()).then(|| suspects.join("; ")),
         dashboard_cpu_pct: None,
         samples: Vec::new(),
+        cpu_s: cpu.map(|(s, _, _)| s),
+        cpu_us_per_request: cpu.and_then(|(s, n, message)| (!message && n > 0.0).then(|| s * 1e6 / n)),
+        cpu_us_per_message: cpu.and_then(|(s, n, message)| (message && n > 0.0).then(|| s * 1e6 / n)),
     })
 }
 
@@ -634,6 +649,29 @@ fn merge_target(mine: &[(&DdpTargetSummary, f64)], duration_s: f64) -> Result<Dd
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn merged_generator_cpu_is_all_segments_cpu_over_all_their_work() {
+        let seg = |index, cpu_s, per| SegmentInfo {
+            index,
+            generator: Some(GeneratorResult {
+                cpu_s: Some(cpu_s),
+                cpu_us_per_request: Some(per),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        // 1 s for 100,000 requests and 3 s for 100,000: 4 s for 200,000, 20 us each.
+        let g = merge_generators(&[seg(1, 1.0, 10.0), seg(2, 3.0, 30.0)]).unwrap();
+        assert_eq!(g.cpu_s, Some(4.0));
+        assert!((g.cpu_us_per_request.unwrap() - 20.0).abs() < 1e-9);
+        assert_eq!(g.cpu_us_per_message, None);
+        // A segment without it: the merged run has none (a part would be a wrong figure).
+        let mut old = seg(3, 1.0, 10.0);
+        old.generator.as_mut().unwrap().cpu_s = None;
+        let g = merge_generators(&[seg(1, 1.0, 10.0), old]).unwrap();
+        assert_eq!((g.cpu_s, g.cpu_us_per_request), (None, None));
+    }
+
     use super::*;
 
     #[test]
