@@ -570,6 +570,20 @@ pub struct HttpArgs {
     #[arg(long)]
     pub no_keepalive: bool,
 
+    /// HTTP/2: over TLS (https://) by ALPN `h2`; for http:// URLs, in clear with prior knowledge
+    /// (as --h2c).
+    #[arg(long)]
+    pub http2: bool,
+
+    /// HTTP/2 in clear with prior knowledge (h2c), for http:// URLs.
+    #[arg(long)]
+    pub h2c: bool,
+
+    /// HTTP/2: requests at once on each connection (h2load's -m; -m here is the method, as in
+    /// ab) [default: 1].
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub streams: usize,
+
     /// Accept any TLS certificate.
     #[arg(long)]
     pub insecure: bool,

@@ -29,6 +29,9 @@ pub struct HttpPlan {
     /// Resend a request once on a new connection when the kept-alive one turns out closed.
     pub retry_closed: bool,
     pub insecure: bool,
+    /// HTTP/2 (`--http2`, `--h2c`): `streams` requests at once on each connection.
+    pub http2: bool,
+    pub streams: usize,
     pub json: Option<PathBuf>,
     /// The HTML report of the run.
     pub html: Option<PathBuf>,
@@ -385,7 +388,7 @@ pub fn parse_duration(flag: &str, text: &str) -> Result<Duration, String> {
 }
 
 /// Checks and resolves one URL.
-fn target(raw: &str, spec: &RequestSpec) -> Result<Target, String> {
+fn target(raw: &str, spec: &RequestSpec, http2: bool) -> Result<Target, String> {
     let url = url::Url::parse(raw).map_err(|e| {
         if !raw.contains("://") {
             format!("URL {raw:?} has no scheme; did you mean http://{raw} ?")
@@ -435,6 +438,7 @@ fn target(raw: &str, spec: &RequestSpec) -> Result<Target, String> {
         tls,
         request: Arc::from(build_request(&request_url, &spec)),
         expect_body: spec.method != "HEAD",
+        h2: if http2 { Some(crate::proto::http::h2::shared(&request_url, &spec)?) } else { None },
     })
 }
 
@@ -526,8 +530,25 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
     }
     let dashboard = args.dashboard.as_deref().and_then(|a| dashboard_addr(a).map_err(|e| check(Err(e))).ok());
     let spec = RequestSpec { method: method.clone(), headers: headers.clone(), body, keep_alive: !args.no_keepalive };
+    let http2 = args.http2 || args.h2c;
+    if args.streams == 0 {
+        check(Err("--streams must be at least 1".into()));
+    } else if args.streams > 1 && !http2 {
+        check(Err(format!(
+            "--streams {} is for HTTP/2 (several requests at once on one connection); add --http2 (or --h2c)",
+            args.streams
+        )));
+    }
+    if http2 && args.no_keepalive {
+        check(Err("--no-keepalive is HTTP/1.1's; an HTTP/2 connection carries many requests".into()));
+    }
+    if args.h2c {
+        if let Some(u) = args.urls.iter().find(|u| u.starts_with("https://")) {
+            check(Err(format!("--h2c is HTTP/2 in clear (prior knowledge); {u} is https://: use --http2 (ALPN h2)")));
+        }
+    }
     let targets: Vec<Target> =
-        args.urls.iter().filter_map(|u| target(u, &spec).map_err(|e| check(Err(e))).ok()).collect();
+        args.urls.iter().filter_map(|u| target(u, &spec, http2).map_err(|e| check(Err(e))).ok()).collect();
     let server = server_plan(&args.server, &mut problems);
     let spread = spread(&args.segment, &mut problems);
     let thresholds = thresholds(&args.gate.thresholds, &[], None, &server, &mut problems);
@@ -577,6 +598,10 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         insecure: args.insecure,
         retry_closed,
         segment: spread.segment,
+        protocol: http2.then(|| {
+            if args.h2c || args.urls.iter().all(|u| !u.starts_with("https://")) { "h2c" } else { "h2" }.to_string()
+        }),
+        streams: http2.then_some(args.streams),
     };
     Ok(HttpPlan {
         targets,
@@ -588,6 +613,8 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         keep_alive: !args.no_keepalive,
         retry_closed,
         insecure: args.insecure,
+        http2,
+        streams: args.streams.max(1),
         json: args.json.clone(),
         html: args.html.clone(),
         csv,

@@ -375,7 +375,13 @@ fn worker_main(
     }
     let worker = Rc::new(Worker {
         timer,
-        tls: needs_tls.then(|| Connector::new(plan.insecure)),
+        tls: needs_tls.then(|| {
+            if plan.http2 {
+                Connector::with_alpn(plan.insecure, &[b"h2"])
+            } else {
+                Connector::new(plan.insecure)
+            }
+        }),
         rec: RefCell::new(rec),
         plan,
         share,
@@ -399,8 +405,17 @@ fn worker_main(
         let mut tasks = Vec::with_capacity(share.connections);
         for c in 0..share.connections {
             let target = (share.first_connection + c) % targets;
-            let w = Rc::clone(&worker);
-            tasks.push(tokio::task::spawn_local(async move { connection_loop(&w, target).await }));
+            if worker.plan.http2 {
+                // HTTP/2: a task per stream, all on the connection of this slot.
+                let slot = Rc::new(H2Slot::default());
+                for _ in 0..worker.plan.streams {
+                    let (w, slot) = (Rc::clone(&worker), Rc::clone(&slot));
+                    tasks.push(tokio::task::spawn_local(async move { h2_stream_loop(&w, target, &slot).await }));
+                }
+            } else {
+                let w = Rc::clone(&worker);
+                tasks.push(tokio::task::spawn_local(async move { connection_loop(&w, target).await }));
+            }
         }
         let all_done = async {
             for t in tasks {
@@ -512,6 +527,91 @@ async fn connection_loop(w: &Worker, target_index: usize) {
             }
             Err(_elapsed) => {
                 conn = None;
+                let detail = format!("no complete response within {:?}", w.plan.timeout);
+                w.rec.borrow_mut().record_timeout(target_index, micros(done - due), &detail);
+            }
+        }
+    }
+}
+
+/// An HTTP/2 connection slot shared by its stream tasks: the connection (None until one of them
+/// opens it, and again after it failed) and its number, so that one failure is one reconnect.
+#[derive(Default)]
+struct H2Slot {
+    conn: tokio::sync::Mutex<Option<(u64, http::h2::Sender)>>,
+    opened: Cell<u64>,
+    /// Back-off after a refused connect, shared by the slot's streams.
+    backoff: Cell<Duration>,
+}
+
+/// One stream of an HTTP/2 connection slot: takes sends from the schedule like an HTTP/1.1
+/// connection does (so a scheduled request waits for a free stream and its latency counts from its
+/// schedule), opens the slot's connection when it has none.
+async fn h2_stream_loop(w: &Worker, target_index: usize, slot: &H2Slot) {
+    let target = &w.plan.targets[target_index];
+    let Some(req) = target.h2.clone() else { return };
+    while let Some(due) = w.reserve() {
+        if due > Instant::now() {
+            timer::sleep_until(w.timer.as_ref(), due).await;
+        }
+        let sent_at = Instant::now();
+        w.rec.borrow_mut().record_send(micros(sent_at.saturating_duration_since(due)));
+        let due = due.min(sent_at);
+        let mut timings = Timings::default();
+        let mut used = None;
+        let outcome = tokio::time::timeout(w.plan.timeout, async {
+            let (id, send) = {
+                let mut conn = slot.conn.lock().await;
+                if conn.is_none() {
+                    let s = http::h2::connect(target, w.tls.as_ref()).await?;
+                    timings.connect_us = micros(sent_at.elapsed());
+                    w.rec.borrow_mut().record_connect(target_index);
+                    slot.opened.set(slot.opened.get() + 1);
+                    *conn = Some((slot.opened.get(), s));
+                }
+                conn.clone().expect("opened above")
+            };
+            used = Some(id);
+            http::h2::exchange(&send, &req, target.expect_body, &mut timings).await
+        })
+        .await;
+        let done = Instant::now();
+        // The connection this stream used is dropped when it failed (once: later failures of the
+        // same connection find a newer one, or none).
+        let drop_conn = |slot: &H2Slot| {
+            if let Ok(mut conn) = slot.conn.try_lock() {
+                if conn.as_ref().map(|(id, _)| Some(*id)) == Some(used) {
+                    *conn = None;
+                }
+            }
+        };
+        match outcome {
+            Ok(Ok(resp)) => {
+                slot.backoff.set(Duration::ZERO);
+                w.rec.borrow_mut().record_response(target_index, micros(done - due), resp.status, resp.body_bytes);
+                if w.plan.gnuplot.is_some() {
+                    w.log_line(Line {
+                        start: w.started_at + (sent_at - w.start),
+                        connect_us: timings.connect_us,
+                        total_us: micros(done - sent_at),
+                        wait_us: timings.wait_us,
+                    });
+                }
+            }
+            Ok(Err(failure)) => {
+                let connecting = used.is_none();
+                if http::h2::ends_connection(&failure) {
+                    drop_conn(slot);
+                }
+                w.rec.borrow_mut().record_error(target_index, failure.class, &failure.detail);
+                if connecting || matches!(failure.class, ErrorClass::Connect | ErrorClass::Tls) {
+                    let backoff = (slot.backoff.get() * 2).clamp(Duration::from_millis(1), MAX_RECONNECT_BACKOFF);
+                    slot.backoff.set(backoff);
+                    tokio::time::sleep(backoff).await;
+                }
+            }
+            Err(_elapsed) => {
+                // The stream is given up (dropping it resets it); the connection stays.
                 let detail = format!("no complete response within {:?}", w.plan.timeout);
                 w.rec.borrow_mut().record_timeout(target_index, micros(done - due), &detail);
             }

@@ -947,6 +947,7 @@ impl Vu<'_> {
             tls: url.scheme() == "https",
             request: Arc::from(web::build_request(&url, &spec)),
             expect_body: h.method != "HEAD",
+            h2: None,
         };
         let began = Instant::now();
         let timeout = self.timeout(h.timeout);

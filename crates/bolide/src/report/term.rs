@@ -73,7 +73,14 @@ pub fn header(set: &crate::stats::result::HttpSettings, targets: &[String]) -> S
         Some(r) => format!("fixed rate {r} req/s"),
         None => "as fast as answered".to_string(),
     };
-    let keep = if set.keep_alive { "keep-alive" } else { "new connection per request" };
+    let keep = match (&set.protocol, set.streams) {
+        (Some(p), Some(n)) => {
+            format!("HTTP/2 ({p}), {} per connection", if n == 1 { "1 stream".into() } else { format!("{n} streams") })
+        }
+        (Some(p), None) => format!("HTTP/2 ({p})"),
+        _ if set.keep_alive => "keep-alive".to_string(),
+        _ => "new connection per request".to_string(),
+    };
     let urls = if targets.len() == 1 { targets[0].clone() } else { format!("{} URLs", targets.len()) };
     let plural = |n: usize, word: &str| if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") };
     format!(
@@ -398,6 +405,8 @@ mod tests {
                 insecure: false,
                 retry_closed: true,
                 segment: None,
+                protocol: None,
+                streams: None,
             },
             targets: vec!["http://127.0.0.1:8080/".into(), "http://127.0.0.1:8080/api".into()],
             summary: Summary {

@@ -21,10 +21,14 @@ pub enum ErrorClass {
     Malformed,
     /// Anything else the operating system reported.
     Other,
+    /// HTTP/2: the server sent GOAWAY for the connection the request was on.
+    GoAway,
+    /// HTTP/2: the server reset the request's stream (RST_STREAM).
+    StreamReset,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 7] = [
+    pub const ALL: [ErrorClass; 9] = [
         ErrorClass::Connect,
         ErrorClass::Tls,
         ErrorClass::Reset,
@@ -32,6 +36,8 @@ impl ErrorClass {
         ErrorClass::Timeout,
         ErrorClass::Malformed,
         ErrorClass::Other,
+        ErrorClass::GoAway,
+        ErrorClass::StreamReset,
     ];
 
     /// The stable name used in result documents.
@@ -44,6 +50,8 @@ impl ErrorClass {
             ErrorClass::Timeout => "timeout",
             ErrorClass::Malformed => "malformed",
             ErrorClass::Other => "other",
+            ErrorClass::GoAway => "goaway",
+            ErrorClass::StreamReset => "rst_stream",
         }
     }
 

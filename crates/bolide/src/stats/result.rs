@@ -99,6 +99,12 @@ pub struct HttpSettings {
     /// The segment of the plan this instance ran (`--segment I/N`); absent for a whole plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segment: Option<crate::segment::Segment>,
+    /// HTTP/2: `h2` (over TLS, ALPN) or `h2c` (in clear, prior knowledge); absent for HTTP/1.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// HTTP/2: concurrent streams per connection (`--streams`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<usize>,
 }
 
 /// Latency statistics of a histogram, microseconds.

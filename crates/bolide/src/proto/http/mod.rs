@@ -1,6 +1,7 @@
 //! HTTP/1.1 over raw TCP (and rustls): targets, pre-built request bytes, connecting, and one
 //! request/response exchange on a connection that the caller keeps for keep-alive.
 
+pub mod h2;
 pub mod parser;
 pub mod tls;
 
@@ -36,6 +37,8 @@ pub struct Target {
     pub request: Arc<[u8]>,
     /// False for HEAD, whose responses carry no body.
     pub expect_body: bool,
+    /// The request as HTTP/2 sends it (`--http2`, `--h2c`); None for HTTP/1.1.
+    pub h2: Option<Arc<h2::H2Request>>,
 }
 
 /// What the request head is made of, beyond the target's URL.

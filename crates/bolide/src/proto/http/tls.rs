@@ -17,6 +17,11 @@ pub struct Connector {
 impl Connector {
     /// Certificates checked against the built-in roots unless `insecure`.
     pub fn new(insecure: bool) -> Self {
+        Connector::with_alpn(insecure, &[])
+    }
+
+    /// The same, offering the ALPN protocols `alpn` (`h2` for HTTP/2) in the handshake.
+    pub fn with_alpn(insecure: bool, alpn: &[&[u8]]) -> Self {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
@@ -30,6 +35,8 @@ impl Connector {
             let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
             builder.with_root_certificates(roots).with_no_client_auth()
         };
+        let mut config = config;
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         Connector { inner: tokio_rustls::TlsConnector::from(Arc::new(config)) }
     }
 

@@ -1,0 +1,196 @@
+//! HTTP/2 (RFC 9113) over the same TCP and TLS streams as HTTP/1.1, by the `h2` crate (hyperium's
+//! frame layer: SETTINGS, HPACK, flow control, GOAWAY and RST_STREAM): `--http2` (ALPN `h2` over
+//! TLS, prior knowledge in clear) and `--h2c`. One connection carries `--streams N` requests at
+//! once; the engine runs a task per stream over one shared `SendRequest`.
+//!
+//! Bytes counted per response are the DATA frames' payload (the header block is HPACK-compressed
+//! inside the crate and not seen here).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use super::parser::Response;
+use super::{micros, open_stream, tls, Failure, RequestSpec, Target, Timings};
+use crate::stats::ErrorClass;
+
+/// What every request of a target sends, built once.
+#[derive(Debug)]
+pub struct H2Request {
+    method: http::Method,
+    uri: http::Uri,
+    headers: http::HeaderMap,
+    body: Bytes,
+}
+
+/// Headers that belong to HTTP/1.1's connection and have no place in HTTP/2 (RFC 9113, 8.2.2);
+/// `host` becomes the `:authority` of the URL.
+const CONNECTION_HEADERS: [&str; 6] =
+    ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host"];
+
+/// The request of `url` as HTTP/2 sends it: user headers replace the defaults of the same name.
+pub fn build(url: &url::Url, spec: &RequestSpec) -> Result<H2Request, String> {
+    let method =
+        http::Method::from_bytes(spec.method.as_bytes()).map_err(|e| format!("method {:?}: {e}", spec.method))?;
+    let uri: http::Uri = url.as_str().parse().map_err(|e| format!("URL {url}: {e}"))?;
+    let mut headers = http::HeaderMap::new();
+    let has = |name: &str| spec.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    if !has("user-agent") {
+        headers.insert(
+            http::header::USER_AGENT,
+            http::HeaderValue::from_static(concat!("bolide/", env!("CARGO_PKG_VERSION"))),
+        );
+    }
+    if !has("accept") {
+        headers.insert(http::header::ACCEPT, http::HeaderValue::from_static("*/*"));
+    }
+    for (name, value) in &spec.headers {
+        let lower = name.to_ascii_lowercase();
+        if CONNECTION_HEADERS.contains(&lower.as_str()) {
+            continue;
+        }
+        let n = http::HeaderName::from_bytes(lower.as_bytes()).map_err(|e| format!("header {name:?}: {e}"))?;
+        let v = http::HeaderValue::from_str(value).map_err(|e| format!("header {name:?}: {e}"))?;
+        headers.append(n, v);
+    }
+    let body_method = !matches!(spec.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS");
+    if (!spec.body.is_empty() || body_method) && !has("content-length") {
+        headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(spec.body.len()));
+    }
+    Ok(H2Request { method, uri, headers, body: Bytes::copy_from_slice(&spec.body) })
+}
+
+/// A connection's request handle (cheap to clone: one per stream task).
+pub type Sender = ::h2::client::SendRequest<Bytes>;
+
+/// Opens a connection to `target` and runs the HTTP/2 handshake; the connection's own task (the
+/// frames in and out) is spawned on the current `LocalSet`.
+pub async fn connect(target: &Target, tls: Option<&tls::Connector>) -> Result<Sender, Failure> {
+    let stream = open_stream(&target.host, &target.addrs, target.tls, tls).await?;
+    if let super::Stream::Tls(s) = &stream {
+        if s.get_ref().1.alpn_protocol() != Some(b"h2") {
+            return Err(Failure::new(
+                ErrorClass::Tls,
+                "the server did not agree to HTTP/2 (ALPN h2); drop --http2 to load it over HTTP/1.1",
+            ));
+        }
+    }
+    let (send, connection) = ::h2::client::Builder::new()
+        // Larger windows than the protocol's 64 KiB: big bodies are not held back by updates.
+        .initial_window_size(1 << 20)
+        .initial_connection_window_size(16 << 20)
+        .handshake::<_, Bytes>(stream)
+        .await
+        .map_err(|e| failure(&e, "handshake"))?;
+    tokio::task::spawn_local(async move {
+        // Its errors reach the streams, which count them.
+        let _ = connection.await;
+    });
+    Ok(send)
+}
+
+/// Sends one request on `send` and reads its whole response.
+pub async fn exchange(
+    send: &Sender,
+    req: &H2Request,
+    expect_body: bool,
+    timings: &mut Timings,
+) -> Result<Response, Failure> {
+    // Waits for a stream the server allows (SETTINGS_MAX_CONCURRENT_STREAMS).
+    let mut send = send.clone().ready().await.map_err(|e| failure(&e, "waiting for a stream"))?;
+    let mut request = http::Request::new(());
+    *request.method_mut() = req.method.clone();
+    *request.uri_mut() = req.uri.clone();
+    *request.headers_mut() = req.headers.clone();
+    let written = Instant::now();
+    let end = req.body.is_empty();
+    let (response, mut stream) = send.send_request(request, end).map_err(|e| failure(&e, "sending"))?;
+    if !end {
+        send_body(&mut stream, req.body.clone()).await?;
+    }
+    let response = response.await.map_err(|e| failure(&e, "reading the response"))?;
+    timings.wait_us = micros(written.elapsed());
+    let status = response.status().as_u16();
+    let mut body = response.into_body();
+    let mut body_bytes = 0u64;
+    if expect_body {
+        while let Some(chunk) = body.data().await {
+            let chunk = chunk.map_err(|e| failure(&e, "reading the body"))?;
+            body_bytes += chunk.len() as u64;
+            // Hands the window back: the server may send more (flow control).
+            let _ = body.flow_control().release_capacity(chunk.len());
+        }
+    }
+    Ok(Response { status, keep_alive: true, head_bytes: 0, body_bytes })
+}
+
+/// Sends a body within the stream's flow-control window, as the window opens.
+async fn send_body(stream: &mut ::h2::SendStream<Bytes>, mut body: Bytes) -> Result<(), Failure> {
+    while !body.is_empty() {
+        stream.reserve_capacity(body.len());
+        let granted = std::future::poll_fn(|cx| stream.poll_capacity(cx))
+            .await
+            .ok_or_else(|| Failure::new(ErrorClass::Reset, "the stream closed before its body was sent"))?
+            .map_err(|e| failure(&e, "sending the body"))?;
+        let chunk = body.split_to(granted.min(body.len()));
+        stream.send_data(chunk, body.is_empty()).map_err(|e| failure(&e, "sending the body"))?;
+    }
+    Ok(())
+}
+
+/// An `h2` error as the counters class it: GOAWAY and RST_STREAM from the server get classes of
+/// their own; the connection's I/O errors are classed as HTTP/1.1's are.
+pub fn failure(e: &::h2::Error, during: &str) -> Failure {
+    if e.is_go_away() {
+        let reason = e.reason().map(|r| format!("{r:?}")).unwrap_or_default();
+        return Failure::new(ErrorClass::GoAway, format!("{during}: the server sent GOAWAY ({reason})"));
+    }
+    if e.is_reset() && e.is_remote() {
+        let reason = e.reason().map(|r| format!("{r:?}")).unwrap_or_default();
+        return Failure::new(ErrorClass::StreamReset, format!("{during}: the server reset the stream ({reason})"));
+    }
+    if let Some(io) = e.get_io() {
+        return Failure::io(io, during);
+    }
+    if e.is_io() {
+        return Failure::new(ErrorClass::Closed, format!("{during}: {e}"));
+    }
+    Failure::new(ErrorClass::Malformed, format!("{during}: HTTP/2 protocol error: {e}"))
+}
+
+/// Whether a failure ends the connection (a new one is needed) rather than one stream.
+pub fn ends_connection(f: &Failure) -> bool {
+    !matches!(f.class, ErrorClass::StreamReset | ErrorClass::Timeout)
+}
+
+/// The request of a target, shared by its connections.
+pub fn shared(url: &url::Url, spec: &RequestSpec) -> Result<Arc<H2Request>, String> {
+    build(url, spec).map(Arc::new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_headers_are_left_out_and_user_headers_win() {
+        let spec = RequestSpec {
+            method: "POST".into(),
+            headers: vec![
+                ("Host".into(), "x".into()),
+                ("Connection".into(), "close".into()),
+                ("Accept".into(), "text/plain".into()),
+            ],
+            body: b"abc".to_vec(),
+            keep_alive: true,
+        };
+        let r = build(&url::Url::parse("http://127.0.0.1:8080/p?q=1").unwrap(), &spec).unwrap();
+        assert_eq!(r.method, http::Method::POST);
+        assert_eq!(r.uri.to_string(), "http://127.0.0.1:8080/p?q=1");
+        assert!(r.headers.get("host").is_none() && r.headers.get("connection").is_none());
+        assert_eq!(r.headers.get("accept").unwrap(), "text/plain");
+        assert_eq!(r.headers.get("content-length").unwrap(), "3");
+        assert_eq!(&r.body[..], b"abc");
+    }
+}
