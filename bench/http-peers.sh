@@ -6,11 +6,13 @@
 # one thread, 10 connections, for DURATION seconds, in three modes: keep-alive on /, no keep-alive
 # on /, keep-alive on the 100 KB file. Tools are interleaved, REPS times, and the medians reported:
 # requests/s, and the generator's own CPU time (user+sys) per completed request, the figure that
-# ranks generators when nginx is the bottleneck. Then bolide alone with 1,000 connections, for its
-# peak RSS.
+# ranks generators when nginx is the bottleneck. A fourth mode, h2, is HTTP/2 in clear (h2c) to the
+# same nginx on port 8082 with STREAMS concurrent streams per connection: bolide, h2load and oha.
+# Then bolide alone with 1,000 connections, for its peak RSS.
 #
-# Usage: bench/http-peers.sh            (REPS=3 DURATION=10 by default; about 15 minutes)
+# Usage: bench/http-peers.sh            (REPS=3 DURATION=10 by default; about 17 minutes)
 #        REPS=1 DURATION=3 bench/http-peers.sh   (a quick look)
+#        MODES=h2 bench/http-peers.sh            (some modes only: ka noka big h2)
 # Installs what it needs (apt, npm, cargo install --locked); stops what it started, by PID.
 # Traffic goes to 127.0.0.1 only.
 set -euo pipefail
@@ -18,6 +20,9 @@ set -euo pipefail
 REPS=${REPS:-3}
 DURATION=${DURATION:-10}
 CONNS=${CONNS:-10}
+STREAMS=${STREAMS:-10}
+MODES=${MODES:-ka noka big h2}
+export NGINX_H2C_PORT=8082
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 SHARED=${SHARED:-$ROOT/../shared}
@@ -60,18 +65,28 @@ C=$CONNS
 cmd() { # tool mode url
     local tool=$1 mode=$2 url=$3
     CMD=()
+    if [ "$mode" = h2 ]; then
+        # HTTP/2 peers only.
+        case $tool in
+            bolide|h2load|oha) ;;
+            *) return 0 ;;
+        esac
+    fi
     local ka=1
     [ "$mode" = noka ] && ka=0
     case $tool in
         bolide) CMD=("$BOLIDE" http -t 1 -c "$C" -d "${D}s" -q --json "$OUT/$4.json")
-                [ $ka = 1 ] || CMD+=(--no-keepalive) ;;
+                [ $ka = 1 ] || CMD+=(--no-keepalive)
+                [ "$mode" = h2 ] && CMD+=(--h2c --streams "$STREAMS") ;;
         wrk) CMD=(wrk -t 1 -c "$C" -d "${D}s")
              [ $ka = 1 ] || CMD+=(-H "Connection: close") ;;
         ab) CMD=(ab -q -c "$C" -t "$D" -n 100000000)
             [ $ka = 1 ] && CMD+=(-k) ;;
-        h2load) [ $ka = 1 ] && CMD=(h2load --h1 -t 1 -c "$C" -D "$D") ;;
+        h2load) if [ "$mode" = h2 ]; then CMD=(h2load -t 1 -c "$C" -m "$STREAMS" -D "$D")
+                elif [ $ka = 1 ]; then CMD=(h2load --h1 -t 1 -c "$C" -D "$D"); fi ;;
         oha) CMD=(oha --no-tui -c "$C" -z "${D}s")
-             [ $ka = 1 ] || CMD+=(--disable-keepalive) ;;
+             [ $ka = 1 ] || CMD+=(--disable-keepalive)
+             [ "$mode" = h2 ] && CMD+=(--http2 -p "$STREAMS") ;;
         autocannon) [ $ka = 1 ] && CMD=(autocannon -c "$C" -d "$D" -j) ;;
         loadtest) CMD=(loadtest --cores 1 -c "$C" -t "$D")
                   [ $ka = 1 ] && CMD+=(-k) ;;
@@ -88,7 +103,9 @@ cmd() { # tool mode url
 run_one() { # tool mode path rep
     local tool=$1 mode=$2 path=$3 rep=$4
     local name="$tool-$mode-$rep"
-    cmd "$tool" "$mode" "http://127.0.0.1:8080$path" "$name"
+    local port=8080
+    [ "$mode" = h2 ] && port=$NGINX_H2C_PORT
+    cmd "$tool" "$mode" "http://127.0.0.1:$port$path" "$name"
     [ ${#CMD[@]} -gt 0 ] || return 0
     if ! taskset -c 1 /usr/bin/time -o "$OUT/$name.time" -f "%U %S %M" "${CMD[@]}" >"$OUT/$name.out" 2>&1; then
         log "  $name failed (see $OUT/$name.out)"
@@ -103,10 +120,10 @@ install_peers
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt 2100 ]; then log "open-file limit $(ulimit -n) is below the 2,100 the 1,000-connection run needs"; exit 1; fi
 start_nginx
-printf '{"reps": %s, "duration": %s, "connections": %s}\n' "$REPS" "$DURATION" "$C" >"$OUT/meta.json"
+printf '{"reps": %s, "duration": %s, "connections": %s, "streams": %s}\n' "$REPS" "$DURATION" "$C" "$STREAMS" >"$OUT/meta.json"
 TOOLS=(bolide wrk ab h2load oha autocannon loadtest loadtest-tcp hey)
 for rep in $(seq "$REPS"); do
-    for mode in ka noka big; do
+    for mode in $MODES; do
         path=/
         [ "$mode" = big ] && path=/image.jpg
         for tool in "${TOOLS[@]}"; do

@@ -26,6 +26,10 @@ start_nginx() {
     mkdir -p "$nb/www" "$nb/logs" "$nb/tmp"
     head -c 102400 /dev/urandom >"$nb/www/image.jpg"
     sed "s#BENCH_ROOT#$nb#g" "$SHARED/bench/nginx-bench.conf" >"$nb/nginx.conf"
+    # NGINX_H2C_PORT: the same server also speaks HTTP/2 in clear (prior knowledge) on that port.
+    if [ -n "${NGINX_H2C_PORT:-}" ]; then
+        sed -i "s#listen 127.0.0.1:8080 backlog=4096;#&\n        listen 127.0.0.1:$NGINX_H2C_PORT http2;#" "$nb/nginx.conf"
+    fi
     nginx -t -q -p "$nb" -c "$nb/nginx.conf"
     taskset -c 0 nginx -p "$nb" -c "$nb/nginx.conf" >"$nb/logs/stdout.log" 2>&1 &
     NGINX_PID=$!

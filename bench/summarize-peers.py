@@ -7,7 +7,8 @@ import glob, json, os, re, statistics, sys
 run = sys.argv[1]
 meta = json.load(open(os.path.join(run, "meta.json")))
 MODES = {"ka": "keep-alive, GET / (2 bytes)", "noka": "no keep-alive, GET / (2 bytes)",
-         "big": "keep-alive, GET /image.jpg (100 KB)"}
+         "big": "keep-alive, GET /image.jpg (100 KB)",
+         "h2": f"HTTP/2 in clear (h2c), {meta.get('streams', 10)} streams per connection, GET / (2 bytes)"}
 
 
 def parse(tool, text, json_path):

@@ -103,7 +103,7 @@ pub fn fetch(spec: &Spec) -> Result<String, String> {
                     return Err(format!("the answer is larger than {} MiB", MAX_BODY >> 20));
                 }
                 // A server that keeps the connection open after a whole answer is not waited for.
-                if crate::proto::http::parser::is_whole(&raw) {
+                if whole(&raw) {
                     break;
                 }
             }
@@ -132,6 +132,24 @@ pub fn fetch(spec: &Spec) -> Result<String, String> {
     }
     let body = if chunked { dechunk(&raw[head..])? } else { raw[head..].to_vec() };
     String::from_utf8(body).map_err(|_| "the answer is not UTF-8 text".to_string())
+}
+
+/// Whether `raw` holds a whole answer: its head, and its body by `Content-Length` or a chunked
+/// body's last chunk; a body that runs until the close is never whole before it.
+fn whole(raw: &[u8]) -> bool {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut res = httparse::Response::new(&mut headers);
+    let Ok(httparse::Status::Complete(head)) = res.parse(raw) else { return false };
+    let value = |name: &str| {
+        res.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| String::from_utf8_lossy(h.value))
+    };
+    if value("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked")) {
+        return raw[head..].ends_with(b"0\r\n\r\n");
+    }
+    match value("content-length").and_then(|v| v.trim().parse::<usize>().ok()) {
+        Some(n) => raw.len() - head >= n,
+        None => false,
+    }
 }
 
 /// A whole chunked body at the front of `data`: the body and the bytes it took; None when more is
@@ -856,5 +874,14 @@ mod tests {
         assert_eq!(dechunk(b"3\r\nabc\r\n0\r\n\r\n").unwrap(), b"abc");
         // Lines that are no samples are passed over.
         assert!(parse("garbage here\n\u{0}\u{1}\n{{{\n").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_whole_answer_is_told_without_waiting_for_the_close() {
+        assert!(whole(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"));
+        assert!(!whole(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok"));
+        assert!(whole(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"));
+        assert!(!whole(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n"));
+        assert!(!whole(b"HTTP/1.1 200 OK\r\n\r\nuntil the close"));
     }
 }
