@@ -286,7 +286,8 @@ fn flags_that_do_not_fit_are_usage_errors() {
     }
 }
 
-/// nginx from Debian with an HTTP/2 listener in clear (1.22: `listen ... http2`), started here.
+/// nginx from Debian with an HTTP/2 listener in clear (1.22: `listen ... http2`), started here as one
+/// process (no master), so that stopping it leaves no worker behind.
 #[test]
 fn nginx_serves_h2c_to_many_streams_and_large_files() {
     let dir = tempfile::tempdir().unwrap();
@@ -297,7 +298,7 @@ fn nginx_serves_h2c_to_many_streams_and_large_files() {
     std::fs::write(root.join("www/big.bin"), vec![9u8; 300_000]).unwrap();
     let port = common::free_port();
     let conf = format!(
-        "worker_processes 1;\ndaemon off;\npid {r}/nginx.pid;\nerror_log {r}/logs/error.log warn;\n\
+        "worker_processes 1;\nmaster_process off;\ndaemon off;\npid {r}/nginx.pid;\nerror_log {r}/logs/error.log warn;\n\
          events {{ worker_connections 1024; }}\nhttp {{\n access_log off;\n\
          client_body_temp_path {r}/tmp/cb; proxy_temp_path {r}/tmp/p; fastcgi_temp_path {r}/tmp/f;\n\
          uwsgi_temp_path {r}/tmp/u; scgi_temp_path {r}/tmp/s;\n\
