@@ -174,7 +174,25 @@ pub fn run(
     let workers = shares.len();
     let mut merged = WorkerRecorder::new(plan.targets.len());
     let mut parts: Vec<Option<std::path::PathBuf>> = vec![None; workers];
-    let mut seconds: Vec<(usize, Duration, SecondRecorder)> = Vec::new();
+    // Per second: workers that reported it, its length, and its recorder until it is whole; then
+    // only the timeline entry it makes (a recorder's histogram is ~190 KB resident: kept for every
+    // second it made an hour-long run grow by a gigabyte).
+    let mut seconds: Vec<(usize, Duration, Option<SecondRecorder>)> = Vec::new();
+    let mut finished: Vec<Second> = Vec::new();
+    let keep_histogram = plan.spread.segment.is_some() || !plan.exports.is_empty();
+    let entry = |t: usize, span: Duration, rec: &SecondRecorder| {
+        let mut second = summary::second(t as u32, span.as_secs_f64(), rec);
+        // A segment keeps each second's histogram: merged with the other segments' seconds, the
+        // whole run's per-second percentiles come out exact.
+        if keep_histogram {
+            second.latency_histogram = Some(crate::stats::hist::encode(&rec.latency_us));
+        }
+        // The outputs send its histogram and breakdowns.
+        if !plan.exports.is_empty() {
+            for_outputs(&mut second, rec);
+        }
+        second
+    };
     let mut worker_error = None;
     let mut gnuplot_error = None;
     let (mut responses, mut errors) = (0u64, 0u64);
@@ -185,35 +203,35 @@ pub fn run(
             Msg::Tick { t, span, rec } => {
                 let t = t as usize;
                 while seconds.len() <= t {
-                    seconds.push((0, Duration::ZERO, SecondRecorder::default()));
+                    seconds.push((0, Duration::ZERO, None));
                 }
                 let slot = &mut seconds[t];
                 slot.0 += 1;
                 slot.1 = slot.1.max(span);
-                slot.2.merge(&rec);
                 responses += rec.responses;
                 errors += rec.errors;
+                match &mut slot.2 {
+                    Some(r) => r.merge(&rec),
+                    None => slot.2 = Some(*rec),
+                }
                 // A second is complete once every worker reported it: show it.
                 while reported < seconds.len()
                     && seconds[reported].0 == workers
                     && seconds[reported].1 >= Duration::from_millis(999)
                 {
+                    let (_, span, rec) = &mut seconds[reported];
+                    let rec = rec.take().unwrap_or_default();
+                    let second = entry(reported, *span, &rec);
                     progress(&Progress {
                         elapsed: start.elapsed(),
                         planned: plan.stop.time,
                         planned_requests: plan.my_requests(),
                         responses,
                         errors,
-                        last_second_responses: seconds[reported].2.responses,
-                        second: {
-                            let rec = &seconds[reported].2;
-                            let mut second = summary::second(reported as u32, seconds[reported].1.as_secs_f64(), rec);
-                            if !plan.exports.is_empty() {
-                                for_outputs(&mut second, rec);
-                            }
-                            second
-                        },
+                        last_second_responses: rec.responses,
+                        second: second.clone(),
                     });
+                    finished.push(second);
                     reported += 1;
                 }
             }
@@ -244,23 +262,11 @@ pub fn run(
         crate::stats::gnuplot::discard(&gnuplot_parts);
         gnuplot_parts.clear();
     }
-    let timeline = seconds
-        .iter()
-        .enumerate()
-        .map(|(t, (_, span, rec))| {
-            let mut second = summary::second(t as u32, span.as_secs_f64(), rec);
-            // A segment keeps each second's histogram: merged with the other segments' seconds,
-            // the whole run's per-second percentiles come out exact.
-            if plan.spread.segment.is_some() {
-                second.latency_histogram = Some(crate::stats::hist::encode(&rec.latency_us));
-            }
-            // The outputs too: the seconds the run's end leaves are sent from here.
-            if !plan.exports.is_empty() {
-                for_outputs(&mut second, rec);
-            }
-            second
-        })
-        .collect();
+    // The seconds shown as they ended, then those the run's end left (the last, partial one).
+    let mut timeline = finished;
+    for (t, (_, span, rec)) in seconds.iter().enumerate().skip(timeline.len()) {
+        timeline.push(entry(t, *span, rec.as_ref().unwrap_or(&SecondRecorder::default())));
+    }
     Ok(RunOutput {
         merged,
         timeline,
