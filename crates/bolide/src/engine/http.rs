@@ -508,17 +508,9 @@ async fn connection_loop(w: &Worker, target_index: usize) {
             Ok(Ok(resp)) => {
                 backoff = Duration::ZERO;
                 let bytes = resp.head_bytes + resp.body_bytes;
-                w.rec.borrow_mut().record_response(target_index, micros(done - due), resp.status, bytes);
+                w.answered(target_index, (due, sent_at, done), resp.status, bytes, &timings);
                 if !resp.keep_alive || !w.plan.keep_alive {
                     conn = None;
-                }
-                if w.plan.gnuplot.is_some() {
-                    w.log_line(Line {
-                        start: w.started_at + (sent_at - w.start),
-                        connect_us: timings.connect_us,
-                        total_us: micros(done - sent_at),
-                        wait_us: timings.wait_us,
-                    });
                 }
             }
             Ok(Err(failure)) => {
@@ -526,17 +518,49 @@ async fn connection_loop(w: &Worker, target_index: usize) {
                 conn = None;
                 w.rec.borrow_mut().record_error(target_index, failure.class, &failure.detail);
                 if connecting || matches!(failure.class, ErrorClass::Connect | ErrorClass::Tls) {
-                    // Do not spin on a target that refuses: back off a little, up to a bound.
-                    backoff = (backoff * 2).clamp(Duration::from_millis(1), MAX_RECONNECT_BACKOFF);
+                    backoff = next_backoff(backoff);
                     tokio::time::sleep(backoff).await;
                 }
             }
             Err(_elapsed) => {
                 conn = None;
-                let detail = format!("no complete response within {:?}", w.plan.timeout);
-                w.rec.borrow_mut().record_timeout(target_index, micros(done - due), &detail);
+                w.timed_out(target_index, due, done);
             }
         }
+    }
+}
+
+/// Do not spin on a target that refuses: the wait before the next try doubles, within bounds.
+fn next_backoff(last: Duration) -> Duration {
+    (last * 2).clamp(Duration::from_millis(1), MAX_RECONNECT_BACKOFF)
+}
+
+impl Worker {
+    /// A response to the send due at `due`, sent at `sent_at`, whole at `done`: recorded, and
+    /// logged for `--gnuplot`.
+    fn answered(
+        &self,
+        target: usize,
+        (due, sent_at, done): (Instant, Instant, Instant),
+        status: u16,
+        bytes: u64,
+        timings: &Timings,
+    ) {
+        self.rec.borrow_mut().record_response(target, micros(done - due), status, bytes);
+        if self.plan.gnuplot.is_some() {
+            self.log_line(Line {
+                start: self.started_at + (sent_at - self.start),
+                connect_us: timings.connect_us,
+                total_us: micros(done - sent_at),
+                wait_us: timings.wait_us,
+            });
+        }
+    }
+
+    /// A request with no whole response within `--timeout`.
+    fn timed_out(&self, target: usize, due: Instant, done: Instant) {
+        let detail = format!("no complete response within {:?}", self.plan.timeout);
+        self.rec.borrow_mut().record_timeout(target, micros(done - due), &detail);
     }
 }
 
@@ -594,15 +618,7 @@ async fn h2_stream_loop(w: &Worker, target_index: usize, slot: &H2Slot) {
         match outcome {
             Ok(Ok(resp)) => {
                 slot.backoff.set(Duration::ZERO);
-                w.rec.borrow_mut().record_response(target_index, micros(done - due), resp.status, resp.body_bytes);
-                if w.plan.gnuplot.is_some() {
-                    w.log_line(Line {
-                        start: w.started_at + (sent_at - w.start),
-                        connect_us: timings.connect_us,
-                        total_us: micros(done - sent_at),
-                        wait_us: timings.wait_us,
-                    });
-                }
+                w.answered(target_index, (due, sent_at, done), resp.status, resp.body_bytes, &timings);
             }
             Ok(Err(failure)) => {
                 let connecting = used.is_none();
@@ -611,15 +627,13 @@ async fn h2_stream_loop(w: &Worker, target_index: usize, slot: &H2Slot) {
                 }
                 w.rec.borrow_mut().record_error(target_index, failure.class, &failure.detail);
                 if connecting || matches!(failure.class, ErrorClass::Connect | ErrorClass::Tls) {
-                    let backoff = (slot.backoff.get() * 2).clamp(Duration::from_millis(1), MAX_RECONNECT_BACKOFF);
-                    slot.backoff.set(backoff);
-                    tokio::time::sleep(backoff).await;
+                    slot.backoff.set(next_backoff(slot.backoff.get()));
+                    tokio::time::sleep(slot.backoff.get()).await;
                 }
             }
             Err(_elapsed) => {
                 // The stream is given up (dropping it resets it); the connection stays.
-                let detail = format!("no complete response within {:?}", w.plan.timeout);
-                w.rec.borrow_mut().record_timeout(target_index, micros(done - due), &detail);
+                w.timed_out(target_index, due, done);
             }
         }
     }

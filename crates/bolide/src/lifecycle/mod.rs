@@ -312,15 +312,7 @@ fn run_http_plan(
             let mut timeline = Vec::new();
             let out = engine::run(plan, cancel, &mut |p: &engine::Progress| {
                 progress::http_update(&bar, p);
-                if !exporters.is_empty() {
-                    let watched = monitor.snapshot().0;
-                    let scraped = monitor.scraped.snapshot();
-                    for e in &mut exporters {
-                        e.watch(&watched);
-                        e.scraped(&scraped);
-                        e.http_second(&p.second);
-                    }
-                }
+                hand_over(&mut exporters, monitor, |e| e.http_second(&p.second));
                 if let Some(d) = dashboard {
                     timeline.push(p.second.clone());
                     let timeline = timeline.clone();
@@ -590,15 +582,7 @@ fn run_ddp_plan(
         let mut timeline = Vec::new();
         let out = crate::engine::vu::run(plan, cancel, &mut |p: &crate::engine::vu::VuProgress| {
             progress::ddp_update(&bar, p);
-            if !exporters.is_empty() {
-                let watched = monitor.snapshot().0;
-                let scraped = monitor.scraped.snapshot();
-                for e in &mut exporters {
-                    e.watch(&watched);
-                    e.scraped(&scraped);
-                    e.ddp_second(&p.second);
-                }
-            }
+            hand_over(&mut exporters, monitor, |e| e.ddp_second(&p.second));
             if let Some(d) = dashboard {
                 timeline.push(p.second.clone());
                 let timeline = timeline.clone();
@@ -684,6 +668,25 @@ fn exporters(
             crate::export::Exporter::start(*kind, u.clone(), testid.clone(), extra.clone(), several.clone())
         })
         .collect()
+}
+
+/// Hands a run's second to its outputs (`give`), with the watched processes and the server's
+/// series as last read.
+fn hand_over(
+    exporters: &mut [crate::export::Exporter],
+    monitor: &crate::monitor::Monitor,
+    give: impl Fn(&mut crate::export::Exporter),
+) {
+    if exporters.is_empty() {
+        return;
+    }
+    let watched = monitor.snapshot().0;
+    let scraped = monitor.scraped.snapshot();
+    for e in exporters {
+        e.watch(&watched);
+        e.scraped(&scraped);
+        give(e);
+    }
 }
 
 /// Says when seconds were not delivered; hands the result back.
