@@ -8,10 +8,11 @@ pub mod tls;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::stats::ErrorClass;
@@ -19,8 +20,6 @@ use parser::{ParseError, Progress, Response, ResponseParser};
 
 /// Largest response head accepted, in bytes (bodies are streamed and have no limit).
 pub const HEAD_LIMIT_BYTES: usize = 64 * 1024;
-/// Bytes read from the socket at a time.
-const READ_CHUNK_BYTES: usize = 16 * 1024;
 
 /// One URL to load, resolved and with its request bytes built once.
 #[derive(Debug, Clone)]
@@ -135,7 +134,7 @@ pub enum Stream {
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
 }
 
-/// An open connection with its receive buffer and parser.
+/// An open connection, the bytes it holds of a response not yet whole, and its parser.
 pub struct Connection {
     stream: Stream,
     buf: BytesMut,
@@ -241,57 +240,107 @@ impl Connection {
     /// Sends `target`'s request and reads its whole response.
     pub async fn exchange(&mut self, target: &Target, timings: &mut Timings) -> Result<Response, Failure> {
         self.parser.start(target.expect_body);
+        if !self.buf.is_empty() {
+            // Bytes nobody asked for arrived on an idle keep-alive connection.
+            return Err(Failure::new(ErrorClass::Malformed, "unsolicited bytes before the request"));
+        }
         match &mut self.stream {
-            Stream::Plain(s) => exchange_on(s, &mut self.buf, &mut self.parser, target, timings).await,
-            Stream::Tls(s) => exchange_on(s.as_mut(), &mut self.buf, &mut self.parser, target, timings).await,
+            Stream::Plain(s) => {
+                send(s, target).await?;
+                receive(s, &mut self.buf, &mut self.parser, Instant::now(), timings).await
+            }
+            Stream::Tls(s) => {
+                send(s.as_mut(), target).await?;
+                receive(s.as_mut(), &mut self.buf, &mut self.parser, Instant::now(), timings).await
+            }
         }
     }
 }
 
-async fn exchange_on<S: AsyncRead + AsyncWrite + Unpin>(
+async fn send<S: AsyncWrite + Unpin>(stream: &mut S, target: &Target) -> Result<(), Failure> {
+    stream.write_all(&target.request).await.map_err(|e| Failure::io(&e, "write").stale())?;
+    stream.flush().await.map_err(|e| Failure::io(&e, "write").stale())
+}
+
+thread_local! {
+    /// The receive buffer every connection of this thread reads into. A read and its parsing
+    /// happen within one poll, so one buffer serves them all: a connection keeps only what its
+    /// response still needs (a head cut in two, an unconsumed tail), usually nothing, and 1,000
+    /// connections waiting for their answers hold no 16 KB buffer each.
+    static SHARED_READ: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; SHARED_READ_BYTES]);
+}
+
+/// Size of the shared receive buffer: a 100 KB body arrives in two reads.
+const SHARED_READ_BYTES: usize = 64 * 1024;
+
+/// Reads the response through the thread's shared buffer; `held` keeps what the parser has not
+/// used yet between reads, and is released once empty.
+async fn receive<S: AsyncRead + Unpin>(
     stream: &mut S,
-    buf: &mut BytesMut,
+    held: &mut BytesMut,
     parser: &mut ResponseParser,
-    target: &Target,
+    written: Instant,
     timings: &mut Timings,
 ) -> Result<Response, Failure> {
-    if !buf.is_empty() {
-        // Bytes nobody asked for arrived on an idle keep-alive connection.
-        return Err(Failure::new(ErrorClass::Malformed, "unsolicited bytes before the request"));
-    }
-    stream.write_all(&target.request).await.map_err(|e| Failure::io(&e, "write").stale())?;
-    stream.flush().await.map_err(|e| Failure::io(&e, "write").stale())?;
-    let written = Instant::now();
     let mut first_byte = true;
-    loop {
-        if buf.capacity() - buf.len() < 1024 {
-            buf.reserve(READ_CHUNK_BYTES);
-        }
-        let n = match stream.read_buf(buf).await {
-            Ok(n) => n,
-            Err(e) if first_byte => return Err(Failure::io(&e, "read").stale()),
-            Err(e) => return Err(Failure::io(&e, "read")),
-        };
-        if n == 0 {
-            return match parser.eof()? {
-                Some(response) => Ok(response),
-                None => Err(Failure::new(ErrorClass::Closed, "connection closed before the response").stale()),
-            };
-        }
-        if first_byte {
-            timings.wait_us = micros(written.elapsed());
-            first_byte = false;
-        }
-        match parser.advance(buf)? {
-            Progress::More { consumed } => {
-                buf.advance(consumed);
+    std::future::poll_fn(|cx| loop {
+        let step = SHARED_READ.with_borrow_mut(|shared| -> Poll<Result<Option<Response>, Failure>> {
+            let mut read = tokio::io::ReadBuf::new(shared);
+            match std::pin::Pin::new(&mut *stream).poll_read(cx, &mut read) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(e)) => {
+                    let failure = Failure::io(&e, "read");
+                    return Poll::Ready(Err(if first_byte { failure.stale() } else { failure }));
+                }
+                Poll::Ready(Ok(())) => {}
             }
-            Progress::Done { consumed, response } => {
-                buf.advance(consumed);
-                return Ok(response);
+            let got = read.filled();
+            if got.is_empty() {
+                return Poll::Ready(match parser.eof() {
+                    Ok(Some(response)) => Ok(Some(response)),
+                    Ok(None) => Err(Failure::new(ErrorClass::Closed, "connection closed before the response").stale()),
+                    Err(e) => Err(e.into()),
+                });
             }
+            if first_byte {
+                timings.wait_us = micros(written.elapsed());
+                first_byte = false;
+            }
+            Poll::Ready(take(parser, held, got))
+        });
+        match step {
+            Poll::Ready(Ok(None)) => continue,
+            Poll::Ready(Ok(Some(response))) => return Poll::Ready(Ok(response)),
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => return Poll::Pending,
         }
+    })
+    .await
+}
+
+/// Gives the parser the bytes just read (after those `held` from before): the response when it
+/// ended; what it did not use stays in `held`.
+fn take(parser: &mut ResponseParser, held: &mut BytesMut, got: &[u8]) -> Result<Option<Response>, Failure> {
+    if held.is_empty() {
+        let (consumed, done) = parse(parser, got)?;
+        held.extend_from_slice(&got[consumed..]);
+        return Ok(done);
     }
+    held.extend_from_slice(got);
+    let (consumed, done) = parse(parser, held)?;
+    held.advance(consumed);
+    if held.is_empty() {
+        *held = BytesMut::new();
+    }
+    Ok(done)
+}
+
+/// One step of the parser over `bytes`: how many it used, and the response when it ended.
+fn parse(parser: &mut ResponseParser, bytes: &[u8]) -> Result<(usize, Option<Response>), Failure> {
+    Ok(match parser.advance(bytes)? {
+        Progress::More { consumed } => (consumed, None),
+        Progress::Done { consumed, response } => (consumed, Some(response)),
+    })
 }
 
 /// Whole microseconds in `d`, saturating.
@@ -310,6 +359,64 @@ mod tests {
             body: body.as_bytes().to_vec(),
             keep_alive,
         }
+    }
+
+    /// Responses that arrive in pieces (a head cut mid-line, a chunk-size line cut in two, a
+    /// body over many reads) parse whole through the shared buffer, and a connection keeps no
+    /// buffer of its own once each response ended.
+    #[test]
+    fn responses_in_pieces_leave_nothing_held() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let big = vec![b'x'; 150_000];
+            let mut long = b"HTTP/1.1 200 OK\r\nContent-Length: 150000\r\n\r\n".to_vec();
+            long.extend_from_slice(&big);
+            // Each response as the pieces the server writes, a pause after each.
+            let answers: Vec<Vec<Vec<u8>>> = vec![
+                vec![b"HTTP/1.1 200 OK\r\nConte".to_vec(), b"nt-Length: 5\r\n\r\nhel".to_vec(), b"lo".to_vec()],
+                vec![
+                    b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n1".to_vec(),
+                    b"0\r\n0123456789abcdef\r\n0\r".to_vec(),
+                    b"\n\r\n".to_vec(),
+                ],
+                long.chunks(7_000).map(<[u8]>::to_vec).collect(),
+            ];
+            let server = tokio::spawn(async move {
+                let (mut sock, _) = listener.accept().await.unwrap();
+                let mut request = vec![0u8; 4096];
+                for pieces in answers {
+                    let _ = tokio::io::AsyncReadExt::read(&mut sock, &mut request).await.unwrap();
+                    for piece in pieces {
+                        sock.write_all(&piece).await.unwrap();
+                        sock.flush().await.unwrap();
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                }
+            });
+            let url = url::Url::parse(&format!("http://{addr}/")).unwrap();
+            let spec = RequestSpec { method: "GET".into(), keep_alive: true, ..Default::default() };
+            let target = Target {
+                url: url.to_string(),
+                host: "127.0.0.1".into(),
+                addrs: vec![addr],
+                tls: false,
+                request: build_request(&url, &spec).into(),
+                expect_body: true,
+                h2: None,
+            };
+            let mut conn = connect(&target, None).await.unwrap();
+            let mut got = Vec::new();
+            for _ in 0..3 {
+                let mut timings = Timings::default();
+                let r = conn.exchange(&target, &mut timings).await.unwrap();
+                assert_eq!(conn.buf.capacity(), 0, "nothing held after {r:?}");
+                got.push((r.status, r.body_bytes, r.keep_alive));
+            }
+            assert_eq!(got, [(200, 5, true), (201, 27, true), (200, 150_000, true)]);
+            server.await.unwrap();
+        });
     }
 
     #[test]
