@@ -22,6 +22,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, Notify};
 
 use super::http::{self, tls::Connector, Stream};
+use super::read::read_appending;
 
 /// The DDP versions a browser's Meteor client supports, preferred first.
 pub const SUPPORTED: [&str; 3] = ["1", "pre2", "pre1"];
@@ -651,8 +652,8 @@ async fn handshake(
     }
     loop {
         let Some(frames) = framer.next()? else {
-            framer.buf.reserve(4096);
-            let n = stream.read_buf(&mut framer.buf).await.map_err(|e| DdpFailure::Closed(e.to_string()))?;
+            let n =
+                read_appending(&mut stream, &mut framer.buf).await.map_err(|e| DdpFailure::Closed(e.to_string()))?;
             if n == 0 {
                 return Err(DdpFailure::Closed("closed before connected".into()));
             }
@@ -872,16 +873,17 @@ async fn run(
         if woke {
             shared.notify.notify_waiters();
         }
-        if framer.buf.is_empty() && framer.buf.capacity() > 16 * 1024 {
+        // What is left of a frame stays; an empty buffer is given back, so an idle session holds
+        // none (reads go through the thread's shared buffer).
+        if framer.buf.is_empty() {
             framer.buf = Vec::new();
         }
         let heartbeat_at = match ping_sent {
             Some(at) => (at + cfg.heartbeat_timeout).min(next_tick),
             None => next_tick,
         };
-        framer.buf.reserve(4096);
         tokio::select! {
-            read = stream.read_buf(&mut framer.buf) => match read {
+            read = read_appending(&mut stream, &mut framer.buf) => match read {
                 Ok(0) => break 'conn "server closed the connection".to_string(),
                 Ok(n) => traffic.borrow_mut().bytes_in += n as u64,
                 Err(e) => break 'conn format!("read: {e}"),

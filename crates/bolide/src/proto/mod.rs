@@ -2,3 +2,4 @@
 
 pub mod ddp;
 pub mod http;
+pub mod read;

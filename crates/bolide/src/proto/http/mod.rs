@@ -262,17 +262,6 @@ async fn send<S: AsyncWrite + Unpin>(stream: &mut S, target: &Target) -> Result<
     stream.flush().await.map_err(|e| Failure::io(&e, "write").stale())
 }
 
-thread_local! {
-    /// The receive buffer every connection of this thread reads into. A read and its parsing
-    /// happen within one poll, so one buffer serves them all: a connection keeps only what its
-    /// response still needs (a head cut in two, an unconsumed tail), usually nothing, and 1,000
-    /// connections waiting for their answers hold no 16 KB buffer each.
-    static SHARED_READ: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; SHARED_READ_BYTES]);
-}
-
-/// Size of the shared receive buffer: a 100 KB body arrives in two reads.
-const SHARED_READ_BYTES: usize = 64 * 1024;
-
 /// Reads the response through the thread's shared buffer; `held` keeps what the parser has not
 /// used yet between reads, and is released once empty.
 async fn receive<S: AsyncRead + Unpin>(
@@ -284,29 +273,26 @@ async fn receive<S: AsyncRead + Unpin>(
 ) -> Result<Response, Failure> {
     let mut first_byte = true;
     std::future::poll_fn(|cx| loop {
-        let step = SHARED_READ.with_borrow_mut(|shared| -> Poll<Result<Option<Response>, Failure>> {
-            let mut read = tokio::io::ReadBuf::new(shared);
-            match std::pin::Pin::new(&mut *stream).poll_read(cx, &mut read) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Err(e)) => {
-                    let failure = Failure::io(&e, "read");
-                    return Poll::Ready(Err(if first_byte { failure.stale() } else { failure }));
-                }
-                Poll::Ready(Ok(())) => {}
-            }
-            let got = read.filled();
+        let first = first_byte;
+        let step = crate::proto::read::poll_read_with(&mut *stream, cx, |got| {
             if got.is_empty() {
-                return Poll::Ready(match parser.eof() {
+                return match parser.eof() {
                     Ok(Some(response)) => Ok(Some(response)),
                     Ok(None) => Err(Failure::new(ErrorClass::Closed, "connection closed before the response").stale()),
                     Err(e) => Err(e.into()),
-                });
+                };
             }
             if first_byte {
                 timings.wait_us = micros(written.elapsed());
                 first_byte = false;
             }
-            Poll::Ready(take(parser, held, got))
+            take(parser, held, got)
+        })
+        .map(|read| {
+            read.unwrap_or_else(|e| {
+                let failure = Failure::io(&e, "read");
+                Err(if first { failure.stale() } else { failure })
+            })
         });
         match step {
             Poll::Ready(Ok(None)) => continue,
