@@ -13,6 +13,7 @@
 # Usage: bench/http-peers.sh            (REPS=3 DURATION=10 by default; about 17 minutes)
 #        REPS=1 DURATION=3 bench/http-peers.sh   (a quick look)
 #        MODES=h2 bench/http-peers.sh            (some modes only: ka noka big h2)
+#        TOOLS="bolide wrk" bench/http-peers.sh    (some tools only)
 # Installs what it needs (apt, npm, cargo install --locked); stops what it started, by PID.
 # Traffic goes to 127.0.0.1 only.
 set -euo pipefail
@@ -121,7 +122,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt 2100 ]; then log "open-file limit $(ulimit -n) is below the 2,100 the 1,000-connection run needs"; exit 1; fi
 start_nginx
 printf '{"reps": %s, "duration": %s, "connections": %s, "streams": %s}\n' "$REPS" "$DURATION" "$C" "$STREAMS" >"$OUT/meta.json"
-TOOLS=(bolide wrk ab h2load oha autocannon loadtest loadtest-tcp hey)
+read -r -a TOOLS <<<"${TOOLS:-bolide wrk ab h2load oha autocannon loadtest loadtest-tcp hey}"
 for rep in $(seq "$REPS"); do
     for mode in $MODES; do
         path=/

@@ -331,3 +331,49 @@ fn nginx_serves_h2c_to_many_streams_and_large_files() {
     assert_eq!(o2.code, 0, "{}\n{}", o2.out, o2.err);
     assert_eq!((doc2.summary.responses, doc2.summary.bytes_in), (40, 40 * 300_000));
 }
+
+/// `bolide run SCENARIO --json TMP` (extra args after): the outcome and the document.
+fn run_scenario(yaml: &str, extra: &[&str]) -> (common::Outcome, bolide::stats::vu::DdpDoc) {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, json) = (dir.path().join("s.yml"), dir.path().join("run.json"));
+    std::fs::write(&file, yaml).unwrap();
+    let mut all = vec!["run", file.to_str().unwrap(), "--json", json.to_str().unwrap()];
+    all.extend_from_slice(extra);
+    let o = common::bolide(&all);
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|_| panic!("no document: {}\n{}", o.out, o.err));
+    (o, bolide::stats::vu::DdpDoc::from_json(&text).unwrap())
+}
+
+/// Scenario `http` steps with `http2: true`: each step one request on an HTTP/2 connection of its
+/// own, in clear (prior knowledge) and over TLS (ALPN h2); a server without h2 fails the step.
+#[test]
+fn scenario_steps_speak_http2() {
+    let flow = |url: &str| {
+        format!(
+            "config:\n  target: {url}\n  phases: [{{duration: 1, arrivalCount: 2}}]\nscenarios:\n  - flow:\n      \
+             - loop:\n          - post: {{url: /, json: {{a: 1}}, http2: true, expect: 200}}\n        count: 3\n"
+        )
+    };
+    let clear = server(Behaviour::Drain, None);
+    let (o, doc) = run_scenario(&flow(&clear.url("http")), &[]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let step = doc.steps.iter().find(|s| s.name == "POST /").expect("the post step");
+    assert_eq!((step.count, step.errors), (6, 0));
+    assert_eq!(clear.seen.requests.load(Ordering::Relaxed), 6);
+    assert_eq!(clear.seen.connections.load(Ordering::Relaxed), 6);
+    assert_eq!(clear.seen.body_bytes.load(Ordering::Relaxed), 6 * br#"{"a":1}"#.len() as u64);
+
+    let tls = server(Behaviour::Drain, Some(vec![b"h2".to_vec()]));
+    let (o, doc) = run_scenario(&flow(&tls.url("https")), &["--insecure"]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let step = doc.steps.iter().find(|s| s.name == "POST /").expect("the post step");
+    assert_eq!((step.count, step.errors), (6, 0));
+    assert_eq!(tls.seen.requests.load(Ordering::Relaxed), 6);
+
+    let no_h2 = server(Behaviour::Drain, Some(vec![b"http/1.1".to_vec()]));
+    let (_, doc) = run_scenario(&flow(&no_h2.url("https")), &["--insecure"]);
+    let step = doc.steps.iter().find(|s| s.name == "POST /").expect("the post step");
+    assert_eq!(step.errors, 2, "each user stops at its first failed step");
+    assert_eq!(step.errors_by_class.get("tls"), Some(&2), "{:?}", step.errors_by_class);
+    assert_eq!(no_h2.seen.requests.load(Ordering::Relaxed), 0);
+}

@@ -220,6 +220,8 @@ struct Worker {
     recs: Vec<RefCell<VuRecorder>>,
     traffic: Rc<RefCell<Traffic>>,
     tls: Option<Connector>,
+    /// TLS offering ALPN `h2`, for `http2: true` steps to https:// URLs (made at the first).
+    tls_h2: std::cell::OnceCell<Connector>,
     start: Instant,
     alive: Arc<AtomicU64>,
 }
@@ -245,6 +247,7 @@ fn worker(
         recs: plan.targets.iter().map(|_| RefCell::new(VuRecorder::new(&names))).collect(),
         traffic: Rc::new(RefCell::new(Traffic::default())),
         tls,
+        tls_h2: std::cell::OnceCell::new(),
         start,
         alive,
         plan,
@@ -943,6 +946,10 @@ impl Vu<'_> {
         }
         let spec =
             web::RequestSpec { method: h.method.clone(), headers, body: body.unwrap_or_default(), keep_alive: false };
+        let h2 = match h.http2 {
+            true => Some(web::h2::shared(&url, &spec).map_err(|e| self.fail_with(step, "scenario", &e))?),
+            false => None,
+        };
         let target = web::Target {
             url: url.to_string(),
             host: host.clone(),
@@ -950,13 +957,21 @@ impl Vu<'_> {
             tls: url.scheme() == "https",
             request: Arc::from(web::build_request(&url, &spec)),
             expect_body: h.method != "HEAD",
-            h2: None,
+            h2,
         };
         let began = Instant::now();
         let timeout = self.timeout(h.timeout);
         let exchange = async {
+            let mut timings = web::Timings::default();
+            if let Some(req) = &target.h2 {
+                let tls = target
+                    .tls
+                    .then(|| self.w.tls_h2.get_or_init(|| Connector::with_alpn(self.w.plan.insecure, &[b"h2"])));
+                let send = web::h2::connect(&target, tls).await?;
+                return web::h2::exchange(&send, req, target.expect_body, &mut timings).await;
+            }
             let mut conn = web::connect(&target, self.w.tls.as_ref()).await?;
-            conn.exchange(&target, &mut web::Timings::default()).await
+            conn.exchange(&target, &mut timings).await
         };
         let resp = match tokio::time::timeout(timeout, exchange).await {
             Ok(Ok(r)) => r,

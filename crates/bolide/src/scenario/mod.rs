@@ -386,6 +386,8 @@ pub struct HttpStep {
     pub body: Option<Value>,
     pub expect_status: Option<u16>,
     pub timeout: Option<Duration>,
+    /// `http2: true`: HTTP/2 (ALPN `h2` for https://, prior knowledge for http://).
+    pub http2: bool,
 }
 
 impl Scenario {

@@ -1140,7 +1140,11 @@ fn read_wait_for(r: &mut Reader, node: &Node) -> Option<WaitFor> {
 }
 
 fn read_http(r: &mut Reader, node: &Node, method: &str) -> Option<HttpStep> {
-    let m = r.map(node, if method == "GET" { "get" } else { "post" }, &["url", "json", "body", "expect", "timeout"])?;
+    let m = r.map(
+        node,
+        if method == "GET" { "get" } else { "post" },
+        &["url", "json", "body", "expect", "timeout", "http2"],
+    )?;
     let url = m.require(r, "url").and_then(|n| r.string(n, "url"));
     let body = match (m.get("json"), m.get("body")) {
         (Some(j), None) => {
@@ -1163,7 +1167,11 @@ fn read_http(r: &mut Reader, node: &Node, method: &str) -> Option<HttpStep> {
         }
     };
     let timeout = m.get("timeout").and_then(|n| r.duration(n, "timeout"));
-    Some(HttpStep { method: method.to_string(), url: url?, body, expect_status, timeout })
+    let http2 = match m.get("http2") {
+        None => Some(false),
+        Some(n) => r.boolean(n, "http2"),
+    };
+    Some(HttpStep { method: method.to_string(), url: url?, body, expect_status, timeout, http2: http2? })
 }
 
 #[cfg(test)]
