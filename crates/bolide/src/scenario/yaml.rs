@@ -1214,6 +1214,21 @@ mod tests {
     }
 
     #[test]
+    fn http_steps_choose_http2() {
+        let file = |step: &str| {
+            format!("config:\n  target: http://127.0.0.1:3000\n  phases: [{{duration: 1, arrivalCount: 1}}]\nscenarios:\n  - flow:\n      - {step}\n")
+        };
+        let http2 = |s: &Scenario| match &s.flows[0].steps[0].kind {
+            StepKind::Http(h) => h.http2,
+            _ => panic!("not an HTTP step"),
+        };
+        assert!(http2(&load(&file("get: {url: /ok, http2: true}")).unwrap()));
+        assert!(!http2(&load(&file("post: {url: /ok, json: {a: 1}}")).unwrap()));
+        let err = load(&file("get: {url: /ok, http2: yes please}")).unwrap_err().to_string();
+        assert!(err.contains("test.yml:6:32") && err.contains("http2 must be true or false"), "{err}");
+    }
+
+    #[test]
     fn looping_users_phases() {
         let file = |phase: &str| {
             format!("config:\n  target: http://127.0.0.1:3000\n  phases:\n    - {phase}\nscenarios:\n  - flow:\n      - connect\n")
