@@ -244,16 +244,8 @@ impl Connection {
             // Bytes nobody asked for arrived on an idle keep-alive connection.
             return Err(Failure::new(ErrorClass::Malformed, "unsolicited bytes before the request"));
         }
-        match &mut self.stream {
-            Stream::Plain(s) => {
-                send(s, target).await?;
-                receive(s, &mut self.buf, &mut self.parser, Instant::now(), timings).await
-            }
-            Stream::Tls(s) => {
-                send(s.as_mut(), target).await?;
-                receive(s.as_mut(), &mut self.buf, &mut self.parser, Instant::now(), timings).await
-            }
-        }
+        send(&mut self.stream, target).await?;
+        receive(&mut self.stream, &mut self.buf, &mut self.parser, Instant::now(), timings).await
     }
 }
 
