@@ -566,6 +566,12 @@ pub struct HttpArgs {
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub timeout: String,
 
+    /// The statuses that count as success, codes and ranges: `200-299,404`. A response of any
+    /// other status is a failed request (class `status`): in the errors, the error rate, the
+    /// thresholds, the capacity ladder's verdict and every output.
+    #[arg(long, value_name = "CODES", default_value = "200-399")]
+    pub expect_status: String,
+
     /// Open a new connection for every request (sends `Connection: close`).
     #[arg(long)]
     pub no_keepalive: bool,

@@ -28,6 +28,8 @@ pub struct HttpPlan {
     pub keep_alive: bool,
     /// Resend a request once on a new connection when the kept-alive one turns out closed.
     pub retry_closed: bool,
+    /// The statuses that count as success (`--expect-status`); any other is a failed request.
+    pub expect_status: crate::proto::http::expect::StatusSet,
     pub insecure: bool,
     /// HTTP/2 (`--http2`, `--h2c`): `streams` requests at once on each connection.
     pub http2: bool,
@@ -515,6 +517,9 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         None => None,
     };
     let timeout = parse_duration("--timeout", &args.timeout).map_err(|e| check(Err(e))).ok();
+    let expect_status = crate::proto::http::expect::StatusSet::parse(&args.expect_status)
+        .map_err(|e| check(Err(format!("--expect-status {e}"))))
+        .unwrap_or_default();
     let redactor = crate::redact::Redactor::new(&args.redact);
     let headers: Vec<(String, String)> =
         args.headers.iter().filter_map(|h| header(h, &redactor).map_err(|e| check(Err(e))).ok()).collect();
@@ -597,6 +602,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         keep_alive: !args.no_keepalive,
         insecure: args.insecure,
         retry_closed,
+        expect_status: Some(expect_status.to_string()),
         segment: spread.segment,
         protocol: http2.then(|| {
             if args.h2c || args.urls.iter().all(|u| !u.starts_with("https://")) { "h2c" } else { "h2" }.to_string()
@@ -612,6 +618,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         timeout,
         keep_alive: !args.no_keepalive,
         retry_closed,
+        expect_status,
         insecure: args.insecure,
         http2,
         streams: args.streams.max(1),

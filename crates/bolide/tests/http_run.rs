@@ -444,3 +444,79 @@ fn quiet_still_prints_errors_and_nothing_else() {
     assert_eq!(o.out, "", "no summary with -q");
     assert!(o.err.contains("first closed error:"), "{}", o.err);
 }
+
+#[test]
+fn a_failed_status_is_a_failed_request_in_every_reading() {
+    let server = refserver();
+    let url = format!("{}/status/500", server.base_url());
+    let dir = tempfile::tempdir().unwrap();
+    let (junit, csv, html) = (dir.path().join("j.xml"), dir.path().join("s.csv"), dir.path().join("r.html"));
+    let csv_out = format!("csv={}", csv.display());
+    let json = dir.path().join("r.json");
+    let o = bolide(&[
+        "http",
+        "--json",
+        json.to_str().unwrap(),
+        "-n",
+        "200",
+        "-c",
+        "2",
+        "--threshold",
+        "error_rate<1%",
+        "--junit",
+        junit.to_str().unwrap(),
+        "--out",
+        &csv_out,
+        "--html",
+        html.to_str().unwrap(),
+        &url,
+    ]);
+    let doc = read_doc(&json);
+    // The terminal's first line, the document, the threshold and the exit code say one thing.
+    assert!(o.out.contains("200 responses in "), "{}", o.out);
+    assert!(o.out.contains(", 200 failed (status 500: 200)"), "{}", o.out);
+    assert_eq!(o.code, 1, "error_rate<1% is broken by 200 failed of 200:\n{}", o.out);
+    assert_eq!((doc.summary.responses, doc.summary.errors, doc.summary.sent), (200, 200, 200));
+    assert_eq!(doc.summary.errors_by_class["status"], 200);
+    assert_eq!(doc.summary.unfinished, 0, "a failed response is not a request in flight");
+    assert_eq!(doc.settings.expect_status.as_deref(), Some("200-399"));
+    assert_eq!(doc.thresholds[0].value, Some(100.0));
+    assert!(!doc.thresholds[0].ok);
+    assert_eq!(doc.timeline.iter().map(|s| s.errors).sum::<u64>(), 200);
+    // JUnit's case for the threshold fails; the CSV's errors rows add up to the same 200.
+    let x = std::fs::read_to_string(&junit).unwrap();
+    assert!(x.contains("was 100.00%: error_rate&lt;1% does not hold"), "{x}");
+    let errors: f64 = std::fs::read_to_string(&csv)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once(",errors,,").map(|(_, v)| v.parse::<f64>().unwrap()))
+        .sum();
+    assert_eq!(errors, 200.0);
+    // The report's band: its Errors card says 200 and what they were.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("status 500: 200"), "the report's errors card names the failed status");
+
+    // Expected statuses change the verdict and nothing else: 500 expected, none failed.
+    let (o, doc) =
+        http_json(&["-n", "100", "-c", "2", "--expect-status", "200-299,500", "--threshold", "error_rate<1%", &url]);
+    assert_eq!(o.code, 0, "{}", o.out);
+    assert_eq!((doc.summary.responses, doc.summary.errors, doc.summary.errors_by_class["status"]), (100, 0, 0));
+    assert!(o.out.contains("100 responses in ") && o.out.contains(", 0 failed\n"), "{}", o.out);
+    assert!(o.out.contains("500: 100 (expected 200-299,500)"), "{}", o.out);
+    // A bad set is a usage error naming the flag.
+    let o = bolide(&["http", "-n", "1", "--expect-status", "2xx", &url]);
+    assert_eq!(o.code, 2);
+    assert!(o.err.contains("--expect-status \"2xx\" is not a status code"), "{}", o.err);
+}
+
+#[test]
+fn a_capacity_ladder_fails_the_level_whose_responses_failed() {
+    let server = refserver();
+    let url = format!("{}/status/503", server.base_url());
+    let o = bolide(&["capacity", "http", "--from", "50", "--step", "50", "--to", "100", "-d", "1s", &url]);
+    // Every response was a 503: the first level fails, so the ladder found nothing (exit 1).
+    assert_eq!(o.code, 1, "{}\n{}", o.out, o.err);
+    let all = format!("{}{}", o.out, o.err);
+    assert!(all.contains("error rate 100.00% > 1.00%"), "{all}");
+    assert!(all.contains("No level passed."), "{all}");
+}

@@ -193,7 +193,7 @@ fn report_command_writes_html_and_markdown_and_refuses_what_is_not_a_result() {
     assert_eq!(o.code, 2);
     assert!(
         o.err.contains(
-            "newer.json: written by a newer bolide (result format version 99; this one reads versions 1 to 3)"
+            "newer.json: written by a newer bolide (result format version 99; this one reads versions 1 to 4)"
         ),
         "{}",
         o.err
@@ -257,7 +257,7 @@ fn documents_of_the_previous_format_version_are_still_read() {
     assert_eq!(o.code, 0, "{}", o.err);
     let v2 = Doc::load(&json).unwrap();
     let text = std::fs::read_to_string(&json).unwrap();
-    assert!(text.contains("\"version\": 3,") && text.contains("\"latency_p90_us\""), "{text:.400}");
+    assert!(text.contains("\"version\": 4,") && text.contains("\"latency_p90_us\""), "{text:.400}");
     let lat = charts::single_run(&v2).into_iter().find(|c| c.id == "latency").unwrap();
     assert_eq!(lat.series.iter().map(|s| s.label.as_str()).collect::<Vec<_>>(), ["p50", "p90", "p99", "max", "mean"]);
     // Both in one report.

@@ -31,7 +31,10 @@ pub struct Progress {
     /// The planned number of requests, when the run is bounded by count (`-n`).
     pub planned_requests: Option<u64>,
     pub responses: u64,
+    /// Failed requests: transport errors and responses of a status not expected.
     pub errors: u64,
+    /// Requests that ended: responses and transport errors (the count `-n` is reached by).
+    pub finished: u64,
     /// Responses in the last whole second.
     pub last_second_responses: u64,
     /// That second, as the result document's timeline will have it.
@@ -195,7 +198,7 @@ pub fn run(
     };
     let mut worker_error = None;
     let mut gnuplot_error = None;
-    let (mut responses, mut errors) = (0u64, 0u64);
+    let (mut responses, mut errors, mut ended) = (0u64, 0u64, 0u64);
     let mut reported = 0usize;
     let mut cpu_ns = 0u64;
     for msg in rx {
@@ -210,6 +213,7 @@ pub fn run(
                 slot.1 = slot.1.max(span);
                 responses += rec.responses;
                 errors += rec.errors;
+                ended += rec.responses + rec.errors - rec.error_classes[ErrorClass::Status as usize];
                 match &mut slot.2 {
                     Some(r) => r.merge(&rec),
                     None => slot.2 = Some(*rec),
@@ -228,6 +232,7 @@ pub fn run(
                         planned_requests: plan.my_requests(),
                         responses,
                         errors,
+                        finished: ended,
                         last_second_responses: rec.responses,
                         second: second.clone(),
                     });
@@ -546,7 +551,8 @@ impl Worker {
         bytes: u64,
         timings: &Timings,
     ) {
-        self.rec.borrow_mut().record_response(target, micros(done - due), status, bytes);
+        let failed = !self.plan.expect_status.contains(status);
+        self.rec.borrow_mut().record_response(target, micros(done - due), status, bytes, failed);
         if self.plan.gnuplot.is_some() {
             self.log_line(Line {
                 start: self.started_at + (sent_at - self.start),

@@ -351,7 +351,7 @@ fn run_http_plan(
     doc.monitor = watch.monitor;
     doc.scrape = watch.scrape;
     let mut generator = watch.generator;
-    generator.set_cpu(output.cpu_ns, doc.summary.responses + doc.summary.errors, false);
+    generator.set_cpu(output.cpu_ns, doc.summary.finished(), false);
     doc.generator = Some(generator);
     doc.label = plan.label.clone();
     let mut doc = Doc::Http(Box::new(doc));

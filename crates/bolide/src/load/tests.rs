@@ -338,7 +338,8 @@ fn capacity_ladder_in_the_reports_form() {
     if let Doc::Ddp(d) = &mut failed {
         d.summary.users.failed = 31;
         d.summary.users.cut = 30;
-        d.summary.error_rate_pct = 4.0;
+        // 4% of the steps failed: the rate every reader takes from the counts.
+        (d.summary.steps, d.summary.step_errors) = (10_000, 400);
     }
     let v = judge(&failed, &c);
     let Verdict::Fail(why) = &v else { panic!("{v:?}") };

@@ -66,11 +66,17 @@ pub fn run_facts(doc: &Doc) -> Vec<Fact> {
                     Fact::new("Latency p99", lat(s.latency.p99_us)).detail(format!("max {}", lat(s.latency.max_us))),
                 );
             }
-            let bad = s.errors + s.non_2xx_3xx;
-            let errors = Fact::new("Errors", if bad == 0 { "none".to_string() } else { count(bad) });
-            out.push(match bad {
+            let errors = Fact::new(
+                "Errors",
+                if s.errors == 0 {
+                    "none".to_string()
+                } else {
+                    format!("{} ({:.2}%)", count(s.errors), m.error_rate_pct)
+                },
+            );
+            out.push(match s.errors {
                 0 => errors.tone(Tone::Good),
-                _ => errors.detail(error_detail(s.errors, s.non_2xx_3xx, &s.errors_by_class)).tone(Tone::Bad),
+                _ => errors.detail(error_detail(doc)).tone(Tone::Bad),
             });
         }
         Doc::Ddp(d) => {
@@ -92,12 +98,12 @@ pub fn run_facts(doc: &Doc) -> Vec<Fact> {
                 if s.step_errors == 0 {
                     "none".to_string()
                 } else {
-                    format!("{} ({:.2}%)", count(s.step_errors), s.error_rate_pct)
+                    format!("{} ({:.2}%)", count(s.step_errors), m.error_rate_pct)
                 },
             );
             out.push(match s.step_errors {
                 0 => errors.tone(Tone::Good),
-                _ => errors.detail(error_detail(s.step_errors, 0, &s.errors_by_class)).tone(Tone::Bad),
+                _ => errors.detail(error_detail(doc)).tone(Tone::Bad),
             });
         }
     }
@@ -155,18 +161,9 @@ pub fn live_facts(doc: &Doc) -> Vec<Fact> {
     out
 }
 
-/// The errors by class, most frequent first: "timeout 3, refused 1".
-fn error_detail(errors: u64, non_2xx: u64, by_class: &std::collections::BTreeMap<String, u64>) -> String {
-    let mut classes: Vec<(&String, &u64)> = by_class.iter().filter(|(_, n)| **n > 0).collect();
-    classes.sort_by(|a, b| b.1.cmp(a.1));
-    let mut parts: Vec<String> = classes.iter().take(3).map(|(c, n)| format!("{c} {}", count(**n))).collect();
-    if non_2xx > 0 {
-        parts.push(format!("{} not 2xx or 3xx", count(non_2xx)));
-    }
-    if parts.is_empty() {
-        parts.push(format!("{} failed", count(errors)));
-    }
-    parts.join(", ")
+/// What failed, most telling first, at most three: "status 500: 200, timeout: 3".
+fn error_detail(doc: &Doc) -> String {
+    doc.failures().iter().take(3).map(|(what, n)| format!("{what}: {}", count(*n))).collect::<Vec<_>>().join(", ")
 }
 
 /// The median over every step of a DDP run (None when no step was timed).

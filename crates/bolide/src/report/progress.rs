@@ -87,7 +87,7 @@ pub fn http_bar(live: bool, stage: &str, planned: Option<Duration>, requests: Op
 pub fn http_update(bar: &Bar, p: &Progress) {
     let pos = match (p.planned, p.planned_requests) {
         (Some(_), _) => p.elapsed.as_secs(),
-        (None, Some(_)) => p.responses + p.errors,
+        (None, Some(_)) => p.finished,
         (None, None) => 0,
     };
     bar.set(pos, http_line(p));
@@ -98,7 +98,7 @@ pub fn http_update(bar: &Bar, p: &Progress) {
 pub fn http_line(p: &Progress) -> String {
     let clock = match (p.planned, p.planned_requests) {
         (Some(planned), _) => clock(p.elapsed, planned),
-        (None, Some(n)) => format!("{}s, {}/{}", p.elapsed.as_secs(), count(p.responses + p.errors), count(n)),
+        (None, Some(n)) => format!("{}s, {}/{}", p.elapsed.as_secs(), count(p.finished), count(n)),
         (None, None) => format!("{}s", p.elapsed.as_secs()),
     };
     let latency = if p.second.responses > 0 {
@@ -111,7 +111,7 @@ pub fn http_line(p: &Progress) -> String {
         String::new()
     };
     format!(
-        "{clock}  {} req/s{latency}  {} responses  {} errors",
+        "{clock}  {} req/s{latency}  {} responses  {} failed",
         count(p.last_second_responses),
         count(p.responses),
         count(p.errors)
@@ -172,7 +172,7 @@ const YELLOW: &str = "\x1b[33m";
 const RESET: &str = "\x1b[0m";
 
 /// The summary `text` with colour where it carries meaning, when `on`: the SUSPECT line yellow,
-/// errors (an Errors line that is not "none", responses not 2xx or 3xx) red, BROKEN thresholds
+/// errors (an Errors line that is not "none", failed requests) red, BROKEN thresholds
 /// and failed capacity levels (`: x: `, "failed at") red. Off, the text is returned as it is.
 pub fn paint(text: &str, on: bool) -> String {
     if !on {
@@ -188,7 +188,7 @@ pub fn paint(text: &str, on: bool) -> String {
         let colour = if t.starts_with("SUSPECT") || t.contains(" suspect") {
             Some(YELLOW)
         } else if (t.starts_with("Errors") && !t.ends_with("none"))
-            || t.contains("not 2xx or 3xx")
+            || (t.starts_with("Requests") && t.contains(" failed ("))
             || t.ends_with("BROKEN")
             || t.contains("failed at")
             || t.contains(": x: ")
@@ -219,10 +219,10 @@ mod tests {
 
     #[test]
     fn paint_marks_what_carries_meaning_only() {
-        let text = "  Requests      10 responses\n  Errors        none\n  Errors        timeout 3\n  SUSPECT       x\n  Ensure        p99: 5 (limit 2.00) BROKEN\n";
+        let text = "  Requests      10 responses\n  Requests      9 responses, 1 failed (status 500: 1)\n  Errors        none\n  Errors        timeout 3\n  SUSPECT       x\n  Ensure        p99: 5 (limit 2.00) BROKEN\n";
         assert_eq!(paint(text, false), text);
         let painted = paint(text, true);
-        assert!(painted.starts_with("  Requests      10 responses\n  Errors        none\n"));
+        assert!(painted.starts_with("  Requests      10 responses\n\x1b[31m  Requests      9 responses, 1 failed (status 500: 1)\x1b[0m\n  Errors        none\n"));
         assert!(painted.contains("\x1b[31m  Errors        timeout 3\x1b[0m\n"));
         assert!(painted.contains("\x1b[33m  SUSPECT       x\x1b[0m\n"));
         assert!(painted.contains("\x1b[31m  Ensure        p99: 5 (limit 2.00) BROKEN\x1b[0m\n"));
@@ -240,11 +240,11 @@ mod tests {
             ..Progress::default()
         };
         // No response in that second: no percentile to show.
-        assert_eq!(http_line(&p), "3s/10s  1,000 req/s  3,000 responses  0 errors");
+        assert_eq!(http_line(&p), "3s/10s  1,000 req/s  3,000 responses  0 failed");
         p.second.responses = 1000;
         p.second.latency_p50_us = 850;
         p.second.latency_p99_us = 12_500;
-        assert_eq!(http_line(&p), "3s/10s  1,000 req/s  p50 850µs  p99 12.50ms  3,000 responses  0 errors");
+        assert_eq!(http_line(&p), "3s/10s  1,000 req/s  p50 850µs  p99 12.50ms  3,000 responses  0 failed");
     }
 
     #[test]

@@ -103,12 +103,17 @@ pub fn summary(doc: &ResultDoc) -> String {
     out.push('\n');
     let _ = write!(
         out,
-        "  {:<14}{} responses in {:.2}s, {} errors",
+        "  {:<14}{} responses in {:.2}s, {} failed",
         "Requests",
         count(s.responses),
         s.duration_s,
         count(s.errors)
     );
+    let failures = doc.failures();
+    if !failures.is_empty() {
+        let parts: Vec<String> = failures.iter().map(|(what, n)| format!("{what}: {}", count(*n))).collect();
+        let _ = write!(out, " ({})", parts.join(", "));
+    }
     if s.unfinished > 0 {
         let _ = write!(out, ", {} in flight at the end", count(s.unfinished));
     }
@@ -135,11 +140,11 @@ pub fn summary(doc: &ResultDoc) -> String {
     row(&mut out, &label, &[r.p1, r.p2_5, r.p50, r.p97_5, r.mean, r.stdev, r.min].map(|v| format!("{v:.0}")));
     out.push('\n');
     let status: Vec<String> = s.status.iter().map(|(k, v)| format!("{k}: {}", count(*v))).collect();
-    let status = if status.is_empty() { "none".to_string() } else { status.join(", ") };
-    let _ = writeln!(out, "  {:<14}{status}", "Status");
-    if s.non_2xx_3xx > 0 {
-        let _ = writeln!(out, "  {:<14}{} responses not 2xx or 3xx", "", count(s.non_2xx_3xx));
+    let mut status = if status.is_empty() { "none".to_string() } else { status.join(", ") };
+    if let Some(expected) = set.expect_status.as_deref().filter(|e| *e != "200-399") {
+        let _ = write!(status, " (expected {expected})");
     }
+    let _ = writeln!(out, "  {:<14}{status}", "Status");
     let errors: Vec<String> =
         s.errors_by_class.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{k} {}", count(*v))).collect();
     let errors = if errors.is_empty() { "none".to_string() } else { errors.join(", ") };
@@ -404,6 +409,7 @@ mod tests {
                 keep_alive: true,
                 insecure: false,
                 retry_closed: true,
+                expect_status: Some("200-399".into()),
                 segment: None,
                 protocol: None,
                 streams: None,
@@ -411,7 +417,8 @@ mod tests {
             targets: vec!["http://127.0.0.1:8080/".into(), "http://127.0.0.1:8080/api".into()],
             summary: Summary {
                 responses: 19_990,
-                errors: 7,
+                // 7 timeouts and the 990 responses of status 503.
+                errors: 997,
                 unfinished: 3,
                 sent: 20_000,
                 duration_s: 10.0,
@@ -434,7 +441,11 @@ mod tests {
                 },
                 status: BTreeMap::from([("200".to_string(), 19_000), ("503".to_string(), 990)]),
                 non_2xx_3xx: 990,
-                errors_by_class: classes(7),
+                errors_by_class: {
+                    let mut c = classes(7);
+                    c.insert("status".into(), 990);
+                    c
+                },
                 late_sends: 12,
                 missed_sends: 0,
                 max_lag_us: 2_500,
@@ -458,7 +469,7 @@ mod tests {
                 crate::threshold::parse("p99<10ms", crate::threshold::Source::Flag).unwrap().judge(false, Ok(8.5)),
                 crate::threshold::parse("error_rate<0.01%", crate::threshold::Source::Flag)
                     .unwrap()
-                    .judge(false, Ok(7.0 * 100.0 / 19_997.0)),
+                    .judge(false, Ok(997.0 * 100.0 / 19_997.0)),
             ],
         }
     }
@@ -468,7 +479,7 @@ mod tests {
         let want = "\
 bolide http 2 URLs: 10 connections, 2 threads, 10s, fixed rate 2000 req/s, keep-alive
 
-  Requests      19,990 responses in 10.00s, 7 errors, 3 in flight at the end
+  Requests      19,990 responses in 10.00s, 997 failed (status 503: 990, timeout: 7), 3 in flight at the end
                 3 resent after a kept-alive connection closed
   Throughput    1,999.0 req/s, 199.90 kB/s in (2.00 MB total, 10 connections opened)
 
@@ -481,8 +492,7 @@ bolide http 2 URLs: 10 connections, 2 threads, 10s, fixed rate 2000 req/s, keep-
   (10 s)              1990      1990      2000      2010      1999         6      1990
 
   Status        200: 19,000, 503: 990
-                990 responses not 2xx or 3xx
-  Errors        timeout 7
+  Errors        status 990, timeout 7
   Schedule      2000 req/s: send lag p50 14µs, p99 90µs, max 2.50ms; 12 sends late by more than 200µs, 0 never sent
 
   URL                                        responses    errors       req/s       p50       p99
@@ -490,7 +500,7 @@ bolide http 2 URLs: 10 connections, 2 threads, 10s, fixed rate 2000 req/s, keep-
   http://127.0.0.1:8080/api                      9,995         7       999.5     900µs    9.00ms
 
   Thresholds    p99<10ms           8.50 ms   ok
-                error_rate<0.01%   0.04%     BROKEN
+                error_rate<0.01%   4.99%     BROKEN
                 1 of 2 thresholds broken: exit code 1
 ";
         assert_eq!(summary(&doc()), want);

@@ -384,7 +384,9 @@ pub struct HttpStep {
     /// Absolute, or a path joined to the target.
     pub url: String,
     pub body: Option<Value>,
-    pub expect_status: Option<u16>,
+    /// The statuses that pass the step (`expect: 200`, `expect: { status: 200-299,404 }`;
+    /// 200-399 by default); any other fails it with class `status`.
+    pub expect_status: crate::proto::http::expect::StatusSet,
     pub timeout: Option<Duration>,
     /// `http2: true`: HTTP/2 (ALPN `h2` for https://, prior knowledge for http://).
     pub http2: bool,

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::template::all_placeholders;
 use super::*;
+use crate::proto::http::expect::StatusSet;
 use crate::threshold::{Source, Threshold};
 
 /// A YAML node with its position (line 1-based, column 1-based).
@@ -400,6 +401,33 @@ impl Reader {
                 None
             }
         }
+    }
+
+    /// The statuses an HTTP step expects: `200`, text like `"200-299,404"`, or a list of codes
+    /// and ranges (`[200-299, 404]`).
+    fn status_set(&mut self, node: &Node) -> Option<StatusSet> {
+        let one = |n: &Node| match &n.kind {
+            Kind::Int(i) => Some(i.to_string()),
+            Kind::Str(s) => Some(s.clone()),
+            _ => None,
+        };
+        let text = match &node.kind {
+            Kind::Seq(items) if !items.is_empty() => {
+                items.iter().map(one).collect::<Option<Vec<_>>>().map(|v| v.join(","))
+            }
+            _ => one(node),
+        };
+        let Some(text) = text else {
+            let what = format!(
+                "expected statuses must be a code, text like \"200-299,404\" or a list, not {}",
+                node.type_name()
+            );
+            self.problem(node, what, None);
+            return None;
+        };
+        StatusSet::parse(&text)
+            .map_err(|e| self.problem(node, format!("expected statuses {e}"), Some("e.g. 200, or 200-299,404".into())))
+            .ok()
     }
 
     fn boolean(&mut self, node: &Node, what: &str) -> Option<bool> {
@@ -1159,19 +1187,36 @@ fn read_http(r: &mut Reader, node: &Node, method: &str) -> Option<HttpStep> {
         (None, None) => None,
     };
     let expect_status = match m.get("expect") {
-        None => None,
-        Some(n @ Node { kind: Kind::Int(_), .. }) => r.count(n, "expected status").map(|s| s as u16),
-        Some(n) => {
-            let em = r.map(n, "expect", &["statusCode"])?;
-            em.require(r, "statusCode").and_then(|s| r.count(s, "statusCode")).map(|s| s as u16)
+        None => Some(StatusSet::default()),
+        Some(n @ Node { kind: Kind::Map(_), .. }) => {
+            let em = r.map(n, "expect", &["status", "statusCode"])?;
+            match (em.get("status"), em.get("statusCode")) {
+                (Some(s), None) | (None, Some(s)) => r.status_set(s),
+                (Some(_), Some(b)) => {
+                    r.problem(b, "status or statusCode, not both", None);
+                    None
+                }
+                (None, None) => {
+                    r.problem(n, "expect needs status", Some("e.g. expect: { status: 200-299,404 }".into()));
+                    None
+                }
+            }
         }
+        Some(n) => r.status_set(n),
     };
     let timeout = m.get("timeout").and_then(|n| r.duration(n, "timeout"));
     let http2 = match m.get("http2") {
         None => Some(false),
         Some(n) => r.boolean(n, "http2"),
     };
-    Some(HttpStep { method: method.to_string(), url: url?, body, expect_status, timeout, http2: http2? })
+    Some(HttpStep {
+        method: method.to_string(),
+        url: url?,
+        body,
+        expect_status: expect_status?,
+        timeout,
+        http2: http2?,
+    })
 }
 
 #[cfg(test)]
@@ -1226,6 +1271,39 @@ mod tests {
         assert!(!http2(&load(&file("post: {url: /ok, json: {a: 1}}")).unwrap()));
         let err = load(&file("get: {url: /ok, http2: yes please}")).unwrap_err().to_string();
         assert!(err.contains("test.yml:6:32") && err.contains("http2 must be true or false"), "{err}");
+    }
+
+    #[test]
+    fn http_steps_expect_statuses() {
+        let file = |step: &str| {
+            format!("config:\n  target: http://127.0.0.1:3000\n  phases: [{{duration: 1, arrivalCount: 1}}]\nscenarios:\n  - flow:\n      - {step}\n")
+        };
+        let expected = |s: &Scenario| match &s.flows[0].steps[0].kind {
+            StepKind::Http(h) => h.expect_status.to_string(),
+            _ => panic!("not an HTTP step"),
+        };
+        // Each row: the step, the set it expects.
+        let rows = [
+            ("get: {url: /ok}", "200-399"),
+            ("get: {url: /ok, expect: 201}", "201"),
+            ("get: {url: /ok, expect: {statusCode: 404}}", "404"),
+            ("get: {url: /ok, expect: {status: \"200-299,404\"}}", "200-299,404"),
+            ("get: {url: /ok, expect: {status: [200-299, 404]}}", "200-299,404"),
+        ];
+        for (step, want) in rows {
+            assert_eq!(expected(&load(&file(step)).unwrap()), want, "{step}");
+        }
+        // Each row: the step, the error's position and words.
+        let rows = [
+            ("get: {url: /ok, expect: 2xx}", "test.yml:6:33", "\"2xx\" is not a status code"),
+            ("get: {url: /ok, expect: {status: 700}}", "test.yml:6:42", "\"700\" is not a status code"),
+            ("get: {url: /ok, expect: {status: 200, statusCode: 200}}", "test.yml:6:59", "not both"),
+            ("get: {url: /ok, expect: {}}", "test.yml:6:33", "expect needs status"),
+        ];
+        for (step, at, words) in rows {
+            let e = load(&file(step)).unwrap_err().to_string();
+            assert!(e.contains(at) && e.contains(words), "{step}: {e}");
+        }
     }
 
     #[test]

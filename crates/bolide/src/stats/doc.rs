@@ -280,6 +280,31 @@ impl Doc {
         }
     }
 
+    /// The one error rate every reader uses (thresholds, the gate, the capacity ladder, the
+    /// reports), percent: failed requests (transport errors and unexpected statuses) of the
+    /// requests that ended (HTTP), failed steps of the steps run (DDP). None when nothing ended.
+    pub fn error_rate_pct(&self) -> Option<f64> {
+        let (failed, of) = match self {
+            Doc::Http(d) => (d.summary.errors, d.summary.finished()),
+            Doc::Ddp(d) => (d.summary.step_errors, d.summary.steps),
+        };
+        (of > 0).then(|| failed as f64 * 100.0 / of as f64)
+    }
+
+    /// What failed, for people, most telling first: HTTP's unexpected statuses by code
+    /// (`status 500`) then transport errors by class; a DDP run's step errors by class.
+    pub fn failures(&self) -> Vec<(String, u64)> {
+        match self {
+            Doc::Http(d) => d.failures(),
+            Doc::Ddp(d) => {
+                let mut out: Vec<(String, u64)> =
+                    d.summary.errors_by_class.iter().filter(|(_, n)| **n > 0).map(|(c, n)| (c.clone(), *n)).collect();
+                out.sort_by(|a, b| b.1.cmp(&a.1));
+                out
+            }
+        }
+    }
+
     pub fn measures(&self) -> Measures {
         // Only processes that were found and sampled count: a monitor that found nothing is n/a,
         // never a measured zero.
@@ -292,7 +317,6 @@ impl Doc {
         match self {
             Doc::Http(d) => {
                 let s = &d.summary;
-                let sent = s.responses + s.errors;
                 Measures {
                     time_s: s.duration_s,
                     speed_s: if s.requests_per_s > 0.0 { 1.0 / s.requests_per_s } else { f64::INFINITY },
@@ -300,7 +324,7 @@ impl Doc {
                     cpu_pct,
                     ram_bytes,
                     errors: s.errors,
-                    error_rate_pct: if sent > 0 { s.errors as f64 * 100.0 / sent as f64 } else { 0.0 },
+                    error_rate_pct: self.error_rate_pct().unwrap_or(0.0),
                     mean_ms: (s.responses > 0).then(|| s.latency.mean_us / 1000.0),
                     p99_ms: (s.responses > 0).then(|| s.latency.p99_us as f64 / 1000.0),
                     suspect,
@@ -320,7 +344,7 @@ impl Doc {
                     cpu_pct,
                     ram_bytes,
                     errors: s.step_errors + s.users.cut,
-                    error_rate_pct: s.error_rate_pct,
+                    error_rate_pct: self.error_rate_pct().unwrap_or(0.0),
                     mean_ms: all.as_ref().map(|h| h.mean() / 1000.0),
                     p99_ms: all.as_ref().map(|h| h.value_at_quantile(0.99) as f64 / 1000.0),
                     suspect,

@@ -25,10 +25,13 @@ pub enum ErrorClass {
     GoAway,
     /// HTTP/2: the server reset the request's stream (RST_STREAM).
     StreamReset,
+    /// A complete response whose status is not among the expected ones (200-399 unless
+    /// `--expect-status` says otherwise): the request failed, the response is counted too.
+    Status,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 9] = [
+    pub const ALL: [ErrorClass; 10] = [
         ErrorClass::Connect,
         ErrorClass::Tls,
         ErrorClass::Reset,
@@ -38,6 +41,7 @@ impl ErrorClass {
         ErrorClass::Other,
         ErrorClass::GoAway,
         ErrorClass::StreamReset,
+        ErrorClass::Status,
     ];
 
     /// The stable name used in result documents.
@@ -52,6 +56,7 @@ impl ErrorClass {
             ErrorClass::Other => "other",
             ErrorClass::GoAway => "goaway",
             ErrorClass::StreamReset => "rst_stream",
+            ErrorClass::Status => "status",
         }
     }
 
@@ -110,9 +115,14 @@ impl TargetRecorder {
         self.errors[class.index()] += 1;
     }
 
-    /// All failed requests.
+    /// All failed requests: transport errors and responses of a failed status.
     pub fn error_total(&self) -> u64 {
         self.errors.iter().sum()
+    }
+
+    /// Requests that got no complete response (every class but `status`).
+    pub fn transport_errors(&self) -> u64 {
+        self.error_total() - self.errors[ErrorClass::Status.index()]
     }
 
     /// (status, count) for every status seen, ascending; status 0 means out of range.
@@ -264,8 +274,13 @@ impl WorkerRecorder {
         hist::record(&mut self.send_lag_us, lag_us);
     }
 
-    pub fn record_response(&mut self, target: usize, latency_us: u64, status: u16, bytes: u64) {
+    /// A complete response; `failed` when its status is not an expected one (also counted as a
+    /// failed request of class `status`).
+    pub fn record_response(&mut self, target: usize, latency_us: u64, status: u16, bytes: u64, failed: bool) {
         self.targets[target].record_response(latency_us, status, bytes);
+        if failed {
+            self.record_error(target, ErrorClass::Status, &format!("status {status}"));
+        }
         self.second.responses += 1;
         self.second.bytes_in += bytes;
         hist::record(&mut self.second.latency_us, latency_us);
@@ -330,9 +345,9 @@ mod tests {
     fn merge_adds_counts_statuses_and_errors() {
         let mut a = WorkerRecorder::new(2);
         let mut b = WorkerRecorder::new(2);
-        a.record_response(0, 100, 200, 10);
-        a.record_response(1, 200, 404, 20);
-        b.record_response(0, 300, 200, 30);
+        a.record_response(0, 100, 200, 10, false);
+        a.record_response(1, 200, 404, 20, true);
+        b.record_response(0, 300, 200, 30, false);
         b.record_error(1, ErrorClass::Timeout, "slow");
         b.record_error(1, ErrorClass::Timeout, "slower");
         a.record_send(5_000);
@@ -344,9 +359,11 @@ mod tests {
         assert_eq!(a.targets[0].responses, 2);
         assert_eq!(a.targets[0].statuses().collect::<Vec<_>>(), vec![(200, 2)]);
         assert_eq!(a.targets[1].statuses().collect::<Vec<_>>(), vec![(404, 1)]);
-        assert_eq!(a.targets[1].error_total(), 2);
+        // The 404 was a failed request (class status) beside the two timeouts.
+        assert_eq!(a.targets[1].error_total(), 3);
+        assert_eq!(a.targets[1].transport_errors(), 2);
         assert_eq!(a.second.responses, 3);
-        assert_eq!(a.second.errors, 2);
+        assert_eq!(a.second.errors, 3);
         assert_eq!(a.sent, 4);
         assert_eq!(a.late_sends, 2);
         assert_eq!(a.max_lag_us, 5_000);
@@ -354,6 +371,9 @@ mod tests {
         assert_eq!(a.send_lag_us.len(), 4);
         assert_eq!(a.send_lag_us.value_at_quantile(0.25), 10);
         assert!(a.send_lag_us.equivalent(a.send_lag_us.value_at_quantile(0.99), 5_000));
-        assert_eq!(a.first_errors, vec![(ErrorClass::Timeout, "slow".to_string())]);
+        assert_eq!(
+            a.first_errors,
+            vec![(ErrorClass::Timeout, "slow".to_string()), (ErrorClass::Status, "status 404".to_string())]
+        );
     }
 }

@@ -6,10 +6,14 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::proto::http::expect::StatusSet;
+
 /// Value of the `format` field.
 pub const FORMAT: &str = "bolide.result";
-/// Version of the document layout; bumped on any incompatible change.
-pub const VERSION: u32 = 3;
+/// Version of the document layout; bumped on any incompatible change. Version 4: an HTTP run's
+/// `errors` (and `errors_by_class.status`) count responses of a status not expected
+/// (`settings.expect_status`); up to version 3 such responses were not errors.
+pub const VERSION: u32 = 4;
 /// The oldest format version this bolide still reads. Version 2 added `latency_p90_us` to the
 /// timeline's seconds and `generator.dashboard_cpu_pct`; in version 1 documents they read as
 /// absent (p90 charts then say so). Version 3 moved a DDP run's `summary.ensure` verdicts into
@@ -96,6 +100,11 @@ pub struct HttpSettings {
     /// one (GET, HEAD, PUT, DELETE, OPTIONS, TRACE; others with --retry-non-idempotent).
     #[serde(default)]
     pub retry_closed: bool,
+    /// The statuses that count as success (`--expect-status`, `200-399` by default): a response
+    /// of any other is a failed request of class `status`. Absent in documents written before
+    /// failed statuses counted as failed requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_status: Option<String>,
     /// The segment of the plan this instance ran (`--segment I/N`); absent for a whole plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segment: Option<crate::segment::Segment>,
@@ -141,11 +150,12 @@ pub struct RateDistribution {
 pub struct Summary {
     /// Complete responses, any status.
     pub responses: u64,
-    /// Failed requests, all classes.
+    /// Failed requests, all classes: transport errors (no complete response) and responses whose
+    /// status was not expected (class `status`, also counted in `responses`).
     pub errors: u64,
     /// Requests in flight when a timed or interrupted run ended: neither response nor error.
     pub unfinished: u64,
-    /// Requests sent (responses + errors + those cut off when the run ended).
+    /// Requests sent (responses + transport errors + those cut off when the run ended).
     pub sent: u64,
     pub duration_s: f64,
     pub requests_per_s: f64,
@@ -163,7 +173,8 @@ pub struct Summary {
     pub status: BTreeMap<String, u64>,
     /// Responses whose status is not 2xx or 3xx.
     pub non_2xx_3xx: u64,
-    /// Failed requests by class (every class present, zeros included).
+    /// Failed requests by class (every class present, zeros included); `status`: responses whose
+    /// status was not expected (their codes are in `status`).
     pub errors_by_class: BTreeMap<String, u64>,
     /// `--rps`: sends more than `late_threshold_us` behind their schedule.
     pub late_sends: u64,
@@ -180,6 +191,18 @@ pub struct Summary {
     /// How far behind its schedule a send must be to count as late.
     #[serde(default)]
     pub late_threshold_us: u64,
+}
+
+impl Summary {
+    /// Responses whose status was not expected (failed requests of class `status`).
+    pub fn failed_statuses(&self) -> u64 {
+        self.errors_by_class.get("status").copied().unwrap_or(0)
+    }
+
+    /// Requests that ended, answered or failed: the base of the error rate.
+    pub fn finished(&self) -> u64 {
+        self.responses + self.errors - self.failed_statuses().min(self.errors)
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -246,6 +269,32 @@ pub struct Histograms {
 }
 
 impl ResultDoc {
+    /// What failed, for people: each unexpected status as `status 500` with its count, then the
+    /// transport errors' classes, most frequent first (classes with none left out).
+    pub fn failures(&self) -> Vec<(String, u64)> {
+        let s = &self.summary;
+        let mut out: Vec<(String, u64)> = Vec::new();
+        if s.failed_statuses() > 0 {
+            let expected = self.settings.expect_status.as_deref().and_then(|e| StatusSet::parse(e).ok());
+            let expected = expected.unwrap_or_default();
+            for (code, n) in &s.status {
+                let failed = code.parse::<u16>().map_or(true, |c| !expected.contains(c));
+                if failed && *n > 0 {
+                    out.push((format!("status {code}"), *n));
+                }
+            }
+        }
+        let mut classes: Vec<(String, u64)> = s
+            .errors_by_class
+            .iter()
+            .filter(|(c, n)| **n > 0 && c.as_str() != "status")
+            .map(|(c, n)| (c.clone(), *n))
+            .collect();
+        classes.sort_by(|a, b| b.1.cmp(&a.1));
+        out.extend(classes);
+        out
+    }
+
     /// Reads a document, refusing other formats and newer versions with a clear reason.
     pub fn from_json(text: &str) -> Result<ResultDoc, String> {
         let head = Head::of(text)?;

@@ -130,7 +130,7 @@ pub fn overall(
     let summary = Summary {
         responses: all.responses,
         errors: all.error_total(),
-        unfinished: merged.sent.saturating_sub(all.responses + all.error_total()),
+        unfinished: merged.sent.saturating_sub(all.responses + all.transport_errors()),
         sent: merged.sent,
         duration_s,
         requests_per_s: per_s(all.responses, duration_s),

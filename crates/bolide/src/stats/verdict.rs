@@ -54,19 +54,7 @@ pub fn value(doc: &Doc, metric: &Metric) -> Result<f64, String> {
             let Some(s) = d.steps.iter().find(|s| &s.name == name) else { return Err(no_sample()) };
             latency(&super::hist::decode(&s.latency_histogram)?, *stat).ok_or_else(no_sample)
         }
-        (Metric::ErrorRate, Doc::Http(d)) => {
-            let sent = d.summary.responses + d.summary.errors;
-            if sent == 0 {
-                return Err("no request was answered or failed".into());
-            }
-            Ok(d.summary.errors as f64 * 100.0 / sent as f64)
-        }
-        (Metric::ErrorRate, Doc::Ddp(d)) => {
-            if d.summary.steps == 0 {
-                return Err("no step ran".into());
-            }
-            Ok(d.summary.step_errors as f64 * 100.0 / d.summary.steps as f64)
-        }
+        (Metric::ErrorRate, doc) => doc.error_rate_pct().ok_or_else(|| "no request or step ended".into()),
         (Metric::Errors, Doc::Http(d)) => Ok(d.summary.errors as f64),
         (Metric::Errors, Doc::Ddp(d)) => Ok((d.summary.step_errors + d.summary.users.cut) as f64),
         (Metric::Rps, Doc::Http(d)) => per_second(d.summary.responses, d.summary.duration_s),
@@ -295,7 +283,7 @@ mod tests {
             why,
             vec![
                 "no response completed",
-                "no request was answered or failed",
+                "no request or step ended",
                 "the run lasted no time",
                 "app was never sampled (not found, or gone before the first sample)",
                 "no process named db was watched",

@@ -1,6 +1,7 @@
 //! HTTP/1.1 over raw TCP (and rustls): targets, pre-built request bytes, connecting, and one
 //! request/response exchange on a connection that the caller keeps for keep-alive.
 
+pub mod expect;
 pub mod h2;
 pub mod parser;
 pub mod tls;
