@@ -576,13 +576,86 @@ impl Worker {
 struct H2Slot {
     conn: tokio::sync::Mutex<Option<(u64, http::h2::Sender)>>,
     opened: Cell<u64>,
-    /// Back-off after a refused connect, shared by the slot's streams.
+    /// The last connection that delivered a response, and the last one found dead (its back-off
+    /// decided once, however many of its streams saw it end).
+    answered: Cell<u64>,
+    lost: Cell<u64>,
+    /// Back-off after a connection that ended without answering, as HTTP/1.1's reconnects: the
+    /// next one is opened no sooner than `next_open`.
     backoff: Cell<Duration>,
+    next_open: Cell<Option<Instant>>,
+}
+
+impl H2Slot {
+    /// The slot's connection, or a new one opened by this stream after the back-off; `attempt`
+    /// runs when this stream makes the attempt (its request then counts as sent: the attempt is
+    /// on the wire). The other streams wait for the attempt.
+    async fn connection(
+        &self,
+        w: &Worker,
+        target_index: usize,
+        timings: &mut Timings,
+        attempt: &dyn Fn(),
+    ) -> Result<(u64, http::h2::Sender, bool), http::Failure> {
+        let mut conn = self.conn.lock().await;
+        if let Some((id, send)) = conn.as_ref() {
+            return Ok((*id, send.clone(), false));
+        }
+        if let Some(at) = self.next_open.get() {
+            tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+        }
+        attempt();
+        let began = Instant::now();
+        let opened = self.opened.get() + 1;
+        self.opened.set(opened);
+        match http::h2::connect(&w.plan.targets[target_index], w.tls.as_ref()).await {
+            Ok(send) => {
+                timings.connect_us = micros(began.elapsed());
+                w.rec.borrow_mut().record_connect(target_index);
+                *conn = Some((opened, send.clone()));
+                Ok((opened, send, true))
+            }
+            Err(f) => {
+                self.ended(opened);
+                Err(f)
+            }
+        }
+    }
+
+    /// Connection `id` is done for: dropped from the slot (unless a newer one replaced it), and a
+    /// connection that never answered makes the next one wait (doubling, within bounds).
+    fn ended(&self, id: u64) {
+        if let Ok(mut conn) = self.conn.try_lock() {
+            if conn.as_ref().map(|(c, _)| *c) == Some(id) {
+                *conn = None;
+            }
+        }
+        if self.lost.get() >= id {
+            return;
+        }
+        self.lost.set(id);
+        if self.answered.get() == id {
+            // A connection that worked and ended (nginx's GOAWAY after its keepalive_requests):
+            // the next one opens at once.
+            self.backoff.set(Duration::ZERO);
+            self.next_open.set(None);
+        } else {
+            self.backoff.set(next_backoff(self.backoff.get()));
+            self.next_open.set(Some(Instant::now() + self.backoff.get()));
+        }
+    }
 }
 
 /// One stream of an HTTP/2 connection slot: takes sends from the schedule like an HTTP/1.1
 /// connection does (so a scheduled request waits for a free stream and its latency counts from its
 /// schedule), opens the slot's connection when it has none.
+///
+/// A request counts as sent once it is handed to a connection, or once its own connection attempt
+/// is on the wire: one that waited for a connection that never came was never sent (under `--rps`
+/// it is late, or missed at the end). A connection attempt that fails is one error of its class;
+/// a request a GOAWAY refused (above its last stream, not processed) is sent once more on a new
+/// connection (idempotent methods, as HTTP/1.1 resends) and counted as a retry; a stream that
+/// times out ends its connection, which the next request replaces.
 async fn h2_stream_loop(w: &Worker, target_index: usize, slot: &H2Slot) {
     let target = &w.plan.targets[target_index];
     let Some(req) = target.h2.clone() else { return };
@@ -590,56 +663,67 @@ async fn h2_stream_loop(w: &Worker, target_index: usize, slot: &H2Slot) {
         if due > Instant::now() {
             timer::sleep_until(w.timer.as_ref(), due).await;
         }
-        let sent_at = Instant::now();
-        w.rec.borrow_mut().record_send(micros(sent_at.saturating_duration_since(due)));
-        let due = due.min(sent_at);
+        let sent_at = Cell::new(None::<Instant>);
+        let send = || {
+            if sent_at.get().is_none() {
+                let now = Instant::now();
+                sent_at.set(Some(now));
+                w.rec.borrow_mut().record_send(micros(now.saturating_duration_since(due)));
+            }
+        };
+        let began = Instant::now();
         let mut timings = Timings::default();
         let mut used = None;
         let outcome = tokio::time::timeout(w.plan.timeout, async {
-            let (id, send) = {
-                let mut conn = slot.conn.lock().await;
-                if conn.is_none() {
-                    let s = http::h2::connect(target, w.tls.as_ref()).await?;
-                    timings.connect_us = micros(sent_at.elapsed());
-                    w.rec.borrow_mut().record_connect(target_index);
-                    slot.opened.set(slot.opened.get() + 1);
-                    *conn = Some((slot.opened.get(), s));
+            let mut resent = false;
+            loop {
+                let (id, conn, mine) = slot.connection(w, target_index, &mut timings, &send).await?;
+                used = Some(id);
+                match http::h2::exchange(&conn, &req, target.expect_body, &mut timings, &send).await {
+                    Ok(r) => return Ok(r),
+                    // The connection had ended before this request reached it: the next one.
+                    Err(f) if f.unsent && !mine => slot.ended(id),
+                    // Refused by a GOAWAY, not processed: once more on a new connection.
+                    Err(f) if f.stale && !resent && w.plan.retry_closed && sent_at.get().is_some() => {
+                        slot.ended(id);
+                        w.rec.borrow_mut().targets[target_index].retries += 1;
+                        resent = true;
+                    }
+                    Err(f) => return Err(f),
                 }
-                conn.clone().expect("opened above")
-            };
-            used = Some(id);
-            http::h2::exchange(&send, &req, target.expect_body, &mut timings).await
+            }
         })
         .await;
         let done = Instant::now();
-        // The connection this stream used is dropped when it failed (once: later failures of the
-        // same connection find a newer one, or none).
-        let drop_conn = |slot: &H2Slot| {
-            if let Ok(mut conn) = slot.conn.try_lock() {
-                if conn.as_ref().map(|(id, _)| Some(*id)) == Some(used) {
-                    *conn = None;
-                }
-            }
-        };
+        // A send the timer let go a little early is measured from when it went out; a late one
+        // from when it was due.
+        let due = due.min(sent_at.get().unwrap_or(began));
         match outcome {
             Ok(Ok(resp)) => {
+                if let Some(id) = used {
+                    slot.answered.set(slot.answered.get().max(id));
+                }
                 slot.backoff.set(Duration::ZERO);
-                w.answered(target_index, (due, sent_at, done), resp.status, resp.body_bytes, &timings);
+                let sent = sent_at.get().unwrap_or(began);
+                w.answered(target_index, (due, sent, done), resp.status, resp.body_bytes, &timings);
             }
             Ok(Err(failure)) => {
-                let connecting = used.is_none();
-                if http::h2::ends_connection(&failure) {
-                    drop_conn(slot);
+                if let Some(id) = used.filter(|_| http::h2::ends_connection(&failure)) {
+                    slot.ended(id);
                 }
-                w.rec.borrow_mut().record_error(target_index, failure.class, &failure.detail);
-                if connecting || matches!(failure.class, ErrorClass::Connect | ErrorClass::Tls) {
-                    slot.backoff.set(next_backoff(slot.backoff.get()));
-                    tokio::time::sleep(slot.backoff.get()).await;
+                if sent_at.get().is_some() {
+                    w.rec.borrow_mut().record_error(target_index, failure.class, &failure.detail);
                 }
             }
             Err(_elapsed) => {
-                // The stream is given up (dropping it resets it); the connection stays.
-                w.timed_out(target_index, due, done);
+                // The stream is given up (dropping it resets it), and so is its connection: a
+                // server that stopped answering gets a new one.
+                if let Some(id) = used {
+                    slot.ended(id);
+                }
+                if sent_at.get().is_some() {
+                    w.timed_out(target_index, due, done);
+                }
             }
         }
     }

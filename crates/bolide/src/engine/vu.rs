@@ -968,7 +968,7 @@ impl Vu<'_> {
                     .tls
                     .then(|| self.w.tls_h2.get_or_init(|| Connector::with_alpn(self.w.plan.insecure, &[b"h2"])));
                 let send = web::h2::connect(&target, tls).await?;
-                return web::h2::exchange(&send, req, target.expect_body, &mut timings).await;
+                return web::h2::exchange(&send, req, target.expect_body, &mut timings, &|| {}).await;
             }
             let mut conn = web::connect(&target, self.w.tls.as_ref()).await?;
             conn.exchange(&target, &mut timings).await

@@ -119,7 +119,11 @@ pub fn summary(doc: &ResultDoc) -> String {
     }
     if s.retries > 0 {
         // Each went on the wire twice: the server may have read it twice.
-        let _ = write!(out, "\n{:<16}{} resent after a kept-alive connection closed", "", count(s.retries));
+        let why = match set.protocol {
+            Some(_) => "resent on a new connection after a GOAWAY refused them",
+            None => "resent after a kept-alive connection closed",
+        };
+        let _ = write!(out, "\n{:<16}{} {why}", "", count(s.retries));
     }
     out.push('\n');
     let _ = writeln!(

@@ -6,10 +6,15 @@
 //! Bytes counted per response are the DATA frames' payload (the header block is HPACK-compressed
 //! inside the crate and not seen here).
 
+use std::cell::Cell;
+use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::parser::Response;
 use super::{micros, open_stream, tls, Failure, RequestSpec, Target, Timings};
@@ -61,11 +66,69 @@ pub fn build(url: &url::Url, spec: &RequestSpec) -> Result<H2Request, String> {
     Ok(H2Request { method, uri, headers, body: Bytes::copy_from_slice(&spec.body) })
 }
 
-/// A connection's request handle (cheap to clone: one per stream task).
-pub type Sender = ::h2::client::SendRequest<Bytes>;
+/// An open HTTP/2 connection: its request handle (cheap to clone: one per stream task) and what
+/// was seen of the peer.
+#[derive(Clone)]
+pub struct Sender {
+    send: ::h2::client::SendRequest<Bytes>,
+    peer: Rc<Peer>,
+}
+
+/// What the first bytes from the peer said.
+#[derive(Default)]
+struct Peer {
+    /// Bytes read so far (up to 5) and whether they began an HTTP/1.x status line.
+    first: Cell<[u8; 5]>,
+    seen: Cell<usize>,
+}
+
+impl Peer {
+    fn http1(&self) -> bool {
+        self.seen.get() >= 5 && &self.first.get() == b"HTTP/"
+    }
+}
+
+/// The connection's stream, keeping the first five bytes the peer sent: a server that answers
+/// HTTP/2's preface with an HTTP/1.1 status line is then named as such.
+struct Sniff<S> {
+    inner: S,
+    peer: Rc<Peer>,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Sniff<S> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        let me = self.get_mut();
+        let before = buf.filled().len();
+        let r = Pin::new(&mut me.inner).poll_read(cx, buf);
+        let seen = me.peer.seen.get();
+        if seen < 5 {
+            let new = &buf.filled()[before..];
+            let mut first = me.peer.first.get();
+            let take = new.len().min(5 - seen);
+            first[seen..seen + take].copy_from_slice(&new[..take]);
+            me.peer.first.set(first);
+            me.peer.seen.set(seen + take);
+        }
+        r
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Sniff<S> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
 
 /// Opens a connection to `target` and runs the HTTP/2 handshake; the connection's own task (the
-/// frames in and out) is spawned on the current `LocalSet`.
+/// frames in and out) is spawned on the current `LocalSet`. Server push is refused
+/// (`SETTINGS_ENABLE_PUSH = 0`: a PUSH_PROMISE is then a protocol error that ends the
+/// connection), and a response's header block is held to HTTP/1.1's head limit.
 pub async fn connect(target: &Target, tls: Option<&tls::Connector>) -> Result<Sender, Failure> {
     let stream = open_stream(&target.host, &target.addrs, target.tls, tls).await?;
     if let super::Stream::Tls(s) = &stream {
@@ -76,47 +139,55 @@ pub async fn connect(target: &Target, tls: Option<&tls::Connector>) -> Result<Se
             ));
         }
     }
+    let peer = Rc::new(Peer::default());
     let (send, connection) = ::h2::client::Builder::new()
         // Larger windows than the protocol's 64 KiB: big bodies are not held back by updates.
         .initial_window_size(1 << 20)
         .initial_connection_window_size(16 << 20)
-        .handshake::<_, Bytes>(stream)
+        .enable_push(false)
+        .max_header_list_size(super::HEAD_LIMIT_BYTES as u32)
+        .handshake::<_, Bytes>(Sniff { inner: stream, peer: Rc::clone(&peer) })
         .await
-        .map_err(|e| failure(&e, "handshake"))?;
+        .map_err(|e| failure(&e, "handshake", &peer))?;
     tokio::task::spawn_local(async move {
         // Its errors reach the streams, which count them.
         let _ = connection.await;
     });
-    Ok(send)
+    Ok(Sender { send, peer })
 }
 
-/// Sends one request on `send` and reads its whole response.
+/// Sends one request on `conn` and reads its whole response; `on_sent` runs once the request is
+/// handed to the connection (a stream was free and its HEADERS are queued): before that, nothing
+/// of it reached the server.
 pub async fn exchange(
-    send: &Sender,
+    conn: &Sender,
     req: &H2Request,
     expect_body: bool,
     timings: &mut Timings,
+    on_sent: &dyn Fn(),
 ) -> Result<Response, Failure> {
+    let fail = |e: &::h2::Error, during: &str| failure(e, during, &conn.peer);
     // Waits for a stream the server allows (SETTINGS_MAX_CONCURRENT_STREAMS).
-    let mut send = send.clone().ready().await.map_err(|e| failure(&e, "waiting for a stream"))?;
+    let mut send = conn.send.clone().ready().await.map_err(|e| fail(&e, "waiting for a stream").unsent())?;
     let mut request = http::Request::new(());
     *request.method_mut() = req.method.clone();
     *request.uri_mut() = req.uri.clone();
     *request.headers_mut() = req.headers.clone();
     let written = Instant::now();
     let end = req.body.is_empty();
-    let (response, mut stream) = send.send_request(request, end).map_err(|e| failure(&e, "sending"))?;
+    let (response, mut stream) = send.send_request(request, end).map_err(|e| fail(&e, "sending").unsent())?;
+    on_sent();
     if !end {
-        send_body(&mut stream, req.body.clone()).await?;
+        send_body(&mut stream, req.body.clone(), &conn.peer).await?;
     }
-    let response = response.await.map_err(|e| failure(&e, "reading the response"))?;
+    let response = response.await.map_err(|e| fail(&e, "reading the response"))?;
     timings.wait_us = micros(written.elapsed());
     let status = response.status().as_u16();
     let mut body = response.into_body();
     let mut body_bytes = 0u64;
     if expect_body {
         while let Some(chunk) = body.data().await {
-            let chunk = chunk.map_err(|e| failure(&e, "reading the body"))?;
+            let chunk = chunk.map_err(|e| fail(&e, "reading the body"))?;
             body_bytes += chunk.len() as u64;
             // Hands the window back: the server may send more (flow control).
             let _ = body.flow_control().release_capacity(chunk.len());
@@ -126,29 +197,51 @@ pub async fn exchange(
 }
 
 /// Sends a body within the stream's flow-control window, as the window opens.
-async fn send_body(stream: &mut ::h2::SendStream<Bytes>, mut body: Bytes) -> Result<(), Failure> {
+async fn send_body(stream: &mut ::h2::SendStream<Bytes>, mut body: Bytes, peer: &Peer) -> Result<(), Failure> {
     while !body.is_empty() {
         stream.reserve_capacity(body.len());
         let granted = std::future::poll_fn(|cx| stream.poll_capacity(cx))
             .await
             .ok_or_else(|| Failure::new(ErrorClass::Reset, "the stream closed before its body was sent"))?
-            .map_err(|e| failure(&e, "sending the body"))?;
+            .map_err(|e| failure(&e, "sending the body", peer))?;
         let chunk = body.split_to(granted.min(body.len()));
-        stream.send_data(chunk, body.is_empty()).map_err(|e| failure(&e, "sending the body"))?;
+        stream.send_data(chunk, body.is_empty()).map_err(|e| failure(&e, "sending the body", peer))?;
     }
     Ok(())
 }
 
-/// An `h2` error as the counters class it: GOAWAY and RST_STREAM from the server get classes of
-/// their own; the connection's I/O errors are classed as HTTP/1.1's are.
-pub fn failure(e: &::h2::Error, during: &str) -> Failure {
-    if e.is_go_away() {
-        let reason = e.reason().map(|r| format!("{r:?}")).unwrap_or_default();
-        return Failure::new(ErrorClass::GoAway, format!("{during}: the server sent GOAWAY ({reason})"));
+/// An `h2` error as the counters class it. A GOAWAY or RST_STREAM the server sent gets a class of
+/// its own (a request refused by a GOAWAY was not processed: `stale`, worth one retry on a new
+/// connection, RFC 9113 §6.8); a GOAWAY bolide's own frame layer sent because the server broke the
+/// protocol (an oversized frame, DATA on stream 0, bad SETTINGS, a PUSH_PROMISE after push was
+/// refused) is `malformed`, and a server that answered the preface in HTTP/1.1 is named as such.
+fn failure(e: &::h2::Error, during: &str, peer: &Peer) -> Failure {
+    if peer.http1() {
+        return Failure::new(
+            ErrorClass::Malformed,
+            format!(
+                "{during}: the server answered in HTTP/1.1, not HTTP/2; drop --http2/--h2c to load it over HTTP/1.1"
+            ),
+        );
     }
-    if e.is_reset() && e.is_remote() {
-        let reason = e.reason().map(|r| format!("{r:?}")).unwrap_or_default();
-        return Failure::new(ErrorClass::StreamReset, format!("{during}: the server reset the stream ({reason})"));
+    let reason = || e.reason().map(|r| format!("{r:?}")).unwrap_or_default();
+    if e.is_go_away() && e.is_remote() {
+        let mut f = Failure::new(ErrorClass::GoAway, format!("{during}: the server sent GOAWAY ({})", reason()));
+        f.stale = true;
+        return f;
+    }
+    if e.is_go_away() || (e.is_reset() && !e.is_remote()) {
+        return Failure::new(
+            ErrorClass::Malformed,
+            format!(
+                "{during}: the server broke HTTP/2 ({}); bolide ended the {}",
+                reason(),
+                if e.is_go_away() { "connection" } else { "stream" }
+            ),
+        );
+    }
+    if e.is_reset() {
+        return Failure::new(ErrorClass::StreamReset, format!("{during}: the server reset the stream ({})", reason()));
     }
     if let Some(io) = e.get_io() {
         return Failure::io(io, during);
@@ -161,7 +254,7 @@ pub fn failure(e: &::h2::Error, during: &str) -> Failure {
 
 /// Whether a failure ends the connection (a new one is needed) rather than one stream.
 pub fn ends_connection(f: &Failure) -> bool {
-    !matches!(f.class, ErrorClass::StreamReset | ErrorClass::Timeout)
+    !matches!(f.class, ErrorClass::StreamReset)
 }
 
 /// The request of a target, shared by its connections.

@@ -94,17 +94,26 @@ pub struct Failure {
     pub class: ErrorClass,
     pub detail: String,
     /// Nothing of a response arrived: the connection was already dead when the request was sent
-    /// (a kept-alive connection the server closed while idle). Worth one retry on a new one.
+    /// (a kept-alive connection the server closed while idle), or an HTTP/2 GOAWAY refused it.
+    /// Worth one retry on a new one.
     pub stale: bool,
+    /// HTTP/2: the request never reached the connection (no stream was free, or the connection
+    /// had ended): nothing of it was sent.
+    pub unsent: bool,
 }
 
 impl Failure {
     pub fn new(class: ErrorClass, detail: impl Into<String>) -> Self {
-        Failure { class, detail: detail.into(), stale: false }
+        Failure { class, detail: detail.into(), stale: false, unsent: false }
     }
 
     fn stale(mut self) -> Self {
         self.stale = true;
+        self
+    }
+
+    fn unsent(mut self) -> Self {
+        self.unsent = true;
         self
     }
 
