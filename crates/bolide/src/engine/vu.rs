@@ -224,6 +224,20 @@ struct Worker {
     tls_h2: std::cell::OnceCell<Connector>,
     start: Instant,
     alive: Arc<AtomicU64>,
+    /// Connections closing (their closing handshakes, a second at most): awaited before the
+    /// worker ends, so that no user's last messages are lost to the end of the run.
+    closing: RefCell<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl Worker {
+    /// Lets `conn` close by itself, as a browser's page does, and keeps its task to await.
+    fn close(&self, conn: crate::proto::ddp::Conn) {
+        if let Some(task) = conn.close() {
+            let mut closing = self.closing.borrow_mut();
+            closing.retain(|t| !t.is_finished());
+            closing.push(task);
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -250,6 +264,7 @@ fn worker(
         tls_h2: std::cell::OnceCell::new(),
         start,
         alive,
+        closing: RefCell::new(Vec::new()),
         plan,
     });
     let user_timeout = w.plan.scenario.config.ddp.user_timeout;
@@ -339,7 +354,14 @@ fn worker(
             _ = cancel.cancelled() => {}
         }
     }));
-    // Users still running (Ctrl-C) are dropped with the LocalSet; their connections close.
+    // Connections closing finish their handshakes (each within a second); users still running
+    // (Ctrl-C) are dropped with the LocalSet, their connections closed.
+    let closing = std::mem::take(&mut *w.closing.borrow_mut());
+    rt.block_on(local.run_until(async {
+        for task in closing {
+            let _ = task.await;
+        }
+    }));
     drop(local);
     tick(&w, &mut ticks);
     let recs = w.recs.iter().map(|r| r.borrow().clone()).collect();
@@ -430,9 +452,7 @@ async fn user(w: &Worker, arrival: u64, target: usize) -> bool {
     };
     let ok = vu.steps(&flow.steps).await.is_ok();
     if let Some(c) = vu.conn.take() {
-        c.close();
-        // Give the close frame a moment on the wire before the task is dropped.
-        tokio::task::yield_now().await;
+        w.close(c);
     }
     ok
 }
@@ -637,7 +657,7 @@ impl Vu<'_> {
         match &step.kind {
             StepKind::Connect => {
                 if let Some(old) = self.conn.take() {
-                    old.close();
+                    self.w.close(old);
                 }
                 let p = &self.w.plan;
                 let deadline = self.timeout(None);
@@ -659,7 +679,7 @@ impl Vu<'_> {
             }
             StepKind::Disconnect => {
                 if let Some(c) = self.conn.take() {
-                    c.close();
+                    self.w.close(c);
                 }
                 self.subs.clear();
                 self.ok(step, Duration::ZERO);

@@ -318,17 +318,16 @@ enum Outgoing {
 pub struct Conn {
     shared: Rc<Shared>,
     tx: mpsc::UnboundedSender<Outgoing>,
-    task: tokio::task::JoinHandle<()>,
+    /// The connection's task; taken by `close`, which lets it end by itself.
+    task: Option<tokio::task::JoinHandle<()>>,
     /// When the WebSocket was open and `connected` arrived, measured from the start of `connect`.
     pub handshake: Duration,
-    /// Closed politely: the task sends the close frame and ends by itself.
-    closing: bool,
 }
 
 impl Drop for Conn {
     fn drop(&mut self) {
-        if !self.closing {
-            self.task.abort();
+        if let Some(task) = &self.task {
+            task.abort();
         }
     }
 }
@@ -699,7 +698,7 @@ async fn handshake(
                         Rc::clone(traffic),
                         deflate.map(|d| d.own_max_window_bits),
                     ));
-                    return Ok(Ok(Conn { shared, tx, task, handshake: begin.elapsed(), closing: false }));
+                    return Ok(Ok(Conn { shared, tx, task: Some(task), handshake: begin.elapsed() }));
                 }
                 Ok(Message::Failed { version }) => return Ok(Err(version)),
                 // The legacy `{"server_id":"0"}` greeting, and anything else before `connected`.
@@ -794,6 +793,34 @@ pub async fn echo(
     };
     let _ = tokio::time::timeout(Duration::from_secs(2), goodbye).await;
     Ok(outcome)
+}
+
+/// How long the client's closing handshake may take before the socket is dropped anyway.
+const CLOSING_HANDSHAKE: Duration = Duration::from_secs(1);
+
+/// The client's side of the WebSocket closing handshake (RFC 6455 §7.1): the close frame `wire`
+/// goes out, then the connection is read (and dropped) until the server's close frame or the end
+/// of the stream. Dropping a socket with bytes still unread would reset it, and a server loses
+/// what it had received but not yet read (the last `unsub` or `method` before a disconnect);
+/// read to the end, the server closes first, as it does for a browser.
+async fn closing_handshake(stream: &mut Stream, framer: &mut Framer, wire: &[u8], traffic: &RefCell<Traffic>) {
+    if stream.write_all(wire).await.is_err() {
+        return;
+    }
+    traffic.borrow_mut().bytes_out += wire.len() as u64;
+    loop {
+        loop {
+            match framer.next() {
+                Ok(None) => break,
+                Ok(Some(Frames::Close(_))) | Err(_) => return,
+                Ok(Some(_)) => {}
+            }
+        }
+        match read_appending(stream, &mut framer.buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => traffic.borrow_mut().bytes_in += n as u64,
+        }
+    }
 }
 
 /// Answers a server's close, or tells it why we close, once; the socket closes after it.
@@ -892,27 +919,23 @@ async fn run(
                 Some(Outgoing::Ddp(text)) => {
                     let mut wire = Vec::new();
                     frame(&mut wire, &text, cfg.transport, deflate);
+                    let mut messages = 1;
                     while let Ok(Outgoing::Ddp(more)) = rx.try_recv() {
                         frame(&mut wire, &more, cfg.transport, deflate);
-                        traffic.borrow_mut().messages_out += 1;
-                    }
-                    {
-                        let mut t = traffic.borrow_mut();
-                        t.messages_out += 1;
-                        t.bytes_out += wire.len() as u64;
+                        messages += 1;
                     }
                     if let Err(e) = stream.write_all(&wire).await {
                         break 'conn format!("write: {e}");
                     }
+                    // Counted once written: a message that never left is not a message sent.
+                    let mut t = traffic.borrow_mut();
+                    t.messages_out += messages;
+                    t.bytes_out += wire.len() as u64;
                 }
                 Some(Outgoing::Close) | None => {
                     let mut wire = Vec::new();
                     ws::encode_frame(&mut wire, Opcode::Close, false, &ws::close_payload(1000, ""), Some(rand::random()));
-                    let goodbye = async {
-                        let _ = stream.write_all(&wire).await;
-                        let _ = stream.shutdown().await;
-                    };
-                    let _ = tokio::time::timeout(Duration::from_secs(1), goodbye).await;
+                    let _ = tokio::time::timeout(CLOSING_HANDSHAKE, closing_handshake(&mut stream, &mut framer, &wire, &traffic)).await;
                     break 'conn "closed by the client".to_string();
                 }
             },
@@ -1183,10 +1206,18 @@ impl Conn {
         self.send(&Message::Unsub { id: id.to_string() })
     }
 
-    /// Closes the WebSocket politely: the connection's task sends a close frame (1000) and ends
-    /// within a second, even if the server does not read.
-    pub fn close(mut self) {
-        self.closing = self.tx.send(Outgoing::Close).is_ok();
+    /// Closes the WebSocket as a browser does: the connection's task writes what was queued
+    /// before, sends a close frame (1000) and reads until the server's close frame or the end of
+    /// the stream, within a second, even if the server does not answer. The task, returned, ends
+    /// by itself; whoever ends the run awaits it, so that nothing the user sent is lost.
+    pub fn close(mut self) -> Option<tokio::task::JoinHandle<()>> {
+        let task = self.task.take()?;
+        if self.tx.send(Outgoing::Close).is_ok() {
+            Some(task)
+        } else {
+            task.abort();
+            None
+        }
     }
 
     /// Whether the connection is gone, and why.

@@ -299,7 +299,7 @@ impl Doc {
             Doc::Ddp(d) => {
                 let mut out: Vec<(String, u64)> =
                     d.summary.errors_by_class.iter().filter(|(_, n)| **n > 0).map(|(c, n)| (c.clone(), *n)).collect();
-                out.sort_by(|a, b| b.1.cmp(&a.1));
+                out.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
                 out
             }
         }

@@ -290,7 +290,7 @@ impl ResultDoc {
             .filter(|(c, n)| **n > 0 && c.as_str() != "status")
             .map(|(c, n)| (c.clone(), *n))
             .collect();
-        classes.sort_by(|a, b| b.1.cmp(&a.1));
+        classes.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
         out.extend(classes);
         out
     }
