@@ -240,3 +240,93 @@ fn a_ddp_run_keeps_the_scraped_series_too() {
     assert!(s.series.iter().any(|x| x.metric == "process_resident_memory_bytes" && x.max.is_some_and(|m| m > 1e6)));
     assert!(o.out.contains("Scraped exporter ("), "{}", o.out);
 }
+
+/// What an endpoint answers to its n-th scrape.
+type Body = fn(u64) -> String;
+
+/// A Prometheus endpoint on 127.0.0.1:0 that answers each scrape with `body(n)` (n counts the
+/// scrapes from 0), whole, then closes.
+fn hostile_endpoint(body: Body) -> String {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://127.0.0.1:{}/metrics", l.local_addr().unwrap().port());
+    std::thread::spawn(move || {
+        for (n, s) in l.incoming().enumerate() {
+            let Ok(mut s) = s else { continue };
+            let text = body(n as u64);
+            std::thread::spawn(move || {
+                let mut head = [0u8; 1024];
+                let _ = s.read(&mut head);
+                let _ = write!(s, "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", text.len());
+                let _ = s.write_all(text.as_bytes());
+            });
+        }
+    });
+    url
+}
+
+/// Endpoints that would take bolide's memory or time: many series, series of new names at every
+/// scrape, a histogram of hundreds of thousands of buckets, buckets bounded by NaN. Each run keeps
+/// what its limits allow, counts the rest, and writes a document that `bolide report` reads back.
+#[test]
+fn hostile_endpoints_are_bounded_and_their_documents_read_back() {
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let target = format!("{}/ok", server.base_url());
+    let cases: [(&str, Body); 4] = [
+        ("many series", |_| (0..300_000).map(|i| format!("series_{i}{{a=\"{i}\"}} {i}\n")).collect()),
+        ("new names", |n| (0..20_000).map(|i| format!("gen_{n}_{i} 1\n")).collect()),
+        ("huge histogram", |n| {
+            let mut t = String::from("# TYPE h histogram\n");
+            for i in 1..=200_000u64 {
+                t.push_str(&format!("h_bucket{{le=\"{i}\"}} {}\n", i * (n + 1)));
+            }
+            t + &format!("h_bucket{{le=\"+Inf\"}} {}\nh_count {}\n", 200_000 * (n + 1), 200_000 * (n + 1))
+        }),
+        ("NaN buckets", |n| {
+            format!("# TYPE x histogram\nx_bucket{{le=\"NaN\"}} {n}\nx_bucket{{le=\"1\"}} NaN\nx_bucket{{le=\"+Inf\"}} {n}\n")
+        }),
+    ];
+    for (name, body) in cases {
+        let url = hostile_endpoint(body);
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("run.json");
+        let o = bolide(&[
+            "http",
+            "-d",
+            "1s",
+            "-c",
+            "1",
+            "--scrape",
+            &format!("app={url}"),
+            "--monitor-interval",
+            "300ms",
+            "--json",
+            json.to_str().unwrap(),
+            &target,
+        ]);
+        assert_eq!(o.code, 0, "{name}: {}\n{}", o.out, o.err);
+        let doc: ResultDoc = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let r = &doc.scrape[0];
+        assert_eq!(r.errors, 0, "{name}: {:?}", r.last_error);
+        assert!(r.series.len() <= 500, "{name}: {}", r.series.len());
+        match name {
+            "many series" => assert_eq!(r.dropped_series, 300_000 - 500, "{name}"),
+            // Names change at every scrape: at least one scrape's worth counted, none kept past
+            // the limit.
+            "new names" => assert!(r.dropped_series >= 20_000 - 500, "{name}: {}", r.dropped_series),
+            "huge histogram" => {
+                let h = r.series.iter().find(|s| s.metric == "h").unwrap();
+                assert!(h.buckets.len() <= 256, "{name}: {}", h.buckets.len());
+                assert!(r.dropped_buckets >= 200_000 - 256, "{name}: {}", r.dropped_buckets);
+            }
+            _ => {
+                let x = r.series.iter().find(|s| s.metric == "x").unwrap();
+                assert!(x.buckets.iter().all(|(le, c)| le.is_finite() && c.is_finite()), "{name}: {:?}", x.buckets);
+            }
+        }
+        // What bolide wrote, bolide reads: the report of the run is made.
+        let html = dir.path().join("r.html");
+        let o = bolide(&["report", json.to_str().unwrap(), "-o", html.to_str().unwrap()]);
+        assert_eq!(o.code, 0, "{name}: {}", o.err);
+    }
+}

@@ -108,6 +108,32 @@ pub const TARGETS: &[Target] = &[
         run: ddp_messages,
     },
     Target {
+        name: "prometheus-text",
+        about: "--scrape: the exposition text reader and the bounded scraper (what it keeps is what it writes, and reads back)",
+        seeds: prometheus_seeds,
+        dictionary: &[
+            "# TYPE ",
+            " counter\n",
+            " gauge\n",
+            " histogram\n",
+            " summary\n",
+            "_bucket{le=\"",
+            "\"} ",
+            "_sum ",
+            "_count ",
+            "{quantile=\"0.99\"}",
+            "NaN",
+            "+Inf",
+            "-Inf",
+            "\\\"",
+            "\\n",
+            ",}",
+            "1e308",
+        ],
+        max_len: 4096,
+        run: prometheus_text,
+    },
+    Target {
         name: "scenario",
         about: "scenario files: the YAML reader and the scenario loader",
         seeds: scenario_seeds,
@@ -408,6 +434,35 @@ fn scenario(data: &[u8]) {
 }
 
 // --- HAR files (bolide record) ----------------------------------------------------------------
+
+fn prometheus_seeds() -> Vec<Vec<u8>> {
+    strings(&[
+        "# HELP hits_total Hits.\n# TYPE hits_total counter\nhits_total{route=\"/a\"} 3\n# TYPE temp gauge\ntemp 21.5\n",
+        "# TYPE req histogram\nreq_bucket{le=\"0.1\"} 1\nreq_bucket{le=\"+Inf\"} 4\nreq_sum 2.5\nreq_count 4\n",
+        "# TYPE lag summary\nlag{quantile=\"0.99\"} 0.02\nlag_sum 1\nlag_count 10\nup{a=\"x,y\",b=\"\\\"q\\\"\"} 1 1700000000000\n",
+        "# TYPE n histogram\nn_bucket{le=\"NaN\"} 1\nn_bucket{le=\"1\"} NaN\nn_bucket{le=\"+Inf\"} NaN\n",
+    ])
+}
+
+fn prometheus_text(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    use bolide::monitor::scrape::{parse_spec, Scraper};
+    let mut s = Scraper::new(parse_spec("x=http://127.0.0.1:1/metrics").unwrap(), None, 3);
+    // The same text twice (a counter's increase), then half of it: never more than the limit kept.
+    s.take_text(0.0, Ok(text.to_string()));
+    s.take_text(1.0, Ok(text.to_string()));
+    s.take_text(2.0, Ok(text[..text.floor_char_boundary(text.len() / 2)].to_string()));
+    let r = s.finish();
+    assert!(r.series.len() <= 3);
+    for series in &r.series {
+        assert!(series.buckets.len() <= bolide::monitor::scrape::MAX_BUCKETS);
+        assert_eq!(series.values.len(), 3);
+    }
+    // What bolide writes of it, bolide reads back.
+    let json = serde_json::to_string(&r).unwrap();
+    let back: bolide::monitor::scrape::ScrapeResult = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
+    assert_eq!(back.series.len(), r.series.len());
+}
 
 fn har_seeds() -> Vec<Vec<u8>> {
     strings(&[

@@ -1,5 +1,5 @@
-//! `--scrape NAME=URL`: a server's Prometheus `/metrics` (the text exposition format, read with
-//! the `prometheus-parse` crate) fetched each interval while the load runs, on a thread of its own
+//! `--scrape NAME=URL`: a server's Prometheus `/metrics` (the text exposition format, read a line
+//! at a time, the series limit applied as it is read) fetched each interval while the load runs, on a thread of its own
 //! so that a slow endpoint delays nothing else; once more when the load has ended, so that a
 //! counter's increase covers the whole run. Kept per series (a metric and its labels): its value
 //! at each scrape; in the result document with a summary (a counter's increase and rate, a
@@ -130,7 +130,13 @@ pub fn fetch(spec: &Spec) -> Result<String, String> {
     if let Some(e) = encoded.filter(|h| !h.value.eq_ignore_ascii_case(b"identity")) {
         return Err(format!("the answer is {}-encoded (bolide asks for plain text)", String::from_utf8_lossy(e.value)));
     }
-    let body = if chunked { dechunk(&raw[head..])? } else { raw[head..].to_vec() };
+    // The body in place (no copy of up to 16 MiB), or the chunks' data (the raw answer freed).
+    let body = if chunked {
+        dechunk(&raw[head..])?
+    } else {
+        raw.drain(..head);
+        raw
+    };
     String::from_utf8(body).map_err(|_| "the answer is not UTF-8 text".to_string())
 }
 
@@ -231,6 +237,10 @@ pub struct Series {
     pub buckets: Vec<(f64, f64)>,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// One endpoint in a result document.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ScrapeResult {
@@ -242,8 +252,14 @@ pub struct ScrapeResult {
     pub errors: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
-    /// Series seen but not kept (past `--scrape-limit`, or not matching `--scrape-match`).
+    /// Series seen but not kept (past `--scrape-limit`, or not matching `--scrape-match`): each
+    /// counted once while bolide remembers 4,096 of their names, at least as many as one scrape
+    /// left out past that.
     pub dropped_series: u64,
+    /// Histogram buckets left out of one scrape (the most): past 256 buckets a histogram keeps
+    /// every k-th bound and its last, and buckets whose bound or count is not a number.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_buckets: u64,
     pub series: Vec<Series>,
     /// How the series came: absent for a scraped endpoint, `monti` for the Monti agent's posts
     /// (`--monti`; then `scrapes` counts its posts and `errors` the requests refused).
@@ -254,55 +270,211 @@ pub struct ScrapeResult {
 /// The series of one parse: key -> (metric, labels, kind, value, buckets of a histogram).
 pub type Parsed = Vec<(String, BTreeMap<String, String>, Kind, f64, Vec<(f64, f64)>)>;
 
-/// Parses an exposition text into series values.
+/// The most buckets kept of one histogram. A histogram with more keeps every k-th bound and the
+/// last (cumulative counts stay exact at the bounds kept; quantiles lose resolution, never
+/// truth); the rest are counted in `dropped_buckets`.
+pub const MAX_BUCKETS: usize = 256;
+/// How many left-out series are remembered by name, so that each is counted once over the run;
+/// past it, an endpoint whose series change names at every scrape costs a count, not memory.
+const DROPPED_NAMES: usize = 4096;
+
+/// One sample of an exposition text as [`each_sample`] hands it over: its series (metric and
+/// labels, `le` and `quantile` aside but a summary's `quantile` kept), kind and value, and a
+/// histogram's buckets.
+pub struct Sample {
+    pub metric: String,
+    pub labels: BTreeMap<String, String>,
+    pub kind: Kind,
+    pub value: f64,
+    pub buckets: Vec<(f64, f64)>,
+}
+
+/// Parses an exposition text into series values (all of them: for small texts and tests; a
+/// scrape goes through [`each_sample`] and keeps only what its limit allows).
 pub fn parse(text: &str) -> Result<Parsed, String> {
-    let lines = text.lines().map(|l| Ok(l.to_string()));
-    let scrape = prometheus_parse::Scrape::parse(lines).map_err(|e| e.to_string())?;
-    // A histogram's or summary's `_sum` and `_count` are counters (the parser leaves them untyped).
-    let grouped: std::collections::HashSet<String> = scrape
-        .samples
-        .iter()
-        .filter(|s| matches!(s.value, prometheus_parse::Value::Histogram(_) | prometheus_parse::Value::Summary(_)))
-        .map(|s| s.metric.clone())
-        .collect();
-    let part_of_group =
-        |m: &str| m.strip_suffix("_sum").or_else(|| m.strip_suffix("_count")).is_some_and(|b| grouped.contains(b));
     let mut out = Vec::new();
-    for s in scrape.samples {
-        let labels: BTreeMap<String, String> = s
-            .labels
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .filter(|(k, _)| k != "le" && k != "quantile")
-            .collect();
-        match s.value {
-            prometheus_parse::Value::Counter(v) => out.push((s.metric, labels, Kind::Counter, v, vec![])),
-            prometheus_parse::Value::Gauge(v) => out.push((s.metric, labels, Kind::Gauge, v, vec![])),
-            prometheus_parse::Value::Untyped(v) if part_of_group(&s.metric) => {
-                out.push((s.metric, labels, Kind::Counter, v, vec![]))
-            }
-            prometheus_parse::Value::Untyped(v) => out.push((s.metric, labels, Kind::Untyped, v, vec![])),
-            prometheus_parse::Value::Histogram(buckets) => {
-                let mut b: Vec<(f64, f64)> = buckets.iter().map(|h| (h.less_than, h.count)).collect();
-                b.sort_by(|x, y| x.0.total_cmp(&y.0));
-                let count = b.last().map_or(0.0, |x| x.1);
-                out.push((s.metric, labels, Kind::Histogram, count, b));
-            }
-            prometheus_parse::Value::Summary(qs) => {
-                for q in qs {
-                    let mut l = labels.clone();
-                    l.insert("quantile".into(), format!("{}", q.quantile));
-                    out.push((s.metric.clone(), l, Kind::Summary, q.count, vec![]));
-                }
-            }
-        }
-    }
+    each_sample(text, &mut |s| out.push((s.metric, s.labels, s.kind, s.value, s.buckets)));
     Ok(out)
 }
 
+/// Reads the text exposition format (Prometheus 0.0.4) a line at a time, handing each sample to
+/// `sink` as it is read; nothing of the whole text is held but the current histogram's buckets
+/// (a metric family's lines come together, as the format requires). Lines that are no sample are
+/// passed over. A histogram's `_sum` and `_count` are counters; its buckets become one series
+/// whose value is the count.
+pub fn each_sample(text: &str, sink: &mut dyn FnMut(Sample)) {
+    // The family the last `# TYPE` named, and the histogram being gathered.
+    let mut family: Option<(String, Kind, bool)> = None;
+    let mut group: Option<Sample> = None;
+    let flush = |group: &mut Option<Sample>, sink: &mut dyn FnMut(Sample)| {
+        if let Some(mut g) = group.take() {
+            g.buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+            // The count is the +Inf bucket's (a `le="NaN"` sorts past it and counts nothing).
+            g.value = g.buckets.iter().rev().find(|b| !b.0.is_nan()).map_or(0.0, |b| b.1);
+            sink(g);
+        }
+    };
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(comment) = line.strip_prefix('#') {
+            let mut words = comment.split_whitespace();
+            if words.next() == Some("TYPE") {
+                if let (Some(name), Some(kind)) = (words.next(), words.next()) {
+                    flush(&mut group, sink);
+                    let (kind, grouped) = match kind {
+                        "counter" => (Kind::Counter, false),
+                        "gauge" => (Kind::Gauge, false),
+                        "histogram" => (Kind::Histogram, true),
+                        "summary" => (Kind::Summary, true),
+                        _ => (Kind::Untyped, false),
+                    };
+                    family = Some((name.to_string(), kind, grouped));
+                }
+            }
+            continue;
+        }
+        let Some((metric, mut labels, value)) = sample_line(line) else { continue };
+        let of_family =
+            |suffix: &str| family.as_ref().is_some_and(|(f, _, _)| metric.strip_suffix(suffix).is_some_and(|b| b == f));
+        let (kind, grouped) = family.as_ref().map_or((Kind::Untyped, false), |(_, k, g)| (*k, *g));
+        let is_family = family.as_ref().is_some_and(|(f, _, _)| f == metric);
+        if grouped && (of_family("_sum") || of_family("_count")) {
+            flush(&mut group, sink);
+            sink(Sample {
+                metric: metric.to_string(),
+                labels: labels.into_iter().collect(),
+                kind: Kind::Counter,
+                value,
+                buckets: vec![],
+            });
+            continue;
+        }
+        if kind == Kind::Histogram && of_family("_bucket") {
+            let le = labels.iter().position(|(k, _)| k == "le").map(|i| labels.remove(i).1);
+            let Some(le) = le.and_then(|v| sample_value(&v)) else { continue };
+            let labels: BTreeMap<String, String> = labels.into_iter().collect();
+            let base = &metric[..metric.len() - "_bucket".len()];
+            let same = group.as_ref().is_some_and(|g| g.metric == base && g.labels == labels);
+            if !same {
+                flush(&mut group, sink);
+                group = Some(Sample {
+                    metric: base.to_string(),
+                    labels,
+                    kind: Kind::Histogram,
+                    value: 0.0,
+                    buckets: vec![],
+                });
+            }
+            if let Some(g) = group.as_mut() {
+                g.buckets.push((le, value));
+            }
+            continue;
+        }
+        flush(&mut group, sink);
+        let kind = match kind {
+            Kind::Summary if is_family && labels.iter().any(|(k, _)| k == "quantile") => Kind::Summary,
+            Kind::Counter if is_family || of_family("_total") => Kind::Counter,
+            Kind::Gauge if is_family => Kind::Gauge,
+            _ => Kind::Untyped,
+        };
+        if kind != Kind::Summary {
+            labels.retain(|(k, _)| k != "le" && k != "quantile");
+        }
+        sink(Sample { metric: metric.to_string(), labels: labels.into_iter().collect(), kind, value, buckets: vec![] });
+    }
+    flush(&mut group, sink);
+}
+
+/// `name{label="value",...} value [timestamp]`: the name, the labels (escapes undone) and the
+/// value; None when the line is not a sample.
+fn sample_line(line: &str) -> Option<(&str, LabelPairs, f64)> {
+    let name_end = line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':')).unwrap_or(line.len());
+    let name = &line[..name_end];
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let (labels, rest) = match line[name_end..].trim_start().strip_prefix('{') {
+        Some(inner) => label_set(inner)?,
+        None => (Vec::new(), &line[name_end..]),
+    };
+    let value = sample_value(rest.split_whitespace().next()?)?;
+    Some((name, labels, value))
+}
+
+/// A sample's labels in the order written.
+type LabelPairs = Vec<(String, String)>;
+
+/// The labels of `a="x",b="y"}` and what follows the `}`; None when malformed.
+fn label_set(text: &str) -> Option<(LabelPairs, &str)> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    let mut out = Vec::new();
+    loop {
+        while i < b.len() && (b[i] == b' ' || b[i] == b',') {
+            i += 1;
+        }
+        if *b.get(i)? == b'}' {
+            return Some((out, &text[i + 1..]));
+        }
+        let start = i;
+        while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+            i += 1;
+        }
+        let key = &text[start..i];
+        while i < b.len() && b[i] == b' ' {
+            i += 1;
+        }
+        if key.is_empty() || b.get(i) != Some(&b'=') {
+            return None;
+        }
+        i += 1;
+        while i < b.len() && b[i] == b' ' {
+            i += 1;
+        }
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        i += 1;
+        let mut value = Vec::new();
+        loop {
+            match *b.get(i)? {
+                b'\\' => {
+                    value.push(match *b.get(i + 1)? {
+                        b'n' => b'\n',
+                        c => c,
+                    });
+                    i += 2;
+                }
+                b'"' => {
+                    i += 1;
+                    break;
+                }
+                c => {
+                    value.push(c);
+                    i += 1;
+                }
+            }
+        }
+        out.push((key.to_string(), String::from_utf8_lossy(&value).into_owned()));
+    }
+}
+
+/// A sample's value: a float, `NaN`, `+Inf`, `-Inf`.
+fn sample_value(text: &str) -> Option<f64> {
+    match text {
+        "+Inf" | "Inf" => Some(f64::INFINITY),
+        "-Inf" => Some(f64::NEG_INFINITY),
+        "NaN" => Some(f64::NAN),
+        t => t.parse().ok(),
+    }
+}
+
 /// Reads an endpoint once.
-pub fn read(spec: &Spec) -> Result<Parsed, String> {
-    fetch(spec).and_then(|body| parse(&body))
+pub fn read(spec: &Spec) -> Result<String, String> {
+    fetch(spec)
 }
 
 /// A histogram's cumulative buckets: (upper bound, count).
@@ -316,7 +488,7 @@ pub struct Scraper {
     limit: usize,
     result: ScrapeResult,
     index: BTreeMap<(String, BTreeMap<String, String>), usize>,
-    /// Series left out (past the limit, or not matching).
+    /// Series left out (past the limit, or not matching), remembered up to [`DROPPED_NAMES`].
     dropped: std::collections::BTreeSet<(String, BTreeMap<String, String>)>,
     /// Each histogram's buckets at its first and its last scrape.
     buckets: Vec<(Buckets, Buckets)>,
@@ -344,7 +516,25 @@ impl Scraper {
     /// Scrapes once, `t` seconds into the run.
     pub fn scrape(&mut self, t: f64) {
         let read = read(&self.spec);
-        self.take(t, read);
+        self.take_text(t, read);
+    }
+
+    /// Takes in an answer read `t` seconds into the run: its samples are read a line at a time
+    /// and kept within the limit as they are read.
+    pub fn take_text(&mut self, t: f64, read: Result<String, String>) {
+        self.result.scrapes += 1;
+        match read {
+            Ok(text) => {
+                let at = self.begin(t);
+                let mut dropped = 0u64;
+                each_sample(&text, &mut |s| self.put(at, s, &mut dropped));
+                self.end(at, dropped);
+            }
+            Err(e) => {
+                self.result.errors += 1;
+                self.result.last_error = Some(e);
+            }
+        }
     }
 
     /// Takes in a reading made `t` seconds into the run.
@@ -361,49 +551,74 @@ impl Scraper {
 
     /// Adds the series of one successful scrape at `t`.
     pub fn add(&mut self, t: f64, parsed: Parsed) {
-        let at = self.result.t.len();
-        self.result.t.push(t);
+        let at = self.begin(t);
+        let mut dropped = 0u64;
         for (metric, labels, kind, value, buckets) in parsed {
-            let key = (metric, labels);
-            if self.dropped.contains(&key) {
-                continue;
-            }
-            let i = match self.index.get(&key) {
-                Some(i) => *i,
-                None if self.index.len() >= self.limit
-                    || self.matcher.as_ref().is_some_and(|m| !m.is_match(&key.0)) =>
-                {
-                    self.dropped.insert(key);
-                    self.result.dropped_series = self.dropped.len() as u64;
-                    continue;
-                }
-                None => {
-                    let i = self.result.series.len();
-                    self.index.insert(key.clone(), i);
-                    self.result.series.push(Series {
-                        metric: key.0.clone(),
-                        labels: key.1.clone(),
-                        kind: Some(kind),
-                        values: vec![None; at],
-                        ..Default::default()
-                    });
-                    // A series born after the first scrape (a labelled counter the load created)
-                    // began at zero.
-                    self.buckets.push((if at > 0 { Vec::new() } else { buckets.clone() }, Vec::new()));
-                    i
-                }
-            };
-            let s = &mut self.result.series[i];
-            s.values.resize(at, None);
-            s.values.push(Some(value));
-            if kind == Kind::Histogram {
-                self.buckets[i].1 = buckets;
-            }
+            self.put(at, Sample { metric, labels, kind, value, buckets }, &mut dropped);
         }
-        // Series missing from this scrape.
+        self.end(at, dropped);
+    }
+
+    /// A scrape begins at `t`: its index among the scrapes.
+    fn begin(&mut self, t: f64) -> usize {
+        self.result.t.push(t);
+        self.result.t.len() - 1
+    }
+
+    /// One sample of scrape `at`: kept when its series is (or may become) one of the kept ones;
+    /// else counted in `dropped` and, while there is room, remembered so that it is counted once.
+    fn put(&mut self, at: usize, sample: Sample, dropped: &mut u64) {
+        let Sample { metric, labels, kind, value, buckets } = sample;
+        let key = (metric, labels);
+        if self.dropped.contains(&key) {
+            *dropped += 1;
+            return;
+        }
+        let i = match self.index.get(&key) {
+            Some(i) => *i,
+            None if self.index.len() >= self.limit || self.matcher.as_ref().is_some_and(|m| !m.is_match(&key.0)) => {
+                *dropped += 1;
+                if self.dropped.len() < DROPPED_NAMES {
+                    self.dropped.insert(key);
+                }
+                return;
+            }
+            None => {
+                let i = self.result.series.len();
+                self.index.insert(key.clone(), i);
+                self.result.series.push(Series {
+                    metric: key.0,
+                    labels: key.1,
+                    kind: Some(kind),
+                    values: vec![None; at],
+                    ..Default::default()
+                });
+                self.buckets.push((Vec::new(), Vec::new()));
+                i
+            }
+        };
+        let s = &mut self.result.series[i];
+        s.values.resize(at, None);
+        s.values.push(Some(value));
+        if kind == Kind::Histogram {
+            let (kept, left_out) = thin(buckets);
+            self.result.dropped_buckets = self.result.dropped_buckets.max(left_out);
+            // A series born after the first scrape (a labelled counter the load created) began
+            // at zero: its first buckets are none.
+            if at == 0 {
+                self.buckets[i].0 = kept.clone();
+            }
+            self.buckets[i].1 = kept;
+        }
+    }
+
+    /// Scrape `at` is in: series it lacked get no value for it; the left-out series counted
+    /// (every one remembered, or at least as many as this scrape left out).
+    fn end(&mut self, at: usize, dropped: u64) {
         for s in &mut self.result.series {
             s.values.resize(at + 1, None);
         }
+        self.result.dropped_series = self.result.dropped_series.max(self.dropped.len() as u64).max(dropped);
     }
 
     /// The endpoint's result with each series summed up.
@@ -435,25 +650,47 @@ impl Scraper {
                 _ => {}
             }
             if s.kind == Some(Kind::Histogram) {
+                // Both sorted by bound: one walk pairs each last bucket with its first.
+                let mut j = 0;
                 let grown: Vec<(f64, f64)> = last
                     .iter()
                     .map(|(le, c)| {
-                        let before = first.iter().find(|(l, _)| l == le).map_or(0.0, |x| x.1);
+                        while j < first.len() && first[j].0 < *le {
+                            j += 1;
+                        }
+                        let before = first.get(j).filter(|f| f.0 == *le).map_or(0.0, |x| x.1);
                         (*le, if *c >= before { c - before } else { *c })
                     })
                     .collect();
                 s.quantiles = quantiles(&grown);
                 // The +Inf bucket is the increase itself (and JSON has no infinity).
-                s.buckets = grown.into_iter().filter(|(le, _)| le.is_finite()).collect();
+                s.buckets = grown.into_iter().filter(|(le, c)| le.is_finite() && c.is_finite()).collect();
             }
         }
         self.result
     }
 }
 
-/// p50, p90, p99 of cumulative buckets (see [`quantile`]); None without observations.
+/// A histogram's buckets as kept: the ones with a bound and a count that are numbers, sorted, at
+/// most [`MAX_BUCKETS`] (every k-th and the last); and how many were left out.
+fn thin(buckets: Buckets) -> (Buckets, u64) {
+    let given = buckets.len();
+    let mut b: Buckets = buckets.into_iter().filter(|(le, c)| !le.is_nan() && !c.is_nan()).collect();
+    b.sort_by(|x, y| x.0.total_cmp(&y.0));
+    if b.len() > MAX_BUCKETS {
+        let step = b.len().div_ceil(MAX_BUCKETS - 1);
+        let last = b.len() - 1;
+        b = b.iter().enumerate().filter(|(i, _)| i % step == 0 || *i == last).map(|(_, x)| *x).collect();
+    }
+    let kept = b.len();
+    (b, (given - kept) as u64)
+}
+
+/// p50, p90, p99 of cumulative buckets (see [`quantile`]); None without observations, or when a
+/// quantile is not a finite number (JSON has none other, and bolide reads back what it writes).
 pub fn quantiles(buckets: &[(f64, f64)]) -> Option<[f64; 3]> {
-    Some([quantile(buckets, 0.5)?, quantile(buckets, 0.9)?, quantile(buckets, 0.99)?])
+    let q = [quantile(buckets, 0.5)?, quantile(buckets, 0.9)?, quantile(buckets, 0.99)?];
+    q.iter().all(|v| v.is_finite()).then_some(q)
 }
 
 /// The `q` quantile (0 < q <= 1) of cumulative buckets `(upper bound, count)` ending with +Inf,
@@ -557,7 +794,7 @@ impl Scraping {
                 // Each read is made unlocked (it may take seconds); only its taking in is locked.
                 let scrape = move |s: &std::sync::Mutex<Scraper>, t: Option<f64>| {
                     let r = read(&spec);
-                    locked(s).take(t.unwrap_or_else(|| start.elapsed().as_secs_f64()), r);
+                    locked(s).take_text(t.unwrap_or_else(|| start.elapsed().as_secs_f64()), r);
                 };
                 std::thread::spawn(move || {
                     scrape(&s, Some(0.0));
@@ -874,6 +1111,140 @@ mod tests {
         assert_eq!(dechunk(b"3\r\nabc\r\n0\r\n\r\n").unwrap(), b"abc");
         // Lines that are no samples are passed over.
         assert!(parse("garbage here\n\u{0}\u{1}\n{{{\n").unwrap().is_empty());
+    }
+
+    /// A sample with its numbers as text (so that NaN equals NaN).
+    type Read = (String, BTreeMap<String, String>, Kind, String, Vec<(String, String)>);
+
+    /// The prometheus-parse crate's reading of a text, in the same form as [`parse`]'s.
+    fn reference(text: &str) -> Vec<Read> {
+        let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+        let grouped: std::collections::HashSet<String> = scrape
+            .samples
+            .iter()
+            .filter(|s| matches!(s.value, prometheus_parse::Value::Histogram(_) | prometheus_parse::Value::Summary(_)))
+            .map(|s| s.metric.clone())
+            .collect();
+        let mut out = Vec::new();
+        for s in scrape.samples {
+            let labels: BTreeMap<String, String> = s
+                .labels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .filter(|(k, _)| k != "le" && k != "quantile")
+                .collect();
+            let group = s.metric.strip_suffix("_sum").or_else(|| s.metric.strip_suffix("_count"));
+            let (kind, value, buckets) = match s.value {
+                prometheus_parse::Value::Counter(v) => (Kind::Counter, v, vec![]),
+                prometheus_parse::Value::Gauge(v) => (Kind::Gauge, v, vec![]),
+                prometheus_parse::Value::Untyped(v) if group.is_some_and(|g| grouped.contains(g)) => {
+                    (Kind::Counter, v, vec![])
+                }
+                prometheus_parse::Value::Untyped(v) => (Kind::Untyped, v, vec![]),
+                prometheus_parse::Value::Histogram(b) => {
+                    let mut b: Vec<(f64, f64)> = b.iter().map(|h| (h.less_than, h.count)).collect();
+                    b.sort_by(|x, y| x.0.total_cmp(&y.0));
+                    (Kind::Histogram, b.last().map_or(0.0, |x| x.1), b)
+                }
+                prometheus_parse::Value::Summary(qs) => {
+                    for q in qs {
+                        let mut l = labels.clone();
+                        l.insert("quantile".into(), format!("{}", q.quantile));
+                        out.push((s.metric.clone(), l, Kind::Summary, format!("{:?}", q.count), vec![]));
+                    }
+                    continue;
+                }
+            };
+            let buckets = buckets.iter().map(|(a, b)| (format!("{a:?}"), format!("{b:?}"))).collect();
+            out.push((s.metric, labels, kind, format!("{value:?}"), buckets));
+        }
+        out.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        out
+    }
+
+    #[test]
+    fn the_line_reader_reads_what_prometheus_parse_reads() {
+        let texts = [
+            TEXT,
+            // Labels and a timestamp.
+            "# TYPE up gauge\nup{job=\"a\",path=\"/x\"} 1 1700000000000\nup{job=\"c\"} 0\n",
+            // Untyped samples, values in every notation, comments that are no TYPE.
+            "# HELP x nothing\n# random words\nx 1e3\ny -Inf\nz +Inf\nw 0.000001\n",
+            // A labelled histogram of two series, and a summary with labels.
+            "# TYPE h histogram\nh_bucket{a=\"1\",le=\"0.5\"} 1\nh_bucket{a=\"1\",le=\"+Inf\"} 2\nh_sum{a=\"1\"} 0.7\nh_count{a=\"1\"} 2\n\
+             h_bucket{a=\"2\",le=\"0.5\"} 0\nh_bucket{a=\"2\",le=\"+Inf\"} 3\nh_sum{a=\"2\"} 9\nh_count{a=\"2\"} 3\n\
+             # TYPE s summary\ns{m=\"GET\",quantile=\"0.5\"} 0.1\ns{m=\"GET\",quantile=\"0.99\"} 0.4\ns_sum{m=\"GET\"} 5\ns_count{m=\"GET\"} 20\n",
+        ];
+        for text in texts {
+            let mut ours: Vec<_> = parse(text)
+                .unwrap()
+                .into_iter()
+                .map(|(m, l, k, v, b)| {
+                    let b = b.iter().map(|(a, c)| (format!("{a:?}"), format!("{c:?}"))).collect();
+                    (m, l, k, format!("{v:?}"), b)
+                })
+                .collect();
+            ours.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+            assert_eq!(ours, reference(text), "{text}");
+        }
+        // What the crate drops and the format allows: a trailing comma in a label set, escapes,
+        // commas and braces in label values.
+        let p = parse("a{x=\"1\",} 2\nb{q=\"say \\\"hi\\\"\\n\",r=\"{a,b}\"} 3\n").unwrap();
+        assert_eq!((p[0].0.as_str(), p[0].1["x"].as_str(), p[0].3), ("a", "1", 2.0));
+        assert_eq!((p[1].1["q"].as_str(), p[1].1["r"].as_str(), p[1].3), ("say \"hi\"\n", "{a,b}", 3.0));
+    }
+
+    #[test]
+    fn hostile_endpoints_cost_a_count_not_memory() {
+        let spec = || parse_spec("app=http://127.0.0.1:1/metrics").unwrap();
+        // 20,000 series a scrape, of new names at every scrape: at most the limit kept, at most
+        // 4,096 names remembered, and at least the 20,000 of one scrape counted.
+        let mut s = Scraper::new(spec(), None, 10);
+        for t in 0..5 {
+            let text: String = (0..20_000).map(|i| format!("m_{t}_{i} 1\n")).collect();
+            s.take_text(t as f64, Ok(text));
+        }
+        assert_eq!(s.result.series.len(), 10);
+        assert_eq!(s.dropped.len(), DROPPED_NAMES);
+        assert_eq!(s.finish().dropped_series, 20_000);
+        // A histogram of 100,000 buckets: 256 kept (every k-th and the last), their counts exact.
+        let mut s = Scraper::new(spec(), None, 10);
+        for (t, scale) in [(0.0, 1.0), (1.0, 3.0)] {
+            let mut text = String::from("# TYPE big histogram\n");
+            for i in 1..=100_000 {
+                text.push_str(&format!("big_bucket{{le=\"{i}\"}} {}\n", i as f64 * scale));
+            }
+            text.push_str(&format!("big_bucket{{le=\"+Inf\"}} {}\nbig_bucket{{le=\"NaN\"}} 1\n", 100_000.0 * scale));
+            s.take_text(t, Ok(text));
+        }
+        let r = s.finish();
+        let big = &r.series[0];
+        assert_eq!(big.increase, Some(200_000.0));
+        assert!(big.buckets.len() < MAX_BUCKETS && big.buckets.len() > MAX_BUCKETS / 2, "{}", big.buckets.len());
+        assert!(big.buckets.iter().all(|(le, c)| *c == 2.0 * le), "each kept bucket's count is exact");
+        assert!(r.dropped_buckets > 99_000, "{}", r.dropped_buckets);
+        // The median of 200,000 observations spread evenly up to 100,000: about 50,000.
+        let [p50, _, _] = big.quantiles.unwrap();
+        assert!((p50 - 50_000.0).abs() < 500.0, "{p50}");
+        // NaN bounds and counts are left out: the document holds numbers only and reads back.
+        let mut s = Scraper::new(spec(), None, 10);
+        s.take_text(
+            0.0,
+            Ok("# TYPE n histogram\nn_bucket{le=\"NaN\"} 1\nn_bucket{le=\"1\"} NaN\nn_bucket{le=\"+Inf\"} NaN\n"
+                .into()),
+        );
+        s.take_text(
+            1.0,
+            Ok("# TYPE n histogram\nn_bucket{le=\"NaN\"} 2\nn_bucket{le=\"1\"} NaN\nn_bucket{le=\"+Inf\"} NaN\n"
+                .into()),
+        );
+        let r = s.finish();
+        let text = serde_json::to_string(&r).unwrap();
+        assert_eq!(
+            serde_json::from_str::<ScrapeResult>(&text).unwrap(),
+            serde_json::from_str::<ScrapeResult>(&text).unwrap()
+        );
+        assert_eq!(r.series[0].quantiles, None);
     }
 
     #[test]
