@@ -1,6 +1,8 @@
 //! Keeping secrets out of everything bolide prints or writes: the values of sensitive headers
 //! (Authorization, Cookie, API keys, and any name given to `--redact`), passwords in URLs, and
 //! the password of `serve --user NAME:PASSWORD`. Names stay, so a reader sees what was sent.
+//! And text a server sent, made safe to show: its control characters escaped ([`printable`]),
+//! and what bolide itself sent it taken out of what it echoes ([`unechoed`]).
 
 /// What replaces a secret.
 pub const MASK: &str = "<redacted>";
@@ -129,9 +131,67 @@ pub fn text(s: &str) -> String {
     out
 }
 
+/// Text a peer sent (an error reason, a status line, a receiver's message, a label value), as it
+/// may reach a terminal, a document, a report or a log: control characters (C0, DEL, C1: an
+/// escape sequence would retitle or clear a terminal) and the bidirectional overrides (which
+/// reorder what a reader sees) written as escapes (`\n`, `\u{1b}`); everything else as it is.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if unsafe_char(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// What a receiver said, as it may be kept: every value bolide sent it in a header (a bearer
+/// token a hostile receiver echoes back) replaced by the mask, then made [`printable`].
+pub fn unechoed(text: &str, sent: &[(String, String)]) -> String {
+    let mut out = text.to_string();
+    for (_, value) in sent {
+        // The whole value, and its secret part after a scheme word (`Bearer abc` -> `abc`).
+        let parts = [value.trim(), value.trim().split_once(' ').map_or("", |(_, v)| v.trim())];
+        for part in parts.into_iter().filter(|p| p.len() >= 4) {
+            out = out.replace(part, MASK);
+        }
+    }
+    printable(&out).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_a_server_sends_is_shown_escaped() {
+        // Each row: text from a server, as shown.
+        let rows = [
+            ("plain words, ünïcödé", "plain words, ünïcödé"),
+            // An OSC window title, a clear screen, colours and a bell.
+            ("\u{1b}]0;pwned\u{7}\u{1b}[2J\u{1b}[31mred", "\\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\u{1b}[31mred"),
+            ("two\nlines\r\tand", "two\\nlines\\r\\tand"),
+            // C1's CSI and a right-to-left override.
+            ("\u{9b}31m \u{202e}txt", "\\u{9b}31m \\u{202e}txt"),
+            ("\u{0}\u{7f}", "\\u{0}\\u{7f}"),
+        ];
+        for (from, shown) in rows {
+            assert_eq!(printable(from), shown, "{from:?}");
+        }
+        assert!(matches!(printable("nothing to do"), std::borrow::Cow::Borrowed(_)));
+        // A receiver echoing the bearer token bolide sent it: the token is not kept.
+        let sent = vec![("Authorization".to_string(), "Bearer s3cr3t-token".to_string())];
+        let kept = unechoed("bad auth for Bearer s3cr3t-token (token s3cr3t-token)\u{1b}[2J", &sent);
+        assert_eq!(kept, "bad auth for <redacted> (token <redacted>)\\u{1b}[2J");
+    }
 
     #[test]
     fn urls_in_text() {

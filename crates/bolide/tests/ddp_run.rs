@@ -293,6 +293,29 @@ fn failures_are_counted_by_class() {
     }
 }
 
+/// A server's error reason carrying terminal escapes (an OSC window title, a clear screen,
+/// colours, a bell): the server echoes the method's name in its "not found" reason, and what
+/// reaches the terminal and the document is the escapes written out, never the bytes.
+#[test]
+fn a_server_s_error_reason_reaches_no_terminal_raw() {
+    let server = server(Reactivity::Push);
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "config:\n  target: {}\n  phases: [{{duration: 100ms, arrivalCount: 1}}]\nscenarios:\n  - flow:\n      - connect\n      \
+         - call: {{method: \"x\\e]0;pwned\\a\\e[2J\\e[31mred\"}}\n        label: bad call\n",
+        server.base_url()
+    );
+    let path = write_scenario(&dir, &text);
+    let (o, doc) = run(&[&path]);
+    assert_eq!(doc.summary.errors_by_class.get("ddp_error"), Some(&1), "{}", o.err);
+    let json = serde_json::to_string(&doc).unwrap();
+    for (what, shown) in [("stdout", &o.out), ("stderr", &o.err), ("document", &json)] {
+        let raw = shown.contains('\u{1b}') || shown.contains('\u{7}') || shown.contains("\\u001b");
+        assert!(!raw, "{what} holds a raw escape: {shown:?}");
+    }
+    assert!(o.err.contains("Method 'x\\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\u{1b}[31mred' not found"), "{}", o.err);
+}
+
 #[test]
 fn a_server_that_goes_away_mid_run() {
     let server = server(Reactivity::Push);

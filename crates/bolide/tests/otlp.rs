@@ -316,6 +316,52 @@ fn wants_a_token(mut s: std::net::TcpStream) {
     let _ = s.write_all(format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n").as_bytes());
 }
 
+/// A hostile receiver: takes the data, and says it rejected one point, echoing the authorization
+/// it was sent, after a terminal escape that would retitle and clear a terminal.
+fn echoes_the_token(mut s: std::net::TcpStream) {
+    let (head, _) = read_request(&mut s);
+    let auth = head.lines().find_map(|l| l.strip_prefix("authorization: ")).unwrap_or("none").trim().to_string();
+    let message = format!("\u{1b}]0;pwned\u{7}\u{1b}[2Jrefused for {auth}");
+    // partial_success(1) { rejected_data_points(1) = 1, error_message(2) = message }
+    let mut inner = vec![0x08, 1, 0x12, message.len() as u8];
+    inner.extend_from_slice(message.as_bytes());
+    let mut body = vec![0x0A, inner.len() as u8];
+    body.extend_from_slice(&inner);
+    use std::io::Write;
+    let head =
+        format!("HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: {}\r\n\r\n", body.len());
+    let _ = s.write_all(head.as_bytes());
+    let _ = s.write_all(&body);
+}
+
+#[test]
+fn a_receiver_that_echoes_the_token_keeps_neither_it_nor_its_escapes() {
+    let target = ok_server();
+    let receiver = common::fake(echoes_the_token);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let token = "s3cret-echoed";
+    let o = Command::new(env!("CARGO_BIN_EXE_bolide"))
+        .args(["http", "-n", "100", "--out"])
+        .arg(format!("otlp={}", receiver.url("/")))
+        .arg("--json")
+        .arg(&json)
+        .arg(target.url("/"))
+        .env("OTEL_EXPORTER_OTLP_HEADERS", format!("Authorization=Bearer%20{token}"))
+        .output()
+        .unwrap();
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{out}\n{err}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    for shown in [&text, &out.to_string(), &err.to_string()] {
+        assert!(!shown.contains(token), "the echoed token was kept: {shown}");
+        assert!(!shown.contains('\u{1b}') && !shown.contains("\\u001b"), "a raw escape was kept: {shown}");
+    }
+    let doc: bolide::stats::result::ResultDoc = serde_json::from_str(&text).unwrap();
+    let kept = doc.outputs[0].last_error.as_deref().unwrap_or_default();
+    assert_eq!(kept, "the receiver rejected 1 points: \\u{1b}]0;pwned\\u{7}\\u{1b}[2Jrefused for bearer <redacted>");
+}
+
 #[test]
 fn receivers_that_fail_or_take_part_are_counted_and_the_run_is_whole() {
     let target = ok_server();

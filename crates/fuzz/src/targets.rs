@@ -461,7 +461,8 @@ fn prometheus_text(data: &[u8]) {
     }
     // What bolide writes of it, bolide reads back.
     let json = serde_json::to_string(&r).unwrap();
-    let back: bolide::monitor::scrape::ScrapeResult = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
+    let back: bolide::monitor::scrape::ScrapeResult =
+        serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
     assert_eq!(back.series.len(), r.series.len());
 }
 

@@ -185,6 +185,8 @@ impl Delivery {
             Err(f) => Err((f.why, f.retry)),
             Ok(a) if (200..300).contains(&a.code) => Ok(match self.kind {
                 Kind::Otlp => otlp::partial_success(&a.body).map(|(n, why)| {
+                    // The receiver's words, without what bolide sent it (a token it echoes).
+                    let why = crate::redact::unechoed(&why, &self.headers);
                     format!(
                         "the receiver rejected {n} points{}",
                         if why.is_empty() { String::new() } else { format!(": {why}") }

@@ -566,8 +566,10 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// A name or label the agent sent, as it may be kept: cut to its first characters, printable.
 fn cut(s: &str) -> String {
-    s.chars().take(MAX_LABEL).collect()
+    let cut: String = s.chars().take(MAX_LABEL).collect();
+    crate::redact::printable(&cut).into_owned()
 }
 
 /// Keeps one metrics post.

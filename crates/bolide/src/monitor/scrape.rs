@@ -121,7 +121,7 @@ pub fn fetch(spec: &Spec) -> Result<String, String> {
     };
     let status = res.code.unwrap_or(0);
     if status != 200 {
-        return Err(format!("HTTP {status} {}", res.reason.unwrap_or("")));
+        return Err(format!("HTTP {status} {}", crate::redact::printable(res.reason.unwrap_or(""))));
     }
     let chunked = res.headers.iter().any(|h| {
         h.name.eq_ignore_ascii_case("transfer-encoding") && String::from_utf8_lossy(h.value).contains("chunked")
@@ -458,7 +458,9 @@ fn label_set(text: &str) -> Option<(LabelPairs, &str)> {
                 }
             }
         }
-        out.push((key.to_string(), String::from_utf8_lossy(&value).into_owned()));
+        // A label value is the server's text: kept printable.
+        let value = String::from_utf8_lossy(&value);
+        out.push((key.to_string(), crate::redact::printable(&value).into_owned()));
     }
 }
 

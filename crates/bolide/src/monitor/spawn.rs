@@ -179,7 +179,9 @@ impl Spawned {
             return "; it wrote nothing".into();
         }
         let from = lines.len().saturating_sub(15);
-        format!("; the last lines it wrote:\n  | {}", lines[from..].join("\n  | "))
+        // The server's own words, shown escaped (colours and terminal sequences as text).
+        let shown: Vec<String> = lines[from..].iter().map(|l| crate::redact::printable(l).into_owned()).collect();
+        format!("; the last lines it wrote:\n  | {}", shown.join("\n  | "))
     }
 
     /// Stops the server and everything it started: SIGTERM to the whole process group, then a

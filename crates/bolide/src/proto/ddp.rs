@@ -108,15 +108,18 @@ impl DdpFailure {
         }
     }
 
+    /// What failed, for people: a server's words in it (an error's reason, a close reason, a
+    /// status line) made printable.
     pub fn detail(&self) -> String {
-        match self {
+        let text = match self {
             DdpFailure::Connect(s) | DdpFailure::Closed(s) | DdpFailure::Timeout(s) | DdpFailure::Protocol(s) => {
                 s.clone()
             }
             DdpFailure::DdpError(e) | DdpFailure::Nosub(e) => {
                 format!("error {} {}", e.code(), e.reason.as_deref().unwrap_or_default())
             }
-        }
+        };
+        crate::redact::printable(&text).into_owned()
     }
 }
 

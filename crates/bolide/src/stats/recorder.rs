@@ -315,7 +315,8 @@ impl WorkerRecorder {
         self.second.errors += 1;
         self.second.error_classes[class.index()] += 1;
         if !self.first_errors.iter().any(|(c, _)| *c == class) {
-            self.first_errors.push((class, detail.to_string()));
+            // What the server said is kept printable.
+            self.first_errors.push((class, crate::redact::printable(detail).into_owned()));
         }
     }
 

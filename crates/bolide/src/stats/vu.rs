@@ -295,7 +295,10 @@ impl VuRecorder {
         if !self.first_errors.iter().any(|(c, _)| c == class) {
             // The step's name first, unless the detail already starts with it ("connect ...").
             let name = &self.names[step];
-            let text = if detail.starts_with(name.as_str()) { detail.to_string() } else { format!("{name}: {detail}") };
+            // What the server said (an error reason, a close reason) is kept printable.
+            let detail = crate::redact::printable(detail);
+            let text =
+                if detail.starts_with(name.as_str()) { detail.into_owned() } else { format!("{name}: {detail}") };
             self.first_errors.push((class.to_string(), text));
         }
     }
