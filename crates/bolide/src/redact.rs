@@ -158,13 +158,30 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
 pub fn unechoed(text: &str, sent: &[(String, String)]) -> String {
     let mut out = text.to_string();
     for (_, value) in sent {
-        // The whole value, and its secret part after a scheme word (`Bearer abc` -> `abc`).
+        // The whole value, and its secret part after a scheme word (`Bearer abc` -> `abc`), in
+        // any case (a receiver may echo it lowercased).
         let parts = [value.trim(), value.trim().split_once(' ').map_or("", |(_, v)| v.trim())];
         for part in parts.into_iter().filter(|p| p.len() >= 4) {
-            out = out.replace(part, MASK);
+            out = replace_ignoring_case(&out, part, MASK);
         }
     }
     printable(&out).into_owned()
+}
+
+/// `text` with every occurrence of `what` (ASCII case ignored) replaced by `with`.
+fn replace_ignoring_case(text: &str, what: &str, with: &str) -> String {
+    // ASCII lowercasing keeps every byte where it was, so positions found in the lowered text are
+    // positions in the text.
+    let (lower, what) = (text.to_ascii_lowercase(), what.to_ascii_lowercase());
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while let Some(i) = lower[at..].find(&what) {
+        out.push_str(&text[at..at + i]);
+        out.push_str(with);
+        at += i + what.len();
+    }
+    out.push_str(&text[at..]);
+    out
 }
 
 #[cfg(test)]
@@ -189,7 +206,7 @@ mod tests {
         assert!(matches!(printable("nothing to do"), std::borrow::Cow::Borrowed(_)));
         // A receiver echoing the bearer token bolide sent it: the token is not kept.
         let sent = vec![("Authorization".to_string(), "Bearer s3cr3t-token".to_string())];
-        let kept = unechoed("bad auth for Bearer s3cr3t-token (token s3cr3t-token)\u{1b}[2J", &sent);
+        let kept = unechoed("bad auth for Bearer s3cr3t-token (token S3CR3T-TOKEN)\u{1b}[2J", &sent);
         assert_eq!(kept, "bad auth for <redacted> (token <redacted>)\\u{1b}[2J");
     }
 

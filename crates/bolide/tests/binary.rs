@@ -247,10 +247,12 @@ fn on_a_terminal_colours_mark_errors_unless_no_color() {
         .iter()
         .map(|s| s.to_string())
         .collect();
+    // Every request failed (status 404): the first line and the errors' line are red.
     let shown = on_a_terminal(&args, false);
-    assert!(shown.contains("\x1b[31m                50 responses not 2xx or 3xx\x1b[0m"), "{shown}");
+    assert!(shown.contains("\x1b[31m  Errors        status 50\x1b[0m"), "{shown}");
+    assert!(shown.contains("50 failed (status 404: 50)\x1b[0m"), "{shown}");
     let plain = on_a_terminal(&args, true);
-    assert!(plain.contains("50 responses not 2xx or 3xx") && !plain.contains("\x1b[31m"), "{plain}");
+    assert!(plain.contains("50 failed (status 404: 50)") && !plain.contains("\x1b[31m"), "{plain}");
     // Not a terminal: no escape code at all.
     let out = bolide().args(&args).output().unwrap();
     assert!(!String::from_utf8_lossy(&out.stdout).contains('\x1b'));

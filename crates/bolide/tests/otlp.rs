@@ -359,7 +359,7 @@ fn a_receiver_that_echoes_the_token_keeps_neither_it_nor_its_escapes() {
     }
     let doc: bolide::stats::result::ResultDoc = serde_json::from_str(&text).unwrap();
     let kept = doc.outputs[0].last_error.as_deref().unwrap_or_default();
-    assert_eq!(kept, "the receiver rejected 1 points: \\u{1b}]0;pwned\\u{7}\\u{1b}[2Jrefused for bearer <redacted>");
+    assert_eq!(kept, "the receiver rejected 1 points: \\u{1b}]0;pwned\\u{7}\\u{1b}[2Jrefused for <redacted>");
 }
 
 #[test]

@@ -242,6 +242,26 @@ fn markdown_reports_pass_no_raw_html_and_no_string_leaves_its_code_fence() {
     assert!(!o.out.contains("<img") && o.out.contains("&lt;img"), "{}", o.out);
 }
 
+/// A run of an older bolide, whose errors left out its 500s: read as this bolide counts, its
+/// failed statuses are failures in the band, the error rate and its thresholds judged again.
+#[test]
+fn an_old_document_s_failed_statuses_are_failures_when_read() {
+    let mut raw: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("http-run.json")).unwrap()).unwrap();
+    raw["summary"]["status"] = serde_json::json!({"200": 176_424, "500": 100});
+    raw["summary"]["non_2xx_3xx"] = serde_json::json!(100);
+    let doc = Doc::from_json(&raw.to_string()).unwrap();
+    let Doc::Http(d) = &doc else { panic!("an HTTP document") };
+    assert_eq!((d.summary.errors, d.summary.errors_by_class["status"]), (100, 100));
+    assert_eq!(d.settings.expect_status.as_deref(), Some("200-399"));
+    assert_eq!(doc.failures(), vec![("status 500".to_string(), 100)]);
+    let rate = doc.error_rate_pct().unwrap();
+    assert!((rate - 100.0 * 100.0 / 176_524.0).abs() < 1e-9, "{rate}");
+    let band = bolide::report::band::run_facts(&doc);
+    let errors = band.iter().find(|f| f.label == "Errors").unwrap();
+    assert_eq!(errors.detail, "status 500: 100");
+}
+
 #[test]
 fn documents_of_the_previous_format_version_are_still_read() {
     // The fixtures are of version 1 (no per-second p90): the latency chart goes without it, and a

@@ -576,20 +576,24 @@ impl Worker {
 struct H2Slot {
     conn: tokio::sync::Mutex<Option<(u64, http::h2::Sender)>>,
     opened: Cell<u64>,
-    /// The last connection that delivered a response, and the last one found dead (its back-off
-    /// decided once, however many of its streams saw it end).
+    /// The last connection that answered (a response, or a stream reset: it speaks HTTP/2), and
+    /// the last one found dead (its back-off decided once, however many of its streams saw it end).
     answered: Cell<u64>,
     lost: Cell<u64>,
     /// Back-off after a connection that ended without answering, as HTTP/1.1's reconnects: the
     /// next one is opened no sooner than `next_open`.
     backoff: Cell<Duration>,
     next_open: Cell<Option<Instant>>,
+    /// Woken when a connection answers for the first time or ends.
+    changed: tokio::sync::Notify,
 }
 
 impl H2Slot {
     /// The slot's connection, or a new one opened by this stream after the back-off; `attempt`
     /// runs when this stream makes the attempt (its request then counts as sent: the attempt is
-    /// on the wire). The other streams wait for the attempt.
+    /// on the wire). The opener's request goes alone on a new connection; the other streams join
+    /// once it answered, so that a server that fails every connection fails one request each
+    /// time, not one per stream.
     async fn connection(
         &self,
         w: &Worker,
@@ -597,10 +601,32 @@ impl H2Slot {
         timings: &mut Timings,
         attempt: &dyn Fn(),
     ) -> Result<(u64, http::h2::Sender, bool), http::Failure> {
-        let mut conn = self.conn.lock().await;
-        if let Some((id, send)) = conn.as_ref() {
-            return Ok((*id, send.clone(), false));
+        loop {
+            let conn = self.conn.lock().await;
+            match conn.as_ref() {
+                Some((id, send)) if self.answered.get() >= *id => return Ok((*id, send.clone(), false)),
+                Some(_) => {
+                    // Not proven yet: wait for its first answer or its end.
+                    let changed = self.changed.notified();
+                    tokio::pin!(changed);
+                    changed.as_mut().enable();
+                    drop(conn);
+                    changed.await;
+                }
+                None => return self.open(conn, w, target_index, timings, attempt).await,
+            }
         }
+    }
+
+    /// Opens the slot's next connection (the slot's lock held: the others wait for it).
+    async fn open(
+        &self,
+        mut conn: tokio::sync::MutexGuard<'_, Option<(u64, http::h2::Sender)>>,
+        w: &Worker,
+        target_index: usize,
+        timings: &mut Timings,
+        attempt: &dyn Fn(),
+    ) -> Result<(u64, http::h2::Sender, bool), http::Failure> {
         if let Some(at) = self.next_open.get() {
             tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
         }
@@ -616,9 +642,19 @@ impl H2Slot {
                 Ok((opened, send, true))
             }
             Err(f) => {
+                drop(conn);
                 self.ended(opened);
                 Err(f)
             }
+        }
+    }
+
+    /// Connection `id` answered (a response or a stream reset): the slot's other streams may use it.
+    fn answered(&self, id: u64) {
+        if self.answered.get() < id {
+            self.answered.set(id);
+            self.backoff.set(Duration::ZERO);
+            self.changed.notify_waiters();
         }
     }
 
@@ -643,6 +679,7 @@ impl H2Slot {
             self.backoff.set(next_backoff(self.backoff.get()));
             self.next_open.set(Some(Instant::now() + self.backoff.get()));
         }
+        self.changed.notify_waiters();
     }
 }
 
@@ -651,15 +688,16 @@ impl H2Slot {
 /// schedule), opens the slot's connection when it has none.
 ///
 /// A request counts as sent once it is handed to a connection, or once its own connection attempt
-/// is on the wire: one that waited for a connection that never came was never sent (under `--rps`
-/// it is late, or missed at the end). A connection attempt that fails is one error of its class;
-/// a request a GOAWAY refused (above its last stream, not processed) is sent once more on a new
-/// connection (idempotent methods, as HTTP/1.1 resends) and counted as a retry; a stream that
-/// times out ends its connection, which the next request replaces.
+/// is on the wire; one whose timeout passed before either is tried again with its schedule kept
+/// (under `--rps` it is late; at the run's end it was never sent). A connection attempt that fails
+/// is one error of its class; a request a GOAWAY refused (above its last stream, not processed) is
+/// sent once more on a new connection (idempotent methods, as HTTP/1.1 resends) and counted as a
+/// retry; a stream that times out ends its connection, which the next request replaces.
 async fn h2_stream_loop(w: &Worker, target_index: usize, slot: &H2Slot) {
     let target = &w.plan.targets[target_index];
     let Some(req) = target.h2.clone() else { return };
-    while let Some(due) = w.reserve() {
+    let mut unsent = None;
+    while let Some(due) = unsent.take().or_else(|| w.reserve()) {
         if due > Instant::now() {
             timer::sleep_until(w.timer.as_ref(), due).await;
         }
@@ -671,7 +709,6 @@ async fn h2_stream_loop(w: &Worker, target_index: usize, slot: &H2Slot) {
                 w.rec.borrow_mut().record_send(micros(now.saturating_duration_since(due)));
             }
         };
-        let began = Instant::now();
         let mut timings = Timings::default();
         let mut used = None;
         let outcome = tokio::time::timeout(w.plan.timeout, async {
@@ -684,7 +721,7 @@ async fn h2_stream_loop(w: &Worker, target_index: usize, slot: &H2Slot) {
                     // The connection had ended before this request reached it: the next one.
                     Err(f) if f.unsent && !mine => slot.ended(id),
                     // Refused by a GOAWAY, not processed: once more on a new connection.
-                    Err(f) if f.stale && !resent && w.plan.retry_closed && sent_at.get().is_some() => {
+                    Err(f) if f.stale && !f.unsent && !resent && w.plan.retry_closed => {
                         slot.ended(id);
                         w.rec.borrow_mut().targets[target_index].retries += 1;
                         resent = true;
@@ -695,25 +732,30 @@ async fn h2_stream_loop(w: &Worker, target_index: usize, slot: &H2Slot) {
         })
         .await;
         let done = Instant::now();
+        let Some(sent) = sent_at.get() else {
+            // Nothing of it went out within its timeout (no connection, no free stream): the same
+            // request again, its schedule kept, unless the run is over.
+            unsent = Some(due);
+            continue;
+        };
         // A send the timer let go a little early is measured from when it went out; a late one
         // from when it was due.
-        let due = due.min(sent_at.get().unwrap_or(began));
+        let due = due.min(sent);
         match outcome {
             Ok(Ok(resp)) => {
                 if let Some(id) = used {
-                    slot.answered.set(slot.answered.get().max(id));
+                    slot.answered(id);
                 }
-                slot.backoff.set(Duration::ZERO);
-                let sent = sent_at.get().unwrap_or(began);
                 w.answered(target_index, (due, sent, done), resp.status, resp.body_bytes, &timings);
             }
             Ok(Err(failure)) => {
-                if let Some(id) = used.filter(|_| http::h2::ends_connection(&failure)) {
-                    slot.ended(id);
+                match used {
+                    Some(id) if http::h2::ends_connection(&failure) => slot.ended(id),
+                    // A stream the server reset: the connection speaks HTTP/2 and stays.
+                    Some(id) => slot.answered(id),
+                    None => {}
                 }
-                if sent_at.get().is_some() {
-                    w.rec.borrow_mut().record_error(target_index, failure.class, &failure.detail);
-                }
+                w.rec.borrow_mut().record_error(target_index, failure.class, &failure.detail);
             }
             Err(_elapsed) => {
                 // The stream is given up (dropping it resets it), and so is its connection: a
@@ -721,9 +763,7 @@ async fn h2_stream_loop(w: &Worker, target_index: usize, slot: &H2Slot) {
                 if let Some(id) = used {
                     slot.ended(id);
                 }
-                if sent_at.get().is_some() {
-                    w.timed_out(target_index, due, done);
-                }
+                w.timed_out(target_index, due, done);
             }
         }
     }

@@ -354,14 +354,20 @@ fn worker(
             _ = cancel.cancelled() => {}
         }
     }));
-    // Connections closing finish their handshakes (each within a second); users still running
-    // (Ctrl-C) are dropped with the LocalSet, their connections closed.
+    // At the run's end, connections closing finish their handshakes (each within a second; all
+    // within two, so that a server that stopped reading holds nothing up). A stopped run (Ctrl-C)
+    // waits for none: its users still running are dropped with the LocalSet, connections closed.
     let closing = std::mem::take(&mut *w.closing.borrow_mut());
-    rt.block_on(local.run_until(async {
-        for task in closing {
-            let _ = task.await;
-        }
-    }));
+    if !cancel.is_cancelled() {
+        rt.block_on(local.run_until(async {
+            let all = async {
+                for task in closing {
+                    let _ = task.await;
+                }
+            };
+            let _ = tokio::time::timeout(2 * crate::proto::ddp::CLOSING_HANDSHAKE, all).await;
+        }));
+    }
     drop(local);
     tick(&w, &mut ticks);
     let recs = w.recs.iter().map(|r| r.borrow().clone()).collect();

@@ -185,8 +185,16 @@ impl Delivery {
             Err(f) => Err((f.why, f.retry)),
             Ok(a) if (200..300).contains(&a.code) => Ok(match self.kind {
                 Kind::Otlp => otlp::partial_success(&a.body).map(|(n, why)| {
-                    // The receiver's words, without what bolide sent it (a token it echoes).
-                    let why = crate::redact::unechoed(&why, &self.headers);
+                    // The receiver's words, without what the user had bolide send it (a token it
+                    // echoes); bolide's own headers (the content's type) are no secret.
+                    let own = ["content-type", "content-encoding", "x-prometheus-remote-write-version"];
+                    let given: Vec<(String, String)> = self
+                        .headers
+                        .iter()
+                        .filter(|(k, _)| !own.contains(&k.to_ascii_lowercase().as_str()))
+                        .cloned()
+                        .collect();
+                    let why = crate::redact::unechoed(&why, &given);
                     format!(
                         "the receiver rejected {n} points{}",
                         if why.is_empty() { String::new() } else { format!(": {why}") }

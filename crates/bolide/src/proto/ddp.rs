@@ -799,7 +799,14 @@ pub async fn echo(
 }
 
 /// How long the client's closing handshake may take before the socket is dropped anyway.
-const CLOSING_HANDSHAKE: Duration = Duration::from_secs(1);
+pub const CLOSING_HANDSHAKE: Duration = Duration::from_secs(1);
+
+/// The client's close (1000) and its closing handshake, within [`CLOSING_HANDSHAKE`].
+async fn close_politely(stream: &mut Stream, framer: &mut Framer, traffic: &RefCell<Traffic>) {
+    let mut wire = Vec::new();
+    ws::encode_frame(&mut wire, Opcode::Close, false, &ws::close_payload(1000, ""), Some(rand::random()));
+    let _ = tokio::time::timeout(CLOSING_HANDSHAKE, closing_handshake(stream, framer, &wire, traffic)).await;
+}
 
 /// The client's side of the WebSocket closing handshake (RFC 6455 §7.1): the close frame `wire`
 /// goes out, then the connection is read (and dropped) until the server's close frame or the end
@@ -923,22 +930,37 @@ async fn run(
                     let mut wire = Vec::new();
                     frame(&mut wire, &text, cfg.transport, deflate);
                     let mut messages = 1;
-                    while let Ok(Outgoing::Ddp(more)) = rx.try_recv() {
-                        frame(&mut wire, &more, cfg.transport, deflate);
-                        messages += 1;
+                    // What else is queued goes in the same write; a close queued behind it follows.
+                    let mut closing = false;
+                    loop {
+                        match rx.try_recv() {
+                            Ok(Outgoing::Ddp(more)) => {
+                                frame(&mut wire, &more, cfg.transport, deflate);
+                                messages += 1;
+                            }
+                            Ok(Outgoing::Close) => {
+                                closing = true;
+                                break;
+                            }
+                            Err(_) => break,
+                        }
                     }
                     if let Err(e) = stream.write_all(&wire).await {
                         break 'conn format!("write: {e}");
                     }
                     // Counted once written: a message that never left is not a message sent.
-                    let mut t = traffic.borrow_mut();
-                    t.messages_out += messages;
-                    t.bytes_out += wire.len() as u64;
+                    {
+                        let mut t = traffic.borrow_mut();
+                        t.messages_out += messages;
+                        t.bytes_out += wire.len() as u64;
+                    }
+                    if closing {
+                        close_politely(&mut stream, &mut framer, &traffic).await;
+                        break 'conn "closed by the client".to_string();
+                    }
                 }
                 Some(Outgoing::Close) | None => {
-                    let mut wire = Vec::new();
-                    ws::encode_frame(&mut wire, Opcode::Close, false, &ws::close_payload(1000, ""), Some(rand::random()));
-                    let _ = tokio::time::timeout(CLOSING_HANDSHAKE, closing_handshake(&mut stream, &mut framer, &wire, &traffic)).await;
+                    close_politely(&mut stream, &mut framer, &traffic).await;
                     break 'conn "closed by the client".to_string();
                 }
             },

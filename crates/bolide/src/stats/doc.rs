@@ -121,7 +121,9 @@ impl Doc {
         let kind = head.check()?;
         let typed = |e: serde_json::Error| format!("malformed result: {e}");
         match kind {
-            "http" => serde_json::from_reader(open().map_err(cannot)?).map(|d| Doc::Http(Box::new(d))).map_err(typed),
+            "http" => serde_json::from_reader(open().map_err(cannot)?)
+                .map(|d: ResultDoc| Doc::Http(Box::new(d.counted_as_now())))
+                .map_err(typed),
             _ => serde_json::from_reader(open().map_err(cannot)?).map(|d| Doc::Ddp(Box::new(d))).map_err(typed),
         }
     }
@@ -129,7 +131,9 @@ impl Doc {
     pub fn from_json(text: &str) -> Result<Doc, String> {
         let typed = |e: serde_json::Error| format!("malformed result: {e}");
         match super::result::Head::of(text)?.check()? {
-            "http" => serde_json::from_str(text).map(|d| Doc::Http(Box::new(d))).map_err(typed),
+            "http" => {
+                serde_json::from_str(text).map(|d: ResultDoc| Doc::Http(Box::new(d.counted_as_now()))).map_err(typed)
+            }
             _ => serde_json::from_str(text).map(|d| Doc::Ddp(Box::new(d))).map_err(typed),
         }
     }

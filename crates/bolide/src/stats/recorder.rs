@@ -279,7 +279,10 @@ impl WorkerRecorder {
     pub fn record_response(&mut self, target: usize, latency_us: u64, status: u16, bytes: u64, failed: bool) {
         self.targets[target].record_response(latency_us, status, bytes);
         if failed {
-            self.record_error(target, ErrorClass::Status, &format!("status {status}"));
+            // The detail is made for the first of its class only (no allocation per response).
+            let first = !self.first_errors.iter().any(|(c, _)| *c == ErrorClass::Status);
+            let detail = if first { format!("status {status}") } else { String::new() };
+            self.record_error(target, ErrorClass::Status, &detail);
         }
         self.second.responses += 1;
         self.second.bytes_in += bytes;

@@ -269,6 +269,34 @@ pub struct Histograms {
 }
 
 impl ResultDoc {
+    /// A document written before failed statuses counted (format version 3 and older, no
+    /// `expect_status`) read as this bolide counts: its responses outside 200-399 become failed
+    /// requests of class `status`, overall and per URL, so that every reader (the report's band,
+    /// thresholds judged again, compare, merge) says the same of an old run as of a new one. Its
+    /// seconds keep the errors they had.
+    pub fn counted_as_now(mut self) -> ResultDoc {
+        if self.settings.expect_status.is_some() {
+            return self;
+        }
+        let failed = |status: &BTreeMap<String, u64>| -> u64 {
+            status
+                .iter()
+                .filter(|(c, _)| c.parse::<u16>().map_or(true, |c| !(200..400).contains(&c)))
+                .map(|(_, n)| n)
+                .sum()
+        };
+        let n = failed(&self.summary.status);
+        self.summary.errors += n;
+        self.summary.errors_by_class.insert("status".into(), n);
+        for t in &mut self.per_target {
+            let n = failed(&t.status);
+            t.errors += n;
+            t.errors_by_class.insert("status".into(), n);
+        }
+        self.settings.expect_status = Some(StatusSet::default().to_string());
+        self
+    }
+
     /// What failed, for people: each unexpected status as `status 500` with its count, then the
     /// transport errors' classes, most frequent first (classes with none left out).
     pub fn failures(&self) -> Vec<(String, u64)> {
@@ -303,7 +331,7 @@ impl ResultDoc {
             other => return Err(format!("not a bolide result (format is {other:?})")),
         }
         check_version(head.version)?;
-        serde_json::from_str(text).map_err(|e| format!("malformed result: {e}"))
+        serde_json::from_str(text).map(ResultDoc::counted_as_now).map_err(|e| format!("malformed result: {e}"))
     }
 }
 

@@ -211,8 +211,8 @@ async fn send_body(stream: &mut ::h2::SendStream<Bytes>, mut body: Bytes, peer: 
 }
 
 /// An `h2` error as the counters class it. A GOAWAY or RST_STREAM the server sent gets a class of
-/// its own (a request refused by a GOAWAY was not processed: `stale`, worth one retry on a new
-/// connection, RFC 9113 §6.8); a GOAWAY bolide's own frame layer sent because the server broke the
+/// its own (a request refused by a graceful GOAWAY was not processed: `stale`, worth one retry on a
+/// new connection, RFC 9113 §6.8); a GOAWAY bolide's own frame layer sent because the server broke the
 /// protocol (an oversized frame, DATA on stream 0, bad SETTINGS, a PUSH_PROMISE after push was
 /// refused) is `malformed`, and a server that answered the preface in HTTP/1.1 is named as such.
 fn failure(e: &::h2::Error, during: &str, peer: &Peer) -> Failure {
@@ -227,7 +227,9 @@ fn failure(e: &::h2::Error, during: &str, peer: &Peer) -> Failure {
     let reason = || e.reason().map(|r| format!("{r:?}")).unwrap_or_default();
     if e.is_go_away() && e.is_remote() {
         let mut f = Failure::new(ErrorClass::GoAway, format!("{during}: the server sent GOAWAY ({})", reason()));
-        f.stale = true;
+        // A graceful GOAWAY (NO_ERROR) lets the streams at or below its last id finish: one that
+        // fails with it was above, not processed. After an error code, any stream may have been.
+        f.stale = e.reason() == Some(::h2::Reason::NO_ERROR);
         return f;
     }
     if e.is_go_away() || (e.is_reset() && !e.is_remote()) {
