@@ -233,12 +233,24 @@ pub struct Series {
     /// Histograms: p50, p90, p99 of the observations made during the run, from the buckets'
     /// increase (each the upper bound of the bucket it falls in, as Prometheus's
     /// histogram_quantile interpolates within it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient_quantiles")]
     pub quantiles: Option<[f64; 3]>,
     /// Histograms: each finite bucket's cumulative count at the last scrape minus the first
     /// (`(upper bound, count)`; the +Inf bucket's is `increase`), for reading other quantiles later.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "lenient_buckets")]
     pub buckets: Vec<(f64, f64)>,
+}
+
+/// Quantiles as written; `null`s (an older bolide wrote NaN so) read as none.
+fn lenient_quantiles<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<[f64; 3]>, D::Error> {
+    let q: Option<[Option<f64>; 3]> = Option::deserialize(d)?;
+    Ok(q.and_then(|[a, b, c]| Some([a?, b?, c?])))
+}
+
+/// Buckets as written; one with a `null` (an older bolide wrote NaN so) is left out.
+fn lenient_buckets<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<(f64, f64)>, D::Error> {
+    let b: Vec<(Option<f64>, Option<f64>)> = Vec::deserialize(d)?;
+    Ok(b.into_iter().filter_map(|(le, c)| Some((le?, c?))).collect())
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -1252,6 +1264,11 @@ mod tests {
         assert_eq!((&back.series[0].buckets, back.series[0].quantiles), (&r.series[0].buckets, r.series[0].quantiles));
         assert_eq!(back.series[0].values, [None, None]);
         assert_eq!(r.series[0].quantiles, None);
+        // What an older bolide wrote of such a histogram (NaN as null) reads back too.
+        let old =
+            text.replace("\"values\":", "\"quantiles\":[null,1.0,null],\"buckets\":[[1.0,null],[2.0,3.0]],\"values\":");
+        let back = serde_json::from_str::<ScrapeResult>(&old).unwrap();
+        assert_eq!((back.series[0].quantiles, back.series[0].buckets.clone()), (None, vec![(2.0, 3.0)]));
     }
 
     #[test]
