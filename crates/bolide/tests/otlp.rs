@@ -334,6 +334,23 @@ fn echoes_the_token(mut s: std::net::TcpStream) {
     let _ = s.write_all(&body);
 }
 
+/// `bolide http -n 100 --out otlp=RECEIVER --json JSON TARGET` with `OTEL_EXPORTER_OTLP_HEADERS`
+/// set, as a process (the variable is its own): the document's text, stdout and stderr.
+fn run_with_headers(receiver: &str, json: &std::path::Path, target: &str, headers: &str) -> (String, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_bolide"))
+        .args(["http", "-n", "100", "--out"])
+        .arg(format!("otlp={receiver}"))
+        .arg("--json")
+        .arg(json)
+        .arg(target)
+        .env("OTEL_EXPORTER_OTLP_HEADERS", headers)
+        .output()
+        .unwrap();
+    let (out, err) = (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned());
+    assert!(o.status.success(), "{out}\n{err}");
+    (std::fs::read_to_string(json).unwrap(), out, err)
+}
+
 #[test]
 fn a_receiver_that_echoes_the_token_keeps_neither_it_nor_its_escapes() {
     let target = ok_server();
@@ -341,19 +358,9 @@ fn a_receiver_that_echoes_the_token_keeps_neither_it_nor_its_escapes() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     let token = "s3cret-echoed";
-    let o = Command::new(env!("CARGO_BIN_EXE_bolide"))
-        .args(["http", "-n", "100", "--out"])
-        .arg(format!("otlp={}", receiver.url("/")))
-        .arg("--json")
-        .arg(&json)
-        .arg(target.url("/"))
-        .env("OTEL_EXPORTER_OTLP_HEADERS", format!("Authorization=Bearer%20{token}"))
-        .output()
-        .unwrap();
-    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    assert!(o.status.success(), "{out}\n{err}");
-    let text = std::fs::read_to_string(&json).unwrap();
-    for shown in [&text, &out.to_string(), &err.to_string()] {
+    let (text, out, err) =
+        run_with_headers(&receiver.url("/"), &json, &target.url("/"), &format!("Authorization=Bearer%20{token}"));
+    for shown in [&text, &out, &err] {
         assert!(!shown.contains(token), "the echoed token was kept: {shown}");
         assert!(!shown.contains('\u{1b}') && !shown.contains("\\u001b"), "a raw escape was kept: {shown}");
     }
@@ -421,18 +428,8 @@ fn headers_from_the_environment_are_sent_and_never_shown() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     for (token, sent) in [("s3cret-otlp", true), ("other-otlp", false)] {
-        let o = Command::new(env!("CARGO_BIN_EXE_bolide"))
-            .args(["http", "-n", "100", "--out"])
-            .arg(format!("otlp={}", receiver.url("/")))
-            .arg("--json")
-            .arg(&json)
-            .arg(target.url("/"))
-            .env("OTEL_EXPORTER_OTLP_HEADERS", format!("Authorization=Bearer%20{token},x-team=load"))
-            .output()
-            .unwrap();
-        let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-        assert!(o.status.success(), "{out}\n{err}");
-        let text = std::fs::read_to_string(&json).unwrap();
+        let headers = format!("Authorization=Bearer%20{token},x-team=load");
+        let (text, out, err) = run_with_headers(&receiver.url("/"), &json, &target.url("/"), &headers);
         assert!(!text.contains(token) && !out.contains(token) && !err.contains(token), "the token shown");
         let doc: bolide::stats::result::ResultDoc = serde_json::from_str(&text).unwrap();
         let r = &doc.outputs[0];
