@@ -400,6 +400,19 @@ fn scenario_steps_speak_http2() {
     assert_eq!(no_h2.seen.requests.load(Ordering::Relaxed), 0);
 }
 
+/// A server's count, once its threads have taken in what the client did: the count when it equals
+/// `want`, or the one it settled on (a connection opened as the run ended may reach the server's
+/// thread a moment after bolide returned; the wait is bounded and decides nothing).
+fn settled(count: &AtomicU64, want: u64) -> u64 {
+    for _ in 0..100 {
+        if count.load(Ordering::Relaxed) == want {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    count.load(Ordering::Relaxed)
+}
+
 /// What a hostile HTTP/2 peer does once a client connected (each a frame or bytes of its own
 /// making, not the `h2` crate's, which would refuse to misbehave).
 #[derive(Clone, Copy, Debug)]
@@ -512,7 +525,7 @@ fn hostile_http2_peers_are_counted_once_per_attempt_and_backed_off() {
         // One error per connection attempt, however many streams wait for the connection (the
         // opener's request goes alone until the connection answered).
         assert!(s.errors <= s.connects, "{context}");
-        assert_eq!(connections.load(Ordering::Relaxed), s.connects, "{context}");
+        assert_eq!(settled(&connections, s.connects), s.connects, "{context}");
         // Backed off between attempts: a handful per slot each second, never millions.
         assert!(s.errors < 2_000, "{context}");
     }
@@ -530,9 +543,10 @@ fn a_connection_whose_stream_timed_out_is_replaced() {
     assert_eq!(sum.responses, 20, "{context}");
     let timeouts = sum.errors_by_class["timeout"];
     assert!(timeouts >= 1 && sum.errors == timeouts, "{context}");
-    // The first connection, then one after each timeout (the last one perhaps cut by the end).
-    assert!(sum.connects > timeouts && sum.connects <= 1 + timeouts + sum.unfinished, "{context}");
-    assert_eq!(s.seen.connections.load(Ordering::Relaxed), sum.connects, "{context}");
+    // The first connection, then one after each timeout but perhaps the last (the run may end
+    // before the next request opened one).
+    assert!(sum.connects >= timeouts && sum.connects <= 1 + timeouts, "{context}");
+    assert_eq!(settled(&s.seen.connections, sum.connects), sum.connects, "{context}");
 }
 
 /// `--http2` against a server that speaks HTTP/1.1 only, in clear: the failure names the server's
