@@ -15,6 +15,10 @@ use crate::lifecycle::Workload;
 /// Runs the command line `args` (program name first); returns the exit code.
 pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32 {
     let args = capacity_shorthand(args);
+    if let Some((arg, hint)) = misread_by_clap(&args) {
+        let _ = write!(io.err, "error: unexpected argument '{arg}' found\n\n  hint: {hint}\n");
+        return exit::USAGE;
+    }
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -140,8 +144,36 @@ fn other_tools_flag(e: &clap::Error) -> Option<&'static str> {
         }
         "-g" => "did you mean --gnuplot FILE (ab's -g)? One line per request in ab's TSV layout",
         "-e" => "the percentiles are in --json's document and the summary (ab's -e CSV is not written)",
+        "--vus" => "did you mean -c/--connections N (bolide http) or --users N (bolide run)? (k6's --vus)",
+        "-p" => "did you mean -m POST --body-file FILE (ab's -p)?",
+        "-s" => "did you mean --timeout (ab's -s)? e.g. --timeout 30s",
+        "-x" => "bolide connects to the URL itself; it has no proxy option (hey's -x)",
         _ => return None,
     })
+}
+
+/// Another tool's arguments that clap would misread rather than refuse (a value taken as the
+/// argument of a bolide flag of the same letter, a word taken as a cluster of short flags): the
+/// argument as typed and bolide's answer, before clap reads anything. Arguments after `--` are
+/// another command's (`bolide k8s ... -- bolide http ...`) and are left alone.
+fn misread_by_clap(args: &[OsString]) -> Option<(String, &'static str)> {
+    let words: Vec<&str> = args.iter().skip(1).map_while(|a| a.to_str()).take_while(|a| *a != "--").collect();
+    for (i, word) in words.iter().enumerate() {
+        let next = words.get(i + 1).copied().unwrap_or("");
+        let number = !next.is_empty() && next.parse::<f64>().is_ok();
+        let hint = match *word {
+            "-disable-keepalive" | "--disable-keepalive" => "did you mean --no-keepalive (hey's -disable-keepalive)?",
+            "-q" if number => "-q is --quiet here; oha's -q (requests per second) is --rps N",
+            "-t" if next.contains("://") => "-t is --threads here; Artillery's -t (the target) is --target URL",
+            "-m" if !next.is_empty() && next.bytes().all(|b| b.is_ascii_digit()) => {
+                "-m is the HTTP method here (as in ab and curl); h2load's -m (streams per connection) is --streams N"
+            }
+            _ => continue,
+        };
+        let shown = if hint.starts_with("did you mean") { word.to_string() } else { format!("{word} {next}") };
+        return Some((shown, hint));
+    }
+    None
 }
 
 /// `bolide capacity SCENARIO ...` is short for `bolide capacity run SCENARIO ...`.
@@ -253,6 +285,10 @@ mod tests {
             ("-z", "did you mean -d/--duration"),
             ("--latency", "always prints the latency percentiles"),
             ("-g", "did you mean --gnuplot FILE (ab's -g)?"),
+            ("--vus", "(k6's --vus)"),
+            ("-p", "--body-file FILE (ab's -p)"),
+            ("-s", "--timeout (ab's -s)"),
+            ("-x", "no proxy option (hey's -x)"),
         ];
         for (flag, says) in rows {
             let mut out = Vec::new();
@@ -264,6 +300,30 @@ mod tests {
             assert_eq!(code, exit::USAGE, "{flag}");
             assert!(err.contains(says) && !err.contains("tip:") && !err.contains("use '--"), "{flag}: {err}");
             assert!(err.starts_with(&format!("error: unexpected argument '{flag}' found")), "{flag}: {err}");
+        }
+        // Arguments clap would misread as bolide's own: answered before clap reads them.
+        let rows: [(&[&str], &str, &str); 5] = [
+            (&["http", "-m", "10", "--h2c"], "-m 10", "--streams N"),
+            (&["http", "-q", "500"], "-q 500", "--rps N"),
+            (&["http", "-disable-keepalive"], "-disable-keepalive", "--no-keepalive"),
+            (&["run", "tasks-reactive", "-t", "http://127.0.0.1:9"], "-t http://127.0.0.1:9", "--target URL"),
+            (&["http", "-n", "5", "--", "-q", "500"], "", ""),
+        ];
+        for (args, shown, says) in rows {
+            let (mut out, mut err) = (Vec::new(), Vec::new());
+            let mut io = Io::plain(&mut out, &mut err);
+            let argv: Vec<OsString> =
+                ["bolide"].iter().chain(args).chain(&["http://127.0.0.1:9/"]).map(OsString::from).collect();
+            let code = main(argv, &mut io, &CancellationToken::new());
+            let err = String::from_utf8(err).unwrap();
+            assert_eq!(code, exit::USAGE, "{args:?}");
+            if shown.is_empty() {
+                // After `--`, another command's: clap's own refusal, not a hint of ours.
+                assert!(!err.contains("hint:"), "{args:?}: {err}");
+            } else {
+                assert!(err.starts_with(&format!("error: unexpected argument '{shown}' found")), "{args:?}: {err}");
+                assert!(err.contains(says), "{args:?}: {err}");
+            }
         }
     }
 }

@@ -11,9 +11,13 @@ use crate::console::{exit, Io};
 /// Prints the completion script of `shell`.
 pub fn completions(shell: clap_complete::Shell, io: &mut Io) -> i32 {
     let mut cmd = crate::cli::Cli::command();
-    clap_complete::generate(shell, &mut cmd, "bolide", &mut *io.out);
-    match io.out.flush() {
+    // Made whole first (clap_complete panics on a failed write), then written: a reader that
+    // stopped early (`| head -3`) ends it quietly, as a broken pipe should.
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "bolide", &mut script);
+    match io.out.write_all(&script).and_then(|()| io.out.flush()) {
         Ok(()) => exit::OK,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit::OK,
         Err(e) => {
             let _ = writeln!(io.err, "error: cannot write the completion script: {e}");
             exit::RUN

@@ -510,6 +510,12 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
     let method = args.method.trim().to_string();
     if !is_token(&method) {
         check(Err(format!("-m/--method {method:?} is not an HTTP method")));
+    } else if method.bytes().all(|b| b.is_ascii_digit()) {
+        // h2load's -m N is streams per connection; here it would send N as the method.
+        check(Err(format!(
+            "-m/--method {method:?} is not an HTTP method (GET, POST, ...); streams per connection (h2load's -m) \
+             is --streams {method}"
+        )));
     }
     let duration = match &args.duration {
         Some(text) => parse_duration("-d/--duration", text).map_err(|e| check(Err(e))).ok(),

@@ -364,3 +364,33 @@ fn the_release_script_names_every_missing_prerequisite_before_building() {
     assert_eq!(err.matches("cargo (").count(), 1, "each named once: {err}");
     assert!(!tmp.path().join("dist/npm").exists(), "nothing was built");
 }
+
+/// A reader that stops early (`bolide completions zsh | head -3`) ends the command quietly: exit
+/// 0, no panic, no message.
+#[test]
+fn a_closed_pipe_ends_the_completions_quietly() {
+    use std::io::Read;
+    let mut child =
+        bolide().args(["completions", "zsh"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut first = [0u8; 16];
+    out.read_exact(&mut first).unwrap();
+    drop(out);
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{:?}: {err}", o.status);
+    assert!(err.is_empty(), "{err}");
+}
+
+/// `-q` keeps the summary to itself, not the reason for exit code 1: a broken threshold is said
+/// on stderr.
+#[test]
+fn quiet_still_says_which_threshold_broke() {
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let url = format!("{}/status/500", server.base_url());
+    let o = bolide().args(["http", "-q", "-n", "20", "--threshold", "error_rate<1%", &url]).output().unwrap();
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("error_rate<1%") && err.contains("BROKEN"), "{err}");
+}

@@ -468,7 +468,7 @@ fn present<'e>(
     json: Option<&Path>,
     summary: &str,
     first_errors: impl Iterator<Item = (&'e str, &'e str)>,
-    doc: &impl serde::Serialize,
+    doc: &Doc,
 ) -> bool {
     let to_stdout = json.is_some_and(crate::files::is_stdout);
     if !quiet {
@@ -480,6 +480,11 @@ fn present<'e>(
     }
     for (class, detail) in first_errors {
         let _ = writeln!(io.err, "first {class} error: {detail}");
+    }
+    // Quiet, a broken threshold still says why the exit code is 1 (on stderr, as errors are).
+    if quiet && doc.thresholds().iter().any(|t| !t.ok) {
+        let suspect = doc.generator().and_then(|g| g.suspect.as_deref());
+        let _ = write!(io.err, "{}", crate::report::term::threshold_rows(doc.thresholds(), suspect));
     }
     let Some(path) = json else { return true };
     match crate::files::write_json(path, &mut *io.out, doc) {
