@@ -18,7 +18,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Load HTTP/1.1 servers: fixed connections or a fixed rate, keep-alive or not.
+    /// Load HTTP/1.1 and HTTP/2 servers: fixed connections or a fixed rate, keep-alive or not.
     Http(Box<HttpArgs>),
     /// Run DDP virtual users: a built-in Meteor workload or an Artillery-shaped scenario file.
     Run(Box<RunArgs>),
