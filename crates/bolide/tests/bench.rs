@@ -183,9 +183,13 @@ fn compare_names_and_skips_bad_files_and_refuses_other_workloads() {
     std::fs::write(two.join("corrupt.json"), "{\"format\": \"bolide.result\", ").unwrap();
     std::fs::write(two.join("foreign.json"), "{\"format\": \"k6-summary\"}").unwrap();
     std::fs::write(two.join("notes.txt"), "hello").unwrap();
+    // What bolide itself writes beside a series (its report, CSV rows) is passed over in silence.
+    std::fs::write(two.join("report.html"), "<!DOCTYPE html>").unwrap();
+    std::fs::write(two.join("rows.csv"), "run,t_s,metric,labels,value\n").unwrap();
     std::fs::remove_file(two.join("http-2.json")).unwrap();
     let o = bolide(&["compare", &dir("one"), &dir("two")]);
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    assert!(!o.err.contains("report.html") && !o.err.contains("rows.csv"), "{}", o.err);
     for needle in [
         "corrupt.json: not JSON",
         "foreign.json: not a bolide result (format \"k6-summary\")",
@@ -407,6 +411,8 @@ fn demo_quick_runs_the_meteor_benchmark_on_a_spawned_server() {
         assert!(g.threads == 1 && !g.samples.is_empty(), "{g:?}");
     }
     assert_eq!(stdout.matches("| # Run ").count(), 2, "{stdout}");
+    // The next step compares like with like: a --quick series with a later --quick one.
+    assert!(stdout.contains("\n  bolide demo --quick\n"), "{stdout}");
     assert!(stdout.contains(&format!("\n  bolide compare {} ", out.display())), "{stdout}");
     assert!(stdout.contains(&format!("Results: {}\n", out.display())), "{stdout}");
     // The HTML report of both runs, by default beside them.

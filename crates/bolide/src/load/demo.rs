@@ -108,9 +108,11 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
         code = code.max(exit::RUN);
     }
     let me = crate::console::own_command();
+    // The later run must be the same workload (a --quick series against a full one is refused).
+    let again = if args.quick { "demo --quick" } else { "demo" };
     let _ = writeln!(
         io.out,
-        "Run the demo again later (or after a change) and compare the two series:\n  {me} demo\n  {me} compare {} {}",
+        "Run the demo again later (or after a change) and compare the two series:\n  {me} {again}\n  {me} compare {} {}",
         dir.display(),
         dir.with_file_name("<later>").display()
     );

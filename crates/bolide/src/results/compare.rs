@@ -58,7 +58,10 @@ pub fn load_series(input: &Path, skipped: &mut Vec<Skipped>) -> Result<Series, S
         files.sort_by_key(|p| natural_key(p));
         for f in &files {
             let ext = f.extension().and_then(|e| e.to_str()).unwrap_or("");
-            if ext == "tsv" || f.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
+            // What bolide writes beside a series' documents (its report, CSV rows, gnuplot data,
+            // JUnit verdicts) and hidden files are no runs, and are passed over without a word.
+            let companion = matches!(ext, "tsv" | "html" | "csv" | "xml");
+            if companion || f.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
                 continue;
             }
             if ext != "json" {
