@@ -93,6 +93,18 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
         }
         Command::Demo(a) if a.which == crate::cli::DemoWhich::Cluster => crate::load::cluster::demo(&a, io, cancel),
         Command::Demo(a) => crate::load::demo::demo(&a, io, cancel),
+        Command::Probe(a) => match a.what {
+            crate::cli::ProbeCommand::Path => match crate::monitor::probe::write() {
+                Ok(path) => {
+                    let _ = writeln!(io.out, "{}", path.display());
+                    exit::OK
+                }
+                Err(e) => {
+                    let _ = writeln!(io.err, "error: {e}");
+                    exit::RUN
+                }
+            },
+        },
         Command::Completions(a) => crate::manual::completions(a.shell, io),
         Command::Man(a) => crate::manual::man(a.dir.as_deref(), io),
     }

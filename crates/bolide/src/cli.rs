@@ -40,10 +40,30 @@ pub enum Command {
     K8s(K8sArgs),
     /// Start the reference server and run the Meteor benchmark against it: works on a fresh machine.
     Demo(DemoArgs),
+    /// bolide-probe, carried in this binary: `bolide probe path` writes it and prints its path.
+    Probe(ProbeArgs),
     /// Print a shell completion script: bash, zsh, fish, powershell or elvish.
     Completions(CompletionsArgs),
     /// Print the manual page (roff), or write one page per command into a directory.
     Man(ManArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "Examples:\n  \
+    BOLIDE_PROBE=127.0.0.1:9465 NODE_OPTIONS=\"--require $(bolide probe path)\" node main.js\n  \
+    bolide run tasks-reactive --target http://127.0.0.1:3000 --probe app=127.0.0.1:9465 -d 60s\n  \
+    bolide run tasks-reactive --target http://127.0.0.1:3000 --spawn 'node main.js' \\\n    \
+    --ready-url http://127.0.0.1:3000/ --probe app -d 60s     # bolide loads the probe itself")]
+pub struct ProbeArgs {
+    #[command(subcommand)]
+    pub what: ProbeCommand,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ProbeCommand {
+    /// Write the probe (once per bolide version, into ~/.cache/bolide) and print its path, for
+    /// NODE_OPTIONS="--require PATH" with BOLIDE_PROBE=HOST:PORT (a loopback address).
+    Path,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -716,11 +736,12 @@ pub struct ServerArgs {
     #[arg(long = "scrape", value_name = "NAME=URL")]
     pub scrapes: Vec<String>,
 
-    /// Read bolide-probe (npm/bolide-probe, loaded into a Node.js or Meteor server with
-    /// NODE_OPTIONS=--require bolide-probe and BOLIDE_PROBE=HOST:PORT) at this loopback address:
+    /// Read bolide-probe (`bolide probe path`, or npm/bolide-probe; loaded into a Node.js or Meteor
+    /// server with NODE_OPTIONS=--require PATH and BOLIDE_PROBE=HOST:PORT) at this loopback address;
+    /// `--probe NAME` alone, with --spawn: bolide loads it into the spawned server on a free port:
     /// NAME=HOST:PORT. Event-loop delay, GC, memory, and Meteor's sessions, subscriptions, methods
     /// and observers, read as --scrape reads. With --spawn, the command gets BOLIDE_PROBE set.
-    #[arg(long = "probe", value_name = "NAME=HOST:PORT")]
+    #[arg(long = "probe", value_name = "NAME[=HOST:PORT]")]
     pub probes: Vec<String>,
 
     /// Be the Monti APM engine for the run: a Meteor app whose Monti agent sends to this address

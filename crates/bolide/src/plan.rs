@@ -234,6 +234,37 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
             .or_else(|| args.spawn.is_some().then(crate::monitor::monti::Credentials::for_spawn));
         Some((addr, credentials))
     });
+    // `--probe NAME` alone: bolide loads the probe into the server it spawns, on a free loopback
+    // port; `--probe NAME=HOST:PORT`: the server loads it, served there.
+    let probes: Vec<String> = args
+        .probes
+        .iter()
+        .filter_map(|p| {
+            if p.contains('=') {
+                return Some(p.clone());
+            }
+            if args.spawn.is_none() {
+                problems.push(format!(
+                    "--probe {p} names no address: with --spawn bolide loads the probe into the server it starts; \
+                     otherwise load it yourself (NODE_OPTIONS=\"--require $(bolide probe path)\" BOLIDE_PROBE=127.0.0.1:9465) \
+                     and give --probe {p}=127.0.0.1:9465"
+                ));
+                return None;
+            }
+            match free_loopback_port() {
+                Ok(port) => Some(format!("{p}=127.0.0.1:{port}")),
+                Err(e) => {
+                    problems.push(format!("--probe {p}: no free loopback port for the probe: {e}"));
+                    None
+                }
+            }
+        })
+        .collect();
+    let loaded_by_us = args.probes.first().is_some_and(|p| !p.contains('='));
+    let probe_file = match loaded_by_us {
+        true => crate::monitor::probe::write().map_err(|e| problems.push(format!("--probe: {e}"))).ok(),
+        false => None,
+    };
     let spawn = match (&args.spawn, &args.ready_url) {
         (Some(command), Some(url)) if command.trim().is_empty() => {
             problems.push(format!(
@@ -246,7 +277,7 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
                 command: command.clone(),
                 ready,
                 timeout,
-                env: spawn_env(args, monti.as_ref(), interval),
+                env: spawn_env(probes.first(), probe_file.as_deref(), monti.as_ref(), interval),
             }),
             Err(e) => {
                 problems.push(e);
@@ -261,7 +292,7 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
         .filter_map(|s| crate::monitor::scrape::parse_spec(s).map_err(|e| problems.push(e)).ok())
         .collect();
     // `--probe NAME=HOST:PORT`: bolide-probe's endpoint, read like any other.
-    for p in &args.probes {
+    for p in &probes {
         match crate::monitor::scrape::probe_spec(p) {
             Ok(s) => scrapes.push(s),
             Err(e) => problems.push(e),
@@ -296,20 +327,31 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
 }
 
 /// What `--spawn`'s command gets in its environment: where bolide-probe serves (the first
-/// `--probe`), and where the Monti agent sends (`--monti`).
+/// `--probe`, `NAME=HOST:PORT`), the probe itself in `NODE_OPTIONS` when bolide loads it
+/// (`probe_file`), and where the Monti agent sends (`--monti`).
 fn spawn_env(
-    args: &crate::cli::ServerArgs,
+    probe: Option<&String>,
+    probe_file: Option<&std::path::Path>,
     monti: Option<&(std::net::SocketAddr, Option<crate::monitor::monti::Credentials>)>,
     interval: Duration,
 ) -> Vec<(String, String)> {
     let mut env = Vec::new();
-    if let Some((_, addr)) = args.probes.first().and_then(|p| p.split_once('=')) {
+    if let Some((_, addr)) = probe.and_then(|p| p.split_once('=')) {
         env.push(("BOLIDE_PROBE".to_string(), addr.to_string()));
+    }
+    if let Some(file) = probe_file {
+        let existing = std::env::var("NODE_OPTIONS").ok();
+        env.push(("NODE_OPTIONS".to_string(), crate::monitor::probe::node_options(existing.as_deref(), file)));
     }
     if let Some((addr, Some(credentials))) = monti {
         env.extend(credentials.spawn_env(*addr, interval));
     }
     env
+}
+
+/// A TCP port free on 127.0.0.1 a moment ago (for a probe bolide loads into its spawned server).
+fn free_loopback_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
 /// The most connections one bolide process holds (`-c`); more belong in several processes.

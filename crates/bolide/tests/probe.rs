@@ -180,3 +180,50 @@ fn the_probe_in_a_plain_node_server_has_no_meteor_and_serves_loopback_only() {
     );
     assert!(said.contains("bolide-probe: serving http://127.0.0.1:"), "{said}");
 }
+
+/// The probe from the binary alone: `--probe app` with `--spawn` loads bolide's own copy into the
+/// real Meteor server (no npm, no NODE_OPTIONS in the command), on a port bolide picked; and
+/// `bolide probe path` writes that copy, the npm package's file byte for byte.
+#[test]
+fn the_probe_comes_from_the_binary_alone() {
+    let server_dir = common::meteor_server_dir();
+    let port = common::free_port();
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let spawn = format!("cd '{}' && exec node server.js --port {port}", server_dir.display());
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bolide"))
+        .args(["run", "tasks-reactive", "--target", &format!("http://127.0.0.1:{port}")])
+        .args(["--arrival-rate", "5", "-d", "1s", "--tasks", "2", "--think", "0", "--spawn", &spawn])
+        .args(["--ready-url", &format!("http://127.0.0.1:{port}/"), "--probe", "app"])
+        .args(["--threshold", "probe.app.methods>=1", "--json", json.to_str().unwrap()])
+        .env("XDG_CACHE_HOME", cache.path())
+        .env_remove("NODE_OPTIONS")
+        .output()
+        .unwrap();
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let doc = bolide::stats::vu::DdpDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let s = &doc.scrape[0];
+    assert_eq!((s.name.as_str(), s.errors), ("app", 0), "{:?}", s.last_error);
+    let calls: f64 =
+        s.series.iter().filter(|x| x.metric == "probe_meteor_method_calls_total").filter_map(|x| x.increase).sum();
+    let users = doc.summary.users.completed as f64;
+    assert!(users >= 1.0 && calls >= users * 2.0, "{calls} calls for {users} users");
+
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bolide"))
+        .args(["probe", "path"])
+        .env("XDG_CACHE_HOME", cache.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let path = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    assert!(path.starts_with(&cache.path().join("bolide").display().to_string()), "{path}");
+    let npm = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../npm/bolide-probe/index.js");
+    assert_eq!(std::fs::read(&path).unwrap(), std::fs::read(npm).unwrap());
+
+    // Without --spawn, an address is needed: a usage error that says how to load it.
+    let o = common::bolide(&["run", "tasks-reactive", "--target", "http://127.0.0.1:9", "--probe", "app"]);
+    assert_eq!(o.code, 2, "{}", o.err);
+    assert!(o.err.contains("--probe app names no address") && o.err.contains("bolide probe path"), "{}", o.err);
+}

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod generator;
 pub mod monti;
+pub mod probe;
 pub mod scrape;
 pub mod spawn;
 
