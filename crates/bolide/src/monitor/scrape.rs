@@ -510,9 +510,18 @@ pub struct Scraper {
     dropped: std::collections::BTreeSet<(String, BTreeMap<String, String>)>,
     /// Each histogram's buckets at its first and its last scrape.
     buckets: Vec<(Buckets, Buckets)>,
+    /// The first read was taken before the load (a scraped endpoint's): gauges leave it out.
+    first_before_load: bool,
 }
 
 impl Scraper {
+    /// A scraper whose first read is taken before the load starts (as [`Scraping::start`] does):
+    /// its gauges' mean and peak are of the reads taken during the load.
+    pub fn before_the_load(mut self) -> Scraper {
+        self.first_before_load = true;
+        self
+    }
+
     pub fn new(spec: Spec, matcher: Option<regex::Regex>, limit: usize) -> Scraper {
         let result = ScrapeResult { name: spec.name.clone(), url: spec.url.clone(), ..Default::default() };
         Scraper {
@@ -523,6 +532,7 @@ impl Scraper {
             index: BTreeMap::new(),
             dropped: Default::default(),
             buckets: Vec::new(),
+            first_before_load: false,
         }
     }
 
@@ -662,6 +672,13 @@ impl Scraper {
                     s.rate_per_s = span.map(|d| increase / d);
                 }
                 _ if !values.is_empty() => {
+                    // A gauge says what was while the load ran: the read before it (there to
+                    // start counters' increases) is left out when there are others.
+                    let during: Vec<f64> = match self.first_before_load {
+                        true => s.values.iter().skip(1).flatten().copied().filter(|v| v.is_finite()).collect(),
+                        false => Vec::new(),
+                    };
+                    let values = if during.is_empty() { values } else { during };
                     s.mean = Some(values.iter().sum::<f64>() / values.len() as f64);
                     s.max = values.iter().copied().reduce(f64::max);
                 }
@@ -799,7 +816,9 @@ impl Scraping {
         let (first_done, first) = std::sync::mpsc::channel::<()>();
         let scrapers: Vec<_> = specs
             .iter()
-            .map(|spec| Arc::new(std::sync::Mutex::new(Scraper::new(spec.clone(), matcher.cloned(), limit))))
+            .map(|spec| {
+                Arc::new(std::sync::Mutex::new(Scraper::new(spec.clone(), matcher.cloned(), limit).before_the_load()))
+            })
             .collect();
         let threads: Vec<_> = scrapers
             .iter()
@@ -1082,6 +1101,14 @@ mod tests {
         assert_eq!(find("hits_total", Some(("route", "/b"))).increase, Some(0.0));
         let t = find("temp", None);
         assert_eq!((t.mean, t.max), (Some(22.5), Some(23.5)));
+        // Read by a scraping thread, the first read is before the load: a gauge's figures are the
+        // reads during it (bolide-probe's event-loop p99 is 0 before any load).
+        let mut s = Scraper::new(parse_spec("app=http://127.0.0.1:1/metrics").unwrap(), None, 100).before_the_load();
+        for (t, v) in [(0.0, 0.0), (1.0, 0.02), (2.0, 0.04)] {
+            s.add(t, parse(&format!("# TYPE p99 gauge\np99 {v}\n")).unwrap());
+        }
+        let p = s.finish();
+        assert!((p.series[0].mean.unwrap() - 0.03).abs() < 1e-12 && p.series[0].max == Some(0.04), "{:?}", p.series[0]);
         let h = find("req_seconds", None);
         // 10 observations in the run: 4 under 0.1, 6 in (0.1, 1].
         assert_eq!(h.increase, Some(10.0));
