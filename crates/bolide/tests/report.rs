@@ -262,6 +262,20 @@ fn an_old_document_s_failed_statuses_are_failures_when_read() {
     assert_eq!(errors.detail, "status 500: 100");
 }
 
+/// A run too short for one sample of the machine: its trust is "unchecked", never "clean" with a
+/// made-up "0% idle".
+#[test]
+fn a_run_without_a_sample_of_the_machine_is_unchecked() {
+    let mut doc = Doc::load(&fixture("http-run.json")).unwrap();
+    let Doc::Http(d) = &mut doc else { panic!("an HTTP document") };
+    let g = d.generator.get_or_insert_with(Default::default);
+    g.samples.clear();
+    g.suspect = None;
+    let trust = bolide::report::band::trust_fact(&doc);
+    assert_eq!(trust.value, "unchecked", "{trust:?}");
+    assert!(trust.detail.contains("before bolide's first sample"), "{trust:?}");
+}
+
 #[test]
 fn documents_of_the_previous_format_version_are_still_read() {
     // The fixtures are of version 1 (no per-second p90): the latency chart goes without it, and a

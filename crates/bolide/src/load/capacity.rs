@@ -587,13 +587,22 @@ fn ladder_section(rows: &[(f64, Option<Doc>, Verdict)], kind: &str, unit: &str, 
 
 /// The ladder's answer first: the highest level that held, the level where it broke and why,
 /// and what the limit was (the server, or bolide and the machine: then no verdict on the server).
-fn knee_facts(rows: &[(f64, Option<Doc>, Verdict)], unit: &str) -> Vec<crate::report::band::Fact> {
+pub(super) fn knee_facts(rows: &[(f64, Option<Doc>, Verdict)], unit: &str) -> Vec<crate::report::band::Fact> {
     use crate::report::band::Fact;
     let level = |l: f64| if l.fract() == 0.0 { format!("{l:.0} {unit}") } else { format!("{l} {unit}") };
     let held = rows.iter().filter(|r| r.2 == Verdict::Pass).map(|r| r.0).reduce(f64::max);
-    let mut out = vec![match held {
-        Some(l) => Fact::new("Held up to", level(l)).tone(Tone::Good),
-        None => Fact::new("Held up to", "no level").detail("the first level already failed").tone(Tone::Bad),
+    // No level held: because the first failed, or because it has no verdict on the server (the
+    // machine or bolide was the limit, nothing measured, a stop): said as it was.
+    let first = rows.first().map(|r| &r.2);
+    let mut out = vec![match (held, first) {
+        (Some(l), _) => Fact::new("Held up to", level(l)).tone(Tone::Good),
+        (None, Some(Verdict::Fail(_))) => {
+            Fact::new("Held up to", "no level").detail("the first level already failed").tone(Tone::Bad)
+        }
+        (None, Some(_)) => Fact::new("Held up to", "no verdict")
+            .detail("the first level has no verdict on the server")
+            .tone(Tone::Warn),
+        (None, None) => Fact::new("Held up to", "no level").detail("no level ran").tone(Tone::Warn),
     }];
     let last = rows.last();
     out.push(match last {

@@ -524,3 +524,30 @@ fn runs_of_different_workloads_are_never_drawn_as_repetitions_of_one_series() {
     let one = series("a", vec![ddp("tasks-reactive", "a", 10.0, 1.0, 1.0), ddp("tasks-reactive", "a", 11.0, 1.0, 1.0)]);
     assert_eq!(crate::results::report::by_workload(std::slice::from_ref(&one))[0].name, "a");
 }
+
+#[test]
+fn a_ladder_says_why_no_level_held() {
+    use super::capacity::knee_facts;
+    let d = || Some(ddp("tasks-reactive", "x", 60.0, 10.0, 10.0));
+    // Each row: the first level's verdict, what "Held up to" says and why.
+    let rows = [
+        (Verdict::Fail(vec!["error rate 100.00% > 1.00%".into()]), "no level", "the first level already failed"),
+        (Verdict::NotTheServer("the machine had no idle CPU".into()), "no verdict", "no verdict on the server"),
+        (Verdict::Interrupted, "no verdict", "no verdict on the server"),
+    ];
+    for (verdict, value, why) in rows {
+        let band = knee_facts(&[(60.0, d(), verdict.clone())], "per minute");
+        assert_eq!((band[0].label.as_str(), band[0].value.as_str()), ("Held up to", value), "{verdict:?}");
+        assert!(band[0].detail.contains(why), "{verdict:?}: {}", band[0].detail);
+    }
+}
+
+#[test]
+fn identical_runs_are_the_same_never_inconclusive() {
+    // One run a side, no errors on either: "no errors" and "same", not "inconclusive".
+    let base = series("a", vec![http_run("x", 100.0, 1.0, None)]);
+    let new = series("b", vec![http_run("x", 100.0, 1.0, None)]);
+    let r = build(&[base, new], 0, Vec::new());
+    let row = r.comparisons[0].metrics.iter().find(|m| m.metric == "Error rate (%)").unwrap();
+    assert_eq!((row.words.as_str(), row.judgement.word()), ("no errors", "same"));
+}

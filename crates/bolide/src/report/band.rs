@@ -216,6 +216,9 @@ pub fn trust_fact(doc: &Doc) -> Fact {
             Fact::new("Trust", "interrupted").detail("stopped before its end").tone(Tone::Warn)
         }
         (None, _) => match doc.generator() {
+            // A run too short for one sample of the machine: nothing was checked, and says so.
+            Some(g) if g.samples.is_empty() => Fact::new("Trust", "unchecked")
+                .detail("the run ended before bolide's first sample of itself and the machine"),
             Some(g) => Fact::new("Trust", "clean")
                 .detail(format!("bolide {:.0}% CPU, machine {:.0}% idle", g.avg_cpu_pct, g.avg_machine_idle_pct))
                 .tone(Tone::Good),

@@ -375,7 +375,13 @@ fn metric(name: &str, a: &[f64], b: &[f64], clean: Clean, words: impl Fn(f64, f6
     let (ma, mb) = (stats::mean(a), stats::mean(b));
     let (p_value, verdict) = clean_verdict(a, b, clean);
     let higher_is_better = name.starts_with("Requests");
-    let judgement = Judgement::of(p_value, verdict.starts_with("no difference"), change_pct(ma, mb), higher_is_better);
+    // Every run of both sides the same (no errors on either side): the same, whatever the count of
+    // runs; never "inconclusive" beside "no errors".
+    let identical = a.first().is_some_and(|first| a.iter().chain(b).all(|v| v == first));
+    let judgement = match identical {
+        true => Judgement::Same,
+        false => Judgement::of(p_value, verdict.starts_with("no difference"), change_pct(ma, mb), higher_is_better),
+    };
     MetricRow {
         judgement,
         metric: name.into(),
