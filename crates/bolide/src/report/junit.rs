@@ -1,7 +1,7 @@
 //! `--junit PATH`: a command's verdicts as JUnit XML, the report CI systems show (Jenkins, GitLab,
 //! GitHub Actions' test reporters). One test suite per run (or per comparison, per ladder), one
 //! test case per threshold or rule with the measured value and the bound in its message, and one
-//! for the run itself (completed; interrupted or suspect are failures, a run that could not start
+//! for the run itself (completed; interrupted is a failure, suspect a passing case that says so in its name, a run that could not start
 //! an error), so that the file is never empty and says why when nothing was judged.
 //!
 //! The layout satisfies both schemas CI tools are written against: Apache Ant's (every suite with
@@ -37,7 +37,7 @@ pub struct Case {
     pub verdict: Verdict,
 }
 
-/// How a case fared: passed, failed (a bound broken, a run interrupted or suspect), or could not
+/// How a case fared: passed, failed (a bound broken, a run interrupted), or could not
 /// be judged (an error: the run did not start, a comparison was inconclusive).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
@@ -75,7 +75,8 @@ pub fn threshold_cases(results: &[ThresholdResult], classname: &str, prefix: &st
         .collect()
 }
 
-/// The case of a run itself: completed; interrupted and suspect runs fail; no document (the run
+/// The case of a run itself: completed (a suspect run too, named so, as its exit code is 0);
+/// interrupted runs fail; no document (the run
 /// could not start or its engine failed) is an error with the exit code.
 pub fn run_case(doc: Option<&Doc>, code: i32, classname: &str, name: &str) -> Case {
     let verdict = match doc {
@@ -87,14 +88,14 @@ pub fn run_case(doc: Option<&Doc>, code: i32, classname: &str, name: &str) -> Ca
             kind: "interrupted",
             message: format!("the run was stopped before its end, after {:.1} s", d.measures().time_s),
         },
-        Some(d) => match d.measures().suspect {
-            Some(why) => {
-                Verdict::Failure { kind: "suspect", message: format!("the figures may measure bolide: {why}") }
-            }
-            None => Verdict::Pass,
-        },
+        Some(_) => Verdict::Pass,
     };
     let mut c = Case::new(name, classname, verdict);
+    // A suspect run is a warning, as its exit code (0) says: the case passes and its name says
+    // why its figures may measure bolide or the machine rather than the server.
+    if let Some(why) = doc.and_then(|d| d.measures().suspect) {
+        c.name = format!("the run completed; suspect, its figures may measure bolide or the machine: {why}");
+    }
     c.time_s = doc.map_or(0.0, |d| d.measures().time_s);
     c
 }
@@ -211,6 +212,25 @@ fn text(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_case_agrees_with_the_exit_code() {
+        let mut doc = crate::stats::result::ResultDoc::default();
+        let clean = Doc::Http(Box::new(doc.clone()));
+        assert_eq!(run_case(Some(&clean), 0, "c", "the run completed").verdict, Verdict::Pass);
+        // Suspect: exit code 0, so a passing case whose name says why.
+        doc.generator = Some(crate::monitor::generator::GeneratorResult {
+            suspect: Some("a bolide load thread was saturated".into()),
+            ..Default::default()
+        });
+        let c = run_case(Some(&Doc::Http(Box::new(doc.clone()))), 0, "c", "the run completed");
+        assert_eq!(c.verdict, Verdict::Pass);
+        assert!(c.name.contains("suspect") && c.name.ends_with("a bolide load thread was saturated"), "{}", c.name);
+        // Interrupted: exit code 130, a failure.
+        doc.interrupted = true;
+        let c = run_case(Some(&Doc::Http(Box::new(doc))), 130, "c", "the run completed");
+        assert!(matches!(c.verdict, Verdict::Failure { kind: "interrupted", .. }), "{:?}", c.verdict);
+    }
 
     #[test]
     fn verdicts_make_cases_and_text_is_escaped() {
