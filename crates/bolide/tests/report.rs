@@ -262,6 +262,24 @@ fn an_old_document_s_failed_statuses_are_failures_when_read() {
     assert_eq!(errors.detail, "status 500: 100");
 }
 
+/// A report of one run opens with its band once: the run's own section does not repeat it.
+#[test]
+fn a_single_run_s_report_shows_its_band_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("one.html");
+    let o = bolide(&["report", fixture("http-run.json").to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    let data = report_data(&std::fs::read_to_string(&out).unwrap());
+    let bands: Vec<&str> = data["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["band"].as_array().is_some_and(|b| !b.is_empty()))
+        .map(|s| s["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(bands, ["summary"]);
+}
+
 /// A run too short for one sample of the machine: its trust is "unchecked", never "clean" with a
 /// made-up "0% idle".
 #[test]

@@ -83,7 +83,14 @@ pub fn sections(series: &[Series], requests: &[html::Requests]) -> Vec<Section> 
             ..Section::default()
         });
     }
-    out.extend(runs_sections(series));
+    let mut each = runs_sections(series);
+    // One run: the summary's band is that run's band; the run's section does not say it twice.
+    if let [only] = each.as_mut_slice() {
+        if !out[0].band.is_empty() && only.kind == "run" {
+            only.band.clear();
+        }
+    }
+    out.extend(each);
     if !requests.is_empty() {
         out.push(html::requests_section(requests));
     }
