@@ -289,7 +289,7 @@ fn capacity_over_http_rates() {
         &url,
     ]);
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
-    assert!(o.out.contains("| # Requests |"), "{}", o.out);
+    assert!(o.out.contains("| Requests/s |"), "{}", o.out);
     // At 40/s the sends that never went out are the two connections' limit (Little's law), not
     // the server failing: the verdict says so and what to change.
     assert!(o.out.contains("Highest passing level: 5 per second. At 40 per second the limit was not the server: too few connections for the rate: 2 connections"), "{}", o.out);

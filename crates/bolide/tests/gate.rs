@@ -468,7 +468,7 @@ fn bench_capacity_and_merge_write_their_documents_to_stdout_alone() {
     let ladder = dir.path().join("ladder.json");
     let o = capacity_http("5", &["--json", ladder.to_str().unwrap(), &url]);
     assert_eq!(o.code, 0, "{}", o.err);
-    assert!(o.out.contains("| # Requests |"), "{}", o.out);
+    assert!(o.out.contains("| Requests/s |"), "{}", o.out);
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&ladder).unwrap()).unwrap();
     assert_eq!(v["levels"][0]["verdict"], "pass");
 

@@ -980,7 +980,7 @@ fn the_key_pages_answer_on_their_first_screen_in_chromium() {
     ]);
     assert!([0, 1].contains(&o.code), "{}\n{}", o.out, o.err);
     let seen = looks_right(&dir.path().join("capacity.html"), &["Held up to"]);
-    let ladder = table_rows(&seen, "# Requests");
+    let ladder = table_rows(&seen, "Requests/s");
     assert!(!ladder.is_empty() && ladder[0][0] == "200", "{ladder:?}");
     // Levels are no repetitions of one run: no chart of "run 1, run 2".
     let drawn: Vec<&str> = seen["drawn"].as_array().unwrap().iter().map(|d| d[0].as_str().unwrap()).collect();

@@ -645,7 +645,12 @@ fn entry(d: &Doc) -> super::RunEntry {
 
 /// The reports' ladder table.
 pub fn ladder_table(kind: &str, rows: &[(f64, Option<Doc>, Verdict)]) -> Table {
-    let head = format!("# {kind}");
+    // The level's unit: HTTP levels are rates (requests per second); the Meteor reports' "#
+    // Connections" counts arrivals at the level's rate.
+    let head = match kind {
+        "Requests" => "Requests/s".to_string(),
+        k => format!("# {k}"),
+    };
     let mut t = Table::new(&[&head, "Time", "CPU", "RAM", "Result"]);
     for (level, doc, verdict) in rows {
         let level = if level.fract() == 0.0 { format!("{level:.0}") } else { format!("{level}") };
