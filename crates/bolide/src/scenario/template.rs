@@ -1,5 +1,7 @@
 //! `{{ name }}` in scenario values: a string that is exactly one placeholder takes the variable's
 //! value (any JSON type); placeholders inside longer strings are replaced by the value as text.
+//! A placeholder may reach into a captured value: `{{ ids[0] }}` (a list's first element),
+//! `{{ task.owner }}` (an object's field), `{{ tasks[1].id }}`.
 
 use std::collections::HashMap;
 
@@ -49,7 +51,46 @@ pub fn escape(s: &str) -> String {
     s.replace("{{", "{{ '{{' }}")
 }
 
-/// The value of a variable; `$randomId` is a fresh Meteor id each time.
+/// The variable a placeholder names: `ids` of `ids[0]` and of `ids.first`.
+pub fn variable(placeholder: &str) -> &str {
+    let end = placeholder.find(['[', '.']).filter(|i| *i > 0).unwrap_or(placeholder.len());
+    placeholder[..end].trim_end()
+}
+
+/// The steps into a value after the variable: `[0]` an element, `.name` a field; None when the
+/// placeholder's path is malformed (`ids[x`, `a..b`).
+pub fn path(placeholder: &str) -> Option<Vec<Step>> {
+    let mut rest = placeholder[variable(placeholder).len()..].trim();
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        if let Some(inner) = rest.strip_prefix('[') {
+            let close = inner.find(']')?;
+            out.push(Step::Index(inner[..close].trim().parse().ok()?));
+            rest = inner[close + 1..].trim_start();
+        } else if let Some(field) = rest.strip_prefix('.') {
+            let end = field.find(['[', '.']).unwrap_or(field.len());
+            let name = field[..end].trim();
+            if name.is_empty() {
+                return None;
+            }
+            out.push(Step::Field(name.to_string()));
+            rest = &field[end..];
+        } else {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+/// One step into a value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Index(usize),
+    Field(String),
+}
+
+/// The value of a variable (through its path, when it has one; null where the path leads
+/// nowhere); `$randomId` is a fresh Meteor id each time.
 fn lookup(name: &str, vars: &Vars) -> Value {
     if let Some(text) = literal(name) {
         return Value::String(text.to_string());
@@ -57,7 +98,20 @@ fn lookup(name: &str, vars: &Vars) -> Value {
     if name == "$randomId" {
         return Value::String(ddp::id::random_id());
     }
-    vars.get(name).cloned().unwrap_or(Value::Null)
+    let Some(value) = vars.get(variable(name)) else { return Value::Null };
+    let mut at = value;
+    for step in path(name).unwrap_or_default() {
+        let next = match (&step, at) {
+            (Step::Index(i), Value::Array(items)) => items.get(*i),
+            (Step::Field(f), Value::Object(m)) => m.get(f),
+            _ => None,
+        };
+        match next {
+            Some(v) => at = v,
+            None => return Value::Null,
+        }
+    }
+    at.clone()
 }
 
 /// Renders a string.
@@ -126,6 +180,26 @@ mod tests {
             assert_eq!(render(&template, &vars), want, "{template}");
         }
         assert!(ddp::id::is_random_id(render(&json!("{{ $randomId }}"), &vars).as_str().unwrap()));
+        // Into a captured value: elements and fields, null where the path leads nowhere.
+        let vars: Vars = [("ids".to_string(), json!(["a", "b"])), ("t".to_string(), json!({"tasks": [{"id": "x"}]}))]
+            .into_iter()
+            .collect();
+        let rows = [
+            ("{{ ids[0] }}", json!("a")),
+            ("{{ ids[1] }}-{{ ids[0] }}", json!("b-a")),
+            ("{{ t.tasks[0].id }}", json!("x")),
+            ("{{ ids[2] }}", json!(null)),
+            ("{{ t.nothing.id }}", json!(null)),
+        ];
+        for (template, want) in rows {
+            assert_eq!(render(&json!(template), &vars), want, "{template}");
+        }
+        assert_eq!((variable("ids[0]"), variable("t.tasks[0].id"), variable("plain")), ("ids", "t", "plain"));
+        assert_eq!(
+            path("t.tasks[0].id"),
+            Some(vec![Step::Field("tasks".into()), Step::Index(0), Step::Field("id".into())])
+        );
+        assert_eq!((path("ids[x]"), path("a..b"), path("ids[1")), (None, None, None));
         assert_eq!(all_placeholders(&json!({"a": "{{x}} {{ y }}", "b": ["{{z}}"]})), ["x", "y", "z"]);
     }
 }

@@ -555,7 +555,18 @@ pub fn load_str(text: &str, file: &str, base: &Path) -> Result<Scenario, LoadErr
     // Templates may only use variables that exist.
     let known = r.known_vars.clone();
     for (line, col, name) in std::mem::take(&mut r.used_vars) {
-        if !known.contains(&name) && super::template::literal(&name).is_none() {
+        if super::template::literal(&name).is_none() && super::template::path(&name).is_none() {
+            r.problems.push(Problem {
+                line,
+                col,
+                message: format!("\"{{{{ {name} }}}}\" is not a variable or a path into one"),
+                hint: Some("an element is [N], a field .name: {{ ids[0] }}, {{ task.owner }}".into()),
+            });
+            continue;
+        }
+        let var = super::template::variable(&name).to_string();
+        if !known.contains(&var) && super::template::literal(&name).is_none() {
+            let name = var;
             let options: Vec<&str> = known.iter().map(String::as_str).collect();
             let hint = match closest(&name, &options) {
                 Some(c) => format!("did you mean \"{{{{ {c} }}}}\"?"),
@@ -1304,6 +1315,19 @@ mod tests {
             let e = load(&file(step)).unwrap_err().to_string();
             assert!(e.contains(at) && e.contains(words), "{step}: {e}");
         }
+    }
+
+    #[test]
+    fn placeholders_reach_into_captured_values() {
+        let file = |step: &str| {
+            format!("config:\n  target: http://127.0.0.1:3000\n  phases: [{{duration: 1, arrivalCount: 1}}]\nscenarios:\n  - flow:\n      - connect\n      - call: {{method: fetchTasks, capture: ids}}\n      - {step}\n")
+        };
+        assert!(load(&file("call: {method: removeTask, params: [\"{{ ids[0] }}\"]}")).is_ok());
+        assert!(load(&file("call: {method: removeTask, params: [\"{{ ids[0].taskId }}\"]}")).is_ok());
+        let e = load(&file("call: {method: removeTask, params: [\"{{ ids[x] }}\"]}")).unwrap_err().to_string();
+        assert!(e.contains("is not a variable or a path into one"), "{e}");
+        let e = load(&file("call: {method: removeTask, params: [\"{{ idz[0] }}\"]}")).unwrap_err().to_string();
+        assert!(e.contains("\"{{ idz }}\" is not a variable") && e.contains("did you mean \"{{ ids }}\""), "{e}");
     }
 
     #[test]
