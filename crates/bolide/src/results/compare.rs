@@ -802,6 +802,10 @@ pub fn blocks(r: &Report, watched: &str) -> Vec<Block> {
             c.series, c.baseline
         )));
         out.push(Block::table(metrics_table(c)));
+        // Too few runs to tell noise from a change: said once under the table, not in every row.
+        if let Some(m) = c.metrics.iter().find(|m| m.verdict.starts_with("cannot tell from noise")) {
+            out.push(Block::text(format!("Significance: {}.", m.verdict)));
+        }
         if !c.steps.is_empty() {
             out.push(Block::text("Per-step latency (median over the runs of each run's p50 and p99):"));
             let heads = [
@@ -911,7 +915,8 @@ fn metrics_table(c: &Comparison) -> Table {
             spread(m.baseline_median, m.baseline_min, m.baseline_max),
             spread(m.median, m.min, m.max),
             m.words.clone(),
-            m.verdict.clone(),
+            // The long sentence of too few runs is said once under the table.
+            if m.verdict.starts_with("cannot tell from noise") { "too few runs".into() } else { m.verdict.clone() },
         ]);
         let row = tab.rows.len() - 1;
         tab.tone(row, 3, m.judgement.tone());
