@@ -41,15 +41,19 @@ pub fn summary(doc: &DdpDoc) -> String {
     out.push_str(&super::term::segment_note(set.segment, doc.merged.as_ref()));
     out.push('\n');
     let u = &s.users;
+    // Users launched that neither completed nor failed were walking their flow when the run
+    // stopped: a stopped run says how many the stop cut.
+    let stopped = u.launched.saturating_sub(u.completed + u.failed);
     let _ = writeln!(
         out,
-        "  {:<14}{} launched, {} completed, {} failed{}{}",
+        "  {:<14}{} launched, {} completed, {} failed{}{}{}",
         "Users",
         count(u.launched),
         count(u.completed),
         count(u.failed),
         if u.cut > 0 { format!(" ({} cut at the user timeout)", count(u.cut)) } else { String::new() },
         if u.skipped > 0 { format!(", {} skipped (maxVusers)", count(u.skipped)) } else { String::new() },
+        if doc.interrupted && stopped > 0 { format!(", {} cut by the stop", count(stopped)) } else { String::new() },
     );
     // The closed model: each launch above is one iteration of a looping user. A segment runs its
     // own share of the plan's looping users (every N-th): both are said.
@@ -242,5 +246,14 @@ mod tests {
         doc.settings.phases[0].users = Some(7);
         doc.settings.segment = Some(Segment { index: 1, count: 3 });
         assert!(super::summary(&doc).contains("3 of the plan's 7 users looping"));
+    }
+
+    #[test]
+    fn a_stopped_run_says_how_many_users_the_stop_cut() {
+        let mut doc = DdpDoc::default();
+        doc.summary.users = crate::stats::vu::Users { launched: 10, completed: 4, failed: 1, skipped: 0, cut: 0 };
+        assert!(!super::summary(&doc).contains("cut by the stop"));
+        doc.interrupted = true;
+        assert!(super::summary(&doc).contains("10 launched, 4 completed, 1 failed, 5 cut by the stop"));
     }
 }
