@@ -141,6 +141,78 @@ fn a_har_with_a_login_keeps_no_secret() {
     assert_eq!(scenario.config.targets.len(), 1);
 }
 
+/// Meteor's accounts methods (changePassword, resetPassword, createUser), secret keys (apiKey,
+/// otp) and two logins: no secret reaches the scenario, the terminal or the substitutions; each
+/// becomes a payload column, and the scenario reads back with its users.csv.
+#[test]
+fn accounts_methods_and_secret_keys_become_payload_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let har = dir.path().join("accounts.har");
+    let send = |time: f64, id: &str, method: &str, params: serde_json::Value| {
+        let msg = serde_json::json!({"msg":"method","method":method,"id":id,"params":params});
+        serde_json::json!({ "type": "send", "time": time, "opcode": 1, "data": msg.to_string() })
+    };
+    let messages = vec![
+        serde_json::json!({"type":"send","time":1.0,"opcode":1,"data":"{\"msg\":\"connect\",\"version\":\"1\",\"support\":[\"1\"]}"}),
+        serde_json::json!({"type":"receive","time":1.1,"opcode":1,"data":"{\"msg\":\"connected\",\"session\":\"x\"}"}),
+        send(
+            1.2,
+            "1",
+            "login",
+            serde_json::json!([{"user":{"username":"ada"},"password":{"digest":"l0gin-d1gest","algorithm":"sha-256"}}]),
+        ),
+        send(
+            1.3,
+            "2",
+            "changePassword",
+            serde_json::json!([{"digest":"0ld-d1gest","algorithm":"sha-256"},{"digest":"n3w-d1gest","algorithm":"sha-256"}]),
+        ),
+        send(
+            1.4,
+            "3",
+            "resetPassword",
+            serde_json::json!(["r3set-t0ken-abc",{"digest":"r3set-d1gest","algorithm":"sha-256"}]),
+        ),
+        send(1.5, "4", "createUser", serde_json::json!([{"username":"bob","password":"pl41n-passw0rd"}])),
+        send(1.6, "5", "report", serde_json::json!([{"apiKey":"ap1-k3y","otp":"987654"}])),
+        send(1.7, "6", "login", serde_json::json!([{"resume":"r3sume-t0ken"}])),
+    ];
+    let doc = serde_json::json!({"log":{"entries":[
+        {"request":{"url":"ws://127.0.0.1:3000/websocket"},"response":{"headers":[]},"_webSocketMessages":messages}
+    ]}});
+    std::fs::write(&har, doc.to_string()).unwrap();
+    let yml = dir.path().join("s.yml");
+    let o = bolide(&["record", har.to_str().unwrap(), "-o", yml.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let text = std::fs::read_to_string(&yml).unwrap();
+    for secret in [
+        "l0gin-d1gest",
+        "0ld-d1gest",
+        "n3w-d1gest",
+        "r3set-t0ken-abc",
+        "r3set-d1gest",
+        "pl41n-passw0rd",
+        "ap1-k3y",
+        "987654",
+        "r3sume-t0ken",
+    ] {
+        assert!(
+            !text.contains(secret) && !o.out.contains(secret) && !o.err.contains(secret),
+            "{secret} leaked:\n{text}\n{}",
+            o.out
+        );
+    }
+    let columns = "username, password, changePassword_1_digest, changePassword_2_digest, resetPassword_1, \
+                   resetPassword_2_digest, apiKey, otp, loginToken";
+    assert!(text.contains(&format!("fields: [{columns}]")), "{text}");
+    assert!(o.out.contains("a secret (resetPassword_1) -> {{ resetPassword_1 }}"), "{}", o.out);
+    // Two logins: both kept, the columns of both in one list; the scenario reads back.
+    let header = columns.replace(", ", ",");
+    let row = vec!["x"; header.split(',').count()].join(",");
+    std::fs::write(dir.path().join("users.csv"), format!("{header}\n{row}\n")).unwrap();
+    bolide::scenario::yaml::load_file(&yml).unwrap_or_else(|e| panic!("{e}\n{text}"));
+}
+
 #[test]
 fn hars_bolide_cannot_use_are_refused_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();

@@ -84,12 +84,100 @@ pub struct HttpChoice {
     pub keep_static: bool,
 }
 
-/// Names of JSON keys and form fields whose values are secrets: ending in `password`, `passwd`,
-/// `token`, `secret`, `apikey` or `api_key`, and DDP's `resume` (a login token). Narrower than the
-/// header rule, so that an app's `author` or `tokenExpires` fields stay as they were.
+/// Names of JSON keys, form fields and query parameters whose values are secrets: ending in
+/// `password`, `passwd`, `secret`, `token`, `apikey`, `api_key`, `key`, `digest`, `otp`,
+/// `authorization`, `cookie` or `session`, and DDP's `resume` (a login token). Matched on the
+/// name's end, so that an app's `author`, `tokenExpires` or `sessionId` stay as they were.
 pub fn secret_name(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
-    k == "resume" || ["password", "passwd", "token", "secret", "apikey", "api_key"].iter().any(|e| k.ends_with(e))
+    k == "resume"
+        || [
+            "password",
+            "passwd",
+            "secret",
+            "token",
+            "apikey",
+            "api_key",
+            "key",
+            "digest",
+            "otp",
+            "authorization",
+            "cookie",
+            "session",
+        ]
+        .iter()
+        .any(|e| k.ends_with(e))
+}
+
+/// Meteor's accounts methods whose parameters are secrets by position (a password digest, a
+/// reset or verification token), whatever their keys: every parameter of these.
+pub const SECRET_METHODS: [&str; 4] = ["changePassword", "resetPassword", "verifyEmail", "_loginWithToken"];
+
+/// A payload column the flow needs, listed once.
+fn need_column(rec: &mut Recorded, column: &str) {
+    if !rec.payload.iter().any(|c| c == column) {
+        rec.payload.push(column.to_string());
+    }
+}
+
+/// A payload column's name for a secret: letters, digits and `_` of `name` (a key, or
+/// `method_N` for a positional parameter).
+fn column_name(name: &str) -> String {
+    let c: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    if c.is_empty() || c.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("secret_{c}")
+    } else {
+        c
+    }
+}
+
+/// A method's parameters with every secret made a payload column (`{{ newPassword }}`): values of
+/// secret keys anywhere, and everything passed by position to [`SECRET_METHODS`] (a digest's
+/// object: each of its values); listed in the substitutions, the recorded values never written.
+fn hide_secrets(params: Value, method: &str, rec: &mut Recorded) -> Value {
+    /// `forced`: inside a parameter that is secret by position, named by that position (the
+    /// parameter itself when it is a value; the secret keys of an object in it, their columns
+    /// named by the position: `changePassword_1_digest`).
+    fn walk(v: Value, key: Option<&str>, forced: Option<&str>, method: &str, rec: &mut Recorded) -> Value {
+        let secret = key.is_some_and(secret_name) || (forced.is_some() && key.is_none());
+        match v {
+            // A variable bolide already put there (the login's token, a captured result) stays.
+            Value::String(ref t) if is_variable(t) => v,
+            Value::String(_) | Value::Number(_) | Value::Bool(_) if secret => {
+                let name = match (forced, key) {
+                    (Some(p), Some(k)) => format!("{p}_{k}"),
+                    (Some(p), None) => p.to_string(),
+                    (None, k) => k.unwrap_or("secret").to_string(),
+                };
+                let column = column_name(&name);
+                need_column(rec, &column);
+                rec.substitutions.push(format!(
+                    "call {method}: a secret ({name}) -> {{{{ {column} }}}}, a column of the payload file (the recorded value is not written)"
+                ));
+                Value::String(format!("{{{{ {column} }}}}"))
+            }
+            Value::Object(o) => {
+                Value::Object(o.into_iter().map(|(k, x)| (k.clone(), walk(x, Some(&k), forced, method, rec))).collect())
+            }
+            Value::Array(a) => Value::Array(a.into_iter().map(|x| walk(x, key, forced, method, rec)).collect()),
+            other => other,
+        }
+    }
+    match params {
+        Value::Array(a) if SECRET_METHODS.contains(&method) => Value::Array(
+            a.into_iter()
+                .enumerate()
+                .map(|(i, x)| walk(x, None, Some(&format!("{method}_{}", i + 1)), method, rec))
+                .collect(),
+        ),
+        other => walk(other, None, None, method, rec),
+    }
+}
+
+/// Whether a value is one placeholder of a variable (`{{ loginToken }}`), not recorded text.
+fn is_variable(t: &str) -> bool {
+    let p = crate::scenario::template::placeholders(t);
+    t.starts_with("{{") && t.ends_with("}}") && p.len() == 1 && crate::scenario::template::literal(&p[0]).is_none()
 }
 
 fn has_secret(v: &Value) -> bool {
@@ -199,8 +287,9 @@ pub struct Recorded {
     pub substitutions: Vec<String>,
     /// What was left out or kept as it was, and why.
     pub notes: Vec<String>,
-    /// The payload columns the flow needs (logins): `username, password` or `loginToken`.
-    pub payload: Vec<&'static str>,
+    /// The payload columns the flow needs: a login's `username, password` or `loginToken`, and
+    /// each secret a call sent (`newPassword`, `resetPassword_1`), in order of first need.
+    pub payload: Vec<String>,
     /// The user name of a password login, for the payload file's example row.
     pub username: Option<String>,
 }
@@ -379,13 +468,15 @@ pub fn build(messages: &[Message], http: &[HttpAction], opts: &Options) -> Recor
                         let first = params.get(0).cloned().unwrap_or(Value::Null);
                         if first.get("resume").is_some() {
                             rec.steps.push(Step::LoginResume);
-                            rec.payload = vec!["loginToken"];
+                            need_column(&mut rec, "loginToken");
                             rec.substitutions.push(
                                 "login: the resume token became {{ loginToken }}, a column of the payload file (the recorded token is not written)".into(),
                             );
                         } else {
                             rec.steps.push(Step::LoginPassword);
-                            rec.payload = vec!["username", "password"];
+                            // Added to what the flow needs already: a second login keeps the first's.
+                            need_column(&mut rec, "username");
+                            need_column(&mut rec, "password");
                             let user = first.get("user");
                             rec.username = user
                                 .and_then(|u| u.get("username").or_else(|| u.get("email")))
@@ -402,6 +493,7 @@ pub fn build(messages: &[Message], http: &[HttpAction], opts: &Options) -> Recor
                         let what = format!("call {method} #{n}");
                         let params_raw = params.clone();
                         let params = substitute(params, &what, &mut rec, &known, &own, &made, opts, &mut said);
+                        let params = hide_secrets(params, &method, &mut rec);
                         let mut sent = Vec::new();
                         strings(&params_raw, &mut sent);
                         last_call = Some((what.clone(), sent.into_iter().map(str::to_string).collect(), id.clone()));
@@ -682,6 +774,82 @@ mod tests {
     }
 
     #[test]
+    fn secrets_by_key_and_by_method_become_payload_columns_and_are_never_written() {
+        let call = |t: f64, id: &str, method: &str, params: Value| {
+            at(true, t, json!({"msg":"method","method":method,"params":params,"id":id}))
+        };
+        let messages = vec![
+            at(true, 0.0, json!({"msg":"connect","version":"1","support":["1"]})),
+            at(false, 0.01, json!({"msg":"connected","session":"S"})),
+            call(
+                0.02,
+                "1",
+                "login",
+                json!([{"user":{"username":"ada"},"password":{"digest":"d1gest-one","algorithm":"sha-256"}}]),
+            ),
+            call(
+                0.1,
+                "2",
+                "changePassword",
+                json!([{"digest":"old-d1gest","algorithm":"sha-256"},{"digest":"new-d1gest","algorithm":"sha-256"}]),
+            ),
+            call(
+                0.2,
+                "3",
+                "resetPassword",
+                json!(["reset-t0ken-123", {"digest":"reset-d1gest","algorithm":"sha-256"}]),
+            ),
+            call(0.3, "4", "createUser", json!([{"username":"bob","password":"plain-passw0rd"}])),
+            call(
+                0.4,
+                "5",
+                "fetchReport",
+                json!([{"apiKey":"k3y-value","otp":123456,"sessionId":"not-a-secret","name":"weekly"}]),
+            ),
+            // A second login: the first login's columns stay, the token's is added.
+            call(0.5, "6", "login", json!([{"resume":"res-t0ken"}])),
+        ];
+        let rec = build(&messages, &[], &opts());
+        let written = format!("{:?}", rec.steps);
+        let listed = format!("{:?} {:?}", rec.substitutions, rec.notes);
+        for secret in [
+            "d1gest-one",
+            "old-d1gest",
+            "new-d1gest",
+            "reset-t0ken-123",
+            "reset-d1gest",
+            "plain-passw0rd",
+            "k3y-value",
+            "123456",
+            "res-t0ken",
+        ] {
+            assert!(!written.contains(secret), "{secret} written: {written}");
+            assert!(!listed.contains(secret), "{secret} listed: {listed}");
+        }
+        // What is no secret stays as recorded; the digests' algorithm too.
+        assert!(
+            written.contains("not-a-secret") && written.contains("weekly") && written.contains("sha-256"),
+            "{written}"
+        );
+        assert_eq!(
+            rec.payload,
+            [
+                "username",
+                "password",
+                "changePassword_1_digest",
+                "changePassword_2_digest",
+                "resetPassword_1",
+                "resetPassword_2_digest",
+                "apiKey",
+                "otp",
+                "loginToken"
+            ]
+        );
+        assert!(listed.contains("call resetPassword: a secret (resetPassword_1) -> {{ resetPassword_1 }}"), "{listed}");
+        assert!(written.contains("\"apiKey\": String(\"{{ apiKey }}\")"), "{written}");
+    }
+
+    #[test]
     fn a_session_becomes_steps_with_its_values_correlated() {
         let rec = build(&session(), &[], &opts());
         let steps: Vec<String> = rec
@@ -712,7 +880,10 @@ mod tests {
                 "Disconnect",
             ]
         );
-        assert_eq!((rec.payload.clone(), rec.username.as_deref()), (vec!["username", "password"], Some("ada")));
+        assert_eq!(
+            (rec.payload.clone(), rec.username.as_deref()),
+            (vec!["username".to_string(), "password".to_string()], Some("ada"))
+        );
         let all = format!("{:?} {:?}", rec.substitutions, rec.notes);
         assert!(!all.contains("d1gest") && !all.contains("T0ken-secret"), "no secret is listed: {all}");
         assert!(all.contains("bbbbbbbbbbbbbbbbb came from the server in a document of tasks"), "{all}");

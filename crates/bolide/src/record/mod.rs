@@ -175,14 +175,14 @@ pub fn record(args: &RecordArgs, io: &mut Io, cancel: &tokio_util::sync::Cancell
             said.push_str(&format!("Note: {} binary frames left out\n", c.binary));
         }
         for f in &rec.payload {
-            if !payload.contains(f) {
+            if !payload.contains(&f.as_str()) {
                 payload.push(f);
             }
         }
     }
     if !payload.is_empty() {
         said.push_str(&format!(
-            "The flow logs in: write users.csv beside the scenario, one user a row, columns {} (a header row first)\n",
+            "The flow needs secrets it does not write: write users.csv beside the scenario, one user a row, columns {} (a header row first)\n",
             payload.join(",")
         ));
     }
@@ -306,7 +306,7 @@ pub fn scenario(
     }
     let mut payload: Vec<&str> = Vec::new();
     for f in flows.iter().flat_map(|(_, r)| r.payload.iter()) {
-        if !payload.contains(f) {
+        if !payload.contains(&f.as_str()) {
             payload.push(f);
         }
     }

@@ -545,18 +545,76 @@ fn mask(v: Value) -> Value {
     }
 }
 
-/// A JSON text with its secrets masked; other text as it is.
+/// A DDP message (or any JSON) with its secrets masked: the values of secret keys, and every
+/// value passed to one of Meteor's accounts methods whose parameters are secrets by position
+/// (`resetPassword`'s token); DDP's own session id (`connect`, `connected`) is no credential and
+/// stays, as bolide record reads it.
+fn mask_message(v: Value) -> Value {
+    fn all(v: Value) -> Value {
+        match v {
+            Value::Object(o) => Value::Object(o.into_iter().map(|(k, x)| (k, all(x))).collect()),
+            Value::Array(a) => Value::Array(a.into_iter().map(all).collect()),
+            Value::String(_) | Value::Number(_) => Value::String(MASK.into()),
+            other => other,
+        }
+    }
+    let Value::Object(mut o) = v else { return mask(v) };
+    let kind = o.get("msg").and_then(Value::as_str).unwrap_or_default().to_string();
+    let method = o.get("method").and_then(Value::as_str).unwrap_or_default().to_string();
+    let kept_session = matches!(kind.as_str(), "connect" | "connected").then(|| o.remove("session")).flatten();
+    if kind == "method" && super::flow::SECRET_METHODS.contains(&method.as_str()) {
+        if let Some(p) = o.get_mut("params") {
+            *p = all(p.take());
+        }
+    }
+    let mut masked = mask(Value::Object(o));
+    if let (Some(session), Value::Object(m)) = (kept_session, &mut masked) {
+        m.insert("session".into(), session);
+    }
+    masked
+}
+
+/// A form body (`application/x-www-form-urlencoded`) or a query string with the values of secret
+/// fields masked; None when nothing was.
+fn masked_form(text: &str) -> Option<String> {
+    let pairs: Vec<(String, String)> = url::form_urlencoded::parse(text.as_bytes()).into_owned().collect();
+    if !pairs.iter().any(|(k, _)| super::flow::secret_name(k)) {
+        return None;
+    }
+    let mut out = url::form_urlencoded::Serializer::new(String::new());
+    for (k, v) in &pairs {
+        out.append_pair(k, if super::flow::secret_name(k) { MASK } else { v });
+    }
+    Some(out.finish())
+}
+
+/// A request target (`/path?query`) with the secret query parameters' values masked.
+fn masked_target(target: &str) -> String {
+    match target.split_once('?') {
+        Some((path, query)) => match masked_form(query) {
+            Some(q) => format!("{path}?{q}"),
+            None => target.to_string(),
+        },
+        None => target.to_string(),
+    }
+}
+
+/// A JSON text with its secrets masked; a form's secret fields masked; other text as it is.
 fn masked_json(text: &str) -> String {
     match serde_json::from_str::<Value>(text) {
         Ok(v @ (Value::Object(_) | Value::Array(_))) => {
-            let m = mask(v.clone());
+            let m = match v.clone() {
+                Value::Array(items) => Value::Array(items.into_iter().map(mask_message).collect()),
+                one => mask_message(one),
+            };
             if m == v {
                 text.to_string()
             } else {
                 m.to_string()
             }
         }
-        _ => text.to_string(),
+        // Not JSON: a form's secret fields masked (`password=...&user=...`).
+        _ => masked_form(text).unwrap_or_else(|| text.to_string()),
     }
 }
 
@@ -585,7 +643,7 @@ fn har(entries: &[Entry], upstream: &Upstream) -> Value {
         .iter()
         .map(|e| {
             let scheme = if e.websocket { "ws" } else { "http" };
-            let url = format!("{scheme}://{}{}", upstream.authority, e.target);
+            let url = format!("{scheme}://{}{}", upstream.authority, masked_target(&e.target));
             let started = e.started.map(|t| humantime::format_rfc3339_millis(t).to_string()).unwrap_or_default();
             let mime = header(&e.response_headers, "content-type").unwrap_or("").to_string();
             let mut request = json!({
@@ -659,5 +717,19 @@ mod tests {
         let plain = r#"{"msg":"sub","id":"a","name":"fetchTasks","params":[]}"#;
         assert_eq!(masked_frame(plain), plain);
         assert_eq!(masked_frame("o"), "o");
+        // Secrets by position (a reset token, digests), by key (apiKey, otp), in forms and queries.
+        let reset = r#"{"msg":"method","method":"resetPassword","params":["r3set-tok",{"digest":"d1g","algorithm":"sha-256"}],"id":"3"}"#;
+        let kept = masked_frame(reset);
+        assert!(!kept.contains("r3set-tok") && !kept.contains("d1g") && kept.contains("resetPassword"), "{kept}");
+        let keyed =
+            r#"{"msg":"method","method":"report","params":[{"apiKey":"k3y","otp":123456,"sessionId":"s1"}],"id":"4"}"#;
+        let kept = masked_frame(keyed);
+        assert!(!kept.contains("k3y") && !kept.contains("123456") && kept.contains("s1"), "{kept}");
+        // DDP's own session id is no credential: kept byte for byte.
+        let connected = r#"{"msg":"connected","session":"kcHDuKPiG3JjRfk4C"}"#;
+        assert_eq!(masked_frame(connected), connected);
+        assert_eq!(masked_json("user=ann&password=hunter2"), "user=ann&password=%3Credacted%3E");
+        assert_eq!(masked_target("/reset?token=abc&x=1"), "/reset?token=%3Credacted%3E&x=1");
+        assert_eq!(masked_target("/plain?x=1"), "/plain?x=1");
     }
 }
