@@ -214,6 +214,13 @@ fn accounts_methods_and_secret_keys_become_payload_columns() {
 }
 
 #[test]
+fn a_think_max_past_what_a_scenario_holds_is_refused() {
+    let o = bolide(&["record", "nothing.har", "--think-max", "40days"]);
+    assert_eq!(o.code, 2, "{}", o.err);
+    assert!(o.err.contains("--think-max 40days: at most 30 days"), "{}", o.err);
+}
+
+#[test]
 fn hars_bolide_cannot_use_are_refused_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, text: &str| {

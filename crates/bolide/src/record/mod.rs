@@ -20,6 +20,12 @@ use flow::{Options, Recorded, Step};
 /// stopped by `cancel` or its `--duration`).
 pub fn record(args: &RecordArgs, io: &mut Io, cancel: &tokio_util::sync::CancellationToken) -> i32 {
     let think_max = match humantime::parse_duration(&args.think_max) {
+        // A think past what a scenario may hold would make a scenario `bolide run` refuses.
+        Ok(d) if d > crate::scenario::MAX_DURATION => {
+            let _ =
+                writeln!(io.err, "error: --think-max {}: at most 30 days (a scenario's longest pause)", args.think_max);
+            return exit::USAGE;
+        }
         Ok(d) => d,
         Err(e) => {
             let _ = writeln!(io.err, "error: --think-max {}: {e} (a duration such as 10s or 500ms)", args.think_max);
