@@ -308,6 +308,8 @@ fn a_har_in_chrome_devtools_shape_records_the_same_flow() {
             "- think: 60ms",
             "- call: { method: \"removeTask\", params: [{\"taskId\":\"{{ insertTask_1 }}\"}] }",
             "- waitFor: { collection: \"taskCollection\", where: { _id: \"{{ insertTask_1 }}\" }, until: disappears }",
+            // The HAR has no close time: a short pause before the disconnect, said in a note.
+            "- think: 1000ms",
             "- disconnect",
         ],
         "{text}"

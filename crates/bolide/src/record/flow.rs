@@ -544,6 +544,15 @@ pub fn build(messages: &[Message], http: &[HttpAction], opts: &Options) -> Recor
         last = Some(m.time_s);
     }
     if connected {
+        // Neither HAR format says when the page closed: a short pause after the last message (as
+        // a person reads what arrived), said, instead of a disconnect right on the last send.
+        let before = rec.steps.len();
+        think(&mut rec, Some(CLOSE_PAUSE_S), opts);
+        if rec.steps.len() > before {
+            rec.notes.push(format!(
+                "disconnect: the HAR does not say when the page closed; a {CLOSE_PAUSE_S:.0} s pause is written before it (edit it to taste)"
+            ));
+        }
         rec.steps.push(Step::Disconnect);
     }
     if waits > 0 {
@@ -562,6 +571,10 @@ pub fn build(messages: &[Message], http: &[HttpAction], opts: &Options) -> Recor
 }
 
 /// A think for the pause before an action, scaled, capped, to the 10 ms; none under 20 ms.
+/// The pause written before a recorded session's `disconnect`, seconds (scaled and capped as the
+/// recorded thinks are).
+const CLOSE_PAUSE_S: f64 = 1.0;
+
 fn think(rec: &mut Recorded, gap_s: Option<f64>, opts: &Options) {
     let Some(gap) = gap_s.filter(|g| *g > 0.0) else { return };
     let secs = (gap * opts.think_scale).min(opts.think_max.as_secs_f64());
@@ -877,8 +890,15 @@ mod tests {
                 "call removeTask [\"{{ insertTask_1 }}\",\"bbbbbbbbbbbbbbbbb\",\"{{ loginToken }}\"] None",
                 "Think(100ms)",
                 "Unsubscribe(\"tasks\")",
+                // The HAR has no close time: a short pause, said in the notes.
+                "Think(1s)",
                 "Disconnect",
             ]
+        );
+        assert!(
+            rec.notes.iter().any(|n| n.starts_with("disconnect: the HAR does not say when the page closed")),
+            "{:?}",
+            rec.notes
         );
         assert_eq!(
             (rec.payload.clone(), rec.username.as_deref()),
