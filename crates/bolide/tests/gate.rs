@@ -544,7 +544,11 @@ fn the_github_workflow_s_bolide_steps_run_here() {
         ("FAIL_ON", workflow_env(&workflow, "FAIL_ON")),
         ("GITHUB_OUTPUT", output.to_str().unwrap().into()),
         ("GITHUB_STEP_SUMMARY", summary.to_str().unwrap().into()),
+        // The workflow's own wait for a cold build, and the pull request's number.
+        ("READY_TIMEOUT", workflow_env(&workflow, "READY_TIMEOUT")),
+        ("PR_NUMBER", "42".into()),
     ];
+    assert_eq!(env[8].1, "10m", "a cold Meteor build is waited for, not 30 s");
     assert_eq!(env[5].1, "--fail-on time>+10% --fail-on cpu>+15% --fail-on p99>+20%");
     // bolide itself is installed pinned (a reviewed commit, Cargo.lock), never by an unpublished
     // package name that anyone could take.
@@ -595,4 +599,61 @@ fn the_github_workflow_s_bolide_steps_run_here() {
     };
     assert_eq!(code.trim(), expected, "{md}");
     assert_eq!(std::fs::read_to_string(&summary).unwrap(), md, "the job summary shows the comparison");
+    // The artifact the trusted companion reads: the comparison and the pull request's number.
+    assert_eq!(std::fs::read_to_string(root.join("comment/comparison.md")).unwrap(), md);
+    assert_eq!(std::fs::read_to_string(root.join("comment/pr-number")).unwrap().trim(), "42");
+    // The benchmark itself holds no write token (a fork's pull request would not have one).
+    assert!(workflow.contains("permissions:\n  contents: read\n\nenv:"), "{workflow}");
+    assert!(!workflow.contains("pull-requests: write") && !workflow.contains("gh pr comment"), "{workflow}");
+}
+
+/// The companion workflow's comment step, run here with a stand-in for `gh` that answers as
+/// GitHub's API would and logs what it was asked: one comment made on the first run, the same
+/// one updated on the next, a number that is not one refused.
+#[test]
+fn the_github_comment_workflow_posts_one_comment_and_updates_it() {
+    let workflow =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/ci/benchmark-comment.yml")).unwrap();
+    assert!(workflow.contains("workflow_run:") && workflow.contains("pull-requests: write"), "{workflow}");
+    let script = step_script(&workflow, "Comment on the pull request");
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let bin = root.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    // The stand-in: listing comments prints the id in ./existing (if any); every call is logged.
+    let gh = "#!/bin/sh\necho \"$*\" >> \"$GH_LOG\"\ncase \"$*\" in *--paginate*) cat existing 2>/dev/null || true ;; esac\n";
+    std::fs::write(bin.join("gh"), gh).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("gh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir(root.join("comment")).unwrap();
+    std::fs::write(root.join("comment/comparison.md"), "**Regression gate: pass**\n").unwrap();
+    let log = root.join("gh.log");
+    let run = |pr: &str| {
+        std::fs::write(root.join("comment/pr-number"), pr).unwrap();
+        std::process::Command::new("bash")
+            .args(["-eo", "pipefail", "-c", &script])
+            .current_dir(root)
+            .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()))
+            .env("GH_LOG", &log)
+            .env("REPO", "owner/app")
+            .output()
+            .unwrap()
+    };
+    let o = run("42\n");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert!(calls.contains("api repos/owner/app/issues/42/comments --paginate"), "{calls}");
+    assert!(calls.contains("api --method POST repos/owner/app/issues/42/comments -F body=@body.md"), "{calls}");
+    let body = std::fs::read_to_string(root.join("body.md")).unwrap();
+    assert_eq!(body, "<!-- bolide benchmark -->\n**Regression gate: pass**\n");
+    // The next push: the comment found by its marker is updated, no second one made.
+    std::fs::write(root.join("existing"), "987\n").unwrap();
+    std::fs::remove_file(&log).unwrap();
+    assert!(run("42").status.success());
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert!(calls.contains("api --method PATCH repos/owner/app/issues/comments/987 -F body=@body.md"), "{calls}");
+    assert!(!calls.contains("POST"), "{calls}");
+    // What the pull request's run left is data: a number that is no number is refused.
+    let o = run("42; rm -rf /");
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("no pull request number"));
 }
