@@ -186,3 +186,61 @@ fn every_image_the_documentation_shows_is_in_the_repository() {
     }
     assert!(seen >= 5, "the README and docs show the pages as they look: {seen} images");
 }
+
+/// Every `--flag` the README and docs/ name in backticks is one of bolide's (of some command),
+/// unless it is another tool's, listed here with its tool: the pages cannot name a flag the binary
+/// lacks.
+#[test]
+fn every_flag_the_documentation_names_is_the_binary_s() {
+    use clap::CommandFactory;
+    fn longs(cmd: &clap::Command, out: &mut std::collections::BTreeSet<String>) {
+        for a in cmd.get_arguments() {
+            if let Some(l) = a.get_long() {
+                out.insert(format!("--{l}"));
+            }
+            for alias in a.get_all_aliases().unwrap_or_default() {
+                out.insert(format!("--{alias}"));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            longs(sub, out);
+        }
+    }
+    let mut bolide_flags = std::collections::BTreeSet::from(["--help".to_string(), "--version".to_string()]);
+    longs(&bolide::cli::Cli::command(), &mut bolide_flags);
+    // Other tools' flags the pages name, and whose.
+    let others = [
+        ("--enable-feature", "prometheus"),
+        ("--web", "prometheus"),
+        ("--latency", "wrk"),
+        ("--vus", "k6"),
+        ("--locked", "cargo"),
+        ("--replay", "fuzz/run"),
+        ("--disable-keepalive", "hey"),
+        ("--require", "node"),
+    ];
+    let text = documentation();
+    let mut unknown = Vec::new();
+    for piece in text.split('`').skip(1).step_by(2) {
+        let Some(flag) = piece.strip_prefix("--") else { continue };
+        let name: String = flag.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+        // `---` is YAML's document marker, not a flag.
+        if name.is_empty() || name.starts_with('-') {
+            continue;
+        }
+        let flag = format!("--{name}");
+        if !bolide_flags.contains(&flag) && !others.iter().any(|(f, _)| *f == flag) {
+            unknown.push(flag);
+        }
+    }
+    unknown.sort();
+    unknown.dedup();
+    assert!(unknown.is_empty(), "flags the documentation names that bolide does not have: {unknown:?}");
+    // And every version number the pages give of the result format is the one bolide writes.
+    let version = bolide::stats::result::VERSION;
+    for (at, _) in text.match_indices("documents are written as version ") {
+        let n: String =
+            text[at + "documents are written as version ".len()..].chars().take_while(char::is_ascii_digit).collect();
+        assert_eq!(n, version.to_string(), "the documented result format version");
+    }
+}
