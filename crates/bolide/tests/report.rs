@@ -280,6 +280,35 @@ fn a_single_run_s_report_shows_its_band_once() {
     assert_eq!(bands, ["summary"]);
 }
 
+/// A run read with bolide-probe: the band shows the server's event-loop p99 and GC time beside its
+/// CPU and RAM.
+#[test]
+fn the_band_shows_the_server_s_event_loop_and_gc() {
+    use bolide::monitor::scrape::{Kind, ScrapeResult, Series};
+    let mut doc = Doc::load(&fixture("http-run.json")).unwrap();
+    let Doc::Http(d) = &mut doc else { panic!("an HTTP document") };
+    let series = |metric: &str, kind: Kind, mean: Option<f64>, increase: Option<f64>| Series {
+        metric: metric.into(),
+        kind: Some(kind),
+        values: vec![Some(0.0), Some(1.0)],
+        mean,
+        increase,
+        ..Default::default()
+    };
+    d.scrape = vec![ScrapeResult {
+        name: "app".into(),
+        t: vec![0.0, 1.0],
+        series: vec![
+            series("probe_eventloop_delay_p99_seconds", Kind::Gauge, Some(0.0123), None),
+            series("probe_gc_pause_seconds_sum", Kind::Counter, None, Some(0.25)),
+        ],
+        ..Default::default()
+    }];
+    let band = bolide::report::band::run_facts(&doc);
+    let el = band.iter().find(|f| f.label == "Event loop p99").unwrap_or_else(|| panic!("{band:?}"));
+    assert_eq!((el.value.as_str(), el.detail.as_str()), ("12.3 ms", "GC 250 ms over the run"));
+}
+
 /// A run too short for one sample of the machine: its trust is "unchecked", never "clean" with a
 /// made-up "0% idle".
 #[test]

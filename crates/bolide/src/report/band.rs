@@ -174,6 +174,21 @@ fn all_steps_p50(d: &crate::stats::vu::DdpDoc) -> Option<u64> {
 /// The watched server's CPU and RAM (sums over the processes, as the Meteor reports give them).
 fn server_facts(doc: &Doc) -> Vec<Fact> {
     let m = doc.measures();
+    let mut out = process_facts(doc, &m);
+    // The server's insides when bolide-probe, prom-client or the Monti agent told them: its
+    // event loop's delay (what users wait behind) and its GC time, beside its CPU and RAM.
+    if let Some(p99) = m.eventloop_p99_ms {
+        let gc = m.gc_ms.map(|g| format!("GC {g:.0} ms over the run")).unwrap_or_else(|| "no GC figure".into());
+        let loop_fact = Fact::new("Event loop p99", format!("{p99:.1} ms")).detail(gc);
+        out.push(if p99 >= 50.0 { loop_fact.tone(Tone::Warn) } else { loop_fact });
+    } else if let Some(gc) = m.gc_ms {
+        out.push(Fact::new("Server GC", format!("{gc:.0} ms")).detail("over the run"));
+    }
+    out
+}
+
+/// The watched server's CPU and RAM (sums over the processes).
+fn process_facts(doc: &Doc, m: &crate::stats::doc::Measures) -> Vec<Fact> {
     let sampled: Vec<&crate::monitor::MonitorResult> = doc.monitor().iter().filter(|m| !m.samples.is_empty()).collect();
     let (Some(cpu), Some(ram)) = (m.cpu_pct, m.ram_bytes) else {
         return vec![Fact::new("Server CPU / RAM", "not watched").detail("--spawn or --monitor NAME=:PORT")];
