@@ -280,6 +280,21 @@ fn a_single_run_s_report_shows_its_band_once() {
     assert_eq!(bands, ["summary"]);
 }
 
+/// Several runs: the first screen's table has the Meteor reports' headline figure, Time.
+#[test]
+fn the_first_screen_s_table_has_the_time_of_each_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("two.html");
+    let (a, b) = (fixture("http-run.json"), fixture("ddp-run.json"));
+    let o = bolide(&["report", a.to_str().unwrap(), b.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.err);
+    let data = report_data(&std::fs::read_to_string(&out).unwrap());
+    let summary = &data["sections"][0];
+    let table = summary["blocks"].as_array().unwrap().iter().find_map(|b| b["table"].as_object()).expect("a table");
+    let heads: Vec<&str> = table["header"].as_array().unwrap().iter().map(|h| h.as_str().unwrap()).collect();
+    assert_eq!(heads[..4], ["Run", "Workload", "Time", "Throughput"], "{heads:?}");
+}
+
 /// A run read with bolide-probe: the band shows the server's event-loop p99 and GC time beside its
 /// CPU and RAM.
 #[test]

@@ -253,12 +253,13 @@ fn summary_section(series: &[Series], report: Option<&compare::Report>, requests
     section
 }
 
-/// Every run in one table: its series, workload, the figure of its kind (requests/s or users),
-/// p99, errors, the server's CPU and RAM, and whether it can be trusted.
+/// Every run in one table: its series, workload, the Meteor reports' Time (their headline
+/// figure), the figure of its kind (requests/s or users), p99, errors, the server's CPU and RAM,
+/// and whether it can be trusted.
 fn overview(docs: &[(&str, &crate::stats::doc::Doc)]) -> crate::report::table::Table {
-    use crate::report::table::{meteor_bytes, meteor_cpu, ms, Table, Tone};
-    let mut t =
-        Table::new(&["Run", "Workload", "Throughput", "p99", "Errors", "CPU", "RAM", "Trust"]).right(&[2, 3, 4, 5, 6]);
+    use crate::report::table::{meteor_bytes, meteor_cpu, meteor_time, ms, Table, Tone};
+    let mut t = Table::new(&["Run", "Workload", "Time", "Throughput", "p99", "Errors", "CPU", "RAM", "Trust"])
+        .right(&[3, 4, 5, 6, 7]);
     let na = || "n/a".to_string();
     for (i, (name, d)) in docs.iter().enumerate() {
         let m = d.measures();
@@ -282,6 +283,7 @@ fn overview(docs: &[(&str, &crate::stats::doc::Doc)]) -> crate::report::table::T
         t.row(vec![
             run,
             d.workload(),
+            meteor_time(m.time_s),
             throughput,
             m.p99_ms.map(ms).unwrap_or_else(na),
             m.errors.to_string(),
@@ -290,9 +292,9 @@ fn overview(docs: &[(&str, &crate::stats::doc::Doc)]) -> crate::report::table::T
             trust.0.to_string(),
         ]);
         let row = t.rows.len() - 1;
-        t.tone(row, 7, trust.1);
+        t.tone(row, 8, trust.1);
         if m.errors > 0 {
-            t.tone(row, 4, Tone::Bad);
+            t.tone(row, 5, Tone::Bad);
         }
     }
     t
