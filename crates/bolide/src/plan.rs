@@ -260,7 +260,17 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
             }
         })
         .collect();
-    let loaded_by_us = args.probes.first().is_some_and(|p| !p.contains('='));
+    // The spawned server serves one probe (BOLIDE_PROBE is one address): a bare --probe is the
+    // first and only one.
+    let bare = args.probes.iter().filter(|p| !p.contains('=')).count();
+    if bare > 1 || (bare == 1 && args.probes.first().is_some_and(|p| p.contains('='))) {
+        problems.push(
+            "--probe NAME without an address loads the probe into the spawned server: give one such --probe, first, \
+             and the others with their addresses (NAME=HOST:PORT)"
+                .into(),
+        );
+    }
+    let loaded_by_us = args.spawn.is_some() && args.probes.first().is_some_and(|p| !p.contains('='));
     let probe_file = match loaded_by_us {
         true => crate::monitor::probe::write().map_err(|e| problems.push(format!("--probe: {e}"))).ok(),
         false => None,

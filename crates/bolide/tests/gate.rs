@@ -621,7 +621,9 @@ fn the_github_comment_workflow_posts_one_comment_and_updates_it() {
     let bin = root.join("bin");
     std::fs::create_dir(&bin).unwrap();
     // The stand-in: listing comments prints the id in ./existing (if any); every call is logged.
-    let gh = "#!/bin/sh\necho \"$*\" >> \"$GH_LOG\"\ncase \"$*\" in *--paginate*) cat existing 2>/dev/null || true ;; esac\n";
+    // It answers the pull request's head with ./head-sha; the comment filter itself is GitHub's
+    // (jq over the API's answer), so the stand-in gives the filtered answer: ./existing.
+    let gh = "#!/bin/sh\necho \"$*\" >> \"$GH_LOG\"\ncase \"$*\" in\n  *pulls/*) cat head-sha ;;\n  *--paginate*) cat existing 2>/dev/null || true ;;\nesac\n";
     std::fs::write(bin.join("gh"), gh).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(bin.join("gh"), std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -636,11 +638,17 @@ fn the_github_comment_workflow_posts_one_comment_and_updates_it() {
             .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()))
             .env("GH_LOG", &log)
             .env("REPO", "owner/app")
+            .env("HEAD_SHA", "abc123")
             .output()
             .unwrap()
     };
+    std::fs::write(root.join("head-sha"), "abc123\n").unwrap();
     let o = run("42\n");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        script.contains("select(.user.login == \\\"github-actions[bot]\\\""),
+        "only the bot's own comment: {script}"
+    );
     let calls = std::fs::read_to_string(&log).unwrap();
     assert!(calls.contains("api repos/owner/app/issues/42/comments --paginate"), "{calls}");
     assert!(calls.contains("api --method POST repos/owner/app/issues/42/comments -F body=@body.md"), "{calls}");
@@ -653,7 +661,11 @@ fn the_github_comment_workflow_posts_one_comment_and_updates_it() {
     let calls = std::fs::read_to_string(&log).unwrap();
     assert!(calls.contains("api --method PATCH repos/owner/app/issues/comments/987 -F body=@body.md"), "{calls}");
     assert!(!calls.contains("POST"), "{calls}");
-    // What the pull request's run left is data: a number that is no number is refused.
+    // What the pull request's run left is data: a number that is no number is refused, and so is
+    // the number of a pull request other than the one measured.
     let o = run("42; rm -rf /");
     assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("no pull request number"));
+    std::fs::write(root.join("head-sha"), "other\n").unwrap();
+    let o = run("7");
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("is not the one the benchmark ran for"));
 }

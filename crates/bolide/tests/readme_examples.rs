@@ -238,6 +238,7 @@ fn every_flag_the_documentation_names_is_the_binary_s() {
     assert!(unknown.is_empty(), "flags the documentation names that bolide does not have: {unknown:?}");
     // And every version number the pages give of the result format is the one bolide writes.
     let version = bolide::stats::result::VERSION;
+    assert!(text.contains("documents are written as version "), "the pages say which version is written");
     for (at, _) in text.match_indices("documents are written as version ") {
         let n: String =
             text[at + "documents are written as version ".len()..].chars().take_while(char::is_ascii_digit).collect();

@@ -46,7 +46,9 @@ fn write_at(path: PathBuf) -> Result<PathBuf, String> {
 /// `NODE_OPTIONS` with the probe required, after whatever the environment already had.
 pub fn node_options(existing: Option<&str>, probe: &std::path::Path) -> String {
     // Node reads NODE_OPTIONS with shell-like quoting: a path with a space is quoted.
-    let required = format!("--require \"{}\"", probe.display());
+    // Inside Node's double quotes `\` and `"` are escaped.
+    let path = probe.display().to_string().replace('\\', "\\\\").replace('"', "\\\"");
+    let required = format!("--require \"{path}\"");
     match existing.map(str::trim).filter(|e| !e.is_empty()) {
         Some(e) => format!("{e} {required}"),
         None => required,
@@ -78,5 +80,6 @@ mod tests {
             node_options(Some("--max-old-space-size=4096"), std::path::Path::new("/c/p.js")),
             "--max-old-space-size=4096 --require \"/c/p.js\""
         );
+        assert_eq!(node_options(None, std::path::Path::new("/a \"b\\c/p.js")), "--require \"/a \\\"b\\\\c/p.js\"");
     }
 }

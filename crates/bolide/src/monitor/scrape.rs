@@ -674,7 +674,10 @@ impl Scraper {
                 _ if !values.is_empty() => {
                     // A gauge says what was while the load ran: the read before it (there to
                     // start counters' increases) is left out when there are others.
-                    let during: Vec<f64> = match self.first_before_load {
+                    // Read 0 is the one before the load only when it was taken at 0 s (a failed
+                    // first read leaves a read during the load first).
+                    let first_is_before = self.first_before_load && self.result.t.first() == Some(&0.0);
+                    let during: Vec<f64> = match first_is_before {
                         true => s.values.iter().skip(1).flatten().copied().filter(|v| v.is_finite()).collect(),
                         false => Vec::new(),
                     };

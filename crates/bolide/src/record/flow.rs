@@ -84,29 +84,53 @@ pub struct HttpChoice {
     pub keep_static: bool,
 }
 
-/// Names of JSON keys, form fields and query parameters whose values are secrets: ending in
-/// `password`, `passwd`, `secret`, `token`, `apikey`, `api_key`, `key`, `digest`, `otp`,
-/// `authorization`, `cookie` or `session`, and DDP's `resume` (a login token). Matched on the
-/// name's end, so that an app's `author`, `tokenExpires` or `sessionId` stay as they were.
+/// Names of JSON keys, form fields and query parameters whose values are secrets, read as words
+/// (camelCase, snake_case, kebab-case): a word password, passwd, secret, token, digest, otp,
+/// authorization or cookie (`newPassword`, `reset_token`, `emailDigest`); a key of credentials
+/// (`apiKey`, `api_key`, `accessKey`, `privateKey`, `secretKey`, `sessionKey`); a session itself
+/// (`session`, `userSession`); and DDP's `resume` (a login token). So `sessionId`, `taskKey`,
+/// `sortKey`, a plain `key` and `author` stay as they were.
 pub fn secret_name(key: &str) -> bool {
+    let words = words_of(key);
+    let last = words.last().map(String::as_str).unwrap_or_default();
+    let before_last = words.len().checked_sub(2).and_then(|i| words.get(i)).map(String::as_str).unwrap_or_default();
     let k = key.to_ascii_lowercase();
     k == "resume"
-        || [
-            "password",
-            "passwd",
-            "secret",
-            "token",
-            "apikey",
-            "api_key",
-            "key",
-            "digest",
-            "otp",
-            "authorization",
-            "cookie",
-            "session",
-        ]
-        .iter()
-        .any(|e| k.ends_with(e))
+        || k == "apikey"
+        || words.iter().any(|w| {
+            matches!(
+                w.as_str(),
+                "password" | "passwd" | "secret" | "token" | "digest" | "otp" | "authorization" | "cookie"
+            )
+        })
+        || (last == "key" && matches!(before_last, "api" | "access" | "private" | "secret" | "session" | "auth"))
+        || last == "session"
+}
+
+/// The words of a key: split at `_`, `-`, `.` and where a lower-case letter meets an upper-case
+/// one, lower-cased.
+fn words_of(key: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut word = String::new();
+    let mut prev_lower = false;
+    for c in key.chars() {
+        if matches!(c, '_' | '-' | '.' | ' ') {
+            if !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && prev_lower && !word.is_empty() {
+            out.push(std::mem::take(&mut word));
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+        word.extend(c.to_lowercase());
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
 }
 
 /// Meteor's accounts methods whose parameters are secrets by position (a password digest, a
@@ -143,16 +167,17 @@ fn hide_secrets(params: Value, method: &str, rec: &mut Recorded) -> Value {
         match v {
             // A variable bolide already put there (the login's token, a captured result) stays.
             Value::String(ref t) if is_variable(t) => v,
-            Value::String(_) | Value::Number(_) | Value::Bool(_) if secret => {
+            // A flag (remember me) is no secret: only text and numbers are.
+            Value::String(_) | Value::Number(_) if secret => {
                 let name = match (forced, key) {
                     (Some(p), Some(k)) => format!("{p}_{k}"),
                     (Some(p), None) => p.to_string(),
                     (None, k) => k.unwrap_or("secret").to_string(),
                 };
-                let column = column_name(&name);
-                need_column(rec, &column);
+                let column = rec.secret_column(&column_name(&name), &v);
                 rec.substitutions.push(format!(
-                    "call {method}: a secret ({name}) -> {{{{ {column} }}}}, a column of the payload file (the recorded value is not written)"
+                    "{}: a secret ({name}) -> {{{{ {column} }}}}, a column of the payload file (the recorded value is not written)",
+                    if method.starts_with("subscribe ") { method.to_string() } else { format!("call {method}") }
                 ));
                 Value::String(format!("{{{{ {column} }}}}"))
             }
@@ -292,6 +317,28 @@ pub struct Recorded {
     pub payload: Vec<String>,
     /// The user name of a password login, for the payload file's example row.
     pub username: Option<String>,
+    /// Each secret's column and the recorded value it stands for (never written): one value,
+    /// one column; a second value under the same name gets a column of its own (`apiKey_2`).
+    secrets: Vec<(String, Value)>,
+}
+
+impl Recorded {
+    /// The payload column for the secret `value` found under `name`.
+    fn secret_column(&mut self, name: &str, value: &Value) -> String {
+        if let Some((c, _)) =
+            self.secrets.iter().find(|(c, v)| v == value && (c == name || c.starts_with(&format!("{name}_"))))
+        {
+            return c.clone();
+        }
+        let taken = |c: &str| self.secrets.iter().any(|(t, _)| t == c);
+        let column = (1..)
+            .map(|n| if n == 1 { name.to_string() } else { format!("{name}_{n}") })
+            .find(|c| !taken(c))
+            .unwrap_or_default();
+        self.secrets.push((column.clone(), value.clone()));
+        need_column(self, &column);
+        column
+    }
 }
 
 /// Where a value the browser sent came from.
@@ -449,6 +496,7 @@ pub fn build(messages: &[Message], http: &[HttpAction], opts: &Options) -> Recor
                             opts,
                             &mut said,
                         );
+                        let params = hide_secrets(params, &format!("subscribe {name}"), &mut rec);
                         rec.steps.push(Step::Subscribe { name, params });
                     } else {
                         skipped_subs += 1;
@@ -518,7 +566,10 @@ pub fn build(messages: &[Message], http: &[HttpAction], opts: &Options) -> Recor
                     if login_call.as_deref() == Some(id) {
                         for (field, source) in [("token", Source::LoginToken), ("id", Source::UserId)] {
                             if let Some(v) = result.and_then(|r| r.get(field)).and_then(Value::as_str) {
-                                known.insert(v.to_string(), source);
+                                // A value the recording proxy masked is no token of this session.
+                                if v != crate::redact::MASK {
+                                    known.insert(v.to_string(), source);
+                                }
                             }
                         }
                     } else if let (Some(step), Some(Value::String(v))) = (calls.get(id), result) {
@@ -784,6 +835,35 @@ mod tests {
             ),
             at(true, 30.9, json!({"msg":"unsub","id":"s1"})),
         ]
+    }
+
+    #[test]
+    fn secret_names_are_read_as_words() {
+        for yes in [
+            "password",
+            "newPassword",
+            "reset_token",
+            "X-Api-Key",
+            "apiKey",
+            "api_key",
+            "apikey",
+            "accessKey",
+            "otp",
+            "emailDigest",
+            "authorization",
+            "cookie",
+            "session",
+            "userSession",
+            "resume",
+            "clientSecret",
+        ] {
+            assert!(secret_name(yes), "{yes}");
+        }
+        for no in ["sessionId", "taskKey", "sortKey", "key", "author", "description", "monkey", "keyboard"] {
+            assert!(!secret_name(no), "{no}");
+        }
+        // A key naming a token is one, whatever follows (tokenExpires's value is a date: no harm).
+        assert!(secret_name("tokenExpires"));
     }
 
     #[test]

@@ -359,7 +359,9 @@ fn serve(client: TcpStream, upstream: &Upstream, log: &Mutex<Log>) {
                 break;
             }
         }
-        if !kept.is_empty() {
+        // A body cut at the limit cannot be read for its secrets (its JSON or form is not whole):
+        // its text is left out of the HAR, its size kept.
+        if !kept.is_empty() && kept.len() >= entry.body_size && kept.len() < MAX_KEPT_BODY {
             let mime = header(&entry.request_headers, "content-type").unwrap_or("").to_string();
             entry.body = Some((mime, String::from_utf8_lossy(&kept).into_owned()));
         }
@@ -550,21 +552,19 @@ fn mask(v: Value) -> Value {
 /// (`resetPassword`'s token); DDP's own session id (`connect`, `connected`) is no credential and
 /// stays, as bolide record reads it.
 fn mask_message(v: Value) -> Value {
-    fn all(v: Value) -> Value {
-        match v {
-            Value::Object(o) => Value::Object(o.into_iter().map(|(k, x)| (k, all(x))).collect()),
-            Value::Array(a) => Value::Array(a.into_iter().map(all).collect()),
-            Value::String(_) | Value::Number(_) => Value::String(MASK.into()),
-            other => other,
-        }
-    }
     let Value::Object(mut o) = v else { return mask(v) };
     let kind = o.get("msg").and_then(Value::as_str).unwrap_or_default().to_string();
     let method = o.get("method").and_then(Value::as_str).unwrap_or_default().to_string();
     let kept_session = matches!(kind.as_str(), "connect" | "connected").then(|| o.remove("session")).flatten();
+    // Secret by position: a method's parameters that are values; an object among them has its
+    // secret keys masked (a digest's `algorithm` stays, as bolide record keeps it).
     if kind == "method" && super::flow::SECRET_METHODS.contains(&method.as_str()) {
-        if let Some(p) = o.get_mut("params") {
-            *p = all(p.take());
+        if let Some(Value::Array(params)) = o.get_mut("params") {
+            for p in params.iter_mut() {
+                if matches!(p, Value::String(_) | Value::Number(_)) {
+                    *p = Value::String(MASK.into());
+                }
+            }
         }
     }
     let mut masked = mask(Value::Object(o));
@@ -652,7 +652,8 @@ fn har(entries: &[Entry], upstream: &Upstream) -> Value {
                 "headersSize": -1, "bodySize": e.body_size,
             });
             if let Some((mime, text)) = &e.body {
-                request["postData"] = json!({"mimeType": mime, "text": masked_json(text)});
+                // SockJS's xhr_send bodies are arrays of DDP texts: masked as its frames are.
+                request["postData"] = json!({"mimeType": mime, "text": masked_frame(text)});
             }
             let mut entry = json!({
                 "startedDateTime": started,
@@ -721,6 +722,12 @@ mod tests {
         let reset = r#"{"msg":"method","method":"resetPassword","params":["r3set-tok",{"digest":"d1g","algorithm":"sha-256"}],"id":"3"}"#;
         let kept = masked_frame(reset);
         assert!(!kept.contains("r3set-tok") && !kept.contains("d1g") && kept.contains("resetPassword"), "{kept}");
+        assert!(kept.contains("sha-256"), "a digest's algorithm stays: {kept}");
+        // SockJS's xhr_send body: an array of DDP texts, masked as frames are.
+        let xhr =
+            serde_json::to_string(&vec![r#"{"msg":"method","method":"login","params":[{"resume":"T0K"}],"id":"2"}"#])
+                .unwrap();
+        assert!(!masked_frame(&xhr).contains("T0K"), "{}", masked_frame(&xhr));
         let keyed =
             r#"{"msg":"method","method":"report","params":[{"apiKey":"k3y","otp":123456,"sessionId":"s1"}],"id":"4"}"#;
         let kept = masked_frame(keyed);

@@ -259,7 +259,7 @@ fn summary_section(series: &[Series], report: Option<&compare::Report>, requests
 fn overview(docs: &[(&str, &crate::stats::doc::Doc)]) -> crate::report::table::Table {
     use crate::report::table::{meteor_bytes, meteor_cpu, meteor_time, ms, Table, Tone};
     let mut t = Table::new(&["Run", "Workload", "Time", "Throughput", "p99", "Errors", "CPU", "RAM", "Trust"])
-        .right(&[3, 4, 5, 6, 7]);
+        .right(&[2, 3, 4, 5, 6, 7]);
     let na = || "n/a".to_string();
     for (i, (name, d)) in docs.iter().enumerate() {
         let m = d.measures();

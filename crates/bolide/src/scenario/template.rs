@@ -98,6 +98,10 @@ fn lookup(name: &str, vars: &Vars) -> Value {
     if name == "$randomId" {
         return Value::String(ddp::id::random_id());
     }
+    // A variable whose own name holds a dot (a payload column `user.email`) is itself first.
+    if let Some(v) = vars.get(name) {
+        return v.clone();
+    }
     let Some(value) = vars.get(variable(name)) else { return Value::Null };
     let mut at = value;
     for step in path(name).unwrap_or_default() {

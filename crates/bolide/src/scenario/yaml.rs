@@ -555,6 +555,10 @@ pub fn load_str(text: &str, file: &str, base: &Path) -> Result<Scenario, LoadErr
     // Templates may only use variables that exist.
     let known = r.known_vars.clone();
     for (line, col, name) in std::mem::take(&mut r.used_vars) {
+        // A variable whose own name holds a dot or brackets is itself, not a path into another.
+        if known.contains(&name) {
+            continue;
+        }
         if super::template::literal(&name).is_none() && super::template::path(&name).is_none() {
             r.problems.push(Problem {
                 line,
