@@ -66,18 +66,7 @@ pub fn run_facts(doc: &Doc) -> Vec<Fact> {
                     Fact::new("Latency p99", lat(s.latency.p99_us)).detail(format!("max {}", lat(s.latency.max_us))),
                 );
             }
-            let errors = Fact::new(
-                "Errors",
-                if s.errors == 0 {
-                    "none".to_string()
-                } else {
-                    format!("{} ({:.2}%)", count(s.errors), m.error_rate_pct)
-                },
-            );
-            out.push(match s.errors {
-                0 => errors.tone(Tone::Good),
-                _ => errors.detail(error_detail(doc)).tone(Tone::Bad),
-            });
+            out.push(errors_fact("Errors", s.errors, doc, &m));
         }
         Doc::Ddp(d) => {
             let u = &d.summary.users;
@@ -92,19 +81,7 @@ pub fn run_facts(doc: &Doc) -> Vec<Fact> {
             if let Some(r) = &d.summary.reactive {
                 out.push(Fact::new("Reactive p99", lat(r.p99_us)).detail(format!("p50 {}", lat(r.p50_us))));
             }
-            let s = &d.summary;
-            let errors = Fact::new(
-                "Step errors",
-                if s.step_errors == 0 {
-                    "none".to_string()
-                } else {
-                    format!("{} ({:.2}%)", count(s.step_errors), m.error_rate_pct)
-                },
-            );
-            out.push(match s.step_errors {
-                0 => errors.tone(Tone::Good),
-                _ => errors.detail(error_detail(doc)).tone(Tone::Bad),
-            });
+            out.push(errors_fact("Step errors", d.summary.step_errors, doc, &m));
         }
     }
     out.extend(server_facts(doc));
@@ -159,6 +136,17 @@ pub fn live_facts(doc: &Doc) -> Vec<Fact> {
         }
     }
     out
+}
+
+/// The failures' fact, one for every kind of run: none (good), or how many with the one error
+/// rate and what they were (bad).
+fn errors_fact(label: &str, failed: u64, doc: &Doc, m: &crate::stats::doc::Measures) -> Fact {
+    match failed {
+        0 => Fact::new(label, "none").tone(Tone::Good),
+        n => Fact::new(label, format!("{} ({:.2}%)", count(n), m.error_rate_pct))
+            .detail(error_detail(doc))
+            .tone(Tone::Bad),
+    }
 }
 
 /// What failed, most telling first, at most three: "status 500: 200, timeout: 3".

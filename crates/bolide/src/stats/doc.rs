@@ -300,12 +300,7 @@ impl Doc {
     pub fn failures(&self) -> Vec<(String, u64)> {
         match self {
             Doc::Http(d) => d.failures(),
-            Doc::Ddp(d) => {
-                let mut out: Vec<(String, u64)> =
-                    d.summary.errors_by_class.iter().filter(|(_, n)| **n > 0).map(|(c, n)| (c.clone(), *n)).collect();
-                out.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
-                out
-            }
+            Doc::Ddp(d) => super::result::classes_by_count(&d.summary.errors_by_class, &[]),
         }
     }
 

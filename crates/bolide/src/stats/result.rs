@@ -312,14 +312,7 @@ impl ResultDoc {
                 }
             }
         }
-        let mut classes: Vec<(String, u64)> = s
-            .errors_by_class
-            .iter()
-            .filter(|(c, n)| **n > 0 && c.as_str() != "status")
-            .map(|(c, n)| (c.clone(), *n))
-            .collect();
-        classes.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
-        out.extend(classes);
+        out.extend(classes_by_count(&s.errors_by_class, &["status"]));
         out
     }
 
@@ -333,6 +326,14 @@ impl ResultDoc {
         check_version(head.version)?;
         serde_json::from_str(text).map(ResultDoc::counted_as_now).map_err(|e| format!("malformed result: {e}"))
     }
+}
+
+/// Failure classes that counted any, the most frequent first (`skip`: classes told otherwise).
+pub fn classes_by_count(by_class: &BTreeMap<String, u64>, skip: &[&str]) -> Vec<(String, u64)> {
+    let mut out: Vec<(String, u64)> =
+        by_class.iter().filter(|(c, n)| **n > 0 && !skip.contains(&c.as_str())).map(|(c, n)| (c.clone(), *n)).collect();
+    out.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    out
 }
 
 /// A document's format, kind and version, read without building the rest: the whole text is
