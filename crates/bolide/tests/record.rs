@@ -551,3 +551,120 @@ fn two_tabs_become_two_flows_with_connection_all() {
     assert_eq!(o.code, 2);
     assert!(o.err.contains("(1 to 2, or all)"), "{}", o.err);
 }
+
+/// Meteor's client inserting through a collection (`/taskCollection/insertAsync`) picks the new
+/// document's `_id` itself, then updates and removes it by that id. Replayed against Meteor
+/// 3.0.4's own server (../shared/meteor-server) by several users: each user's inserts get new ids
+/// of its own and its update and remove follow them, so the server counts no error; kept as
+/// recorded (--no-correlate), every user after the first inserts an id that is already there.
+#[test]
+fn ids_a_page_gave_its_inserts_are_new_per_user_against_meteor() {
+    let meteor = common::meteor::Meteor::start_with(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let har = dir.path().join("inserts.har");
+    let (x, y, session) = ("Xq3TnWpbYkR7aZc2d", "Yb8KmNpQr5StAvWx9", "HRSDMy25RLcwGu9p6");
+    let frame = |t: &str, time: f64, msg: serde_json::Value| serde_json::json!({ "type": t, "time": time, "opcode": 1, "data": msg.to_string() });
+    let method = |time: f64, id: &str, name: &str, params: serde_json::Value| {
+        frame(
+            "send",
+            time,
+            serde_json::json!({"msg":"method","method":name,"params":params,"id":id,"randomSeed":"s33d"}),
+        )
+    };
+    let answer = |time: f64, id: &str, result: serde_json::Value| {
+        frame("receive", time, serde_json::json!({"msg":"result","id":id,"result":result}))
+    };
+    let added = |time: f64, id: &str, text: &str| {
+        frame(
+            "receive",
+            time,
+            serde_json::json!({"msg":"added","collection":"taskCollection","id":id,"fields":{"description":text,"sessionId":session}}),
+        )
+    };
+    let t0 = 1_795_477_935.0;
+    let messages = vec![
+        frame("send", t0, serde_json::json!({"msg":"connect","version":"1","support":["1","pre2","pre1"]})),
+        frame("receive", t0 + 0.01, serde_json::json!({"msg":"connected","session":"s"})),
+        frame("send", t0 + 0.02, serde_json::json!({"msg":"sub","id":"a","name":"fetchTasks","params":[]})),
+        frame("receive", t0 + 0.03, serde_json::json!({"msg":"ready","subs":["a"]})),
+        method(
+            t0 + 0.1,
+            "1",
+            "/taskCollection/insertAsync",
+            serde_json::json!([{"_id":x,"description":"one","sessionId":session}]),
+        ),
+        added(t0 + 0.11, x, "one"),
+        answer(t0 + 0.12, "1", serde_json::json!(x)),
+        method(
+            t0 + 0.2,
+            "2",
+            "/taskCollection/insertAsync",
+            serde_json::json!([{"_id":y,"description":"two","sessionId":session}]),
+        ),
+        added(t0 + 0.21, y, "two"),
+        answer(t0 + 0.22, "2", serde_json::json!(y)),
+        method(
+            t0 + 0.3,
+            "3",
+            "/taskCollection/updateAsync",
+            serde_json::json!([{"_id":x},{"$set":{"description":"done"}},{}]),
+        ),
+        answer(t0 + 0.31, "3", serde_json::json!(1)),
+        method(t0 + 0.4, "4", "/taskCollection/removeAsync", serde_json::json!([{"_id":x}])),
+        answer(t0 + 0.41, "4", serde_json::json!(1)),
+    ];
+    let url = format!("ws://127.0.0.1:{}/websocket", meteor.port);
+    let doc = serde_json::json!({"log":{"entries":[
+        {"request":{"url":url},"response":{"status":101,"headers":[]},"_webSocketMessages":messages}
+    ]}});
+    std::fs::write(&har, doc.to_string()).unwrap();
+
+    let replay = |extra: &[&str], name: &str| {
+        let yml = dir.path().join(format!("{name}.yml"));
+        let json = dir.path().join(format!("{name}.json"));
+        let mut args = vec!["record", har.to_str().unwrap(), "--think-scale", "0.2", "-o", yml.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let o = bolide(&args);
+        assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+        let text = std::fs::read_to_string(&yml).unwrap();
+        let before = meteor.stats();
+        let o = bolide(&[
+            "run",
+            yml.to_str().unwrap(),
+            "--arrival-rate",
+            "100",
+            "-d",
+            "40ms",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        let doc = DdpDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let after = meteor.stats();
+        let diff = |group: &str, name: &str| {
+            after[group][name].as_u64().unwrap_or(0) - before[group][name].as_u64().unwrap_or(0)
+        };
+        let errors = ["insertAsync", "updateAsync", "removeAsync"]
+            .map(|m| diff("methodErrors", &format!("/taskCollection/{m}")));
+        (o, text, doc, errors, diff("methods", "/taskCollection/insertAsync"))
+    };
+
+    let (o, text, doc, errors, inserts) = replay(&[], "followed");
+    assert_eq!(o.code, 0, "{}\n{}\n{text}", o.out, o.err);
+    assert!(!text.contains(x) && !text.contains(y) && !text.contains(session), "no recorded id is left: {text}");
+    assert!(text.contains("- set: { taskCollection_id_1: \"{{ $randomId }}\" }"), "{text}");
+    assert!(
+        text.contains("params: [{\"_id\":\"{{ taskCollection_id_1 }}\"}]") && text.contains("taskCollection_id_2"),
+        "the update and the remove follow the insert's id: {text}"
+    );
+    let users = doc.summary.users.completed;
+    assert!(users >= 2, "{}", o.out);
+    assert_eq!((doc.summary.users.failed, doc.summary.step_errors), (0, 0), "{}", o.out);
+    assert_eq!(errors, [0, 0, 0], "Meteor's server saw no failed insert, update or remove");
+    assert_eq!(inserts, 2 * users, "two inserts a user reached the server");
+
+    // As recorded, the second insert's id is already taken for every user after the first.
+    let (o, _, doc, errors, _) = replay(&["--no-correlate"], "as-recorded");
+    let users = doc.summary.users.completed + doc.summary.users.failed;
+    assert!(users >= 2, "{}", o.out);
+    assert!(errors[0] >= users - 1, "duplicate ids refused by Meteor: {errors:?}\n{}", o.out);
+}

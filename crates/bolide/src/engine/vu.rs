@@ -90,7 +90,7 @@ fn each_step<'s>(s: &'s Scenario, f: &mut dyn FnMut(&'s Step)) {
 pub fn step_names(s: &Scenario) -> Vec<(String, bool)> {
     let mut out: Vec<(String, bool)> = Vec::new();
     each_step(s, &mut |step| {
-        if !matches!(step.kind, StepKind::Think(_)) && !out.iter().any(|(n, _)| n == &step.name) {
+        if !matches!(step.kind, StepKind::Think(_) | StepKind::Set(_)) && !out.iter().any(|(n, _)| n == &step.name) {
             out.push((step.name.clone(), matches!(step.kind, StepKind::Call(_) | StepKind::Login(_))));
         }
     });
@@ -592,8 +592,10 @@ impl Vu<'_> {
 
     /// Whether a step that failed on a closed connection is retried after reconnecting.
     fn may_reconnect(&self, step: &Step) -> bool {
-        let uses_connection =
-            !matches!(step.kind, StepKind::Connect | StepKind::Disconnect | StepKind::Http(_) | StepKind::Loop(_));
+        let uses_connection = !matches!(
+            step.kind,
+            StepKind::Connect | StepKind::Disconnect | StepKind::Http(_) | StepKind::Loop(_) | StepKind::Set(_)
+        );
         self.w.plan.scenario.config.ddp.reconnect && uses_connection && self.reconnects < MAX_RECONNECTS
     }
 
@@ -699,6 +701,12 @@ impl Vu<'_> {
                     }
                 };
                 tokio::time::sleep(d).await;
+            }
+            StepKind::Set(values) => {
+                for (name, v) in values {
+                    let v = template::render(v, &self.vars);
+                    self.vars.insert(name.clone(), v);
+                }
             }
             StepKind::Loop(l) => {
                 let items: Vec<Value> = match &l.over {

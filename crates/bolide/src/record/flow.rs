@@ -42,6 +42,12 @@ pub enum Step {
     /// A resume login (the token becomes a payload column).
     LoginResume,
     Think(Duration),
+    /// A variable made for the user before its first use (`{{ $randomId }}`): an id the browser
+    /// made, kept by every later step that sent it again.
+    Set {
+        var: String,
+        value: String,
+    },
     /// Wait for the document `id` of `collection` to be there (or, `gone`, to be removed).
     WaitFor {
         collection: String,
@@ -320,6 +326,8 @@ pub struct Recorded {
     /// Each secret's column and the recorded value it stands for (never written): one value,
     /// one column; a second value under the same name gets a column of its own (`apiKey_2`).
     secrets: Vec<(String, Value)>,
+    /// Ids the browser made and the variables that stand for them (a `set` step at first use).
+    client_ids: Vec<(String, String)>,
 }
 
 impl Recorded {
@@ -352,6 +360,17 @@ enum Source {
     Added(String),
 }
 
+/// The ids the browser made (sent before the server ever sent them), and how they were used.
+#[derive(Debug, Default)]
+struct Made {
+    /// How often each was sent.
+    count: BTreeMap<String, usize>,
+    /// The one that recurs most, never a document's `_id`: the page's own (`$vuId`).
+    own: Option<String>,
+    /// Those the server sent back at some point (in a result, a document, anything).
+    returned: std::collections::HashSet<String>,
+}
+
 /// A Meteor id as `Random.id()` makes them: 17 of its 55 characters.
 pub fn is_meteor_id(s: &str) -> bool {
     const ALPHABET: &str = "23456789ABCDEFGHJKLMNPQRSTWXYZabcdefghijkmnopqrstuvwxyz";
@@ -380,10 +399,13 @@ pub fn build(messages: &[Message], http: &[HttpAction], opts: &Options) -> Recor
     // the user's own, `$vuId`; one that appears once is new each time, `$randomId`).
     let mut returned: Vec<String> = Vec::new();
     let mut made: BTreeMap<String, usize> = BTreeMap::new();
+    // Made ids a document was given (its `_id`): new each time, never the page's own.
+    let mut doc_ids: Vec<String> = Vec::new();
     for m in messages {
         let mut s = Vec::new();
         if m.sent && matches!(kind(m), "method" | "sub") {
-            strings(m.msg.get("params").unwrap_or(&Value::Null), &mut s);
+            let params = m.msg.get("params").unwrap_or(&Value::Null);
+            strings(params, &mut s);
             // Made by the browser: sent before the server ever sent it (the server may echo it
             // back later, in a document's fields).
             for x in s.into_iter().filter(|x| is_meteor_id(x)) {
@@ -391,6 +413,7 @@ pub fn build(messages: &[Message], http: &[HttpAction], opts: &Options) -> Recor
                     *made.entry(x.to_string()).or_default() += 1;
                 }
             }
+            document_ids(params, &mut doc_ids);
         } else if !m.sent {
             for v in m.msg.values() {
                 strings(v, &mut s);
@@ -398,7 +421,12 @@ pub fn build(messages: &[Message], http: &[HttpAction], opts: &Options) -> Recor
             returned.extend(s.into_iter().filter(|x| is_meteor_id(x)).map(str::to_string));
         }
     }
-    let own = made.iter().filter(|(_, n)| **n >= 2).max_by_key(|(_, n)| **n).map(|(id, _)| id.clone());
+    let own = made
+        .iter()
+        .filter(|(id, n)| **n >= 2 && !doc_ids.contains(id))
+        .max_by_key(|(_, n)| **n)
+        .map(|(id, _)| id.clone());
+    let made = Made { own, returned: returned.into_iter().filter(|r| made.contains_key(r)).collect(), count: made };
     let mut known: HashMap<String, Source> = HashMap::new();
     let mut calls: HashMap<String, usize> = HashMap::new();
     let mut login_call: Option<String> = None;
@@ -443,7 +471,6 @@ pub fn build(messages: &[Message], http: &[HttpAction], opts: &Options) -> Recor
                         &format!("waitFor after {label}"),
                         &mut rec,
                         &known,
-                        &own,
                         &made,
                         opts,
                         &mut said,
@@ -486,16 +513,8 @@ pub fn build(messages: &[Message], http: &[HttpAction], opts: &Options) -> Recor
                     if let std::collections::hash_map::Entry::Vacant(slot) = subs.entry(id) {
                         slot.insert(name.clone());
                         let params = m.msg.get("params").cloned().unwrap_or(Value::Array(vec![]));
-                        let params = substitute(
-                            params,
-                            &format!("subscribe {name}"),
-                            &mut rec,
-                            &known,
-                            &own,
-                            &made,
-                            opts,
-                            &mut said,
-                        );
+                        let params =
+                            substitute(params, &format!("subscribe {name}"), &mut rec, &known, &made, opts, &mut said);
                         let params = hide_secrets(params, &format!("subscribe {name}"), &mut rec);
                         rec.steps.push(Step::Subscribe { name, params });
                     } else {
@@ -540,7 +559,7 @@ pub fn build(messages: &[Message], http: &[HttpAction], opts: &Options) -> Recor
                         *n += 1;
                         let what = format!("call {method} #{n}");
                         let params_raw = params.clone();
-                        let params = substitute(params, &what, &mut rec, &known, &own, &made, opts, &mut said);
+                        let params = substitute(params, &what, &mut rec, &known, &made, opts, &mut said);
                         let params = hide_secrets(params, &method, &mut rec);
                         let mut sent = Vec::new();
                         strings(&params_raw, &mut sent);
@@ -649,20 +668,19 @@ fn substitute(
     step: &str,
     rec: &mut Recorded,
     known: &HashMap<String, Source>,
-    own: &Option<String>,
-    made: &BTreeMap<String, usize>,
+    made: &Made,
     opts: &Options,
     said: &mut Vec<String>,
 ) -> Value {
     match v {
         Value::Array(a) => {
-            Value::Array(a.into_iter().map(|x| substitute(x, step, rec, known, own, made, opts, said)).collect())
+            Value::Array(a.into_iter().map(|x| substitute(x, step, rec, known, made, opts, said)).collect())
         }
-        Value::Object(o) => Value::Object(
-            o.into_iter().map(|(k, x)| (k, substitute(x, step, rec, known, own, made, opts, said))).collect(),
-        ),
+        Value::Object(o) => {
+            Value::Object(o.into_iter().map(|(k, x)| (k, substitute(x, step, rec, known, made, opts, said))).collect())
+        }
         Value::String(s) if opts.correlate => {
-            let r = replace(&s, step, rec, known, own, made, said);
+            let r = replace(&s, step, rec, known, made, said);
             // A recorded value kept as it is renders back to itself, `{{` in it too.
             Value::String(if r == s { escape(&s) } else { r })
         }
@@ -678,8 +696,7 @@ fn replace(
     step: &str,
     rec: &mut Recorded,
     known: &HashMap<String, Source>,
-    own: &Option<String>,
-    made: &BTreeMap<String, usize>,
+    made: &Made,
     said: &mut Vec<String>,
 ) -> String {
     let short = |s: &str| {
@@ -699,21 +716,52 @@ fn replace(
         );
         return "{{ username }}".into();
     }
+    // An id the browser made comes first: the server returning it later (an insert's result, the
+    // document it added) does not make it the server's.
+    if let Some(&n) = made.count.get(s) {
+        if made.own.as_deref() == Some(s) {
+            let text =
+                format!("{step}: {s}, an id the browser made and sent {n} times -> {{{{ $vuId }}}} (one per user)");
+            note_once_sub(rec, said, s, text);
+            return "{{ $vuId }}".into();
+        }
+        if let Some((_, var)) = rec.client_ids.iter().find(|(id, _)| id == s) {
+            return format!("{{{{ {var} }}}}");
+        }
+        if n == 1 && !made.returned.contains(s) {
+            rec.substitutions
+                .push(format!("{step}: {s}, an id the browser made -> {{{{ $randomId }}}} (new each time)"));
+            return "{{ $randomId }}".into();
+        }
+        // Used again (sent again, or a document the server added under it): one new id per
+        // user, made before its first use, kept by every later use.
+        let base = var_base(step);
+        let var = (1..)
+            .map(|i| format!("{base}_{i}"))
+            .find(|v| !rec.client_ids.iter().any(|(_, t)| t == v))
+            .unwrap_or_default();
+        rec.client_ids.push((s.to_string(), var.clone()));
+        rec.steps.push(Step::Set { var: var.clone(), value: "{{ $randomId }}".into() });
+        rec.substitutions.push(format!(
+            "{step}: {s}, an id the browser made -> {{{{ {var} }}}}, a new {{{{ $randomId }}}} for each user set before it (every later use follows)"
+        ));
+        return format!("{{{{ {var} }}}}");
+    }
     match known.get(s) {
         Some(Source::Result(at)) => {
             let name = capture_name(rec, *at);
             let text =
                 format!("{step}: {}, the result of step {}, -> {{{{ {name} }}}} (captured there)", short(s), at + 1);
             note_once_sub(rec, said, &format!("{step}/{s}"), text);
-            return format!("{{{{ {name} }}}}");
+            format!("{{{{ {name} }}}}")
         }
         Some(Source::LoginToken) => {
             note_once_sub(rec, said, s, format!("{step}: the login's token -> {{{{ loginToken }}}}"));
-            return "{{ loginToken }}".into();
+            "{{ loginToken }}".into()
         }
         Some(Source::UserId) => {
             note_once_sub(rec, said, s, format!("{step}: the logged-in user's id -> {{{{ userId }}}}"));
-            return "{{ userId }}".into();
+            "{{ userId }}".into()
         }
         Some(Source::Added(c)) => {
             note_once(
@@ -724,29 +772,42 @@ fn replace(
                     short(s)
                 ),
             );
-            return s.to_string();
-        }
-        None => {}
-    }
-    if own.as_deref() == Some(s) {
-        let text = format!(
-            "{step}: {s}, an id the browser made and sent {} times -> {{{{ $vuId }}}} (one per user)",
-            made.get(s).copied().unwrap_or(0)
-        );
-        note_once_sub(rec, said, s, text);
-        return "{{ $vuId }}".into();
-    }
-    match made.get(s) {
-        Some(1) => {
-            rec.substitutions
-                .push(format!("{step}: {s}, an id the browser made -> {{{{ $randomId }}}} (new each time)"));
-            "{{ $randomId }}".into()
-        }
-        Some(n) => {
-            note_once(rec, said, &format!("{step}: {s}, an id the browser made and sent {n} times, kept as recorded (give it a variable by hand)"));
             s.to_string()
         }
         None => s.to_string(),
+    }
+}
+
+/// The name of a variable for an id the browser made at `step` (`call /taskCollection/insertAsync
+/// #1`): the collection a Meteor collection method names (`taskCollection_id`), or `clientId`.
+fn var_base(step: &str) -> String {
+    let method = step.strip_prefix("call ").map(|m| m.split(" #").next().unwrap_or(m)).unwrap_or("");
+    match method.strip_prefix('/').and_then(|m| m.split_once('/')) {
+        Some((collection, _)) if !collection.is_empty() => {
+            let c: String = collection.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+            format!("{c}_id")
+        }
+        _ => "clientId".into(),
+    }
+}
+
+/// The made ids a sent value gives documents: a string under `_id`, anywhere in it.
+fn document_ids(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                match x {
+                    Value::String(id) if k == "_id" && is_meteor_id(id) => {
+                        if !out.contains(id) {
+                            out.push(id.clone());
+                        }
+                    }
+                    other => document_ids(other, out),
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| document_ids(x, out)),
+        _ => {}
     }
 }
 
@@ -996,6 +1057,57 @@ mod tests {
         assert!(plain.substitutions.iter().all(|s| s.starts_with("login")), "{:?}", plain.substitutions);
         let Step::Call { params, .. } = &plain.steps[plain.steps.len() - 3] else { panic!("{:?}", plain.steps) };
         assert_eq!(params[0], "JzCEya3bA7yugdpTS", "--no-correlate keeps values");
+    }
+
+    #[test]
+    fn ids_the_page_gave_new_documents_are_made_per_user_and_followed() {
+        // Meteor's client inserting through a collection: the page picks the _id, the server
+        // adds the document under it and returns it; the page then updates and removes it.
+        let (x, y, session) = ("Xq3TnWpbYkR7aZc2d", "Yb8KmNpQr5StAvWx9", "HRSDMy25RLcwGu9p6");
+        let call = |t: f64, id: &str, method: &str, params: Value| {
+            at(true, t, json!({"msg":"method","method":method,"params":params,"id":id,"randomSeed":"r"}))
+        };
+        let messages = vec![
+            at(true, 0.0, json!({"msg":"connect","version":"1","support":["1"]})),
+            at(false, 0.01, json!({"msg":"connected","session":"S"})),
+            call(0.1, "1", "/taskCollection/insertAsync", json!([{"_id":x,"description":"a","sessionId":session}])),
+            at(false, 0.11, json!({"msg":"added","collection":"taskCollection","id":x,"fields":{"description":"a"}})),
+            at(false, 0.12, json!({"msg":"result","id":"1","result":x})),
+            call(0.2, "2", "/taskCollection/insertAsync", json!([{"_id":y,"description":"b","sessionId":session}])),
+            at(false, 0.21, json!({"msg":"result","id":"2","result":y})),
+            call(0.3, "3", "/taskCollection/updateAsync", json!([{"_id":x},{"$set":{"description":"c"}},{}])),
+            at(false, 0.31, json!({"msg":"result","id":"3","result":1})),
+            call(0.4, "4", "/taskCollection/removeAsync", json!([{"_id":x}])),
+        ];
+        let rec = build(&messages, &[], &Options { think_scale: 0.0, ..opts() });
+        let steps: Vec<String> = rec
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::Call { method, params, .. } => format!("call {method} {params}"),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        let set = |v: &str| format!("Set {{ var: \"{v}\", value: \"{{{{ $randomId }}}}\" }}");
+        assert_eq!(
+            steps,
+            [
+                "Connect".to_string(),
+                set("taskCollection_id_1"),
+                "call /taskCollection/insertAsync [{\"_id\":\"{{ taskCollection_id_1 }}\",\"description\":\"a\",\"sessionId\":\"{{ $vuId }}\"}]".into(),
+                // The document it added arrived before the page acted again: waited for.
+                "WaitFor { collection: \"taskCollection\", id: String(\"{{ taskCollection_id_1 }}\"), gone: false }".into(),
+                set("taskCollection_id_2"),
+                "call /taskCollection/insertAsync [{\"_id\":\"{{ taskCollection_id_2 }}\",\"description\":\"b\",\"sessionId\":\"{{ $vuId }}\"}]".into(),
+                "call /taskCollection/updateAsync [{\"_id\":\"{{ taskCollection_id_1 }}\"},{\"$set\":{\"description\":\"c\"}},{}]".into(),
+                "call /taskCollection/removeAsync [{\"_id\":\"{{ taskCollection_id_1 }}\"}]".into(),
+                "Disconnect".into(),
+            ]
+        );
+        let all = format!("{:?}", rec.substitutions);
+        assert!(!all.contains("kept as recorded"), "{all}");
+        assert!(all.contains(&format!("{x}, an id the browser made -> {{{{ taskCollection_id_1 }}}}")), "{all}");
+        assert_eq!(var_base("call insertTask #2"), "clientId");
     }
 
     #[test]

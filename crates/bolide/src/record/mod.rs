@@ -341,6 +341,7 @@ fn steps(rec: &Recorded, out: &mut String) {
             Step::Connect => "connect".to_string(),
             Step::Disconnect => "disconnect".to_string(),
             Step::Think(d) => format!("think: {}ms", d.as_millis()),
+            Step::Set { var, value } => format!("set: {{ {var}: {} }}", quoted(value)),
             Step::Subscribe { name, params } => {
                 format!("subscribe: {{ name: {}, params: {} }}", quoted(name), flow_value(params))
             }

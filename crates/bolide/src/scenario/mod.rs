@@ -298,6 +298,9 @@ pub enum StepKind {
     },
     WaitFor(WaitFor),
     Think(Think),
+    /// Gives the user's variables values, in order (`set: { task: "{{ $randomId }}" }`): an id
+    /// made once and used by every later step, as a page keeps the id it gave a new document.
+    Set(Vec<(String, Value)>),
     Loop(Loop),
     Disconnect,
     Http(HttpStep),
@@ -399,7 +402,7 @@ impl Scenario {
             for s in steps {
                 if let StepKind::Loop(l) = &s.kind {
                     walk(&l.steps, out);
-                } else if !matches!(s.kind, StepKind::Think(_)) && !out.contains(&s.name) {
+                } else if !matches!(s.kind, StepKind::Think(_) | StepKind::Set(_)) && !out.contains(&s.name) {
                     out.push(s.name.clone());
                 }
             }
@@ -422,6 +425,7 @@ pub fn default_step_name(kind: &StepKind) -> String {
         StepKind::Unsubscribe { name } => format!("unsubscribe {name}"),
         StepKind::WaitFor(w) => format!("waitFor {}", w.collection),
         StepKind::Think(_) => "think".into(),
+        StepKind::Set(_) => "set".into(),
         StepKind::Loop(_) => "loop".into(),
         StepKind::Disconnect => "disconnect".into(),
         StepKind::Http(h) => format!("{} {}", h.method, h.url),

@@ -502,8 +502,20 @@ const PHASE_KEYS: &[&str] = &["duration", "arrivalRate", "rampTo", "arrivalCount
 const DDP_KEYS: &[&str] =
     &["transport", "compression", "cache", "fanoutField", "stepTimeout", "userTimeout", "reconnect"];
 const ENSURE_KEYS: &[&str] = &["maxErrorRate", "max", "p95", "p99", "steps", "thresholds"];
-const STEP_TYPES: &[&str] =
-    &["connect", "login", "call", "subscribe", "unsubscribe", "waitFor", "think", "loop", "disconnect", "get", "post"];
+const STEP_TYPES: &[&str] = &[
+    "connect",
+    "login",
+    "call",
+    "subscribe",
+    "unsubscribe",
+    "waitFor",
+    "think",
+    "set",
+    "loop",
+    "disconnect",
+    "get",
+    "post",
+];
 /// Variables every user has.
 const BUILTIN_VARS: &[&str] =
     &["$vuId", "$randomId", "$arrival", "$loopCount", "$loopIndex", "$loopElement", "loginToken", "userId"];
@@ -1011,6 +1023,7 @@ fn read_step(r: &mut Reader, node: &Node) -> Option<Step> {
         "connect" => Some(StepKind::Connect),
         "disconnect" => Some(StepKind::Disconnect),
         "think" => read_think(r, body).map(StepKind::Think),
+        "set" => read_set(r, body).map(StepKind::Set),
         "loop" => {
             let steps = read_steps(r, body);
             let over = match (m.get("count"), m.get("over")) {
@@ -1054,6 +1067,44 @@ fn ty_static(ty: &str) -> &'static str {
 
 fn named(kind: StepKind, label: Option<String>) -> Step {
     Step { name: label.unwrap_or_else(|| default_step_name(&kind)), kind }
+}
+
+/// `set: { name: value, ... }`: variables of the user from here on (a value may use the ones
+/// before it: `{{ $randomId }}` makes an id the later steps share).
+fn read_set(r: &mut Reader, node: &Node) -> Option<Vec<(String, Value)>> {
+    let Kind::Map(pairs) = &node.kind else {
+        r.problem(
+            node,
+            format!("set must be a mapping of name: value, not {}", node.type_name()),
+            Some("e.g. - set: { taskId: \"{{ $randomId }}\" }".into()),
+        );
+        return None;
+    };
+    let (mut out, mut refused) = (Vec::new(), false);
+    for (k, v) in pairs {
+        let name = k.key_text();
+        let plain = !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_alphanumeric() || c == '_');
+        if BUILTIN_VARS.contains(&name.as_str()) {
+            r.problem(k, format!("set {name}: a variable bolide gives every user; pick another name"), None);
+            refused = true;
+            continue;
+        }
+        if !plain {
+            r.problem(k, format!("set {name:?}: a variable's name is letters, digits and _"), None);
+            refused = true;
+            continue;
+        }
+        r.templates(v);
+        r.known_vars.push(name.clone());
+        out.push((name, v.to_json()));
+    }
+    if out.is_empty() && !refused {
+        r.problem(node, "set names no variable", Some("e.g. - set: { taskId: \"{{ $randomId }}\" }".into()));
+        return None;
+    }
+    Some(out)
 }
 
 fn read_think(r: &mut Reader, node: &Node) -> Option<Think> {
@@ -1332,6 +1383,31 @@ mod tests {
         assert!(e.contains("is not a variable or a path into one"), "{e}");
         let e = load(&file("call: {method: removeTask, params: [\"{{ idz[0] }}\"]}")).unwrap_err().to_string();
         assert!(e.contains("\"{{ idz }}\" is not a variable") && e.contains("did you mean \"{{ ids }}\""), "{e}");
+    }
+
+    #[test]
+    fn set_gives_a_user_variables_for_later_steps() {
+        let file = |step: &str| {
+            format!("config:\n  target: http://127.0.0.1:3000\n  phases: [{{duration: 1, arrivalCount: 1}}]\nscenarios:\n  - flow:\n      - connect\n      - {step}\n      - call: {{method: removeTask, params: [\"{{{{ task }}}}\"]}}\n")
+        };
+        let s = load(&file("set: {task: \"{{ $randomId }}\", label: \"t-{{ task }}\"}")).unwrap();
+        let StepKind::Set(values) = &s.flows[0].steps[1].kind else { panic!("{:?}", s.flows[0].steps[1]) };
+        let names: Vec<&str> = values.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["task", "label"]);
+        // A set is no measured step.
+        assert_eq!(s.step_names(), ["connect", "call removeTask"]);
+        // Each row: the step, the error's position and words.
+        let rows = [
+            ("set: [task]", "test.yml:7:14", "set must be a mapping of name: value"),
+            ("set: {$vuId: x}", "test.yml:7:15", "a variable bolide gives every user"),
+            ("set: {\"a b\": x}", "test.yml:7:15", "letters, digits and _"),
+            ("set: {}", "test.yml:7:14", "set names no variable"),
+            ("set: {other: \"{{ nope }}\"}", "test.yml:7:", "\"{{ nope }}\" is not a variable"),
+        ];
+        for (step, at, words) in rows {
+            let e = load(&file(step)).unwrap_err().to_string();
+            assert!(e.contains(at) && e.contains(words), "{step}: {e}");
+        }
     }
 
     #[test]

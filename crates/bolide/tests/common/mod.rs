@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod meteor;
 pub mod prom;
 
 use std::io::{Read, Write};
