@@ -668,3 +668,250 @@ fn ids_a_page_gave_its_inserts_are_new_per_user_against_meteor() {
     assert!(users >= 2, "{}", o.out);
     assert!(errors[0] >= users - 1, "duplicate ids refused by Meteor: {errors:?}\n{}", o.out);
 }
+
+/// A WebSocket entry of a HAR with these messages (`(sent, seconds, DDP message)`).
+fn ws_entry(url: &str, messages: &[(bool, f64, serde_json::Value)]) -> serde_json::Value {
+    let frames: Vec<serde_json::Value> = messages
+        .iter()
+        .map(|(sent, t, m)| {
+            let data = if m.is_string() { m.as_str().unwrap().to_string() } else { m.to_string() };
+            serde_json::json!({"type": if *sent { "send" } else { "receive" }, "time": t, "opcode": 1, "data": data})
+        })
+        .collect();
+    serde_json::json!({"request": {"method": "GET", "url": url}, "response": {"status": 101, "headers": []}, "_webSocketMessages": frames})
+}
+
+/// A session of `calls` calls of `method`, a second apart, each with `params(i)`.
+fn polling_har(calls: usize, method: &str, params: &dyn Fn(usize) -> serde_json::Value) -> serde_json::Value {
+    let mut m = vec![
+        (true, 1000.0, serde_json::json!({"msg": "connect", "version": "1", "support": ["1"]})),
+        (false, 1000.01, serde_json::json!({"msg": "connected", "session": "s"})),
+    ];
+    for i in 0..calls {
+        let t = 1000.1 + i as f64 + (i % 5) as f64 * 0.01;
+        let id = (i + 1).to_string();
+        m.push((true, t, serde_json::json!({"msg": "method", "method": method, "params": params(i), "id": id})));
+        m.push((false, t + 0.004, serde_json::json!({"msg": "result", "id": id, "result": {"n": i}})));
+    }
+    serde_json::json!({"log": {"entries": [ws_entry("ws://127.0.0.1:3000/websocket", &m)]}})
+}
+
+/// Every HAR these tests know (the Chrome fixture, and HARs that hostile or odd pages make:
+/// control characters, `{{`, unicode and empty names, SockJS garbage, Playwright's milliseconds,
+/// days-long pauses, secrets, two tabs, a long polling session) is recorded into a scenario that
+/// `bolide run` accepts and runs against the reference server: users start, nothing is refused.
+#[test]
+fn every_har_records_a_scenario_that_runs() {
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let j = |v: serde_json::Value| v;
+    let connect = || (true, 1.0, j(serde_json::json!({"msg": "connect", "version": "1", "support": ["1"]})));
+    let connected = || (false, 1.01, j(serde_json::json!({"msg": "connected", "session": "s"})));
+    let method = |t: f64, id: &str, name: &str, params: serde_json::Value| {
+        (true, t, serde_json::json!({"msg": "method", "method": name, "params": params, "id": id}))
+    };
+    let mut hars: Vec<(String, serde_json::Value, Vec<&str>)> = Vec::new();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/chrome-devtools.har");
+    hars.push((
+        "chrome-devtools".into(),
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap(),
+        vec![],
+    ));
+    let odd = vec![
+        connect(),
+        connected(),
+        method(
+            1.1,
+            "1",
+            "fetchTasks\u{1b}[2J\r\nX-Evil: 1",
+            serde_json::json!([{"q": "{{ not a variable }}", "n": "line\nbreak\u{7}"}]),
+        ),
+        method(1.2, "2", "", serde_json::json!([])),
+        method(1.3, "3", "tâches/ajouter ✓", serde_json::json!(["{{", "}}", "{{ '{{' }}"])),
+        (true, 1.4, serde_json::json!({"msg": "sub", "id": "a", "name": "fetchTasks", "params": [{"$date": 1}]})),
+        (true, 1.5, serde_json::json!({"msg": "unsub", "id": "never-subscribed"})),
+        (false, 1.6, serde_json::json!({"msg": "result", "id": "99", "result": "ZZZZZZZZZZZZZZZZZ"})),
+        (true, 1.7, serde_json::json!({"msg": "connect", "version": "1"})),
+        (true, 1.8, serde_json::json!({"msg": "nosuchmessage"})),
+        (true, 1.9, serde_json::json!("not json at all {")),
+        (true, 400_000.0, serde_json::json!({"msg": "method", "method": "fetchTasks", "params": [], "id": "4"})),
+    ];
+    hars.push((
+        "odd".into(),
+        serde_json::json!({"log": {"entries": [ws_entry("ws://127.0.0.1:3000/websocket", &odd)]}}),
+        vec![],
+    ));
+    // SockJS with its framing and a garbage frame; times in milliseconds as Playwright writes them.
+    let sockjs_frames = serde_json::json!([
+        {"type": "receive", "time": 1_795_000_000_000.0_f64, "opcode": 1, "data": "o"},
+        {"type": "send", "time": 1_795_000_000_001.0_f64, "opcode": 1, "data": "[\"{\\\"msg\\\":\\\"connect\\\",\\\"version\\\":\\\"1\\\",\\\"support\\\":[\\\"1\\\"]}\"]"},
+        {"type": "receive", "time": 1_795_000_000_002.0_f64, "opcode": 1, "data": "a[\"{\\\"msg\\\":\\\"connected\\\",\\\"session\\\":\\\"s\\\"}\"]"},
+        {"type": "receive", "time": 1_795_000_000_003.0_f64, "opcode": 1, "data": "a[garbage"},
+        {"type": "send", "time": 1_795_000_000_300.0_f64, "opcode": 1, "data": "[\"{\\\"msg\\\":\\\"method\\\",\\\"method\\\":\\\"fetchTasks\\\",\\\"params\\\":[],\\\"id\\\":\\\"1\\\"}\"]"},
+        {"type": "receive", "time": 1_795_000_000_400.0_f64, "opcode": 2, "data": "AAEC"},
+        {"type": "receive", "time": 1_795_000_000_500.0_f64, "opcode": 1, "data": "c[3000,\"Go away!\"]"}
+    ]);
+    hars.push((
+        "sockjs-playwright".into(),
+        serde_json::json!({"log": {"entries": [{"request": {"url": "ws://127.0.0.1:3000/sockjs/1/x/websocket"}, "_webSocketMessages": sockjs_frames}]}}),
+        vec![],
+    ));
+    let secrets = vec![
+        connect(),
+        connected(),
+        method(
+            1.1,
+            "1",
+            "login",
+            serde_json::json!([{"user": {"username": "ada"}, "password": {"digest": "d", "algorithm": "sha-256"}}]),
+        ),
+        (
+            false,
+            1.2,
+            serde_json::json!({"msg": "result", "id": "1", "result": {"id": "u5erIdAAAAAAAAAAA", "token": "T0ken"}}),
+        ),
+        method(
+            1.3,
+            "2",
+            "changePassword",
+            serde_json::json!([{"digest": "a", "algorithm": "sha-256"}, {"digest": "b", "algorithm": "sha-256"}]),
+        ),
+        method(1.4, "3", "report", serde_json::json!([{"apiKey": "k", "sessionId": "x", "token": "T0ken"}])),
+        method(1.5, "4", "login", serde_json::json!([{"resume": "T0ken"}])),
+    ];
+    hars.push((
+        "secrets".into(),
+        serde_json::json!({"log": {"entries": [ws_entry("ws://127.0.0.1:3000/websocket", &secrets)]}}),
+        vec![],
+    ));
+    let tab = |t0: f64, name: &str| {
+        ws_entry(
+            "ws://127.0.0.1:3000/websocket",
+            &[
+                (true, t0, serde_json::json!({"msg": "connect", "version": "1", "support": ["1"]})),
+                (true, t0 + 0.5, serde_json::json!({"msg": "method", "method": name, "params": [], "id": "1"})),
+            ],
+        )
+    };
+    hars.push((
+        "tabs".into(),
+        serde_json::json!({"log": {"entries": [tab(1.0, "a"), tab(5.0, "b")]}}),
+        vec!["--connection", "all"],
+    ));
+    hars.push((
+        "polling".into(),
+        polling_har(40, "fetchTasks", &|_| serde_json::json!([])),
+        vec!["--think-scale", "0.01"],
+    ));
+
+    for (name, har, extra) in &hars {
+        let path = dir.path().join(format!("{name}.har"));
+        std::fs::write(&path, har.to_string()).unwrap();
+        let yml = dir.path().join(format!("{name}.yml"));
+        let mut args = vec!["record", path.to_str().unwrap(), "-o", yml.to_str().unwrap()];
+        args.extend(extra.iter().copied());
+        let o = bolide(&args);
+        assert_eq!(o.code, 0, "{name}: {}\n{}", o.out, o.err);
+        let text = std::fs::read_to_string(&yml).unwrap();
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{name}: control characters written:\n{text}");
+        assert!(!text.contains("T0ken") && !o.out.contains("T0ken"), "{name}: a token written");
+        // The payload file the scenario asks for, with a row.
+        if let Some(fields) = text.lines().find_map(|l| l.trim().strip_prefix("fields: [")) {
+            let header = fields.trim_end_matches(']').replace(", ", ",");
+            let row = vec!["x"; header.split(',').count()].join(",");
+            std::fs::write(dir.path().join("users.csv"), format!("{header}\n{row}\n")).unwrap();
+        }
+        let json = dir.path().join(format!("{name}.json"));
+        let o = bolide(&[
+            "run",
+            yml.to_str().unwrap(),
+            "--target",
+            &server.base_url(),
+            "--arrival-rate",
+            "20",
+            "-d",
+            "100ms",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert!(
+            o.code == 0 || o.code == 1,
+            "{name}: bolide run refused it ({}):\n{}\n{}\n{text}",
+            o.code,
+            o.out,
+            o.err
+        );
+        let doc = DdpDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let users = &doc.summary.users;
+        assert!(users.launched >= 1, "{name}: no user ran\n{}", o.out);
+    }
+}
+
+/// Peak memory of `bolide ARGS` as a process of its own (kB), and its exit code.
+// Reaped by wait4, which gives this child's own peak (RUSAGE_CHILDREN would give the largest of
+// every child of the test process: a browser of another test).
+#[allow(clippy::zombie_processes)]
+fn peak_kb(args: &[&str]) -> (u64, i32, String) {
+    let child = Command::new(env!("CARGO_BIN_EXE_bolide"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.unwrap(), &mut err).unwrap();
+    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    // SAFETY: waits for our own child; both pointers are to live locals.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid);
+    (usage.ru_maxrss as u64, libc::WEXITSTATUS(status), err)
+}
+
+/// A long session (hours of a page polling a method) is folded into a loop; one whose steps never
+/// repeat makes a scenario past the 4 MiB a scenario may hold, and is refused with the reason,
+/// nothing written. Either way the memory it takes stays within twice the HAR's size (over what
+/// recording a small HAR takes).
+#[test]
+fn long_sessions_fold_into_loops_or_are_refused_within_twice_their_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, v: serde_json::Value| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, v.to_string()).unwrap();
+        p
+    };
+    let calls = 30_000;
+    let same = write("same.har", polling_har(calls, "status", &|_| serde_json::json!([{"room": "lobby"}])));
+    let vary = write(
+        "vary.har",
+        polling_har(calls, "say", &|i| serde_json::json!([{"room": "lobby", "text": format!("message number {i}")}])),
+    );
+    let small = write("small.har", polling_har(3, "status", &|_| serde_json::json!([])));
+    let out = dir.path().join("s.yml");
+    let o = out.to_str().unwrap();
+    let (base, code, err) = peak_kb(&["record", small.to_str().unwrap(), "-o", o]);
+    assert_eq!(code, 0, "{err}");
+
+    let (peak, code, err) = peak_kb(&["record", same.to_str().unwrap(), "-o", o]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains(&format!("        count: {calls}")), "{text}");
+    assert!(text.lines().count() < 30, "{text}");
+    let size_kb = std::fs::metadata(&same).unwrap().len() / 1024;
+    assert!(
+        peak.saturating_sub(base) <= 2 * size_kb,
+        "{peak} kB at most (a small HAR: {base} kB) for a HAR of {size_kb} kB"
+    );
+    bolide::scenario::yaml::load_file(&out).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::remove_file(&out).unwrap();
+
+    let (peak, code, err) = peak_kb(&["record", vary.to_str().unwrap(), "-o", o]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("a scenario may hold; nothing written") && err.contains("60003 steps"), "{err}");
+    assert!(!out.exists(), "nothing written");
+    let size_kb = std::fs::metadata(&vary).unwrap().len() / 1024;
+    assert!(
+        peak.saturating_sub(base) <= 2 * size_kb,
+        "{peak} kB at most (a small HAR: {base} kB) for a HAR of {size_kb} kB"
+    );
+}

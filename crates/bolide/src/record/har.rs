@@ -36,6 +36,8 @@ pub struct Connection {
     pub frames: Vec<Frame>,
     /// Binary frames, left out.
     pub binary: usize,
+    /// The time of its last text frame (kept when the frames are turned into messages).
+    pub last_s: Option<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -121,84 +123,243 @@ pub struct Har {
 pub struct Message {
     pub sent: bool,
     pub time_s: f64,
-    pub msg: serde_json::Map<String, Value>,
+    /// The message's JSON text, read again where it is needed: a long session's messages cost
+    /// their text, not a tree of values each.
+    text: Box<str>,
+}
+
+impl Message {
+    pub fn new(sent: bool, time_s: f64, msg: &serde_json::Map<String, Value>) -> Message {
+        Message { sent, time_s, text: Value::Object(msg.clone()).to_string().into() }
+    }
+
+    /// The message (an empty one if its text is no JSON object, which [`messages`] never keeps).
+    pub fn msg(&self) -> serde_json::Map<String, Value> {
+        match serde_json::from_str(&self.text) {
+            Ok(Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        }
+    }
+
+    /// Its `msg` field: `connect`, `method`, `added`, ...
+    pub fn kind(&self) -> String {
+        #[derive(serde::Deserialize)]
+        struct Kind {
+            msg: Option<Value>,
+        }
+        serde_json::from_str::<Kind>(&self.text)
+            .ok()
+            .and_then(|k| k.msg)
+            .and_then(|m| m.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
 }
 
 /// Reads the HAR at `path`: every WebSocket connection with its frames, and the plain HTTP
 /// requests. The error says why the file is not a HAR (with the line and column of broken JSON).
+/// A file is read as a stream, twice (its JSON first, then what bolide keeps of it), so that what
+/// it holds besides the frames and requests (response bodies, headers, timings) costs no memory.
 pub fn read(path: &Path) -> Result<Har, String> {
-    let bytes = crate::files::read_limited(path, MAX_HAR_BYTES).map_err(|e| format!("{}: {e}", path.display()))?;
-    parse(&bytes).map_err(|e| format!("{}:{e}", path.display()))
+    let at = |e: std::io::Error| format!("{}: {e}", path.display());
+    let open = || std::fs::File::open(path).map(std::io::BufReader::new).map_err(at);
+    let meta = std::fs::metadata(path).map_err(at)?;
+    if !meta.is_file() {
+        // A pipe or a device: read once, within the limit.
+        let bytes = crate::files::read_limited(path, MAX_HAR_BYTES).map_err(at)?;
+        return parse(&bytes).map_err(|e| format!("{}:{e}", path.display()));
+    }
+    if meta.len() > MAX_HAR_BYTES {
+        return Err(format!("{}: larger than {} MiB, the most bolide reads", path.display(), MAX_HAR_BYTES >> 20));
+    }
+    let syntax = serde_json::from_reader::<_, serde::de::IgnoredAny>(open()?);
+    let kept = syntax
+        .map_err(json_error)
+        .and_then(|_| serde_json::from_reader::<_, HarFile>(open()?).map_err(json_error).and_then(HarFile::into_har));
+    kept.map_err(|e| format!("{}:{e}", path.display()))
 }
 
 /// [`read`] on the file's bytes; errors start with `LINE:COLUMN: ` where they have a place.
 pub fn parse(bytes: &[u8]) -> Result<Har, String> {
-    let v: Value = serde_json::from_slice(bytes).map_err(|e| {
-        let what = if e.is_eof() { "the file ends inside its JSON (truncated?)".to_string() } else { e.to_string() };
-        format!("{}:{}: not a HAR: {what}", e.line(), e.column())
-    })?;
-    let entries =
-        v.get("log").and_then(|l| l.get("entries")).and_then(Value::as_array).ok_or_else(|| {
+    serde_json::from_slice::<serde::de::IgnoredAny>(bytes).map_err(json_error)?;
+    serde_json::from_slice::<HarFile>(bytes).map_err(json_error)?.into_har()
+}
+
+fn json_error(e: serde_json::Error) -> String {
+    let what = if e.is_eof() { "the file ends inside its JSON (truncated?)".to_string() } else { e.to_string() };
+    // serde_json's own words end with " at line L column C": the place is said first.
+    let what = what.split(" at line ").next().unwrap_or(&what).to_string();
+    format!("{}:{}: not a HAR: {what}", e.line(), e.column())
+}
+
+/// What bolide reads of a HAR file; anything else in it is skipped as it is read.
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct HarFile {
+    log: Option<LogPart>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct LogPart {
+    entries: Option<Vec<Entry>>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct Entry {
+    request: Option<RequestPart>,
+    response: Option<ResponsePart>,
+    #[serde(rename = "startedDateTime")]
+    started: Option<Value>,
+    time: Option<Value>,
+    #[serde(rename = "_resourceType")]
+    resource_type: Option<Value>,
+    #[serde(rename = "_webSocketMessages")]
+    frames: Option<Frames>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct RequestPart {
+    url: Option<Value>,
+    method: Option<Value>,
+    #[serde(rename = "postData")]
+    post_data: Option<PostData>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct PostData {
+    #[serde(rename = "mimeType")]
+    mime: Option<Value>,
+    text: Option<Value>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct ResponsePart {
+    status: Option<Value>,
+    headers: Option<Vec<Header>>,
+    content: Option<Content>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct Header {
+    name: Option<Value>,
+    value: Option<Value>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct Content {
+    #[serde(rename = "mimeType")]
+    mime: Option<Value>,
+}
+
+/// One `_webSocketMessages` item; only these fields are kept.
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct WsMessage {
+    #[serde(rename = "type")]
+    kind: Option<Value>,
+    time: Option<Value>,
+    opcode: Option<Value>,
+    data: Option<Value>,
+}
+
+/// A connection's text frames, made as the list is read (no copy of the list is kept), and how
+/// many binary frames were left out.
+#[derive(Default)]
+struct Frames {
+    text: Vec<Frame>,
+    binary: usize,
+}
+
+impl<'de> serde::Deserialize<'de> for Frames {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Frames;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of WebSocket messages")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Frames, A::Error> {
+                let mut out = Frames::default();
+                while let Some(m) = seq.next_element::<WsMessage>()? {
+                    let sent = match m.kind.as_ref().and_then(Value::as_str) {
+                        Some("send") => true,
+                        Some("receive") => false,
+                        _ => continue,
+                    };
+                    if m.opcode.as_ref().and_then(Value::as_u64).unwrap_or(1) != 1 {
+                        out.binary += 1;
+                        continue;
+                    }
+                    let (Some(time), Some(Value::String(data))) = (m.time.as_ref().and_then(Value::as_f64), m.data)
+                    else {
+                        continue;
+                    };
+                    out.text.push(Frame { sent, time_s: time, data });
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_seq(Visit)
+    }
+}
+
+impl HarFile {
+    fn into_har(self) -> Result<Har, String> {
+        let entries = self.log.and_then(|l| l.entries).ok_or_else(|| {
             " not a HAR: no log.entries (a HAR is JSON with {\"log\": {\"entries\": [...]}})".to_string()
         })?;
-    let mut out = Vec::new();
-    let mut requests = Vec::new();
-    for e in entries {
-        let url = e.get("request").and_then(|r| r.get("url")).and_then(Value::as_str).unwrap_or_default().to_string();
-        let Some(messages) = e.get("_webSocketMessages").and_then(Value::as_array) else {
-            if let Some(r) = request(e, url) {
-                requests.push(r);
-            }
-            continue;
-        };
-        let mut conn = Connection { url, compression: compression(e), frames: Vec::new(), binary: 0 };
-        for m in messages {
-            let sent = match m.get("type").and_then(Value::as_str) {
-                Some("send") => true,
-                Some("receive") => false,
-                _ => continue,
-            };
-            if m.get("opcode").and_then(Value::as_u64).unwrap_or(1) != 1 {
-                conn.binary += 1;
-                continue;
-            }
-            let (Some(time), Some(data)) =
-                (m.get("time").and_then(Value::as_f64), m.get("data").and_then(Value::as_str))
-            else {
+        let mut out = Vec::new();
+        let mut requests = Vec::new();
+        for e in entries {
+            let text = |v: &Option<Value>| v.as_ref().and_then(Value::as_str).unwrap_or_default().to_string();
+            let url = text(&e.request.as_ref().and_then(|r| r.url.clone()));
+            let Some(frames) = e.frames else {
+                if let Some(r) = request(e, url) {
+                    requests.push(r);
+                }
                 continue;
             };
-            conn.frames.push(Frame { sent, time_s: time, data: data.to_string() });
+            let compression = e.response.as_ref().and_then(compression);
+            let mut conn = Connection { url, compression, frames: frames.text, binary: frames.binary, last_s: None };
+            // Chrome and mitmproxy write seconds since the epoch; Playwright milliseconds.
+            if conn.frames.iter().any(|f| f.time_s > 1e11) {
+                conn.frames.iter_mut().for_each(|f| f.time_s /= 1000.0);
+            }
+            conn.frames.sort_by(|a, b| a.time_s.total_cmp(&b.time_s));
+            conn.last_s = conn.frames.last().map(|f| f.time_s);
+            out.push(conn);
         }
-        // Chrome and mitmproxy write seconds since the epoch; Playwright milliseconds.
-        if conn.frames.iter().any(|f| f.time_s > 1e11) {
-            conn.frames.iter_mut().for_each(|f| f.time_s /= 1000.0);
-        }
-        conn.frames.sort_by(|a, b| a.time_s.total_cmp(&b.time_s));
-        out.push(conn);
+        requests.sort_by(|a, b| a.time_s.total_cmp(&b.time_s));
+        Ok(Har { connections: out, requests })
     }
-    requests.sort_by(|a, b| a.time_s.total_cmp(&b.time_s));
-    Ok(Har { connections: out, requests })
 }
 
 /// An entry without WebSocket frames as a plain request (None for a WebSocket handshake).
-fn request(e: &Value, url: String) -> Option<Request> {
-    let req = e.get("request")?;
-    let status = e.get("response").and_then(|r| r.get("status")).and_then(Value::as_u64).unwrap_or(0) as u16;
-    let resource_type = e.get("_resourceType").and_then(Value::as_str).map(str::to_string);
+fn request(e: Entry, url: String) -> Option<Request> {
+    let req = e.request?;
+    let resp = e.response.unwrap_or_default();
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_string();
+    let status = resp.status.as_ref().and_then(Value::as_u64).unwrap_or(0) as u16;
+    let resource_type = e.resource_type.as_ref().and_then(Value::as_str).map(str::to_string);
     if status == 101 || resource_type.as_deref() == Some("websocket") || url.starts_with("ws") {
         return None;
     }
-    let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_string();
-    let mime = text(e.get("response").and_then(|r| r.get("content")).and_then(|c| c.get("mimeType")));
+    let mime = text(resp.content.as_ref().and_then(|c| c.mime.as_ref()));
     let mime = mime.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    let body = req.get("postData").and_then(|p| {
-        let t = p.get("text").and_then(Value::as_str)?;
-        Some((text(p.get("mimeType")), t.to_string()))
+    let body = req.post_data.as_ref().and_then(|p| {
+        let t = p.text.as_ref().and_then(Value::as_str)?;
+        Some((text(p.mime.as_ref()), t.to_string()))
     });
     Some(Request {
-        time_s: e.get("startedDateTime").and_then(Value::as_str).and_then(epoch_seconds).unwrap_or(0.0),
-        duration_s: e.get("time").and_then(Value::as_f64).filter(|t| *t >= 0.0).unwrap_or(0.0) / 1000.0,
-        method: text(req.get("method")).to_ascii_uppercase(),
+        time_s: e.started.as_ref().and_then(Value::as_str).and_then(epoch_seconds).unwrap_or(0.0),
+        duration_s: e.time.as_ref().and_then(Value::as_f64).filter(|t| *t >= 0.0).unwrap_or(0.0) / 1000.0,
+        method: text(req.method.as_ref()).to_ascii_uppercase(),
         url,
         status,
         mime,
@@ -227,14 +388,14 @@ pub fn epoch_seconds(t: &str) -> Option<f64> {
 }
 
 /// Whether the WebSocket handshake's answer accepted permessage-deflate.
-fn compression(entry: &Value) -> Option<bool> {
-    let headers = entry.get("response")?.get("headers")?.as_array()?;
+fn compression(response: &ResponsePart) -> Option<bool> {
+    let headers = response.headers.as_ref()?;
     if headers.is_empty() {
         return None;
     }
+    let text = |v: &Option<Value>| v.as_ref().and_then(Value::as_str).unwrap_or_default().to_string();
     Some(headers.iter().any(|h| {
-        h.get("name").and_then(Value::as_str).is_some_and(|n| n.eq_ignore_ascii_case("sec-websocket-extensions"))
-            && h.get("value").and_then(Value::as_str).is_some_and(|v| v.contains("permessage-deflate"))
+        text(&h.name).eq_ignore_ascii_case("sec-websocket-extensions") && text(&h.value).contains("permessage-deflate")
     }))
 }
 
@@ -265,11 +426,12 @@ pub fn target(url: &str) -> Result<String, String> {
 }
 
 /// The DDP messages of a connection (SockJS frames unwrapped: `o`, `h`, `a[...]`, `c[...]` from
-/// the server, `[...]` from the browser); frames that are no DDP message are counted in `other`.
-pub fn messages(conn: &Connection, other: &mut usize) -> Vec<Message> {
+/// the server, `[...]` from the browser), its frames used up; frames that are no DDP message are
+/// counted in `other`.
+pub fn messages(conn: &mut Connection, other: &mut usize) -> Vec<Message> {
     let sockjs = transport(&conn.url) == Transport::SockJs;
     let mut out = Vec::new();
-    for f in &conn.frames {
+    for f in std::mem::take(&mut conn.frames) {
         let texts: Vec<String> = if sockjs {
             let body = if f.sent { Some(f.data.as_str()) } else { f.data.strip_prefix('a') };
             match body.map(serde_json::from_str::<Vec<String>>) {
@@ -282,13 +444,15 @@ pub fn messages(conn: &Connection, other: &mut usize) -> Vec<Message> {
                 }
             }
         } else {
-            vec![f.data.clone()]
+            vec![f.data]
         };
         for t in texts {
-            match serde_json::from_str::<Value>(&t) {
-                Ok(Value::Object(msg)) if msg.contains_key("msg") => {
-                    out.push(Message { sent: f.sent, time_s: f.time_s, msg })
-                }
+            #[derive(serde::Deserialize)]
+            struct Kind {
+                msg: Option<serde::de::IgnoredAny>,
+            }
+            match serde_json::from_str::<Kind>(&t) {
+                Ok(Kind { msg: Some(_) }) => out.push(Message { sent: f.sent, time_s: f.time_s, text: t.into() }),
                 // Meteor's legacy `{"server_id": ...}` greeting and anything else that is no DDP.
                 _ => *other += 1,
             }
@@ -299,7 +463,7 @@ pub fn messages(conn: &Connection, other: &mut usize) -> Vec<Message> {
 
 /// Whether the browser opened DDP on this connection (it sent `connect`).
 pub fn is_ddp(messages: &[Message]) -> bool {
-    messages.iter().any(|m| m.sent && m.msg.get("msg").and_then(Value::as_str) == Some("connect"))
+    messages.iter().any(|m| m.sent && m.kind() == "connect")
 }
 
 #[cfg(test)]
@@ -324,7 +488,8 @@ mod tests {
              {"type":"receive","time":1795477935656.5,"opcode":1,"data":"{\"server_id\":\"0\"}"}]}]}}"#;
         let conns = parse(har.as_bytes()).unwrap().connections;
         assert_eq!(conns.len(), 2);
-        let s = &conns[0];
+        let mut conns = conns;
+        let s = &mut conns[0];
         assert_eq!(
             (transport(&s.url), target(&s.url), s.compression, s.binary),
             (Transport::SockJs, Ok("https://app.example:8443".to_string()), Some(true), 1)
@@ -332,10 +497,10 @@ mod tests {
         let mut other = 0;
         let m = messages(s, &mut other);
         // Out of order in the file, in time order here; `o` and `h` are framing.
-        let kinds: Vec<&str> = m.iter().map(|m| m.msg["msg"].as_str().unwrap()).collect();
-        assert_eq!((kinds, other), (vec!["connect", "connected"], 0));
+        let kinds: Vec<String> = m.iter().map(Message::kind).collect();
+        assert_eq!((kinds, other), (vec!["connect".to_string(), "connected".to_string()], 0));
         assert!(is_ddp(&m));
-        let w = &conns[1];
+        let w = &mut conns[1];
         assert_eq!((transport(&w.url), w.compression), (Transport::WebSocket, None));
         assert!((w.frames[0].time_s - 1_795_477_935.652).abs() < 1e-6, "milliseconds read as such");
         let m = messages(w, &mut other);

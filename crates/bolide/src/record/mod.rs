@@ -16,9 +16,17 @@ use crate::cli::RecordArgs;
 use crate::console::{exit, Io};
 use flow::{Options, Recorded, Step};
 
+/// mimalloc's option `purge_delay` (its number in mimalloc.h): milliseconds before freed memory
+/// is returned (10 by default).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
 /// `bolide record FILE.har`, or `bolide record --listen ADDR --to URL` (the recording proxy,
 /// stopped by `cancel` or its `--duration`).
 pub fn record(args: &RecordArgs, io: &mut Io, cancel: &tokio_util::sync::CancellationToken) -> i32 {
+    // Freed memory goes back at once: a long session's frames are let go as its messages are
+    // made, and its messages as its steps are (BENCHMARKS.md: memory within 2x the HAR's size).
+    // SAFETY: sets one option by its number (`mi_option_purge_delay`); allowed at any time.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
     let think_max = match humantime::parse_duration(&args.think_max) {
         // A think past what a scenario may hold would make a scenario `bolide run` refuses.
         Ok(d) if d > crate::scenario::MAX_DURATION => {
@@ -69,21 +77,25 @@ pub fn record(args: &RecordArgs, io: &mut Io, cancel: &tokio_util::sync::Cancell
         }
     };
     let har_path = &har_path;
-    let conns = &recorded.connections;
-    // The DDP connections, in the HAR's order.
+    let total = recorded.connections.len();
+    // The DDP connections, in the HAR's order (their frames become messages as they go).
     let mut other = 0;
-    let ddp: Vec<(&har::Connection, Vec<har::Message>)> =
-        conns.iter().map(|c| (c, har::messages(c, &mut other))).filter(|(_, m)| har::is_ddp(m)).collect();
+    let ddp: Vec<(har::Connection, Vec<har::Message>)> = recorded
+        .connections
+        .into_iter()
+        .map(|mut c| {
+            let m = har::messages(&mut c, &mut other);
+            (c, m)
+        })
+        .filter(|(_, m)| har::is_ddp(m))
+        .collect();
     if ddp.is_empty() {
-        let why = if conns.is_empty() {
+        let why = if total == 0 {
             "this HAR has no WebSocket messages: Chrome saves them only when DevTools was open during the \
              session, Playwright only with recordHar's content: \"embed\""
                 .to_string()
         } else {
-            format!(
-                "none of its {} WebSocket connections speaks DDP (no connect message from the browser)",
-                conns.len()
-            )
+            format!("none of its {total} WebSocket connections speaks DDP (no connect message from the browser)")
         };
         let _ = writeln!(io.err, "error: {}: {why}", har_path.display());
         return exit::USAGE;
@@ -108,11 +120,11 @@ pub fn record(args: &RecordArgs, io: &mut Io, cancel: &tokio_util::sync::Cancell
     let opts = Options { correlate: !args.no_correlate, think_scale: args.think_scale, think_max };
     let choice = flow::HttpChoice { ddp_only: args.ddp_only, keep_static: args.keep_static };
     // The page's plain requests of a connection's time: after the one before it ended, up to its end.
-    let end = |i: usize| ddp[i].0.frames.last().map_or(f64::INFINITY, |f| f.time_s);
+    let end = |i: usize| ddp[i].0.last_s.unwrap_or(f64::INFINITY);
     let mut flows: Vec<(usize, Recorded)> = Vec::new();
     let mut target = String::new();
     for &pick in &picks {
-        let conn = ddp[pick - 1].0;
+        let conn = &ddp[pick - 1].0;
         let this = match har::target(&conn.url) {
             Ok(t) => t,
             Err(e) => {
@@ -136,8 +148,43 @@ pub fn record(args: &RecordArgs, io: &mut Io, cancel: &tokio_util::sync::Cancell
         }
         flows.push((pick, rec));
     }
-    let conn = ddp[picks[0] - 1].0;
-    let text = scenario(&flows, conn, &target, har_path, ddp.len());
+    let conn = &ddp[picks[0] - 1].0;
+    let text = scenario(&flows, conn, &target, har_path, ddp.len(), false);
+    // What `bolide run` would say of it, with the payload's columns as variables: a scenario it
+    // refuses is never written. Too large for a scenario (in bytes or in values) is the session's
+    // size, said as such; anything else would be a bug of bolide's.
+    let limit = crate::scenario::yaml::MAX_FILE_BYTES;
+    let refused = if text.len() > limit {
+        None
+    } else {
+        let check = scenario(&flows, conn, &target, har_path, ddp.len(), true);
+        crate::scenario::yaml::load_str(&check, "the recorded scenario", Path::new(".")).err()
+    };
+    let too_many =
+        refused.as_ref().is_some_and(|e| e.problems.iter().any(|p| p.message.starts_with("this file holds more than")));
+    if text.len() > limit || too_many {
+        let steps: usize = flows.iter().map(|(_, r)| count_steps(&r.steps)).sum();
+        let what = if text.len() > limit {
+            format!("more than the {} MiB a scenario may hold", limit >> 20)
+        } else {
+            format!("more than the {} values a scenario may hold", crate::scenario::yaml::MAX_NODES)
+        };
+        let _ = writeln!(
+            io.err,
+            "error: {}: the session makes a scenario of {steps} steps (its repeats already folded into loops), \
+             {what}; nothing written. Record a shorter session, or one connection of several (--connection N)",
+            har_path.display(),
+        );
+        return exit::USAGE;
+    }
+    if let Some(e) = refused {
+        let _ = writeln!(
+            io.err,
+            "error: bolide record made a scenario bolide run refuses (a bug of bolide's; nothing written):\n{}",
+            crate::redact::printable(&e.to_string())
+        );
+        return exit::RUN;
+    }
     // What was done, on stderr when the scenario goes to stdout.
     let mut said = String::new();
     if ddp.len() > 1 {
@@ -289,6 +336,7 @@ pub fn scenario(
     target: &str,
     har_path: &Path,
     of: usize,
+    payload_as_variables: bool,
 ) -> String {
     let mut out = String::new();
     let name = har_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -316,7 +364,13 @@ pub fn scenario(
             payload.push(f);
         }
     }
-    if !payload.is_empty() {
+    if !payload.is_empty() && payload_as_variables {
+        // For checking the scenario without its payload file: each column a variable.
+        out.push_str("  variables:\n");
+        for c in &payload {
+            out.push_str(&format!("    {c}: [\"x\"]\n"));
+        }
+    } else if !payload.is_empty() {
         out.push_str(&format!(
             "  payload:\n    path: users.csv\n    fields: [{}]\n    skipHeader: true\n",
             payload.join(", ")
@@ -329,26 +383,47 @@ pub fn scenario(
         } else {
             out.push_str(&format!("  - name: \"connection {pick}\"\n    weight: 1\n    flow:\n"));
         }
-        steps(rec, &mut out);
+        steps(&rec.steps, "      ", &mut out);
     }
     out
 }
 
-/// A flow's steps as the scenario's lines.
-fn steps(rec: &Recorded, out: &mut String) {
-    for s in &rec.steps {
+/// How many steps a flow has, loops' steps counted once.
+fn count_steps(steps: &[Step]) -> usize {
+    steps
+        .iter()
+        .map(|s| match s {
+            Step::Loop { steps, .. } => 1 + count_steps(steps),
+            _ => 1,
+        })
+        .sum()
+}
+
+/// A flow's steps as the scenario's lines, each item at `indent`.
+fn steps(list: &[Step], indent: &str, out: &mut String) {
+    for s in list {
+        // Past what a scenario may hold, the rest is not written: the scenario is refused.
+        if out.len() > crate::scenario::yaml::MAX_FILE_BYTES {
+            return;
+        }
         let line = match s {
+            Step::Loop { count, steps: body } => {
+                out.push_str(&format!("{indent}- loop:\n"));
+                steps(body, &format!("{indent}    "), out);
+                out.push_str(&format!("{indent}  count: {count}\n"));
+                continue;
+            }
             Step::Connect => "connect".to_string(),
             Step::Disconnect => "disconnect".to_string(),
             Step::Think(d) => format!("think: {}ms", d.as_millis()),
             Step::Set { var, value } => format!("set: {{ {var}: {} }}", quoted(value)),
             Step::Subscribe { name, params } => {
-                format!("subscribe: {{ name: {}, params: {} }}", quoted(name), flow_value(params))
+                format!("subscribe: {{ name: {}, params: {params} }}", quoted(name))
             }
             Step::Unsubscribe(name) => format!("unsubscribe: {}", quoted(name)),
-            Step::Call { method, params, capture } => {
+            Step::Call { method, params, capture, .. } => {
                 let capture = capture.as_ref().map(|c| format!(", capture: {c}")).unwrap_or_default();
-                format!("call: {{ method: {}, params: {}{capture} }}", quoted(method), flow_value(params))
+                format!("call: {{ method: {}, params: {params}{capture} }}", quoted(method))
             }
             Step::LoginPassword => "login: { user: \"{{ username }}\", password: \"{{ password }}\" }".to_string(),
             Step::LoginResume => "login: { resume: \"{{ loginToken }}\" }".to_string(),
@@ -359,7 +434,7 @@ fn steps(rec: &Recorded, out: &mut String) {
                 if *gone { ", until: disappears" } else { "" }
             ),
             Step::Http { method, url, body } => {
-                let body = match body {
+                let body = match body.as_deref() {
                     None => String::new(),
                     Some(flow::HttpBody::Json(v)) => format!(", json: {}", flow_value(v)),
                     Some(flow::HttpBody::Text(t)) => format!(", body: {}", quoted(t)),
@@ -367,6 +442,6 @@ fn steps(rec: &Recorded, out: &mut String) {
                 format!("{}: {{ url: {}{body} }}", method.to_ascii_lowercase(), quoted(url))
             }
         };
-        out.push_str(&format!("      - {line}\n"));
+        out.push_str(&format!("{indent}- {line}\n"));
     }
 }
