@@ -278,7 +278,11 @@
     main.appendChild(sec);
     // Charts with nothing to draw are left out, named in one line with the reason.
     const empty = s.charts.filter((c) => c.empty);
+    let group = null;
     for (const c of s.charts.filter((c) => !c.empty)) {
+      // Charts of a group (a server's internals) under their own heading.
+      if (c.group && c.group !== group) charts.appendChild(el("h3", { class: "chart-group" }, c.group));
+      group = c.group || null;
       try {
         draw(c, charts, n);
       } catch (e) {

@@ -96,6 +96,33 @@ fn the_probe_in_a_real_meteor_server_counts_what_the_users_did() {
         "{}",
         o.out
     );
+    // The report draws them under their own heading, in words and human units.
+    let charts = bolide::report::charts::single_run(&bolide::stats::doc::Doc::Ddp(Box::new(doc.clone())));
+    let chart = |title: &str| {
+        charts
+            .iter()
+            .find(|c| c.title == title)
+            .unwrap_or_else(|| panic!("{title} in {:?}", charts.iter().map(|c| c.title.as_str()).collect::<Vec<_>>()))
+    };
+    let internals: Vec<&str> = charts
+        .iter()
+        .filter(|c| c.group.as_deref() == Some("Server internals: app"))
+        .map(|c| c.title.as_str())
+        .collect();
+    assert!(internals.len() >= 6, "{internals:?}");
+    let lag = chart("app: Event-loop delay p99");
+    assert_eq!(lag.y_label, "ms");
+    let drawn_ms: Vec<f64> = lag.series[0].values.iter().flatten().copied().collect();
+    let read_ms: Vec<f64> = p99.values.iter().flatten().map(|v| v * 1000.0).collect();
+    assert_eq!(drawn_ms, read_ms, "each read in ms");
+    assert_eq!(chart("app: Heap used").y_label, "MB");
+    let methods = chart("app: Method time by name");
+    assert_eq!(methods.y_label, "ms, mean per call");
+    let names: Vec<&str> = methods.series.iter().map(|s| s.label.as_str()).collect();
+    assert!(names.contains(&"insertTask") && names.contains(&"removeTask"), "{names:?}");
+    // A method's mean time is a time a call takes: above zero, below the step timeout.
+    let insert = methods.series.iter().find(|s| s.label == "insertTask").unwrap();
+    assert!(insert.values.iter().flatten().all(|ms| *ms > 0.0 && *ms < 120_000.0), "{:?}", insert.values);
     // Only loopback.
     let o = bolide(&["run", "tasks-reactive", "--target", "http://127.0.0.1:1", "--probe", "app=10.0.0.1:9465"]);
     assert_eq!(o.code, 2);

@@ -66,6 +66,10 @@ pub struct Chart {
     pub series: Vec<Series>,
     /// Why there is nothing to draw (then `x` and `series` are empty).
     pub empty: Option<String>,
+    /// The heading the chart is drawn under with the charts of the same group (the server's
+    /// internals of one endpoint), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
 }
 
 /// How a long series is bucketed.
@@ -87,6 +91,7 @@ impl Chart {
             x_names: Vec::new(),
             series: Vec::new(),
             empty: None,
+            group: None,
         }
     }
 
@@ -560,29 +565,211 @@ fn server_charts(monitor: &[MonitorResult]) -> Vec<Chart> {
     vec![cpu.decimate(&vec![Reduce::Max; n]), ram.decimate(&vec![Reduce::Max; n])]
 }
 
-/// Scraped series (`--scrape`): up to eight per endpoint, in the summary's order, a chart each
-/// (their units differ): a counter's increase per second, a gauge's value.
+/// How a scraped metric is drawn: its title in words, its unit, the factor from its own unit
+/// to that one, and what of its series is drawn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    pub title: String,
+    pub unit: &'static str,
+    pub scale: f64,
+    pub how: How,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum How {
+    /// A gauge's value.
+    Value,
+    /// A counter's (or a histogram's count's) increase per second.
+    Rate,
+    /// A histogram's sum's increase per second (GC time per second).
+    SumRate,
+    /// A histogram's mean observation between scrapes: the sum's increase over the count's.
+    Mean,
+}
+
+/// The metrics of bolide-probe, prom-client and the Monti agent in words and human units.
+const READINGS: &[(&[&str], &str, &str, f64, How)] = &[
+    (
+        &["probe_eventloop_delay_p99_seconds", "nodejs_eventloop_lag_p99_seconds"],
+        "Event-loop delay p99",
+        "ms",
+        1e3,
+        How::Value,
+    ),
+    (
+        &["probe_eventloop_delay_max_seconds", "nodejs_eventloop_lag_max_seconds"],
+        "Event-loop delay max",
+        "ms",
+        1e3,
+        How::Value,
+    ),
+    (&["monti_eventloop_lag_seconds", "nodejs_eventloop_lag_seconds"], "Event-loop lag", "ms", 1e3, How::Value),
+    (&["probe_eventloop_active_seconds_total"], "Event loop busy", "% of the time", 100.0, How::Rate),
+    (
+        &["probe_gc_pause_seconds", "nodejs_gc_duration_seconds"],
+        "Garbage collection",
+        "ms of pauses per second",
+        1e3,
+        How::SumRate,
+    ),
+    (&["monti_gc_seconds_total"], "Garbage collection", "ms of pauses per second", 1e3, How::Rate),
+    (&["probe_heap_used_bytes", "nodejs_heap_size_used_bytes"], "Heap used", "MB", 1e-6, How::Value),
+    (&["probe_heap_total_bytes", "nodejs_heap_size_total_bytes"], "Heap total", "MB", 1e-6, How::Value),
+    (&["probe_rss_bytes", "process_resident_memory_bytes"], "Memory (RSS)", "MB", 1e-6, How::Value),
+    (&["probe_external_bytes", "nodejs_external_memory_bytes"], "External memory", "MB", 1e-6, How::Value),
+    (&["probe_array_buffers_bytes"], "Array buffers", "MB", 1e-6, How::Value),
+    (&["probe_cpu_seconds_total", "process_cpu_seconds_total"], "CPU", "% of one core", 100.0, How::Rate),
+    (&["probe_active_resources"], "Active handles and requests", "resources", 1.0, How::Value),
+    (&["probe_meteor_sessions", "monti_sessions"], "DDP sessions", "sessions", 1.0, How::Value),
+    (&["probe_meteor_busy_sessions"], "Busy DDP sessions", "sessions", 1.0, How::Value),
+    (&["probe_meteor_sessions_created_total"], "DDP sessions opened", "per second", 1.0, How::Rate),
+    (&["probe_meteor_subscriptions", "monti_pub_active_subs"], "Subscriptions", "subscriptions", 1.0, How::Value),
+    (&["probe_meteor_universal_subscriptions"], "Universal subscriptions", "subscriptions", 1.0, How::Value),
+    (&["probe_meteor_subscriptions_started_total"], "Subscriptions started", "per second", 1.0, How::Rate),
+    (&["probe_meteor_observers"], "Observers", "observers", 1.0, How::Value),
+    (&["probe_meteor_observe_multiplexers"], "Observe multiplexers", "multiplexers", 1.0, How::Value),
+    (&["probe_meteor_observe_handles"], "Observe handles", "handles", 1.0, How::Value),
+    (
+        &["probe_meteor_observers_started_total", "monti_pub_observers_created_total"],
+        "Observers started",
+        "per second",
+        1.0,
+        How::Rate,
+    ),
+    (&["monti_pub_observer_handles_reused_total"], "Observer handles reused", "per second", 1.0, How::Rate),
+    (
+        &["probe_meteor_method_seconds", "monti_method_response_seconds"],
+        "Method time",
+        "ms, mean per call",
+        1e3,
+        How::Mean,
+    ),
+    (&["monti_pub_response_seconds"], "Publication response time", "ms, mean per subscription", 1e3, How::Mean),
+    (&["probe_meteor_method_calls_total"], "Method calls", "per second", 1.0, How::Rate),
+    (&["probe_meteor_method_errors_total"], "Method errors", "per second", 1.0, How::Rate),
+    (&["probe_meteor_methods_in_flight"], "Methods in flight", "methods", 1.0, How::Value),
+    (&["probe_meteor_queued_messages"], "Queued DDP messages", "messages", 1.0, How::Value),
+];
+
+/// How `metric` (of `kind`) is drawn: by name for the metrics bolide knows, else by its unit
+/// suffix (`_seconds` in ms, `_bytes` in MB, a counter per second), else its value as it is.
+pub fn reading(metric: &str, kind: Option<crate::monitor::scrape::Kind>) -> Reading {
+    use crate::monitor::scrape::Kind;
+    if let Some((_, title, unit, scale, how)) = READINGS.iter().find(|r| r.0.contains(&metric)) {
+        return Reading { title: title.to_string(), unit, scale: *scale, how: *how };
+    }
+    let counter = kind == Some(Kind::Counter);
+    let base = metric.strip_suffix("_total").unwrap_or(metric);
+    let title = base.to_string();
+    let r = |unit, scale, how| Reading { title: title.clone(), unit, scale, how };
+    match kind {
+        Some(Kind::Histogram) if base.ends_with("_seconds") => r("ms, mean per observation", 1e3, How::Mean),
+        Some(Kind::Histogram) => r("observations per second", 1.0, How::Rate),
+        _ if counter && base.ends_with("_seconds") => r("ms per second", 1e3, How::Rate),
+        _ if counter && base.ends_with("_bytes") => r("MB per second", 1e-6, How::Rate),
+        _ if counter => r("per second", 1.0, How::Rate),
+        _ if base.ends_with("_seconds") => r("ms", 1e3, How::Value),
+        _ if base.ends_with("_bytes") => r("MB", 1e-6, How::Value),
+        _ if base.ends_with("_ratio") => r("%", 100.0, How::Value),
+        _ => r("value", 1.0, How::Value),
+    }
+}
+
+/// A series' values as drawn (see [`How`]), in the reading's unit. A point over a stretch much
+/// shorter than the others (the last, partial second of a run) is left out: a counter's increase
+/// over a tenth of a second is no rate.
+fn drawn(
+    r: &crate::monitor::scrape::ScrapeResult,
+    s: &crate::monitor::scrape::Series,
+    how: How,
+    scale: f64,
+) -> Vec<Option<f64>> {
+    use crate::monitor::scrape::per_scrape;
+    let scaled = |v: Vec<Option<f64>>| v.into_iter().map(|x| x.map(|x| x * scale)).collect::<Vec<_>>();
+    if how == How::Value {
+        return scaled(s.values.clone());
+    }
+    let spans: Vec<f64> = r.t.windows(2).map(|w| w[1] - w[0]).collect();
+    let typical = {
+        let mut sorted = spans.clone();
+        sorted.sort_by(f64::total_cmp);
+        sorted.get(sorted.len() / 2).copied().unwrap_or(0.0)
+    };
+    // The histogram's `_sum` with the same labels.
+    let sum = || {
+        let name = format!("{}_sum", s.metric);
+        r.series.iter().find(|x| x.metric == name && x.labels == s.labels)
+    };
+    let values = match how {
+        How::Rate => per_scrape(r, s),
+        How::SumRate => match sum() {
+            Some(total) => per_scrape(r, &crate::monitor::scrape::Series { kind: s.kind, ..total.clone() }),
+            None => vec![None; s.values.len()],
+        },
+        How::Mean => match sum() {
+            Some(total) => (0..s.values.len())
+                .map(|i| {
+                    let d = |v: &[Option<f64>]| Some(v.get(i).copied()?? - v.get(i.checked_sub(1)?).copied()??);
+                    let (count, time) = (d(&s.values)?, d(&total.values)?);
+                    (count > 0.0 && time >= 0.0).then(|| time / count)
+                })
+                .collect(),
+            None => vec![None; s.values.len()],
+        },
+        How::Value => unreachable!("returned above"),
+    };
+    let values: Vec<Option<f64>> = values
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| v.filter(|_| i == 0 || spans.get(i - 1).is_some_and(|span| *span >= 0.5 * typical)))
+        .collect();
+    scaled(values)
+}
+
+/// Scraped series (`--scrape`, `--probe`, `--monti`): under a heading of their own per endpoint
+/// ("Server internals: app"), up to eight metrics each, a chart per metric in words and human
+/// units (event-loop delay in ms, heap in MB, subscriptions by publication, method time by name),
+/// a line per label set (up to eight).
 fn scrape_charts(scraped: &[crate::monitor::scrape::ScrapeResult]) -> Vec<Chart> {
-    use crate::monitor::scrape::{per_scrape, series_name, shown, Kind};
+    use crate::monitor::scrape::shown;
     let mut out = Vec::new();
     for r in scraped.iter().filter(|r| !r.t.is_empty()) {
-        for (i, s) in shown(r).into_iter().take(8).enumerate() {
-            let rate = matches!(s.kind, Some(Kind::Counter | Kind::Histogram));
-            let unit = match s.kind {
-                Some(Kind::Histogram) => "observations per second",
-                _ if rate => "per second",
-                _ => "value",
+        let shown = shown(r);
+        let mut metrics: Vec<&str> = Vec::new();
+        for s in &shown {
+            if !metrics.contains(&s.metric.as_str()) {
+                metrics.push(&s.metric);
+            }
+        }
+        for (i, metric) in metrics.into_iter().take(8).enumerate() {
+            let series: Vec<_> = shown.iter().filter(|s| s.metric == metric).take(8).collect();
+            let how = reading(metric, series[0].kind);
+            let by: Vec<&String> = series[0].labels.keys().collect();
+            let title = if by.is_empty() || series.len() == 1 && series[0].labels.is_empty() {
+                how.title.clone()
+            } else {
+                format!("{} by {}", how.title, by.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", "))
             };
             let mut c = Chart::new(
                 &format!("scrape-{}-{}", r.name, i + 1),
-                &format!("{}: {}", r.name, series_name(s)),
+                &format!("{}: {title}", r.name),
                 "seconds",
-                unit,
+                how.unit,
                 XKind::Seconds,
             );
+            c.group = Some(format!("Server internals: {}", r.name));
             c.x = r.t.clone();
-            c.line(&series_name(s), per_scrape(r, s));
-            out.push(c.decimate(&[if rate { Reduce::Mean } else { Reduce::Max }]));
+            for s in &series {
+                let label = if s.labels.is_empty() {
+                    how.title.clone()
+                } else {
+                    s.labels.values().cloned().collect::<Vec<_>>().join(", ")
+                };
+                c.line(&label, drawn(r, s, how.how, how.scale));
+            }
+            let reduce = if how.how == How::Value { Reduce::Max } else { Reduce::Mean };
+            let n = c.series.len();
+            out.push(c.decimate(&vec![reduce; n]));
         }
     }
     out
@@ -820,4 +1007,81 @@ pub fn steps_side_by_side(series: &[(String, Vec<&DdpDoc>)]) -> Vec<Chart> {
         out.push(c);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::monitor::scrape::{Kind, ScrapeResult, Series};
+
+    fn series(metric: &str, kind: Kind, labels: &[(&str, &str)], values: &[f64]) -> Series {
+        Series {
+            metric: metric.into(),
+            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            kind: Some(kind),
+            values: values.iter().map(|v| Some(*v)).collect(),
+            ..Series::default()
+        }
+    }
+
+    /// Scraped series in words and units; a last, partial second drawn as no spike.
+    #[test]
+    fn scraped_series_read_in_words_and_units_without_partial_seconds() {
+        let r = ScrapeResult {
+            name: "app".into(),
+            // The last scrape a tenth of a second after the one before: the run's stop.
+            t: vec![0.0, 1.0, 2.0, 3.0, 3.1],
+            series: vec![
+                series("probe_eventloop_delay_p99_seconds", Kind::Gauge, &[], &[0.001, 0.002, 0.004, 0.003, 0.002]),
+                series("probe_eventloop_active_seconds_total", Kind::Counter, &[], &[0.0, 0.2, 0.5, 0.7, 0.72]),
+                series(
+                    "probe_meteor_method_seconds",
+                    Kind::Histogram,
+                    &[("name", "insertTask")],
+                    &[0.0, 10.0, 30.0, 40.0, 41.0],
+                ),
+                series(
+                    "probe_meteor_method_seconds_sum",
+                    Kind::Untyped,
+                    &[("name", "insertTask")],
+                    &[0.0, 0.02, 0.08, 0.1, 0.2],
+                ),
+                series("probe_heap_used_bytes", Kind::Gauge, &[], &[2e7, 2.5e7, 3e7, 3e7, 3e7]),
+                series("my_queue_wait_seconds_total", Kind::Counter, &[], &[0.0, 1.0, 2.0, 3.0, 3.0]),
+            ],
+            ..ScrapeResult::default()
+        };
+        let charts = scrape_charts(&[r]);
+        let got = |title: &str| {
+            let c = charts.iter().find(|c| c.title == title).unwrap_or_else(|| {
+                panic!("{title} in {:?}", charts.iter().map(|c| c.title.as_str()).collect::<Vec<_>>())
+            });
+            assert_eq!(c.group.as_deref(), Some("Server internals: app"));
+            let values: Vec<Option<f64>> =
+                c.series[0].values.iter().map(|v| v.map(|x| (x * 1000.0).round() / 1000.0)).collect();
+            (c.y_label.as_str(), c.series[0].label.as_str(), values)
+        };
+        assert_eq!(
+            got("app: Event-loop delay p99"),
+            ("ms", "Event-loop delay p99", vec![Some(1.0), Some(2.0), Some(4.0), Some(3.0), Some(2.0)])
+        );
+        // Seconds busy per second in %; the partial last second (0.02 s in 0.1 s: "20 %") left out.
+        assert_eq!(
+            got("app: Event loop busy"),
+            ("% of the time", "Event loop busy", vec![None, Some(20.0), Some(30.0), Some(20.0), None])
+        );
+        // A method's mean time between scrapes, by its name.
+        assert_eq!(
+            got("app: Method time by name"),
+            ("ms, mean per call", "insertTask", vec![None, Some(2.0), Some(3.0), Some(2.0), None])
+        );
+        assert_eq!(got("app: Heap used").0, "MB");
+        // A metric bolide does not know, by its unit: seconds per second in ms per second.
+        assert_eq!(
+            got("app: my_queue_wait_seconds"),
+            ("ms per second", "my_queue_wait_seconds", vec![None, Some(1000.0), Some(1000.0), Some(1000.0), None])
+        );
+        assert_eq!(reading("requests_total", Some(Kind::Counter)).unit, "per second");
+        assert_eq!(reading("build_info", Some(Kind::Gauge)).unit, "value");
+    }
 }
