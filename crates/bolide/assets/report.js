@@ -151,6 +151,8 @@
       cursor: { drag: { x: true, y: false } },
       legend: { live: true },
     };
+    // Slanted names run right of their tick: room for the last one.
+    if (named) opts.padding = [null, 70, null, null];
     const plot = new uPlot(opts, data, fig);
     // The plotting area leaves room under it for the x axis (its ticks and name).
     if (plot.bbox.height / uPlot.pxRatio > opts.height - 30) errors.push("chart " + chart.id + ": its x axis is not drawn");

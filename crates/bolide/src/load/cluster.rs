@@ -82,6 +82,10 @@ pub struct ShapeRow {
     pub response_p50_us: u64,
     pub response_p99_us: u64,
     pub failed_users: u64,
+    /// Why its figures may not measure the servers (bolide or the machine was the limit), as
+    /// every run's document says; none when clean.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suspect: Option<String>,
 }
 
 fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
@@ -107,6 +111,7 @@ pub fn table(rows: &[ShapeRow]) -> Table {
         "CPU entry point",
         "CPU others",
         "RAM per server",
+        "Trust",
     ])
     .right(&[1, 2, 3, 4, 5, 6, 7]);
     for r in rows {
@@ -133,12 +138,29 @@ pub fn table(rows: &[ShapeRow]) -> Table {
             cpu(true),
             cpu(false),
             ram,
+            if r.suspect.is_some() { "suspect".into() } else { "clean".into() },
         ]);
         if r.failed_users > 0 {
             t.tone(t.rows.len() - 1, 4, crate::report::table::Tone::Bad);
         }
+        if r.suspect.is_some() {
+            t.tone(t.rows.len() - 1, 8, crate::report::table::Tone::Warn);
+        }
     }
     t
+}
+
+/// The lines that say why suspect scenarios are: one each ("" when none is).
+pub fn suspect_notes(rows: &[ShapeRow]) -> String {
+    rows.iter().filter_map(|r| r.suspect.as_ref().map(|why| format!("{} is suspect: {why}.\n", r.name))).collect()
+}
+
+/// A shape's name in a few characters, for the bars' labels: `3, one` (3 servers, one balancer).
+fn short_name(name: &str) -> String {
+    match name.split_once(" servers, ") {
+        Some((n, rest)) => format!("{n}, {}", rest.split(' ').next().unwrap_or(rest)),
+        None => name.to_string(),
+    }
 }
 
 /// A server's name in the figures and charts: `s1-entry` for an entry point, `s2` for a server
@@ -163,7 +185,7 @@ pub fn page_sections(rows: &[ShapeRow], docs: &[PathBuf]) -> Vec<crate::report::
     let (mut entry, mut behind) = (Vec::new(), Vec::new());
     for r in rows {
         for (i, (s, v)) in r.servers.iter().zip(per_minute(r)).enumerate() {
-            names.push(format!("{}: s{}", r.name, i + 1));
+            names.push(format!("{}: s{}", short_name(&r.name), i + 1));
             entry.push(s.entry.then_some(v));
             behind.push((!s.entry).then_some(v));
         }
@@ -172,8 +194,8 @@ pub fn page_sections(rows: &[ShapeRow], docs: &[PathBuf]) -> Vec<crate::report::
     let mut bars = Chart::labelled(
         "cluster-subscriptions",
         "Subscriptions per minute, each server of each scenario (its own count)",
-        "scenario: server",
-        "subscriptions per minute",
+        "scenario (servers, balancers): server",
+        "subscriptions / min",
         x,
         names,
     );
@@ -219,20 +241,29 @@ pub fn page_sections(rows: &[ShapeRow], docs: &[PathBuf]) -> Vec<crate::report::
     } else {
         Fact::new("Failed users", count(failed)).detail("the run documents say why").tone(Tone::Bad)
     });
+    let suspect: Vec<&str> = rows.iter().filter(|r| r.suspect.is_some()).map(|r| r.name.as_str()).collect();
+    band.push(if suspect.is_empty() {
+        Fact::new("Trust", "clean").detail("no scenario's run was limited by bolide or the machine").tone(Tone::Good)
+    } else {
+        Fact::new("Trust", format!("{} of {} suspect", suspect.len(), rows.len()))
+            .detail(format!("{}: bolide or the machine was the limit (the notes say why)", suspect.join(", ")))
+            .tone(Tone::Warn)
+    });
     band.push(
         Fact::new("Machine", "shared").detail(
             "every server and the users share this machine's cores: per-server figures fall as servers are added",
         ),
     );
+    let mut notes =
+        vec!["Subscriptions per server are each server's own count over the run; the response time is subscribe -> \
+         ready at the users; CPU is % of one core, averaged over the run; entry points take the users' \
+         connections, the others get them from a balancer."
+            .to_string()];
+    notes.extend(suspect_notes(rows).lines().map(|l| format!("suspect: {l}")));
     let mut out = vec![crate::report::html::Section {
         kind: "cluster",
         title: "Cluster test".into(),
-        notes: vec![
-            "Subscriptions per server are each server's own count over the run; the response time is subscribe -> \
-             ready at the users; CPU is % of one core, averaged over the run; entry points take the users' \
-             connections, the others get them from a balancer."
-                .into(),
-        ],
+        notes,
         band,
         blocks: vec![crate::report::blocks::Block::table(table(rows))],
         charts: vec![bars, response],
@@ -360,6 +391,7 @@ fn run_shape(
     let workload = Workload::ddp(&run_args)?;
     let before: Vec<u64> = servers.ports.iter().map(|p| subscriptions(*p).unwrap_or(0)).collect();
     let outcome = workload.execute(argv.clone(), io, cancel, None);
+    let suspect = outcome.doc.as_ref().and_then(|d| d.measures().suspect);
     let Some(Doc::Ddp(doc)) = outcome.doc else {
         return Err(format!("the {} run did not finish (exit {})", shape.name, outcome.code));
     };
@@ -385,6 +417,7 @@ fn run_shape(
         response_p50_us: step.and_then(|s| s.latency.as_ref()).map_or(0, |l| l.p50_us),
         response_p99_us: step.and_then(|s| s.latency.as_ref()).map_or(0, |l| l.p99_us),
         failed_users: doc.summary.users.failed,
+        suspect,
     })
 }
 
@@ -434,6 +467,7 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
     if failed > 0 {
         let _ = writeln!(io.out, "{failed} user iterations failed; the run documents say why.");
     }
+    let _ = write!(io.out, "{}", suspect_notes(&rows));
     let _ = writeln!(
         io.out,
         "Subscriptions per server are each server's own count over the run; the response time is subscribe\n\
@@ -486,6 +520,7 @@ mod tests {
             response_p50_us: p50,
             response_p99_us: p99,
             failed_users: 0,
+            suspect: None,
         };
         let rows = vec![
             row("control", vec![server(true, 2700, 92.5, 81.0)], 6_100, 7_900),
@@ -510,6 +545,26 @@ mod tests {
         assert_eq!(control[7], "-", "no other servers in the control: {text}");
         let all: Vec<&str> = text.lines().nth(4).unwrap().split('|').map(str::trim).collect();
         assert_eq!(all[4], "7,730", "three servers' counts added: {text}");
+        assert_eq!(all[9], "clean", "{text}");
+        // A suspect scenario is marked as every other command marks it: in the table, a line
+        // saying why, the page's band and notes.
+        let mut rows = rows;
+        rows[1].suspect = Some("bolide's busiest thread at 97% of a core".into());
+        let t = table(&rows);
+        assert_eq!((t.rows[1][8].as_str(), t.rows[0][8].as_str()), ("suspect", "clean"));
+        assert_eq!(
+            suspect_notes(&rows),
+            "3 servers, one balancer is suspect: bolide's busiest thread at 97% of a core.\n"
+        );
+        let page = page_sections(&rows, &[]);
+        let trust = page[0].band.iter().find(|f| f.label == "Trust").unwrap();
+        assert_eq!(trust.value, "1 of 3 suspect");
+        assert!(page[0].notes.iter().any(|n| n.starts_with("suspect: 3 servers, one balancer is suspect")));
+        // The bars' labels are short enough to be read whole.
+        let names = &page[0].charts[0].x_names;
+        assert_eq!(names[0], "control: s1");
+        assert_eq!(names[1], "3, one: s1");
+        assert!(names.iter().all(|n| n.len() <= 28), "{names:?}");
     }
 
     #[test]
