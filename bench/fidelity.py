@@ -5,6 +5,9 @@ run cost: the server's CPU (its threads' schedstat over the run, in ns) and RSS,
 the peak memory of its whole process tree (PSS: shared pages split, not counted per process), and the server's own counts from /stats (methods,
 subscriptions, sessions, DDP messages in and out) over the run.
 
+The server's idle CPU is measured first (IDLE_S seconds with no load, 3 by default) and its rate
+subtracted from the run's, so that what is compared is what the users cost.
+
 Usage: fidelity.py run SERVER_PID BASE OUT.json -- COMMAND...
        fidelity.py scale BROWSERS_RUN.json SCENARIO.yml   (the think scale that paces a replay like them)
        fidelity.py table RESULTS_DIR     (the side-by-side table of a bench/fidelity.sh run)
@@ -81,6 +84,10 @@ def stats(base):
 
 
 def run(server_pid, base, out, command):
+    idle_s = float(os.environ.get("IDLE_S", "3"))
+    i0, it0 = cpu_ns(server_pid), time.monotonic()
+    time.sleep(idle_s)
+    idle_rate = (cpu_ns(server_pid) - i0) / 1e9 / (time.monotonic() - it0)
     before, server0, t0 = stats(base), cpu_ns(server_pid), time.monotonic()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE)
     server_rss, gen_rss = [], []
@@ -104,6 +111,9 @@ def run(server_pid, base, out, command):
         "exit": proc.returncode,
         "wall_s": wall,
         "server_cpu_s": (server1 - server0) / 1e9,
+        # The server's CPU when nobody uses it, per second, and the run's with it taken away.
+        "server_idle_cpu_per_s": idle_rate,
+        "server_cpu_net_s": max(0.0, (server1 - server0) / 1e9 - idle_rate * wall),
         "server_rss_peak_mb": max(server_rss, default=0) / 1e6,
         "server_rss_mean_mb": statistics.mean(server_rss) / 1e6 if server_rss else 0,
         "generator_cpu_s": usage.ru_utime + usage.ru_stime,
@@ -174,17 +184,28 @@ def table(results):
         "|---|" + "---:|" * (2 * len(kinds) - 1),
     ]
 
-    def row(name, f, fmt="{:.1f}"):
-        values = [med([f(w, r) for r in rows[w]]) for w, _ in kinds]
+    def row(name, f, fmt="{:.1f}", spread=False):
+        """The medians (with the runs' range when `spread`) and each one's ratio to the browsers'."""
+        runs = [[f(w, r) for r in rows[w]] for w, _ in kinds]
+        values = [med(v) for v in runs]
         ratios = [f"{v / values[0]:.2f}" if values[0] else "" for v in values[1:]]
-        lines.append(f"| {name} | " + " | ".join(fmt.format(v) for v in values) + " | " + " | ".join(ratios) + " |")
+        if spread:
+            cells = [fmt.format(m) + " (" + fmt.format(min(v)) + "-" + fmt.format(max(v)) + ")" for m, v in zip(values, runs)]
+            # The ratio's range: the extremes of one over the other's.
+            ratios = [f"{values[k] / values[0]:.2f} ({min(runs[k]) / max(runs[0]):.2f}-{max(runs[k]) / min(runs[0]):.2f})"
+                      if min(runs[0]) > 0 else "" for k in range(1, len(runs))]
+        else:
+            cells = [fmt.format(v) for v in values]
+        lines.append(f"| {name} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
 
     row("users completed", users, "{:.0f}")
     row("method calls per user (server's count)",
         lambda w, r: r["counts"]["methods_called"] / max(1, users(w, r)), "{:.2f}")
     row("subscriptions per user (server's count)",
         lambda w, r: r["counts"]["subscriptions_ready"] / max(1, users(w, r)), "{:.2f}")
-    row("server CPU per user, ms", lambda w, r: 1000 * r["server_cpu_s"] / max(1, users(w, r)), "{:.2f}")
+    row("server CPU per user, ms (idle CPU taken away; median, range)",
+        lambda w, r: 1000 * r.get("server_cpu_net_s", r["server_cpu_s"]) / max(1, users(w, r)), "{:.2f}", spread=True)
+    row("server idle CPU, % of one core", lambda w, r: 100 * r.get("server_idle_cpu_per_s", 0), "{:.2f}")
     row("server CPU, % of one core", lambda w, r: 100 * r["server_cpu_s"] / r["wall_s"], "{:.2f}")
     row("server RSS peak, MB", lambda w, r: r["server_rss_peak_mb"])
     row("DDP messages in per second (server)", lambda w, r: r["counts"]["messages_in"] / r["wall_s"])

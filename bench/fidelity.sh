@@ -12,7 +12,10 @@
 #      the page's script loaded, as a fresh browser context loads it);
 #   3. each run measured from outside by bench/fidelity.py (server CPU and RSS, the generator's CPU
 #      with all its descendants and its process tree's RSS, the server's own /stats counts) and
-#      the medians put side by side.
+#      the medians put side by side, server CPU per user with the runs' range.
+# The server runs pinned to core SERVER_CORE and every generator to the others (taskset), so that
+# browsers busy on every core do not slow the server they measure; the server's idle CPU
+# (IDLE_S seconds before each run, no load) is subtracted from its CPU over the run.
 #
 # Usage: bench/fidelity.sh            (REPS=3 RATE=2 DURATION=30, in seconds)
 # Needs chromium (apt) and the node packages of crates/refserver/tests/node (npm ci); traffic goes
@@ -20,6 +23,11 @@
 set -euo pipefail
 
 REPS=${REPS:-3}
+SERVER_CORE=${SERVER_CORE:-0}
+CORES=$(nproc)
+[ "$CORES" -ge 2 ] || { echo "needs 2 cores or more: the server on one, the users on the others" >&2; exit 1; }
+CLIENT_CORES=$(seq -s, 0 $((CORES - 1)) | tr ',' '\n' | grep -vx "$SERVER_CORE" | paste -sd,)
+export IDLE_S=${IDLE_S:-3}
 RATE=${RATE:-2}
 DURATION=${DURATION:-30}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -37,7 +45,7 @@ BASE=http://127.0.0.1:$PORT
 # before, which every new subscriber would receive) and the same memory to start from.
 SERVER=
 start_server() {
-  "$BOLIDE" serve --port "$PORT" >>"$OUT/serve.log" 2>&1 &
+  taskset -c "$SERVER_CORE" "$BOLIDE" serve --port "$PORT" >>"$OUT/serve.log" 2>&1 &
   SERVER=$!
   for _ in $(seq 50); do curl -fs -o /dev/null "$BASE/stats" && return 0; sleep 0.1; done
   echo "bolide serve did not come up" >&2; exit 1
@@ -65,12 +73,12 @@ for i in $(seq "$REPS"); do
   echo "run $i of $REPS: browsers" >&2
   start_server
   python3 "$HERE/fidelity.py" run "$SERVER" "$BASE" "$OUT/browsers-$i.json" -- \
-    node "$NODE/browsers.mjs" "$BASE" "$RATE" "$DURATION"
+    taskset -c "$CLIENT_CORES" node "$NODE/browsers.mjs" "$BASE" "$RATE" "$DURATION"
   stop_server
   echo "run $i of $REPS: bolide" >&2
   start_server
   python3 "$HERE/fidelity.py" run "$SERVER" "$BASE" "$OUT/bolide-$i.json" -- \
-    "$BOLIDE" run "$OUT/session.yml" --arrival-rate "$RATE" -d "${DURATION}s" -q --json "$OUT/bolide-run-$i.json"
+    taskset -c "$CLIENT_CORES" "$BOLIDE" run "$OUT/session.yml" --arrival-rate "$RATE" -d "${DURATION}s" -q --json "$OUT/bolide-run-$i.json"
   stop_server
   # Paced like the browsers of this round (thinks scaled to their median connected time), and
   # loading the page's script as a fresh browser context does (--keep-static).
@@ -79,9 +87,11 @@ for i in $(seq "$REPS"); do
   echo "run $i of $REPS: bolide paced like the browsers (thinks x $scale, page assets too)" >&2
   start_server
   python3 "$HERE/fidelity.py" run "$SERVER" "$BASE" "$OUT/paced-$i.json" -- \
-    "$BOLIDE" run "$OUT/paced-$i.yml" --arrival-rate "$RATE" -d "${DURATION}s" -q --json "$OUT/paced-run-$i.json"
+    taskset -c "$CLIENT_CORES" "$BOLIDE" run "$OUT/paced-$i.yml" --arrival-rate "$RATE" -d "${DURATION}s" -q --json "$OUT/paced-run-$i.json"
   stop_server
 done
+
+echo "server on core $SERVER_CORE, users on $CLIENT_CORES; idle CPU measured for $IDLE_S s before each run" >"$OUT/pinning.txt"
 
 # 3. Side by side.
 python3 "$HERE/fidelity.py" table "$OUT" | tee "$OUT/table.md"

