@@ -52,7 +52,7 @@ fn serve_runs_until_sigint_and_stops_cleanly() {
 }
 
 /// Starts `bolide http` for a minute against a slow endpoint, sends `signals` (with `gap_ms`
-/// between them) after 800 ms, and returns (exit code, stdout, stderr, the JSON document text).
+/// between them) once the server has answered, and returns (exit code, stdout, stderr, the JSON document text).
 fn stop_with(signals: &[&str], gap_ms: u64) -> (Option<i32>, String, String, String) {
     let server = refserver::Server::start(refserver::Config::default()).unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -64,7 +64,13 @@ fn stop_with(signals: &[&str], gap_ms: u64) -> (Option<i32>, String, String, Str
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(800));
+    // Once the load is under way (a response in, so the run has something to report), whenever a
+    // busy machine gets it there.
+    let began = Instant::now();
+    while server.requests() < 3 && began.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
     let begin = Instant::now();
     for (i, sig) in signals.iter().enumerate() {
         if i > 0 {
