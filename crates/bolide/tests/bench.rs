@@ -382,7 +382,22 @@ fn ctrl_c_during_capacity_reports_the_finished_levels() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(2_600));
+    // Ctrl-C once the first level is in (whenever a busy machine gets there), while the next runs.
+    let lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    let (seen_tx, seen_rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in lines.map_while(Result::ok) {
+            if line.trim_start().starts_with("5 per second:") {
+                let _ = seen_tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let _ = seen_rx.recv_timeout(Duration::from_secs(60));
+    std::thread::sleep(Duration::from_millis(300));
     assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
     let deadline = Instant::now() + Duration::from_secs(20);
     while child.try_wait().unwrap().is_none() {
@@ -390,7 +405,7 @@ fn ctrl_c_during_capacity_reports_the_finished_levels() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let o = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stdout = reader.join().unwrap();
     assert_eq!(o.status.code(), Some(130), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
     assert!(stdout.contains("| 5 ") && stdout.contains("| ok"), "{stdout}");
     assert!(stdout.contains("Interrupted before the ladder ended."), "{stdout}");

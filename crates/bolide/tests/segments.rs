@@ -112,7 +112,8 @@ fn segments_of_a_fixed_rate_add_up_to_the_rate_and_keep_the_schedule() {
     // 300/s for 2 s over 6 connections: 600 scheduled sends, 200 per segment; each response
     // waits 20 ms at the server.
     let url = server.base_url() + "/delay/20";
-    let at = shared_start(2);
+    // Far enough ahead that three processes are up before it on a busy machine.
+    let at = shared_start(5);
     let args = ["http", "-c", "6", "-t", "1", "--rps", "300", "-d", "2s", "--start-at", &at, &url];
     let docs = finish(spawn_segments(3, &args, dir.path()));
     for path in &docs {
