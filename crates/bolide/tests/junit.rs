@@ -266,7 +266,9 @@ fn a_capacity_ladder_is_a_case_per_level() {
     let got: Vec<(String, bool)> = cases.iter().map(|c| (c.0.clone(), passed(c))).collect();
     assert_eq!(got, levels, "{}", o.out);
     assert!(!got.is_empty());
-    assert_eq!(o.code, if levels.iter().all(|l| l.1) { 0 } else { 1 }, "{}\n{}", o.out, o.err);
+    // Exit 1 when the first level already failed (the ladder's gate), else 0.
+    let first_failed = doc["levels"][0]["verdict"] == "fail";
+    assert_eq!(o.code, if first_failed { 1 } else { 0 }, "{}\n{}", o.out, o.err);
     if levels.iter().all(|l| l.1) {
         assert_eq!(got.len(), 2, "every level passed: both ran");
     }

@@ -434,6 +434,22 @@ pub fn build(messages: &[Message], http: &[HttpAction], opts: &Options) -> Recor
             returned.extend(s.into_iter().filter(|x| is_meteor_id(x)).map(str::to_string));
         }
     }
+    // The login's user id and token are the session's, even where the page sent them before the
+    // login answered (Meteor's accounts client keeps the user id from the last session).
+    let mut logins: Vec<String> = Vec::new();
+    for m in messages {
+        let msg = m.msg();
+        let id = msg.get("id").and_then(Value::as_str).unwrap_or_default();
+        if m.sent && msg.get("method").and_then(Value::as_str) == Some("login") {
+            logins.push(id.to_string());
+        } else if !m.sent && kind(&msg) == "result" && logins.iter().any(|l| l == id) {
+            for field in ["id", "token"] {
+                if let Some(v) = msg.get("result").and_then(|r| r.get(field)).and_then(Value::as_str) {
+                    made.remove(v);
+                }
+            }
+        }
+    }
     let own = made
         .iter()
         .filter(|(id, n)| **n >= 2 && !doc_ids.contains(*id))
@@ -820,7 +836,20 @@ fn replace(
         );
         return "{{ username }}".into();
     }
-    // An id the browser made comes first: the server returning it later (an insert's result, the
+    // The login's token and user id are the session's, whoever sent them first (a page may send
+    // the stored user id before the resume login's answer).
+    match known.get(s) {
+        Some(Source::LoginToken) => {
+            note_once_sub(rec, said, s, format!("{step}: the login's token -> {{{{ loginToken }}}}"));
+            return "{{ loginToken }}".into();
+        }
+        Some(Source::UserId) => {
+            note_once_sub(rec, said, s, format!("{step}: the logged-in user's id -> {{{{ userId }}}}"));
+            return "{{ userId }}".into();
+        }
+        _ => {}
+    }
+    // Then an id the browser made: the server returning it later (an insert's result, the
     // document it added) does not make it the server's.
     if let Some(&n) = made.count.get(s) {
         if made.own.as_deref() == Some(s) {
@@ -889,7 +918,12 @@ fn var_base(step: &str) -> String {
     match method.strip_prefix('/').and_then(|m| m.split_once('/')) {
         Some((collection, _)) if !collection.is_empty() => {
             let c: String = collection.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-            format!("{c}_id")
+            // A variable's name starts with a letter (`/2fa/insertAsync`: `c_2fa_id`).
+            if c.starts_with(|ch: char| ch.is_ascii_digit()) {
+                format!("c_{c}_id")
+            } else {
+                format!("{c}_id")
+            }
         }
         _ => "clientId".into(),
     }
@@ -1202,6 +1236,7 @@ mod tests {
         assert!(!all.contains("kept as recorded"), "{all}");
         assert!(all.contains(&format!("{x}, an id the browser made -> {{{{ taskCollection_id_1 }}}}")), "{all}");
         assert_eq!(var_base("call insertTask #2"), "clientId");
+        assert_eq!(var_base("call /2fa/insertAsync #1"), "c_2fa_id");
     }
 
     #[test]
@@ -1235,6 +1270,31 @@ mod tests {
         assert_eq!((out.len(), folded), (3, 0));
         assert!(alike(&think(1000), &think(1200)) && !alike(&think(1000), &think(1300)));
         assert!(alike(&think(20), &think(60)), "50 ms apart at most for short thinks");
+    }
+
+    #[test]
+    fn the_login_s_user_id_stays_the_session_s_even_when_the_page_sent_it_first() {
+        // Meteor's accounts client knows the stored user id before the resume login answers.
+        let uid = "u5erIdAAAAAAAAAAA";
+        let messages = vec![
+            at(true, 0.0, json!({"msg":"connect","version":"1","support":["1"]})),
+            at(true, 0.01, json!({"msg":"method","method":"login","params":[{"resume":"t"}],"id":"1"})),
+            at(true, 0.02, json!({"msg":"sub","id":"a","name":"tasks","params":[uid]})),
+            at(false, 0.05, json!({"msg":"result","id":"1","result":{"id":uid,"token":"T0ken"}})),
+            at(true, 0.1, json!({"msg":"method","method":"mine","params":[uid],"id":"2"})),
+        ];
+        let rec = build(&messages, &[], &opts());
+        let calls: Vec<String> = rec
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Call { params, .. } | Step::Subscribe { params, .. } => Some(params.clone()),
+                _ => None,
+            })
+            .collect();
+        // Before the login answered it is kept as recorded (no variable holds it yet); after, it
+        // is the user's own.
+        assert_eq!(calls, ["[\"u5erIdAAAAAAAAAAA\"]", "[\"{{ userId }}\"]"], "{:?}", rec.steps);
     }
 
     #[test]

@@ -451,8 +451,11 @@ pub fn messages(conn: &mut Connection, other: &mut usize) -> Vec<Message> {
             struct Kind {
                 msg: Option<serde::de::IgnoredAny>,
             }
+            // A JSON object with a `msg` (serde would read an array into the struct too).
             match serde_json::from_str::<Kind>(&t) {
-                Ok(Kind { msg: Some(_) }) => out.push(Message { sent: f.sent, time_s: f.time_s, text: t.into() }),
+                Ok(Kind { msg: Some(_) }) if t.trim_start().starts_with('{') => {
+                    out.push(Message { sent: f.sent, time_s: f.time_s, text: t.into() })
+                }
                 // Meteor's legacy `{"server_id": ...}` greeting and anything else that is no DDP.
                 _ => *other += 1,
             }
@@ -505,6 +508,16 @@ mod tests {
         assert!((w.frames[0].time_s - 1_795_477_935.652).abs() < 1e-6, "milliseconds read as such");
         let m = messages(w, &mut other);
         assert_eq!((m.len(), other), (1, 1), "the legacy greeting is no DDP message");
+        // An array is no DDP message, even one serde could read as one.
+        let mut arrays = Connection {
+            url: "ws://x/websocket".into(),
+            compression: None,
+            frames: vec![Frame { sent: true, time_s: 1.0, data: "[\"connect\"]".into() }],
+            binary: 0,
+            last_s: None,
+        };
+        let mut other = 0;
+        assert_eq!((messages(&mut arrays, &mut other).len(), other), (0, 1));
     }
 
     #[test]

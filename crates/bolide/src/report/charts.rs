@@ -743,7 +743,17 @@ fn scrape_charts(scraped: &[crate::monitor::scrape::ScrapeResult]) -> Vec<Chart>
         }
         for (i, metric) in metrics.into_iter().take(8).enumerate() {
             let series: Vec<_> = shown.iter().filter(|s| s.metric == metric).take(8).collect();
-            let how = reading(metric, series[0].kind);
+            let mut how = reading(metric, series[0].kind);
+            // A histogram's values are its count of observations: drawn as a value, or as a mean
+            // without a `_sum` beside it (the Monti agent's sketches have none), they would be no
+            // figure of the metric. Its observations per second are.
+            let sum_name = format!("{metric}_sum");
+            let has_sum = r.series.iter().any(|x| x.metric == sum_name);
+            if series[0].kind == Some(crate::monitor::scrape::Kind::Histogram)
+                && (how.how == How::Value || (matches!(how.how, How::Mean | How::SumRate) && !has_sum))
+            {
+                how = Reading { unit: "observations per second", scale: 1.0, how: How::Rate, ..how };
+            }
             let by: Vec<&String> = series[0].labels.keys().collect();
             let title = if by.is_empty() || series.len() == 1 && series[0].labels.is_empty() {
                 how.title.clone()
@@ -766,6 +776,10 @@ fn scrape_charts(scraped: &[crate::monitor::scrape::ScrapeResult]) -> Vec<Chart>
                     s.labels.values().cloned().collect::<Vec<_>>().join(", ")
                 };
                 c.line(&label, drawn(r, s, how.how, how.scale));
+            }
+            if c.series.iter().all(|l| l.values.iter().all(Option::is_none)) {
+                out.push(c.empty_because("no two reads to draw a rate or a mean from"));
+                continue;
             }
             let reduce = if how.how == How::Value { Reduce::Max } else { Reduce::Mean };
             let n = c.series.len();
@@ -1081,6 +1095,16 @@ mod tests {
             got("app: my_queue_wait_seconds"),
             ("ms per second", "my_queue_wait_seconds", vec![None, Some(1000.0), Some(1000.0), Some(1000.0), None])
         );
+        // A histogram without its `_sum` (the Monti agent's): its observations per second.
+        let monti = ScrapeResult {
+            name: "monti".into(),
+            t: vec![0.0, 1.0, 2.0],
+            series: vec![series("monti_eventloop_lag_seconds", Kind::Histogram, &[], &[0.0, 5.0, 15.0])],
+            ..ScrapeResult::default()
+        };
+        let c = &scrape_charts(&[monti])[0];
+        assert_eq!((c.title.as_str(), c.y_label.as_str()), ("monti: Event-loop lag", "observations per second"));
+        assert_eq!(c.series[0].values, vec![None, Some(5.0), Some(10.0)]);
         assert_eq!(reading("requests_total", Some(Kind::Counter)).unit, "per second");
         assert_eq!(reading("build_info", Some(Kind::Gauge)).unit, "value");
     }
