@@ -201,14 +201,14 @@ struct HarFile {
 #[derive(serde::Deserialize, Default)]
 #[serde(default)]
 struct LogPart {
-    entries: Option<Vec<Entry>>,
+    entries: Option<List<Entry>>,
 }
 
 #[derive(serde::Deserialize, Default)]
 #[serde(default)]
 struct Entry {
-    request: Option<RequestPart>,
-    response: Option<ResponsePart>,
+    request: Lenient<RequestPart>,
+    response: Lenient<ResponsePart>,
     #[serde(rename = "startedDateTime")]
     started: Option<Value>,
     time: Option<Value>,
@@ -224,7 +224,7 @@ struct RequestPart {
     url: Option<Value>,
     method: Option<Value>,
     #[serde(rename = "postData")]
-    post_data: Option<PostData>,
+    post_data: Lenient<PostData>,
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -239,8 +239,8 @@ struct PostData {
 #[serde(default)]
 struct ResponsePart {
     status: Option<Value>,
-    headers: Option<Vec<Header>>,
-    content: Option<Content>,
+    headers: Option<List<Header>>,
+    content: Lenient<Content>,
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -268,6 +268,100 @@ struct WsMessage {
     data: Option<Value>,
 }
 
+/// A part of a HAR that is an object, or None when the file has something else there (`null`, a
+/// string): skipped as it is read, as a lenient reader skips it, instead of refusing the file.
+struct Lenient<T>(Option<T>);
+
+impl<T> Default for Lenient<T> {
+    fn default() -> Self {
+        Lenient(None)
+    }
+}
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Lenient<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<T>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Visit<T> {
+            type Value = Lenient<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Lenient<T>, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(|t| Lenient(Some(t)))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Lenient<T>, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Lenient(None))
+            }
+            fn visit_unit<E>(self) -> Result<Lenient<T>, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Lenient<T>, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Lenient<T>, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Lenient<T>, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Lenient<T>, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Lenient<T>, E> {
+                Ok(Lenient(None))
+            }
+        }
+        d.deserialize_any(Visit(std::marker::PhantomData))
+    }
+}
+
+/// A list of a HAR's objects, its items that are no object skipped (an empty list when the file
+/// has no list there).
+struct List<T>(Vec<T>);
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for List<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<T>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Visit<T> {
+            type Value = List<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<List<T>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(Lenient(item)) = seq.next_element::<Lenient<T>>()? {
+                    out.extend(item);
+                }
+                Ok(List(out))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<List<T>, A::Error> {
+                while map.next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?.is_some() {}
+                Ok(List(Vec::new()))
+            }
+            fn visit_unit<E>(self) -> Result<List<T>, E> {
+                Ok(List(Vec::new()))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<List<T>, E> {
+                Ok(List(Vec::new()))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<List<T>, E> {
+                Ok(List(Vec::new()))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<List<T>, E> {
+                Ok(List(Vec::new()))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<List<T>, E> {
+                Ok(List(Vec::new()))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<List<T>, E> {
+                Ok(List(Vec::new()))
+            }
+        }
+        d.deserialize_any(Visit(std::marker::PhantomData))
+    }
+}
+
 /// A connection's text frames, made as the list is read (no copy of the list is kept), and how
 /// many binary frames were left out.
 #[derive(Default)]
@@ -286,7 +380,9 @@ impl<'de> serde::Deserialize<'de> for Frames {
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Frames, A::Error> {
                 let mut out = Frames::default();
-                while let Some(m) = seq.next_element::<WsMessage>()? {
+                while let Some(m) = seq.next_element::<Lenient<WsMessage>>()? {
+                    // A frame that is no object (null, a number) is skipped, as before.
+                    let Lenient(Some(m)) = m else { continue };
                     let sent = match m.kind.as_ref().and_then(Value::as_str) {
                         Some("send") => true,
                         Some("receive") => false,
@@ -316,16 +412,16 @@ impl HarFile {
         })?;
         let mut out = Vec::new();
         let mut requests = Vec::new();
-        for e in entries {
+        for e in entries.0 {
             let text = |v: &Option<Value>| v.as_ref().and_then(Value::as_str).unwrap_or_default().to_string();
-            let url = text(&e.request.as_ref().and_then(|r| r.url.clone()));
+            let url = text(&e.request.0.as_ref().and_then(|r| r.url.clone()));
             let Some(frames) = e.frames else {
                 if let Some(r) = request(e, url) {
                     requests.push(r);
                 }
                 continue;
             };
-            let compression = e.response.as_ref().and_then(compression);
+            let compression = e.response.0.as_ref().and_then(compression);
             let mut conn = Connection { url, compression, frames: frames.text, binary: frames.binary, last_s: None };
             // Chrome and mitmproxy write seconds since the epoch; Playwright milliseconds.
             if conn.frames.iter().any(|f| f.time_s > 1e11) {
@@ -342,17 +438,17 @@ impl HarFile {
 
 /// An entry without WebSocket frames as a plain request (None for a WebSocket handshake).
 fn request(e: Entry, url: String) -> Option<Request> {
-    let req = e.request?;
-    let resp = e.response.unwrap_or_default();
+    let req = e.request.0?;
+    let resp = e.response.0.unwrap_or_default();
     let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_string();
     let status = resp.status.as_ref().and_then(Value::as_u64).unwrap_or(0) as u16;
     let resource_type = e.resource_type.as_ref().and_then(Value::as_str).map(str::to_string);
     if status == 101 || resource_type.as_deref() == Some("websocket") || url.starts_with("ws") {
         return None;
     }
-    let mime = text(resp.content.as_ref().and_then(|c| c.mime.as_ref()));
+    let mime = text(resp.content.0.as_ref().and_then(|c| c.mime.as_ref()));
     let mime = mime.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    let body = req.post_data.as_ref().and_then(|p| {
+    let body = req.post_data.0.as_ref().and_then(|p| {
         let t = p.text.as_ref().and_then(Value::as_str)?;
         Some((text(p.mime.as_ref()), t.to_string()))
     });
@@ -389,7 +485,7 @@ pub fn epoch_seconds(t: &str) -> Option<f64> {
 
 /// Whether the WebSocket handshake's answer accepted permessage-deflate.
 fn compression(response: &ResponsePart) -> Option<bool> {
-    let headers = response.headers.as_ref()?;
+    let headers = &response.headers.as_ref()?.0;
     if headers.is_empty() {
         return None;
     }
@@ -542,6 +638,21 @@ mod tests {
         assert_eq!(epoch_seconds("1970-01-01T00:00:01Z"), Some(1.0));
         assert_eq!(epoch_seconds("1970-01-01T01:00:01.5+0100"), Some(1.5));
         assert_eq!(epoch_seconds("yesterday"), None);
+    }
+
+    #[test]
+    fn odd_parts_are_skipped_not_the_file() {
+        // A null frame, headers as an object, an entry that is a string, a request that is a
+        // number: each skipped, the rest read.
+        let har = r#"{"log":{"entries":[
+          "not an entry",
+          {"request":7,"response":{"status":200}},
+          {"request":{"url":"ws://127.0.0.1:3000/websocket"},"response":{"headers":{"x":1}},
+           "_webSocketMessages":[null,3,{"type":"send","time":1.0,"opcode":1,"data":"{\"msg\":\"connect\"}"}]}]}}"#;
+        let h = parse(har.as_bytes()).unwrap();
+        assert_eq!(h.connections.len(), 1);
+        assert_eq!((h.connections[0].frames.len(), h.connections[0].compression), (1, None));
+        assert!(h.requests.is_empty());
     }
 
     #[test]
