@@ -413,9 +413,23 @@ pub fn build(messages: &[Message], http: &[HttpAction], opts: &Options) -> Recor
     let mut made: BTreeMap<String, usize> = BTreeMap::new();
     // Made ids a document was given (its `_id`): new each time, never the page's own.
     let mut doc_ids: std::collections::HashSet<String> = std::collections::HashSet::new();
+    // The login's user id and token are the session's, even where the page sent them before the
+    // login answered (Meteor's accounts client keeps the user id from the last session): never
+    // made by the browser.
+    let (mut logins, mut session_ids): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
     for m in messages {
         let mut s = Vec::new();
         let msg = m.msg();
+        let id = msg.get("id").and_then(Value::as_str).unwrap_or_default();
+        if m.sent && msg.get("method").and_then(Value::as_str) == Some("login") {
+            logins.push(id.to_string());
+        } else if !m.sent && kind(&msg) == "result" && logins.iter().any(|l| l == id) {
+            for field in ["id", "token"] {
+                if let Some(v) = msg.get("result").and_then(|r| r.get(field)).and_then(Value::as_str) {
+                    session_ids.push(v.to_string());
+                }
+            }
+        }
         if m.sent && matches!(kind(&msg), "method" | "sub") {
             let params = msg.get("params").unwrap_or(&Value::Null);
             strings(params, &mut s);
@@ -434,21 +448,8 @@ pub fn build(messages: &[Message], http: &[HttpAction], opts: &Options) -> Recor
             returned.extend(s.into_iter().filter(|x| is_meteor_id(x)).map(str::to_string));
         }
     }
-    // The login's user id and token are the session's, even where the page sent them before the
-    // login answered (Meteor's accounts client keeps the user id from the last session).
-    let mut logins: Vec<String> = Vec::new();
-    for m in messages {
-        let msg = m.msg();
-        let id = msg.get("id").and_then(Value::as_str).unwrap_or_default();
-        if m.sent && msg.get("method").and_then(Value::as_str) == Some("login") {
-            logins.push(id.to_string());
-        } else if !m.sent && kind(&msg) == "result" && logins.iter().any(|l| l == id) {
-            for field in ["id", "token"] {
-                if let Some(v) = msg.get("result").and_then(|r| r.get(field)).and_then(Value::as_str) {
-                    made.remove(v);
-                }
-            }
-        }
+    for v in &session_ids {
+        made.remove(v);
     }
     let own = made
         .iter()
