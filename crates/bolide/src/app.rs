@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::{Cli, Command};
 use crate::console::{exit, Io};
-use crate::lifecycle::Workload;
+use crate::workload::Workload;
 
 /// Runs the command line `args` (program name first); returns the exit code.
 pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32 {
@@ -45,29 +45,22 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
         &args.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
     );
     match cli.command {
-        Command::Http(a) => {
-            once(one_run(Workload::http(&a), &a.export), a.gate.junit.as_deref(), command_line, io, cancel)
-        }
-        Command::Run(a) => {
-            once(one_run(Workload::ddp(&a), &a.export), a.gate.junit.as_deref(), command_line, io, cancel)
-        }
+        Command::Http(a) => once(one_run(Workload::http(&a), &a.common), command_line, io, cancel),
+        Command::Run(a) => once(one_run(Workload::ddp(&a), &a.common), command_line, io, cancel),
         Command::Serve(a) => crate::serve::serve(&a, io, cancel),
         Command::Bench(a) => {
-            let (workload, opts, junit, outs) = match &a.workload {
-                crate::cli::BenchWorkload::Http(b) => {
-                    (Workload::http(&b.args), &b.bench, &b.args.gate.junit, &b.args.export.outs)
-                }
-                crate::cli::BenchWorkload::Run(b) => {
-                    (Workload::ddp(&b.args), &b.bench, &b.args.gate.junit, &b.args.export.outs)
-                }
+            let workload = match &a.workload {
+                crate::cli::BenchWorkload::Http(b) => Workload::http(&b.args),
+                crate::cli::BenchWorkload::Run(b) => Workload::ddp(&b.args),
             };
+            let common = a.workload.common();
             // --out DIR is the series' directory, --out csv=PATH its rows.
-            let mut opts = opts.clone();
-            if let Ok(o) = crate::plan::outputs(outs) {
+            let mut opts = a.workload.opts().clone();
+            if let Ok(o) = crate::plan::outputs(&common.output.outs) {
                 (opts.out, opts.csv) = (o.dir, o.csv);
             }
             match workload {
-                Ok(w) => crate::load::bench(w, &opts, junit.as_deref(), command_line, io, cancel),
+                Ok(w) => crate::load::bench(w, &opts, common.gate.junit.as_deref(), command_line, io, cancel),
                 Err(e) => {
                     let _ = writeln!(io.err, "{e}");
                     exit::USAGE
@@ -82,11 +75,8 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
         Command::Capacity(a) => {
             // --out DIR keeps the levels' documents, --out csv=PATH their rows.
             let mut w = a.workload.clone();
-            let (ladder, outs) = match &mut w {
-                crate::cli::CapacityWorkload::Http(c) => (&mut c.ladder, &c.args.export.outs),
-                crate::cli::CapacityWorkload::Run(c) => (&mut c.ladder, &c.args.export.outs),
-            };
-            if let Ok(o) = crate::plan::outputs(outs) {
+            if let Ok(o) = crate::plan::outputs(&a.workload.common().output.outs) {
+                let ladder = w.ladder_mut();
                 (ladder.out, ladder.csv) = (o.dir, o.csv);
             }
             crate::load::capacity::capacity(&w, command_line, io, cancel)
@@ -201,8 +191,8 @@ pub fn capacity_shorthand(mut args: Vec<OsString>) -> Vec<OsString> {
 }
 
 /// A single run's workload: a plain `--out DIR` belongs to bench and capacity.
-fn one_run(workload: Result<Workload, String>, export: &crate::cli::ExportArgs) -> Result<Workload, String> {
-    match crate::plan::outputs(&export.outs) {
+fn one_run(workload: Result<Workload, String>, common: &crate::cli::CommonArgs) -> Result<Workload, String> {
+    match crate::plan::outputs(&common.output.outs) {
         Ok(o) if o.dir.is_some() => Err(format!(
             "error: --out {}: a directory is where bench and capacity keep their result documents; one run \
              writes its document with --json FILE (and --out csv=PATH for its seconds as CSV)",
@@ -214,13 +204,7 @@ fn one_run(workload: Result<Workload, String>, export: &crate::cli::ExportArgs) 
 
 /// `bolide http` and `bolide run`: a workload planned from its flags, run once; a planning error
 /// is a usage error.
-fn once(
-    workload: Result<Workload, String>,
-    junit: Option<&std::path::Path>,
-    command_line: Vec<String>,
-    io: &mut Io,
-    cancel: &CancellationToken,
-) -> i32 {
+fn once(workload: Result<Workload, String>, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> i32 {
     let w = match workload {
         Ok(w) => w,
         Err(e) => {
@@ -228,14 +212,15 @@ fn once(
             return exit::USAGE;
         }
     };
-    let dashboard = match crate::dashboard::start_for(w.dashboard(), &format!("bolide {} (live)", w.slug()), io) {
+    let dashboard = match crate::dashboard::start_for(w.common().dashboard, &format!("bolide {} (live)", w.slug()), io)
+    {
         Ok(d) => d,
         Err(code) => return code,
     };
     let started = std::time::SystemTime::now();
     let outcome = w.execute(command_line.clone(), io, cancel, dashboard.as_ref());
     let mut code = outcome.code;
-    if let Some(path) = junit {
+    if let Some(path) = &w.common().junit {
         let suite = crate::report::junit::for_run(outcome.doc.as_ref(), outcome.code, &command_line, started);
         if let Err(e) = crate::report::junit::write(path, &[suite]) {
             let _ = writeln!(io.err, "error: --junit: {e}");
@@ -246,13 +231,7 @@ fn once(
     }
     if let Some(d) = &dashboard {
         d.finish(match &outcome.doc {
-            Some(doc) => {
-                let requests = match &w {
-                    crate::lifecycle::Workload::Http(p) => p.gnuplot.as_deref().filter(|g| g.is_file()),
-                    crate::lifecycle::Workload::Ddp(_) => None,
-                };
-                crate::lifecycle::run_page(doc, requests)
-            }
+            Some(doc) => crate::lifecycle::run_page(doc, w.requests_file()),
             None => crate::dashboard::no_report_page("the run could not start or complete"),
         });
     }

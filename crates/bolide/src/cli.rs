@@ -109,6 +109,23 @@ pub enum BenchWorkload {
     Run(Box<BenchRun>),
 }
 
+impl BenchWorkload {
+    /// The shared flags of the workload repeated.
+    pub fn common(&self) -> &CommonArgs {
+        match self {
+            BenchWorkload::Http(b) => &b.args.common,
+            BenchWorkload::Run(b) => &b.args.common,
+        }
+    }
+
+    pub fn opts(&self) -> &BenchOpts {
+        match self {
+            BenchWorkload::Http(b) => &b.bench,
+            BenchWorkload::Run(b) => &b.bench,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Every `bolide http` flag applies to each run.\n\n\
     Examples:\n  \
@@ -444,6 +461,30 @@ pub enum CapacityWorkload {
     Run(Box<CapacityRun>),
 }
 
+impl CapacityWorkload {
+    /// The shared flags of the workload climbed with.
+    pub fn common(&self) -> &CommonArgs {
+        match self {
+            CapacityWorkload::Http(c) => &c.args.common,
+            CapacityWorkload::Run(c) => &c.args.common,
+        }
+    }
+
+    pub fn ladder(&self) -> &LadderOpts {
+        match self {
+            CapacityWorkload::Http(c) => &c.ladder,
+            CapacityWorkload::Run(c) => &c.ladder,
+        }
+    }
+
+    pub fn ladder_mut(&mut self) -> &mut LadderOpts {
+        match self {
+            CapacityWorkload::Http(c) => &mut c.ladder,
+            CapacityWorkload::Run(c) => &mut c.ladder,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "The `bolide http` flags apply to every level, except the ones the ladder sets: --rps \
     (each level's rate) and -n/--requests (each level lasts -d) are refused.\n\n\
@@ -621,6 +662,37 @@ pub struct HttpArgs {
     #[arg(long)]
     pub retry_non_idempotent: bool,
 
+    /// Write one line per request in ApacheBench's -g (gnuplot TSV) layout to this file.
+    #[arg(long, value_name = "PATH")]
+    pub gnuplot: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// The flags every load command shares (`http`, `run`, and through them `bench` and
+/// `capacity`): where the results go, the server under test, this instance's segment and the
+/// thresholds. Declared once; `plan::common` reads them once.
+#[derive(Debug, Clone, Default, Args)]
+pub struct CommonArgs {
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    #[command(flatten)]
+    pub server: ServerArgs,
+
+    #[command(flatten)]
+    pub segment: SegmentArgs,
+
+    #[command(flatten)]
+    pub gate: ThresholdArgs,
+}
+
+/// Where a run's results go: the result document, the report, the live page, the terminal, and
+/// other tools.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Output")]
+pub struct OutputArgs {
     /// Write the result document (JSON) to this file (`-`: stdout, the summary then on stderr).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
@@ -635,31 +707,10 @@ pub struct HttpArgs {
     #[arg(long, value_name = "ADDR", num_args = 0..=1, require_equals = true, default_missing_value = "127.0.0.1:5665")]
     pub dashboard: Option<String>,
 
-    /// Write one line per request in ApacheBench's -g (gnuplot TSV) layout to this file.
-    #[arg(long, value_name = "PATH")]
-    pub gnuplot: Option<PathBuf>,
-
-    #[command(flatten)]
-    pub server: ServerArgs,
-
-    #[command(flatten)]
-    pub segment: SegmentArgs,
-
-    #[command(flatten)]
-    pub gate: ThresholdArgs,
-
-    #[command(flatten)]
-    pub export: ExportArgs,
-
     /// Print only errors.
     #[arg(short = 'q', long)]
     pub quiet: bool,
-}
 
-/// Where a run's figures go besides the result document.
-#[derive(Debug, Clone, Default, Args)]
-#[command(next_help_heading = "Output")]
-pub struct ExportArgs {
     /// Send or write the run's figures elsewhere too: prometheus-rw=URL (each second by
     /// Prometheus remote write, latency as native histograms; testid from BOLIDE_TESTID),
     /// otlp=URL (the same as OTLP/HTTP metrics, headers from OTEL_EXPORTER_OTLP_HEADERS), csv=PATH (one row per second per series: the load's, the watched processes', the scraped
@@ -830,35 +881,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub insecure: bool,
 
-    /// Write the result document (JSON) to this file (`-`: stdout, the summary then on stderr).
-    #[arg(long, value_name = "PATH")]
-    pub json: Option<PathBuf>,
-
-    /// Write the HTML report of the run (charts, self-contained, opens offline) to this file.
-    #[arg(long, value_name = "PATH")]
-    pub html: Option<PathBuf>,
-
-    /// Serve a live dashboard while the load runs: charts redrawn every second, then the final
-    /// report. Its URL is printed; `--dashboard=ADDR` (PORT, :PORT or IP:PORT) picks where it
-    /// listens [default: 127.0.0.1:5665, loopback]
-    #[arg(long, value_name = "ADDR", num_args = 0..=1, require_equals = true, default_missing_value = "127.0.0.1:5665")]
-    pub dashboard: Option<String>,
-
-    /// Print only errors.
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
-
     #[command(flatten)]
-    pub server: ServerArgs,
-
-    #[command(flatten)]
-    pub segment: SegmentArgs,
-
-    #[command(flatten)]
-    pub gate: ThresholdArgs,
-
-    #[command(flatten)]
-    pub export: ExportArgs,
+    pub common: CommonArgs,
 }
 
 /// `--transport`.

@@ -164,11 +164,13 @@ pub fn prepare(args: &[String]) -> Result<(Vec<String>, Files), Vec<String>> {
             return Err(vec![format!("the command after --: {first}")]);
         }
     };
-    let (segment, json, html, dashboard, server) = match &parsed.command {
-        crate::cli::Command::Http(a) => (&a.segment, &a.json, &a.html, &a.dashboard, &a.server),
-        crate::cli::Command::Run(a) => (&a.segment, &a.json, &a.html, &a.dashboard, &a.server),
+    let common = match &parsed.command {
+        crate::cli::Command::Http(a) => &a.common,
+        crate::cli::Command::Run(a) => &a.common,
         _ => return Err(vec!["the command after -- must be `http ...` or `run ...` (what each pod runs)".into()]),
     };
+    let (segment, server) = (&common.segment, &common.server);
+    let crate::cli::OutputArgs { json, html, dashboard, .. } = &common.output;
     if segment.segment.is_some() || segment.start_at.is_some() {
         problems.push(
             "drop --segment and --start-at after --: the Job gives each pod its segment and the shared start".into(),

@@ -28,3 +28,4 @@ pub mod segment;
 pub mod serve;
 pub mod stats;
 pub mod threshold;
+pub mod workload;

@@ -34,8 +34,23 @@ pub struct HttpPlan {
     /// HTTP/2 (`--http2`, `--h2c`): `streams` requests at once on each connection.
     pub http2: bool,
     pub streams: usize,
+    /// `--gnuplot`: every request's line in ab's -g layout.
+    pub gnuplot: Option<PathBuf>,
+    /// The settings as recorded in the result document.
+    pub settings: HttpSettings,
+    /// What every run has: outputs, the server under test, the segment, the thresholds.
+    pub common: Common,
+}
+
+/// What every run's plan has, whatever its workload: where its results go, the server under
+/// test, this instance's share of the plan, its thresholds and its label. Made once from the
+/// shared flags ([`common`]); commands that run a plan many times change these fields, never
+/// the flags.
+#[derive(Debug, Clone, Default)]
+pub struct Common {
+    /// `--json`: the result document.
     pub json: Option<PathBuf>,
-    /// The HTML report of the run.
+    /// `--html`: the HTML report of the run.
     pub html: Option<PathBuf>,
     /// `--out csv=PATH`: the run's seconds as CSV.
     pub csv: Option<PathBuf>,
@@ -43,18 +58,45 @@ pub struct HttpPlan {
     pub exports: Vec<(crate::export::Kind, url::Url)>,
     /// Where the live dashboard listens (`--dashboard`).
     pub dashboard: Option<std::net::SocketAddr>,
-    pub gnuplot: Option<PathBuf>,
     pub quiet: bool,
-    /// The settings as recorded in the result document.
-    pub settings: HttpSettings,
     /// The server under test.
     pub server: ServerPlan,
     /// The `bolide bench` label recorded in the result document.
     pub label: Option<String>,
     /// This instance's segment of the plan (`--segment`) and the shared start (`--start-at`).
     pub spread: Spread,
-    /// `--threshold`s, judged on the result document.
+    /// A scenario's `ensure`, then `--threshold`s, judged on the result document.
     pub thresholds: Vec<Threshold>,
+    /// `--junit`: the verdicts as JUnit XML.
+    pub junit: Option<PathBuf>,
+}
+
+/// Reads the flags every run shares, adding problems to `problems`; the thresholds are left to
+/// the workload (they are checked against its steps, [`thresholds`]).
+pub fn common(args: &crate::cli::CommonArgs, problems: &mut Vec<String>) -> Common {
+    let o = &args.output;
+    for path in [&o.json, &o.html].into_iter().flatten() {
+        if let Err(e) = files::check_writable(path) {
+            problems.push(e);
+        }
+    }
+    let dashboard = o.dashboard.as_deref().and_then(|a| dashboard_addr(a).map_err(|e| problems.push(e)).ok());
+    let server = server_plan(&args.server, problems);
+    let spread = spread(&args.segment, problems);
+    let outs = outputs(&o.outs).map_err(|e| problems.push(e)).unwrap_or_default();
+    Common {
+        json: o.json.clone(),
+        html: o.html.clone(),
+        csv: outs.csv,
+        exports: outs.exports,
+        dashboard,
+        quiet: o.quiet,
+        server,
+        label: None,
+        spread,
+        thresholds: Vec::new(),
+        junit: args.gate.junit.clone(),
+    }
 }
 
 /// Where one instance stands among several running one plan.
@@ -79,7 +121,7 @@ pub fn spread(args: &crate::cli::SegmentArgs, problems: &mut Vec<String>) -> Spr
 impl HttpPlan {
     /// This instance's connections: the first one's global index and how many.
     pub fn my_connections(&self) -> (usize, usize) {
-        self.spread.segment.map_or((0, self.connections), |s| s.connections(self.connections))
+        self.common.spread.segment.map_or((0, self.connections), |s| s.connections(self.connections))
     }
 
     /// This instance's slots of the global schedule (the whole one without a segment).
@@ -588,10 +630,9 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
             .unwrap_or_default(),
         (None, None) => Vec::new(),
     };
-    for path in [&args.json, &args.gnuplot, &args.html].into_iter().flatten() {
+    if let Some(path) = &args.gnuplot {
         check(files::check_writable(path));
     }
-    let dashboard = args.dashboard.as_deref().and_then(|a| dashboard_addr(a).map_err(|e| check(Err(e))).ok());
     let spec = RequestSpec { method: method.clone(), headers: headers.clone(), body, keep_alive: !args.no_keepalive };
     let http2 = args.http2 || args.h2c;
     if args.streams == 0 {
@@ -612,11 +653,9 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
     }
     let targets: Vec<Target> =
         args.urls.iter().filter_map(|u| target(u, &spec, http2).map_err(|e| check(Err(e))).ok()).collect();
-    let server = server_plan(&args.server, &mut problems);
-    let spread = spread(&args.segment, &mut problems);
-    let thresholds = thresholds(&args.gate.thresholds, &[], None, &server, &mut problems);
-    let outs = outputs(&args.export.outs).map_err(|e| problems.push(e)).unwrap_or_default();
-    let (csv, exports) = (outs.csv, outs.exports);
+    let mut common = common(&args.common, &mut problems);
+    common.thresholds = thresholds(&args.common.gate.thresholds, &[], None, &common.server, &mut problems);
+    let spread = common.spread;
     // One process holds its own segment's connections, not the whole plan's.
     if spread.segment.map_or(args.connections, |s| s.connections(args.connections).1) > MAX_CONNECTIONS {
         problems.push(format!(
@@ -680,18 +719,9 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         insecure: args.insecure,
         http2,
         streams: args.streams.max(1),
-        json: args.json.clone(),
-        html: args.html.clone(),
-        csv,
-        exports,
-        dashboard,
         gnuplot: args.gnuplot.clone(),
-        quiet: args.quiet,
         settings,
-        server,
-        label: None,
-        spread,
-        thresholds,
+        common,
     })
 }
 
@@ -725,25 +755,10 @@ pub struct DdpPlan {
     pub cycle: Vec<usize>,
     pub client: crate::proto::ddp::ClientConfig,
     pub threads: usize,
-    pub json: Option<std::path::PathBuf>,
-    /// The HTML report of the run.
-    pub html: Option<std::path::PathBuf>,
-    /// `--out csv=PATH`: the run's seconds as CSV.
-    pub csv: Option<std::path::PathBuf>,
-    /// `--out prometheus-rw=URL` and `--out otlp=URL`: where each second is sent.
-    pub exports: Vec<(crate::export::Kind, url::Url)>,
-    /// Where the live dashboard listens (`--dashboard`).
-    pub dashboard: Option<std::net::SocketAddr>,
-    pub quiet: bool,
     pub insecure: bool,
-    /// Processes to watch while the users run, and how often.
-    pub server: ServerPlan,
-    /// The `bolide bench` label recorded in the result document.
-    pub label: Option<String>,
-    /// This instance's segment of the users (`--segment`) and the shared start (`--start-at`).
-    pub spread: Spread,
-    /// The scenario's `ensure`, then `--threshold`s, judged on the result document.
-    pub thresholds: Vec<Threshold>,
+    /// What every run has: outputs, the server under test, the segment of the users, the
+    /// scenario's `ensure` and `--threshold`s.
+    pub common: Common,
 }
 
 /// Reads `--dashboard`'s address: `IP:PORT`, `:PORT` or `PORT` (loopback).
@@ -963,16 +978,8 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     if args.threads == Some(0) {
         problems.push("-t/--threads must be at least 1".into());
     }
-    let mut server = server_plan(&args.server, &mut problems);
-    let spread = spread(&args.segment, &mut problems);
-    let outs = outputs(&args.export.outs).map_err(|e| problems.push(e)).unwrap_or_default();
-    let (csv, exports) = (outs.csv, outs.exports);
-    for path in [&args.json, &args.html].into_iter().flatten() {
-        if let Err(e) = files::check_writable(path) {
-            problems.push(e);
-        }
-    }
-    let dashboard = args.dashboard.as_deref().and_then(|a| dashboard_addr(a).map_err(|e| problems.push(e)).ok());
+    let mut common = common(&args.common, &mut problems);
+    let spread = common.spread;
     let mut targets = Vec::new();
     // Each distinct URL is resolved once (a list of the same URL repeated is refused above, and
     // must not cost a resolution, nor a /proc scan below, per repetition).
@@ -987,11 +994,12 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
             Err(_) => {}
         }
     }
-    if targets.len() > 1 && server.spawn.is_none() && !duplicates {
-        tie_local_targets(&targets, &mut server, &mut problems);
+    if targets.len() > 1 && common.server.spawn.is_none() && !duplicates {
+        tie_local_targets(&targets, &mut common.server, &mut problems);
     }
     let steps = scenario.step_names();
-    let thresholds = thresholds(&args.gate.thresholds, &scenario.config.ensure, Some(&steps), &server, &mut problems);
+    common.thresholds =
+        thresholds(&args.common.gate.thresholds, &scenario.config.ensure, Some(&steps), &common.server, &mut problems);
     if let Some(seg) = spread.segment {
         let total = crate::scenario::arrivals::Schedule::new(&scenario.config.phases).total();
         if seg.arrivals(total) == 0 {
@@ -1021,17 +1029,8 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         targets,
         client,
         threads: args.threads.unwrap_or(cores),
-        json: args.json.clone(),
-        html: args.html.clone(),
-        csv,
-        exports,
-        dashboard,
-        quiet: args.quiet,
         insecure: args.insecure,
-        server,
-        label: None,
-        spread,
-        thresholds,
+        common,
         scenario,
     })
 }

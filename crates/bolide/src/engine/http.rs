@@ -182,7 +182,7 @@ pub fn run(
     // second it made an hour-long run grow by a gigabyte).
     let mut seconds: Vec<(usize, Duration, Option<SecondRecorder>)> = Vec::new();
     let mut finished: Vec<Second> = Vec::new();
-    let keep_histogram = plan.spread.segment.is_some() || !plan.exports.is_empty();
+    let keep_histogram = plan.common.spread.segment.is_some() || !plan.common.exports.is_empty();
     let entry = |t: usize, span: Duration, rec: &SecondRecorder| {
         let mut second = summary::second(t as u32, span.as_secs_f64(), rec);
         // A segment keeps each second's histogram: merged with the other segments' seconds, the
@@ -191,7 +191,7 @@ pub fn run(
             second.latency_histogram = Some(crate::stats::hist::encode(&rec.latency_us));
         }
         // The outputs send its histogram and breakdowns.
-        if !plan.exports.is_empty() {
+        if !plan.common.exports.is_empty() {
             for_outputs(&mut second, rec);
         }
         second
@@ -381,7 +381,7 @@ fn worker_main(
     };
     let mut rec = WorkerRecorder::new(targets);
     // The outputs of a run of several URLs send each one's latency.
-    if !plan.exports.is_empty() && targets > 1 {
+    if !plan.common.exports.is_empty() && targets > 1 {
         rec.second = SecondRecorder::by_target(targets);
     }
     let worker = Rc::new(Worker {

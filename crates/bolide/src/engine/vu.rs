@@ -120,7 +120,7 @@ pub fn run(
 ) -> Result<VuOutput, String> {
     let schedule = Schedule::new(&plan.scenario.config.phases);
     // With a segment, this instance's users are every N-th arrival; they keep their global index.
-    let seg = plan.spread.segment.unwrap_or(crate::segment::Segment { index: 1, count: 1 });
+    let seg = plan.common.spread.segment.unwrap_or(crate::segment::Segment { index: 1, count: 1 });
     let threads = plan.threads.clamp(1, seg.arrivals(schedule.total()).max(1) as usize);
     let names = step_names(&plan.scenario);
     let alive = Arc::new(AtomicU64::new(0));
@@ -147,7 +147,7 @@ pub fn run(
     let mut timeline: Vec<DdpSecond> = Vec::new();
     let step_names: Vec<String> = names.iter().map(|(n, _)| n.clone()).collect();
     // A segment keeps each second's histograms for merge; remote write sends them.
-    let keep_histograms = plan.spread.segment.is_some() || !plan.exports.is_empty();
+    let keep_histograms = plan.common.spread.segment.is_some() || !plan.common.exports.is_empty();
     let mut totals = VuProgress { planned: schedule.length(), ..VuProgress::default() };
     let mut cpu_ns = 0u64;
     let mut shown = 0;
@@ -303,7 +303,7 @@ fn worker(
         let arrivals = async {
             let mut users = Vec::new();
             // Worker `index` of `threads` in segment I of N: arrivals I-1 + N (index + threads j).
-            let seg = w.plan.spread.segment.unwrap_or(crate::segment::Segment { index: 1, count: 1 });
+            let seg = w.plan.common.spread.segment.unwrap_or(crate::segment::Segment { index: 1, count: 1 });
             let mut k = u64::from(seg.index - 1) + u64::from(seg.count) * index as u64;
             // maxVusers is the whole plan's; each segment holds its share of it.
             let max = w.plan.scenario.config.max_vusers.map(|m| seg.arrivals(m).max(1));

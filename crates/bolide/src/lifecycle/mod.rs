@@ -3,108 +3,20 @@
 //! the server, assemble the result document (see [`document`]), print the summary and write the
 //! files. A [`Workload`] is a validated plan of either kind; [`Workload::execute`] runs it once.
 
-pub mod document;
-
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::console::{exit, Io};
 use crate::dashboard::Dashboard;
-use crate::engine::http as engine;
-use crate::plan::{self, DdpPlan, HttpPlan};
-use crate::report::progress;
+use crate::plan;
 use crate::stats::doc::Doc;
-use crate::stats::gnuplot;
-
-/// A validated workload of either kind.
-#[derive(Debug, Clone)]
-pub enum Workload {
-    Http(Box<HttpPlan>),
-    Ddp(Box<DdpPlan>),
-}
+use crate::stats::envelope::Enveloped;
+use crate::workload::{Part, Workload};
 
 impl Workload {
-    pub fn http(args: &crate::cli::HttpArgs) -> Result<Workload, String> {
-        crate::plan::http_plan(args).map(|p| Workload::Http(Box::new(p))).map_err(|e| e.to_string())
-    }
-
-    pub fn ddp(args: &crate::cli::RunArgs) -> Result<Workload, String> {
-        crate::plan::run_plan(args).map(|p| Workload::Ddp(Box::new(p))).map_err(|e| e.to_string())
-    }
-
-    /// A short name for files and tables: the scenario, or `http`.
-    pub fn slug(&self) -> String {
-        match self {
-            Workload::Http(_) => "http".into(),
-            Workload::Ddp(p) => crate::stats::doc::scenario_name(&p.source),
-        }
-    }
-
-    /// The HTML report the command line asked for (`--html`).
-    pub fn html(&self) -> Option<PathBuf> {
-        match self {
-            Workload::Http(p) => p.html.clone(),
-            Workload::Ddp(p) => p.html.clone(),
-        }
-    }
-
-    /// How long one run is planned to last (None when bounded by a count of requests).
-    pub fn planned(&self) -> Option<Duration> {
-        match self {
-            Workload::Http(p) => p.stop.time,
-            Workload::Ddp(p) => Some(p.arrivals_length()),
-        }
-    }
-
-    /// Where the result document goes, under which label, and whether the run prints its summary
-    /// (and no HTML report or CSV per run: the command writes the series').
-    pub fn set_output(&mut self, json: Option<PathBuf>, label: Option<String>, quiet: bool) {
-        match self {
-            // A repeated workload's report covers every run; the command writes it at the end.
-            Workload::Http(p) => {
-                p.json = json;
-                p.html = None;
-                p.csv = None;
-                p.label = label;
-                p.quiet = quiet;
-            }
-            Workload::Ddp(p) => {
-                p.json = json;
-                p.html = None;
-                p.csv = None;
-                p.label = label;
-                p.quiet = quiet;
-            }
-        }
-    }
-
-    /// This instance's segment and shared start (`--segment`, `--start-at`).
-    pub fn spread(&self) -> plan::Spread {
-        match self {
-            Workload::Http(p) => p.spread,
-            Workload::Ddp(p) => p.spread,
-        }
-    }
-
-    /// Sets when the next run starts (a series' run or a ladder's level after the first).
-    pub fn set_start_at(&mut self, at: Option<std::time::SystemTime>) {
-        match self {
-            Workload::Http(p) => p.spread.start_at = at,
-            Workload::Ddp(p) => p.spread.start_at = at,
-        }
-    }
-
-    /// Where the command's live dashboard listens (`--dashboard`).
-    pub fn dashboard(&self) -> Option<std::net::SocketAddr> {
-        match self {
-            Workload::Http(p) => p.dashboard,
-            Workload::Ddp(p) => p.dashboard,
-        }
-    }
-
     /// Runs it once, feeding `dashboard` (when the command serves one) every second.
     pub fn execute(
         &self,
@@ -114,8 +26,8 @@ impl Workload {
         dashboard: Option<&Dashboard>,
     ) -> Outcome {
         match self {
-            Workload::Http(p) => run_http_plan(p, command_line, io, cancel, dashboard),
-            Workload::Ddp(p) => run_ddp_plan(p, command_line, io, cancel, dashboard),
+            Workload::Http(p) => run(&**p, command_line, io, cancel, dashboard),
+            Workload::Ddp(p) => run(&**p, command_line, io, cancel, dashboard),
         }
     }
 }
@@ -289,38 +201,39 @@ fn stop_server(spawned: Option<crate::monitor::spawn::Spawned>, watched: &[crate
     }
 }
 
-fn run_http_plan(
-    plan: &HttpPlan,
+/// One run of any workload, the same stages for every protocol: say what it will do, start the
+/// server and the watchers, run the engine (each second to the bar, the outputs and the live
+/// page), stop, assemble the document (the workload's part, then the envelope: outputs, watched
+/// processes, scraped series, bolide's own load, label, thresholds), show it, write its files.
+fn run<W: Part>(
+    w: &W,
     command_line: Vec<String>,
     io: &mut Io,
     cancel: &CancellationToken,
     dashboard: Option<&Dashboard>,
 ) -> Outcome {
-    let urls: Vec<String> = plan.targets.iter().map(|t| t.url.clone()).collect();
-    let announced = announce(io, plan.quiet, plan.json.as_deref(), &crate::report::term::header(&plan.settings, &urls));
-    let bar = progress::http_bar(shows_progress(io, plan.quiet), &io.stage, plan.stop.time, plan.stop.count);
+    let c = w.common();
+    let announced = announce(io, c.quiet, c.json.as_deref(), &w.header());
+    let bar = w.bar(shows_progress(io, c.quiet), &io.stage);
     let stage = live_title(&io.stage, &command_line);
-    let mut exporters = exporters(&plan.exports, plan.label.as_deref(), plan.spread.segment, &urls);
+    let mut exporters = exporters(&c.exports, c.label.as_deref(), c.spread.segment, &w.urls());
     let run = watched(
-        &plan.server,
-        &plan.spread,
-        plan.quiet,
+        &c.server,
+        &c.spread,
+        c.quiet,
         io,
         cancel,
-        |_| true,
+        |io| w.reachable(io),
         |monitor| {
             let mut timeline = Vec::new();
-            let out = engine::run(plan, cancel, &mut |p: &engine::Progress| {
-                progress::http_update(&bar, p);
-                hand_over(&mut exporters, monitor, |e| e.http_second(&p.second));
+            let out = w.run(cancel, &mut |tick: &W::Tick| {
+                W::show(&bar, tick);
+                let second = W::second(tick);
+                hand_over(&mut exporters, monitor, |e| W::export(e, second));
                 if let Some(d) = dashboard {
-                    timeline.push(p.second.clone());
+                    timeline.push(second.clone());
                     let timeline = timeline.clone();
-                    feed(d, monitor, &stage, progress::http_line(p), move |monitor, generator| {
-                        let doc =
-                            crate::stats::result::ResultDoc { timeline, monitor, generator, ..Default::default() };
-                        Doc::Http(Box::new(doc))
-                    });
+                    feed(d, monitor, &stage, W::line(tick), move || W::live(timeline).into());
                 }
             });
             bar.clear();
@@ -331,63 +244,53 @@ fn run_http_plan(
         Ok(r) => r,
         Err(code) => return Outcome::failed(code),
     };
-    let mut doc = document::http(plan, &output, command_line);
+    let mut doc = w.document(&output, command_line);
+    let mut outputs = Vec::new();
     if !exporters.is_empty() {
         for e in &mut exporters {
-            e.rest_http(&output.timeline);
+            W::export_rest(e, &output);
         }
-        for r in crate::export::finish(exporters) {
-            doc.outputs.push(delivered(io, r));
-        }
-        // The seconds' histograms and breakdowns were for the receivers; a segment's document
-        // keeps the histograms for merge.
-        for s in &mut doc.timeline {
-            s.detail = None;
-            if plan.spread.segment.is_none() {
-                s.latency_histogram = None;
-            }
-        }
+        outputs = crate::export::finish(exporters).into_iter().map(|r| delivered(io, r)).collect();
+        w.strip_for_document(&mut doc);
     }
-    doc.monitor = watch.monitor;
-    doc.scrape = watch.scrape;
     let mut generator = watch.generator;
-    generator.set_cpu(output.cpu_ns, doc.summary.finished(), false);
-    doc.generator = Some(generator);
-    doc.label = plan.label.clone();
-    let mut doc = Doc::Http(Box::new(doc));
-    let held = crate::stats::verdict::record(&mut doc, &plan.thresholds);
-    let first_errors = output.merged.first_errors.iter().map(|(c, d)| (c.name(), d.as_str()));
-    let mut code = match present(io, plan.quiet, plan.json.as_deref(), &shown(&doc, announced), first_errors, &doc) {
+    let (work, messages) = W::work(&doc);
+    generator.set_cpu(W::cpu_ns(&output), work, messages);
+    let envelope = doc.envelope_mut();
+    *envelope.outputs = outputs;
+    *envelope.monitor = watch.monitor;
+    *envelope.scrape = watch.scrape;
+    *envelope.generator = Some(generator);
+    envelope.label.clone_from(&c.label);
+    let mut doc: Doc = doc.into();
+    let held = crate::stats::verdict::record(&mut doc, &c.thresholds);
+    let first_errors = W::first_errors(&output);
+    let first_errors = first_errors.iter().map(|(c, d)| (c.as_str(), d.as_str()));
+    let mut code = match present(io, c.quiet, c.json.as_deref(), &shown(&doc, announced), first_errors, &doc) {
         false => exit::RUN,
         true if !held => exit::THRESHOLDS,
         true => exit::OK,
     };
-    let mut gnuplot_written = false;
-    if let Some(path) = &plan.gnuplot {
-        let assembled = match &output.gnuplot_error {
-            // The result document above is written regardless.
-            Some(e) => Err(std::io::Error::other(e.clone())),
-            None => gnuplot::assemble(path, &output.gnuplot_parts),
-        };
-        gnuplot_written = assembled.is_ok();
-        match assembled {
-            Ok(()) if !plan.quiet => {
+    let requests = match w.extra_files(&output) {
+        Ok(Some((what, path))) => {
+            if !c.quiet {
                 let human =
-                    if plan.json.as_deref().is_some_and(crate::files::is_stdout) { &mut *io.err } else { &mut *io.out };
-                let _ = writeln!(human, "Per-request data (ab -g layout): {}", path.display());
+                    if c.json.as_deref().is_some_and(crate::files::is_stdout) { &mut *io.err } else { &mut *io.out };
+                let _ = writeln!(human, "{what}: {}", path.display());
             }
-            Ok(()) => {}
-            Err(e) => {
-                let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
-                code = exit::RUN;
-            }
+            Some(path)
         }
-    }
-    let requests = plan.gnuplot.as_deref().filter(|_| gnuplot_written);
-    if !write_html(io, plan.quiet, plan.json.as_deref(), plan.html.as_deref(), &doc, requests) {
+        Ok(None) => None,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {e}");
+            code = exit::RUN;
+            None
+        }
+    };
+    if !write_html(io, c.quiet, c.json.as_deref(), c.html.as_deref(), &doc, requests.as_deref()) {
         code = exit::RUN;
     }
-    if !write_csv(io, plan.csv.as_deref(), &doc) {
+    if !write_csv(io, c.csv.as_deref(), &doc) {
         code = exit::RUN;
     }
     Outcome { code, doc: Some(doc) }
@@ -475,7 +378,7 @@ fn present<'e>(
         if to_stdout {
             let _ = write!(io.err, "{summary}");
         } else {
-            let _ = write!(io.out, "{}", progress::paint(summary, io.color));
+            let _ = write!(io.out, "{}", crate::report::progress::paint(summary, io.color));
         }
     }
     for (class, detail) in first_errors {
@@ -513,16 +416,17 @@ fn feed(
     monitor: &crate::monitor::Monitor,
     stage: &str,
     line: String,
-    doc: impl FnOnce(Vec<crate::monitor::MonitorResult>, Option<crate::monitor::generator::GeneratorResult>) -> Doc
-        + Send
-        + 'static,
+    doc: impl FnOnce() -> Doc + Send + 'static,
 ) {
     let (processes, own) = monitor.snapshot();
     let scraped = monitor.scraped.clone();
     let stage = stage.to_string();
     d.update(move || {
-        let mut doc = doc(processes, Some(own));
-        doc.set_scrape(scraped.snapshot());
+        let mut doc = doc();
+        let envelope = doc.envelope_mut();
+        *envelope.monitor = processes;
+        *envelope.generator = Some(own);
+        *envelope.scrape = scraped.snapshot();
         vec![crate::report::html::live_section(&doc, &stage, line)]
     });
 }
@@ -535,115 +439,6 @@ fn live_title(stage: &str, command_line: &[String]) -> String {
     } else {
         stage.to_string()
     }
-}
-
-/// Ties each target of a run over several to the watched process on its port (`--monitor
-/// NAME=:PORT`), when the target is on this machine, so that its CPU and RAM show beside its load.
-fn tie_monitors(plan: &DdpPlan, doc: &mut crate::stats::vu::DdpDoc) {
-    for (t, summary) in plan.targets.iter().zip(&mut doc.per_target) {
-        let local = t.endpoint.addrs.iter().any(|a| a.ip().is_loopback());
-        let tied = plan
-            .server
-            .monitors
-            .iter()
-            .find(|(_, spec)| local && matches!(spec, crate::monitor::Spec::Port(p) if *p == t.endpoint.port));
-        summary.monitor = tied.map(|(name, _)| name.clone());
-    }
-}
-
-/// Runs a validated DDP plan and reports it.
-fn run_ddp_plan(
-    plan: &DdpPlan,
-    command_line: Vec<String>,
-    io: &mut Io,
-    cancel: &CancellationToken,
-    dashboard: Option<&Dashboard>,
-) -> Outcome {
-    // Nothing is measured against a target nobody answers at: every one must answer.
-    let reachable = |io: &mut Io| {
-        let mut all = true;
-        for t in &plan.targets {
-            let addrs = &t.endpoint.addrs;
-            let up = addrs.iter().any(|a| std::net::TcpStream::connect_timeout(a, Duration::from_secs(5)).is_ok());
-            if !up {
-                let url = crate::redact::text(&t.url);
-                let _ = writeln!(io.err, "error: nothing answers at {url} ({addrs:?}); is the server running?");
-                all = false;
-            }
-        }
-        all
-    };
-    let line = format!(
-        "{}, arrivals over {}",
-        crate::report::ddp::header(&document::settings(plan)),
-        progress::eta(plan.arrivals_length())
-    );
-    let announced = announce(io, plan.quiet, plan.json.as_deref(), &line);
-    let bar = progress::ddp_bar(shows_progress(io, plan.quiet), &io.stage, plan.arrivals_length());
-    let stage = live_title(&io.stage, &command_line);
-    let urls: Vec<String> = plan.targets.iter().map(|t| t.url.clone()).collect();
-    let mut exporters = exporters(&plan.exports, plan.label.as_deref(), plan.spread.segment, &urls);
-    let run = watched(&plan.server, &plan.spread, plan.quiet, io, cancel, reachable, |monitor| {
-        let mut timeline = Vec::new();
-        let out = crate::engine::vu::run(plan, cancel, &mut |p: &crate::engine::vu::VuProgress| {
-            progress::ddp_update(&bar, p);
-            hand_over(&mut exporters, monitor, |e| e.ddp_second(&p.second));
-            if let Some(d) = dashboard {
-                timeline.push(p.second.clone());
-                let timeline = timeline.clone();
-                feed(d, monitor, &stage, progress::ddp_line(p), move |monitor, generator| {
-                    let doc = crate::stats::vu::DdpDoc { timeline, monitor, generator, ..Default::default() };
-                    Doc::Ddp(Box::new(doc))
-                });
-            }
-        });
-        bar.clear();
-        out
-    });
-    let (output, watch) = match run {
-        Ok(r) => r,
-        Err(code) => return Outcome::failed(code),
-    };
-    let mut doc = document::ddp(plan, &output, command_line);
-    if !exporters.is_empty() {
-        for e in &mut exporters {
-            e.rest_ddp(&output.timeline);
-        }
-        for r in crate::export::finish(exporters) {
-            doc.outputs.push(delivered(io, r));
-        }
-        // The seconds' histograms were for the receiver; a segment's document keeps them for merge.
-        if plan.spread.segment.is_none() {
-            for s in &mut doc.timeline {
-                let all = s.latency.iter_mut().chain(s.step_latency.values_mut());
-                for l in all.chain(s.reactive.iter_mut()).chain(s.fanout.iter_mut()) {
-                    l.histogram = None;
-                }
-            }
-        }
-    }
-    doc.monitor = watch.monitor;
-    doc.scrape = watch.scrape;
-    tie_monitors(plan, &mut doc);
-    let mut generator = watch.generator;
-    generator.set_cpu(output.cpu_ns, doc.summary.messages_in + doc.summary.messages_out, true);
-    doc.generator = Some(generator);
-    doc.label = plan.label.clone();
-    let mut doc = Doc::Ddp(Box::new(doc));
-    let held = crate::stats::verdict::record(&mut doc, &plan.thresholds);
-    let first_errors = output.rec.first_errors.iter().map(|(c, d)| (c.as_str(), d.as_str()));
-    let mut code = match present(io, plan.quiet, plan.json.as_deref(), &shown(&doc, announced), first_errors, &doc) {
-        false => exit::RUN,
-        true if !held => exit::THRESHOLDS,
-        true => exit::OK,
-    };
-    if !write_html(io, plan.quiet, plan.json.as_deref(), plan.html.as_deref(), &doc, None) {
-        code = exit::RUN;
-    }
-    if !write_csv(io, plan.csv.as_deref(), &doc) {
-        code = exit::RUN;
-    }
-    Outcome { code, doc: Some(doc) }
 }
 
 /// The senders of `--out prometheus-rw=URL` and `--out otlp=URL` for a run: its series carry

@@ -288,10 +288,7 @@ fn junit_suite(
 
 /// `bolide capacity`: the ladder, and its summary document where `--json` says.
 pub fn capacity(w: &CapacityWorkload, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> i32 {
-    let json = match w {
-        CapacityWorkload::Http(c) => c.args.json.clone(),
-        CapacityWorkload::Run(c) => c.args.json.clone(),
-    };
+    let json = w.common().output.json.clone();
     crate::console::with_document(io, json.as_deref(), |io| {
         let mut summary = None;
         let code = climb(w, command_line, io, cancel, &mut summary);
@@ -312,10 +309,7 @@ fn climb(
         CapacityWorkload::Run(c) => (&c.ladder, "Connections"),
     };
     let mut problems = Vec::new();
-    let html = match w {
-        CapacityWorkload::Http(c) => c.args.html.clone(),
-        CapacityWorkload::Run(c) => c.args.html.clone(),
-    };
+    let html = w.common().output.html.clone();
     // The ladder sets each level's rate itself: a rate or a count given as well would be
     // silently overridden or would cut the levels short, so they are refused.
     match w {
@@ -391,7 +385,7 @@ fn climb(
         levels[0],
         levels[levels.len() - 1]
     );
-    let dashboard_addr = first.as_ref().and_then(|r| r.as_ref().ok()).and_then(|wl| wl.dashboard());
+    let dashboard_addr = first.as_ref().and_then(|r| r.as_ref().ok()).and_then(|wl| wl.common().dashboard);
     let dashboard = match crate::dashboard::start_for(dashboard_addr, &format!("bolide capacity: {slug}"), io) {
         Ok(d) => d,
         Err(code) => return code,
@@ -402,7 +396,7 @@ fn climb(
     let first = plan_at(w, per_s(levels[0])).ok();
     let first_planned = first.as_ref().and_then(|wl| wl.planned());
     // With --start-at, every level starts at its own shared time (segments climb together).
-    let base = first.as_ref().and_then(|wl| wl.spread().start_at);
+    let base = first.as_ref().and_then(|wl| wl.common().spread.start_at);
     let starts = match super::shared_starts(base, levels.len(), first_planned, cooldown) {
         Ok(s) => s,
         Err(e) => {
@@ -428,7 +422,7 @@ fn climb(
         };
         let file: Option<PathBuf> = opts.out.as_ref().map(|d| d.join(format!("{slug}-level-{level}.json")));
         wl.set_output(file, None, true);
-        wl.set_start_at(starts[i]);
+        wl.common_mut().spread.start_at = starts[i];
         let began = std::time::Instant::now();
         let outcome = wl.execute(command_line.clone(), io, cancel, dashboard.as_ref());
         spent += began.elapsed();
@@ -492,10 +486,7 @@ fn climb(
         Some(Verdict::Fail(_)) => exit::THRESHOLDS,
         _ => exit::OK,
     };
-    let junit = match w {
-        CapacityWorkload::Http(h) => h.args.gate.junit.as_deref(),
-        CapacityWorkload::Run(r) => r.args.gate.junit.as_deref(),
-    };
+    let junit = w.common().gate.junit.as_deref();
     if let Some(path) = &opts.csv {
         let rows: String = rows
             .iter()

@@ -15,10 +15,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::{Cli, DemoArgs};
 use crate::console::{exit, Io};
-use crate::lifecycle::Workload;
 use crate::report::table::{meteor_bytes, meteor_cpu, ms, Table};
 use crate::report::term::count;
 use crate::stats::doc::Doc;
+use crate::workload::Workload;
 
 /// How the servers of a shape pass connections on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

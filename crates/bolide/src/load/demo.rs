@@ -5,7 +5,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::{Cli, Command, DemoArgs};
 use crate::console::{exit, Io};
-use crate::lifecycle::Workload;
+use crate::workload::Workload;
 
 /// bolide's own executable, which the demos start reference servers from (the reason on stderr
 /// when it cannot be found).

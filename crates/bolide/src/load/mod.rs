@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::console::{exit, Io};
-use crate::lifecycle::Workload;
 use crate::report::table::{meteor_bytes, meteor_cpu, meteor_time, ms, Table};
 use crate::results::{runs_table, table_notes, watched_names, BenchSummary, RunEntry, SUMMARY_FORMAT};
+use crate::workload::Workload;
 
 /// Reads a pause that may be zero (`0`, `10s`).
 pub fn parse_pause(flag: &str, text: &str) -> Result<Duration, String> {
@@ -99,16 +99,13 @@ pub fn bench(
 ) -> i32 {
     let mut problems = Vec::new();
     // --json is the series' summary document (each run's goes into --out DIR).
-    let json = match &workload {
-        Workload::Http(p) => p.json.clone(),
-        Workload::Ddp(p) => p.json.clone(),
-    };
+    let json = workload.common().json.clone();
     if opts.runs == 0 {
         problems.push("--runs must be at least 1".to_string());
     }
-    let html = workload.html();
+    let html = workload.common().html.clone();
     let cooldown = parse_pause("--cooldown", &opts.cooldown).map_err(|e| problems.push(e)).unwrap_or_default();
-    let starts = shared_starts(workload.spread().start_at, opts.runs as usize, workload.planned(), cooldown)
+    let starts = shared_starts(workload.common().spread.start_at, opts.runs as usize, workload.planned(), cooldown)
         .map_err(|e| problems.push(e))
         .unwrap_or_default();
     let label = opts.label.clone().unwrap_or_else(default_label);
@@ -143,7 +140,7 @@ pub fn bench(
         return exit::USAGE;
     }
     let title = format!("bolide bench: {label} ({slug})");
-    let dashboard = match crate::dashboard::start_for(workload.dashboard(), &title, io) {
+    let dashboard = match crate::dashboard::start_for(workload.common().dashboard, &title, io) {
         Ok(d) => d,
         Err(code) => return code,
     };
@@ -169,7 +166,7 @@ pub fn bench(
             io.stage = stage(&outer, "run", (i as usize, opts.runs as usize), spent, workload.planned(), cooldown);
             // With a shared schedule, the wait for the run's start is its cooldown.
             let shared = starts.get(i as usize - 1).copied().flatten();
-            workload.set_start_at(shared);
+            workload.common_mut().spread.start_at = shared;
             if i > 1 && !cooldown.is_zero() && shared.is_none() {
                 let _ = writeln!(io.out, "  cooling down for {}", humantime::format_duration(cooldown));
                 if !pause(cooldown, io, cancel) {

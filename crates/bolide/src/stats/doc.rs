@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use super::envelope::{Envelope, EnvelopeMut, Enveloped};
 use super::result::ResultDoc;
 use super::vu::DdpDoc;
 
@@ -138,18 +139,27 @@ impl Doc {
         }
     }
 
-    pub fn label(&self) -> Option<&str> {
+    /// What every document carries, whatever its workload.
+    pub fn envelope(&self) -> Envelope<'_> {
         match self {
-            Doc::Http(d) => d.label.as_deref(),
-            Doc::Ddp(d) => d.label.as_deref(),
+            Doc::Http(d) => d.envelope(),
+            Doc::Ddp(d) => d.envelope(),
         }
     }
 
-    pub fn started_at(&self) -> &str {
+    pub fn envelope_mut(&mut self) -> EnvelopeMut<'_> {
         match self {
-            Doc::Http(d) => &d.started_at,
-            Doc::Ddp(d) => &d.started_at,
+            Doc::Http(d) => d.envelope_mut(),
+            Doc::Ddp(d) => d.envelope_mut(),
         }
+    }
+
+    pub fn label(&self) -> Option<&str> {
+        self.envelope().label
+    }
+
+    pub fn started_at(&self) -> &str {
+        self.envelope().started_at
     }
 
     /// `"http"` or `"ddp"`.
@@ -169,18 +179,12 @@ impl Doc {
     }
 
     pub fn interrupted(&self) -> bool {
-        match self {
-            Doc::Http(d) => d.interrupted,
-            Doc::Ddp(d) => d.interrupted,
-        }
+        self.envelope().interrupted
     }
 
     /// The generator machine's cores and bolide's load threads there.
     pub fn cores(&self) -> usize {
-        match self {
-            Doc::Http(d) => d.host.cores,
-            Doc::Ddp(d) => d.host.cores,
-        }
+        self.envelope().host.cores
     }
 
     pub fn threads(&self) -> usize {
@@ -192,38 +196,23 @@ impl Doc {
 
     /// Every threshold's verdict (`--threshold`, a scenario's `ensure`).
     pub fn thresholds(&self) -> &[crate::threshold::ThresholdResult] {
-        match self {
-            Doc::Http(d) => &d.thresholds,
-            Doc::Ddp(d) => &d.thresholds,
-        }
+        self.envelope().thresholds
     }
 
     pub fn monitor(&self) -> &[crate::monitor::MonitorResult] {
-        match self {
-            Doc::Http(d) => &d.monitor,
-            Doc::Ddp(d) => &d.monitor,
-        }
+        self.envelope().monitor
     }
 
     pub fn scrape(&self) -> &[crate::monitor::scrape::ScrapeResult] {
-        match self {
-            Doc::Http(d) => &d.scrape,
-            Doc::Ddp(d) => &d.scrape,
-        }
+        self.envelope().scrape
     }
 
     pub fn set_scrape(&mut self, scrape: Vec<crate::monitor::scrape::ScrapeResult>) {
-        match self {
-            Doc::Http(d) => d.scrape = scrape,
-            Doc::Ddp(d) => d.scrape = scrape,
-        }
+        *self.envelope_mut().scrape = scrape;
     }
 
     pub fn generator(&self) -> Option<&crate::monitor::generator::GeneratorResult> {
-        match self {
-            Doc::Http(d) => d.generator.as_ref(),
-            Doc::Ddp(d) => d.generator.as_ref(),
-        }
+        self.envelope().generator
     }
 
     /// The workload's name: a scenario, or `http` and the paths requested.

@@ -20,50 +20,16 @@ pub const VERSION: u32 = 4;
 /// `thresholds` (both kinds, with `--threshold`); older documents' ensure verdicts are not read.
 pub const OLDEST_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct ResultDoc {
-    pub format: String,
-    pub version: u32,
-    pub tool: Tool,
-    /// Which workload produced it: `"http"` for now.
-    pub kind: String,
-    /// The command line as typed, program name first.
-    pub command_line: Vec<String>,
-    /// Wall-clock start, RFC 3339 UTC.
-    pub started_at: String,
-    /// True when Ctrl-C stopped the run early; the numbers cover what was done.
-    pub interrupted: bool,
-    pub host: Host,
-    pub settings: HttpSettings,
-    pub targets: Vec<String>,
-    pub summary: Summary,
-    pub per_target: Vec<TargetSummary>,
-    pub timeline: Vec<Second>,
-    pub histograms: Histograms,
-    /// Server processes watched with `--monitor` (absent when none).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub monitor: Vec<crate::monitor::MonitorResult>,
-    /// Prometheus endpoints read with `--scrape` (absent when none).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub scrape: Vec<crate::monitor::scrape::ScrapeResult>,
-    /// Where the run's seconds were sent (`--out prometheus-rw=URL`, `--out otlp=URL`) and how
-    /// delivery went.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub outputs: Vec<OutputResult>,
-    /// bolide's own load threads and the machine's idle CPU, with the verdict on whether the run
-    /// measured the server or the tool.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generator: Option<crate::monitor::generator::GeneratorResult>,
-    /// The name `bolide bench` runs were given (`--label`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label: Option<String>,
-    /// Set on a document `bolide merge` made of segments' documents: which, and what was wrong.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub merged: Option<super::merge_info::MergeInfo>,
-    /// Every threshold (`--threshold`, a scenario's `ensure`), its value and its verdict; a broken
-    /// one made the exit code 1 (absent when none was set).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub thresholds: Vec<crate::threshold::ThresholdResult>,
+super::envelope::result_document! {
+    /// The result document of an HTTP (`bolide http`) run.
+    pub struct ResultDoc {
+        pub settings: HttpSettings,
+        pub targets: Vec<String>,
+        pub summary: Summary,
+        pub per_target: Vec<TargetSummary>,
+        pub timeline: Vec<Second>,
+        pub histograms: Histograms,
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

@@ -7,7 +7,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::hist;
-use super::result::{Host, Latency, Tool};
+use super::result::Latency;
 use super::summary::latency;
 
 /// Measurements of one step name.
@@ -330,50 +330,18 @@ impl VuRecorder {
     }
 }
 
-/// The result document of a DDP (`bolide run`) run.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct DdpDoc {
-    pub format: String,
-    pub version: u32,
-    pub tool: Tool,
-    /// `"ddp"`.
-    pub kind: String,
-    pub command_line: Vec<String>,
-    pub started_at: String,
-    pub interrupted: bool,
-    pub host: Host,
-    pub settings: DdpRunSettings,
-    pub summary: DdpSummary,
-    pub steps: Vec<StepSummary>,
-    pub timeline: Vec<DdpSecond>,
-    pub histograms: DdpHistograms,
-    /// Each target's share, when the users were spread over several (absent with one).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub per_target: Vec<DdpTargetSummary>,
-    /// Server processes watched with `--monitor` (absent when none).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub monitor: Vec<crate::monitor::MonitorResult>,
-    /// Prometheus endpoints read with `--scrape` (absent when none).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub scrape: Vec<crate::monitor::scrape::ScrapeResult>,
-    /// Where the run's seconds were sent (`--out prometheus-rw=URL`, `--out otlp=URL`) and how
-    /// delivery went.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub outputs: Vec<super::result::OutputResult>,
-    /// bolide's own load threads and the machine's idle CPU, with the verdict on whether the run
-    /// measured the server or the tool.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generator: Option<crate::monitor::generator::GeneratorResult>,
-    /// The name `bolide bench` runs were given (`--label`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label: Option<String>,
-    /// Set on a document `bolide merge` made of segments' documents: which, and what was wrong.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub merged: Option<super::merge_info::MergeInfo>,
-    /// Every threshold (`--threshold`, a scenario's `ensure`), its value and its verdict; a broken
-    /// one made the exit code 1 (absent when none was set).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub thresholds: Vec<crate::threshold::ThresholdResult>,
+super::envelope::result_document! {
+    /// The result document of a DDP (`bolide run`) run.
+    pub struct DdpDoc {
+        pub settings: DdpRunSettings,
+        pub summary: DdpSummary,
+        pub steps: Vec<StepSummary>,
+        pub timeline: Vec<DdpSecond>,
+        pub histograms: DdpHistograms,
+        /// Each target's share, when the users were spread over several (absent with one).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub per_target: Vec<DdpTargetSummary>,
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

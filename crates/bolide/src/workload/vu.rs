@@ -1,0 +1,251 @@
+//! The virtual-user workload's part: `bolide run`'s plan (users walking a scenario's flows over
+//! DDP) run by the VU engine, its seconds and its result document.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::vu::{VuOutput, VuProgress};
+use crate::plan::{Common, DdpPlan};
+use crate::report::progress::{self, Bar};
+use crate::stats::doc::Doc;
+use crate::stats::envelope::Enveloped;
+use crate::stats::vu::*;
+use crate::stats::{hist, summary};
+
+impl From<DdpDoc> for Doc {
+    fn from(d: DdpDoc) -> Doc {
+        Doc::Ddp(Box::new(d))
+    }
+}
+
+impl super::Describe for DdpPlan {
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
+    fn slug(&self) -> String {
+        crate::stats::doc::scenario_name(&self.source)
+    }
+
+    fn planned(&self) -> Option<Duration> {
+        Some(self.arrivals_length())
+    }
+}
+
+impl super::Part for DdpPlan {
+    type Tick = VuProgress;
+    type Second = DdpSecond;
+    type Output = VuOutput;
+    type Document = DdpDoc;
+
+    fn urls(&self) -> Vec<String> {
+        self.targets.iter().map(|t| t.url.clone()).collect()
+    }
+
+    fn header(&self) -> String {
+        format!(
+            "{}, arrivals over {}",
+            crate::report::ddp::header(&settings(self)),
+            progress::eta(self.arrivals_length())
+        )
+    }
+
+    fn bar(&self, live: bool, stage: &str) -> Bar {
+        progress::ddp_bar(live, stage, self.arrivals_length())
+    }
+
+    /// Nothing is measured against a target nobody answers at: every one must answer.
+    fn reachable(&self, io: &mut crate::console::Io) -> bool {
+        let mut all = true;
+        for t in &self.targets {
+            let addrs = &t.endpoint.addrs;
+            let up = addrs.iter().any(|a| std::net::TcpStream::connect_timeout(a, Duration::from_secs(5)).is_ok());
+            if !up {
+                let url = crate::redact::text(&t.url);
+                let _ = writeln!(io.err, "error: nothing answers at {url} ({addrs:?}); is the server running?");
+                all = false;
+            }
+        }
+        all
+    }
+
+    fn run(&self, cancel: &CancellationToken, each: &mut dyn FnMut(&VuProgress)) -> Result<VuOutput, String> {
+        crate::engine::vu::run(self, cancel, each)
+    }
+
+    fn show(bar: &Bar, tick: &VuProgress) {
+        progress::ddp_update(bar, tick)
+    }
+
+    fn line(tick: &VuProgress) -> String {
+        progress::ddp_line(tick)
+    }
+
+    fn second(tick: &VuProgress) -> &DdpSecond {
+        &tick.second
+    }
+
+    fn export(e: &mut crate::export::Exporter, second: &DdpSecond) {
+        e.ddp_second(second)
+    }
+
+    fn export_rest(e: &mut crate::export::Exporter, out: &VuOutput) {
+        e.rest_ddp(&out.timeline)
+    }
+
+    fn live(timeline: Vec<DdpSecond>) -> DdpDoc {
+        DdpDoc { timeline, ..Default::default() }
+    }
+
+    fn document(&self, o: &VuOutput, command_line: Vec<String>) -> DdpDoc {
+        let mut doc = document(self, o);
+        doc.stamp("ddp", command_line, o.started_at, o.interrupted);
+        tie_monitors(self, &mut doc);
+        doc
+    }
+
+    fn strip_for_document(&self, doc: &mut DdpDoc) {
+        // The seconds' histograms were for the receiver; a segment's document keeps them for merge.
+        if self.common.spread.segment.is_none() {
+            for s in &mut doc.timeline {
+                let all = s.latency.iter_mut().chain(s.step_latency.values_mut());
+                for l in all.chain(s.reactive.iter_mut()).chain(s.fanout.iter_mut()) {
+                    l.histogram = None;
+                }
+            }
+        }
+    }
+
+    fn work(doc: &DdpDoc) -> (u64, bool) {
+        (doc.summary.messages_in + doc.summary.messages_out, true)
+    }
+
+    fn cpu_ns(out: &VuOutput) -> u64 {
+        out.cpu_ns
+    }
+
+    fn first_errors(out: &VuOutput) -> Vec<(String, String)> {
+        out.rec.first_errors.clone()
+    }
+
+    fn extra_files(&self, _out: &VuOutput) -> Result<Option<(&'static str, PathBuf)>, String> {
+        Ok(None)
+    }
+}
+
+/// Ties each target of a run over several to the watched process on its port (`--monitor
+/// NAME=:PORT`), when the target is on this machine, so that its CPU and RAM show beside its load.
+fn tie_monitors(plan: &DdpPlan, doc: &mut DdpDoc) {
+    for (t, summary) in plan.targets.iter().zip(&mut doc.per_target) {
+        let local = t.endpoint.addrs.iter().any(|a| a.ip().is_loopback());
+        let tied = plan
+            .common
+            .server
+            .monitors
+            .iter()
+            .find(|(_, spec)| local && matches!(spec, crate::monitor::Spec::Port(p) if *p == t.endpoint.port));
+        summary.monitor = tied.map(|(name, _)| name.clone());
+    }
+}
+
+/// A DDP run's settings as its document records them (known before it starts).
+pub fn settings(plan: &DdpPlan) -> DdpRunSettings {
+    use crate::scenario::PhaseKind;
+    let config = &plan.scenario.config;
+    let phases = config
+        .phases
+        .iter()
+        .map(|p| {
+            let (rate, ramp, count, pause, users) = match p.kind {
+                PhaseKind::Rate { per_s, ramp_to } => (Some(per_s), ramp_to, None, false, None),
+                PhaseKind::Count(n) => (None, None, Some(n), false, None),
+                PhaseKind::Pause => (None, None, None, true, None),
+                PhaseKind::Users(n) => (None, None, None, false, Some(n)),
+            };
+            PhaseSettings {
+                name: p.name.clone(),
+                duration_s: p.duration.as_secs_f64(),
+                arrival_rate: rate,
+                ramp_to: ramp,
+                arrival_count: count,
+                pause,
+                users,
+            }
+        })
+        .collect();
+    DdpRunSettings {
+        scenario: plan.source.clone(),
+        target: config.targets.first().map(|t| crate::redact::text(&t.url)).unwrap_or_default(),
+        targets: match config.targets.len() {
+            1 => Vec::new(),
+            _ => config.targets.iter().map(|t| crate::redact::text(&t.shown())).collect(),
+        },
+        transport: match plan.client.transport {
+            crate::proto::ddp::Transport::WebSocket => "websocket".into(),
+            crate::proto::ddp::Transport::SockJs => "sockjs".into(),
+        },
+        compression: plan.client.compression,
+        cache: plan.client.cache,
+        threads: plan.threads,
+        phases,
+        max_vusers: config.max_vusers,
+        step_timeout_s: config.ddp.step_timeout.as_secs_f64(),
+        user_timeout_s: config.ddp.user_timeout.as_secs_f64(),
+        segment: plan.common.spread.segment,
+    }
+}
+
+/// The workload's part of a DDP run's document (the envelope is stamped and filled by others).
+fn document(plan: &DdpPlan, o: &VuOutput) -> DdpDoc {
+    let duration_s = o.duration.as_secs_f64();
+    let rec = &o.rec;
+    let (steps_total, step_errors) = rec.step_totals();
+    let errors_by_class = rec.errors_by_class();
+    let error_rate_pct = if steps_total > 0 { step_errors as f64 * 100.0 / steps_total as f64 } else { 0.0 };
+    let total_time_s = match (rec.first_arrival_s, rec.last_finish_s) {
+        (Some(a), Some(b)) if b >= a => b - a,
+        _ => 0.0,
+    };
+    let nonempty = |h: &hdrhistogram::Histogram<u64>| (!h.is_empty()).then(|| summary::latency(h));
+    DdpDoc {
+        settings: settings(plan),
+        summary: DdpSummary {
+            users: Users::of(rec),
+            total_time_s,
+            duration_s,
+            steps: steps_total,
+            step_errors,
+            error_rate_pct,
+            errors_by_class,
+            messages_in: o.traffic.messages_in,
+            messages_out: o.traffic.messages_out,
+            bytes_in: o.traffic.bytes_in,
+            bytes_out: o.traffic.bytes_out,
+            pings_answered: o.traffic.pings_answered,
+            pings_sent: o.traffic.pings_sent,
+            protocol_errors: o.traffic.protocol_errors,
+            reactive: nonempty(&rec.reactive_us),
+            fanout: nonempty(&o.traffic.fanout_us),
+        },
+        steps: step_summaries(rec, duration_s),
+        timeline: o.timeline.clone(),
+        histograms: DdpHistograms {
+            reactive_us: hist::encode(&rec.reactive_us),
+            fanout_us: hist::encode(&o.traffic.fanout_us),
+        },
+        per_target: match plan.targets.len() {
+            1 => Vec::new(),
+            _ => {
+                let (subs, calls) = crate::engine::vu::subscribe_and_call_steps(&plan.scenario);
+                plan.targets
+                    .iter()
+                    .zip(&o.per_target)
+                    .map(|(t, r)| target_summary(&crate::redact::text(&t.url), t.weight, r, duration_s, &subs, &calls))
+                    .collect()
+            }
+        },
+        ..Default::default()
+    }
+}
