@@ -53,14 +53,15 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
                 crate::cli::BenchWorkload::Http(b) => Workload::http(&b.args),
                 crate::cli::BenchWorkload::Run(b) => Workload::ddp(&b.args),
             };
-            let common = a.workload.common();
-            // --out DIR is the series' directory, --out csv=PATH its rows.
-            let mut opts = a.workload.opts().clone();
-            if let Ok(o) = crate::plan::outputs(&common.output.outs) {
-                (opts.out, opts.csv) = (o.dir, o.csv);
-            }
             match workload {
-                Ok(w) => crate::load::bench(w, &opts, common.gate.junit.as_deref(), command_line, io, cancel),
+                Ok(w) => {
+                    // --out DIR is the series' directory, --out csv=PATH its rows.
+                    let mut opts = a.workload.opts().clone();
+                    let c = w.common();
+                    (opts.out, opts.csv) = (c.dir.clone(), c.csv.clone());
+                    let junit = c.junit.clone();
+                    crate::load::bench(w, &opts, junit.as_deref(), command_line, io, cancel)
+                }
                 Err(e) => {
                     let _ = writeln!(io.err, "{e}");
                     exit::USAGE

@@ -110,14 +110,6 @@ pub enum BenchWorkload {
 }
 
 impl BenchWorkload {
-    /// The shared flags of the workload repeated.
-    pub fn common(&self) -> &CommonArgs {
-        match self {
-            BenchWorkload::Http(b) => &b.args.common,
-            BenchWorkload::Run(b) => &b.args.common,
-        }
-    }
-
     pub fn opts(&self) -> &BenchOpts {
         match self {
             BenchWorkload::Http(b) => &b.bench,

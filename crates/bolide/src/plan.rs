@@ -54,6 +54,8 @@ pub struct Common {
     pub html: Option<PathBuf>,
     /// `--out csv=PATH`: the run's seconds as CSV.
     pub csv: Option<PathBuf>,
+    /// `--out DIR`: where `bench` and `capacity` keep their runs' documents.
+    pub dir: Option<PathBuf>,
     /// `--out prometheus-rw=URL` and `--out otlp=URL`: where each second is sent.
     pub exports: Vec<(crate::export::Kind, url::Url)>,
     /// Where the live dashboard listens (`--dashboard`).
@@ -88,6 +90,7 @@ pub fn common(args: &crate::cli::CommonArgs, problems: &mut Vec<String>) -> Comm
         json: o.json.clone(),
         html: o.html.clone(),
         csv: outs.csv,
+        dir: outs.dir,
         exports: outs.exports,
         dashboard,
         quiet: o.quiet,

@@ -63,36 +63,12 @@ pub fn judge(doc: &Doc, c: &Criteria) -> Verdict {
     if m.interrupted {
         return Verdict::Interrupted;
     }
-    match doc {
-        Doc::Http(d) if d.summary.sent == 0 => {
-            return Verdict::Unmeasured("no request went out".into());
-        }
-        Doc::Ddp(d) if d.summary.users.launched == 0 => {
-            return Verdict::Unmeasured("no user arrived (the phases are shorter than one arrival)".into());
-        }
-        _ => {}
+    let view = doc.view();
+    if let Some(why) = view.unmeasured() {
+        return Verdict::Unmeasured(why);
     }
-    // Too few connections for the rate: by Little's law C connections at a mean latency of L
-    // carry at most C / L requests per second; past that, missed sends are bolide's shape, not
-    // the server failing.
-    if let Doc::Http(d) = doc {
-        let s = &d.summary;
-        let scheduled = s.sent + s.missed_sends;
-        if let (Some(rate), true) = (d.settings.rate_per_s, s.missed_sends * 100 > scheduled) {
-            let mean_s = s.latency.mean_us / 1e6;
-            let ceiling = if mean_s > 0.0 { d.settings.connections as f64 / mean_s } else { f64::INFINITY };
-            let errors_small = s.errors * 100 <= scheduled.max(1);
-            if ceiling < rate * 1.1 && errors_small && c.max_p99_ms.is_none_or(|l| (s.latency.p99_us as f64) / 1e3 <= l)
-            {
-                let need = (rate * mean_s * 1.5).ceil().max(d.settings.connections as f64 + 1.0);
-                return Verdict::NotTheServer(format!(
-                    "too few connections for the rate: {} connections at {:.2} ms mean latency carry at most {:.0} req/s (Little's law), below {rate} req/s; raise -c to at least {need:.0}",
-                    d.settings.connections,
-                    mean_s * 1e3,
-                    ceiling
-                ));
-            }
-        }
+    if let Some(why) = view.shape_limit(c.max_p99_ms) {
+        return Verdict::NotTheServer(why);
     }
     let mut why = Vec::new();
     for w in doc.monitor() {
@@ -100,25 +76,7 @@ pub fn judge(doc: &Doc, c: &Criteria) -> Verdict {
             why.push(format!("{} was gone {t:.1} s into the run", w.name));
         }
     }
-    match doc {
-        Doc::Ddp(d) => {
-            let u = &d.summary.users;
-            if u.failed > 0 {
-                let cut = if u.cut > 0 { format!(" ({} cut at the user timeout)", u.cut) } else { String::new() };
-                why.push(format!("{} of {} users failed{cut}", u.failed, u.launched));
-            }
-        }
-        Doc::Http(d) => {
-            let s = &d.summary;
-            let scheduled = s.sent + s.missed_sends;
-            if s.missed_sends > 0 && s.missed_sends * 100 > scheduled {
-                why.push(format!(
-                    "the server could not keep up: {} of {} scheduled requests never went out",
-                    s.missed_sends, scheduled
-                ));
-            }
-        }
-    }
+    why.extend(view.shortfalls());
     for t in doc.thresholds().iter().filter(|t| !t.ok) {
         why.push(format!("threshold {} broken: {}", t.threshold, t.shown()));
     }

@@ -392,7 +392,7 @@ fn run_shape(
     let before: Vec<u64> = servers.ports.iter().map(|p| subscriptions(*p).unwrap_or(0)).collect();
     let outcome = workload.execute(argv.clone(), io, cancel, None);
     let suspect = outcome.doc.as_ref().and_then(|d| d.measures().suspect);
-    let Some(Doc::Ddp(doc)) = outcome.doc else {
+    let Some(doc) = outcome.doc.as_ref().and_then(Doc::ddp) else {
         return Err(format!("the {} run did not finish (exit {})", shape.name, outcome.code));
     };
     let mut figures = Vec::new();

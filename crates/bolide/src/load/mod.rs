@@ -114,10 +114,7 @@ pub fn bench(
     }
     let dir = opts.out.clone().unwrap_or_else(|| Path::new("bolide-results").join(&label));
     let slug = workload.slug();
-    let gnuplot = match &workload {
-        Workload::Http(p) => p.gnuplot.is_some(),
-        Workload::Ddp(_) => false,
-    };
+    let gnuplot = workload.part().writes_requests();
     if let Err(e) = std::fs::create_dir_all(&dir) {
         problems.push(format!("--out {}: cannot create it: {e}", dir.display()));
     } else if let Some(existing) = (1..=opts.runs.max(1))
@@ -178,8 +175,8 @@ pub fn bench(
             }
             let file = dir.join(format!("{slug}-{i}.json"));
             workload.set_output(Some(file.clone()), Some(label.clone()), true);
-            if let (true, Workload::Http(p)) = (gnuplot, &mut workload) {
-                p.gnuplot = Some(dir.join(format!("{slug}-{i}.tsv")));
+            if gnuplot {
+                workload.part_mut().set_requests_file(dir.join(format!("{slug}-{i}.tsv")));
             }
             let began = Instant::now();
             let started = std::time::SystemTime::now();

@@ -131,7 +131,7 @@ fn compare_reproduces_the_meteor_reports_percentages() {
 fn incompatible_workloads_are_refused_with_the_difference() {
     let a = series("a", vec![ddp("tasks-reactive", "a", 10.0, 1.0, 1.0)]);
     let mut other = ddp("tasks-reactive", "b", 9.0, 1.0, 1.0);
-    if let Doc::Ddp(d) = &mut other {
+    if let Some(d) = other.ddp_mut() {
         d.settings.transport = "sockjs".into();
     }
     let b = series("b", vec![other, ddp("sub-churn", "b", 5.0, 1.0, 1.0)]);
@@ -205,7 +205,7 @@ fn http_results_get_abs_side_by_side_table() {
 /// An HTTP run at `rps` requests per second for 10 s, suspect when `suspect` says why.
 fn http_run(label: &str, rps: f64, p50_ms: f64, suspect: Option<&str>) -> Doc {
     let mut d = http(label, (rps * 10.0) as u64, 10.0, rps / 10.0, p50_ms);
-    if let Doc::Http(h) = &mut d {
+    if let Some(h) = d.http_mut() {
         h.generator = Some(crate::monitor::generator::GeneratorResult {
             suspect: suspect.map(String::from),
             ..Default::default()
@@ -263,7 +263,7 @@ fn series_whose_runs_are_all_suspect_are_never_called_significantly_different() 
 fn per_step_latency_side_by_side() {
     let with_steps = |label: &str, connect_ms: f64, call_ms: f64| {
         let mut d = ddp("tasks-reactive", label, 60.0, 10.0, 100.0);
-        if let Doc::Ddp(d) = &mut d {
+        if let Some(d) = d.ddp_mut() {
             for (name, ms) in [("connect", connect_ms), ("call insertTask", call_ms)] {
                 d.steps.push(StepSummary {
                     name: name.into(),
@@ -335,7 +335,7 @@ fn capacity_ladder_in_the_reports_form() {
         rows.push((level, Some(d), Verdict::Pass));
     }
     let mut failed = ddp("tasks-reactive", "3.1.1", 400.0, 99.0, 1500.0);
-    if let Doc::Ddp(d) = &mut failed {
+    if let Some(d) = failed.ddp_mut() {
         d.summary.users.failed = 31;
         d.summary.users.cut = 30;
         // 4% of the steps failed: the rate every reader takes from the counts.
@@ -357,7 +357,7 @@ fn capacity_ladder_in_the_reports_form() {
 #[test]
 fn a_saturated_generator_is_no_verdict_on_the_server() {
     let mut d = ddp("tasks-reactive", "x", 60.0, 10.0, 10.0);
-    if let Doc::Ddp(doc) = &mut d {
+    if let Some(doc) = d.ddp_mut() {
         doc.summary.users.failed = 5;
         doc.generator = Some(crate::monitor::generator::GeneratorResult {
             threads: 1,
@@ -385,7 +385,7 @@ fn capacity_says_which_limit_was_not_the_server_and_explains_suspect_levels() {
     // (a) 10 connections at 50 ms mean latency carry at most 200 req/s: a 1,000 req/s level that
     // missed most sends is the connections' limit, not the server's.
     let mut few = http_run("x", 190.0, 45.45, None);
-    if let Doc::Http(d) = &mut few {
+    if let Some(d) = few.http_mut() {
         d.settings.connections = 10;
         d.settings.rate_per_s = Some(1000.0);
         d.summary.sent = 1_900;
@@ -397,7 +397,7 @@ fn capacity_says_which_limit_was_not_the_server_and_explains_suspect_levels() {
     assert!(why.contains("raise -c to at least 75"), "{why}");
     // (b) A machine without idle CPU: no verdict on the server either, and the reason says so.
     let mut busy = ddp("tasks-reactive", "x", 60.0, 10.0, 10.0);
-    if let Doc::Ddp(d) = &mut busy {
+    if let Some(d) = busy.ddp_mut() {
         d.summary.users.failed = 3;
         d.generator = Some(crate::monitor::generator::GeneratorResult {
             threads: 1,
@@ -417,14 +417,14 @@ fn capacity_says_which_limit_was_not_the_server_and_explains_suspect_levels() {
     assert!(matches!(&v, Verdict::Fail(w) if w[0].starts_with("3 of ")), "{v:?}");
     // (c) A level at which nothing happened is no "ok".
     let mut empty = ddp("tasks-reactive", "x", 0.0, 1.0, 1.0);
-    if let Doc::Ddp(d) = &mut empty {
+    if let Some(d) = empty.ddp_mut() {
         d.summary.users.launched = 0;
         d.summary.users.completed = 0;
     }
     assert!(matches!(judge(&empty, &c), Verdict::Unmeasured(_)));
     // A suspect level that passed is explained under the table.
     let mut suspect = ddp("tasks-reactive", "x", 60.0, 10.0, 10.0);
-    if let Doc::Ddp(d) = &mut suspect {
+    if let Some(d) = suspect.ddp_mut() {
         d.generator = Some(crate::monitor::generator::GeneratorResult {
             suspect: Some("a bolide load thread was saturated in 1 of 60 samples".into()),
             ..Default::default()
@@ -445,7 +445,7 @@ fn per_target_figures_side_by_side() {
     // Runs over two servers: (subscriptions per minute, ready p99 ms, failed users) per target.
     let over = |label: &str, port_b: u16, figures: [(f64, f64, u64); 2]| {
         let mut d = ddp("cluster-churn", label, 60.0, 10.0, 100.0);
-        if let Doc::Ddp(d) = &mut d {
+        if let Some(d) = d.ddp_mut() {
             for (i, (subs, p99, failed)) in figures.into_iter().enumerate() {
                 let port = if i == 0 { 3001 } else { port_b };
                 let mut t = DdpTargetSummary {

@@ -43,7 +43,7 @@ pub fn what(doc: &Doc) -> String {
 }
 
 /// A latency in microseconds as people read it.
-fn lat(v: u64) -> String {
+pub(super) fn lat(v: u64) -> String {
     us(v as f64)
 }
 
@@ -52,38 +52,7 @@ fn lat(v: u64) -> String {
 pub fn run_facts(doc: &Doc) -> Vec<Fact> {
     let m = doc.measures();
     let mut out = Vec::new();
-    match doc {
-        Doc::Http(d) => {
-            let s = &d.summary;
-            out.push(Fact::new("Requests/s", format!("{:.1}", s.requests_per_s)).detail(format!(
-                "{} responses in {:.1} s",
-                count(s.responses),
-                s.duration_s
-            )));
-            if s.responses > 0 {
-                out.push(Fact::new("Latency p50", lat(s.latency.p50_us)));
-                out.push(
-                    Fact::new("Latency p99", lat(s.latency.p99_us)).detail(format!("max {}", lat(s.latency.max_us))),
-                );
-            }
-            out.push(errors_fact("Errors", s.errors, doc, &m));
-        }
-        Doc::Ddp(d) => {
-            let u = &d.summary.users;
-            let users = Fact::new("Users", format!("{} of {} completed", count(u.completed), count(u.launched)))
-                .detail(format!("{} failed; Time {:.1} s", count(u.failed), d.summary.total_time_s));
-            out.push(if u.failed > 0 { users.tone(Tone::Bad) } else { users });
-            if let Some(p99) = m.p99_ms {
-                let p50 = all_steps_p50(d);
-                out.push(Fact::new("Step latency p50", p50.map(lat).unwrap_or_else(|| "n/a".into())));
-                out.push(Fact::new("Step latency p99", us(p99 * 1000.0)).detail("every step together"));
-            }
-            if let Some(r) = &d.summary.reactive {
-                out.push(Fact::new("Reactive p99", lat(r.p99_us)).detail(format!("p50 {}", lat(r.p50_us))));
-            }
-            out.push(errors_fact("Step errors", d.summary.step_errors, doc, &m));
-        }
-    }
+    super::shown(doc).facts(doc, &m, &mut out);
     out.extend(server_facts(doc));
     out.extend(threshold_fact(doc));
     out.push(trust_fact(doc));
@@ -94,39 +63,7 @@ pub fn run_facts(doc: &Doc) -> Vec<Fact> {
 /// alive, p50 and p99, errors) and the watched server's last sample.
 pub fn live_facts(doc: &Doc) -> Vec<Fact> {
     let mut out = Vec::new();
-    match doc {
-        Doc::Http(d) => {
-            if let Some(s) = d.timeline.last() {
-                let rate = if s.span_s > 0.0 { s.responses as f64 / s.span_s } else { 0.0 };
-                out.push(Fact::new("Requests/s", format!("{rate:.0}")).detail(format!("second {}", s.t + 1)));
-                if s.responses > 0 {
-                    out.push(Fact::new("p50", lat(s.latency_p50_us)));
-                    out.push(Fact::new("p99", lat(s.latency_p99_us)));
-                }
-                let errors: u64 = d.timeline.iter().map(|s| s.errors).sum();
-                out.push(Fact::new("Errors so far", count(errors)).tone(if errors > 0 {
-                    Tone::Bad
-                } else {
-                    Tone::Good
-                }));
-            }
-        }
-        Doc::Ddp(d) => {
-            if let Some(s) = d.timeline.last() {
-                out.push(Fact::new("Users alive", count(s.users_alive)).detail(format!("second {}", s.t + 1)));
-                if let Some(l) = &s.latency {
-                    out.push(Fact::new("Step p50", lat(l.p50_us)));
-                    out.push(Fact::new("Step p99", lat(l.p99_us)));
-                }
-                let errors: u64 = d.timeline.iter().map(|s| s.counts.step_errors).sum();
-                out.push(Fact::new("Step errors so far", count(errors)).tone(if errors > 0 {
-                    Tone::Bad
-                } else {
-                    Tone::Good
-                }));
-            }
-        }
-    }
+    super::shown(doc).live_facts(&mut out);
     for m in doc.monitor() {
         if let Some(&(_, cpu, rss)) = m.samples.last() {
             out.push(
@@ -140,7 +77,7 @@ pub fn live_facts(doc: &Doc) -> Vec<Fact> {
 
 /// The failures' fact, one for every kind of run: none (good), or how many with the one error
 /// rate and what they were (bad).
-fn errors_fact(label: &str, failed: u64, doc: &Doc, m: &crate::stats::doc::Measures) -> Fact {
+pub(super) fn errors_fact(label: &str, failed: u64, doc: &Doc, m: &crate::stats::doc::Measures) -> Fact {
     match failed {
         0 => Fact::new(label, "none").tone(Tone::Good),
         n => Fact::new(label, format!("{} ({:.2}%)", count(n), m.error_rate_pct))
@@ -155,7 +92,7 @@ fn error_detail(doc: &Doc) -> String {
 }
 
 /// The median over every step of a DDP run (None when no step was timed).
-fn all_steps_p50(d: &crate::stats::vu::DdpDoc) -> Option<u64> {
+pub(super) fn all_steps_p50(d: &crate::stats::vu::DdpDoc) -> Option<u64> {
     crate::stats::doc::all_steps(d).map(|h| h.value_at_quantile(0.5))
 }
 
@@ -244,82 +181,7 @@ pub fn trust(m: &crate::stats::doc::Measures) -> (&'static str, Tone) {
 /// thresholds.
 pub fn run_blocks(doc: &Doc) -> Vec<Block> {
     let mut out = Vec::new();
-    match doc {
-        Doc::Http(d) => {
-            let l = &d.summary.latency;
-            let mut t =
-                Table::new(&["", "p50", "p75", "p90", "p99", "p99.9", "max", "mean"]).right(&[1, 2, 3, 4, 5, 6, 7]);
-            if d.summary.responses > 0 {
-                t.row(vec![
-                    "Latency".into(),
-                    lat(l.p50_us),
-                    lat(l.p75_us),
-                    lat(l.p90_us),
-                    lat(l.p99_us),
-                    lat(l.p99_9_us),
-                    lat(l.max_us),
-                    us(l.mean_us),
-                ]);
-                out.push(Block::table(t));
-            }
-            let mut o = Table::new(&["Outcome", "Count"]).right(&[1]);
-            for (code, n) in &d.summary.status {
-                o.row(vec![format!("status {code}"), count(*n)]);
-                if !code.starts_with('2') && !code.starts_with('3') {
-                    o.tone_last_row(Tone::Bad);
-                }
-            }
-            for (class, n) in d.summary.errors_by_class.iter().filter(|(_, n)| **n > 0) {
-                o.row(vec![format!("error: {class}"), count(*n)]);
-                o.tone_last_row(Tone::Bad);
-            }
-            if !o.rows.is_empty() {
-                out.push(Block::table(o));
-            }
-        }
-        Doc::Ddp(d) => {
-            let mut t = Table::new(&["Step", "Count", "Errors", "p50", "p90", "p99", "max", "per minute"])
-                .right(&[1, 2, 3, 4, 5, 6, 7]);
-            for s in &d.steps {
-                let l = s.latency.as_ref();
-                let p =
-                    |f: fn(&crate::stats::result::Latency) -> u64| l.map(|l| lat(f(l))).unwrap_or_else(|| "-".into());
-                t.row(vec![
-                    s.name.clone(),
-                    count(s.count),
-                    count(s.errors),
-                    p(|l| l.p50_us),
-                    p(|l| l.p90_us),
-                    p(|l| l.p99_us),
-                    p(|l| l.max_us),
-                    format!("{:.1}", s.per_minute),
-                ]);
-                if s.errors > 0 {
-                    t.tone(t.rows.len() - 1, 2, Tone::Bad);
-                }
-            }
-            for (name, l) in [
-                ("reactive (write to update)", &d.summary.reactive),
-                ("fan-out (insert to every subscriber)", &d.summary.fanout),
-            ] {
-                if let Some(l) = l {
-                    t.row(vec![
-                        name.into(),
-                        "".into(),
-                        "".into(),
-                        lat(l.p50_us),
-                        lat(l.p90_us),
-                        lat(l.p99_us),
-                        lat(l.max_us),
-                        "".into(),
-                    ]);
-                }
-            }
-            if !t.rows.is_empty() {
-                out.push(Block::table(t));
-            }
-        }
-    }
+    super::shown(doc).blocks(&mut out);
     let sampled: Vec<&crate::monitor::MonitorResult> = doc.monitor().iter().collect();
     if !sampled.is_empty() {
         let mut t = Table::new(&["Server", "CPU avg", "CPU peak", "RAM avg", "RAM peak"]).right(&[1, 2, 3, 4]);

@@ -189,14 +189,8 @@ impl Chart {
 
 /// Every chart of one run, in the order a reader wants them.
 pub fn single_run(doc: &Doc) -> Vec<Chart> {
-    let mut charts = match doc {
-        Doc::Http(d) => http_charts(d),
-        Doc::Ddp(d) => ddp_charts(d),
-    };
-    let (monitor, generator) = match doc {
-        Doc::Http(d) => (&d.monitor, d.generator.as_ref()),
-        Doc::Ddp(d) => (&d.monitor, d.generator.as_ref()),
-    };
+    let mut charts = super::shown(doc).charts();
+    let (monitor, generator) = (doc.monitor(), doc.generator());
     charts.push(outcomes(doc));
     charts.extend(server_charts(monitor));
     charts.extend(scrape_charts(doc.scrape()));
@@ -204,7 +198,7 @@ pub fn single_run(doc: &Doc) -> Vec<Chart> {
     charts
 }
 
-fn http_charts(d: &ResultDoc) -> Vec<Chart> {
+pub(super) fn http_charts(d: &ResultDoc) -> Vec<Chart> {
     let secs = &d.timeline;
     let x: Vec<f64> = secs.iter().map(|s| f64::from(s.t)).collect();
     let per_s = |v: u64, span: f64| Some(if span > 0.0 { v as f64 / span } else { 0.0 });
@@ -244,7 +238,7 @@ fn http_charts(d: &ResultDoc) -> Vec<Chart> {
     ]
 }
 
-fn ddp_charts(d: &DdpDoc) -> Vec<Chart> {
+pub(super) fn ddp_charts(d: &DdpDoc) -> Vec<Chart> {
     let secs = &d.timeline;
     let x: Vec<f64> = secs.iter().map(|s| f64::from(s.t)).collect();
     let mut users =
@@ -358,20 +352,9 @@ fn step_response_time(d: &DdpDoc) -> Chart {
 /// Responses by status code and failures by error class (HTTP), or steps completed and failed by
 /// error class (DDP): one bar each, classes with no failure left out.
 fn outcomes(doc: &Doc) -> Chart {
-    let (title, mut bars): (&str, Vec<(String, u64)>) = match doc {
-        Doc::Http(d) => (
-            "Responses by status, errors by class",
-            d.summary.status.iter().map(|(code, n)| (code.clone(), *n)).collect(),
-        ),
-        Doc::Ddp(d) => (
-            "Steps completed, failed steps by error class",
-            vec![("completed".to_string(), d.summary.steps.saturating_sub(d.summary.step_errors))],
-        ),
-    };
-    let classes = match doc {
-        Doc::Http(d) => &d.summary.errors_by_class,
-        Doc::Ddp(d) => &d.summary.errors_by_class,
-    };
+    let view = doc.view();
+    let (title, mut bars) = view.outcomes();
+    let classes = view.errors_by_class();
     bars.extend(classes.iter().filter(|(_, n)| **n > 0).map(|(class, n)| (format!("error: {class}"), *n)));
     bars.retain(|(_, n)| *n > 0);
     let mut c = Chart::new("outcomes", title, "outcome", "count", XKind::Label);
@@ -876,41 +859,19 @@ pub fn ladder(levels: &[(f64, crate::stats::doc::Measures, Level)], unit: &str) 
 /// The runs' time series overlaid, a line per run (`series name #run`): for HTTP responses and
 /// p99 per second, for DDP users alive and steps per second.
 pub fn overlaid(series: &[(String, Vec<&Doc>)]) -> Vec<Chart> {
-    type PerSecond = fn(&Doc) -> Vec<(f64, f64)>;
-    let views: [(&str, &str, &str, PerSecond); 4] = [
-        ("over-time-rps", "Responses per second, every run (HTTP)", "per second", |d| match d {
-            Doc::Http(h) => h
-                .timeline
-                .iter()
-                .filter(|s| s.span_s > 0.0)
-                .map(|s| (f64::from(s.t), s.responses as f64 / s.span_s))
-                .collect(),
-            Doc::Ddp(_) => Vec::new(),
-        }),
-        ("over-time-p99", "Latency p99 per second, every run (HTTP)", "ms", |d| match d {
-            Doc::Http(h) => h
-                .timeline
-                .iter()
-                .filter(|s| s.responses > 0)
-                .map(|s| (f64::from(s.t), s.latency_p99_us as f64 / 1000.0))
-                .collect(),
-            Doc::Ddp(_) => Vec::new(),
-        }),
-        ("over-time-alive", "Virtual users alive, every run (DDP)", "users", |d| match d {
-            Doc::Ddp(v) => v.timeline.iter().map(|s| (f64::from(s.t), s.users_alive as f64)).collect(),
-            Doc::Http(_) => Vec::new(),
-        }),
-        ("over-time-steps", "Steps per second, every run (DDP)", "per second", |d| match d {
-            Doc::Ddp(v) => v.timeline.iter().map(|s| (f64::from(s.t), s.counts.steps as f64)).collect(),
-            Doc::Http(_) => Vec::new(),
-        }),
+    use crate::stats::view::OverTime;
+    let views: [(&str, &str, &str, OverTime); 4] = [
+        ("over-time-rps", "Responses per second, every run (HTTP)", "per second", OverTime::Responses),
+        ("over-time-p99", "Latency p99 per second, every run (HTTP)", "ms", OverTime::P99),
+        ("over-time-alive", "Virtual users alive, every run (DDP)", "users", OverTime::UsersAlive),
+        ("over-time-steps", "Steps per second, every run (DDP)", "per second", OverTime::Steps),
     ];
     let mut out = Vec::new();
-    for (id, title, unit, per_second) in views {
+    for (id, title, unit, what) in views {
         let mut lines = Vec::new();
         for (name, docs) in series {
             for (i, d) in docs.iter().enumerate() {
-                let points = per_second(d);
+                let points = d.view().over_time(what);
                 if !points.is_empty() {
                     lines.push((format!("{name} #{}", i + 1), points));
                 }

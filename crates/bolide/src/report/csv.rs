@@ -31,63 +31,7 @@ pub fn rows(doc: &Doc, run: &str) -> String {
             let _ = w.write_record([run, &num(t), metric, labels, &num(value)]);
         }
     };
-    let ms = |us: f64| us / 1000.0;
-    match doc {
-        Doc::Http(d) => {
-            for s in &d.timeline {
-                let t = f64::from(s.t);
-                row(t, "span_s", "", s.span_s);
-                row(t, "responses", "", s.responses as f64);
-                row(t, "errors", "", s.errors as f64);
-                row(t, "bytes_in", "", s.bytes_in as f64);
-                if s.responses > 0 {
-                    row(t, "latency_mean_ms", "", ms(s.latency_mean_us));
-                    row(t, "latency_p50_ms", "", ms(s.latency_p50_us as f64));
-                    row(t, "latency_p90_ms", "", ms(s.latency_p90_us as f64));
-                    row(t, "latency_p99_ms", "", ms(s.latency_p99_us as f64));
-                    row(t, "latency_max_ms", "", ms(s.latency_max_us as f64));
-                }
-            }
-        }
-        Doc::Ddp(d) => {
-            for s in &d.timeline {
-                let t = f64::from(s.t);
-                let c = &s.counts;
-                row(t, "users_alive", "", s.users_alive as f64);
-                for (name, v) in [
-                    ("users_launched", c.launched),
-                    ("users_completed", c.completed),
-                    ("users_failed", c.failed),
-                    ("steps", c.steps),
-                    ("step_errors", c.step_errors),
-                    ("messages_in", c.messages_in),
-                    ("messages_out", c.messages_out),
-                    ("bytes_in", c.bytes_in),
-                    ("bytes_out", c.bytes_out),
-                ] {
-                    row(t, name, "", v as f64);
-                }
-                let mut latency = |prefix: &str, labels: &str, l: &crate::stats::vu::SecondLatency| {
-                    row(t, &format!("{prefix}_count"), labels, l.count as f64);
-                    row(t, &format!("{prefix}_p50_ms"), labels, ms(l.p50_us as f64));
-                    row(t, &format!("{prefix}_p99_ms"), labels, ms(l.p99_us as f64));
-                    row(t, &format!("{prefix}_max_ms"), labels, ms(l.max_us as f64));
-                };
-                if let Some(l) = &s.latency {
-                    latency("step_latency", "", l);
-                }
-                for (name, l) in &s.step_latency {
-                    latency("step_latency", &format!("step={name}"), l);
-                }
-                if let Some(l) = &s.reactive {
-                    latency("reactive_latency", "", l);
-                }
-                if let Some(l) = &s.fanout {
-                    latency("fanout_latency", "", l);
-                }
-            }
-        }
-    }
+    super::shown(doc).csv_seconds(&mut row);
     for m in doc.monitor() {
         let labels = format!("process={}", m.name);
         for (t, cpu, rss) in &m.samples {

@@ -42,10 +42,8 @@ pub struct Section {
 /// The section of one run: its figures, its tables, its charts, and its summary as the terminal
 /// shows it.
 pub fn run_section(doc: &Doc, name: &str) -> Section {
-    let (command, interrupted) = match doc {
-        Doc::Http(d) => (d.command_line.join(" "), d.interrupted),
-        Doc::Ddp(d) => (d.command_line.join(" "), d.interrupted),
-    };
+    let envelope = doc.envelope();
+    let (command, interrupted) = (envelope.command_line.join(" "), envelope.interrupted);
     let suspect = doc.generator().and_then(|g| g.suspect.clone());
     let mut notes = vec![format!("started {}", doc.started_at()), format!("command: {command}")];
     if interrupted {

@@ -399,10 +399,7 @@ fn metric(name: &str, a: &[f64], b: &[f64], clean: Clean, words: impl Fn(f64, f6
 }
 
 fn compare_one(workload: &str, base_name: &str, base: &[&Doc], name: &str, new: &[&Doc]) -> Comparison {
-    let kind = match base.first() {
-        Some(Doc::Http(_)) => "http",
-        _ => "ddp",
-    };
+    let kind = base.first().map_or("ddp", |d| d.kind());
     let baseline_runs = entries(base);
     let runs = entries(new);
     let ok = |rs: &[RunEntry]| rs.iter().map(|r| r.suspect.is_none()).collect::<Vec<bool>>();
@@ -481,7 +478,7 @@ fn target_rows(base: &[&Doc], new: &[&Doc]) -> Vec<TargetRow> {
     fn per_target(docs: &[&Doc]) -> Vec<Figures> {
         let mut out: Vec<Figures> = Vec::new();
         for d in docs {
-            let Doc::Ddp(d) = d else { continue };
+            let Some(d) = d.ddp() else { continue };
             for (i, t) in d.per_target.iter().enumerate() {
                 if out.len() <= i {
                     out.push((t.url.clone(), Vec::new(), Vec::new(), Vec::new(), Vec::new()));
@@ -527,7 +524,7 @@ fn step_rows(base: &[&Doc], new: &[&Doc]) -> Vec<StepRow> {
     fn per_step(docs: &[&Doc]) -> BTreeMap<String, (Vec<f64>, Vec<f64>)> {
         let mut out: BTreeMap<String, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
         for d in docs {
-            if let Doc::Ddp(d) = d {
+            if let Some(d) = d.ddp() {
                 for (s, l) in d.steps.iter().filter_map(|s| s.latency.as_ref().map(|l| (s, l))) {
                     let e = out.entry(s.name.clone()).or_default();
                     e.0.push(l.p50_us as f64 / 1000.0);
@@ -540,7 +537,7 @@ fn step_rows(base: &[&Doc], new: &[&Doc]) -> Vec<StepRow> {
     let (a, b) = (per_step(base), per_step(new));
     let mut order: Vec<String> = Vec::new();
     for d in base.iter().chain(new) {
-        if let Doc::Ddp(d) = d {
+        if let Some(d) = d.ddp() {
             for s in &d.steps {
                 if !order.contains(&s.name) {
                     order.push(s.name.clone());
@@ -565,8 +562,7 @@ fn step_rows(base: &[&Doc], new: &[&Doc]) -> Vec<StepRow> {
 }
 
 fn http_column(series: &str, docs: &[&Doc]) -> Option<HttpColumn> {
-    let docs: Vec<&crate::stats::result::ResultDoc> =
-        docs.iter().filter_map(|d| if let Doc::Http(h) = d { Some(h.as_ref()) } else { None }).collect();
+    let docs: Vec<&crate::stats::result::ResultDoc> = docs.iter().filter_map(|d| d.http()).collect();
     if docs.is_empty() {
         return None;
     }

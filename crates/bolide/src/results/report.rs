@@ -51,10 +51,7 @@ pub fn sections(series: &[Series], requests: &[html::Requests]) -> Vec<Section> 
         let ddp: Vec<(String, Vec<&crate::stats::vu::DdpDoc>)> = series
             .iter()
             .map(|s| {
-                let docs = s.runs.iter().filter_map(|(_, d)| match d {
-                    crate::stats::doc::Doc::Ddp(v) => Some(v.as_ref()),
-                    crate::stats::doc::Doc::Http(_) => None,
-                });
+                let docs = s.runs.iter().filter_map(|(_, d)| d.ddp());
                 (s.name.clone(), docs.collect())
             })
             .collect();
@@ -263,12 +260,7 @@ fn overview(docs: &[(&str, &crate::stats::doc::Doc)]) -> crate::report::table::T
     let na = || "n/a".to_string();
     for (i, (name, d)) in docs.iter().enumerate() {
         let m = d.measures();
-        let throughput = match d {
-            crate::stats::doc::Doc::Http(h) => format!("{:.1} req/s", h.summary.requests_per_s),
-            crate::stats::doc::Doc::Ddp(v) => {
-                format!("{} users", crate::report::term::count(v.summary.users.completed))
-            }
-        };
+        let throughput = crate::report::shown(d).throughput();
         // Runs of one series are told apart by their workload where that differs (the demo's
         // two), else by their place.
         let same_name: Vec<&crate::stats::doc::Doc> = docs.iter().filter(|(n, _)| n == name).map(|(_, d)| *d).collect();
@@ -336,7 +328,7 @@ fn run_sections(series: &[Series]) -> Vec<Section> {
             };
             let mut section = html::run_section(doc, &name);
             let tsv = path.with_extension("tsv");
-            if matches!(doc, crate::stats::doc::Doc::Http(_)) && gnuplot::is_requests_file(&tsv) {
+            if doc.http().is_some() && gnuplot::is_requests_file(&tsv) {
                 html::add_requests(&mut section, &tsv);
             }
             out.push(section);

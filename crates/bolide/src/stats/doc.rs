@@ -4,8 +4,9 @@
 
 use std::path::Path;
 
-use super::envelope::{Envelope, EnvelopeMut, Enveloped};
+use super::envelope::{Envelope, EnvelopeMut};
 use super::result::ResultDoc;
+use super::view::Reading;
 use super::vu::DdpDoc;
 
 /// A result document of either kind (written as the document itself).
@@ -139,19 +140,60 @@ impl Doc {
         }
     }
 
-    /// What every document carries, whatever its workload.
-    pub fn envelope(&self) -> Envelope<'_> {
+    /// The document read in the terms every reader shares.
+    pub fn view(&self) -> &dyn Reading {
         match self {
-            Doc::Http(d) => d.envelope(),
-            Doc::Ddp(d) => d.envelope(),
+            Doc::Http(d) => &**d,
+            Doc::Ddp(d) => &**d,
         }
     }
 
-    pub fn envelope_mut(&mut self) -> EnvelopeMut<'_> {
+    fn view_mut(&mut self) -> &mut dyn Reading {
         match self {
-            Doc::Http(d) => d.envelope_mut(),
-            Doc::Ddp(d) => d.envelope_mut(),
+            Doc::Http(d) => &mut **d,
+            Doc::Ddp(d) => &mut **d,
         }
+    }
+
+    /// The HTTP document, when this is one (for what only HTTP runs have: statuses, per-URL
+    /// columns, ab's per-request file).
+    pub fn http(&self) -> Option<&ResultDoc> {
+        match self {
+            Doc::Http(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// The virtual-user document, when this is one (for what only user runs have: steps,
+    /// per-target subscriptions and calls).
+    pub fn ddp(&self) -> Option<&DdpDoc> {
+        match self {
+            Doc::Ddp(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    pub fn http_mut(&mut self) -> Option<&mut ResultDoc> {
+        match self {
+            Doc::Http(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    pub fn ddp_mut(&mut self) -> Option<&mut DdpDoc> {
+        match self {
+            Doc::Ddp(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// What every document carries, whatever its workload.
+    pub fn envelope(&self) -> Envelope<'_> {
+        self.view().envelope()
+    }
+
+    pub fn envelope_mut(&mut self) -> EnvelopeMut<'_> {
+        self.view_mut().envelope_mut()
     }
 
     pub fn label(&self) -> Option<&str> {
@@ -164,18 +206,12 @@ impl Doc {
 
     /// `"http"` or `"ddp"`.
     pub fn kind(&self) -> &'static str {
-        match self {
-            Doc::Http(_) => "http",
-            Doc::Ddp(_) => "ddp",
-        }
+        self.view().kind()
     }
 
     /// The segment of a plan the run was (`--segment`); None for a whole plan.
     pub fn segment(&self) -> Option<crate::segment::Segment> {
-        match self {
-            Doc::Http(d) => d.settings.segment,
-            Doc::Ddp(d) => d.settings.segment,
-        }
+        self.view().segment()
     }
 
     pub fn interrupted(&self) -> bool {
@@ -188,10 +224,7 @@ impl Doc {
     }
 
     pub fn threads(&self) -> usize {
-        match self {
-            Doc::Http(d) => d.settings.threads,
-            Doc::Ddp(d) => d.settings.threads,
-        }
+        self.view().threads()
     }
 
     /// Every threshold's verdict (`--threshold`, a scenario's `ensure`).
@@ -217,80 +250,27 @@ impl Doc {
 
     /// The workload's name: a scenario, or `http` and the paths requested.
     pub fn workload(&self) -> String {
-        match self {
-            Doc::Ddp(d) => scenario_name(&d.settings.scenario),
-            Doc::Http(d) => {
-                let paths: Vec<String> = d.targets.iter().map(|t| path_of(t)).collect();
-                format!("http {}", paths.join(" "))
-            }
-        }
+        self.view().workload()
     }
 
     /// The workload in named parts: two runs compare only when every part is equal. The target's
     /// address is not part of it (comparing two servers is the point); threads are bolide's own.
     pub fn workload_parts(&self) -> Vec<(&'static str, String)> {
-        match self {
-            Doc::Http(d) => {
-                let s = &d.settings;
-                let bound = match (s.duration_s, s.requests) {
-                    (_, Some(n)) => format!("{n} requests"),
-                    (Some(t), None) => format!("{t} s"),
-                    (None, None) => "unbounded".into(),
-                };
-                vec![
-                    ("workload", self.workload()),
-                    ("connections", s.connections.to_string()),
-                    ("length", bound),
-                    ("rate", s.rate_per_s.map_or("as fast as possible".into(), |r| format!("{r} req/s"))),
-                    ("method", s.method.clone()),
-                    ("body", format!("{} bytes", s.body_bytes)),
-                    ("keep-alive", s.keep_alive.to_string()),
-                ]
-            }
-            Doc::Ddp(d) => {
-                let s = &d.settings;
-                let phases: Vec<String> = s
-                    .phases
-                    .iter()
-                    .map(|p| {
-                        let what = match (p.arrival_rate, p.ramp_to, p.arrival_count, p.users) {
-                            (Some(r), Some(to), _, _) => format!("{r}->{to}/s"),
-                            (Some(r), None, _, _) => format!("{r}/s"),
-                            (_, _, Some(n), _) => format!("{n} users"),
-                            (_, _, _, Some(n)) => format!("{n} users looping"),
-                            _ => "pause".into(),
-                        };
-                        format!("{what} for {} s", p.duration_s)
-                    })
-                    .collect();
-                vec![
-                    ("workload", self.workload()),
-                    ("phases", phases.join(", ")),
-                    ("transport", s.transport.clone()),
-                    ("compression", s.compression.to_string()),
-                ]
-            }
-        }
+        self.view().workload_parts()
     }
 
     /// The one error rate every reader uses (thresholds, the gate, the capacity ladder, the
     /// reports), percent: failed requests (transport errors and unexpected statuses) of the
     /// requests that ended (HTTP), failed steps of the steps run (DDP). None when nothing ended.
     pub fn error_rate_pct(&self) -> Option<f64> {
-        let (failed, of) = match self {
-            Doc::Http(d) => (d.summary.errors, d.summary.finished()),
-            Doc::Ddp(d) => (d.summary.step_errors, d.summary.steps),
-        };
+        let (of, failed) = self.view().ended_and_failed();
         (of > 0).then(|| failed as f64 * 100.0 / of as f64)
     }
 
     /// What failed, for people, most telling first: HTTP's unexpected statuses by code
     /// (`status 500`) then transport errors by class; a DDP run's step errors by class.
     pub fn failures(&self) -> Vec<(String, u64)> {
-        match self {
-            Doc::Http(d) => d.failures(),
-            Doc::Ddp(d) => super::result::classes_by_count(&d.summary.errors_by_class, &[]),
-        }
+        self.view().failures()
     }
 
     pub fn measures(&self) -> Measures {
@@ -302,46 +282,23 @@ impl Doc {
         let suspect = self.generator().and_then(|g| g.suspect.clone());
         let (eventloop_p99_ms, gc_ms) = server_internals(self.scrape());
         let bolide_cpu_us = self.generator().and_then(|g| g.cpu_us_per_request.or(g.cpu_us_per_message));
-        match self {
-            Doc::Http(d) => {
-                let s = &d.summary;
-                Measures {
-                    time_s: s.duration_s,
-                    speed_s: if s.requests_per_s > 0.0 { 1.0 / s.requests_per_s } else { f64::INFINITY },
-                    requests_per_s: Some(s.requests_per_s),
-                    cpu_pct,
-                    ram_bytes,
-                    errors: s.errors,
-                    error_rate_pct: self.error_rate_pct().unwrap_or(0.0),
-                    mean_ms: (s.responses > 0).then(|| s.latency.mean_us / 1000.0),
-                    p99_ms: (s.responses > 0).then(|| s.latency.p99_us as f64 / 1000.0),
-                    suspect,
-                    interrupted: d.interrupted,
-                    eventloop_p99_ms,
-                    gc_ms,
-                    bolide_cpu_us,
-                }
-            }
-            Doc::Ddp(d) => {
-                let s = &d.summary;
-                let all = all_steps(d);
-                Measures {
-                    time_s: s.total_time_s,
-                    speed_s: s.total_time_s,
-                    requests_per_s: None,
-                    cpu_pct,
-                    ram_bytes,
-                    errors: s.step_errors + s.users.cut,
-                    error_rate_pct: self.error_rate_pct().unwrap_or(0.0),
-                    mean_ms: all.as_ref().map(|h| h.mean() / 1000.0),
-                    p99_ms: all.as_ref().map(|h| h.value_at_quantile(0.99) as f64 / 1000.0),
-                    suspect,
-                    interrupted: d.interrupted,
-                    eventloop_p99_ms,
-                    gc_ms,
-                    bolide_cpu_us,
-                }
-            }
+        let v = self.view();
+        let (mean_ms, p99_ms) = v.mean_p99_ms();
+        Measures {
+            time_s: v.time_s(),
+            speed_s: v.speed_s(),
+            requests_per_s: v.requests_per_s(),
+            cpu_pct,
+            ram_bytes,
+            errors: v.errors(),
+            error_rate_pct: self.error_rate_pct().unwrap_or(0.0),
+            mean_ms,
+            p99_ms,
+            suspect,
+            interrupted: self.interrupted(),
+            eventloop_p99_ms,
+            gc_ms,
+            bolide_cpu_us,
         }
     }
 }
@@ -360,17 +317,6 @@ pub fn all_steps(d: &DdpDoc) -> Option<hdrhistogram::Histogram<u64>> {
 /// `tasks-reactive` for a built-in, the file stem for a scenario file.
 pub fn scenario_name(source: &str) -> String {
     Path::new(source).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| source.to_string())
-}
-
-/// The path (and query) of a URL, `/` when it has none.
-fn path_of(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(u) => match u.query() {
-            Some(q) => format!("{}?{q}", u.path()),
-            None => u.path().to_string(),
-        },
-        Err(_) => url.to_string(),
-    }
 }
 
 /// The parts in which two workloads differ, as `name: a vs b`.

@@ -191,15 +191,13 @@ pub fn merge(inputs: Vec<(String, Doc)>, command_line: Vec<String>) -> Result<Me
     let thresholds = super::verdict::thresholds_of(&inputs[kept[0]].1)?;
     let mut doc = match &inputs[0].1 {
         Doc::Http(_) => {
-            let parts: Vec<(&ResultDoc, u32, f64)> = shifted
-                .filter_map(|(d, t, off)| if let Doc::Http(h) = d { Some((h.as_ref(), t, off)) } else { None })
-                .collect();
+            let parts: Vec<(&ResultDoc, u32, f64)> =
+                shifted.filter_map(|(d, t, off)| d.http().map(|h| (h, t, off))).collect();
             Doc::Http(whole!(merge_http(&parts)?))
         }
         Doc::Ddp(_) => {
-            let parts: Vec<(&DdpDoc, u32, f64)> = shifted
-                .filter_map(|(d, t, off)| if let Doc::Ddp(h) = d { Some((h.as_ref(), t, off)) } else { None })
-                .collect();
+            let parts: Vec<(&DdpDoc, u32, f64)> =
+                shifted.filter_map(|(d, t, off)| d.ddp().map(|h| (h, t, off))).collect();
             Doc::Ddp(whole!(merge_ddp(&parts)?))
         }
     };

@@ -10,6 +10,7 @@ pub mod recorder;
 pub mod result;
 pub mod summary;
 pub mod verdict;
+pub mod view;
 pub mod vu;
 
 pub use recorder::{ErrorClass, SecondRecorder, TargetRecorder, WorkerRecorder};

@@ -375,3 +375,172 @@ pub struct OutputResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
 }
+
+impl super::view::Reading for ResultDoc {
+    fn kind(&self) -> &'static str {
+        "http"
+    }
+
+    fn segment(&self) -> Option<crate::segment::Segment> {
+        self.settings.segment
+    }
+
+    fn threads(&self) -> usize {
+        self.settings.threads
+    }
+
+    fn workload(&self) -> String {
+        let paths: Vec<String> = self.targets.iter().map(|t| path_of(t)).collect();
+        format!("http {}", paths.join(" "))
+    }
+
+    fn workload_parts(&self) -> Vec<(&'static str, String)> {
+        let s = &self.settings;
+        let bound = match (s.duration_s, s.requests) {
+            (_, Some(n)) => format!("{n} requests"),
+            (Some(t), None) => format!("{t} s"),
+            (None, None) => "unbounded".into(),
+        };
+        vec![
+            ("workload", self.workload()),
+            ("connections", s.connections.to_string()),
+            ("length", bound),
+            ("rate", s.rate_per_s.map_or("as fast as possible".into(), |r| format!("{r} req/s"))),
+            ("method", s.method.clone()),
+            ("body", format!("{} bytes", s.body_bytes)),
+            ("keep-alive", s.keep_alive.to_string()),
+        ]
+    }
+
+    fn ended_and_failed(&self) -> (u64, u64) {
+        (self.summary.finished(), self.summary.errors)
+    }
+
+    fn errors(&self) -> u64 {
+        self.summary.errors
+    }
+
+    fn failures(&self) -> Vec<(String, u64)> {
+        ResultDoc::failures(self)
+    }
+
+    fn errors_by_class(&self) -> &BTreeMap<String, u64> {
+        &self.summary.errors_by_class
+    }
+
+    fn outcomes(&self) -> (&'static str, Vec<(String, u64)>) {
+        (
+            "Responses by status, errors by class",
+            self.summary.status.iter().map(|(code, n)| (code.clone(), *n)).collect(),
+        )
+    }
+
+    fn latency(&self) -> Result<Option<hdrhistogram::Histogram<u64>>, String> {
+        let h = super::hist::decode(&self.histograms.latency_us)?;
+        Ok((!h.is_empty()).then_some(h))
+    }
+
+    fn no_latency(&self) -> &'static str {
+        "no response completed"
+    }
+
+    fn step_latency(&self, _name: &str) -> Result<hdrhistogram::Histogram<u64>, String> {
+        Err("an HTTP run has no steps".into())
+    }
+
+    fn units_per_s(&self) -> Result<f64, String> {
+        super::view::per_second(self.summary.responses, self.summary.duration_s)
+    }
+
+    fn time_s(&self) -> f64 {
+        self.summary.duration_s
+    }
+
+    fn speed_s(&self) -> f64 {
+        let rps = self.summary.requests_per_s;
+        if rps > 0.0 {
+            1.0 / rps
+        } else {
+            f64::INFINITY
+        }
+    }
+
+    fn requests_per_s(&self) -> Option<f64> {
+        Some(self.summary.requests_per_s)
+    }
+
+    fn mean_p99_ms(&self) -> (Option<f64>, Option<f64>) {
+        let s = &self.summary;
+        (
+            (s.responses > 0).then(|| s.latency.mean_us / 1000.0),
+            (s.responses > 0).then(|| s.latency.p99_us as f64 / 1000.0),
+        )
+    }
+
+    fn unmeasured(&self) -> Option<String> {
+        (self.summary.sent == 0).then(|| "no request went out".into())
+    }
+
+    /// Too few connections for the rate: by Little's law C connections at a mean latency of L
+    /// carry at most C / L requests per second; past that, missed sends are bolide's shape, not
+    /// the server failing.
+    fn shape_limit(&self, max_p99_ms: Option<f64>) -> Option<String> {
+        let s = &self.summary;
+        let scheduled = s.sent + s.missed_sends;
+        let rate = self.settings.rate_per_s.filter(|_| s.missed_sends * 100 > scheduled)?;
+        let mean_s = s.latency.mean_us / 1e6;
+        let connections = self.settings.connections as f64;
+        let ceiling = if mean_s > 0.0 { connections / mean_s } else { f64::INFINITY };
+        let errors_small = s.errors * 100 <= scheduled.max(1);
+        let p99_within = max_p99_ms.is_none_or(|l| (s.latency.p99_us as f64) / 1e3 <= l);
+        if !(ceiling < rate * 1.1 && errors_small && p99_within) {
+            return None;
+        }
+        let need = (rate * mean_s * 1.5).ceil().max(connections + 1.0);
+        Some(format!(
+            "too few connections for the rate: {} connections at {:.2} ms mean latency carry at most {:.0} req/s (Little's law), below {rate} req/s; raise -c to at least {need:.0}",
+            self.settings.connections,
+            mean_s * 1e3,
+            ceiling
+        ))
+    }
+
+    fn shortfalls(&self) -> Vec<String> {
+        let s = &self.summary;
+        let scheduled = s.sent + s.missed_sends;
+        if s.missed_sends > 0 && s.missed_sends * 100 > scheduled {
+            vec![format!(
+                "the server could not keep up: {} of {} scheduled requests never went out",
+                s.missed_sends, scheduled
+            )]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn over_time(&self, what: super::view::OverTime) -> Vec<(f64, f64)> {
+        use super::view::OverTime;
+        let seconds = self.timeline.iter();
+        match what {
+            OverTime::Responses => {
+                seconds.filter(|s| s.span_s > 0.0).map(|s| (f64::from(s.t), s.responses as f64 / s.span_s)).collect()
+            }
+            OverTime::P99 => seconds
+                .filter(|s| s.responses > 0)
+                .map(|s| (f64::from(s.t), s.latency_p99_us as f64 / 1000.0))
+                .collect(),
+            OverTime::UsersAlive | OverTime::Steps => Vec::new(),
+        }
+    }
+}
+
+/// The path (and query) of a URL, `/` when it has none.
+fn path_of(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(u) => match u.query() {
+            Some(q) => format!("{}?{q}", u.path()),
+            None => u.path().to_string(),
+        },
+        Err(_) => url.to_string(),
+    }
+}

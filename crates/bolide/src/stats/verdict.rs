@@ -9,7 +9,7 @@ use crate::threshold::{Metric, Stat, Threshold, ThresholdResult};
 
 /// Every threshold's verdict on `doc`.
 pub fn judge(doc: &Doc, thresholds: &[Threshold]) -> Vec<ThresholdResult> {
-    let ddp = matches!(doc, Doc::Ddp(_));
+    let ddp = doc.kind() == "ddp";
     thresholds.iter().map(|t| t.judge(ddp, value(doc, &t.metric))).collect()
 }
 
@@ -17,10 +17,7 @@ pub fn judge(doc: &Doc, thresholds: &[Threshold]) -> Vec<ThresholdResult> {
 pub fn record(doc: &mut Doc, thresholds: &[Threshold]) -> bool {
     let verdicts = judge(doc, thresholds);
     let all = verdicts.iter().all(|v| v.ok);
-    match doc {
-        Doc::Http(d) => d.thresholds = verdicts,
-        Doc::Ddp(d) => d.thresholds = verdicts,
-    }
+    *doc.envelope_mut().thresholds = verdicts;
     all
 }
 
@@ -37,28 +34,17 @@ pub fn thresholds_of(doc: &Doc) -> Result<Vec<Threshold>, String> {
 /// The value of `metric` in `doc`, in the metric's unit; Err says why there is none.
 pub fn value(doc: &Doc, metric: &Metric) -> Result<f64, String> {
     match (metric, doc) {
-        (Metric::Latency { step: None, stat }, Doc::Http(d)) => {
-            let h = super::hist::decode(&d.histograms.latency_us)?;
-            latency(&h, *stat).ok_or_else(|| "no response completed".into())
+        (Metric::Latency { step: None, stat }, doc) => {
+            let v = doc.view();
+            v.latency()?.and_then(|h| latency(&h, *stat)).ok_or_else(|| v.no_latency().into())
         }
-        (Metric::Latency { step: Some(_), .. }, Doc::Http(_)) => Err("an HTTP run has no steps".into()),
-        (Metric::Latency { step: None, stat }, Doc::Ddp(d)) => {
-            let mut all = super::hist::latency_us();
-            for s in &d.steps {
-                all.add(super::hist::decode(&s.latency_histogram)?).map_err(|e| e.to_string())?;
-            }
-            latency(&all, *stat).ok_or_else(|| "no step completed".into())
-        }
-        (Metric::Latency { step: Some(name), stat }, Doc::Ddp(d)) => {
-            let no_sample = || format!("no sample of {name} (it never completed or never ran)");
-            let Some(s) = d.steps.iter().find(|s| &s.name == name) else { return Err(no_sample()) };
-            latency(&super::hist::decode(&s.latency_histogram)?, *stat).ok_or_else(no_sample)
+        (Metric::Latency { step: Some(name), stat }, doc) => {
+            let h = doc.view().step_latency(name)?;
+            latency(&h, *stat).ok_or_else(|| format!("no sample of {name} (it never completed or never ran)"))
         }
         (Metric::ErrorRate, doc) => doc.error_rate_pct().ok_or_else(|| "no request or step ended".into()),
-        (Metric::Errors, Doc::Http(d)) => Ok(d.summary.errors as f64),
-        (Metric::Errors, Doc::Ddp(d)) => Ok((d.summary.step_errors + d.summary.users.cut) as f64),
-        (Metric::Rps, Doc::Http(d)) => per_second(d.summary.responses, d.summary.duration_s),
-        (Metric::Rps, Doc::Ddp(d)) => per_second(d.summary.steps, d.summary.duration_s),
+        (Metric::Errors, doc) => Ok(doc.view().errors() as f64),
+        (Metric::Rps, doc) => doc.view().units_per_s(),
         (Metric::Cpu { process, peak }, doc) => {
             let m = watched(doc, process)?;
             Ok(if *peak { m.peak_cpu_pct } else { m.avg_cpu_pct })
@@ -164,13 +150,6 @@ fn figure(doc: &Doc, f: &crate::threshold::Figure) -> Result<f64, String> {
         None => value,
     };
     Ok(value * f.scale)
-}
-
-fn per_second(count: u64, duration_s: f64) -> Result<f64, String> {
-    if duration_s <= 0.0 {
-        return Err("the run lasted no time".into());
-    }
-    Ok(count as f64 / duration_s)
 }
 
 /// A watched process with samples; Err when it was not watched or never sampled.
@@ -329,7 +308,7 @@ mod tests {
 
     #[test]
     fn recorded_thresholds_parse_back() {
-        let mut doc = Doc::Http(Box::default());
+        let mut doc = Doc::from(crate::stats::result::ResultDoc::default());
         let ts = vec![parse("p99<1s", Source::Flag).unwrap(), parse("rps>=1", Source::Ensure).unwrap()];
         assert!(!record(&mut doc, &ts));
         assert_eq!(thresholds_of(&doc).unwrap(), ts);

@@ -595,6 +595,133 @@ impl DdpDoc {
     }
 }
 
+impl super::view::Reading for DdpDoc {
+    fn kind(&self) -> &'static str {
+        "ddp"
+    }
+
+    fn segment(&self) -> Option<crate::segment::Segment> {
+        self.settings.segment
+    }
+
+    fn threads(&self) -> usize {
+        self.settings.threads
+    }
+
+    fn workload(&self) -> String {
+        super::doc::scenario_name(&self.settings.scenario)
+    }
+
+    fn workload_parts(&self) -> Vec<(&'static str, String)> {
+        let s = &self.settings;
+        let phases: Vec<String> = s
+            .phases
+            .iter()
+            .map(|p| {
+                let what = match (p.arrival_rate, p.ramp_to, p.arrival_count, p.users) {
+                    (Some(r), Some(to), _, _) => format!("{r}->{to}/s"),
+                    (Some(r), None, _, _) => format!("{r}/s"),
+                    (_, _, Some(n), _) => format!("{n} users"),
+                    (_, _, _, Some(n)) => format!("{n} users looping"),
+                    _ => "pause".into(),
+                };
+                format!("{what} for {} s", p.duration_s)
+            })
+            .collect();
+        vec![
+            ("workload", self.workload()),
+            ("phases", phases.join(", ")),
+            ("transport", s.transport.clone()),
+            ("compression", s.compression.to_string()),
+        ]
+    }
+
+    fn ended_and_failed(&self) -> (u64, u64) {
+        (self.summary.steps, self.summary.step_errors)
+    }
+
+    fn errors(&self) -> u64 {
+        self.summary.step_errors + self.summary.users.cut
+    }
+
+    fn failures(&self) -> Vec<(String, u64)> {
+        super::result::classes_by_count(&self.summary.errors_by_class, &[])
+    }
+
+    fn errors_by_class(&self) -> &BTreeMap<String, u64> {
+        &self.summary.errors_by_class
+    }
+
+    fn outcomes(&self) -> (&'static str, Vec<(String, u64)>) {
+        (
+            "Steps completed, failed steps by error class",
+            vec![("completed".to_string(), self.summary.steps.saturating_sub(self.summary.step_errors))],
+        )
+    }
+
+    fn latency(&self) -> Result<Option<Histogram<u64>>, String> {
+        let mut all = hist::latency_us();
+        for s in &self.steps {
+            all.add(hist::decode(&s.latency_histogram)?).map_err(|e| e.to_string())?;
+        }
+        Ok((!all.is_empty()).then_some(all))
+    }
+
+    fn no_latency(&self) -> &'static str {
+        "no step completed"
+    }
+
+    fn step_latency(&self, name: &str) -> Result<Histogram<u64>, String> {
+        let no_sample = || format!("no sample of {name} (it never completed or never ran)");
+        let Some(s) = self.steps.iter().find(|s| s.name == name) else { return Err(no_sample()) };
+        let h = hist::decode(&s.latency_histogram)?;
+        if h.is_empty() {
+            return Err(no_sample());
+        }
+        Ok(h)
+    }
+
+    fn units_per_s(&self) -> Result<f64, String> {
+        super::view::per_second(self.summary.steps, self.summary.duration_s)
+    }
+
+    fn time_s(&self) -> f64 {
+        self.summary.total_time_s
+    }
+
+    fn speed_s(&self) -> f64 {
+        self.summary.total_time_s
+    }
+
+    fn mean_p99_ms(&self) -> (Option<f64>, Option<f64>) {
+        let all = super::doc::all_steps(self);
+        (all.as_ref().map(|h| h.mean() / 1000.0), all.as_ref().map(|h| h.value_at_quantile(0.99) as f64 / 1000.0))
+    }
+
+    fn unmeasured(&self) -> Option<String> {
+        (self.summary.users.launched == 0).then(|| "no user arrived (the phases are shorter than one arrival)".into())
+    }
+
+    fn shortfalls(&self) -> Vec<String> {
+        let u = &self.summary.users;
+        if u.failed == 0 {
+            return Vec::new();
+        }
+        let cut = if u.cut > 0 { format!(" ({} cut at the user timeout)", u.cut) } else { String::new() };
+        vec![format!("{} of {} users failed{cut}", u.failed, u.launched)]
+    }
+
+    fn over_time(&self, what: super::view::OverTime) -> Vec<(f64, f64)> {
+        use super::view::OverTime;
+        let seconds = self.timeline.iter();
+        match what {
+            OverTime::UsersAlive => seconds.map(|s| (f64::from(s.t), s.users_alive as f64)).collect(),
+            OverTime::Steps => seconds.map(|s| (f64::from(s.t), s.counts.steps as f64)).collect(),
+            OverTime::Responses | OverTime::P99 => Vec::new(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,6 +24,18 @@ impl super::Describe for HttpPlan {
         &self.common
     }
 
+    fn common_mut(&mut self) -> &mut Common {
+        &mut self.common
+    }
+
+    fn writes_requests(&self) -> bool {
+        self.gnuplot.is_some()
+    }
+
+    fn set_requests_file(&mut self, path: PathBuf) {
+        self.gnuplot = Some(path);
+    }
+
     fn slug(&self) -> String {
         "http".into()
     }

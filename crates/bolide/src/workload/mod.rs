@@ -46,11 +46,15 @@ impl Workload {
         self.part().common()
     }
 
-    pub fn common_mut(&mut self) -> &mut Common {
+    pub fn part_mut(&mut self) -> &mut dyn Describe {
         match self {
-            Workload::Http(p) => &mut p.common,
-            Workload::Ddp(p) => &mut p.common,
+            Workload::Http(p) => &mut **p,
+            Workload::Ddp(p) => &mut **p,
         }
+    }
+
+    pub fn common_mut(&mut self) -> &mut Common {
+        self.part_mut().common_mut()
     }
 
     /// A short name for files and tables: the scenario, or `http`.
@@ -81,6 +85,7 @@ impl Workload {
 pub trait Describe {
     /// Outputs, server, segment, thresholds, label.
     fn common(&self) -> &Common;
+    fn common_mut(&mut self) -> &mut Common;
     /// A short name for files and tables.
     fn slug(&self) -> String;
     /// How long one run is planned to last (None when bounded by a count).
@@ -89,6 +94,13 @@ pub trait Describe {
     fn requests_file(&self) -> Option<&std::path::Path> {
         None
     }
+    /// Whether the run writes a per-request file (`--gnuplot`), so that a series gives each run
+    /// its own.
+    fn writes_requests(&self) -> bool {
+        false
+    }
+    /// Where the next run writes its per-request file.
+    fn set_requests_file(&mut self, _path: PathBuf) {}
 }
 
 /// What the run lifecycle asks of a workload: the seam a protocol implements.

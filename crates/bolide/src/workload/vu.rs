@@ -25,6 +25,10 @@ impl super::Describe for DdpPlan {
         &self.common
     }
 
+    fn common_mut(&mut self) -> &mut Common {
+        &mut self.common
+    }
+
     fn slug(&self) -> String {
         crate::stats::doc::scenario_name(&self.source)
     }
