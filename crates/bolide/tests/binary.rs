@@ -1,5 +1,8 @@
 //! The real `bolide` binary: exit codes, Ctrl-C (SIGINT) handling, output hygiene.
 
+#[path = "common/schema.rs"]
+mod schema;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -91,10 +94,7 @@ fn stop_with(signals: &[&str], gap_ms: u64) -> (Option<i32>, String, String, Str
 
 fn valid_http_document(text: &str) {
     let value: serde_json::Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"));
-    let schema: serde_json::Value =
-        serde_json::from_str(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/result.schema.json")))
-            .unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
+    let validator = schema::validator("result.schema.json");
     let errors: Vec<String> = validator.iter_errors(&value).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(value["interrupted"], true);

@@ -123,9 +123,7 @@ fn https_with_and_without_certificate_checks() {
 }
 
 fn validator() -> jsonschema::Validator {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/result.schema.json");
-    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    jsonschema::validator_for(&schema).unwrap()
+    common::schema::validator("result.schema.json")
 }
 
 fn errors(v: &jsonschema::Validator, doc: &serde_json::Value) -> Vec<String> {

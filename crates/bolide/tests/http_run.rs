@@ -393,12 +393,8 @@ fn monitor_samples_the_server_by_port_and_reports_missing_ones() {
     let ghost_line = o.out.lines().find(|l| l.trim_start().starts_with("ghost")).unwrap();
     assert!(ghost_line.contains("n/a") && !ghost_line.contains('%') && !ghost_line.contains(" B"), "{ghost_line}");
     // The document with a monitor section still matches its schema.
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/result.schema.json")).unwrap(),
-    )
-    .unwrap();
     let value = serde_json::to_value(&doc).unwrap();
-    let v = jsonschema::validator_for(&schema).unwrap();
+    let v = common::schema::validator("result.schema.json");
     let errors: Vec<String> = v.iter_errors(&value).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:?}");
     // Bad specs are usage errors.

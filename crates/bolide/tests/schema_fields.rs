@@ -26,7 +26,7 @@ fn undescribed(schema: &serde_json::Value, path: &str, out: &mut Vec<String>) {
 
 #[test]
 fn every_field_of_both_documents_is_described() {
-    for file in ["result.schema.json", "ddp-result.schema.json"] {
+    for file in ["envelope.schema.json", "result.schema.json", "ddp-result.schema.json"] {
         let path = format!("{}/../../schema/{file}", env!("CARGO_MANIFEST_DIR"));
         let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         let mut missing = Vec::new();

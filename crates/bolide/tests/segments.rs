@@ -97,10 +97,8 @@ fn three_segments_of_a_request_count_are_exactly_the_count() {
     // The merged document is a result document like any other: compare and report read it.
     let c = bolide(&["compare", docs[0].to_str().unwrap(), merged.to_str().unwrap()]);
     assert_eq!(c.code, 0, "{}\n{}", c.out, c.err);
-    let schema = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/result.schema.json");
-    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(schema).unwrap()).unwrap();
     let value: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
-    let v = jsonschema::validator_for(&schema).unwrap();
+    let v = common::schema::validator("result.schema.json");
     let errors: Vec<String> = v.iter_errors(&value).map(|e| format!("{}: {e}", e.instance_path())).collect();
     assert!(errors.is_empty(), "{errors:?}");
 }

@@ -71,10 +71,8 @@ fn users_split_round_robin_and_each_server_agrees() {
     let header = o.out.lines().find(|l| l.trim_start().starts_with("Target")).unwrap();
     assert!(header.contains("CPU") && header.contains("RAM"), "{header}");
     // The per-target sections are in the published schema.
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/ddp-result.schema.json");
-    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let value = serde_json::to_value(&doc).unwrap();
-    let v = jsonschema::validator_for(&schema).unwrap();
+    let v = common::schema::validator("ddp-result.schema.json");
     let errors: Vec<String> = v.iter_errors(&value).map(|e| format!("{}: {e}", e.instance_path())).collect();
     assert!(errors.is_empty(), "{errors:?}");
 }

@@ -5,6 +5,7 @@
 
 pub mod meteor;
 pub mod prom;
+pub mod schema;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -210,10 +211,8 @@ pub fn free_port() -> u16 {
 /// Where a result document does not follow the published schema `file` (none: it does).
 #[allow(dead_code)]
 pub fn schema_problems(file: &str, text: &str) -> Vec<String> {
-    let path = format!("{}/../../schema/{file}", env!("CARGO_MANIFEST_DIR"));
-    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let raw: serde_json::Value = serde_json::from_str(text).unwrap();
-    let v = jsonschema::validator_for(&schema).unwrap();
+    let v = schema::validator(file);
     v.iter_errors(&raw).map(|e| format!("{e} at {}", e.instance_path())).collect()
 }
 
