@@ -52,7 +52,8 @@ pub(super) fn lat(v: u64) -> String {
 pub fn run_facts(doc: &Doc) -> Vec<Fact> {
     let m = doc.measures();
     let mut out = Vec::new();
-    super::shown(doc).facts(doc, &m, &mut out);
+    super::shown(doc).facts(&m, &mut out);
+    out.push(errors_fact(doc, &m));
     out.extend(server_facts(doc));
     out.extend(threshold_fact(doc));
     out.push(trust_fact(doc));
@@ -75,12 +76,12 @@ pub fn live_facts(doc: &Doc) -> Vec<Fact> {
     out
 }
 
-/// The failures' fact, one for every kind of run: none (good), or how many with the one error
-/// rate and what they were (bad).
-pub(super) fn errors_fact(label: &str, failed: u64, doc: &Doc, m: &crate::stats::doc::Measures) -> Fact {
-    match failed {
-        0 => Fact::new(label, "none").tone(Tone::Good),
-        n => Fact::new(label, format!("{} ({:.2}%)", count(n), m.error_rate_pct))
+/// The failures' fact, one for every kind of run: none (good), or how many (the errors every
+/// reader counts) with the one error rate and what they were (bad).
+fn errors_fact(doc: &Doc, m: &crate::stats::doc::Measures) -> Fact {
+    match m.errors {
+        0 => Fact::new("Errors", "none").tone(Tone::Good),
+        n => Fact::new("Errors", format!("{} ({:.2}%)", count(n), m.error_rate_pct))
             .detail(error_detail(doc))
             .tone(Tone::Bad),
     }

@@ -1,11 +1,11 @@
 //! The HTTP workload's report part: what its runs show in the summary band, the live band,
 //! the run's tables and the CSV seconds (its terminal summary is `term.rs`'s).
 
-use super::band::{errors_fact, lat, Fact};
+use super::band::{lat, Fact};
 use super::blocks::Block;
 use super::table::{Table, Tone};
 use super::term::{count, us};
-use crate::stats::doc::{Doc, Measures};
+use crate::stats::doc::Measures;
 use crate::stats::result::ResultDoc;
 
 impl super::Shown for ResultDoc {
@@ -21,7 +21,7 @@ impl super::Shown for ResultDoc {
         super::charts::http_charts(self)
     }
 
-    fn facts(&self, doc: &Doc, m: &Measures, out: &mut Vec<Fact>) {
+    fn facts(&self, _m: &Measures, out: &mut Vec<Fact>) {
         let d = self;
         let s = &d.summary;
         out.push(Fact::new("Requests/s", format!("{:.1}", s.requests_per_s)).detail(format!(
@@ -33,7 +33,6 @@ impl super::Shown for ResultDoc {
             out.push(Fact::new("Latency p50", lat(s.latency.p50_us)));
             out.push(Fact::new("Latency p99", lat(s.latency.p99_us)).detail(format!("max {}", lat(s.latency.max_us))));
         }
-        out.push(errors_fact("Errors", s.errors, doc, m));
     }
 
     fn live_facts(&self, out: &mut Vec<Fact>) {

@@ -27,7 +27,7 @@ pub trait Shown {
     /// The charts of the load itself, in the order a reader wants them.
     fn charts(&self) -> Vec<charts::Chart>;
     /// The summary band's figures of the load itself (throughput or users, latency, errors).
-    fn facts(&self, doc: &Doc, m: &Measures, out: &mut Vec<band::Fact>);
+    fn facts(&self, m: &Measures, out: &mut Vec<band::Fact>);
     /// The live band's figures of the last whole second.
     fn live_facts(&self, out: &mut Vec<band::Fact>);
     /// The run's tables of the load itself.

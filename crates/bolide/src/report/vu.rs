@@ -1,11 +1,11 @@
 //! The virtual-user (DDP) workload's report part: what its runs show in the summary band, the live band,
 //! the run's tables and the CSV seconds (its terminal summary is `ddp.rs`'s).
 
-use super::band::{all_steps_p50, errors_fact, lat, Fact};
+use super::band::{all_steps_p50, lat, Fact};
 use super::blocks::Block;
 use super::table::{Table, Tone};
 use super::term::{count, us};
-use crate::stats::doc::{Doc, Measures};
+use crate::stats::doc::Measures;
 use crate::stats::vu::DdpDoc;
 
 impl super::Shown for DdpDoc {
@@ -21,7 +21,7 @@ impl super::Shown for DdpDoc {
         super::charts::ddp_charts(self)
     }
 
-    fn facts(&self, doc: &Doc, m: &Measures, out: &mut Vec<Fact>) {
+    fn facts(&self, m: &Measures, out: &mut Vec<Fact>) {
         let d = self;
         let u = &d.summary.users;
         let users = Fact::new("Users", format!("{} of {} completed", count(u.completed), count(u.launched)))
@@ -35,7 +35,6 @@ impl super::Shown for DdpDoc {
         if let Some(r) = &d.summary.reactive {
             out.push(Fact::new("Reactive p99", lat(r.p99_us)).detail(format!("p50 {}", lat(r.p50_us))));
         }
-        out.push(errors_fact("Step errors", d.summary.step_errors, doc, m));
     }
 
     fn live_facts(&self, out: &mut Vec<Fact>) {

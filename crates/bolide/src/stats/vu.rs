@@ -644,8 +644,14 @@ impl super::view::Reading for DdpDoc {
         self.summary.step_errors + self.summary.users.cut
     }
 
+    /// Failed steps by class, most frequent first, then the users cut at the user timeout (the
+    /// rest of [`Reading::errors`]).
     fn failures(&self) -> Vec<(String, u64)> {
-        super::result::classes_by_count(&self.summary.errors_by_class, &[])
+        let mut out = super::result::classes_by_count(&self.summary.errors_by_class, &[]);
+        if self.summary.users.cut > 0 {
+            out.push(("users cut at the user timeout".into(), self.summary.users.cut));
+        }
+        out
     }
 
     fn errors_by_class(&self) -> &BTreeMap<String, u64> {
