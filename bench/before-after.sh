@@ -1,19 +1,32 @@
 #!/usr/bin/env bash
-# One bolide against another on healthy servers, interleaved: CPU per request (each run's own
-# figure, its load threads' clocks) and requests/s against one nginx worker pinned to core 0
-# (../shared/bench/nginx-bench.conf), bolide pinned to core 1, -t 1 -c CONNS for DURATION seconds:
-# HTTP/1.1 keep-alive, and HTTP/2 in clear (--h2c --streams 8) on nginx's h2c listener. OLD and NEW
-# alternate (old first, then new first, so that neither always runs on a warmer machine); medians
-# of REPS runs each.
+# One bolide against another, interleaved (OLD and NEW alternate: old first in odd rounds, new
+# first in even ones, so that neither always runs on a warmer machine); medians of REPS runs each.
+# Modes (MODES, all by default):
+#   h1      CPU per request (each run's own figure, its load threads' clocks) and requests/s against
+#           one nginx worker pinned to core 0 (../shared/bench/nginx-bench.conf), bolide pinned to
+#           core 1, -t 1 -c CONNS for DURATION seconds, HTTP/1.1 keep-alive
+#   h2      the same over HTTP/2 in clear (--h2c --streams 8) on nginx's h2c listener
+#   ddp     CPU per DDP message: CALLERS users calling fetchTasks back to back on one generator
+#           thread (core 1) against `bolide serve --threads 1` (core 0) for DURATION seconds
+#   c1000   peak RSS (GNU time) of `bolide http -c 1000` against nginx for RSS_SECONDS
+#   s10000  peak RSS of SESSIONS subscribed DDP sessions held by one generator thread (arrivals
+#           over 10 s, each held HOLD s) against `bolide serve` on both cores
 #
 # Usage: OLD=/path/to/bolide-before bench/before-after.sh   (NEW: this tree's release build;
-#        REPS=5 CONNS=50 DURATION=8)
-# Traffic goes to 127.0.0.1 only; every run is bounded by DURATION.
+#        REPS=5 CONNS=50 DURATION=8 CALLERS=50 RSS_SECONDS=5 SESSIONS=10000 HOLD=10
+#        MODES="h1 h2 ddp c1000 s10000")
+# Traffic goes to 127.0.0.1 only; every run is bounded by its duration.
 set -euo pipefail
 
 REPS=${REPS:-5}
 CONNS=${CONNS:-50}
 DURATION=${DURATION:-8}
+CALLERS=${CALLERS:-50}
+RSS_SECONDS=${RSS_SECONDS:-5}
+SESSIONS=${SESSIONS:-10000}
+HOLD=${HOLD:-10}
+MODES=${MODES:-h1 h2 ddp c1000 s10000}
+DDP_PORT=${DDP_PORT:-3210}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 SHARED=${SHARED:-$ROOT/../shared}
@@ -22,45 +35,139 @@ mkdir -p "$OUT"
 : "${OLD:?OLD=path to the bolide binary to compare with}"
 # shellcheck source=bench/lib.sh
 . "$HERE/lib.sh"
-trap stop_nginx EXIT
+SERVER_PID=""
+stop_server() {
+    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill -INT "$SERVER_PID"
+        wait "$SERVER_PID" 2>/dev/null || true
+    fi
+    SERVER_PID=""
+}
+trap 'stop_nginx; stop_server' EXIT
 export NGINX_H2C_PORT=8082
+has() { case " $MODES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 apt=()
 command -v nginx >/dev/null || apt+=(nginx-light)
 command -v taskset >/dev/null || apt+=(util-linux)
+[ -x /usr/bin/time ] || apt+=(time)
 apt_install "${apt[@]}"
 (cd "$ROOT" && cargo build --release --quiet -p bolide)
 NEW=$ROOT/target/release/bolide
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 start_nginx
 
-for i in $(seq "$REPS"); do
-    order=(old new)
-    [ $((i % 2)) -eq 0 ] && order=(new old)
-    for mode in h1 h2; do
+# The reference server (this tree's) for the DDP modes, on the given cores.
+start_server() { # cpus, extra args
+    local cpus=$1
+    shift
+    taskset -c "$cpus" "$NEW" serve --port "$DDP_PORT" "$@" >"$OUT/server.log" 2>&1 &
+    SERVER_PID=$!
+    for _ in $(seq 100); do
+        grep -q "reference server on" "$OUT/server.log" 2>/dev/null && return 0
+        sleep 0.05
+    done
+    log "the reference server did not start"
+    exit 1
+}
+TARGET="http://127.0.0.1:$DDP_PORT"
+cat >"$OUT/calls.yml" <<YML
+config:
+  target: $TARGET
+  phases: [{duration: $DURATION, users: $CALLERS}]
+  ddp: {compression: false, cache: false}
+scenarios:
+  - flow:
+      - connect
+      - loop:
+          - call: {method: fetchTasks}
+        count: 200
+      - disconnect
+YML
+cat >"$OUT/hold.yml" <<YML
+config:
+  target: $TARGET
+  phases: [{duration: 10, arrivalRate: $((SESSIONS / 10))}]
+  ddp: {compression: true, cache: true}
+scenarios:
+  - flow:
+      - connect
+      - subscribe: fetchTasks
+      - think: ${HOLD}s
+      - disconnect
+YML
+
+# One run of `mode` by `bin`, its document in $OUT/mode-which-i.json (and .time: user, system,
+# wall, peak RSS in KB).
+run_one() { # mode which bin i
+    local mode=$1 which=$2 bin=$3 i=$4
+    local json="$OUT/$mode-$which-$i.json" timed=(/usr/bin/time -o "$OUT/$mode-$which-$i.time" -f "%U %S %e %M")
+    case $mode in
+    h1) taskset -c 1 "$bin" http -t 1 -c "$CONNS" -d "${DURATION}s" -q --json "$json" http://127.0.0.1:8080/ ;;
+    h2) taskset -c 1 "$bin" http -t 1 -c "$CONNS" -d "${DURATION}s" -q --json "$json" --h2c --streams 8 \
+        "http://127.0.0.1:$NGINX_H2C_PORT/" ;;
+    ddp) taskset -c 1 "$bin" run "$OUT/calls.yml" -t 1 -q --json "$json" ;;
+    c1000) "${timed[@]}" "$bin" http -c 1000 -d "${RSS_SECONDS}s" -q --json "$json" http://127.0.0.1:8080/ ;;
+    s10000) taskset -c 1 "${timed[@]}" "$bin" run "$OUT/hold.yml" -t 1 -q --json "$json" || true ;;
+    esac >/dev/null
+}
+
+for mode in h1 h2 ddp c1000 s10000; do
+    has "$mode" || continue
+    case $mode in
+    ddp) start_server 0 --threads 1 ;;
+    s10000) start_server 0-1 --max-sessions $((SESSIONS * 2)) ;;
+    esac
+    for i in $(seq "$REPS"); do
+        order=(old new)
+        [ $((i % 2)) -eq 0 ] && order=(new old)
         for which in "${order[@]}"; do
             bin=$NEW
             [ "$which" = old ] && bin=$OLD
-            args=(http://127.0.0.1:8080/)
-            [ "$mode" = h2 ] && args=(--h2c --streams 8 "http://127.0.0.1:$NGINX_H2C_PORT/")
             log "run $i of $REPS: $mode $which"
-            taskset -c 1 "$bin" http -t 1 -c "$CONNS" -d "${DURATION}s" -q --json "$OUT/$mode-$which-$i.json" \
-                "${args[@]}" >/dev/null
+            run_one "$mode" "$which" "$bin" "$i"
         done
     done
+    stop_server
 done
 
-python3 - "$OUT" "$REPS" <<'PY'
-import json, statistics, sys
-out, reps = sys.argv[1], int(sys.argv[2])
-print("| mode | bolide | CPU per request (median) | requests/s (median) | errors | runs |")
+python3 - "$OUT" "$REPS" "$MODES" <<'PY' | tee "$OUT/summary.md"
+import json, os, statistics, sys
+out, reps, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+names = {
+    "h1": "HTTP/1.1 keep-alive, CPU per request",
+    "h2": "HTTP/2 h2c, 8 streams, CPU per request",
+    "ddp": "DDP calls, CPU per message",
+    "c1000": "HTTP/1.1, 1,000 connections, peak RSS",
+    "s10000": "DDP, 10,000 held sessions, peak RSS",
+}
+print("| what | bolide | median | runs | errors | also (median) |")
 print("|---|---|---|---|---|---|")
-for mode in ("h1", "h2"):
+for mode in modes:
     for which in ("old", "new"):
-        docs = [json.load(open(f"{out}/{mode}-{which}-{i}.json")) for i in range(1, reps + 1)]
-        cpu = statistics.median(d["generator"]["cpu_us_per_request"] for d in docs)
-        rps = statistics.median(d["summary"]["requests_per_s"] for d in docs)
-        errors = sum(d["summary"]["errors"] for d in docs)
-        each = ", ".join(f"{d['generator']['cpu_us_per_request']:.2f}" for d in docs)
-        name = "HTTP/1.1 keep-alive" if mode == "h1" else "HTTP/2 h2c, 8 streams"
-        print(f"| {name} | {which} | {cpu:.2f} µs | {rps:,.0f} | {errors} | {each} |")
+        docs, times = [], []
+        for i in range(1, reps + 1):
+            docs.append(json.load(open(f"{out}/{mode}-{which}-{i}.json")))
+            t = f"{out}/{mode}-{which}-{i}.time"
+            times.append(int(open(t).read().split()[3]) / 1024 if os.path.exists(t) else None)
+        if mode in ("h1", "h2"):
+            vals = [d["generator"]["cpu_us_per_request"] for d in docs]
+            unit, also = "µs", f"{statistics.median(d['summary']['requests_per_s'] for d in docs):,.0f} req/s"
+            errors = sum(d["summary"]["errors"] for d in docs)
+        elif mode == "ddp":
+            vals = [d["generator"]["cpu_us_per_message"] for d in docs]
+            msgs = [d["summary"]["messages_in"] + d["summary"]["messages_out"] for d in docs]
+            unit, also = "µs", f"{statistics.median(msgs):,.0f} messages"
+            errors = sum(d["summary"]["step_errors"] for d in docs)
+        else:
+            vals = times
+            unit = "MB"
+            if mode == "c1000":
+                also = f"{statistics.median(d['summary']['connects'] for d in docs):,.0f} connections"
+                errors = sum(d["summary"]["errors"] for d in docs)
+            else:
+                also = f"{statistics.median(d['summary']['users']['completed'] for d in docs):,.0f} sessions completed"
+                errors = sum(d["summary"]["users"]["failed"] for d in docs)
+        each = ", ".join(f"{v:.2f}" for v in vals)
+        print(f"| {names[mode]} | {which} | {statistics.median(vals):.2f} {unit} | {each} | {errors} | {also} |")
 PY

@@ -18,11 +18,11 @@ pub(crate) mod proto;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{self, sync_channel, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use promrw::{NativeHistogram, Series};
+use promrw::NativeHistogram;
 
 /// The kinds of receiver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,13 +34,51 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// As `--out` and the document name it.
-    pub fn name(self) -> &'static str {
+    /// How this kind of receiver is spoken to.
+    pub fn receiver(self) -> &'static dyn Receiver {
         match self {
-            Kind::PrometheusRw => "prometheus-rw",
-            Kind::Otlp => "otlp",
+            Kind::PrometheusRw => &promrw::RemoteWrite,
+            Kind::Otlp => &otlp::Otlp,
         }
     }
+
+    /// As `--out` and the document name it.
+    pub fn name(self) -> &'static str {
+        self.receiver().name()
+    }
+}
+
+/// A kind of receiver (`--out NAME=URL`): its name, the URL it is posted to, its headers and
+/// authorization, which failures are worth another try, what its answer says was not taken, and
+/// how the run's points are encoded. The queue, the sender thread, the retries and the counts are
+/// [`Exporter`]'s, the same for every receiver; a new receiver is one implementation (its encoding
+/// in a file of its own) and a name in `plan::outputs`.
+pub trait Receiver: Send + Sync {
+    /// As `--out` and the document name it.
+    fn name(&self) -> &'static str;
+    /// Environment variables naming a CA file an https:// receiver is checked against besides the
+    /// Mozilla roots (the first set wins).
+    fn ca_env(&self) -> &'static [&'static str];
+    /// The URL posted to, from the one given.
+    fn endpoint(&self, given: url::Url) -> url::Url {
+        given
+    }
+    /// Headers besides the request's own (Authorization comes from [`Receiver::auth`]).
+    fn headers(&self) -> Vec<(String, String)>;
+    /// The Authorization header's value, from the environment or the URL's credentials.
+    fn auth(&self, url: &url::Url) -> promrw::Auth;
+    /// Whether an answer of this status (not 2xx) may pass on another try.
+    fn retry(&self, status: u16) -> bool;
+    /// What a 2xx answer's body says was not taken: how many points, and why.
+    fn partial(&self, _body: &[u8]) -> Option<(i64, String)> {
+        None
+    }
+    /// The run's own labels (remote write) or resource attributes (OTLP), before `testid` and the
+    /// labels of the command.
+    fn run_labels(&self) -> Vec<(String, String)>;
+    /// One request of `points` at `ms` (ms since the epoch), the run started at `started_ns`,
+    /// with the run's `labels`.
+    fn encode(&self, labels: &[(String, String)], started_ns: u64, ms: i64, points: Vec<Point>) -> Vec<u8>;
 }
 
 /// One series' value at a moment: its remote write name, labels besides the run's, and value.
@@ -91,7 +129,7 @@ pub struct Exporter {
     labels: Vec<(String, String)>,
     started: SystemTime,
     tx: Option<SyncSender<(Vec<u8>, u64)>>,
-    done: Receiver<()>,
+    done: mpsc::Receiver<()>,
     counts: Arc<Counts>,
     /// The run's seconds handed over, and the next one's number.
     seconds: u64,
@@ -127,16 +165,16 @@ pub fn target_label(url: &str) -> String {
 /// Mozilla roots: `OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE`, else `OTEL_EXPORTER_OTLP_CERTIFICATE`
 /// (OTLP), `BOLIDE_RW_CA_FILE` (remote write).
 pub fn ca_file(kind: Kind) -> Option<std::path::PathBuf> {
-    let names: &[&str] = match kind {
-        Kind::Otlp => &["OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE", "OTEL_EXPORTER_OTLP_CERTIFICATE"],
-        Kind::PrometheusRw => &["BOLIDE_RW_CA_FILE"],
-    };
-    names.iter().find_map(|n| std::env::var_os(n).filter(|v| !v.is_empty())).map(std::path::PathBuf::from)
+    kind.receiver()
+        .ca_env()
+        .iter()
+        .find_map(|n| std::env::var_os(n).filter(|v| !v.is_empty()))
+        .map(std::path::PathBuf::from)
 }
 
 /// Where and how a sender posts.
 struct Delivery {
-    kind: Kind,
+    receiver: &'static dyn Receiver,
     url: url::Url,
     /// For an https:// receiver.
     tls: Option<std::sync::Arc<rustls::ClientConfig>>,
@@ -146,36 +184,19 @@ struct Delivery {
 
 impl Delivery {
     fn new(kind: Kind, url: &url::Url) -> Delivery {
+        let receiver = kind.receiver();
         let mut target = url.clone();
         let _ = target.set_password(None);
         let _ = target.set_username("");
-        let mut headers: Vec<(String, String)> = match kind {
-            Kind::PrometheusRw => vec![
-                ("Content-Encoding".into(), "snappy".into()),
-                ("Content-Type".into(), "application/x-protobuf".into()),
-                ("X-Prometheus-Remote-Write-Version".into(), "0.1.0".into()),
-            ],
-            Kind::Otlp => {
-                let mut h = vec![("Content-Type".to_string(), "application/x-protobuf".to_string())];
-                h.extend(otlp::headers_from_env().into_iter().filter(|(k, _)| {
-                    !["content-type", "content-length", "host", "connection", "user-agent"]
-                        .contains(&k.to_ascii_lowercase().as_str())
-                }));
-                h
-            }
-        };
-        let auth = match kind {
-            Kind::PrometheusRw => promrw::Auth::from_env_or(url),
-            Kind::Otlp => promrw::Auth::from_url(url),
-        };
-        if let Some(v) = auth.value() {
+        let mut headers = receiver.headers();
+        if let Some(v) = receiver.auth(url).value() {
             if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")) {
                 headers.push(("Authorization".into(), v));
             }
         }
         // Checked when the plan was made (`plan::outputs`); a file gone since is the POSTs' error.
         let tls = (url.scheme() == "https").then(|| post::tls_config(ca_file(kind).as_deref()).ok()).flatten();
-        Delivery { kind, url: target, tls, headers }
+        Delivery { receiver, url: target, tls, headers }
     }
 
     /// Posts a body: Ok when taken (a note when only partly), Err((why, try again?)).
@@ -183,32 +204,23 @@ impl Delivery {
         let headers: Vec<(&str, &str)> = self.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         match post::post(&self.url, self.tls.as_ref(), &headers, body, TIMEOUT) {
             Err(f) => Err((f.why, f.retry)),
-            Ok(a) if (200..300).contains(&a.code) => Ok(match self.kind {
-                Kind::Otlp => otlp::partial_success(&a.body).map(|(n, why)| {
-                    // The receiver's words, without what the user had bolide send it (a token it
-                    // echoes); bolide's own headers (the content's type) are no secret.
-                    let own = ["content-type", "content-encoding", "x-prometheus-remote-write-version"];
-                    let given: Vec<(String, String)> = self
-                        .headers
-                        .iter()
-                        .filter(|(k, _)| !own.contains(&k.to_ascii_lowercase().as_str()))
-                        .cloned()
-                        .collect();
-                    let why = crate::redact::unechoed(&why, &given);
-                    format!(
-                        "the receiver rejected {n} points{}",
-                        if why.is_empty() { String::new() } else { format!(": {why}") }
-                    )
-                }),
-                Kind::PrometheusRw => None,
-            }),
-            Ok(a) => {
-                let again = match self.kind {
-                    Kind::PrometheusRw => a.code == 429 || !(400..500).contains(&a.code),
-                    Kind::Otlp => matches!(a.code, 429 | 502 | 503 | 504),
-                };
-                Err((format!("HTTP {}", a.code), again))
-            }
+            Ok(a) if (200..300).contains(&a.code) => Ok(self.receiver.partial(&a.body).map(|(n, why)| {
+                // The receiver's words, without what the user had bolide send it (a token it
+                // echoes); bolide's own headers (the content's type) are no secret.
+                let own = ["content-type", "content-encoding", "x-prometheus-remote-write-version"];
+                let given: Vec<(String, String)> = self
+                    .headers
+                    .iter()
+                    .filter(|(k, _)| !own.contains(&k.to_ascii_lowercase().as_str()))
+                    .cloned()
+                    .collect();
+                let why = crate::redact::unechoed(&why, &given);
+                format!(
+                    "the receiver rejected {n} points{}",
+                    if why.is_empty() { String::new() } else { format!(": {why}") }
+                )
+            })),
+            Ok(a) => Err((format!("HTTP {}", a.code), self.receiver.retry(a.code))),
         }
     }
 }
@@ -238,10 +250,7 @@ impl Exporter {
         extra: Vec<(String, String)>,
         targets: Vec<String>,
     ) -> Exporter {
-        let url = match kind {
-            Kind::Otlp => otlp::metrics_url(url),
-            Kind::PrometheusRw => url,
-        };
+        let url = kind.receiver().endpoint(url);
         let (tx, rx) = sync_channel::<(Vec<u8>, u64)>(QUEUE);
         let (done_tx, done) = std::sync::mpsc::channel();
         let counts = Arc::new(Counts::default());
@@ -256,13 +265,7 @@ impl Exporter {
         if let Err(e) = spawned {
             *counts.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("no sender thread: {e}"));
         }
-        let mut labels = match kind {
-            Kind::PrometheusRw => vec![("job".to_string(), "bolide".to_string())],
-            Kind::Otlp => vec![
-                ("service.name".to_string(), "bolide".to_string()),
-                ("service.version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
-            ],
-        };
+        let mut labels = kind.receiver().run_labels();
         labels.push(("testid".to_string(), testid.clone()));
         labels.extend(extra);
         Exporter {
@@ -419,37 +422,14 @@ impl Exporter {
             points.push(Point { name: name.clone(), labels: labels.clone(), value: Value::Histogram(h.clone()) });
         }
         let samples = points.len() as u64;
-        let body = match self.kind {
-            Kind::PrometheusRw => promrw::compress(&promrw::write_request(&self.remote_write(points, ms))),
-            Kind::Otlp => {
-                let ns = |t: SystemTime| t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_nanos() as u64;
-                otlp::request(&self.labels, ns(self.started), ms as u64 * 1_000_000, &points)
-            }
-        };
+        let started_ns = self.started.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_nanos() as u64;
+        let body = self.kind.receiver().encode(&self.labels, started_ns, ms, points);
         self.seconds += 1;
         if let Some(tx) = &self.tx {
             if tx.try_send((body, samples)).is_err() {
                 self.counts.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
-    }
-
-    /// Points as remote write's series: the run's labels and `__name__` with each.
-    fn remote_write(&self, points: Vec<Point>, ms: i64) -> Vec<Series> {
-        points
-            .into_iter()
-            .map(|p| {
-                let mut labels = self.labels.clone();
-                labels.extend(p.labels);
-                labels.push(("__name__".into(), p.name));
-                let mut x = Series { labels, ..Default::default() };
-                match p.value {
-                    Value::Counter(v) | Value::Gauge(v) => x.samples.push((v, ms)),
-                    Value::Histogram(h) => x.histograms.push((h, ms)),
-                }
-                x
-            })
-            .collect()
     }
 
     /// Hands over the seconds of an HTTP run not handed over yet (each once).

@@ -215,6 +215,57 @@ pub fn metrics_url(mut url: url::Url) -> url::Url {
     url
 }
 
+/// OTLP/HTTP metrics (`--out otlp=URL`): protobuf `ExportMetricsServiceRequest` to `/v1/metrics`,
+/// headers from `OTEL_EXPORTER_OTLP_HEADERS`; 429, 502, 503 and 504 tried again, as the
+/// specification says; a partial success's rejected points said.
+pub struct Otlp;
+
+impl super::Receiver for Otlp {
+    fn name(&self) -> &'static str {
+        "otlp"
+    }
+
+    fn ca_env(&self) -> &'static [&'static str] {
+        &["OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE", "OTEL_EXPORTER_OTLP_CERTIFICATE"]
+    }
+
+    fn endpoint(&self, given: url::Url) -> url::Url {
+        metrics_url(given)
+    }
+
+    fn headers(&self) -> Vec<(String, String)> {
+        let mut h = vec![("Content-Type".to_string(), "application/x-protobuf".to_string())];
+        h.extend(headers_from_env().into_iter().filter(|(k, _)| {
+            !["content-type", "content-length", "host", "connection", "user-agent"]
+                .contains(&k.to_ascii_lowercase().as_str())
+        }));
+        h
+    }
+
+    fn auth(&self, url: &url::Url) -> super::promrw::Auth {
+        super::promrw::Auth::from_url(url)
+    }
+
+    fn retry(&self, status: u16) -> bool {
+        matches!(status, 429 | 502 | 503 | 504)
+    }
+
+    fn partial(&self, body: &[u8]) -> Option<(i64, String)> {
+        partial_success(body)
+    }
+
+    fn run_labels(&self) -> Vec<(String, String)> {
+        vec![
+            ("service.name".to_string(), "bolide".to_string()),
+            ("service.version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
+        ]
+    }
+
+    fn encode(&self, labels: &[(String, String)], started_ns: u64, ms: i64, points: Vec<Point>) -> Vec<u8> {
+        request(labels, started_ns, ms as u64 * 1_000_000, &points)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

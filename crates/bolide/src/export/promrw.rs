@@ -214,6 +214,59 @@ pub fn post_as(url: &url::Url, auth: &Auth, body: &[u8], timeout: std::time::Dur
     super::post::post(url, None, &headers, body, timeout).map(|a| a.code).map_err(|f| f.why)
 }
 
+/// Prometheus remote write (`--out prometheus-rw=URL`): protobuf `WriteRequest`, snappy, version
+/// 0.1.0 headers; Authorization from `BOLIDE_RW_*` or the URL; 5xx and 429 tried again.
+pub struct RemoteWrite;
+
+impl super::Receiver for RemoteWrite {
+    fn name(&self) -> &'static str {
+        "prometheus-rw"
+    }
+
+    fn ca_env(&self) -> &'static [&'static str] {
+        &["BOLIDE_RW_CA_FILE"]
+    }
+
+    fn headers(&self) -> Vec<(String, String)> {
+        vec![
+            ("Content-Encoding".into(), "snappy".into()),
+            ("Content-Type".into(), "application/x-protobuf".into()),
+            ("X-Prometheus-Remote-Write-Version".into(), "0.1.0".into()),
+        ]
+    }
+
+    fn auth(&self, url: &url::Url) -> Auth {
+        Auth::from_env_or(url)
+    }
+
+    fn retry(&self, status: u16) -> bool {
+        status == 429 || !(400..500).contains(&status)
+    }
+
+    fn run_labels(&self) -> Vec<(String, String)> {
+        vec![("job".to_string(), "bolide".to_string())]
+    }
+
+    /// Points as remote write's series: the run's labels and `__name__` with each.
+    fn encode(&self, labels: &[(String, String)], _started_ns: u64, ms: i64, points: Vec<super::Point>) -> Vec<u8> {
+        let series: Vec<Series> = points
+            .into_iter()
+            .map(|p| {
+                let mut all = labels.to_vec();
+                all.extend(p.labels);
+                all.push(("__name__".into(), p.name));
+                let mut x = Series { labels: all, ..Default::default() };
+                match p.value {
+                    super::Value::Counter(v) | super::Value::Gauge(v) => x.samples.push((v, ms)),
+                    super::Value::Histogram(h) => x.histograms.push((h, ms)),
+                }
+                x
+            })
+            .collect();
+        compress(&write_request(&series))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
