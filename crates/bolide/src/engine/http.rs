@@ -84,23 +84,37 @@ impl std::fmt::Display for StartError {
     }
 }
 
-enum Msg {
-    Tick {
-        t: u32,
-        span: Duration,
-        rec: Box<SecondRecorder>,
-    },
-    /// A worker's end: its recorder, its gnuplot part (or why it failed), and why the worker
-    /// could not run at all.
-    Done {
-        worker: usize,
-        rec: Box<WorkerRecorder>,
-        part: Result<Option<std::path::PathBuf>, String>,
-        error: Option<String>,
-        /// The worker thread's CPU time, nanoseconds.
-        cpu_ns: u64,
-    },
+/// A worker's part of one second: how long it was (the last, partial one is shorter) and what it
+/// recorded.
+#[derive(Default)]
+struct Tick {
+    span: Duration,
+    rec: Box<SecondRecorder>,
 }
+
+impl super::coordinator::Part for Tick {
+    fn merge(&mut self, other: Tick) {
+        self.span = self.span.max(other.span);
+        self.rec.merge(&other.rec);
+    }
+
+    fn whole(&self) -> bool {
+        self.span >= Duration::from_millis(999)
+    }
+}
+
+/// A worker's end: its recorder, its gnuplot part (or why it failed), and why the worker could
+/// not run at all.
+struct Done {
+    worker: usize,
+    rec: Box<WorkerRecorder>,
+    part: Result<Option<std::path::PathBuf>, String>,
+    error: Option<String>,
+    /// The worker thread's CPU time, nanoseconds.
+    cpu_ns: u64,
+}
+
+type Msg = super::coordinator::Report<Tick, Done>;
 
 /// One worker's slice of the plan.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -158,33 +172,25 @@ pub fn run(
 ) -> Result<RunOutput, StartError> {
     preflight(&plan.targets, plan.timeout.min(Duration::from_secs(5)))?;
     let shares = shares(plan.connections, plan.my_connections(), plan.threads, plan.pacer, plan.stop);
-    let (tx, rx) = mpsc::channel::<Msg>();
     let started_at = SystemTime::now();
     let start = Instant::now();
-    let mut handles = Vec::new();
-    for (worker, share) in shares.iter().copied().enumerate() {
-        let tx = tx.clone();
-        let plan = plan.clone();
-        let cancel = cancel.clone();
-        let handle = std::thread::Builder::new()
-            .name(format!("bolide-worker-{worker}"))
-            .spawn(move || worker_main(worker, plan, share, start, started_at, &cancel, &tx))
-            .map_err(|e| StartError::Setup(format!("cannot start worker thread: {e}")))?;
-        handles.push(handle);
-    }
-    drop(tx);
+    let (handles, rx) = super::coordinator::spawn::<Tick, Done>("bolide-worker", shares.len(), |worker, tx| {
+        let (plan, cancel, share) = (plan.clone(), cancel.clone(), shares[worker]);
+        Box::new(move || worker_main(worker, plan, share, start, started_at, &cancel, &tx))
+    })
+    .map_err(StartError::Setup)?;
 
     let workers = shares.len();
     let mut merged = WorkerRecorder::new(plan.targets.len());
     let mut parts: Vec<Option<std::path::PathBuf>> = vec![None; workers];
-    // Per second: workers that reported it, its length, and its recorder until it is whole; then
-    // only the timeline entry it makes (a recorder's histogram is ~190 KB resident: kept for every
-    // second it made an hour-long run grow by a gigabyte).
-    let mut seconds: Vec<(usize, Duration, Option<SecondRecorder>)> = Vec::new();
+    // Each second is kept until whole; then only the timeline entry it makes (a recorder's
+    // histogram is ~190 KB resident: kept for every second it made an hour-long run grow by a
+    // gigabyte).
+    let mut seconds = super::coordinator::Seconds::<Tick>::new(workers);
     let mut finished: Vec<Second> = Vec::new();
     let keep_histogram = plan.common.spread.segment.is_some() || !plan.common.exports.is_empty();
-    let entry = |t: usize, span: Duration, rec: &SecondRecorder| {
-        let mut second = summary::second(t as u32, span.as_secs_f64(), rec);
+    let entry = |t: u32, span: Duration, rec: &SecondRecorder| {
+        let mut second = summary::second(t, span.as_secs_f64(), rec);
         // A segment keeps each second's histogram: merged with the other segments' seconds, the
         // whole run's per-second percentiles come out exact.
         if keep_histogram {
@@ -199,33 +205,17 @@ pub fn run(
     let mut worker_error = None;
     let mut gnuplot_error = None;
     let (mut responses, mut errors, mut ended) = (0u64, 0u64, 0u64);
-    let mut reported = 0usize;
     let mut cpu_ns = 0u64;
     for msg in rx {
         match msg {
-            Msg::Tick { t, span, rec } => {
-                let t = t as usize;
-                while seconds.len() <= t {
-                    seconds.push((0, Duration::ZERO, None));
-                }
-                let slot = &mut seconds[t];
-                slot.0 += 1;
-                slot.1 = slot.1.max(span);
+            Msg::Tick { t, part } => {
+                let rec = &part.rec;
                 responses += rec.responses;
                 errors += rec.errors;
                 ended += rec.responses + rec.errors - rec.error_classes[ErrorClass::Status as usize];
-                match &mut slot.2 {
-                    Some(r) => r.merge(&rec),
-                    None => slot.2 = Some(*rec),
-                }
                 // A second is complete once every worker reported it: show it.
-                while reported < seconds.len()
-                    && seconds[reported].0 == workers
-                    && seconds[reported].1 >= Duration::from_millis(999)
-                {
-                    let (_, span, rec) = &mut seconds[reported];
-                    let rec = rec.take().unwrap_or_default();
-                    let second = entry(reported, *span, &rec);
+                seconds.add(t, part, |t, whole| {
+                    let second = entry(t, whole.span, &whole.rec);
                     progress(&Progress {
                         elapsed: start.elapsed(),
                         planned: plan.stop.time,
@@ -233,14 +223,13 @@ pub fn run(
                         responses,
                         errors,
                         finished: ended,
-                        last_second_responses: rec.responses,
+                        last_second_responses: whole.rec.responses,
                         second: second.clone(),
                     });
                     finished.push(second);
-                    reported += 1;
-                }
+                });
             }
-            Msg::Done { worker, rec, part, error, cpu_ns: cpu } => {
+            Msg::Done(Done { worker, rec, part, error, cpu_ns: cpu }) => {
                 cpu_ns += cpu;
                 merged.merge(&rec);
                 match part {
@@ -269,8 +258,8 @@ pub fn run(
     }
     // The seconds shown as they ended, then those the run's end left (the last, partial one).
     let mut timeline = finished;
-    for (t, (_, span, rec)) in seconds.iter().enumerate().skip(timeline.len()) {
-        timeline.push(entry(t, *span, rec.as_ref().unwrap_or(&SecondRecorder::default())));
+    for (t, part) in seconds.rest() {
+        timeline.push(entry(t, part.span, &part.rec));
     }
     Ok(RunOutput {
         merged,
@@ -358,7 +347,7 @@ fn worker_main(
     let fail = |error: String| {
         let rec = Box::new(WorkerRecorder::new(targets));
         let cpu_ns = crate::engine::thread_cpu_ns();
-        let _ = tx.send(Msg::Done { worker: index, rec, part: Ok(None), error: Some(error), cpu_ns });
+        let _ = tx.send(Msg::Done(Done { worker: index, rec, part: Ok(None), error: Some(error), cpu_ns }));
     };
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -406,7 +395,7 @@ fn worker_main(
     let mut ticks_sent = 0u32;
     let send_tick = |t: u32, span: Duration, w: &Worker| {
         let rec = Box::new(w.rec.borrow_mut().second.take());
-        let _ = tx.send(Msg::Tick { t, span, rec });
+        let _ = tx.send(Msg::Tick { t, part: Tick { span, rec } });
     };
     let local = LocalSet::new();
     rt.block_on(local.run_until(async {
@@ -467,7 +456,7 @@ fn worker_main(
     };
     let rec = Box::new(worker.rec.into_inner());
     let cpu_ns = crate::engine::thread_cpu_ns();
-    let _ = tx.send(Msg::Done { worker: index, rec, part, error: None, cpu_ns });
+    let _ = tx.send(Msg::Done(Done { worker: index, rec, part, error: None, cpu_ns }));
     drop(rt);
 }
 

@@ -57,18 +57,29 @@ pub struct VuOutput {
     pub cpu_ns: u64,
 }
 
-enum Msg {
-    Tick {
-        t: u32,
-        second: Box<(VuSecond, TickLatency)>,
-    },
-    /// A worker's end: its recorders, its traffic, its thread's CPU time (ns).
-    Done {
-        recs: Vec<VuRecorder>,
-        traffic: Box<Traffic>,
-        cpu_ns: u64,
-    },
+/// A worker's part of one second: its counts and its latencies (sparse, as handed over; made
+/// into histograms once every worker's part is in).
+#[derive(Default)]
+struct Tick {
+    counts: VuSecond,
+    latencies: Vec<TickLatency>,
 }
+
+impl super::coordinator::Part for Tick {
+    fn merge(&mut self, other: Tick) {
+        self.counts.merge(&other.counts);
+        self.latencies.extend(other.latencies);
+    }
+}
+
+/// A worker's end: its recorders (one per target), its traffic, its thread's CPU time (ns).
+struct Done {
+    recs: Vec<VuRecorder>,
+    traffic: Box<Traffic>,
+    cpu_ns: u64,
+}
+
+type Msg = super::coordinator::Report<Tick, Done>;
 
 /// Calls `f` with every step of the scenario's flows, loops' steps included, in order.
 fn each_step<'s>(s: &'s Scenario, f: &mut dyn FnMut(&'s Step)) {
@@ -124,62 +135,51 @@ pub fn run(
     let threads = plan.threads.clamp(1, seg.arrivals(schedule.total()).max(1) as usize);
     let names = step_names(&plan.scenario);
     let alive = Arc::new(AtomicU64::new(0));
-    let (tx, rx) = mpsc::channel::<Msg>();
     let started_at = SystemTime::now();
     let start = Instant::now();
-    let mut handles = Vec::new();
-    for w in 0..threads {
-        let tx = tx.clone();
+    let (handles, rx) = super::coordinator::spawn::<Tick, Done>("bolide-vu", threads, |w, tx| {
         let plan = plan.clone();
         let (cancel, alive, schedule, names) = (cancel.clone(), Arc::clone(&alive), schedule.clone(), names.clone());
-        let h = std::thread::Builder::new()
-            .name(format!("bolide-vu-{w}"))
-            .spawn(move || worker(w, threads, plan, schedule, names, start, alive, cancel, tx))
-            .map_err(|e| format!("cannot start worker thread: {e}"))?;
-        handles.push(h);
-    }
-    drop(tx);
+        Box::new(move || worker(w, threads, plan, schedule, names, start, alive, cancel, tx))
+    })?;
     let mut rec = VuRecorder::new(&names);
     let mut per_target: Vec<VuRecorder> = plan.targets.iter().map(|_| VuRecorder::new(&names)).collect();
     let mut traffic = Traffic::default();
-    // Per second: how many workers have reported it, its counts and latencies so far.
-    let mut seconds: Vec<(usize, VuSecond, SecondLatencies)> = Vec::new();
+    let mut seconds = super::coordinator::Seconds::<Tick>::new(threads);
     let mut timeline: Vec<DdpSecond> = Vec::new();
     let step_names: Vec<String> = names.iter().map(|(n, _)| n.clone()).collect();
     // A segment keeps each second's histograms for merge; remote write sends them.
     let keep_histograms = plan.common.spread.segment.is_some() || !plan.common.exports.is_empty();
+    let second = |t: u32, part: Tick| {
+        let mut latencies = SecondLatencies::default();
+        for l in &part.latencies {
+            latencies.add(l);
+        }
+        let users_alive = alive.load(Ordering::Relaxed);
+        let mut sec = DdpSecond { t, users_alive, counts: part.counts, ..DdpSecond::default() };
+        latencies.fill(&step_names, keep_histograms, &mut sec);
+        sec
+    };
     let mut totals = VuProgress { planned: schedule.length(), ..VuProgress::default() };
     let mut cpu_ns = 0u64;
-    let mut shown = 0;
     for msg in rx {
         match msg {
-            Msg::Tick { t, second } => {
-                let t = t as usize;
-                let (second, latency) = &*second;
-                while seconds.len() <= t {
-                    seconds.push((0, VuSecond::default(), SecondLatencies::default()));
-                }
-                seconds[t].0 += 1;
-                seconds[t].1.merge(second);
-                seconds[t].2.add(latency);
-                totals.launched += second.launched;
-                totals.completed += second.completed;
-                totals.failed += second.failed;
-                totals.step_errors += second.step_errors;
-                while shown < seconds.len() && seconds[shown].0 == threads {
-                    let (_, counts, latencies) = std::mem::take(&mut seconds[shown]);
-                    let users_alive = alive.load(Ordering::Relaxed);
-                    let mut sec = DdpSecond { t: shown as u32, users_alive, counts, ..DdpSecond::default() };
-                    latencies.fill(&step_names, keep_histograms, &mut sec);
-                    totals.alive = users_alive;
+            Msg::Tick { t, part } => {
+                let c = &part.counts;
+                totals.launched += c.launched;
+                totals.completed += c.completed;
+                totals.failed += c.failed;
+                totals.step_errors += c.step_errors;
+                seconds.add(t, part, |t, whole| {
+                    let sec = second(t, whole);
+                    totals.alive = sec.users_alive;
                     totals.elapsed = start.elapsed();
                     totals.second = sec.clone();
                     timeline.push(sec);
                     progress(&totals);
-                    shown += 1;
-                }
+                });
             }
-            Msg::Done { recs, traffic: t, cpu_ns: cpu } => {
+            Msg::Done(Done { recs, traffic: t, cpu_ns: cpu }) => {
                 cpu_ns += cpu;
                 for (i, r) in recs.iter().enumerate() {
                     rec.merge(r);
@@ -195,11 +195,8 @@ pub fn run(
         return Err(why);
     }
     // Seconds not every worker reported (a run cut short): kept as they are.
-    for (t, (_, counts, latencies)) in seconds.into_iter().enumerate().skip(shown) {
-        let mut sec =
-            DdpSecond { t: t as u32, users_alive: alive.load(Ordering::Relaxed), counts, ..DdpSecond::default() };
-        latencies.fill(&step_names, keep_histograms, &mut sec);
-        timeline.push(sec);
+    for (t, part) in seconds.rest() {
+        timeline.push(second(t, part));
     }
     Ok(VuOutput {
         rec,
@@ -288,7 +285,7 @@ fn worker(
         second.bytes_in = t.bytes_in - last_traffic.2;
         second.bytes_out = t.bytes_out - last_traffic.3;
         last_traffic = (t.messages_in, t.messages_out, t.bytes_in, t.bytes_out);
-        let _ = tx.send(Msg::Tick { t: *ticks, second: Box::new((second, latency)) });
+        let _ = tx.send(Msg::Tick { t: *ticks, part: Tick { counts: second, latencies: vec![latency] } });
         *ticks += 1;
     };
     // Arrivals keep to their schedule with the worker's high-resolution timer.
@@ -373,7 +370,7 @@ fn worker(
     let recs = w.recs.iter().map(|r| r.borrow().clone()).collect();
     let traffic = Box::new(std::mem::take(&mut *w.traffic.borrow_mut()));
     let cpu_ns = crate::engine::thread_cpu_ns();
-    let _ = tx.send(Msg::Done { recs, traffic, cpu_ns });
+    let _ = tx.send(Msg::Done(Done { recs, traffic, cpu_ns }));
 }
 
 /// One walk of the flow by user `k` (a user's only one, or one of a looping user's), counted as
