@@ -218,25 +218,14 @@ fn once(workload: Result<Workload, String>, command_line: Vec<String>, io: &mut 
         Ok(d) => d,
         Err(code) => return code,
     };
-    let started = std::time::SystemTime::now();
-    let outcome = w.execute(command_line.clone(), io, cancel, dashboard.as_ref());
-    let mut code = outcome.code;
-    if let Some(path) = &w.common().junit {
-        let suite = crate::report::junit::for_run(outcome.doc.as_ref(), outcome.code, &command_line, started);
-        if let Err(e) = crate::report::junit::write(path, &[suite]) {
-            let _ = writeln!(io.err, "error: --junit: {e}");
-            if code == exit::OK {
-                code = exit::RUN;
-            }
-        }
-    }
+    let outcome = w.execute(command_line, io, cancel, dashboard.as_ref());
     if let Some(d) = &dashboard {
         d.finish(match &outcome.doc {
             Some(doc) => crate::lifecycle::run_page(doc, w.requests_file()),
             None => crate::dashboard::no_report_page("the run could not start or complete"),
         });
     }
-    code
+    outcome.code
 }
 
 #[cfg(test)]

@@ -77,16 +77,11 @@ pub struct Common {
 /// the workload (they are checked against its steps, [`thresholds`]).
 pub fn common(args: &crate::cli::CommonArgs, problems: &mut Vec<String>) -> Common {
     let o = &args.output;
-    for path in [&o.json, &o.html].into_iter().flatten() {
-        if let Err(e) = files::check_writable(path) {
-            problems.push(e);
-        }
-    }
     let dashboard = o.dashboard.as_deref().and_then(|a| dashboard_addr(a).map_err(|e| problems.push(e)).ok());
     let server = server_plan(&args.server, problems);
     let spread = spread(&args.segment, problems);
     let outs = outputs(&o.outs).map_err(|e| problems.push(e)).unwrap_or_default();
-    Common {
+    let common = Common {
         json: o.json.clone(),
         html: o.html.clone(),
         csv: outs.csv,
@@ -99,6 +94,22 @@ pub fn common(args: &crate::cli::CommonArgs, problems: &mut Vec<String>) -> Comm
         spread,
         thresholds: Vec::new(),
         junit: args.gate.junit.clone(),
+    };
+    // Every file the run will write, checked before it starts.
+    for path in common.artifacts() {
+        if let Err(e) = files::check_writable(path) {
+            problems.push(e);
+        }
+    }
+    common
+}
+
+impl Common {
+    /// Every file a run of this plan writes (the workload's own aside): the result document, the
+    /// HTML report, the CSV seconds, the JUnit verdicts. `bench` and `capacity` write the series'
+    /// own where these say, and each run's document into their directory.
+    pub fn artifacts(&self) -> impl Iterator<Item = &std::path::Path> {
+        [&self.json, &self.html, &self.csv, &self.junit].into_iter().flatten().map(PathBuf::as_path)
     }
 }
 

@@ -419,3 +419,33 @@ fn report_and_compare_refuse_endless_and_oversized_inputs_at_once() {
         assert!(r.err.contains(want), "{args:?}: want {want:?} in\n{}", r.err);
     }
 }
+
+#[test]
+fn every_file_a_run_writes_is_checked_before_it_starts() {
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let url = format!("{}/ok", server.base_url());
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-dir");
+    let path = |name: &str| missing.join(name).to_str().unwrap().to_string();
+    let (json, html, csv, junit) = (path("r.json"), path("r.html"), path("r.csv"), path("r.xml"));
+    let csv = format!("csv={csv}");
+    // Each of them, and all of them at once: a usage error naming each, before any request.
+    for args in [
+        vec!["--json", json.as_str()],
+        vec!["--html", html.as_str()],
+        vec!["--out", csv.as_str()],
+        vec!["--junit", junit.as_str()],
+        vec!["--json", json.as_str(), "--html", html.as_str(), "--out", csv.as_str(), "--junit", junit.as_str()],
+    ] {
+        let before = server.requests();
+        let o = common::bolide(&[&["http", "-n", "50", "-c", "1"][..], &args, &[url.as_str()]].concat());
+        assert_eq!(o.code, 2, "{args:?}: {}\n{}", o.out, o.err);
+        let named = args.iter().filter(|a| a.contains("no-such-dir")).count();
+        assert_eq!(o.err.matches("cannot write").count(), named, "{args:?}: {}", o.err);
+        assert_eq!(server.requests(), before, "{args:?}: nothing was sent");
+    }
+    // A DDP run's as well.
+    let o = common::bolide(&["run", "tasks-reactive", "--target", &server.base_url(), "--junit", &junit]);
+    assert_eq!(o.code, 2, "{}", o.err);
+    assert!(o.err.contains(&format!("cannot write {junit}")), "{}", o.err);
+}

@@ -3,7 +3,8 @@
 //! the server, assemble the result document (see [`document`]), print the summary and write the
 //! files. A [`Workload`] is a validated plan of either kind; [`Workload::execute`] runs it once.
 
-use std::io::Write;
+pub mod artifacts;
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -17,7 +18,8 @@ use crate::stats::envelope::Enveloped;
 use crate::workload::{Part, Workload};
 
 impl Workload {
-    /// Runs it once, feeding `dashboard` (when the command serves one) every second.
+    /// Runs it once, feeding `dashboard` (when the command serves one) every second; its
+    /// verdicts go to `--junit`, whether it ran or not.
     pub fn execute(
         &self,
         command_line: Vec<String>,
@@ -25,10 +27,14 @@ impl Workload {
         cancel: &CancellationToken,
         dashboard: Option<&Dashboard>,
     ) -> Outcome {
-        match self {
-            Workload::Http(p) => run(&**p, command_line, io, cancel, dashboard),
-            Workload::Ddp(p) => run(&**p, command_line, io, cancel, dashboard),
-        }
+        let started = std::time::SystemTime::now();
+        let mut outcome = match self {
+            Workload::Http(p) => run(&**p, command_line.clone(), io, cancel, dashboard),
+            Workload::Ddp(p) => run(&**p, command_line.clone(), io, cancel, dashboard),
+        };
+        outcome.code =
+            artifacts::verdicts(io, self.common(), outcome.doc.as_ref(), outcome.code, &command_line, started);
+        outcome
     }
 }
 
@@ -266,33 +272,12 @@ fn run<W: Part>(
     let held = crate::stats::verdict::record(&mut doc, &c.thresholds);
     let first_errors = W::first_errors(&output);
     let first_errors = first_errors.iter().map(|(c, d)| (c.as_str(), d.as_str()));
-    let mut code = match present(io, c.quiet, c.json.as_deref(), &shown(&doc, announced), first_errors, &doc) {
+    let code = match present(io, c.quiet, c.json.as_deref(), &shown(&doc, announced), first_errors, &doc) {
         false => exit::RUN,
         true if !held => exit::THRESHOLDS,
         true => exit::OK,
     };
-    let requests = match w.extra_files(&output) {
-        Ok(Some((what, path))) => {
-            if !c.quiet {
-                let human =
-                    if c.json.as_deref().is_some_and(crate::files::is_stdout) { &mut *io.err } else { &mut *io.out };
-                let _ = writeln!(human, "{what}: {}", path.display());
-            }
-            Some(path)
-        }
-        Ok(None) => None,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: {e}");
-            code = exit::RUN;
-            None
-        }
-    };
-    if !write_html(io, c.quiet, c.json.as_deref(), c.html.as_deref(), &doc, requests.as_deref()) {
-        code = exit::RUN;
-    }
-    if !write_csv(io, c.csv.as_deref(), &doc) {
-        code = exit::RUN;
-    }
+    let code = artifacts::after_run(io, c, &doc, w.extra_files(&output), code);
     Outcome { code, doc: Some(doc) }
 }
 
@@ -305,35 +290,6 @@ pub fn run_page(doc: &Doc, requests: Option<&Path>) -> String {
         crate::report::html::add_requests(&mut section, requests);
     }
     crate::report::html::page(&title, &[section])
-}
-
-/// Writes the HTML report of one run to `path`, whole or not at all; false when it could not be
-/// written (the reason is on stderr). With `requests` (the per-request file of `--gnuplot`), the
-/// report shows every request's response time as well.
-fn write_html(
-    io: &mut Io,
-    quiet: bool,
-    json: Option<&Path>,
-    path: Option<&Path>,
-    doc: &Doc,
-    requests: Option<&Path>,
-) -> bool {
-    let Some(path) = path else { return true };
-    let page = run_page(doc, requests);
-    match crate::files::write_atomically(path, |w| w.write_all(page.as_bytes())) {
-        Ok(()) => {
-            if !quiet {
-                // With `--json -`, stdout carries the document only.
-                let human = if json.is_some_and(crate::files::is_stdout) { &mut *io.err } else { &mut *io.out };
-                let _ = writeln!(human, "HTML report: {}", path.display());
-            }
-            true
-        }
-        Err(e) => {
-            let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
-            false
-        }
-    }
 }
 
 /// Shows the run: the summary (unless quiet), the first error of each class (always, on stderr),
@@ -389,24 +345,7 @@ fn present<'e>(
         let suspect = doc.generator().and_then(|g| g.suspect.as_deref());
         let _ = write!(io.err, "{}", crate::report::term::threshold_rows(doc.thresholds(), suspect));
     }
-    let Some(path) = json else { return true };
-    match crate::files::write_json(path, &mut *io.out, doc) {
-        Ok(()) if to_stdout => true,
-        Err(e) if to_stdout => {
-            let _ = writeln!(io.err, "error: cannot write the result document to stdout: {e}");
-            false
-        }
-        Ok(()) => {
-            if !quiet {
-                let _ = writeln!(io.out, "\nResult document: {}", path.display());
-            }
-            true
-        }
-        Err(e) => {
-            let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
-            false
-        }
-    }
+    artifacts::document(io, quiet, json, doc)
 }
 
 /// Sends the dashboard the run so far: `doc` makes the partial document (the timeline so far, with
@@ -513,16 +452,4 @@ fn testid(label: Option<&str>) -> String {
     }
     let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     format!("bolide-{}", now.replace([':', '-'], ""))
-}
-
-/// `--out csv=PATH`: the run's seconds as CSV; false (said) when it cannot be written.
-fn write_csv(io: &mut Io, path: Option<&Path>, doc: &Doc) -> bool {
-    let Some(path) = path else { return true };
-    match crate::report::csv::write(path, &crate::report::csv::rows(doc, "1")) {
-        Ok(()) => true,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: --out csv: {e}");
-            false
-        }
-    }
 }

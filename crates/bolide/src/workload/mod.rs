@@ -76,8 +76,9 @@ impl Workload {
     /// (and no HTML report or CSV per run: the command writes the series').
     pub fn set_output(&mut self, json: Option<PathBuf>, label: Option<String>, quiet: bool) {
         let c = self.common_mut();
-        // A repeated workload's report covers every run; the command writes it at the end.
-        (c.json, c.html, c.csv, c.label, c.quiet) = (json, None, None, label, quiet);
+        // A repeated workload's report, CSV and verdicts cover every run; the command writes them
+        // at the end.
+        (c.json, c.html, c.csv, c.junit, c.label, c.quiet) = (json, None, None, None, label, quiet);
     }
 }
 

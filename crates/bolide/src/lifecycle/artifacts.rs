@@ -1,0 +1,143 @@
+//! Every file a run writes, written in one place after the run: the result document (`--json`,
+//! or stdout), the HTML report (`--html`), the seconds as CSV (`--out csv=PATH`), the verdicts as
+//! JUnit (`--junit`), and a workload's own (ab's per-request file, `--gnuplot`). Each was checked
+//! before the run (`plan::Common::artifacts`, every problem at once); each is written whole or not
+//! at all (`files`), said on the terminal unless quiet, and a file that cannot be written is said
+//! on stderr and makes the exit code 3 (the others are still written).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::console::{exit, Io};
+use crate::plan::Common;
+use crate::stats::doc::Doc;
+
+/// Where people's lines go: stdout, or stderr when stdout carries the document (`--json -`).
+fn human<'a>(io: &'a mut Io, json: Option<&Path>) -> &'a mut dyn Write {
+    if json.is_some_and(crate::files::is_stdout) {
+        &mut *io.err
+    } else {
+        &mut *io.out
+    }
+}
+
+/// The result document to `json` (none: nothing to write); false when it could not be written.
+pub fn document(io: &mut Io, quiet: bool, json: Option<&Path>, doc: &Doc) -> bool {
+    let Some(path) = json else { return true };
+    let to_stdout = crate::files::is_stdout(path);
+    match crate::files::write_json(path, &mut *io.out, doc) {
+        Ok(()) if to_stdout => true,
+        Err(e) if to_stdout => {
+            let _ = writeln!(io.err, "error: cannot write the result document to stdout: {e}");
+            false
+        }
+        Ok(()) => {
+            if !quiet {
+                let _ = writeln!(io.out, "\nResult document: {}", path.display());
+            }
+            true
+        }
+        Err(e) => {
+            let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
+            false
+        }
+    }
+}
+
+/// The files a finished run writes besides its document, in order: the workload's own (`own`:
+/// what it is and where, or why it could not be written), the HTML report, the CSV seconds. The
+/// exit code `code`, made 3 when one could not be written.
+pub fn after_run(
+    io: &mut Io,
+    c: &Common,
+    doc: &Doc,
+    own: Result<Option<(&'static str, PathBuf)>, String>,
+    mut code: i32,
+) -> i32 {
+    let requests = match own {
+        Ok(Some((what, path))) => {
+            if !c.quiet {
+                let _ = writeln!(human(io, c.json.as_deref()), "{what}: {}", path.display());
+            }
+            Some(path)
+        }
+        Ok(None) => None,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {e}");
+            code = exit::RUN;
+            None
+        }
+    };
+    if !report(io, c.quiet, c.json.as_deref(), c.html.as_deref(), doc, requests.as_deref()) {
+        code = exit::RUN;
+    }
+    if !seconds(io, c.csv.as_deref(), doc) {
+        code = exit::RUN;
+    }
+    code
+}
+
+/// `--junit`: the run's verdicts (the run itself, then each threshold); the exit code `code`, made 3
+/// when the file could not be written and the run had nothing worse to say.
+pub fn verdicts(
+    io: &mut Io,
+    c: &Common,
+    doc: Option<&Doc>,
+    code: i32,
+    command_line: &[String],
+    started: std::time::SystemTime,
+) -> i32 {
+    let Some(path) = &c.junit else { return code };
+    let suite = crate::report::junit::for_run(doc, code, command_line, started);
+    match crate::report::junit::write(path, &[suite]) {
+        Ok(()) => code,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: --junit: {e}");
+            if code == exit::OK {
+                exit::RUN
+            } else {
+                code
+            }
+        }
+    }
+}
+
+/// Writes the HTML report of one run to `path`, whole or not at all; false when it could not be
+/// written (the reason is on stderr). With `requests` (the per-request file of `--gnuplot`), the
+/// report shows every request's response time as well.
+fn report(
+    io: &mut Io,
+    quiet: bool,
+    json: Option<&Path>,
+    path: Option<&Path>,
+    doc: &Doc,
+    requests: Option<&Path>,
+) -> bool {
+    let Some(path) = path else { return true };
+    let page = super::run_page(doc, requests);
+    match crate::files::write_atomically(path, |w| w.write_all(page.as_bytes())) {
+        Ok(()) => {
+            if !quiet {
+                // With `--json -`, stdout carries the document only.
+                let _ = writeln!(human(io, json), "HTML report: {}", path.display());
+            }
+            true
+        }
+        Err(e) => {
+            let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
+            false
+        }
+    }
+}
+
+/// `--out csv=PATH`: the run's seconds as CSV; false (said) when it cannot be written.
+fn seconds(io: &mut Io, path: Option<&Path>, doc: &Doc) -> bool {
+    let Some(path) = path else { return true };
+    match crate::report::csv::write(path, &crate::report::csv::rows(doc, "1")) {
+        Ok(()) => true,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: --out csv: {e}");
+            false
+        }
+    }
+}
