@@ -303,21 +303,7 @@ impl Doc {
     }
 }
 
-/// Every step's latency in one histogram (None when no step was timed).
-pub fn all_steps(d: &DdpDoc) -> Option<hdrhistogram::Histogram<u64>> {
-    let mut all = super::hist::latency_us();
-    for s in &d.steps {
-        if let Ok(h) = super::hist::decode(&s.latency_histogram) {
-            let _ = all.add(&h);
-        }
-    }
-    (!all.is_empty()).then_some(all)
-}
-
-/// `tasks-reactive` for a built-in, the file stem for a scenario file.
-pub fn scenario_name(source: &str) -> String {
-    Path::new(source).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| source.to_string())
-}
+pub use super::vu::{all_steps, scenario_name};
 
 /// The parts in which two workloads differ, as `name: a vs b`.
 pub fn differences(a: &[(&'static str, String)], b: &[(&'static str, String)]) -> Vec<String> {

@@ -11,11 +11,60 @@
 //! envelope's fields of any document. A field every document carries is added here (and in the
 //! schema), nowhere else.
 
-use super::result::{Host, OutputResult, Tool};
+use serde::{Deserialize, Serialize};
+
 use crate::monitor::generator::GeneratorResult;
 use crate::monitor::scrape::ScrapeResult;
 use crate::monitor::MonitorResult;
 use crate::threshold::ThresholdResult;
+
+/// Value of the `format` field.
+pub const FORMAT: &str = "bolide.result";
+/// Version of the document layout; bumped on any incompatible change. Version 4: an HTTP run's
+/// `errors` (and `errors_by_class.status`) count responses of a status not expected
+/// (`settings.expect_status`); up to version 3 such responses were not errors.
+pub const VERSION: u32 = 4;
+/// The oldest format version this bolide still reads. Version 2 added `latency_p90_us` to the
+/// timeline's seconds and `generator.dashboard_cpu_pct`; in version 1 documents they read as
+/// absent (p90 charts then say so). Version 3 moved a DDP run's `summary.ensure` verdicts into
+/// `thresholds` (both kinds, with `--threshold`); older documents' ensure verdicts are not read.
+pub const OLDEST_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Host {
+    pub cores: usize,
+    pub os: String,
+    pub arch: String,
+    pub kernel: String,
+}
+
+/// An output in a result document: where it went and how delivery went.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct OutputResult {
+    /// `prometheus-rw` or `otlp`.
+    pub kind: String,
+    /// The receiver's URL (without credentials).
+    pub url: String,
+    /// The `testid` label (resource attribute for OTLP) of every series.
+    pub testid: String,
+    /// Seconds of the run handed to the output, sent (answered 2xx), and dropped (the queue full,
+    /// every try failed, or refused by the receiver).
+    pub seconds: u64,
+    pub sent: u64,
+    pub dropped: u64,
+    /// Tries made again after a failure.
+    pub retried: u64,
+    /// Samples (a counter's value or a histogram each) in the requests sent.
+    pub samples_sent: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
 
 /// The envelope of a document, borrowed.
 #[derive(Debug, Clone, Copy)]
@@ -85,7 +134,7 @@ macro_rules! result_document {
             /// Always `bolide.result`.
             pub format: String,
             pub version: u32,
-            pub tool: $crate::stats::result::Tool,
+            pub tool: $crate::stats::envelope::Tool,
             /// Which workload produced it: `"http"` or `"ddp"`.
             pub kind: String,
             /// The command line as typed, program name first (secrets redacted).
@@ -94,7 +143,7 @@ macro_rules! result_document {
             pub started_at: String,
             /// True when Ctrl-C stopped the run early; the numbers cover what was done.
             pub interrupted: bool,
-            pub host: $crate::stats::result::Host,
+            pub host: $crate::stats::envelope::Host,
             $($(#[$fmeta])* pub $field: $ty,)*
             /// Server processes watched with `--monitor` (absent when none).
             #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -105,7 +154,7 @@ macro_rules! result_document {
             /// Where the run's seconds were sent (`--out prometheus-rw=URL`, `--out otlp=URL`) and
             /// how delivery went.
             #[serde(default, skip_serializing_if = "Vec::is_empty")]
-            pub outputs: Vec<$crate::stats::result::OutputResult>,
+            pub outputs: Vec<$crate::stats::envelope::OutputResult>,
             /// bolide's own load threads and the machine's idle CPU, with the verdict on whether the
             /// run measured the server or the tool.
             #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -166,10 +215,10 @@ macro_rules! result_document {
                 started_at: std::time::SystemTime,
                 interrupted: bool,
             ) {
-                self.format = $crate::stats::result::FORMAT.to_string();
-                self.version = $crate::stats::result::VERSION;
+                self.format = $crate::stats::envelope::FORMAT.to_string();
+                self.version = $crate::stats::envelope::VERSION;
                 self.tool =
-                    $crate::stats::result::Tool { name: "bolide".into(), version: env!("CARGO_PKG_VERSION").into() };
+                    $crate::stats::envelope::Tool { name: "bolide".into(), version: env!("CARGO_PKG_VERSION").into() };
                 self.kind = kind.to_string();
                 self.command_line = command_line;
                 self.started_at = humantime::format_rfc3339_millis(started_at).to_string();

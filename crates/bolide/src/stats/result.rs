@@ -8,17 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::proto::http::expect::StatusSet;
 
-/// Value of the `format` field.
-pub const FORMAT: &str = "bolide.result";
-/// Version of the document layout; bumped on any incompatible change. Version 4: an HTTP run's
-/// `errors` (and `errors_by_class.status`) count responses of a status not expected
-/// (`settings.expect_status`); up to version 3 such responses were not errors.
-pub const VERSION: u32 = 4;
-/// The oldest format version this bolide still reads. Version 2 added `latency_p90_us` to the
-/// timeline's seconds and `generator.dashboard_cpu_pct`; in version 1 documents they read as
-/// absent (p90 charts then say so). Version 3 moved a DDP run's `summary.ensure` verdicts into
-/// `thresholds` (both kinds, with `--threshold`); older documents' ensure verdicts are not read.
-pub const OLDEST_VERSION: u32 = 1;
+pub use super::envelope::{Host, OutputResult, Tool, FORMAT, OLDEST_VERSION, VERSION};
 
 super::envelope::result_document! {
     /// The result document of an HTTP (`bolide http`) run.
@@ -30,20 +20,6 @@ super::envelope::result_document! {
         pub timeline: Vec<Second>,
         pub histograms: Histograms,
     }
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Tool {
-    pub name: String,
-    pub version: String,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Host {
-    pub cores: usize,
-    pub os: String,
-    pub arch: String,
-    pub kernel: String,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -352,28 +328,6 @@ pub fn check_version(version: Option<u64>) -> Result<(), String> {
         )),
         None => Err("the document has no format version (\"version\")".into()),
     }
-}
-
-/// An output in a result document: where it went and how delivery went.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct OutputResult {
-    /// `prometheus-rw` or `otlp`.
-    pub kind: String,
-    /// The receiver's URL (without credentials).
-    pub url: String,
-    /// The `testid` label (resource attribute for OTLP) of every series.
-    pub testid: String,
-    /// Seconds of the run handed to the output, sent (answered 2xx), and dropped (the queue full,
-    /// every try failed, or refused by the receiver).
-    pub seconds: u64,
-    pub sent: u64,
-    pub dropped: u64,
-    /// Tries made again after a failure.
-    pub retried: u64,
-    /// Samples (a counter's value or a histogram each) in the requests sent.
-    pub samples_sent: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_error: Option<String>,
 }
 
 impl super::view::Reading for ResultDoc {

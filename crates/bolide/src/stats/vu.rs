@@ -595,6 +595,25 @@ impl DdpDoc {
     }
 }
 
+/// Every step's latency in one histogram (None when no step was timed).
+pub fn all_steps(d: &DdpDoc) -> Option<hdrhistogram::Histogram<u64>> {
+    let mut all = super::hist::latency_us();
+    for s in &d.steps {
+        if let Ok(h) = super::hist::decode(&s.latency_histogram) {
+            let _ = all.add(&h);
+        }
+    }
+    (!all.is_empty()).then_some(all)
+}
+
+/// `tasks-reactive` for a built-in, the file stem for a scenario file.
+pub fn scenario_name(source: &str) -> String {
+    std::path::Path::new(source)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| source.to_string())
+}
+
 impl super::view::Reading for DdpDoc {
     fn kind(&self) -> &'static str {
         "ddp"
@@ -609,7 +628,7 @@ impl super::view::Reading for DdpDoc {
     }
 
     fn workload(&self) -> String {
-        super::doc::scenario_name(&self.settings.scenario)
+        scenario_name(&self.settings.scenario)
     }
 
     fn workload_parts(&self) -> Vec<(&'static str, String)> {
@@ -700,7 +719,7 @@ impl super::view::Reading for DdpDoc {
     }
 
     fn mean_p99_ms(&self) -> (Option<f64>, Option<f64>) {
-        let all = super::doc::all_steps(self);
+        let all = all_steps(self);
         (all.as_ref().map(|h| h.mean() / 1000.0), all.as_ref().map(|h| h.value_at_quantile(0.99) as f64 / 1000.0))
     }
 
