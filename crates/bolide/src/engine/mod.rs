@@ -4,6 +4,7 @@
 pub mod coordinator;
 pub mod http;
 pub mod pacer;
+pub mod session;
 pub mod timer;
 pub mod vu;
 

@@ -17,13 +17,14 @@ use serde_json::Value;
 use tokio::task::LocalSet;
 use tokio_util::sync::CancellationToken;
 
+use super::session::{matches_fields, Failure, Session, Target};
 use super::timer::{self, Timer};
 use crate::plan::DdpPlan;
-use crate::proto::ddp::{self as client, Conn, DdpFailure, Traffic};
+use crate::proto::ddp::{Conn, Traffic};
 use crate::proto::http::tls::Connector;
 use crate::scenario::arrivals::Schedule;
 use crate::scenario::template::{self, Vars};
-use crate::scenario::{Capture, Expect, Flow, HttpStep, LoopOver, Scenario, Step, StepKind, Think, Until, WaitFor};
+use crate::scenario::{Capture, Expect, Flow, HttpStep, LoopOver, Scenario, Step, StepKind, Think, WaitFor};
 use crate::stats::vu::{DdpSecond, SecondLatencies, TickLatency, VuRecorder, VuSecond};
 
 /// Once a second while users run.
@@ -228,7 +229,7 @@ struct Worker {
 
 impl Worker {
     /// Lets `conn` close by itself, as a browser's page does, and keeps its task to await.
-    fn close(&self, conn: crate::proto::ddp::Conn) {
+    fn close<S: Session>(&self, conn: S) {
         if let Some(task) = conn.close() {
             let mut closing = self.closing.borrow_mut();
             closing.retain(|t| !t.is_finished());
@@ -321,7 +322,7 @@ fn worker(
                             // cycle, as a reconnecting client behind DNS round-robin would: the
                             // iterations spread over the targets even when the users are fewer.
                             let target = if round == 0 { target } else { w2.plan.target_of(k + round * every) };
-                            let ok = iteration(&w2, k, target, user_timeout).await;
+                            let ok = iteration::<Conn>(&w2, k, target, user_timeout).await;
                             let Some(until) = until.filter(|u| Instant::now() < *u) else { break };
                             if !ok {
                                 // A server that refuses at once is not hammered in a tight loop.
@@ -375,7 +376,7 @@ fn worker(
 
 /// One walk of the flow by user `k` (a user's only one, or one of a looping user's), counted as
 /// a user launched and then completed, failed or cut at the user timeout. True when it completed.
-async fn iteration(w: &Worker, k: u64, target: usize, user_timeout: Duration) -> bool {
+async fn iteration<S: Session>(w: &Worker, k: u64, target: usize, user_timeout: Duration) -> bool {
     {
         let mut r = w.recs[target].borrow_mut();
         r.launched += 1;
@@ -383,7 +384,7 @@ async fn iteration(w: &Worker, k: u64, target: usize, user_timeout: Duration) ->
         let at = w.start.elapsed().as_secs_f64();
         r.first_arrival_s = Some(r.first_arrival_s.map_or(at, |f| f.min(at)));
     }
-    let outcome = tokio::time::timeout(user_timeout, user(w, k, target)).await;
+    let outcome = tokio::time::timeout(user_timeout, user::<S>(w, k, target)).await;
     let mut r = w.recs[target].borrow_mut();
     match outcome {
         Ok(true) => {
@@ -411,7 +412,7 @@ async fn iteration(w: &Worker, k: u64, target: usize, user_timeout: Duration) ->
 
 /// A virtual user: picks a flow by weight, gets its variables, walks the flow against its target.
 /// True when every step succeeded.
-async fn user(w: &Worker, arrival: u64, target: usize) -> bool {
+async fn user<S: Session>(w: &Worker, arrival: u64, target: usize) -> bool {
     let flows = &w.plan.scenario.flows;
     let total: u32 = flows.iter().map(|f| f.weight).sum();
     let mut pick = rand::rng().random_range(0..total.max(1));
@@ -443,7 +444,7 @@ async fn user(w: &Worker, arrival: u64, target: usize) -> bool {
             }
         }
     }
-    let mut vu = Vu {
+    let mut vu = Vu::<S> {
         w,
         target,
         conn: None,
@@ -460,11 +461,11 @@ async fn user(w: &Worker, arrival: u64, target: usize) -> bool {
     ok
 }
 
-struct Vu<'w> {
+struct Vu<'w, S> {
     w: &'w Worker,
     /// The index of this user's server in the plan's targets.
     target: usize,
-    conn: Option<Conn>,
+    conn: Option<S>,
     vars: Vars,
     /// Subscriptions by name (the latest of each name): id and params.
     subs: HashMap<String, (String, Vec<Value>)>,
@@ -492,67 +493,19 @@ fn micros(d: Duration) -> u64 {
     crate::proto::http::micros(d)
 }
 
-fn matches_fields(id: &str, fields: &serde_json::Map<String, Value>, want: &[(String, Value)]) -> bool {
-    want.iter().all(|(k, v)| if k == "_id" { v.as_str() == Some(id) } else { fields.get(k) == Some(v) })
-}
-
-/// For a waitFor that timed out: what the local cache holds that matches, and when it came, in
-/// words ("taskCollection has 1 matching document, added 3 ms before this step began").
-fn what_the_cache_holds(
-    st: &client::State,
-    wf: &WaitFor,
-    want: &[(String, Value)],
-    began: Instant,
-    since: Instant,
-) -> String {
-    let when = |at: Instant| {
-        if at >= began {
-            format!("{} ms after this step began", (at - began).as_millis())
-        } else {
-            format!("{} ms before this step began", (began - at).as_millis())
-        }
-    };
-    let matching: Vec<&client::Doc> = st
-        .collections
-        .get(wf.collection.as_str())
-        .into_iter()
-        .flat_map(|d| d.iter())
-        .filter(|(id, d)| matches_fields(id, &d.fields, want))
-        .map(|(_, d)| d)
-        .collect();
-    let Some(newest) = matching.iter().max_by_key(|d| d.added_at) else {
-        return format!("{} has no matching document", wf.collection);
-    };
-    let n = matching.len();
-    let plural = if n == 1 { "document" } else { "documents" };
-    let mut text = format!("{} has {n} matching {plural}, ", wf.collection);
-    if n > 1 {
-        text.push_str("the newest ");
-    }
-    text.push_str(&format!("added {}", when(newest.added_at)));
-    if newest.changed_at > newest.added_at {
-        text.push_str(&format!(", last changed {}", when(newest.changed_at)));
-    }
-    match wf.until {
-        Until::Appears | Until::Changes if since < began => {
-            text.push_str(&format!(
-                "; the step counts what came after the user's last call, sent {} ms before it began",
-                (began - since).as_millis()
-            ));
-        }
-        _ => {}
-    }
-    text
-}
-
-impl Vu<'_> {
+impl<S: Session> Vu<'_, S> {
     /// This user's recorder (its target's).
     fn rec(&self) -> std::cell::RefMut<'_, VuRecorder> {
         self.w.recs[self.target].borrow_mut()
     }
 
-    fn endpoint(&self) -> &client::Endpoint {
+    fn endpoint(&self) -> &crate::proto::ddp::Endpoint {
         &self.w.plan.targets[self.target].endpoint
+    }
+
+    /// Where this user's sessions go.
+    fn session_target(&self) -> Target<'_> {
+        Target { plan: &self.w.plan, target: self.target, tls: self.w.tls.as_ref(), traffic: &self.w.traffic }
     }
     fn steps<'a>(&'a mut self, steps: &'a [Step]) -> Pin<Box<dyn Future<Output = Result<(), Stop>> + 'a>> {
         Box::pin(async move {
@@ -572,7 +525,7 @@ impl Vu<'_> {
         })
     }
 
-    fn fail(&self, step: &Step, f: &DdpFailure) -> Stop {
+    fn fail(&self, step: &Step, f: &impl Failure) -> Stop {
         self.fail_with(step, f.class(), &f.detail())
     }
 
@@ -599,7 +552,6 @@ impl Vu<'_> {
     /// A new session, with the user's live subscriptions started again (as Meteor's client does).
     async fn reconnect(&mut self) -> Result<(), Stop> {
         self.reconnects += 1;
-        let p = &self.w.plan;
         let deadline = self.timeout(None);
         let step = Step { name: "reconnect".into(), kind: StepKind::Connect };
         let began = Instant::now();
@@ -608,10 +560,8 @@ impl Vu<'_> {
         let mut attempt = 0u32;
         let conn = loop {
             let left = deadline.saturating_sub(began.elapsed());
-            let connect =
-                client::connect(self.endpoint(), &p.client, self.w.tls.as_ref(), Rc::clone(&self.w.traffic), left);
-            match Box::pin(connect).await {
-                Ok(c) => break c,
+            match Box::pin(S::open(self.session_target(), left)).await {
+                Ok((c, _)) => break c,
                 Err(f) => {
                     let wait = if attempt < 2 {
                         Duration::from_millis(10)
@@ -647,7 +597,7 @@ impl Vu<'_> {
         t.unwrap_or(self.w.plan.scenario.config.ddp.step_timeout)
     }
 
-    fn conn(&self, step: &Step) -> Result<&Conn, Stop> {
+    fn conn(&self, step: &Step) -> Result<&S, Stop> {
         self.conn.as_ref().ok_or_else(|| {
             // Nothing to reconnect: a flow without a connect step is the scenario's mistake.
             let _ = self.fail_with(step, "closed", "no connection: a connect step must come first");
@@ -664,19 +614,10 @@ impl Vu<'_> {
                 if let Some(old) = self.conn.take() {
                     self.w.close(old);
                 }
-                let p = &self.w.plan;
                 let deadline = self.timeout(None);
-                match Box::pin(client::connect(
-                    self.endpoint(),
-                    &p.client,
-                    self.w.tls.as_ref(),
-                    Rc::clone(&self.w.traffic),
-                    deadline,
-                ))
-                .await
-                {
-                    Ok(c) => {
-                        self.ok(step, c.handshake);
+                match Box::pin(S::open(self.session_target(), deadline)).await {
+                    Ok((c, handshake)) => {
+                        self.ok(step, handshake);
                         self.conn = Some(c);
                     }
                     Err(f) => return Err(self.fail(step, &f)),
@@ -855,90 +796,7 @@ impl Vu<'_> {
         let since = self.last_write.filter(|w| *w <= began).unwrap_or(began);
         let timeout = self.timeout(wf.timeout);
         let conn = self.conn(step)?;
-        let collection = wf.collection.clone();
-        let until = wf.until;
-        // The first look examines every document; later looks only those changed since.
-        conn.shared().state.borrow_mut().reset_changes();
-        let mut first = true;
-        let seen = conn
-            .wait(timeout, "matching change", |st| {
-                let everything = std::mem::take(&mut first) || st.changes_overflowed;
-                let changed: Vec<(std::rc::Rc<str>, std::rc::Rc<str>)> = std::mem::take(&mut st.changes);
-                st.changes_overflowed = false;
-                let docs = st.collections.get(collection.as_str());
-                let ok = |id: &str, d: &client::Doc| match until {
-                    Until::Matches => Some(d.changed_at),
-                    Until::Appears => (d.added_at >= since).then_some(d.added_at),
-                    Until::Changes => (d.changed_at >= since && d.changed_at > d.added_at).then_some(d.changed_at),
-                    Until::Disappears => {
-                        let _ = id;
-                        None
-                    }
-                };
-                if until != Until::Disappears {
-                    if everything {
-                        // Recent changes first (what a waitFor usually wants), then everything.
-                        let recent = st
-                            .recent
-                            .iter()
-                            .rev()
-                            .filter(|(c, _)| **c == *collection)
-                            .filter_map(|(_, id)| docs.and_then(|d| d.get_key_value(&**id)))
-                            .filter(|(id, d)| matches_fields(id, &d.fields, &want))
-                            .find_map(|(id, d)| ok(id, d));
-                        if recent.is_some() {
-                            return recent;
-                        }
-                    }
-                    let candidates: Box<dyn Iterator<Item = (&std::rc::Rc<str>, &client::Doc)>> = if everything {
-                        Box::new(docs.into_iter().flat_map(|d| d.iter()))
-                    } else {
-                        Box::new(
-                            changed
-                                .iter()
-                                .filter(|(c, _)| **c == *collection)
-                                .filter_map(|(_, id)| docs.and_then(|d| d.get_key_value(&**id))),
-                        )
-                    };
-                    return candidates
-                        .filter(|(id, d)| matches_fields(id, &d.fields, &want))
-                        .filter_map(|(id, d)| ok(id, d))
-                        .max();
-                }
-                // Disappears: look again only when a document of this collection went or came.
-                if !everything && !changed.iter().any(|(c, _)| **c == *collection) {
-                    return None;
-                }
-                let by_id = want.iter().find(|(k, _)| k == "_id").and_then(|(_, v)| v.as_str());
-                let still = match (by_id, docs) {
-                    (Some(id), Some(d)) => d.get(id).is_some_and(|doc| matches_fields(id, &doc.fields, &want)),
-                    (Some(_), None) => false,
-                    (None, _) => {
-                        docs.into_iter().flat_map(|d| d.iter()).any(|(id, d)| matches_fields(id, &d.fields, &want))
-                    }
-                };
-                if still {
-                    return None;
-                }
-                // When the last matching document went (or now, if none ever came).
-                let gone = st
-                    .removed
-                    .iter()
-                    .filter(|(c, id, f, _)| *c == collection && matches_fields(id, f, &want))
-                    .map(|(_, _, _, at)| *at)
-                    .max();
-                Some(gone.unwrap_or_else(Instant::now))
-            })
-            .await;
-        conn.shared().state.borrow_mut().stop_waiting();
-        let seen = match seen {
-            Ok(at) => at,
-            Err(client::DdpFailure::Timeout(why)) => {
-                let seen = what_the_cache_holds(&conn.shared().state.borrow(), wf, &want, began, since);
-                return Err(self.fail_with(step, "timeout", &format!("{why}: {seen}")));
-            }
-            Err(f) => return Err(self.fail(step, &f)),
-        };
+        let seen = conn.wait_for(wf, &want, since, began, timeout).await.map_err(|f| self.fail(step, &f))?;
         self.ok(step, began.elapsed());
         if let Some(sent) = self.last_write {
             if seen >= sent {

@@ -1,0 +1,197 @@
+//! DDP's session: `proto::ddp::Conn` (WebSocket or SockJS, Meteor's client's heartbeats,
+//! compression and local collections), and `waitFor` over those collections: a document that
+//! appears, changes, matches or disappears, looked for among the changes since the last look.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{matches_fields, Called, Target};
+use crate::proto::ddp::{self as client, Conn, DdpFailure};
+use crate::scenario::{Until, WaitFor};
+
+impl super::Failure for DdpFailure {
+    fn class(&self) -> &'static str {
+        DdpFailure::class(self)
+    }
+
+    fn detail(&self) -> String {
+        DdpFailure::detail(self)
+    }
+}
+
+impl super::Session for Conn {
+    type Failure = DdpFailure;
+
+    async fn open(to: Target<'_>, timeout: Duration) -> Result<(Conn, Duration), DdpFailure> {
+        let endpoint = &to.plan.targets[to.target].endpoint;
+        let conn = client::connect(endpoint, &to.plan.client, to.tls, std::rc::Rc::clone(to.traffic), timeout).await?;
+        let handshake = conn.handshake;
+        Ok((conn, handshake))
+    }
+
+    async fn call(&self, method: &str, params: Vec<Value>, timeout: Duration) -> Result<Called, DdpFailure> {
+        let out = Conn::call(self, method, params, timeout).await?;
+        Ok(Called { result: out.result, to_result: out.to_result, to_updated: out.to_updated, to_both: out.to_both })
+    }
+
+    async fn subscribe(
+        &self,
+        name: &str,
+        params: Vec<Value>,
+        timeout: Duration,
+    ) -> Result<(String, Duration), DdpFailure> {
+        Conn::subscribe(self, name, params, timeout).await
+    }
+
+    fn unsubscribe(&self, id: &str) -> Result<(), DdpFailure> {
+        Conn::unsubscribe(self, id)
+    }
+
+    async fn wait_for(
+        &self,
+        wf: &WaitFor,
+        want: &[(String, Value)],
+        since: Instant,
+        began: Instant,
+        timeout: Duration,
+    ) -> Result<Instant, DdpFailure> {
+        let conn = self;
+        let collection = wf.collection.clone();
+        let until = wf.until;
+        // The first look examines every document; later looks only those changed since.
+        conn.shared().state.borrow_mut().reset_changes();
+        let mut first = true;
+        let seen = conn
+            .wait(timeout, "matching change", |st| {
+                let everything = std::mem::take(&mut first) || st.changes_overflowed;
+                let changed: Vec<(std::rc::Rc<str>, std::rc::Rc<str>)> = std::mem::take(&mut st.changes);
+                st.changes_overflowed = false;
+                let docs = st.collections.get(collection.as_str());
+                let ok = |id: &str, d: &client::Doc| match until {
+                    Until::Matches => Some(d.changed_at),
+                    Until::Appears => (d.added_at >= since).then_some(d.added_at),
+                    Until::Changes => (d.changed_at >= since && d.changed_at > d.added_at).then_some(d.changed_at),
+                    Until::Disappears => {
+                        let _ = id;
+                        None
+                    }
+                };
+                if until != Until::Disappears {
+                    if everything {
+                        // Recent changes first (what a waitFor usually wants), then everything.
+                        let recent = st
+                            .recent
+                            .iter()
+                            .rev()
+                            .filter(|(c, _)| **c == *collection)
+                            .filter_map(|(_, id)| docs.and_then(|d| d.get_key_value(&**id)))
+                            .filter(|(id, d)| matches_fields(id, &d.fields, want))
+                            .find_map(|(id, d)| ok(id, d));
+                        if recent.is_some() {
+                            return recent;
+                        }
+                    }
+                    let candidates: Box<dyn Iterator<Item = (&std::rc::Rc<str>, &client::Doc)>> = if everything {
+                        Box::new(docs.into_iter().flat_map(|d| d.iter()))
+                    } else {
+                        Box::new(
+                            changed
+                                .iter()
+                                .filter(|(c, _)| **c == *collection)
+                                .filter_map(|(_, id)| docs.and_then(|d| d.get_key_value(&**id))),
+                        )
+                    };
+                    return candidates
+                        .filter(|(id, d)| matches_fields(id, &d.fields, want))
+                        .filter_map(|(id, d)| ok(id, d))
+                        .max();
+                }
+                // Disappears: look again only when a document of this collection went or came.
+                if !everything && !changed.iter().any(|(c, _)| **c == *collection) {
+                    return None;
+                }
+                let by_id = want.iter().find(|(k, _)| k == "_id").and_then(|(_, v)| v.as_str());
+                let still = match (by_id, docs) {
+                    (Some(id), Some(d)) => d.get(id).is_some_and(|doc| matches_fields(id, &doc.fields, want)),
+                    (Some(_), None) => false,
+                    (None, _) => {
+                        docs.into_iter().flat_map(|d| d.iter()).any(|(id, d)| matches_fields(id, &d.fields, want))
+                    }
+                };
+                if still {
+                    return None;
+                }
+                // When the last matching document went (or now, if none ever came).
+                let gone = st
+                    .removed
+                    .iter()
+                    .filter(|(c, id, f, _)| *c == collection && matches_fields(id, f, want))
+                    .map(|(_, _, _, at)| *at)
+                    .max();
+                Some(gone.unwrap_or_else(Instant::now))
+            })
+            .await;
+        conn.shared().state.borrow_mut().stop_waiting();
+        match seen {
+            Err(DdpFailure::Timeout(why)) => {
+                let held = what_the_cache_holds(&conn.shared().state.borrow(), wf, want, began, since);
+                Err(DdpFailure::Timeout(format!("{why}: {held}")))
+            }
+            other => other,
+        }
+    }
+
+    fn close(self) -> Option<tokio::task::JoinHandle<()>> {
+        Conn::close(self)
+    }
+}
+
+/// For a waitFor that timed out: what the local cache holds that matches, and when it came, in
+/// words ("taskCollection has 1 matching document, added 3 ms before this step began").
+fn what_the_cache_holds(
+    st: &client::State,
+    wf: &WaitFor,
+    want: &[(String, Value)],
+    began: Instant,
+    since: Instant,
+) -> String {
+    let when = |at: Instant| {
+        if at >= began {
+            format!("{} ms after this step began", (at - began).as_millis())
+        } else {
+            format!("{} ms before this step began", (began - at).as_millis())
+        }
+    };
+    let matching: Vec<&client::Doc> = st
+        .collections
+        .get(wf.collection.as_str())
+        .into_iter()
+        .flat_map(|d| d.iter())
+        .filter(|(id, d)| matches_fields(id, &d.fields, want))
+        .map(|(_, d)| d)
+        .collect();
+    let Some(newest) = matching.iter().max_by_key(|d| d.added_at) else {
+        return format!("{} has no matching document", wf.collection);
+    };
+    let n = matching.len();
+    let plural = if n == 1 { "document" } else { "documents" };
+    let mut text = format!("{} has {n} matching {plural}, ", wf.collection);
+    if n > 1 {
+        text.push_str("the newest ");
+    }
+    text.push_str(&format!("added {}", when(newest.added_at)));
+    if newest.changed_at > newest.added_at {
+        text.push_str(&format!(", last changed {}", when(newest.changed_at)));
+    }
+    match wf.until {
+        Until::Appears | Until::Changes if since < began => {
+            text.push_str(&format!(
+                "; the step counts what came after the user's last call, sent {} ms before it began",
+                (began - since).as_millis()
+            ));
+        }
+        _ => {}
+    }
+    text
+}
