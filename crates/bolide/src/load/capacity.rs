@@ -108,47 +108,20 @@ pub fn levels(o: &LadderOpts) -> Result<Vec<f64>, String> {
     Ok((0..n).map(|i| o.from + o.step * i as f64).collect())
 }
 
-/// The workload planned at one level (per second).
-fn plan_at(w: &CapacityWorkload, per_s: f64) -> Result<Workload, String> {
+/// The workload as its flags plan it, once; each level is this plan at the level's rate
+/// ([`crate::workload::Describe::at_rate`]).
+fn plan(w: &CapacityWorkload) -> Result<Workload, String> {
     match w {
-        CapacityWorkload::Http(c) => {
-            let mut args = c.args.clone();
-            args.rps = Some(per_s);
-            Workload::http(&args)
-        }
-        CapacityWorkload::Run(c) => {
-            let builtin = crate::scenario::builtin::NAMES.contains(&c.args.scenario.as_str());
-            let mut args = c.args.clone();
-            if builtin {
-                args.arrival_rate = Some(per_s);
-            }
-            let mut w = Workload::ddp(&args)?;
-            if let (false, Workload::Ddp(p)) = (builtin, &mut w) {
-                scale_rates(&mut p.scenario.config.phases, per_s)?;
-            }
-            Ok(w)
-        }
+        CapacityWorkload::Http(c) => Workload::http(&c.args),
+        CapacityWorkload::Run(c) => Workload::ddp(&c.args),
     }
 }
 
-/// Scales a scenario's arrival-rate phases so that the first one runs at `per_s`.
-fn scale_rates(phases: &mut [crate::scenario::Phase], per_s: f64) -> Result<(), String> {
-    use crate::scenario::PhaseKind;
-    let first = phases.iter().find_map(|p| match p.kind {
-        PhaseKind::Rate { per_s, .. } if per_s > 0.0 => Some(per_s),
-        _ => None,
-    });
-    let Some(first) = first else {
-        return Err("capacity needs a scenario with an arrivalRate phase (its levels are arrival rates)".into());
-    };
-    let f = per_s / first;
-    for p in phases.iter_mut() {
-        if let PhaseKind::Rate { per_s, ramp_to } = &mut p.kind {
-            *per_s *= f;
-            *ramp_to = ramp_to.map(|r| r * f);
-        }
-    }
-    Ok(())
+/// The plan at one level (per second).
+fn plan_at(base: &Workload, per_s: f64) -> Result<Workload, String> {
+    let mut w = base.clone();
+    w.part_mut().at_rate(per_s)?;
+    Ok(w)
 }
 
 /// Value of the `format` field of a capacity summary.
@@ -308,8 +281,10 @@ fn climb(
         Unit::PerSecond => level,
         Unit::PerMinute => level / 60.0,
     };
-    // Plan the first level now, so that flag and scenario errors stop us before anything runs.
-    let first = levels.first().map(|l| plan_at(w, per_s(*l)));
+    // Plan once, and the first level now, so that flag and scenario errors stop us before
+    // anything runs.
+    let whole = plan(w);
+    let first = levels.first().map(|l| whole.as_ref().map_err(Clone::clone).and_then(|b| plan_at(b, per_s(*l))));
     let slug = match &first {
         Some(Ok(wl)) => wl.slug(),
         Some(Err(e)) => {
@@ -351,7 +326,8 @@ fn climb(
     let mut rows: Vec<(f64, Option<Doc>, Verdict)> = Vec::new();
     let outer = io.stage.clone();
     let mut spent = std::time::Duration::ZERO;
-    let first = plan_at(w, per_s(levels[0])).ok();
+    let Ok(whole) = whole else { return exit::USAGE };
+    let first = plan_at(&whole, per_s(levels[0])).ok();
     let first_planned = first.as_ref().and_then(|wl| wl.planned());
     // With --start-at, every level starts at its own shared time (segments climb together).
     let base = first.as_ref().and_then(|wl| wl.common().spread.start_at);
@@ -371,7 +347,7 @@ fn climb(
         if cancel.is_cancelled() {
             break;
         }
-        let mut wl = match plan_at(w, per_s(*level)) {
+        let mut wl = match plan_at(&whole, per_s(*level)) {
             Ok(wl) => wl,
             Err(e) => {
                 let _ = writeln!(io.err, "error: level {level}: {e}");

@@ -36,6 +36,14 @@ impl super::Describe for HttpPlan {
         self.gnuplot = Some(path);
     }
 
+    /// A fixed rate (the open model), as `--rps` sets it.
+    fn at_rate(&mut self, per_s: f64) -> Result<(), String> {
+        let per_s = crate::scenario::check_rate(per_s).map_err(|why| format!("--rps {why}"))?;
+        self.pacer = crate::engine::pacer::Pacer::Rate { per_s, slice: crate::engine::pacer::Slice::WHOLE };
+        self.settings.rate_per_s = Some(per_s);
+        Ok(())
+    }
+
     fn slug(&self) -> String {
         "http".into()
     }

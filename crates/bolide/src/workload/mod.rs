@@ -102,6 +102,9 @@ pub trait Describe {
     }
     /// Where the next run writes its per-request file.
     fn set_requests_file(&mut self, _path: PathBuf) {}
+    /// The same plan at `per_s` units of work arriving per second (requests sent, users arriving):
+    /// a capacity ladder's level, made by changing the plan, never by reading flags again.
+    fn at_rate(&mut self, per_s: f64) -> Result<(), String>;
 }
 
 /// What the run lifecycle asks of a workload: the seam a protocol implements.

@@ -36,6 +36,41 @@ impl super::Describe for DdpPlan {
     fn planned(&self) -> Option<Duration> {
         Some(self.arrivals_length())
     }
+
+    /// A built-in's phase at this arrival rate (as `--arrival-rate` sets it); a scenario file's
+    /// arrival-rate phases scaled so that the first runs at it (its ramps and other phases in
+    /// proportion).
+    fn at_rate(&mut self, per_s: f64) -> Result<(), String> {
+        let per_s = crate::scenario::check_rate(per_s).map_err(|why| format!("--arrival-rate {why}"))?;
+        let phases = &mut self.scenario.config.phases;
+        if crate::scenario::builtin::NAMES.contains(&self.source.as_str()) {
+            for p in phases.iter_mut() {
+                p.kind = crate::scenario::PhaseKind::Rate { per_s, ramp_to: None };
+            }
+            return Ok(());
+        }
+        scale_rates(phases, per_s)
+    }
+}
+
+/// Scales a scenario's arrival-rate phases so that the first one runs at `per_s`.
+fn scale_rates(phases: &mut [crate::scenario::Phase], per_s: f64) -> Result<(), String> {
+    use crate::scenario::PhaseKind;
+    let first = phases.iter().find_map(|p| match p.kind {
+        PhaseKind::Rate { per_s, .. } if per_s > 0.0 => Some(per_s),
+        _ => None,
+    });
+    let Some(first) = first else {
+        return Err("capacity needs a scenario with an arrivalRate phase (its levels are arrival rates)".into());
+    };
+    let f = per_s / first;
+    for p in phases.iter_mut() {
+        if let PhaseKind::Rate { per_s, ramp_to } = &mut p.kind {
+            *per_s *= f;
+            *ramp_to = ramp_to.map(|r| r * f);
+        }
+    }
+    Ok(())
 }
 
 impl super::Part for DdpPlan {
