@@ -4,7 +4,6 @@ pub mod band;
 pub mod blocks;
 pub mod charts;
 pub mod csv;
-pub mod ddp;
 pub mod html;
 pub mod http;
 pub mod junit;

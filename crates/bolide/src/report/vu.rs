@@ -1,16 +1,19 @@
 //! The virtual-user (DDP) workload's report part: what its runs show in the summary band, the live band,
-//! the run's tables and the CSV seconds (its terminal summary is `ddp.rs`'s).
+//! the run's tables, the CSV seconds, and its terminal summary (the rows every summary shares are
+//! `term.rs`'s).
 
 use super::band::{all_steps_p50, lat, Fact};
 use super::blocks::Block;
 use super::table::{Table, Tone};
-use super::term::{count, us};
+use super::term::{bytes, count, us};
 use crate::stats::doc::Measures;
+use crate::stats::result::Latency;
 use crate::stats::vu::DdpDoc;
+use std::fmt::Write as _;
 
 impl super::Shown for DdpDoc {
     fn summary(&self) -> String {
-        super::ddp::summary(self)
+        summary(self)
     }
 
     fn throughput(&self) -> String {
@@ -136,5 +139,257 @@ impl super::Shown for DdpDoc {
                 latency("fanout_latency", "", l);
             }
         }
+    }
+}
+
+/// `1 min 12 s`, as the Meteor reports write times.
+pub fn minutes(secs: f64) -> String {
+    let s = secs.round() as u64;
+    if s >= 60 {
+        format!("{} min {} s", s / 60, s % 60)
+    } else {
+        format!("{secs:.1} s")
+    }
+}
+
+/// The whole summary, for stdout.
+/// What a DDP run does, in one line: `bolide run SCENARIO -> URL (websocket, compression on, 2
+/// threads)`. Printed before the run starts (with how long arrivals last), and heading its summary.
+pub fn header(set: &crate::stats::vu::DdpRunSettings) -> String {
+    let compression = if set.compression { "compression on" } else { "compression off" };
+    format!(
+        "bolide run {} -> {} ({}, {compression}, {} threads)",
+        set.scenario,
+        if set.targets.is_empty() { set.target.clone() } else { format!("{} targets", set.targets.len()) },
+        set.transport,
+        set.threads
+    )
+}
+
+pub fn summary(doc: &DdpDoc) -> String {
+    let s = &doc.summary;
+    let set = &doc.settings;
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", header(set));
+    if doc.interrupted {
+        out.push_str("  (interrupted: the figures cover what was done before the stop signal)\n");
+    }
+    out.push_str(&super::term::segment_note(set.segment, doc.merged.as_ref()));
+    out.push('\n');
+    let u = &s.users;
+    // Users launched that neither completed nor failed were walking their flow when the run
+    // stopped: a stopped run says how many the stop cut.
+    let stopped = u.launched.saturating_sub(u.completed + u.failed);
+    let _ = writeln!(
+        out,
+        "  {:<14}{} launched, {} completed, {} failed{}{}{}",
+        "Users",
+        count(u.launched),
+        count(u.completed),
+        count(u.failed),
+        if u.cut > 0 { format!(" ({} cut at the user timeout)", count(u.cut)) } else { String::new() },
+        if u.skipped > 0 { format!(", {} skipped (maxVusers)", count(u.skipped)) } else { String::new() },
+        if doc.interrupted && stopped > 0 { format!(", {} cut by the stop", count(stopped)) } else { String::new() },
+    );
+    // The closed model: each launch above is one iteration of a looping user. A segment runs its
+    // own share of the plan's looping users (every N-th): both are said.
+    let looping: Vec<String> = set
+        .phases
+        .iter()
+        .filter_map(|p| p.users)
+        .map(|n| match set.segment {
+            Some(seg) => format!("{} of the plan's {}", count(seg.arrivals(n)), count(n)),
+            None => count(n),
+        })
+        .collect();
+    if !looping.is_empty() {
+        let _ = writeln!(
+            out,
+            "  {:<14}{} users looping{} (each iteration counted as a user above)",
+            "",
+            looping.join(", then "),
+            if set.segment.is_some() { " in this segment" } else { "" }
+        );
+    }
+    let _ = writeln!(out, "  {:<14}{} from the first arrival to the last user done", "Time", minutes(s.total_time_s));
+    let _ = writeln!(
+        out,
+        "  {:<14}{} done, {} failed ({:.2}%)",
+        "Steps",
+        count(s.steps),
+        count(s.step_errors),
+        s.error_rate_pct
+    );
+    let _ = writeln!(
+        out,
+        "  {:<14}in {} messages ({}), out {} messages ({}); {} pings answered, {} sent",
+        "Traffic",
+        count(s.messages_in),
+        bytes(s.bytes_in as f64),
+        count(s.messages_out),
+        bytes(s.bytes_out as f64),
+        count(s.pings_answered),
+        count(s.pings_sent)
+    );
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "  {:<32}{:>9}{:>8}{:>10}{:>10}{:>10}{:>10}{:>12}{:>12}",
+        "Step", "count", "errors", "p50", "p90", "p99", "max", "result p50", "updated p50"
+    );
+    for st in &doc.steps {
+        let opt = |x: &Option<Latency>| x.as_ref().map_or("-".to_string(), |l| us(l.p50_us as f64));
+        let Some(l) = &st.latency else {
+            // No attempt succeeded: no percentile to show (never 0µs).
+            let _ = writeln!(
+                out,
+                "  {:<32}{:>9}{:>8}  no sample: no attempt succeeded",
+                truncate(&st.name, 31),
+                count(st.count),
+                count(st.errors)
+            );
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "  {:<32}{:>9}{:>8}{:>10}{:>10}{:>10}{:>10}{:>12}{:>12}",
+            truncate(&st.name, 31),
+            count(st.count),
+            count(st.errors),
+            us(l.p50_us as f64),
+            us(l.p90_us as f64),
+            us(l.p99_us as f64),
+            us(l.max_us as f64),
+            opt(&st.to_result),
+            opt(&st.to_updated)
+        );
+    }
+    out.push_str(&per_target(doc));
+    if let Some(r) = &s.reactive {
+        let _ = writeln!(out, "\n  {:<24}{}", "Reactive latency", quad(r));
+        out.push_str("  (from a user's write until that user sees the change through its subscription)\n");
+    }
+    if let Some(f) = &s.fanout {
+        let _ = writeln!(out, "  {:<24}{}", "Fan-out latency", quad(f));
+        out.push_str("  (from a document's server timestamp until each subscriber receives it)\n");
+    }
+    let errors: Vec<String> =
+        s.errors_by_class.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k} {}", count(*n))).collect();
+    let _ =
+        writeln!(out, "\n  {:<14}{}", "Errors", if errors.is_empty() { "none".to_string() } else { errors.join(", ") });
+    if s.protocol_errors > 0 {
+        let _ = writeln!(out, "  {:<14}{} protocol errors from the server", "", count(s.protocol_errors));
+    }
+    out.push_str(&super::term::monitor_rows(&doc.monitor));
+    out.push_str(&crate::monitor::scrape::rows(&doc.scrape, 8));
+    out.push_str(&super::term::generator_rows(doc.generator.as_ref()));
+    out.push_str(&super::term::threshold_rows(
+        &doc.thresholds,
+        doc.generator.as_ref().and_then(|g| g.suspect.as_deref()),
+    ));
+    out
+}
+
+/// Each target's share of a run over several: users, subscriptions and calls per minute, time to
+/// `ready` (all steps when there is no subscription), errors.
+fn per_target(doc: &DdpDoc) -> String {
+    if doc.per_target.is_empty() {
+        return String::new();
+    }
+    let subs = doc.per_target.iter().any(|t| t.subscribe_latency.is_some());
+    let (p50, p99) = if subs { ("ready p50", "ready p99") } else { ("step p50", "step p99") };
+    // The watched process serving each target (`--monitor NAME=:PORT`): its CPU and RAM.
+    let watched = |t: &crate::stats::vu::DdpTargetSummary| {
+        t.monitor.as_ref().and_then(|name| doc.monitor.iter().find(|m| &m.name == name))
+    };
+    let tied = doc.per_target.iter().any(|t| watched(t).is_some());
+    let mut out = format!(
+        "\n  {:<32}{:>7}{:>8}{:>8}{:>10}{:>11}{:>11}{:>11}{}  errors\n",
+        "Target",
+        "weight",
+        "users",
+        "failed",
+        "subs/min",
+        "calls/min",
+        p50,
+        p99,
+        if tied { format!("{:>9}{:>10}", "CPU", "RAM") } else { String::new() }
+    );
+    for t in &doc.per_target {
+        let resources = match (tied, watched(t)) {
+            (false, _) => String::new(),
+            (true, None) => format!("{:>9}{:>10}", "-", "-"),
+            (true, Some(m)) => format!(
+                "{:>9}{:>10}",
+                format!("{:.0}%", m.avg_cpu_pct),
+                crate::report::table::meteor_bytes(m.avg_rss_bytes)
+            ),
+        };
+        let l = if subs { t.subscribe_latency.as_ref() } else { t.latency.as_ref() };
+        let at = |f: fn(&Latency) -> u64| l.map_or("-".to_string(), |l| us(f(l) as f64));
+        let errors: Vec<String> =
+            t.errors_by_class.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k} {}", count(*n))).collect();
+        let _ = writeln!(
+            out,
+            "  {:<32}{:>7}{:>8}{:>8}{:>10.1}{:>11.1}{:>11}{:>11}{resources}  {}",
+            truncate(&t.url, 31),
+            t.weight,
+            count(t.users.launched),
+            count(t.users.failed),
+            t.subscriptions_per_min,
+            t.calls_per_min,
+            at(|l| l.p50_us),
+            at(|l| l.p99_us),
+            if errors.is_empty() { "none".to_string() } else { errors.join(", ") }
+        );
+    }
+    out
+}
+
+fn quad(l: &Latency) -> String {
+    format!(
+        "p50 {}   p90 {}   p99 {}   max {}",
+        us(l.p50_us as f64),
+        us(l.p90_us as f64),
+        us(l.p99_us as f64),
+        us(l.max_us as f64)
+    )
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(n - 1).collect::<String>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::segment::Segment;
+    use crate::stats::vu::{DdpDoc, PhaseSettings};
+
+    #[test]
+    fn a_segment_says_its_own_looping_users_and_the_plan_s() {
+        // The probe against Meteor: each of 2 segments said "6 users looping" where it ran 3.
+        let mut doc = DdpDoc::default();
+        doc.settings.phases = vec![PhaseSettings { users: Some(6), duration_s: 10.0, ..Default::default() }];
+        assert!(super::summary(&doc).contains("6 users looping (each iteration"), "{}", super::summary(&doc));
+        doc.settings.segment = Some(Segment { index: 2, count: 2 });
+        let text = super::summary(&doc);
+        assert!(text.contains("3 of the plan's 6 users looping in this segment"), "{text}");
+        // 7 over 3 segments: 3, 2, 2.
+        doc.settings.phases[0].users = Some(7);
+        doc.settings.segment = Some(Segment { index: 1, count: 3 });
+        assert!(super::summary(&doc).contains("3 of the plan's 7 users looping"));
+    }
+
+    #[test]
+    fn a_stopped_run_says_how_many_users_the_stop_cut() {
+        let mut doc = DdpDoc::default();
+        doc.summary.users = crate::stats::vu::Users { launched: 10, completed: 4, failed: 1, skipped: 0, cut: 0 };
+        assert!(!super::summary(&doc).contains("cut by the stop"));
+        doc.interrupted = true;
+        assert!(super::summary(&doc).contains("10 launched, 4 completed, 1 failed, 5 cut by the stop"));
     }
 }

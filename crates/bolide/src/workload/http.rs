@@ -68,7 +68,7 @@ impl super::Part for HttpPlan {
     }
 
     fn header(&self) -> String {
-        crate::report::term::header(&self.settings, &self.urls())
+        crate::report::http::header(&self.settings, &self.urls())
     }
 
     fn bar(&self, live: bool, stage: &str) -> Bar {

@@ -86,7 +86,7 @@ impl super::Part for DdpPlan {
     fn header(&self) -> String {
         format!(
             "{}, arrivals over {}",
-            crate::report::ddp::header(&settings(self)),
+            crate::report::vu::header(&settings(self)),
             progress::eta(self.arrivals_length())
         )
     }
