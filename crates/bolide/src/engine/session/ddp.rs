@@ -30,18 +30,24 @@ impl super::Session for Conn {
         Ok((conn, handshake))
     }
 
-    async fn call(&self, method: &str, params: Vec<Value>, timeout: Duration) -> Result<Called, DdpFailure> {
-        let out = Conn::call(self, method, params, timeout).await?;
-        Ok(Called { result: out.result, to_result: out.to_result, to_updated: out.to_updated, to_both: out.to_both })
+    // Delegations without an async wrapper of their own: a call or a subscription is awaited
+    // inline in a user's step, so its future's size is every waiting user's.
+    fn call(
+        &self,
+        method: &str,
+        params: Vec<Value>,
+        timeout: Duration,
+    ) -> impl std::future::Future<Output = Result<Called, DdpFailure>> {
+        Conn::call(self, method, params, timeout)
     }
 
-    async fn subscribe(
+    fn subscribe(
         &self,
         name: &str,
         params: Vec<Value>,
         timeout: Duration,
-    ) -> Result<(String, Duration), DdpFailure> {
-        Conn::subscribe(self, name, params, timeout).await
+    ) -> impl std::future::Future<Output = Result<(String, Duration), DdpFailure>> {
+        Conn::subscribe(self, name, params, timeout)
     }
 
     fn unsubscribe(&self, id: &str) -> Result<(), DdpFailure> {

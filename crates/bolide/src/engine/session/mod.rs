@@ -28,15 +28,10 @@ pub trait Failure {
     fn detail(&self) -> String;
 }
 
-/// A call's answer and its times.
-pub struct Called {
-    pub result: Option<Value>,
-    /// To the answer, to the data the call changed being sent (DDP's `updated`), and to both: when
-    /// a browser's callback would run.
-    pub to_result: Duration,
-    pub to_updated: Duration,
-    pub to_both: Duration,
-}
+/// A call's answer and its times: to the answer, to the data the call changed being sent (DDP's
+/// `updated`), and to both (when a browser's callback would run). The client's own type, so that a
+/// session hands it over as it is (no wrapping future: a user's future stays as small as it was).
+pub use crate::proto::ddp::CallOutcome as Called;
 
 /// Where a session goes and what it counts into: the plan's target `target`, the worker's TLS
 /// connector and its traffic counters.
