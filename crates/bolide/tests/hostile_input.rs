@@ -448,4 +448,12 @@ fn every_file_a_run_writes_is_checked_before_it_starts() {
     let o = common::bolide(&["run", "tasks-reactive", "--target", &server.base_url(), "--junit", &junit]);
     assert_eq!(o.code, 2, "{}", o.err);
     assert!(o.err.contains(&format!("cannot write {junit}")), "{}", o.err);
+    // Files inside bench's --out DIR, which bench makes before its first run, are not refused.
+    let out = dir.path().join("series");
+    let inside = |name: &str| out.join(name).to_str().unwrap().to_string();
+    let (junit, csv) = (inside("j.xml"), format!("csv={}", inside("s.csv")));
+    let args = ["bench", "http", "--runs", "1", "--cooldown", "0", "-n", "20", "-c", "1", "--junit", &junit];
+    let o = common::bolide(&[&args[..], &["--out", out.to_str().unwrap(), "--out", &csv, &url]].concat());
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    assert!(out.join("j.xml").is_file() && out.join("s.csv").is_file());
 }

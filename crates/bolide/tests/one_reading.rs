@@ -122,3 +122,30 @@ fn a_ddp_run_s_failed_steps_read_the_same_everywhere() {
     assert_eq!(at_end("bolide_ddp_steps_total"), 20.0);
     assert_eq!(at_end("bolide_ddp_users_failed_total"), 10.0);
 }
+
+#[test]
+fn users_cut_at_the_user_timeout_are_errors_in_the_count_and_the_rate_alike() {
+    let p = prometheus();
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Four users connect, then think past the user timeout: each is cut in its second step.
+    let scenario = format!(
+        "config:\n  target: {}\n  phases: [{{duration: 1, arrivalCount: 4}}]\n  ddp: {{userTimeout: 1s}}\nscenarios:\n  \
+         - flow:\n      - connect\n      - think: 3\n",
+        server.base_url()
+    );
+    std::fs::write(dir.path().join("s.yml"), scenario).unwrap();
+    let (code, out) = run(dir.path(), p.port, "one-reading-cut", &["run", "s.yml"]);
+    assert_eq!(code, 1, "the thresholds are broken:\n{out}");
+    let d = Doc::load(&dir.path().join("r.json")).unwrap();
+    let v = d.ddp().unwrap();
+    assert_eq!((v.summary.users.launched, v.summary.users.cut), (4, 4));
+    assert_eq!((v.summary.steps, v.summary.step_errors), (4, 0), "the connects ran; no step failed");
+    // Four errors of eight units (four connects and the four steps the cut ended), everywhere.
+    shared(dir.path(), 4, 50.0, "Errors");
+    assert!(out.contains("4 launched, 0 completed, 4 failed (4 cut at the user timeout)"), "{out}");
+    assert!(out.contains("user_timeout 4"), "{out}");
+    let end = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs_f64();
+    let at_end = |m: &str| query(p.port, &format!("max_over_time({m}{{testid=\"one-reading-cut\"}}[1h])"), end);
+    assert_eq!(at_end("bolide_ddp_users_failed_total"), 4.0);
+}

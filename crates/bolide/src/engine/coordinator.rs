@@ -1,9 +1,9 @@
 //! The coordinating thread's side of a run, the same for every engine: the named worker threads
 //! started, what they send (a part of a second at each tick, their whole recorders at the end),
-//! each second released once every worker has reported it (in order, whole), the seconds a run's
-//! end left, and the join (a worker that panicked fails the run, named). An engine says what a
-//! second's part is ([`Part`]: how two merge, when one is whole) and what its end is; the loop
-//! over the channel is its own.
+//! each second released once every worker has reported it (in order, whole), and the seconds a
+//! run's end left. An engine says what a second's part is ([`Part`]: how two merge, when one is
+//! whole) and what its end is; the loop over the channel is its own, and so is the join
+//! (`engine::join_workers`: a worker that panicked fails the run, named).
 
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -27,22 +27,29 @@ pub trait Part: Default {
 }
 
 /// Starts `workers` threads named `PREFIX-N`, each running `body(N, sender)`; the receiver gets
-/// every report, and closes once every worker has ended.
+/// every report, and closes once every worker has ended. When a thread cannot be started, the
+/// ones already running are stopped (`stop`, the token their bodies watch) and joined: no load
+/// goes on after a run that failed to start.
 #[allow(clippy::type_complexity)]
 pub fn spawn<P: Send + 'static, D: Send + 'static>(
     prefix: &str,
     workers: usize,
+    stop: &tokio_util::sync::CancellationToken,
     body: impl Fn(usize, mpsc::Sender<Report<P, D>>) -> Box<dyn FnOnce() + Send>,
 ) -> Result<(Vec<JoinHandle<()>>, mpsc::Receiver<Report<P, D>>), String> {
     let (tx, rx) = mpsc::channel();
     let mut handles = Vec::with_capacity(workers);
     for n in 0..workers {
         let run = body(n, tx.clone());
-        let handle = std::thread::Builder::new()
-            .name(format!("{prefix}-{n}"))
-            .spawn(run)
-            .map_err(|e| format!("cannot start worker thread: {e}"))?;
-        handles.push(handle);
+        match std::thread::Builder::new().name(format!("{prefix}-{n}")).spawn(run) {
+            Ok(handle) => handles.push(handle),
+            Err(e) => {
+                stop.cancel();
+                drop((tx, rx));
+                let _ = super::join_workers(handles);
+                return Err(format!("cannot start worker thread: {e}"));
+            }
+        }
     }
     Ok((handles, rx))
 }
@@ -136,7 +143,8 @@ mod tests {
 
     #[test]
     fn workers_are_named_and_their_reports_arrive() {
-        let (handles, rx) = spawn::<u32, String>("test-coord", 3, |n, tx| {
+        let stop = tokio_util::sync::CancellationToken::new();
+        let (handles, rx) = spawn::<u32, String>("test-coord", 3, &stop, |n, tx| {
             Box::new(move || {
                 let _ = tx.send(Report::Tick { t: 0, part: n as u32 });
                 let _ = tx.send(Report::Done(std::thread::current().name().unwrap_or("").to_string()));

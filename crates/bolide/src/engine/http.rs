@@ -174,8 +174,10 @@ pub fn run(
     let shares = shares(plan.connections, plan.my_connections(), plan.threads, plan.pacer, plan.stop);
     let started_at = SystemTime::now();
     let start = Instant::now();
-    let (handles, rx) = super::coordinator::spawn::<Tick, Done>("bolide-worker", shares.len(), |worker, tx| {
-        let (plan, cancel, share) = (plan.clone(), cancel.clone(), shares[worker]);
+    // The workers stop at the user's stop, or when one of them could not be started.
+    let stop = cancel.child_token();
+    let (handles, rx) = super::coordinator::spawn::<Tick, Done>("bolide-worker", shares.len(), &stop, |worker, tx| {
+        let (plan, cancel, share) = (plan.clone(), stop.clone(), shares[worker]);
         Box::new(move || worker_main(worker, plan, share, start, started_at, &cancel, &tx))
     })
     .map_err(StartError::Setup)?;

@@ -138,9 +138,11 @@ pub fn run(
     let alive = Arc::new(AtomicU64::new(0));
     let started_at = SystemTime::now();
     let start = Instant::now();
-    let (handles, rx) = super::coordinator::spawn::<Tick, Done>("bolide-vu", threads, |w, tx| {
+    // The workers stop at the user's stop, or when one of them could not be started.
+    let stop = cancel.child_token();
+    let (handles, rx) = super::coordinator::spawn::<Tick, Done>("bolide-vu", threads, &stop, |w, tx| {
         let plan = plan.clone();
-        let (cancel, alive, schedule, names) = (cancel.clone(), Arc::clone(&alive), schedule.clone(), names.clone());
+        let (cancel, alive, schedule, names) = (stop.clone(), Arc::clone(&alive), schedule.clone(), names.clone());
         Box::new(move || worker(w, threads, plan, schedule, names, start, alive, cancel, tx))
     })?;
     let mut rec = VuRecorder::new(&names);

@@ -1,6 +1,7 @@
 //! Every file a run writes, written in one place after the run: the result document (`--json`,
 //! or stdout), the HTML report (`--html`), the seconds as CSV (`--out csv=PATH`), the verdicts as
-//! JUnit (`--junit`), and a workload's own (ab's per-request file, `--gnuplot`). Each was checked
+//! JUnit (`--junit`); a workload's own (ab's per-request file, `--gnuplot`, which the workload
+//! assembles from its workers' parts) is said here, or why it failed. Each was checked
 //! before the run (`plan::Common::artifacts`, every problem at once); each is written whole or not
 //! at all (`files`), said on the terminal unless quiet, and a file that cannot be written is said
 //! on stderr and makes the exit code 3 (the others are still written).

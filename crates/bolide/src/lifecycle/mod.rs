@@ -1,7 +1,8 @@
-//! The run lifecycle that `http`, `run`, `bench`, `capacity` and `demo` share: start the server
-//! (`--spawn`), check the target, run the engine with the server and bolide itself watched, stop
-//! the server, assemble the result document (see [`document`]), print the summary and write the
-//! files. A [`Workload`] is a validated plan of either kind; [`Workload::execute`] runs it once.
+//! The run lifecycle that `http`, `run`, `bench`, `capacity` and `demo` share, once for every
+//! workload: start the server (`--spawn`), check the target, run the engine with the server and
+//! bolide itself watched, stop the server, assemble the result document (the workload's part,
+//! then the envelope), print the summary and write the files ([`artifacts`]). A [`Workload`] is
+//! a validated plan of either kind; [`Workload::execute`] runs it once.
 
 pub mod artifacts;
 

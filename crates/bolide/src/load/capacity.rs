@@ -108,12 +108,23 @@ pub fn levels(o: &LadderOpts) -> Result<Vec<f64>, String> {
     Ok((0..n).map(|i| o.from + o.step * i as f64).collect())
 }
 
-/// The workload as its flags plan it, once; each level is this plan at the level's rate
-/// ([`crate::workload::Describe::at_rate`]).
-fn plan(w: &CapacityWorkload) -> Result<Workload, String> {
+/// The workload as its flags plan it at the first level's rate (`first`, per second), once; each
+/// level is this plan at the level's rate ([`crate::workload::Describe::at_rate`]).
+fn plan(w: &CapacityWorkload, first: f64) -> Result<Workload, String> {
     match w {
-        CapacityWorkload::Http(c) => Workload::http(&c.args),
-        CapacityWorkload::Run(c) => Workload::ddp(&c.args),
+        CapacityWorkload::Http(c) => {
+            let mut args = c.args.clone();
+            args.rps = Some(first);
+            Workload::http(&args)
+        }
+        CapacityWorkload::Run(c) => {
+            let mut args = c.args.clone();
+            // A built-in's phase is the rate's (a scenario file's phases are scaled to it).
+            if crate::scenario::builtin::NAMES.contains(&args.scenario.as_str()) {
+                args.arrival_rate = Some(first);
+            }
+            Workload::ddp(&args)
+        }
     }
 }
 
@@ -281,11 +292,10 @@ fn climb(
         Unit::PerSecond => level,
         Unit::PerMinute => level / 60.0,
     };
-    // Plan once, and the first level now, so that flag and scenario errors stop us before
-    // anything runs.
-    let whole = plan(w);
-    let first = levels.first().map(|l| whole.as_ref().map_err(Clone::clone).and_then(|b| plan_at(b, per_s(*l))));
-    let slug = match &first {
+    // Plan once, at the first level, so that flag and scenario errors stop us before anything
+    // runs.
+    let whole = levels.first().map(|l| plan(w, per_s(*l)).and_then(|b| plan_at(&b, per_s(*l)).map(|_| b)));
+    let slug = match &whole {
         Some(Ok(wl)) => wl.slug(),
         Some(Err(e)) => {
             problems.push(e.clone());
@@ -304,6 +314,7 @@ fn climb(
         }
         return exit::USAGE;
     }
+    let Some(Ok(whole)) = whole else { return exit::USAGE };
     let unit = match opts.unit {
         Unit::PerSecond => "per second",
         Unit::PerMinute => "per minute",
@@ -318,7 +329,7 @@ fn climb(
         levels[0],
         levels[levels.len() - 1]
     );
-    let dashboard_addr = first.as_ref().and_then(|r| r.as_ref().ok()).and_then(|wl| wl.common().dashboard);
+    let dashboard_addr = whole.common().dashboard;
     let dashboard = match crate::dashboard::start_for(dashboard_addr, &format!("bolide capacity: {slug}"), io) {
         Ok(d) => d,
         Err(code) => return code,
@@ -326,7 +337,6 @@ fn climb(
     let mut rows: Vec<(f64, Option<Doc>, Verdict)> = Vec::new();
     let outer = io.stage.clone();
     let mut spent = std::time::Duration::ZERO;
-    let Ok(whole) = whole else { return exit::USAGE };
     let first = plan_at(&whole, per_s(levels[0])).ok();
     let first_planned = first.as_ref().and_then(|wl| wl.planned());
     // With --start-at, every level starts at its own shared time (segments climb together).

@@ -1,4 +1,6 @@
-//! The terminal summary of an HTTP run, and the live progress line.
+//! The rows and units every terminal summary shares (each workload's own summary is its report
+//! part's, `http.rs` and `vu.rs`): counts, times, rates and bytes as people read them, the
+//! thresholds, the watched processes, bolide's own CPU, a segment's note.
 
 use std::fmt::Write as _;
 

@@ -655,22 +655,22 @@ impl super::view::Reading for DdpDoc {
         ]
     }
 
+    /// Steps run and failed steps, a user cut at the user timeout counting as one more failed
+    /// step (the one it was cut in, which its recorder never saw end): the same failures as
+    /// [`Reading::errors`], over the steps they belong to.
     fn ended_and_failed(&self) -> (u64, u64) {
-        (self.summary.steps, self.summary.step_errors)
+        let cut = self.summary.users.cut;
+        (self.summary.steps + cut, self.summary.step_errors + cut)
     }
 
     fn errors(&self) -> u64 {
         self.summary.step_errors + self.summary.users.cut
     }
 
-    /// Failed steps by class, most frequent first, then the users cut at the user timeout (the
-    /// rest of [`Reading::errors`]).
+    /// Failed steps by class, most frequent first (users cut at the user timeout are the class
+    /// `user_timeout`).
     fn failures(&self) -> Vec<(String, u64)> {
-        let mut out = super::result::classes_by_count(&self.summary.errors_by_class, &[]);
-        if self.summary.users.cut > 0 {
-            out.push(("users cut at the user timeout".into(), self.summary.users.cut));
-        }
-        out
+        super::result::classes_by_count(&self.summary.errors_by_class, &[])
     }
 
     fn errors_by_class(&self) -> &BTreeMap<String, u64> {

@@ -47,9 +47,21 @@ impl super::Describe for DdpPlan {
             for p in phases.iter_mut() {
                 p.kind = crate::scenario::PhaseKind::Rate { per_s, ramp_to: None };
             }
-            return Ok(());
+        } else {
+            scale_rates(phases, per_s)?;
         }
-        scale_rates(phases, per_s)
+        // As planning checks it: at this rate every segment still has users of its own.
+        if let Some(seg) = self.common.spread.segment {
+            let total = crate::scenario::arrivals::Schedule::new(&self.scenario.config.phases).total();
+            if seg.arrivals(total) == 0 {
+                return Err(format!(
+                    "--segment {seg}: at {per_s} users per second the plan has {total} user(s), fewer than {} \
+                     segments; segment {} would have none",
+                    seg.count, seg.index
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

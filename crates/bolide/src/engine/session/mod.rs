@@ -4,7 +4,8 @@
 //! a session only through [`Session`]: open it, call, subscribe and unsubscribe, wait for the data
 //! the server pushes to show something, close it. DDP's is `ddp.rs` (`proto::ddp::Conn`, its
 //! local collections behind `waitFor`). A new realtime protocol is a client under `proto/`, a
-//! `Session` here, its steps' YAML in `scenario/`, and a choice of it in `engine/vu.rs::run`.
+//! `Session` here, its steps' YAML in `scenario/`, and a choice of it where `engine/vu.rs`'s
+//! `worker` starts each user (`iteration::<Conn>`).
 
 pub mod ddp;
 
