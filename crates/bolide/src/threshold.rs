@@ -284,7 +284,7 @@ impl Metric {
             Metric::Latency { step: Some(step), stat } => format!("{stat} of {step}"),
             Metric::Latency { step: None, stat } if ddp => format!("{stat} of all steps"),
             Metric::Latency { step: None, stat } => format!("{stat} of all requests"),
-            Metric::ErrorRate if ddp => "failed steps and cut users, % of steps and cut users".into(),
+            Metric::ErrorRate if ddp => "failed steps, % of steps".into(),
             Metric::ErrorRate => "failed requests, % of requests".into(),
             Metric::Errors if ddp => "failed steps and cut users".into(),
             Metric::Errors => "failed requests".into(),

@@ -108,7 +108,7 @@ fn a_ddp_run_s_failed_steps_read_the_same_everywhere() {
     assert_eq!((v.summary.users.launched, v.summary.users.failed, v.summary.users.cut), (10, 10, 0));
     // The connects and the calls ran (20), the calls failed (10); the subscriptions never came.
     assert_eq!((v.summary.steps, v.summary.step_errors), (20, 10));
-    shared(dir.path(), 10, 50.0, "Errors");
+    shared(dir.path(), 10, 50.0, "Step errors");
     // The terminal.
     assert!(out.contains("Steps         20 done, 10 failed (50.00%)"), "{out}");
     assert!(out.contains("10 launched, 0 completed, 10 failed"), "{out}");
@@ -124,11 +124,11 @@ fn a_ddp_run_s_failed_steps_read_the_same_everywhere() {
 }
 
 #[test]
-fn users_cut_at_the_user_timeout_are_errors_in_the_count_and_the_rate_alike() {
+fn users_cut_at_the_user_timeout_read_the_same_everywhere() {
     let p = prometheus();
     let server = refserver::Server::start(refserver::Config::default()).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    // Four users connect, then think past the user timeout: each is cut in its second step.
+    // Four users connect, then think past the user timeout: each is cut, no step failed.
     let scenario = format!(
         "config:\n  target: {}\n  phases: [{{duration: 1, arrivalCount: 4}}]\n  ddp: {{userTimeout: 1s}}\nscenarios:\n  \
          - flow:\n      - connect\n      - think: 3\n",
@@ -136,16 +136,27 @@ fn users_cut_at_the_user_timeout_are_errors_in_the_count_and_the_rate_alike() {
     );
     std::fs::write(dir.path().join("s.yml"), scenario).unwrap();
     let (code, out) = run(dir.path(), p.port, "one-reading-cut", &["run", "s.yml"]);
-    assert_eq!(code, 1, "the thresholds are broken:\n{out}");
+    assert_eq!(code, 1, "errors<1 is broken:\n{out}");
     let d = Doc::load(&dir.path().join("r.json")).unwrap();
     let v = d.ddp().unwrap();
-    assert_eq!((v.summary.users.launched, v.summary.users.cut), (4, 4));
+    assert_eq!((v.summary.users.launched, v.summary.users.failed, v.summary.users.cut), (4, 4, 4));
     assert_eq!((v.summary.steps, v.summary.step_errors), (4, 0), "the connects ran; no step failed");
-    // Four errors of eight units (four connects and the four steps the cut ended), everywhere.
-    shared(dir.path(), 4, 50.0, "Errors");
+    // The run's errors are the cut users; its error rate is its steps', none of which failed.
+    assert_eq!((d.view().errors(), d.measures().errors, d.error_rate_pct()), (4, 4, Some(0.0)));
+    let th = d.thresholds();
+    assert_eq!((th[0].value, th[0].ok, th[1].value, th[1].ok), (Some(4.0), false, Some(0.0), true));
+    let junit = std::fs::read_to_string(dir.path().join("r.xml")).unwrap();
+    assert!(junit.contains(" was 4: errors&lt;1 does not hold"), "{junit}");
+    // The band: the users that failed, and no step error; the terminal the same.
+    let page = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
+    assert!(page.contains("\"label\":\"Users\",\"value\":\"0 of 4 completed\""), "the users card");
+    assert!(page.contains("\"label\":\"Step errors\",\"value\":\"none\""), "the step errors card");
     assert!(out.contains("4 launched, 0 completed, 4 failed (4 cut at the user timeout)"), "{out}");
-    assert!(out.contains("user_timeout 4"), "{out}");
+    assert!(out.contains("Steps         4 done, 0 failed (0.00%)") && out.contains("user_timeout 4"), "{out}");
+    // The CSV's seconds and Prometheus: the failed users.
+    assert_eq!(csv_total(&dir.path().join("r.csv"), "users_failed"), 4.0);
     let end = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs_f64();
     let at_end = |m: &str| query(p.port, &format!("max_over_time({m}{{testid=\"one-reading-cut\"}}[1h])"), end);
     assert_eq!(at_end("bolide_ddp_users_failed_total"), 4.0);
+    assert_eq!(at_end("bolide_ddp_step_errors_total"), 0.0);
 }

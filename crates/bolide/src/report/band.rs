@@ -76,12 +76,13 @@ pub fn live_facts(doc: &Doc) -> Vec<Fact> {
     out
 }
 
-/// The failures' fact, one for every kind of run: none (good), or how many (the errors every
-/// reader counts) with the one error rate and what they were (bad).
+/// The failures' fact, one for every kind of run: none (good), or how many units of work failed
+/// (requests, steps: the error rate's own count) with the one error rate and what they were (bad).
 fn errors_fact(doc: &Doc, m: &crate::stats::doc::Measures) -> Fact {
-    match m.errors {
-        0 => Fact::new("Errors", "none").tone(Tone::Good),
-        n => Fact::new("Errors", format!("{} ({:.2}%)", count(n), m.error_rate_pct))
+    let label = super::shown(doc).errors_label();
+    match doc.view().ended_and_failed().1 {
+        0 => Fact::new(label, "none").tone(Tone::Good),
+        n => Fact::new(label, format!("{} ({:.2}%)", count(n), m.error_rate_pct))
             .detail(error_detail(doc))
             .tone(Tone::Bad),
     }

@@ -19,6 +19,10 @@ impl super::Shown for ResultDoc {
         format!("{:.1} req/s", self.summary.requests_per_s)
     }
 
+    fn errors_label(&self) -> &'static str {
+        "Errors"
+    }
+
     fn charts(&self) -> Vec<super::charts::Chart> {
         super::charts::http_charts(self)
     }

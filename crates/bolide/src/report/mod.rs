@@ -23,6 +23,8 @@ pub trait Shown {
     fn summary(&self) -> String;
     /// What the run got through, in a table's cell: `1234.5 req/s`, `40 users`.
     fn throughput(&self) -> String;
+    /// The summary band's name for the units of work that failed: `Errors`, `Step errors`.
+    fn errors_label(&self) -> &'static str;
     /// The charts of the load itself, in the order a reader wants them.
     fn charts(&self) -> Vec<charts::Chart>;
     /// The summary band's figures of the load itself (throughput or users, latency, errors).

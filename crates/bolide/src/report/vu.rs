@@ -20,6 +20,10 @@ impl super::Shown for DdpDoc {
         format!("{} users", count(self.summary.users.completed))
     }
 
+    fn errors_label(&self) -> &'static str {
+        "Step errors"
+    }
+
     fn charts(&self) -> Vec<super::charts::Chart> {
         super::charts::ddp_charts(self)
     }

@@ -261,8 +261,7 @@ impl Doc {
 
     /// The one error rate every reader uses (thresholds, the gate, the capacity ladder, the
     /// reports), percent: failed requests (transport errors and unexpected statuses) of the
-    /// requests that ended (HTTP), failed steps of the steps run, a user cut at the user timeout
-    /// counting as one failed step more (DDP). None when nothing ended.
+    /// requests that ended (HTTP), failed steps of the steps run (DDP). None when nothing ended.
     pub fn error_rate_pct(&self) -> Option<f64> {
         let (of, failed) = self.view().ended_and_failed();
         (of > 0).then(|| failed as f64 * 100.0 / of as f64)

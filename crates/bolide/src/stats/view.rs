@@ -38,7 +38,7 @@ pub trait Reading: Enveloped {
     fn workload_parts(&self) -> Vec<(&'static str, String)>;
     /// The units of work that ended and those that failed, the error rate's basis: requests that
     /// ended and failed requests (transport errors and unexpected statuses), or steps run and
-    /// failed steps (a user cut at the user timeout one failed step more).
+    /// failed steps.
     fn ended_and_failed(&self) -> (u64, u64);
     /// The run's errors as every table and the `errors` threshold count them: failed requests, or
     /// failed steps and users cut at the user timeout.

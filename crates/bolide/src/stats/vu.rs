@@ -655,12 +655,10 @@ impl super::view::Reading for DdpDoc {
         ]
     }
 
-    /// Steps run and failed steps, a user cut at the user timeout counting as one more failed
-    /// step (the one it was cut in, which its recorder never saw end): the same failures as
-    /// [`Reading::errors`], over the steps they belong to.
+    /// Steps run and failed steps (a user cut at the user timeout is in [`Reading::errors`] and
+    /// among the failed users, not a step).
     fn ended_and_failed(&self) -> (u64, u64) {
-        let cut = self.summary.users.cut;
-        (self.summary.steps + cut, self.summary.step_errors + cut)
+        (self.summary.steps, self.summary.step_errors)
     }
 
     fn errors(&self) -> u64 {
