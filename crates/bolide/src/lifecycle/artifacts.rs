@@ -90,15 +90,50 @@ pub fn verdicts(
 ) -> i32 {
     let Some(path) = &c.junit else { return code };
     let suite = crate::report::junit::for_run(doc, code, command_line, started);
-    match crate::report::junit::write(path, &[suite]) {
-        Ok(()) => code,
+    match junit(io, path, &[suite]) {
+        true => code,
+        false if code == exit::OK => exit::RUN,
+        false => code,
+    }
+}
+
+/// `--junit`: `suites` (a run's, a series' runs', a ladder's), whole or not at all; false (said)
+/// when it cannot be written.
+pub fn junit(io: &mut Io, path: &Path, suites: &[crate::report::junit::Suite]) -> bool {
+    match crate::report::junit::write(path, suites) {
+        Ok(()) => true,
         Err(e) => {
             let _ = writeln!(io.err, "error: --junit: {e}");
-            if code == exit::OK {
-                exit::RUN
-            } else {
-                code
+            false
+        }
+    }
+}
+
+/// `--out csv=PATH`: `rows` (a run's seconds, a series' runs', a ladder's levels'), whole or not
+/// at all; false (said) when it cannot be written.
+pub fn csv(io: &mut Io, path: &Path, rows: &str) -> bool {
+    match crate::report::csv::write(path, rows) {
+        Ok(()) => true,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: --out csv: {e}");
+            false
+        }
+    }
+}
+
+/// An HTML report to `path`, whole or not at all; said on the terminal unless `quiet` (on stderr
+/// when stdout carries the document, `json` being `-`); false (said) when it cannot be written.
+pub fn page(io: &mut Io, quiet: bool, json: Option<&Path>, path: &Path, page: &str) -> bool {
+    match crate::files::write_atomically(path, |w| w.write_all(page.as_bytes())) {
+        Ok(()) => {
+            if !quiet {
+                let _ = writeln!(human(io, json), "HTML report: {}", path.display());
             }
+            true
+        }
+        Err(e) => {
+            let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
+            false
         }
     }
 }
@@ -115,30 +150,11 @@ fn report(
     requests: Option<&Path>,
 ) -> bool {
     let Some(path) = path else { return true };
-    let page = super::run_page(doc, requests);
-    match crate::files::write_atomically(path, |w| w.write_all(page.as_bytes())) {
-        Ok(()) => {
-            if !quiet {
-                // With `--json -`, stdout carries the document only.
-                let _ = writeln!(human(io, json), "HTML report: {}", path.display());
-            }
-            true
-        }
-        Err(e) => {
-            let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
-            false
-        }
-    }
+    page(io, quiet, json, path, &super::run_page(doc, requests))
 }
 
 /// `--out csv=PATH`: the run's seconds as CSV; false (said) when it cannot be written.
 fn seconds(io: &mut Io, path: Option<&Path>, doc: &Doc) -> bool {
     let Some(path) = path else { return true };
-    match crate::report::csv::write(path, &crate::report::csv::rows(doc, "1")) {
-        Ok(()) => true,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: --out csv: {e}");
-            false
-        }
-    }
+    csv(io, path, &crate::report::csv::rows(doc, "1"))
 }

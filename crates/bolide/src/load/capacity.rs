@@ -2,7 +2,6 @@
 //! scenario, requests per second for HTTP) until a level fails, as the Meteor reports' connection
 //! ladder (`# Connections | Time | CPU | RAM`, `x` for the levels that failed).
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use tokio_util::sync::CancellationToken;
@@ -438,15 +437,13 @@ fn climb(
                 Some(crate::report::csv::rows(doc.as_ref()?, &format!("level {level} {unit}")))
             })
             .collect();
-        if let Err(e) = crate::report::csv::write(path, &rows) {
-            let _ = writeln!(io.err, "error: --out csv: {e}");
+        if !crate::lifecycle::artifacts::csv(io, path, &rows) {
             gate = exit::RUN;
         }
     }
     if let Some(path) = junit {
         let suite = junit_suite(&rows, &slug, unit, summary.as_ref().map(|s| s.conclusion.clone()).unwrap_or_default());
-        if let Err(e) = crate::report::junit::write(path, &[suite]) {
-            let _ = writeln!(io.err, "error: --junit: {e}");
+        if !crate::lifecycle::artifacts::junit(io, path, &[suite]) {
             gate = exit::RUN;
         }
     }
@@ -475,14 +472,8 @@ fn climb(
         let page = crate::report::html::page("bolide capacity", &sections);
         let mut code = gate;
         if let Some(path) = html {
-            match crate::files::write_atomically(&path, |w| w.write_all(page.as_bytes())) {
-                Ok(()) => {
-                    let _ = writeln!(io.out, "HTML report: {}", path.display());
-                }
-                Err(e) => {
-                    let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
-                    code = exit::RUN;
-                }
+            if !crate::lifecycle::artifacts::page(io, false, None, &path, &page) {
+                code = exit::RUN;
             }
         }
         if let Some(d) = &dashboard {

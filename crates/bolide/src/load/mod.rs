@@ -220,8 +220,7 @@ pub fn bench(
         io.stage = outer;
         let interrupted = cancel.is_cancelled();
         if let Some(path) = &opts.csv {
-            if let Err(e) = crate::report::csv::write(path, &csv_rows) {
-                let _ = writeln!(io.err, "error: --out csv: {e}");
+            if !crate::lifecycle::artifacts::csv(io, path, &csv_rows) {
                 code = exit::RUN;
             }
         }
@@ -231,8 +230,7 @@ pub fn bench(
                 s.cases[0].name = "no run of the series started".into();
                 suites.push(s);
             }
-            if let Err(e) = crate::report::junit::write(path, &suites) {
-                let _ = writeln!(io.err, "error: --junit: {e}");
+            if !crate::lifecycle::artifacts::junit(io, path, &suites) {
                 code = exit::RUN;
             }
         }
