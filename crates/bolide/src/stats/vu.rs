@@ -595,15 +595,11 @@ impl DdpDoc {
     }
 }
 
-/// Every step's latency in one histogram (None when no step was timed).
+/// Every step's latency in one histogram, as thresholds read it (`Reading::latency`); None when
+/// no step was timed or a step's histogram cannot be read (a table then says n/a, as a threshold
+/// says why, rather than a figure of some steps only).
 pub fn all_steps(d: &DdpDoc) -> Option<hdrhistogram::Histogram<u64>> {
-    let mut all = super::hist::latency_us();
-    for s in &d.steps {
-        if let Ok(h) = super::hist::decode(&s.latency_histogram) {
-            let _ = all.add(&h);
-        }
-    }
-    (!all.is_empty()).then_some(all)
+    super::view::Reading::latency(d).ok().flatten()
 }
 
 /// `tasks-reactive` for a built-in, the file stem for a scenario file.
