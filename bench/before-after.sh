@@ -35,14 +35,6 @@ mkdir -p "$OUT"
 : "${OLD:?OLD=path to the bolide binary to compare with}"
 # shellcheck source=bench/lib.sh
 . "$HERE/lib.sh"
-SERVER_PID=""
-stop_server() {
-    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill -INT "$SERVER_PID"
-        wait "$SERVER_PID" 2>/dev/null || true
-    fi
-    SERVER_PID=""
-}
 trap 'stop_nginx; stop_server' EXIT
 export NGINX_H2C_PORT=8082
 has() { case " $MODES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
@@ -57,19 +49,9 @@ NEW=$ROOT/target/release/bolide
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 start_nginx
 
-# The reference server (this tree's) for the DDP modes, on the given cores.
-start_server() { # cpus, extra args
-    local cpus=$1
-    shift
-    taskset -c "$cpus" "$NEW" serve --port "$DDP_PORT" "$@" >"$OUT/server.log" 2>&1 &
-    SERVER_PID=$!
-    for _ in $(seq 100); do
-        grep -q "reference server on" "$OUT/server.log" 2>/dev/null && return 0
-        sleep 0.05
-    done
-    log "the reference server did not start"
-    exit 1
-}
+# The reference server (this tree's) for the DDP modes.
+BOLIDE=$NEW
+PORT=$DDP_PORT
 TARGET="http://127.0.0.1:$DDP_PORT"
 cat >"$OUT/calls.yml" <<YML
 config:

@@ -18,7 +18,8 @@ part() { case " $PARTS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/bench/out/ddp-scale-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT"
-log() { printf '%s\n' "$*" >&2; }
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 [ -x /usr/bin/time ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null
 log "building bolide (release)"
 (cd "$ROOT" && cargo build --release --quiet -p bolide)
@@ -27,21 +28,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((SESSIONS + 100)) ]; then
     log "open-file limit $(ulimit -n) is below $((SESSIONS + 100))"; exit 1
 fi
-SERVER_PID=""
-stop_server() {
-    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill -INT "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
-    fi
-    SERVER_PID=""
-}
 trap stop_server EXIT
-start_server() { # cpus, extra args
-    local cpus=$1; shift
-    taskset -c "$cpus" "$BOLIDE" serve --port "$PORT" "$@" >"$OUT/server.log" 2>&1 &
-    SERVER_PID=$!
-    for _ in $(seq 100); do grep -q "reference server on" "$OUT/server.log" 2>/dev/null && return 0; sleep 0.05; done
-    log "server did not start"; exit 1
-}
 TARGET="http://127.0.0.1:$PORT"
 measure() { # name, bolide args... ; writes $OUT/name.json and $OUT/name.time
     local name=$1; shift

@@ -1,5 +1,6 @@
-# Shared by the benchmark scripts (sourced, not run): logging and one pinned nginx worker.
-# Expects SHARED (the shared/ folder beside the repository) and OUT (a scratch directory).
+# Shared by the benchmark scripts (sourced, not run): logging, one pinned nginx worker, and the
+# reference server. Expects SHARED (the shared/ folder beside the repository) and OUT (a scratch
+# directory); the reference server also BOLIDE (the binary) and PORT.
 
 log() { printf '%s\n' "$*" >&2; }
 
@@ -45,4 +46,29 @@ stop_nginx() {
         kill -QUIT "$NGINX_PID"
         wait "$NGINX_PID" 2>/dev/null || true
     fi
+}
+
+# The reference server (`$BOLIDE serve --port $PORT`) pinned to the cores given (`taskset -c`
+# list), with extra `serve` arguments; returns once it listens. Stopped with stop_server (which
+# the scripts also trap on EXIT).
+SERVER_PID=""
+start_server() {
+    local cpus=$1
+    shift
+    taskset -c "$cpus" "$BOLIDE" serve --port "$PORT" "$@" >"$OUT/server.log" 2>&1 &
+    SERVER_PID=$!
+    for _ in $(seq 100); do
+        grep -q "reference server on" "$OUT/server.log" 2>/dev/null && return 0
+        sleep 0.05
+    done
+    log "the reference server did not start"
+    cat "$OUT/server.log" >&2
+    exit 1
+}
+stop_server() {
+    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill -INT "$SERVER_PID"
+        wait "$SERVER_PID" 2>/dev/null || true
+    fi
+    SERVER_PID=""
 }

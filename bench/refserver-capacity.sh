@@ -18,9 +18,10 @@ PORT=${PORT:-3100}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/bench/out/refserver-capacity-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT"
-log() { printf '%s\n' "$*" >&2; }
 
 command -v taskset >/dev/null || { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq util-linux >/dev/null; }
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 log "building bolide and the load client (release)"
 (cd "$ROOT" && cargo build --release --quiet -p bolide && cargo build --release --quiet -p refserver --example ddp_load)
 BOLIDE="$ROOT/target/release/bolide"
@@ -31,24 +32,7 @@ if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt "$need" ]; then
     log "open-file limit $(ulimit -n) is below the $need this run needs"; exit 1
 fi
 
-SERVER_PID=""
-stop_server() {
-    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill -INT "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
-    fi
-    SERVER_PID=""
-}
 trap stop_server EXIT
-start_server() { # taskset cpu list, extra serve args
-    local cpus=$1; shift
-    taskset -c "$cpus" "$BOLIDE" serve --port "$PORT" "$@" >"$OUT/server.log" 2>&1 &
-    SERVER_PID=$!
-    for _ in $(seq 100); do
-        grep -q "reference server on" "$OUT/server.log" 2>/dev/null && return 0
-        sleep 0.05
-    done
-    log "server did not start"; cat "$OUT/server.log"; exit 1
-}
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$SERVER_PID/status"; }
 
 # 1. Idle sessions.

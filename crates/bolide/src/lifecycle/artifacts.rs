@@ -14,7 +14,7 @@ use crate::plan::Common;
 use crate::stats::doc::Doc;
 
 /// Where people's lines go: stdout, or stderr when stdout carries the document (`--json -`).
-fn human<'a>(io: &'a mut Io, json: Option<&Path>) -> &'a mut dyn Write {
+pub(super) fn human<'a>(io: &'a mut Io, json: Option<&Path>) -> &'a mut dyn Write {
     if json.is_some_and(crate::files::is_stdout) {
         &mut *io.err
     } else {

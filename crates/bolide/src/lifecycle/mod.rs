@@ -303,12 +303,9 @@ fn announce(io: &mut Io, quiet: bool, json: Option<&Path>, line: &str) -> bool {
     if quiet || !io.stage.is_empty() {
         return false;
     }
-    if json.is_some_and(crate::files::is_stdout) {
-        let _ = writeln!(io.err, "{line}");
-    } else {
-        let _ = writeln!(io.out, "{line}");
-        let _ = io.out.flush();
-    }
+    let out = artifacts::human(io, json);
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
     true
 }
 
