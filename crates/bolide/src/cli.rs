@@ -814,7 +814,7 @@ pub struct ServerArgs {
     Examples:\n  \
     bolide run tasks-reactive --target http://127.0.0.1:3000 --arrival-rate 4 --duration 60s\n  \
     bolide run examples/tasks-reactive.yml --json run.json\n\n\
-    Exit codes: 0 done, 1 a threshold (ensure, --threshold) broken, 2 usage or scenario error, 3 the run could\n    not start.")]
+    Exit codes: 0 done, 1 a threshold (ensure, --threshold) broken or the audit failed, 2 usage or scenario\n    error, 3 the run could not start, 4 the audit incomplete.")]
 pub struct RunArgs {
     /// A built-in scenario name, or a scenario file (YAML).
     #[arg(value_name = "SCENARIO")]
@@ -872,6 +872,12 @@ pub struct RunArgs {
     /// Accept any TLS certificate.
     #[arg(long)]
     pub insecure: bool,
+
+    /// Check that each user's local cache matches the server's truth: a checkpoint before every
+    /// disconnect (and at the end) of a flow that subscribes. Exit 1 on a difference, 4 when a
+    /// check could not be made (docs/audit.md).
+    #[arg(long)]
+    pub audit: bool,
 
     #[command(flatten)]
     pub common: CommonArgs,

@@ -7,14 +7,16 @@ use std::io::Write;
 pub mod exit {
     /// The run was done.
     pub const OK: i32 = 0;
-    /// Thresholds broken (reserved for `ensure` and capacity criteria).
+    /// Thresholds broken (reserved for `ensure` and capacity criteria), or the audit found a
+    /// user's cache different from the truth.
     pub const THRESHOLDS: i32 = 1;
     /// Usage or configuration error: nothing ran.
     pub const USAGE: i32 = 2;
     /// The run could not start or complete (nothing reachable, an output file could not be written).
     pub const RUN: i32 = 3;
     /// A verdict could not be reached (`compare --fail-on` over runs that cannot tell: suspect
-    /// runs, too few runs, a change within the noise); `--allow-inconclusive` makes it 0.
+    /// runs, too few runs, a change within the noise); `--allow-inconclusive` makes it 0. And an
+    /// audit that could not check every checkpoint: an infrastructure failure is never a pass.
     pub const INCONCLUSIVE: i32 = 4;
 }
 

@@ -993,6 +993,19 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     if args.no_compression {
         scenario.config.ddp.compression = false;
     }
+    if args.audit {
+        // A built-in that keeps no cache (tasks-nonreactive) keeps one to be audited.
+        if builtin::NAMES.contains(&args.scenario.as_str()) {
+            scenario.config.ddp.cache = true;
+        }
+        scenario.add_audits();
+        if !scenario.audits() {
+            problems.push("--audit: no flow subscribes, so no user has a cache to check".into());
+        }
+    }
+    if scenario.audits() && !scenario.config.ddp.cache {
+        problems.push("the audit compares each user's local cache: it needs config.ddp.cache (not false)".into());
+    }
     if args.threads == Some(0) {
         problems.push("-t/--threads must be at least 1".into());
     }

@@ -21,7 +21,9 @@ pub const METRICS: &str = "p50, p90, p95, p99, p99.9 (any pN), min, mean, max (l
     --scrape NAME=URL (STAT: increase, rate, mean, max, last, pN; in the series' own unit, a bare number), \
     probe.NAME.FIGURE of bolide-probe (eventloop_p99, eventloop_max, elu, gc, gc_p99, heap, rss, sessions, \
     subscriptions, observers, methods, method_errors) and the Monti agent's monti.system.FIGURE, \
-    monti.pub[\"NAME\"].FIGURE and monti.method[\"NAME\"].FIGURE (restime_p95, errors, ...)";
+    monti.pub[\"NAME\"].FIGURE and monti.method[\"NAME\"].FIGURE (restime_p95, errors, ...), and the \
+    reactive-correctness audit's audit.failed, audit.incomplete, audit.differences and audit.checks (counts; \
+    audit.failed==0)";
 
 /// A latency statistic.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -63,6 +65,44 @@ pub enum Metric {
     Scrape { endpoint: String, series: String, stat: ScrapeStat },
     /// A figure of bolide-probe's or the Monti agent's, by its name.
     Server(Box<Figure>),
+    /// A count of the reactive-correctness audit (`audit.failed`).
+    Audit(AuditFigure),
+}
+
+/// What of the audit a threshold counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuditFigure {
+    /// Checks that found a difference.
+    Failed,
+    /// Checks that could not be made, and walks that stopped before their checkpoints.
+    Incomplete,
+    /// Differences found.
+    Differences,
+    /// Checks made or attempted.
+    Checks,
+}
+
+impl AuditFigure {
+    pub const NAMES: &'static str = "failed, incomplete, differences, checks";
+
+    fn parse(word: &str) -> Option<AuditFigure> {
+        Some(match word {
+            "failed" => AuditFigure::Failed,
+            "incomplete" => AuditFigure::Incomplete,
+            "differences" => AuditFigure::Differences,
+            "checks" => AuditFigure::Checks,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AuditFigure::Failed => "failed",
+            AuditFigure::Incomplete => "incomplete",
+            AuditFigure::Differences => "differences",
+            AuditFigure::Checks => "checks",
+        }
+    }
 }
 
 /// What of a scraped series a threshold reads.
@@ -260,7 +300,7 @@ impl Metric {
         match self {
             Metric::Latency { .. } => Dim::Time,
             Metric::ErrorRate | Metric::Cpu { .. } => Dim::Percent,
-            Metric::Errors => Dim::Count,
+            Metric::Errors | Metric::Audit(_) => Dim::Count,
             Metric::Rps => Dim::PerSecond,
             Metric::Rss { .. } => Dim::Bytes,
             Metric::Scrape { stat: ScrapeStat::Rate, .. } => Dim::PerSecond,
@@ -296,6 +336,10 @@ impl Metric {
             Metric::Rss { process, mean: true } => format!("mean RSS of {process}"),
             Metric::Scrape { endpoint, series, stat } => format!("{} of {series} at {endpoint}", stat.name()),
             Metric::Server(f) => format!("{} ({})", f.meaning, f.name),
+            Metric::Audit(AuditFigure::Failed) => "audit checks that differed from the truth".into(),
+            Metric::Audit(AuditFigure::Incomplete) => "audit checks not made and walks short of a checkpoint".into(),
+            Metric::Audit(AuditFigure::Differences) => "differences the audit found".into(),
+            Metric::Audit(AuditFigure::Checks) => "audit checks".into(),
         }
     }
 }
@@ -307,6 +351,7 @@ pub enum Op {
     Le,
     Gt,
     Ge,
+    Eq,
 }
 
 impl Op {
@@ -316,6 +361,7 @@ impl Op {
             Op::Le => value <= bound,
             Op::Gt => value > bound,
             Op::Ge => value >= bound,
+            Op::Eq => value == bound,
         }
     }
 
@@ -325,6 +371,7 @@ impl Op {
             Op::Le => "<=",
             Op::Gt => ">",
             Op::Ge => ">=",
+            Op::Eq => "==",
         }
     }
 }
@@ -553,6 +600,15 @@ impl Parser {
         if word == "monti" || word.starts_with("monti.") {
             return self.monti_metric(start, &word);
         }
+        if word == "audit" || word.starts_with("audit.") {
+            return match word.strip_prefix("audit.").and_then(AuditFigure::parse) {
+                Some(f) => Ok(Metric::Audit(f)),
+                None => Err(ParseError {
+                    column: start + 1,
+                    message: format!("the audit's figures are audit.FIGURE: {}", AuditFigure::NAMES),
+                }),
+            };
+        }
         let (head, rest) = match word.split_once('.') {
             Some((h, r)) => (h, Some(r)),
             None => (word.as_str(), None),
@@ -767,7 +823,8 @@ impl Parser {
             (Some('>'), Some('=')) => Op::Ge,
             (Some('<'), _) => Op::Lt,
             (Some('>'), _) => Op::Gt,
-            (Some('='), _) => return Err(self.error("= is no comparison here: use <, <=, > or >=")),
+            (Some('='), Some('=')) => Op::Eq,
+            (Some('='), _) => return Err(self.error("= is no comparison here: use <, <=, >, >= or ==")),
             (None, _) => return Err(self.error("expected <, <=, > or >= and a bound after the metric")),
             (Some(c), _) => return Err(self.error(format!("expected <, <=, > or >=, found {c:?}"))),
         };
@@ -916,6 +973,9 @@ mod tests {
             ("min>=1ms", lat(Stat::Min), Op::Ge, 1.0),
             ("median<1m", lat(Stat::Percentile(50.0)), Op::Lt, 60_000.0),
             ("error_rate<1%", Metric::ErrorRate, Op::Lt, 1.0),
+            ("audit.failed==0", Metric::Audit(AuditFigure::Failed), Op::Eq, 0.0),
+            ("audit.incomplete <= 2", Metric::Audit(AuditFigure::Incomplete), Op::Le, 2.0),
+            ("audit.checks>=20", Metric::Audit(AuditFigure::Checks), Op::Ge, 20.0),
             (
                 "scrape.app['hits_total{route=\"/\"}'].rate>100",
                 Metric::Scrape {
@@ -1023,6 +1083,7 @@ mod tests {
             ("", 1, &["empty"]),
             ("p99", 4, &["expected <"]),
             ("p99=200ms", 4, &["= is no comparison"]),
+            ("audit.lost==0", 1, &["audit.FIGURE: failed, incomplete, differences, checks"]),
             ("p99<<200ms", 5, &["expected a number", "'<'"]),
             ("p99<", 5, &["expected a number after"]),
             ("p99<-5ms", 5, &["negative"]),

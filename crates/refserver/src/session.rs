@@ -817,6 +817,15 @@ fn run_method(app: &App, method: &str, params: &[Value], fence: &mut Fence) -> R
             let description = arg(params, "description")?;
             Ok(Some(Value::from(tasks.update(task, description, fence))))
         }
+        // The collection's own mutation method, as Meteor's client calls it under allow rules:
+        // [{_id}, {$set: {description}}, options]; an untrusted selector is by _id only.
+        "/taskCollection/updateAsync" | "/taskCollection/update" => {
+            let bad = || Box::new(DdpError::meteor(400, "Match failed"));
+            let task = params.first().and_then(|s| s.get("_id")).and_then(Value::as_str).ok_or_else(bad)?;
+            let set = params.get(1).and_then(|m| m.get("$set")).ok_or_else(bad)?;
+            let description = set.get("description").and_then(Value::as_str).ok_or_else(bad)?;
+            Ok(Some(Value::from(tasks.update(task, description, fence))))
+        }
         "removeAllTasks" => {
             let owner = arg(params, "sessionId")?;
             Ok(Some(Value::from(tasks.remove_where(|t| t.session_id == owner, fence))))

@@ -1,6 +1,7 @@
 //! The engine: workers, pacing and stopping. Protocol code lives in `proto`, measurements in
 //! `stats`; the engine only decides when things happen and who records them.
 
+pub mod audit;
 pub mod coordinator;
 pub mod http;
 pub mod pacer;

@@ -24,7 +24,8 @@ use crate::proto::ddp::{Conn, Traffic};
 use crate::proto::http::tls::Connector;
 use crate::scenario::arrivals::Schedule;
 use crate::scenario::template::{self, Vars};
-use crate::scenario::{Capture, Expect, Flow, HttpStep, LoopOver, Scenario, Step, StepKind, Think, WaitFor};
+use crate::scenario::{Audit, Capture, Expect, Flow, HttpStep, LoopOver, Scenario, Step, StepKind, Think, WaitFor};
+use crate::stats::audit::Check;
 use crate::stats::vu::{DdpSecond, SecondLatencies, TickLatency, VuRecorder, VuSecond};
 
 /// Once a second while users run.
@@ -84,17 +85,19 @@ type Msg = super::coordinator::Report<Tick, Done>;
 
 /// Calls `f` with every step of the scenario's flows, loops' steps included, in order.
 fn each_step<'s>(s: &'s Scenario, f: &mut dyn FnMut(&'s Step)) {
-    fn walk<'s>(steps: &'s [Step], f: &mut dyn FnMut(&'s Step)) {
-        for s in steps {
-            if let StepKind::Loop(l) = &s.kind {
-                walk(&l.steps, f);
-            } else {
-                f(s);
-            }
-        }
-    }
     for flow in &s.flows {
-        walk(&flow.steps, f);
+        each_in(&flow.steps, f);
+    }
+}
+
+/// Calls `f` with every step of `steps`, loops' steps included, in order.
+fn each_in<'s>(steps: &'s [Step], f: &mut dyn FnMut(&'s Step)) {
+    for s in steps {
+        if let StepKind::Loop(l) = &s.kind {
+            each_in(&l.steps, f);
+        } else {
+            f(s);
+        }
     }
 }
 
@@ -140,10 +143,12 @@ pub fn run(
     let start = Instant::now();
     // The workers stop at the user's stop, or when one of them could not be started.
     let stop = cancel.child_token();
+    let audit = plan.scenario.audits().then(|| Arc::new(super::audit::Shared::default()));
     let (handles, rx) = super::coordinator::spawn::<Tick, Done>("bolide-vu", threads, &stop, |w, tx| {
         let plan = plan.clone();
         let (cancel, alive, schedule, names) = (stop.clone(), Arc::clone(&alive), schedule.clone(), names.clone());
-        Box::new(move || worker(w, threads, plan, schedule, names, start, alive, cancel, tx))
+        let audit = audit.clone();
+        Box::new(move || worker(w, threads, plan, schedule, names, start, alive, audit, cancel, tx))
     })?;
     let mut rec = VuRecorder::new(&names);
     let mut per_target: Vec<VuRecorder> = plan.targets.iter().map(|_| VuRecorder::new(&names)).collect();
@@ -227,6 +232,9 @@ struct Worker {
     /// Connections closing (their closing handshakes, a second at most): awaited before the
     /// worker ends, so that no user's last messages are lost to the end of the run.
     closing: RefCell<Vec<tokio::task::JoinHandle<()>>>,
+    /// The run's audit, when it has checkpoints: what every worker shares, and this one's part.
+    audit: Option<Arc<super::audit::Shared>>,
+    audit_local: super::audit::Local,
 }
 
 impl Worker {
@@ -249,6 +257,7 @@ fn worker(
     names: Vec<(String, bool)>,
     start: Instant,
     alive: Arc<AtomicU64>,
+    audit: Option<Arc<super::audit::Shared>>,
     cancel: CancellationToken,
     tx: mpsc::Sender<Msg>,
 ) {
@@ -265,6 +274,8 @@ fn worker(
         start,
         alive,
         closing: RefCell::new(Vec::new()),
+        audit,
+        audit_local: super::audit::Local::default(),
         plan,
     });
     let user_timeout = w.plan.scenario.config.ddp.user_timeout;
@@ -316,6 +327,7 @@ fn worker(
                     w.alive.fetch_add(1, Ordering::SeqCst);
                     // A closed phase's user walks its flow again until the phase ends.
                     let until = schedule.until(k).map(|u| start + u);
+                    let closed = until.is_some();
                     let every = schedule.total();
                     let w2 = Rc::clone(&w);
                     users.push(tokio::task::spawn_local(async move {
@@ -324,7 +336,7 @@ fn worker(
                             // cycle, as a reconnecting client behind DNS round-robin would: the
                             // iterations spread over the targets even when the users are fewer.
                             let target = if round == 0 { target } else { w2.plan.target_of(k + round * every) };
-                            let ok = iteration::<Conn>(&w2, k, target, user_timeout).await;
+                            let ok = iteration::<Conn>(&w2, k, target, closed, user_timeout).await;
                             let Some(until) = until.filter(|u| Instant::now() < *u) else { break };
                             if !ok {
                                 // A server that refuses at once is not hammered in a tight loop.
@@ -370,15 +382,22 @@ fn worker(
     }
     drop(local);
     tick(&w, &mut ticks);
-    let recs = w.recs.iter().map(|r| r.borrow().clone()).collect();
+    let mut recs: Vec<VuRecorder> = w.recs.iter().map(|r| r.borrow().clone()).collect();
+    if let Some(r) = recs.first_mut() {
+        let t = w.audit_local.traffic.borrow();
+        r.audit.truth_reads += w.audit_local.reads.get();
+        r.audit.messages_in += t.messages_in;
+        r.audit.bytes_in += t.bytes_in;
+    }
     let traffic = Box::new(std::mem::take(&mut *w.traffic.borrow_mut()));
     let cpu_ns = crate::engine::thread_cpu_ns();
     let _ = tx.send(Msg::Done(Done { recs, traffic, cpu_ns }));
 }
 
-/// One walk of the flow by user `k` (a user's only one, or one of a looping user's), counted as
-/// a user launched and then completed, failed or cut at the user timeout. True when it completed.
-async fn iteration<S: Session>(w: &Worker, k: u64, target: usize, user_timeout: Duration) -> bool {
+/// One walk of the flow by user `k` (a user's only one, or one of a looping user's, `closed`),
+/// counted as a user launched and then completed, failed or cut at the user timeout. True when it
+/// completed.
+async fn iteration<S: Session>(w: &Worker, k: u64, target: usize, closed: bool, user_timeout: Duration) -> bool {
     {
         let mut r = w.recs[target].borrow_mut();
         r.launched += 1;
@@ -386,8 +405,13 @@ async fn iteration<S: Session>(w: &Worker, k: u64, target: usize, user_timeout: 
         let at = w.start.elapsed().as_secs_f64();
         r.first_arrival_s = Some(r.first_arrival_s.map_or(at, |f| f.min(at)));
     }
-    let outcome = tokio::time::timeout(user_timeout, user::<S>(w, k, target)).await;
+    // Whether the walk still has a checkpoint ahead (a walk cut off there did not reach it).
+    let ahead = std::cell::Cell::new(false);
+    let outcome = tokio::time::timeout(user_timeout, user::<S>(w, k, target, closed, &ahead)).await;
     let mut r = w.recs[target].borrow_mut();
+    if outcome.is_err() && ahead.get() {
+        r.audit.unreached(&format!("a user still running after {user_timeout:?} was cut off before its checkpoint"));
+    }
     match outcome {
         Ok(true) => {
             r.completed += 1;
@@ -413,8 +437,14 @@ async fn iteration<S: Session>(w: &Worker, k: u64, target: usize, user_timeout: 
 }
 
 /// A virtual user: picks a flow by weight, gets its variables, walks the flow against its target.
-/// True when every step succeeded.
-async fn user<S: Session>(w: &Worker, arrival: u64, target: usize) -> bool {
+/// True when every step succeeded. `ahead` says while a checkpoint is still ahead of it.
+async fn user<S: Session>(
+    w: &Worker,
+    arrival: u64,
+    target: usize,
+    closed: bool,
+    ahead: &std::cell::Cell<bool>,
+) -> bool {
     let flows = &w.plan.scenario.flows;
     let total: u32 = flows.iter().map(|f| f.weight).sum();
     let mut pick = rand::rng().random_range(0..total.max(1));
@@ -449,14 +479,37 @@ async fn user<S: Session>(w: &Worker, arrival: u64, target: usize) -> bool {
     let mut vu = Vu::<S> {
         w,
         target,
+        arrival,
+        closed,
         conn: None,
         vars,
         subs: HashMap::new(),
         last_write: None,
         reconnects: 0,
         step_began: Instant::now(),
+        checked: false,
+        last_failure: RefCell::new(None),
     };
-    let ok = vu.steps(&flow.steps).await.is_ok();
+    // The top-level step that holds the walk's last checkpoint: a walk stopped at it or before
+    // did not reach every checkpoint.
+    let last_checkpoint = flow.steps.iter().rposition(|s| {
+        let mut found = false;
+        each_in(std::slice::from_ref(s), &mut |s| found |= matches!(s.kind, StepKind::Audit(_)));
+        found
+    });
+    let mut ok = true;
+    for (i, s) in flow.steps.iter().enumerate() {
+        ahead.set(last_checkpoint.is_some_and(|last| i <= last));
+        if vu.steps(std::slice::from_ref(s)).await.is_err() {
+            ok = false;
+            if ahead.get() {
+                let why = vu.last_failure.take().unwrap_or_else(|| format!("{} failed", s.name));
+                w.recs[target].borrow_mut().audit.unreached(&why);
+            }
+            break;
+        }
+    }
+    ahead.set(false);
     if let Some(c) = vu.conn.take() {
         w.close(c);
     }
@@ -467,6 +520,14 @@ struct Vu<'w, S> {
     w: &'w Worker,
     /// The index of this user's server in the plan's targets.
     target: usize,
+    /// Its arrival (the user's number in the audit's differences).
+    arrival: u64,
+    /// A closed phase's user: its checkpoints are a barrier with the other users.
+    closed: bool,
+    /// Whether it made a check yet.
+    checked: bool,
+    /// The last step failure, for the audit (a walk that stopped before its checkpoint).
+    last_failure: RefCell<Option<String>>,
     conn: Option<S>,
     vars: Vars,
     /// Subscriptions by name (the latest of each name): id and params.
@@ -532,6 +593,9 @@ impl<S: Session> Vu<'_, S> {
     }
 
     fn fail_with(&self, step: &Step, class: &str, detail: &str) -> Stop {
+        if self.w.audit.is_some() {
+            self.last_failure.replace(Some(format!("{}: {class}: {detail}", step.name)));
+        }
         let mut r = self.rec();
         let i = r.index(&step.name);
         if class == "timeout" {
@@ -670,6 +734,7 @@ impl<S: Session> Vu<'_, S> {
                 let params: Vec<Value> = c.params.iter().map(|p| template::render(p, &self.vars)).collect();
                 let timeout = self.timeout(c.timeout);
                 self.last_write = Some(Instant::now());
+                let _write = self.w.audit.as_deref().map(super::audit::Shared::write);
                 let conn = self.conn(step)?;
                 let out = conn.call(&c.method, params, timeout).await.map_err(|f| self.fail(step, &f))?;
                 if let Some(e) = &c.expect {
@@ -685,6 +750,7 @@ impl<S: Session> Vu<'_, S> {
             StepKind::Login(l) => {
                 let params = self.login_params(l);
                 let timeout = self.timeout(l.timeout);
+                let _write = self.w.audit.as_deref().map(super::audit::Shared::write);
                 let conn = self.conn(step)?;
                 let out = conn.call("login", vec![params], timeout).await.map_err(|f| self.fail(step, &f))?;
                 if let Some(token) = out.result.as_ref().and_then(|r| r.get("token")).cloned() {
@@ -724,8 +790,67 @@ impl<S: Session> Vu<'_, S> {
             }
             StepKind::WaitFor(wf) => Box::pin(self.wait_for(step, wf)).await?,
             StepKind::Http(h) => Box::pin(self.http(step, h)).await?,
+            StepKind::Audit(a) => Box::pin(self.audit(step, a)).await,
         }
         Ok(())
+    }
+
+    /// A checkpoint: with the other users first in the closed model, then this user's cache
+    /// against the truth once the run is quiet. What it found goes to the audit, not to the
+    /// step's errors; the step's latency is the checkpoint's time.
+    async fn audit(&mut self, step: &Step, a: &Audit) {
+        let Some(shared) = self.w.audit.as_deref() else { return };
+        let began = Instant::now();
+        let check = match &self.conn {
+            None => {
+                Check::Incomplete("no connection at the checkpoint (after a disconnect, or before a connect)".into())
+            }
+            Some(conn) => {
+                let gathered = match self.closed {
+                    true => Some(shared.gather(&self.w.alive, began + a.timeout).await),
+                    false => None,
+                };
+                let opened = Instant::now();
+                let check = match &gathered {
+                    Some(Err(why)) => Check::Incomplete(why.clone()),
+                    _ => {
+                        let mut subs: Vec<(String, Vec<Value>)> = match &a.subscription {
+                            Some(name) => {
+                                let params = match &a.params {
+                                    Some(p) => p.iter().map(|p| template::render(p, &self.vars)).collect(),
+                                    None => self.subs.get(name).map(|(_, p)| p.clone()).unwrap_or_default(),
+                                };
+                                vec![(name.clone(), params)]
+                            }
+                            None => self.subs.iter().map(|(n, (_, p))| (n.clone(), p.clone())).collect(),
+                        };
+                        subs.sort_by(|x, y| x.0.cmp(&y.0));
+                        let ask = super::audit::Ask {
+                            user: self.arrival,
+                            conn,
+                            target: self.session_target(),
+                            subs,
+                            token: self.vars.get("loginToken"),
+                            audit: a,
+                            began: opened,
+                        };
+                        let w = self.w;
+                        super::audit::check(ask, shared, &w.audit_local, &|c| w.close(c)).await
+                    }
+                };
+                if let Some(Ok(generation)) = gathered {
+                    shared.leave(generation, opened + a.timeout + Duration::from_secs(1)).await;
+                }
+                check
+            }
+        };
+        let first = !std::mem::replace(&mut self.checked, true);
+        {
+            let mut r = self.rec();
+            r.audit.record(&step.name, check);
+            r.audit.users += u64::from(first);
+        }
+        self.ok(step, began.elapsed());
     }
 
     fn capture(&mut self, cap: &Capture, result: Value) {

@@ -273,9 +273,12 @@ fn run<W: Part>(
     let held = crate::stats::verdict::record(&mut doc, &c.thresholds);
     let first_errors = W::first_errors(&output);
     let first_errors = first_errors.iter().map(|(c, d)| (c.as_str(), d.as_str()));
+    use crate::stats::audit::Outcome as Audit;
+    let audit = doc.ddp().and_then(|d| d.audit.as_ref()).map(|a| a.outcome);
     let code = match present(io, c.quiet, c.json.as_deref(), &shown(&doc, announced), first_errors, &doc) {
         false => exit::RUN,
-        true if !held => exit::THRESHOLDS,
+        true if !held || audit == Some(Audit::Failed) => exit::THRESHOLDS,
+        true if audit == Some(Audit::Incomplete) => exit::INCONCLUSIVE,
         true => exit::OK,
     };
     let code = artifacts::after_run(io, c, &doc, w.extra_files(&output), code);
@@ -337,6 +340,12 @@ fn present<'e>(
     }
     for (class, detail) in first_errors {
         let _ = writeln!(io.err, "first {class} error: {detail}");
+    }
+    // Quiet, a failed or incomplete audit still says why the exit code is 1 or 4.
+    if let Some(a) =
+        doc.ddp().and_then(|d| d.audit.as_ref()).filter(|a| quiet && a.outcome != crate::stats::audit::Outcome::Passed)
+    {
+        let _ = writeln!(io.err, "audit {}", a.line());
     }
     // Quiet, a broken threshold still says why the exit code is 1 (on stderr, as errors are).
     if quiet && doc.thresholds().iter().any(|t| !t.ok) {

@@ -303,6 +303,8 @@ pub struct State {
     pub recent: std::collections::VecDeque<(Rc<str>, Rc<str>)>,
     /// Whether a `waitFor` is looking (only then are `changes` logged).
     waiting: bool,
+    /// When the last message other than a heartbeat arrived (an audit's quiet time counts from it).
+    pub last_data: Option<Instant>,
     next_method: ddp::id::MethodIds,
 }
 
@@ -1005,6 +1007,9 @@ fn handle(text: &str, shared: &Shared, cfg: &ClientConfig, traffic: &RefCell<Tra
         }
     };
     let mut st = shared.state.borrow_mut();
+    if !matches!(msg, Message::Ping { .. } | Message::Pong { .. }) {
+        st.last_data = Some(now);
+    }
     match msg {
         Message::Ping { id } => {
             replies.push(Message::Pong { id }.to_json());
@@ -1243,6 +1248,19 @@ impl Conn {
             task.abort();
             None
         }
+    }
+
+    /// The local collections as they are now (one, or every one): id to fields, for an audit.
+    pub fn snapshot(&self, collection: Option<&str>) -> crate::stats::audit::Snapshot {
+        let st = self.shared.state.borrow();
+        st.collections
+            .iter()
+            .filter(|(name, _)| collection.is_none_or(|c| c == &***name))
+            .map(|(name, docs)| {
+                let docs = docs.iter().map(|(id, d)| (id.to_string(), d.fields.clone())).collect();
+                (name.to_string(), docs)
+            })
+            .collect()
     }
 
     /// Whether the connection is gone, and why.

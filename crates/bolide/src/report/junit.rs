@@ -104,6 +104,9 @@ pub fn for_run(doc: Option<&Doc>, code: i32, command_line: &[String], started: S
     let mut cases = vec![run_case(doc, code, &package, "the run completed and measured the server")];
     if let Some(d) = doc {
         cases.extend(threshold_cases(d.thresholds(), &format!("{package}.thresholds"), ""));
+        if let Some(a) = d.ddp().and_then(|d| d.audit.as_ref()) {
+            cases.extend(audit_cases(a, &format!("{package}.audit")));
+        }
     }
     let mut properties = vec![("command".to_string(), command_line.join(" "))];
     if let Some(d) = doc {
@@ -121,6 +124,53 @@ pub fn for_run(doc: Option<&Doc>, code: i32, command_line: &[String], started: S
         properties,
         cases,
     }
+}
+
+/// The audit's cases: one per checkpoint (a difference fails it, a check not made is an error),
+/// and one for the walks that never reached their checkpoints when some did not.
+pub fn audit_cases(a: &crate::stats::audit::AuditSection, classname: &str) -> Vec<Case> {
+    let mut cases: Vec<Case> = a
+        .checkpoints
+        .iter()
+        .map(|c| {
+            let verdict = if c.failed > 0 {
+                let first = c.first_differences.first().map(|d| format!("; the first: {}", d.line()));
+                Verdict::Failure {
+                    kind: "audit",
+                    message: format!(
+                        "{} of {} checks differed from the truth ({} differences){}",
+                        c.failed,
+                        c.checks,
+                        c.differences,
+                        first.unwrap_or_default()
+                    ),
+                }
+            } else if c.incomplete > 0 {
+                let first = c.reasons.first().map(|r| format!("; the first: {r}"));
+                Verdict::Error {
+                    kind: "audit-incomplete",
+                    message: format!(
+                        "{} of {} checks could not be made{}",
+                        c.incomplete,
+                        c.checks,
+                        first.unwrap_or_default()
+                    ),
+                }
+            } else {
+                Verdict::Pass
+            };
+            Case::new(format!("{} ({} checks)", c.name, c.checks), classname, verdict)
+        })
+        .collect();
+    if a.unreached > 0 || a.checkpoints.is_empty() {
+        let message = a.why.first().cloned().unwrap_or_else(|| "no checkpoint was reached".into());
+        cases.push(Case::new(
+            "every user reached its checkpoints",
+            classname,
+            Verdict::Error { kind: "audit-incomplete", message },
+        ));
+    }
+    cases
 }
 
 /// The XML of the suites.

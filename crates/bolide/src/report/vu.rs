@@ -102,6 +102,9 @@ impl super::Shown for DdpDoc {
         if !t.rows.is_empty() {
             out.push(Block::table(t));
         }
+        if let Some(a) = &d.audit {
+            audit_blocks(a, out);
+        }
     }
 
     fn csv_seconds(&self, row: &mut dyn FnMut(f64, &str, &str, f64)) {
@@ -284,6 +287,9 @@ pub fn summary(doc: &DdpDoc) -> String {
     if s.protocol_errors > 0 {
         let _ = writeln!(out, "  {:<14}{} protocol errors from the server", "", count(s.protocol_errors));
     }
+    if let Some(a) = &doc.audit {
+        out.push_str(&audit_rows(a));
+    }
     out.push_str(&super::term::monitor_rows(&doc.monitor));
     out.push_str(&crate::monitor::scrape::rows(&doc.scrape, 8));
     out.push_str(&super::term::generator_rows(doc.generator.as_ref()));
@@ -292,6 +298,80 @@ pub fn summary(doc: &DdpDoc) -> String {
         doc.generator.as_ref().and_then(|g| g.suspect.as_deref()),
     ));
     out
+}
+
+/// How many differences the terminal summary lists (the document keeps 20 per checkpoint).
+const SHOWN_DIFFERENCES: usize = 5;
+
+/// The audit's lines in the terminal summary: the outcome, why when it did not pass, and the
+/// first differences.
+fn audit_rows(a: &crate::stats::audit::AuditSection) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "  {:<14}{}", "Audit", a.line());
+    for why in a.why.iter().skip(usize::from(a.outcome == crate::stats::audit::Outcome::Incomplete)) {
+        let _ = writeln!(out, "  {:<14}{}", "", why);
+    }
+    let first = a.checkpoints.iter().flat_map(|c| &c.first_differences);
+    for d in first.clone().take(SHOWN_DIFFERENCES) {
+        let _ = writeln!(out, "  {:<14}{}", "", d.line());
+    }
+    if a.differences > SHOWN_DIFFERENCES as u64 {
+        let _ = writeln!(
+            out,
+            "  {:<14}... {} more (the document's audit.checkpoints keeps the first 20 of each)",
+            "",
+            count(a.differences - first.take(SHOWN_DIFFERENCES).count() as u64)
+        );
+    }
+    out
+}
+
+/// The report's audit section: each checkpoint's checks, and the first differences.
+fn audit_blocks(a: &crate::stats::audit::AuditSection, out: &mut Vec<Block>) {
+    use crate::stats::audit::Outcome;
+    out.push(Block::heading(3, format!("Audit: {}", a.outcome.word())));
+    out.push(Block::text(a.line()));
+    for why in &a.why {
+        out.push(Block::text(why.clone()));
+    }
+    let mut t = Table::new(&["Checkpoint", "Checks", "Agreed", "Differed", "Incomplete", "Differences"])
+        .right(&[1, 2, 3, 4, 5]);
+    for c in &a.checkpoints {
+        t.row(vec![
+            c.name.clone(),
+            count(c.checks),
+            count(c.agreed),
+            count(c.failed),
+            count(c.incomplete),
+            count(c.differences),
+        ]);
+        let row = t.rows.len() - 1;
+        if c.failed > 0 {
+            t.tone(row, 3, Tone::Bad);
+        }
+        if c.incomplete > 0 {
+            t.tone(row, 4, Tone::Bad);
+        }
+    }
+    if !t.rows.is_empty() {
+        out.push(Block::table(t));
+    }
+    let mut d = Table::new(&["User", "Collection", "Document", "Difference", "Cache", "Truth"]).right(&[0]);
+    for x in a.checkpoints.iter().flat_map(|c| &c.first_differences) {
+        let printable = |t: &str| crate::redact::printable(t).into_owned();
+        let shown =
+            |v: &Option<serde_json::Value>| v.as_ref().map(|v| printable(&v.to_string())).unwrap_or_else(|| "-".into());
+        let what = match x.kind {
+            crate::stats::audit::Kind::Missing => "missing from the cache".to_string(),
+            crate::stats::audit::Kind::Extra => "not in the truth".to_string(),
+            crate::stats::audit::Kind::Field => format!("field {}", printable(x.field.as_deref().unwrap_or_default())),
+        };
+        let (collection, id) = (printable(&x.collection), printable(&x.id));
+        d.row(vec![x.user.to_string(), collection, id, what, shown(&x.cache), shown(&x.truth)]);
+    }
+    if !d.rows.is_empty() && a.outcome == Outcome::Failed {
+        out.push(Block::table(d));
+    }
 }
 
 /// Each target's share of a run over several: users, subscriptions and calls per minute, time to

@@ -304,6 +304,32 @@ pub enum StepKind {
     Loop(Loop),
     Disconnect,
     Http(HttpStep),
+    /// A checkpoint of the reactive-correctness audit (`audit:`, or added by `--audit`).
+    Audit(Audit),
+}
+
+/// `audit: { collection, subscription, params, settle, timeout }`: once no write of any user is in
+/// flight and the user's connection has been quiet for `settle`, its local cache (of `collection`,
+/// or of every collection) is compared with the truth, read over a fresh connection of its own
+/// that subscribes as the user did (to `subscription` alone when named, with `params` when given).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Audit {
+    pub collection: Option<String>,
+    pub subscription: Option<String>,
+    pub params: Option<Vec<Value>>,
+    pub settle: Duration,
+    pub timeout: Duration,
+}
+
+/// How long a user's connection must be quiet before its cache is compared (`settle:`).
+pub const AUDIT_SETTLE: Duration = Duration::from_millis(200);
+/// How long a checkpoint waits for quiescence and the truth (`timeout:`).
+pub const AUDIT_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Default for Audit {
+    fn default() -> Self {
+        Audit { collection: None, subscription: None, params: None, settle: AUDIT_SETTLE, timeout: AUDIT_TIMEOUT }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -429,6 +455,73 @@ pub fn default_step_name(kind: &StepKind) -> String {
         StepKind::Loop(_) => "loop".into(),
         StepKind::Disconnect => "disconnect".into(),
         StepKind::Http(h) => format!("{} {}", h.method, h.url),
+        StepKind::Audit(a) => match &a.collection {
+            Some(c) => format!("audit {c}"),
+            None => "audit".into(),
+        },
+    }
+}
+
+impl Scenario {
+    /// Whether any flow has a checkpoint (an `audit` step, at any depth).
+    pub fn audits(&self) -> bool {
+        fn any(steps: &[Step]) -> bool {
+            steps.iter().any(|s| match &s.kind {
+                StepKind::Audit(_) => true,
+                StepKind::Loop(l) => any(&l.steps),
+                _ => false,
+            })
+        }
+        self.flows.iter().any(|f| any(&f.steps))
+    }
+
+    /// `--audit`: a checkpoint of every collection before each `disconnect` of a flow that
+    /// subscribes, and at the end of such a flow when it does not end with one (the user's cache
+    /// is still there when the flow ends). A flow that already has a checkpoint just before is
+    /// left as it is.
+    pub fn add_audits(&mut self) {
+        fn subscribes(steps: &[Step]) -> bool {
+            steps.iter().any(|s| match &s.kind {
+                StepKind::Subscribe { .. } => true,
+                StepKind::Loop(l) => subscribes(&l.steps),
+                _ => false,
+            })
+        }
+        fn checkpoint() -> Step {
+            let kind = StepKind::Audit(Audit::default());
+            Step { name: default_step_name(&kind), kind }
+        }
+        fn before_disconnects(steps: &mut Vec<Step>) {
+            let mut out = Vec::with_capacity(steps.len() + 1);
+            for mut s in steps.drain(..) {
+                if let StepKind::Loop(l) = &mut s.kind {
+                    before_disconnects(&mut l.steps);
+                }
+                let audited = matches!(out.last(), Some(Step { kind: StepKind::Audit(_), .. }));
+                if matches!(s.kind, StepKind::Disconnect) && !audited {
+                    out.push(checkpoint());
+                }
+                out.push(s);
+            }
+            *steps = out;
+        }
+        /// Whether a walk of `steps` ends on a disconnect or a checkpoint (a loop's last step).
+        fn ends_checked(steps: &[Step]) -> bool {
+            match steps.last().map(|s| &s.kind) {
+                Some(StepKind::Disconnect | StepKind::Audit(_)) => true,
+                Some(StepKind::Loop(l)) => ends_checked(&l.steps),
+                _ => false,
+            }
+        }
+        for flow in &mut self.flows {
+            if !subscribes(&flow.steps) {
+                continue;
+            }
+            before_disconnects(&mut flow.steps);
+            if !ends_checked(&flow.steps) {
+                flow.steps.push(checkpoint());
+            }
+        }
     }
 }
 
@@ -475,6 +568,56 @@ mod tests {
             override_phases(&mut phases, r, d.map(Duration::from_secs));
             assert_eq!(phases, want, "row {i}");
         }
+    }
+}
+
+#[cfg(test)]
+mod audit_tests {
+    use super::*;
+
+    fn step(kind: StepKind) -> Step {
+        Step { name: default_step_name(&kind), kind }
+    }
+
+    fn names(steps: &[Step]) -> Vec<String> {
+        steps
+            .iter()
+            .map(|s| match &s.kind {
+                StepKind::Loop(l) => format!("loop[{}]", names(&l.steps).join(", ")),
+                _ => s.name.clone(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn audit_adds_a_checkpoint_before_each_disconnect_and_at_the_end_of_flows_that_subscribe() {
+        let sub = || step(StepKind::Subscribe { name: "tasks".into(), params: vec![], capture: None, timeout: None });
+        let churn = vec![step(StepKind::Loop(Loop {
+            over: LoopOver::Count(3),
+            steps: vec![step(StepKind::Connect), sub(), step(StepKind::Disconnect)],
+        }))];
+        let open_ended = vec![step(StepKind::Connect), sub()];
+        let audited =
+            vec![step(StepKind::Connect), sub(), step(StepKind::Audit(Audit::default())), step(StepKind::Disconnect)];
+        let no_subs = vec![step(StepKind::Connect), step(StepKind::Disconnect)];
+        let flow = |steps| Flow { name: "f".into(), weight: 1, steps };
+        let mut s = Scenario {
+            config: builtin::tasks_reactive(&builtin::Knobs::default()).config,
+            flows: vec![flow(churn), flow(open_ended), flow(audited), flow(no_subs)],
+        };
+        assert!(!Scenario { flows: vec![s.flows[0].clone()], ..s.clone() }.audits());
+        s.add_audits();
+        assert!(s.audits());
+        let got: Vec<Vec<String>> = s.flows.iter().map(|f| names(&f.steps)).collect();
+        assert_eq!(
+            got,
+            [
+                vec!["loop[connect, subscribe tasks, audit, disconnect]".to_string()],
+                vec!["connect".into(), "subscribe tasks".into(), "audit".into()],
+                vec!["connect".into(), "subscribe tasks".into(), "audit".into(), "disconnect".into()],
+                vec!["connect".into(), "disconnect".into()],
+            ]
+        );
     }
 }
 

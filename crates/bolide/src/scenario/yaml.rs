@@ -515,6 +515,7 @@ const STEP_TYPES: &[&str] = &[
     "disconnect",
     "get",
     "post",
+    "audit",
 ];
 /// Variables every user has.
 const BUILTIN_VARS: &[&str] =
@@ -972,6 +973,7 @@ fn read_step(r: &mut Reader, node: &Node) -> Option<Step> {
         return match word.as_str() {
             "connect" => Some(named(StepKind::Connect, None)),
             "disconnect" => Some(named(StepKind::Disconnect, None)),
+            "audit" => Some(named(StepKind::Audit(Audit::default()), None)),
             other => {
                 let hint = closest(other, STEP_TYPES).map(|c| format!("did you mean \"{c}\"?"));
                 r.problem(
@@ -1056,6 +1058,7 @@ fn read_step(r: &mut Reader, node: &Node) -> Option<Step> {
         },
         "waitFor" => read_wait_for(r, body).map(StepKind::WaitFor),
         "get" | "post" => read_http(r, body, &ty.to_uppercase()).map(StepKind::Http),
+        "audit" => read_audit(r, body).map(StepKind::Audit),
         _ => None,
     }?;
     Some(named(kind, label))
@@ -1207,6 +1210,32 @@ fn read_subscribe(r: &mut Reader, node: &Node) -> Option<StepKind> {
     }
     let timeout = m.get("timeout").and_then(|n| r.duration(n, "timeout"));
     Some(StepKind::Subscribe { name: name?, params, capture, timeout })
+}
+
+/// `audit: {}` or `audit: { collection, subscription, params, settle, timeout }` (`audit: NAME`
+/// for one collection).
+fn read_audit(r: &mut Reader, node: &Node) -> Option<Audit> {
+    match &node.kind {
+        Kind::Null => return Some(Audit::default()),
+        Kind::Str(c) => return Some(Audit { collection: Some(c.clone()), ..Audit::default() }),
+        _ => {}
+    }
+    let m = r.map(node, "audit", &["collection", "subscription", "params", "settle", "timeout"])?;
+    let collection = m.get("collection").and_then(|n| r.string(n, "collection"));
+    let subscription = m.get("subscription").and_then(|n| r.string(n, "subscription"));
+    let params = m.get("params").is_some().then(|| params(r, &m));
+    if params.is_some() && subscription.is_none() {
+        r.problem(node, "audit params are the named subscription's: give subscription as well", None);
+        return None;
+    }
+    let settle = m.get("settle").and_then(|n| r.duration(n, "settle")).unwrap_or(crate::scenario::AUDIT_SETTLE);
+    let timeout = m.get("timeout").and_then(|n| r.duration(n, "timeout")).unwrap_or(crate::scenario::AUDIT_TIMEOUT);
+    if settle >= timeout {
+        let at = m.get("settle").unwrap_or(node);
+        r.problem(at, format!("audit settle {settle:?} must be shorter than its timeout {timeout:?}"), None);
+        return None;
+    }
+    Some(Audit { collection, subscription, params, settle, timeout })
 }
 
 fn read_wait_for(r: &mut Reader, node: &Node) -> Option<WaitFor> {
@@ -1428,6 +1457,45 @@ mod tests {
         for (phase, at, words) in rows {
             let e = load(&file(phase)).unwrap_err().to_string();
             assert!(e.contains(at) && e.contains(words), "{phase}: {e}");
+        }
+    }
+
+    #[test]
+    fn audit_steps_read_every_form_and_say_what_is_wrong_where() {
+        let file = |step: &str| {
+            format!("config:\n  target: http://127.0.0.1:3000\n  phases: [{{duration: 1, arrivalCount: 1}}]\nscenarios:\n  - flow:\n      - connect\n      - subscribe: fetchTasks\n      - {step}\n")
+        };
+        let audit = |step: &str| match load(&file(step)).unwrap().flows[0].steps[2].clone() {
+            Step { name, kind: StepKind::Audit(a) } => (name, a),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(audit("audit"), ("audit".to_string(), Audit::default()));
+        assert_eq!(audit("audit: {}").1, Audit::default());
+        let (name, a) = audit("audit: taskCollection");
+        assert_eq!((name.as_str(), a.collection.as_deref()), ("audit taskCollection", Some("taskCollection")));
+        let (name, a) =
+            audit("audit: {collection: c, subscription: fetchTasks, params: [1], settle: 50ms, timeout: 3s}\n        label: mine");
+        assert_eq!(name, "mine");
+        assert_eq!(
+            a,
+            Audit {
+                collection: Some("c".into()),
+                subscription: Some("fetchTasks".into()),
+                params: Some(vec![serde_json::json!(1)]),
+                settle: Duration::from_millis(50),
+                timeout: Duration::from_secs(3),
+            }
+        );
+        // Each row: the step, the error's position and words.
+        let rows = [
+            ("audit: {collection: c, params: [1]}", "test.yml:8:16", "give subscription as well"),
+            ("audit: {settle: 20s}", "test.yml:8:", "must be shorter than its timeout"),
+            ("audit: {colection: c}", "test.yml:8:", "colection"),
+            ("audit: [c]", "test.yml:8:16", "audit"),
+        ];
+        for (step, at, words) in rows {
+            let e = load(&file(step)).unwrap_err().to_string();
+            assert!(e.contains(at) && e.contains(words), "{step}: {e}");
         }
     }
 }

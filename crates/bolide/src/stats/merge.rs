@@ -469,6 +469,19 @@ fn merge_ddp(parts: &[(&DdpDoc, u32, f64)]) -> Result<DdpDoc, String> {
     m.histograms.reactive_us = hist::encode(&reactive);
     m.histograms.fanout_us = hist::encode(&fanout);
     m.steps = merge_steps(&parts.iter().map(|(d, _, _)| d.steps.as_slice()).collect::<Vec<_>>(), duration_s)?;
+    // The audit: every segment's checks (a segment without one makes the whole incomplete).
+    m.audit = None;
+    if parts.iter().any(|(d, _, _)| d.audit.is_some()) {
+        let mut audit = crate::stats::audit::AuditSection::default();
+        for (d, _, _) in parts {
+            match &d.audit {
+                Some(a) => audit.merge(a),
+                None => audit.why.push("a segment ran without the audit".into()),
+            }
+        }
+        audit.judge();
+        m.audit = Some(audit);
+    }
     // Per target, in the plan's order.
     for (ti, t) in m.per_target.iter_mut().enumerate() {
         let mine: Vec<(&DdpTargetSummary, f64)> = parts

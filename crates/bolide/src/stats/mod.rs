@@ -1,6 +1,7 @@
 //! Measurements: per-worker recorders (no locks, merged once a second and at the end), the
 //! summary math, and the versioned result document that every report reads.
 
+pub mod audit;
 pub mod doc;
 pub mod envelope;
 pub mod hist;

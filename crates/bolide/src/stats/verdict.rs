@@ -55,6 +55,16 @@ pub fn value(doc: &Doc, metric: &Metric) -> Result<f64, String> {
         }
         (Metric::Scrape { endpoint, series, stat }, doc) => scraped(doc, endpoint, series, *stat),
         (Metric::Server(f), doc) => figure(doc, f),
+        (Metric::Audit(f), doc) => {
+            use crate::threshold::AuditFigure;
+            let a = doc.ddp().and_then(|d| d.audit.as_ref()).ok_or("the run had no audit (--audit, audit: steps)")?;
+            Ok(match f {
+                AuditFigure::Failed => a.failed,
+                AuditFigure::Incomplete => a.incomplete + a.unreached,
+                AuditFigure::Differences => a.differences,
+                AuditFigure::Checks => a.checks,
+            } as f64)
+        }
     }
 }
 

@@ -180,6 +180,8 @@ pub struct VuRecorder {
     /// Offsets from the run's start: first arrival, last user finished.
     pub first_arrival_s: Option<f64>,
     pub last_finish_s: Option<f64>,
+    /// What the users found at their audit checkpoints.
+    pub audit: super::audit::AuditRec,
 }
 
 /// `n` events over `duration_s` seconds, per minute (0 for a run of no length).
@@ -228,6 +230,7 @@ impl VuRecorder {
             second_reactive_us: None,
             first_arrival_s: None,
             last_finish_s: None,
+            audit: super::audit::AuditRec::default(),
         }
     }
 
@@ -319,6 +322,7 @@ impl VuRecorder {
             }
         }
         self.second.merge(&o.second);
+        self.audit.merge(&o.audit);
         self.first_arrival_s = match (self.first_arrival_s, o.first_arrival_s) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -341,6 +345,9 @@ super::envelope::result_document! {
         /// Each target's share, when the users were spread over several (absent with one).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         pub per_target: Vec<DdpTargetSummary>,
+        /// The reactive-correctness audit (`--audit`, `audit:` steps); absent without one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub audit: Option<super::audit::AuditSection>,
     }
 }
 

@@ -297,6 +297,7 @@ fn document(plan: &DdpPlan, o: &VuOutput) -> DdpDoc {
                     .collect()
             }
         },
+        audit: plan.scenario.audits().then(|| crate::stats::audit::AuditSection::of(&rec.audit, o.interrupted)),
         ..Default::default()
     }
 }

@@ -148,6 +148,18 @@ impl super::Session for Conn {
         }
     }
 
+    fn last_data(&self) -> Option<Instant> {
+        self.shared().state.borrow().last_data
+    }
+
+    fn snapshot(&self, collection: Option<&str>) -> crate::stats::audit::Snapshot {
+        Conn::snapshot(self, collection)
+    }
+
+    fn gone(&self) -> Option<String> {
+        self.closed()
+    }
+
     fn close(self) -> Option<tokio::task::JoinHandle<()>> {
         Conn::close(self)
     }

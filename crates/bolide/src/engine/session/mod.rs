@@ -83,6 +83,15 @@ pub trait Session: Sized + 'static {
         timeout: Duration,
     ) -> impl Future<Output = Result<Instant, Self::Failure>>;
 
+    /// When the server last sent data (a heartbeat aside), if it has: an audit's quiet time.
+    fn last_data(&self) -> Option<Instant>;
+
+    /// The data the server pushed, as the session holds it now (one collection or every one).
+    fn snapshot(&self, collection: Option<&str>) -> crate::stats::audit::Snapshot;
+
+    /// Whether the session is gone, and why.
+    fn gone(&self) -> Option<String>;
+
     /// Closes the session as a browser's page does; the task finishing the close, when one is
     /// left to await.
     fn close(self) -> Option<tokio::task::JoinHandle<()>>;

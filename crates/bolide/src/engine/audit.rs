@@ -1,0 +1,300 @@
+//! The audit's checkpoints as users reach them: quiescence (no write of any user in flight, the
+//! user's connection quiet for the settle time), the truth read over a connection of the audit's
+//! own (subscribed as the user is, logged in with the user's token), and the comparison. In the
+//! closed model the users of a checkpoint meet at a barrier first, so that nobody writes while
+//! the others compare. What a check found is a [`Check`]; the VU engine records it.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::session::{Failure, Session, Target};
+use crate::proto::ddp::Traffic;
+use crate::scenario::Audit;
+use crate::stats::audit::{compare, Check, Snapshot, KEPT_DIFFERENCES};
+
+/// How often a waiting check looks again when nothing wakes it (a user that died changes the
+/// number alive without a word).
+const LOOK_AGAIN: Duration = Duration::from_millis(20);
+
+/// What every user of a run shares for the audit, across the worker threads.
+#[derive(Default)]
+pub struct Shared {
+    /// Method calls (logins included) sent and not yet complete (`result` and `updated`).
+    in_flight: AtomicU64,
+    /// Method calls sent since the run began: a check whose truth was read while this moved
+    /// looks again.
+    started: AtomicU64,
+    barrier: Mutex<Barrier>,
+    /// Wakes the users at the barrier when it moves.
+    moved: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct Barrier {
+    generation: u64,
+    arrived: u64,
+    done: u64,
+    /// Everyone alive arrived: the users of this generation are checking.
+    open: bool,
+}
+
+/// A method call in flight, for as long as it is held.
+pub struct Write<'a>(&'a Shared);
+
+impl Drop for Write<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Shared {
+    /// Counts a method call from its sending until the guard is dropped.
+    pub fn write(&self) -> Write<'_> {
+        self.started.fetch_add(1, Ordering::SeqCst);
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        Write(self)
+    }
+
+    fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::SeqCst)
+    }
+
+    fn started(&self) -> u64 {
+        self.started.load(Ordering::SeqCst)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Barrier> {
+        self.barrier.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The closed model's barrier: waits until every user alive (`alive`) is at a checkpoint;
+    /// the generation to [`Shared::leave`]. Err when the others did not all come by `deadline`.
+    pub async fn gather(&self, alive: &AtomicU64, deadline: Instant) -> Result<u64, String> {
+        // A user arriving while the others check waits for them to leave first.
+        let generation = loop {
+            let moved = self.moved.notified();
+            {
+                let mut b = self.lock();
+                if !b.open {
+                    b.arrived += 1;
+                    break b.generation;
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err("the users before it were still checking at the timeout".into());
+            }
+            let _ = tokio::time::timeout(LOOK_AGAIN, moved).await;
+        };
+        self.moved.notify_waiters();
+        loop {
+            let moved = self.moved.notified();
+            {
+                let mut b = self.lock();
+                let all = alive.load(Ordering::SeqCst);
+                if b.open || b.arrived >= all {
+                    b.open = true;
+                    drop(b);
+                    self.moved.notify_waiters();
+                    return Ok(generation);
+                }
+                if Instant::now() >= deadline {
+                    b.arrived -= 1;
+                    return Err(format!("{} of {all} users reached the checkpoint together", b.arrived + 1));
+                }
+            }
+            let _ = tokio::time::timeout(LOOK_AGAIN, moved).await;
+        }
+    }
+
+    /// Done checking: the last of a generation lets them all go; the others wait for it (until
+    /// `deadline`), so that none writes while another still compares.
+    pub async fn leave(&self, generation: u64, deadline: Instant) {
+        {
+            let mut b = self.lock();
+            b.done += 1;
+            if b.done >= b.arrived {
+                *b = Barrier { generation: b.generation + 1, ..Barrier::default() };
+                drop(b);
+                self.moved.notify_waiters();
+                return;
+            }
+        }
+        loop {
+            let moved = self.moved.notified();
+            if self.lock().generation != generation || Instant::now() >= deadline {
+                return;
+            }
+            let _ = tokio::time::timeout(LOOK_AGAIN, moved).await;
+        }
+    }
+}
+
+/// A worker's side of the audit: its truth connections' traffic, and the last truth read, which
+/// the worker's other users at the same checkpoint reuse while no write was sent since.
+pub struct Local {
+    pub traffic: Rc<RefCell<Traffic>>,
+    pub reads: Cell<u64>,
+    /// One truth read at a time per worker (the truth held is one checkpoint's).
+    reading: tokio::sync::Mutex<()>,
+    last: RefCell<Option<Truth>>,
+}
+
+struct Truth {
+    /// What was read: the collection, the subscriptions, the login.
+    key: String,
+    /// `Shared::started` when it was read.
+    epoch: u64,
+    snapshot: Rc<Snapshot>,
+}
+
+impl Default for Local {
+    fn default() -> Self {
+        Local {
+            traffic: Rc::new(RefCell::new(Traffic::default())),
+            reads: Cell::new(0),
+            reading: tokio::sync::Mutex::new(()),
+            last: RefCell::new(None),
+        }
+    }
+}
+
+/// What a check needs of its user: where its sessions go, what it is subscribed to, its login.
+pub struct Ask<'a, S: Session> {
+    pub user: u64,
+    pub conn: &'a S,
+    pub target: Target<'a>,
+    pub subs: Vec<(String, Vec<Value>)>,
+    /// The user's login token, to read the truth as the user.
+    pub token: Option<&'a Value>,
+    pub audit: &'a Audit,
+    pub began: Instant,
+}
+
+/// Checks a user's cache against the truth once the run is quiet; `close` takes the truth
+/// connections when done with.
+pub async fn check<S: Session>(ask: Ask<'_, S>, shared: &Shared, local: &Local, close: &dyn Fn(S)) -> Check {
+    let audit = ask.audit;
+    let deadline = ask.began + audit.timeout;
+    let collection = audit.collection.as_deref();
+    let key = format!("{collection:?} {:?} {:?}", ask.subs, ask.token);
+    // Why the last look did not settle it, for an incomplete check.
+    let mut waiting = String::from("quiescence never came");
+    let mut seen_once: Option<u64> = None;
+    loop {
+        if let Some(why) = ask.conn.gone() {
+            return Check::Incomplete(format!("the user's connection closed: {why}"));
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            let why = match seen_once {
+                Some(n) => {
+                    format!("{n} difference(s) seen once could not be looked at again within {:?}", audit.timeout)
+                }
+                None => format!("{waiting} within {:?}", audit.timeout),
+            };
+            return Check::Incomplete(why);
+        }
+        let writes = shared.in_flight();
+        if writes > 0 {
+            waiting = format!("quiescence never came ({writes} method call(s) still in flight)");
+            tokio::time::sleep(LOOK_AGAIN.min(deadline - now)).await;
+            continue;
+        }
+        let heard = ask.conn.last_data();
+        let quiet = heard.map_or(audit.settle, |at| now.saturating_duration_since(at));
+        if quiet < audit.settle {
+            waiting = format!("the user's connection was never quiet for {:?}", audit.settle);
+            tokio::time::sleep((audit.settle - quiet).min(deadline - now)).await;
+            continue;
+        }
+        let epoch = shared.started();
+        let truth = match truth(&ask, &key, epoch, local, close, deadline).await {
+            Ok(t) => t,
+            Err(why) => return Check::Incomplete(format!("the truth could not be read: {why}")),
+        };
+        if shared.started() != epoch || shared.in_flight() > 0 || ask.conn.last_data() != heard {
+            waiting = "quiescence never came (writes went on while the truth was read)".into();
+            continue;
+        }
+        let cache = ask.conn.snapshot(collection);
+        let (n, first) = compare(ask.user, &cache, &truth, KEPT_DIFFERENCES);
+        if n == 0 {
+            return Check::Agreed;
+        }
+        if seen_once.is_some() {
+            return Check::Differed(n, first);
+        }
+        // A difference is looked at once more, over a fresh read, after another quiet spell.
+        seen_once = Some(n);
+        local.last.borrow_mut().take();
+        tokio::time::sleep(audit.settle.min(deadline.saturating_duration_since(Instant::now()))).await;
+    }
+}
+
+/// The truth for this check: the worker's last read when it is the same and no write was sent
+/// since, else a fresh one.
+async fn truth<S: Session>(
+    ask: &Ask<'_, S>,
+    key: &str,
+    epoch: u64,
+    local: &Local,
+    close: &dyn Fn(S),
+    deadline: Instant,
+) -> Result<Rc<Snapshot>, String> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    let Ok(_turn) = tokio::time::timeout(left, local.reading.lock()).await else {
+        return Err("the worker's other truth reads took the whole timeout".into());
+    };
+    if let Some(t) = local.last.borrow().as_ref().filter(|t| t.key == key && t.epoch == epoch) {
+        return Ok(Rc::clone(&t.snapshot));
+    }
+    let snapshot = Rc::new(read(ask, local, close, deadline).await?);
+    local.reads.set(local.reads.get() + 1);
+    *local.last.borrow_mut() = Some(Truth { key: key.to_string(), epoch, snapshot: Rc::clone(&snapshot) });
+    Ok(snapshot)
+}
+
+/// Reads the truth over a new connection: logged in as the user, subscribed as the user is,
+/// then quiet for the settle time (some servers send `ready` before a subscription's first
+/// documents).
+async fn read<S: Session>(
+    ask: &Ask<'_, S>,
+    local: &Local,
+    close: &dyn Fn(S),
+    deadline: Instant,
+) -> Result<Snapshot, String> {
+    let left = || deadline.saturating_duration_since(Instant::now());
+    let to = Target { traffic: &local.traffic, ..ask.target };
+    let (conn, _) = S::open(to, left()).await.map_err(|f| format!("{}: {}", f.class(), f.detail()))?;
+    let result = async {
+        if let Some(token) = ask.token {
+            let login = serde_json::json!({ "resume": token });
+            conn.call("login", vec![login], left()).await.map_err(|f| format!("login: {}", f.detail()))?;
+        }
+        for (name, params) in &ask.subs {
+            conn.subscribe(name, params.clone(), left())
+                .await
+                .map_err(|f| format!("subscribe {name}: {}", f.detail()))?;
+        }
+        let settle = ask.audit.settle;
+        loop {
+            let now = Instant::now();
+            let quiet = conn.last_data().map_or(settle, |at| now.saturating_duration_since(at));
+            if quiet >= settle {
+                return Ok(conn.snapshot(ask.audit.collection.as_deref()));
+            }
+            if now + (settle - quiet) > deadline {
+                return Err(format!("the truth's connection was never quiet for {settle:?}"));
+            }
+            tokio::time::sleep(settle - quiet).await;
+        }
+    }
+    .await;
+    close(conn);
+    result
+}

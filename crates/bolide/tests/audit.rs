@@ -1,0 +1,368 @@
+//! The reactive-correctness audit (`--audit`, `audit:` steps) end to end: against the reference
+//! server (push and poll reactivity), through a proxy that loses one in N document messages on
+//! their way to the users (the audit fails and names the lost documents), one that only delays
+//! them (it passes), and a target that dies for good (incomplete, exit 4: never a pass); and
+//! against Meteor's own server (raw WebSocket and SockJS, compression on and off).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bolide::stats::audit::{Kind, Outcome};
+use bolide::stats::vu::DdpDoc;
+use common::*;
+use refserver::{Config, DdpConfig, Reactivity, Server};
+
+const SCENARIO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/audit-tasks.yml");
+
+fn server(reactivity: Reactivity) -> Server {
+    Server::start(Config { ddp: DdpConfig { reactivity, ..DdpConfig::default() }, threads: 2, ..Config::default() })
+        .unwrap()
+}
+
+/// Runs `bolide run ARGS... --json TMP`; the outcome and the document.
+fn run(args: &[&str]) -> (Outcome_, DdpDoc) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let mut argv = vec!["run", "--json", json.to_str().unwrap()];
+    argv.extend_from_slice(args);
+    let o = bolide(&argv);
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|_| panic!("no document; {}\n{}", o.out, o.err));
+    let problems = schema_problems("ddp-result.schema.json", &text);
+    assert!(problems.is_empty(), "{problems:?}");
+    (o, DdpDoc::from_json(&text).unwrap())
+}
+
+type Outcome_ = common::Outcome;
+
+fn audit(doc: &DdpDoc) -> &bolide::stats::audit::AuditSection {
+    doc.audit.as_ref().expect("the document has an audit section")
+}
+
+/// Every walk checked at both checkpoints of the scenario, every check agreed.
+fn passed_everywhere(o: &Outcome_, doc: &DdpDoc) {
+    let a = audit(doc);
+    let u = &doc.summary.users;
+    assert_eq!(o.code, 0, "{}\n{}\n{:?}", o.out, o.err, a);
+    assert_eq!(a.outcome, Outcome::Passed, "{a:?}");
+    assert_eq!((u.failed, doc.summary.step_errors), (0, 0), "{}", o.out);
+    assert!(u.completed >= 20, "every looping user walked at least once: {u:?}");
+    assert_eq!(a.checks, 2 * u.completed, "two checkpoints per walk");
+    assert_eq!((a.agreed, a.failed, a.incomplete, a.unreached, a.differences), (a.checks, 0, 0, 0, 0));
+    let names: Vec<&str> = a.checkpoints.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["audit after the writes", "audit after removeAllTasks"]);
+    assert!(a.truth_reads >= 1 && a.messages_in > 0, "the truth was read over connections of its own: {a:?}");
+    assert!(o.out.contains("Audit         passed: "), "{}", o.out);
+}
+
+#[test]
+fn inserts_renames_and_removes_pass_the_audit_on_the_reference_server() {
+    for reactivity in [Reactivity::Push, Reactivity::POLL] {
+        let server = server(reactivity);
+        let (o, doc) = run(&[SCENARIO, "--target", &server.base_url(), "-d", "2s", "-t", "2"]);
+        passed_everywhere(&o, &doc);
+        // The users' calls reached the server (the audit's truth reads call nothing).
+        let calls: u64 = doc.steps.iter().filter(|s| s.name.starts_with("call ")).map(|s| s.count).sum();
+        assert_eq!(server.app().methods_called.load(Ordering::Relaxed), calls);
+    }
+}
+
+#[test]
+fn the_built_in_workloads_pass_with_audit_in_the_open_model() {
+    let server = server(Reactivity::Push);
+    let url = server.base_url();
+    let (o, doc) = run(&[
+        "tasks-reactive",
+        "--target",
+        &url,
+        "--arrival-rate",
+        "10",
+        "-d",
+        "1s",
+        "--think",
+        "20ms",
+        "--tasks",
+        "3",
+        "--audit",
+    ]);
+    let a = audit(&doc);
+    assert_eq!((o.code, a.outcome), (0, Outcome::Passed), "{}\n{}", o.out, o.err);
+    assert_eq!(a.checks, doc.summary.users.completed);
+    assert_eq!(a.checkpoints.len(), 1);
+    // A flow without a cache of its own keeps one to be audited.
+    let (o, doc) = run(&["tasks-nonreactive", "--target", &url, "--users", "3", "-d", "1s", "--think", "0", "--audit"]);
+    assert_eq!((o.code, audit(&doc).outcome), (0, Outcome::Passed), "{}\n{}", o.out, o.err);
+}
+
+#[test]
+fn an_audit_without_a_cache_or_a_subscription_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.yml");
+    std::fs::write(
+        &file,
+        "config:\n  target: http://127.0.0.1:9\n  phases: [{duration: 1, arrivalRate: 1}]\n  ddp: {cache: false}\n\
+         scenarios:\n  - flow:\n      - connect\n      - subscribe: fetchTasks\n      - audit: taskCollection\n",
+    )
+    .unwrap();
+    let o = bolide(&["run", file.to_str().unwrap()]);
+    assert_eq!(o.code, 2, "{}", o.err);
+    assert!(o.err.contains("it needs config.ddp.cache"), "{}", o.err);
+    std::fs::write(
+        &file,
+        "config:\n  target: http://127.0.0.1:9\n  phases: [{duration: 1, arrivalRate: 1}]\n\
+         scenarios:\n  - flow:\n      - connect\n      - call: {method: insertTask}\n",
+    )
+    .unwrap();
+    let o = bolide(&["run", file.to_str().unwrap(), "--audit"]);
+    assert_eq!(o.code, 2, "{}", o.err);
+    assert!(o.err.contains("--audit: no flow subscribes"), "{}", o.err);
+    // A malformed audit step says where.
+    std::fs::write(
+        &file,
+        "config:\n  target: http://127.0.0.1:9\n  phases: [{duration: 1, arrivalRate: 1}]\n\
+         scenarios:\n  - flow:\n      - connect\n      - audit: {collection: t, settle: 2s, timeout: 1s}\n",
+    )
+    .unwrap();
+    let o = bolide(&["run", file.to_str().unwrap()]);
+    assert_eq!(o.code, 2, "{}", o.err);
+    assert!(o.err.contains("s.yml:7:") && o.err.contains("must be shorter than its timeout"), "{}", o.err);
+}
+
+/// A WebSocket proxy between bolide and the server: the client's bytes go through as they are;
+/// the server's frames are read one by one, and every `lose_every`-th document message
+/// (`added`, `changed`, `removed`) is dropped (its collection and id kept), the others sent on
+/// after `delay`. `kill` closes every connection and stops listening, for good.
+struct Proxy {
+    port: u16,
+    lost: Arc<Mutex<Vec<(String, String, String)>>>,
+    dead: Arc<AtomicBool>,
+    passed: Arc<AtomicU64>,
+}
+
+impl Proxy {
+    fn start(upstream: u16, lose_every: u64, delay: Duration) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let lost = Arc::new(Mutex::new(Vec::new()));
+        let dead = Arc::new(AtomicBool::new(false));
+        let passed = Arc::new(AtomicU64::new(0));
+        let seen = Arc::new(AtomicU64::new(0));
+        let (l, d, p) = (Arc::clone(&lost), Arc::clone(&dead), Arc::clone(&passed));
+        std::thread::spawn(move || {
+            let mut open: Vec<TcpStream> = Vec::new();
+            // Bounded: the proxy lives at most a minute.
+            for _ in 0..60_000 {
+                if d.load(Ordering::SeqCst) {
+                    for s in &open {
+                        let _ = s.shutdown(std::net::Shutdown::Both);
+                    }
+                    return;
+                }
+                match listener.accept() {
+                    Ok((client, _)) => {
+                        client.set_nonblocking(false).unwrap();
+                        let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else { continue };
+                        open.push(client.try_clone().unwrap());
+                        open.push(server.try_clone().unwrap());
+                        let (l, p, seen) = (Arc::clone(&l), Arc::clone(&p), Arc::clone(&seen));
+                        std::thread::spawn(move || relay(client, server, lose_every, delay, l, p, seen));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(1)),
+                }
+            }
+        });
+        Proxy { port, lost, dead, passed }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.dead.store(true, Ordering::SeqCst);
+    }
+}
+
+fn relay(
+    mut client: TcpStream,
+    mut server: TcpStream,
+    lose_every: u64,
+    delay: Duration,
+    lost: Arc<Mutex<Vec<(String, String, String)>>>,
+    passed: Arc<AtomicU64>,
+    seen: Arc<AtomicU64>,
+) {
+    let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+    // Client to server, as it is (the upgrade request, then masked frames).
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut c2, &mut s2);
+        let _ = s2.shutdown(std::net::Shutdown::Write);
+    });
+    // Server to client: the upgrade response as it is, then frame by frame.
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16384];
+    let head_end = loop {
+        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        match server.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    assert!(!String::from_utf8_lossy(&buf[..head_end]).contains("permessage-deflate"), "run with --no-compression");
+    if client.write_all(&buf[..head_end]).is_err() {
+        return;
+    }
+    buf.drain(..head_end);
+    let mut reader = ddp::ws::Reader::new(false, 64 << 20, false);
+    loop {
+        while let Ok(Some((used, message))) = reader.next(&mut buf) {
+            buf.drain(..used);
+            let mut out = Vec::new();
+            match message {
+                Some(ddp::ws::Incoming::Data { opcode, payload, .. }) => {
+                    let text = String::from_utf8_lossy(&payload).to_string();
+                    let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+                    let msg = v.get("msg").and_then(|m| m.as_str()).unwrap_or_default().to_string();
+                    if lose_every > 0 && matches!(msg.as_str(), "added" | "changed" | "removed") {
+                        let n = seen.fetch_add(1, Ordering::SeqCst) + 1;
+                        if n.is_multiple_of(lose_every) {
+                            let field = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or_default().to_string();
+                            lost.lock().unwrap().push((msg, field("collection"), field("id")));
+                            continue;
+                        }
+                    }
+                    ddp::ws::encode_frame(&mut out, opcode, false, &payload, None);
+                }
+                Some(ddp::ws::Incoming::Ping(p)) => {
+                    ddp::ws::encode_frame(&mut out, ddp::ws::Opcode::Ping, false, &p, None)
+                }
+                Some(ddp::ws::Incoming::Pong(p)) => {
+                    ddp::ws::encode_frame(&mut out, ddp::ws::Opcode::Pong, false, &p, None)
+                }
+                Some(ddp::ws::Incoming::Close { code, reason }) => {
+                    let payload = ddp::ws::close_payload(code.unwrap_or(1000), &reason);
+                    ddp::ws::encode_frame(&mut out, ddp::ws::Opcode::Close, false, &payload, None);
+                }
+                None => continue,
+            }
+            if !delay.is_zero() {
+                std::thread::sleep(delay);
+            }
+            if client.write_all(&out).is_err() {
+                return;
+            }
+            passed.fetch_add(1, Ordering::Relaxed);
+        }
+        match server.read(&mut chunk) {
+            Ok(0) | Err(_) => {
+                let _ = client.shutdown(std::net::Shutdown::Both);
+                return;
+            }
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+#[test]
+fn a_proxy_that_loses_document_messages_fails_the_audit_and_names_what_was_lost() {
+    let server = server(Reactivity::Push);
+    let proxy = Proxy::start(server.addr().port(), 7, Duration::ZERO);
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("junit.xml");
+    let (o, doc) = run(&[
+        SCENARIO,
+        "--target",
+        &proxy.url(),
+        "--users",
+        "10",
+        "-d",
+        "1s",
+        "--no-compression",
+        "--threshold",
+        "audit.failed==0",
+        "--junit",
+        junit.to_str().unwrap(),
+    ]);
+    let a = audit(&doc);
+    assert_eq!(o.code, 1, "a difference is exit 1\n{}\n{}", o.out, o.err);
+    assert_eq!(a.outcome, Outcome::Failed, "{a:?}");
+    assert!(a.failed > 0 && a.differences >= a.failed, "{a:?}");
+    let lost = proxy.lost.lock().unwrap().clone();
+    assert!(!lost.is_empty());
+    // Every difference named is a document whose message the proxy lost.
+    let lost_ids: BTreeSet<&str> = lost.iter().map(|(_, _, id)| id.as_str()).collect();
+    let named: Vec<_> = a.checkpoints.iter().flat_map(|c| &c.first_differences).collect();
+    assert!(!named.is_empty());
+    for d in &named {
+        assert_eq!(d.collection, "taskCollection");
+        assert!(lost_ids.contains(d.id.as_str()), "{d:?} was not lost on the way: {lost:?}");
+        // A lost `added` is a document missing from the cache (or, once its removal came, none).
+        if lost.iter().all(|(m, _, id)| m == "added" && id == &d.id) {
+            assert_eq!(d.kind, Kind::Missing, "{d:?}");
+        }
+    }
+    assert!(o.out.contains("Audit         FAILED: "), "{}", o.out);
+    assert!(o.out.contains(&format!("taskCollection/{}", named[0].id)), "the summary names it: {}", o.out);
+    let t = &doc.thresholds[0];
+    assert_eq!((t.threshold.as_str(), t.ok, t.value), ("audit.failed==0", false, Some(a.failed as f64)));
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("<failure type=\"audit\""), "{xml}");
+    assert!(xml.contains("classname=\"bolide.run.audit\""), "{xml}");
+}
+
+#[test]
+fn a_proxy_that_delays_but_loses_nothing_passes() {
+    let server = server(Reactivity::Push);
+    let proxy = Proxy::start(server.addr().port(), 0, Duration::from_millis(2));
+    let (o, doc) = run(&[SCENARIO, "--target", &proxy.url(), "--users", "5", "-d", "1s", "--no-compression"]);
+    assert_eq!((o.code, audit(&doc).outcome), (0, Outcome::Passed), "{}\n{}", o.out, o.err);
+    assert!(proxy.passed.load(Ordering::Relaxed) > 0);
+}
+
+#[test]
+fn a_target_that_dies_for_good_leaves_the_audit_incomplete_never_passed() {
+    let server = server(Reactivity::Push);
+    let proxy = Proxy::start(server.addr().port(), 0, Duration::ZERO);
+    let dead = Arc::clone(&proxy.dead);
+    std::thread::spawn(move || {
+        sleep_ms(700);
+        dead.store(true, Ordering::SeqCst);
+    });
+    let (o, doc) = run(&[SCENARIO, "--target", &proxy.url(), "--users", "5", "-d", "2s", "--no-compression"]);
+    let a = audit(&doc);
+    assert_eq!(o.code, 4, "an audit that could not check is exit 4\n{}\n{}", o.out, o.err);
+    assert_eq!(a.outcome, Outcome::Incomplete, "{a:?}");
+    assert_eq!(a.failed, 0);
+    assert!(a.unreached + a.incomplete > 0, "{a:?}");
+    assert!(!a.why.is_empty() && o.out.contains("Audit         INCOMPLETE: "), "{}", o.out);
+}
+
+#[test]
+fn meteors_own_server_passes_the_audit_over_each_transport_and_compression() {
+    for (compression, transport) in [("on", "websocket"), ("off", "sockjs"), ("on", "sockjs"), ("off", "websocket")] {
+        let meteor = common::meteor::Meteor::start_with(&["--compression", compression]);
+        let url = format!("http://127.0.0.1:{}", meteor.port);
+        let (o, doc) = run(&[SCENARIO, "--target", &url, "-d", "2s", "--transport", transport]);
+        passed_everywhere(&o, &doc);
+        // Meteor's own counters: the users' calls, and the users' and the audit's sessions and
+        // subscriptions (each truth read is one session subscribed once).
+        let stats = meteor.stats();
+        let steps = |name: &str| doc.steps.iter().find(|s| s.name == name).map_or(0, |s| s.count);
+        let reads = audit(&doc).truth_reads;
+        let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+        assert_eq!(n(&stats["methods"]["insertTask"]), steps("call insertTask"), "{stats}");
+        assert_eq!(n(&stats["methods"]["/taskCollection/updateAsync"]), steps("call /taskCollection/updateAsync"));
+        assert_eq!(n(&stats["subscriptions"]["fetchTasks"]), steps("subscribe fetchTasks") + reads, "{stats}");
+        assert_eq!(n(&stats["messagesIn"]["connect"]), steps("connect") + reads, "{stats}");
+    }
+}
