@@ -879,6 +879,13 @@ pub struct RunArgs {
     #[arg(long)]
     pub audit: bool,
 
+    /// A fault seeded into the run, at a time from its start: kill@T or restart@T (the --spawn'ed
+    /// server, SIGKILL; restart starts it again), stall@T:DURATION (SIGSTOP, then SIGCONT),
+    /// drop@T:PERCENT% (bolide closes that share of its users' connections). Users reconnect as
+    /// Meteor's client does. Repeatable
+    #[arg(long, value_name = "FAULT")]
+    pub fault: Vec<String>,
+
     #[command(flatten)]
     pub common: CommonArgs,
 }

@@ -11,6 +11,7 @@ pub mod console;
 pub mod dashboard;
 pub mod engine;
 pub mod export;
+pub mod fault;
 pub mod files;
 pub mod k8s;
 pub mod lifecycle;

@@ -777,6 +777,8 @@ pub struct DdpPlan {
     /// What every run has: outputs, the server under test, the segment of the users, the
     /// scenario's `ensure` and `--threshold`s.
     pub common: Common,
+    /// `--fault`s seeded into the run.
+    pub faults: Vec<crate::fault::Fault>,
 }
 
 /// Reads `--dashboard`'s address: `IP:PORT`, `:PORT` or `PORT` (loopback).
@@ -1009,6 +1011,23 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     if args.threads == Some(0) {
         problems.push("-t/--threads must be at least 1".into());
     }
+    let mut faults = Vec::new();
+    for text in &args.fault {
+        match crate::fault::Fault::parse(text) {
+            Ok(f) => faults.push(f),
+            Err(e) => problems.push(e),
+        }
+    }
+    if let Some(f) = faults.iter().find(|f| f.on_server()).filter(|_| args.common.server.spawn.is_none()) {
+        problems.push(format!(
+            "--fault {}: acts on the server bolide starts; give --spawn CMD --ready-url URL (drop@T:P% needs none)",
+            f.text
+        ));
+    }
+    // Users reconnect after a fault, as Meteor's client does.
+    if !faults.is_empty() {
+        scenario.config.ddp.reconnect = true;
+    }
     let mut common = common(&args.common, &mut problems);
     let spread = common.spread;
     let mut targets = Vec::new();
@@ -1049,6 +1068,10 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         compression: d.compression,
         cache: d.cache,
         fanout_field: d.fanout_field.clone(),
+        drops: faults
+            .iter()
+            .any(|f| matches!(f.kind, crate::fault::Kind::Drop(_)))
+            .then(|| std::sync::Arc::new(crate::proto::ddp::Drops::default())),
         ..crate::proto::ddp::ClientConfig::default()
     };
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
@@ -1063,6 +1086,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         insecure: args.insecure,
         common,
         scenario,
+        faults,
     })
 }
 

@@ -366,3 +366,109 @@ fn meteors_own_server_passes_the_audit_over_each_transport_and_compression() {
         assert_eq!(n(&stats["messagesIn"]["connect"]), steps("connect") + reads, "{stats}");
     }
 }
+
+/// `bolide serve` on a free port, for `--spawn` (the server a fault kills and starts again).
+fn spawned_reference_server() -> (Vec<String>, String) {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let spawn = format!("exec {} serve --port {port}", env!("CARGO_BIN_EXE_bolide"));
+    (vec!["--spawn".into(), spawn, "--ready-url".into(), format!("{url}/")], url)
+}
+
+fn with<'a>(base: &'a [String], more: &[&'a str]) -> Vec<&'a str> {
+    more.iter().copied().chain(base.iter().map(String::as_str)).collect()
+}
+
+#[test]
+fn users_reconnect_and_converge_after_a_restart_a_stall_and_dropped_connections() {
+    let (spawn, url) = spawned_reference_server();
+    let args = with(
+        &spawn,
+        &[
+            SCENARIO,
+            "--target",
+            &url,
+            "--users",
+            "10",
+            "-d",
+            "6s",
+            "--fault",
+            "restart@1s",
+            "--fault",
+            "stall@2500ms:700ms",
+            "--fault",
+            "drop@4s:50%",
+            "--threshold",
+            "audit.failed==0",
+        ],
+    );
+    let (o, doc) = run(&args);
+    let a = audit(&doc);
+    assert_eq!(o.code, 0, "{}\n{}\n{a:?}", o.out, o.err);
+    assert_eq!(a.outcome, Outcome::Passed, "{a:?}");
+    let f: Vec<(&str, bool)> = doc.faults.iter().map(|f| (f.fault.as_str(), f.ok)).collect();
+    assert_eq!(f, [("restart@1s", true), ("stall@2500ms:700ms", true), ("drop@4s:50%", true)], "{:?}", doc.faults);
+    let (restart, drop) = (&doc.faults[0], &doc.faults[2]);
+    assert!(restart.done.contains("started it again"), "{}", restart.done);
+    // Every user's session died with the server: each came back, and the audit agreed again.
+    assert!(restart.reconnects >= 10, "{restart:?}");
+    assert!(restart.converged_s.is_some(), "{restart:?}");
+    assert!(drop.reconnects >= 1 && drop.converged_s.is_some(), "{drop:?}");
+    let reconnects: u64 = doc.timeline.iter().map(|s| s.counts.reconnects).sum();
+    assert_eq!(reconnects, doc.steps.iter().find(|s| s.name == "reconnect").map_or(0, |s| s.count - s.errors));
+    assert_eq!(reconnects, doc.faults.iter().map(|f| f.reconnects).sum::<u64>(), "every reconnect follows a fault");
+    assert!(o.out.contains("Faults        restart@1s at "), "{}", o.out);
+}
+
+#[test]
+fn a_server_killed_for_good_leaves_the_audit_incomplete() {
+    let (spawn, url) = spawned_reference_server();
+    let args = with(&spawn, &[SCENARIO, "--target", &url, "--users", "5", "-d", "2s", "--fault", "kill@700ms"]);
+    let (o, doc) = run(&args);
+    let a = audit(&doc);
+    assert_eq!(o.code, 4, "{}\n{}", o.out, o.err);
+    assert_eq!((a.outcome, a.failed), (Outcome::Incomplete, 0), "{a:?}");
+    assert!(doc.faults[0].ok && doc.faults[0].done.contains("for good"), "{:?}", doc.faults);
+    // Usage: a fault on the server needs one bolide started; a malformed one says its form.
+    let o = bolide(&["run", SCENARIO, "--target", &url, "--fault", "restart@1s"]);
+    assert_eq!(o.code, 2, "{}", o.err);
+    assert!(o.err.contains("--fault restart@1s: acts on the server bolide starts"), "{}", o.err);
+    let o = bolide(&["run", SCENARIO, "--target", &url, "--fault", "drop@1s"]);
+    assert_eq!(o.code, 2, "{}", o.err);
+    assert!(o.err.contains("drop needs a share"), "{}", o.err);
+}
+
+#[test]
+fn meteors_own_server_converges_after_a_restart_a_stall_and_dropped_connections() {
+    let dir = meteor_server_dir();
+    for transport in ["websocket", "sockjs"] {
+        let port = free_port();
+        let url = format!("http://127.0.0.1:{port}");
+        let spawn = format!("cd '{}' && exec node server.js --port {port} --quiet", dir.display());
+        let (o, doc) = run(&[
+            SCENARIO,
+            "--target",
+            &url,
+            "--transport",
+            transport,
+            "--users",
+            "20",
+            "-d",
+            "7s",
+            "--spawn",
+            &spawn,
+            "--ready-url",
+            &format!("{url}/"),
+            "--fault",
+            "restart@1500ms",
+            "--fault",
+            "stall@3500ms:1s",
+            "--fault",
+            "drop@5s:30%",
+        ]);
+        let a = audit(&doc);
+        assert_eq!((o.code, a.outcome), (0, Outcome::Passed), "{transport}\n{}\n{}\n{a:?}", o.out, o.err);
+        assert!(doc.faults.iter().all(|f| f.ok), "{:?}", doc.faults);
+        assert!(doc.faults[0].reconnects >= 20 && doc.faults[0].converged_s.is_some(), "{:?}", doc.faults[0]);
+    }
+}

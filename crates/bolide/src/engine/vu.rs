@@ -24,7 +24,7 @@ use crate::proto::ddp::{Conn, Traffic};
 use crate::proto::http::tls::Connector;
 use crate::scenario::arrivals::Schedule;
 use crate::scenario::template::{self, Vars};
-use crate::scenario::{Audit, Capture, Expect, Flow, HttpStep, LoopOver, Scenario, Step, StepKind, Think, WaitFor};
+use crate::scenario::{Audit, Call, Capture, Expect, Flow, HttpStep, LoopOver, Scenario, Step, StepKind, Think, WaitFor};
 use crate::stats::audit::Check;
 use crate::stats::vu::{DdpSecond, SecondLatencies, TickLatency, VuRecorder, VuSecond};
 
@@ -327,7 +327,6 @@ fn worker(
                     w.alive.fetch_add(1, Ordering::SeqCst);
                     // A closed phase's user walks its flow again until the phase ends.
                     let until = schedule.until(k).map(|u| start + u);
-                    let closed = until.is_some();
                     let every = schedule.total();
                     let w2 = Rc::clone(&w);
                     users.push(tokio::task::spawn_local(async move {
@@ -336,7 +335,7 @@ fn worker(
                             // cycle, as a reconnecting client behind DNS round-robin would: the
                             // iterations spread over the targets even when the users are fewer.
                             let target = if round == 0 { target } else { w2.plan.target_of(k + round * every) };
-                            let ok = iteration::<Conn>(&w2, k, target, closed, user_timeout).await;
+                            let ok = iteration::<Conn>(&w2, k, target, until, user_timeout).await;
                             let Some(until) = until.filter(|u| Instant::now() < *u) else { break };
                             if !ok {
                                 // A server that refuses at once is not hammered in a tight loop.
@@ -394,10 +393,16 @@ fn worker(
     let _ = tx.send(Msg::Done(Done { recs, traffic, cpu_ns }));
 }
 
-/// One walk of the flow by user `k` (a user's only one, or one of a looping user's, `closed`),
-/// counted as a user launched and then completed, failed or cut at the user timeout. True when it
-/// completed.
-async fn iteration<S: Session>(w: &Worker, k: u64, target: usize, closed: bool, user_timeout: Duration) -> bool {
+/// One walk of the flow by user `k` (a user's only one, or one of a looping user's until the
+/// closed phase ends at `until`), counted as a user launched and then completed, failed or cut at
+/// the user timeout. True when it completed.
+async fn iteration<S: Session>(
+    w: &Worker,
+    k: u64,
+    target: usize,
+    until: Option<Instant>,
+    user_timeout: Duration,
+) -> bool {
     {
         let mut r = w.recs[target].borrow_mut();
         r.launched += 1;
@@ -407,7 +412,7 @@ async fn iteration<S: Session>(w: &Worker, k: u64, target: usize, closed: bool, 
     }
     // Whether the walk still has a checkpoint ahead (a walk cut off there did not reach it).
     let ahead = std::cell::Cell::new(false);
-    let outcome = tokio::time::timeout(user_timeout, user::<S>(w, k, target, closed, &ahead)).await;
+    let outcome = tokio::time::timeout(user_timeout, user::<S>(w, k, target, until, &ahead)).await;
     let mut r = w.recs[target].borrow_mut();
     if outcome.is_err() && ahead.get() {
         r.audit.unreached(&format!("a user still running after {user_timeout:?} was cut off before its checkpoint"));
@@ -442,7 +447,7 @@ async fn user<S: Session>(
     w: &Worker,
     arrival: u64,
     target: usize,
-    closed: bool,
+    until: Option<Instant>,
     ahead: &std::cell::Cell<bool>,
 ) -> bool {
     let flows = &w.plan.scenario.flows;
@@ -480,7 +485,7 @@ async fn user<S: Session>(
         w,
         target,
         arrival,
-        closed,
+        until,
         conn: None,
         vars,
         subs: HashMap::new(),
@@ -522,8 +527,9 @@ struct Vu<'w, S> {
     target: usize,
     /// Its arrival (the user's number in the audit's differences).
     arrival: u64,
-    /// A closed phase's user: its checkpoints are a barrier with the other users.
-    closed: bool,
+    /// A closed phase's user: when the phase ends (its checkpoints are a barrier with the other
+    /// users, and it stops trying to reconnect once the phase is over).
+    until: Option<Instant>,
     /// Whether it made a check yet.
     checked: bool,
     /// The last step failure, for the audit (a walk that stopped before its checkpoint).
@@ -578,6 +584,14 @@ impl<S: Session> Vu<'_, S> {
                     Ok(()) => {}
                     Err(Stop { closed: true }) if self.may_reconnect(s) => {
                         self.reconnect().await?;
+                        // A call whose answer the closed connection lost is sent again (Meteor
+                        // resends it), unless the scenario says `noRetry`.
+                        if let StepKind::Call(Call { no_retry: true, .. }) = s.kind {
+                            return Err(Stop { closed: true });
+                        }
+                        if matches!(s.kind, StepKind::Call(_) | StepKind::Login(_)) {
+                            self.rec().second.resent += 1;
+                        }
                         self.step_began = Instant::now();
                         self.step(s).await?;
                     }
@@ -618,7 +632,12 @@ impl<S: Session> Vu<'_, S> {
     /// A new session, with the user's live subscriptions started again (as Meteor's client does).
     async fn reconnect(&mut self) -> Result<(), Stop> {
         self.reconnects += 1;
-        let deadline = self.timeout(None);
+        // Within the step timeout; a looping user gives up once its phase is over (a second's
+        // tries at least), so that a server gone for good does not hold the run's end.
+        let deadline = match self.until {
+            Some(u) => self.timeout(None).min(u.saturating_duration_since(Instant::now()).max(Duration::from_secs(1))),
+            None => self.timeout(None),
+        };
         let step = Step { name: "reconnect".into(), kind: StepKind::Connect };
         let began = Instant::now();
         // Meteor's retry schedule (packages/retry): 10 ms twice, then 1 s x 2.2^n, within the step
@@ -642,6 +661,12 @@ impl<S: Session> Vu<'_, S> {
                 }
             }
         };
+        // Logged in again with the user's token, then subscribed again, as Meteor's client does;
+        // the new session's cache holds what the server sends again, nothing else.
+        if let Some(token) = self.vars.get("loginToken").cloned() {
+            let login = serde_json::json!({ "resume": token });
+            conn.call("login", vec![login], deadline).await.map_err(|f| self.fail(&step, &f))?;
+        }
         let subs: Vec<(String, Vec<Value>)> =
             self.subs.iter().map(|(name, (_, params))| (name.clone(), params.clone())).collect();
         for (name, params) in subs {
@@ -650,6 +675,7 @@ impl<S: Session> Vu<'_, S> {
         }
         self.conn = Some(conn);
         self.ok(&step, began.elapsed());
+        self.rec().second.reconnects += 1;
         Ok(())
     }
 
@@ -801,52 +827,43 @@ impl<S: Session> Vu<'_, S> {
     async fn audit(&mut self, step: &Step, a: &Audit) {
         let Some(shared) = self.w.audit.as_deref() else { return };
         let began = Instant::now();
-        let check = match &self.conn {
-            None => {
-                Check::Incomplete("no connection at the checkpoint (after a disconnect, or before a connect)".into())
-            }
-            Some(conn) => {
-                let gathered = match self.closed {
-                    true => Some(shared.gather(&self.w.alive, began + a.timeout).await),
-                    false => None,
-                };
-                let opened = Instant::now();
-                let check = match &gathered {
-                    Some(Err(why)) => Check::Incomplete(why.clone()),
-                    _ => {
-                        let mut subs: Vec<(String, Vec<Value>)> = match &a.subscription {
-                            Some(name) => {
-                                let params = match &a.params {
-                                    Some(p) => p.iter().map(|p| template::render(p, &self.vars)).collect(),
-                                    None => self.subs.get(name).map(|(_, p)| p.clone()).unwrap_or_default(),
-                                };
-                                vec![(name.clone(), params)]
-                            }
-                            None => self.subs.iter().map(|(n, (_, p))| (n.clone(), p.clone())).collect(),
-                        };
-                        subs.sort_by(|x, y| x.0.cmp(&y.0));
-                        let ask = super::audit::Ask {
-                            user: self.arrival,
-                            conn,
-                            target: self.session_target(),
-                            subs,
-                            token: self.vars.get("loginToken"),
-                            audit: a,
-                            began: opened,
-                        };
-                        let w = self.w;
-                        super::audit::check(ask, shared, &w.audit_local, &|c| w.close(c)).await
+        let check = if self.conn.is_none() {
+            Check::Incomplete("no connection at the checkpoint (after a disconnect, or before a connect)".into())
+        } else {
+            let gathered = match self.until.is_some() {
+                true => Some(shared.gather(&self.w.alive, began + a.timeout).await),
+                false => None,
+            };
+            let opened = Instant::now();
+            let check = match &gathered {
+                Some(Err(why)) => Check::Incomplete(why.clone()),
+                _ => loop {
+                    if let Err(why) = self.renew().await {
+                        break Check::Incomplete(why);
                     }
-                };
-                if let Some(Ok(generation)) = gathered {
-                    shared.leave(generation, opened + a.timeout + Duration::from_secs(1)).await;
-                }
-                check
+                    let check = self.compare(a, shared, opened).await;
+                    // A connection that a fault closed during the check: again, on a new one.
+                    let again = self.conn.as_ref().and_then(Session::gone).is_some()
+                        && self.w.plan.scenario.config.ddp.reconnect
+                        && opened.elapsed() < a.timeout;
+                    if !again {
+                        break check;
+                    }
+                },
+            };
+            if let Some(Ok(generation)) = gathered {
+                shared.leave(generation, opened + a.timeout + Duration::from_secs(1)).await;
             }
+            check
         };
         let first = !std::mem::replace(&mut self.checked, true);
         {
             let mut r = self.rec();
+            match check {
+                Check::Agreed => r.second.audit_agreed += 1,
+                Check::Differed(..) => r.second.audit_differed += 1,
+                Check::Incomplete(_) => {}
+            }
             r.audit.record(&step.name, check);
             r.audit.users += u64::from(first);
         }
@@ -931,6 +948,44 @@ impl<S: Session> Vu<'_, S> {
             }
         }
         Ok(())
+    }
+
+    /// A connection a fault closed is made again before a check, as the user's next step would
+    /// (when the run reconnects); Err says why it could not be.
+    async fn renew(&mut self) -> Result<(), String> {
+        let gone = self.conn.as_ref().and_then(Session::gone);
+        let Some(why) = gone.filter(|_| self.w.plan.scenario.config.ddp.reconnect) else { return Ok(()) };
+        if self.reconnects >= MAX_RECONNECTS {
+            return Err(format!("the user's connection closed ({why}) after {MAX_RECONNECTS} reconnections"));
+        }
+        self.reconnect().await.map_err(|_| format!("the user's connection closed ({why}) and could not be made again"))
+    }
+
+    /// This user's cache against the truth, once the run is quiet.
+    async fn compare(&self, a: &Audit, shared: &super::audit::Shared, opened: Instant) -> Check {
+        let Some(conn) = &self.conn else { return Check::Incomplete("no connection at the checkpoint".into()) };
+        let mut subs: Vec<(String, Vec<Value>)> = match &a.subscription {
+            Some(name) => {
+                let params = match &a.params {
+                    Some(p) => p.iter().map(|p| template::render(p, &self.vars)).collect(),
+                    None => self.subs.get(name).map(|(_, p)| p.clone()).unwrap_or_default(),
+                };
+                vec![(name.clone(), params)]
+            }
+            None => self.subs.iter().map(|(n, (_, p))| (n.clone(), p.clone())).collect(),
+        };
+        subs.sort_by(|x, y| x.0.cmp(&y.0));
+        let ask = super::audit::Ask {
+            user: self.arrival,
+            conn,
+            target: self.session_target(),
+            subs,
+            token: self.vars.get("loginToken"),
+            audit: a,
+            began: opened,
+        };
+        let w = self.w;
+        super::audit::check(ask, shared, &w.audit_local, &|c| w.close(c)).await
     }
 
     async fn http(&mut self, step: &Step, h: &HttpStep) -> Result<(), Stop> {

@@ -75,6 +75,8 @@ fn shows_progress(io: &Io, quiet: bool) -> bool {
 
 /// What the watched processes and bolide itself did during a run.
 struct Watch {
+    /// The faults seeded into the run, as they happened.
+    faults: Vec<crate::fault::FaultRecord>,
     monitor: Vec<crate::monitor::MonitorResult>,
     scrape: Vec<crate::monitor::scrape::ScrapeResult>,
     generator: crate::monitor::generator::GeneratorResult,
@@ -83,8 +85,10 @@ struct Watch {
 /// Starts the server if `--spawn` asked for it, checks `reachable`, runs `load` with the server and
 /// bolide watched, then stops the server. Err is the exit code of a run that could not start or
 /// whose engine failed (the reason already written).
+#[allow(clippy::too_many_arguments)]
 fn watched<T, E: std::fmt::Display>(
     server: &plan::ServerPlan,
+    faults: &crate::fault::Faults,
     spread: &plan::Spread,
     quiet: bool,
     io: &mut Io,
@@ -105,7 +109,7 @@ fn watched<T, E: std::fmt::Display>(
         }
         None => None,
     };
-    let spawned = spawn_server(server, io, cancel)?;
+    let mut spawned = spawn_server(server, io, cancel)?;
     if !reachable(io) {
         return Err(exit::RUN);
     }
@@ -128,7 +132,7 @@ fn watched<T, E: std::fmt::Display>(
     if let Some(m) = &monti {
         m.begin();
     }
-    let out = load(&monitor);
+    let (out, faults) = faults.run(&mut spawned, server.spawn.as_ref(), cancel, || load(&monitor));
     let (processes, own) = monitor.finish_all();
     let mut scrape = scraping.finish();
     for s in scrape.iter().filter(|s| s.t.is_empty()) {
@@ -161,7 +165,7 @@ fn watched<T, E: std::fmt::Display>(
             return Err(exit::RUN);
         }
     };
-    Ok((out, Watch { monitor: processes.iter().map(Into::into).collect(), scrape, generator: own.result() }))
+    Ok((out, Watch { faults, monitor: processes.iter().map(Into::into).collect(), scrape, generator: own.result() }))
 }
 
 /// Waits for `--start-at`, saying so; false when stopped first. A start already past is made at
@@ -226,6 +230,7 @@ fn run<W: Part>(
     let mut exporters = exporters(&c.exports, c.label.as_deref(), c.spread.segment, &w.urls());
     let run = watched(
         &c.server,
+        &w.faults(),
         &c.spread,
         c.quiet,
         io,
@@ -252,6 +257,7 @@ fn run<W: Part>(
         Err(code) => return Outcome::failed(code),
     };
     let mut doc = w.document(&output, command_line);
+    W::record_faults(&mut doc, watch.faults);
     let mut outputs = Vec::new();
     if !exporters.is_empty() {
         for e in &mut exporters {

@@ -211,6 +211,21 @@ impl Spawned {
         status.or_else(|| self.child.wait().ok())
     }
 
+    /// Sends `signal` to the server's whole process group (a fault: SIGKILL, SIGSTOP, SIGCONT).
+    pub fn signal(&self, signal: i32) {
+        self.kill_group(signal);
+    }
+
+    /// After a SIGKILL: waits (a few seconds at most) until the server and everything it
+    /// started are gone, so that its port is free for a new start.
+    pub fn reap(&mut self) {
+        let _ = self.child.wait();
+        let begin = Instant::now();
+        while group_alive(self.pid) && begin.elapsed() < STOP_GRACE {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     fn kill_group(&self, signal: i32) {
         // The child leads its own group (pgid == its pid); never signal a group that is ours.
         let pid = self.pid as i32;

@@ -11,6 +11,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -36,6 +37,43 @@ pub enum Transport {
     SockJs,
 }
 
+/// The switch every user connection of a run listens to: when it is thrown, each connection
+/// closes with the given probability (its socket shut, no closing handshake), as a network
+/// that drops them would.
+#[derive(Debug, Default)]
+pub struct Drops {
+    /// How many times it was thrown (a connection acts once per throw).
+    round: AtomicU64,
+    /// The share of the latest throw, in millionths.
+    share_ppm: AtomicU32,
+    pub notify: tokio::sync::Notify,
+}
+
+impl Drops {
+    pub fn throw(&self, share: f64) {
+        self.share_ppm.store((share * 1e6).round() as u32, Ordering::SeqCst);
+        self.round.fetch_add(1, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    /// The latest throw's round.
+    pub fn round(&self) -> u64 {
+        self.round.load(Ordering::SeqCst)
+    }
+
+    /// Whether a connection that last saw round `seen` is dropped now (its own draw); updates
+    /// `seen`.
+    pub fn hits(&self, seen: &mut u64) -> bool {
+        let now = self.round();
+        if now == *seen {
+            return false;
+        }
+        *seen = now;
+        let share = f64::from(self.share_ppm.load(Ordering::SeqCst)) / 1e6;
+        rand::random::<f64>() < share
+    }
+}
+
 /// Settings shared by every connection of a run.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
@@ -51,6 +89,8 @@ pub struct ClientConfig {
     pub heartbeat_timeout: Duration,
     /// Largest message accepted from the server.
     pub max_message_bytes: usize,
+    /// `--fault drop`: the switch that drops a share of the connections.
+    pub drops: Option<std::sync::Arc<Drops>>,
 }
 
 impl Default for ClientConfig {
@@ -63,6 +103,7 @@ impl Default for ClientConfig {
             heartbeat_interval: Duration::from_millis(17_500),
             heartbeat_timeout: Duration::from_secs(15),
             max_message_bytes: 64 << 20,
+            drops: None,
         }
     }
 }
@@ -862,7 +903,12 @@ async fn run(
     let mut next_tick = Instant::now() + cfg.heartbeat_interval;
     let mut heard = false;
     let mut ping_sent: Option<Instant> = None;
+    // `--fault drop`: the throws this connection has seen.
+    let mut drops_seen = cfg.drops.as_ref().map_or(0, |d| d.round());
     let why = 'conn: loop {
+        if cfg.drops.as_ref().is_some_and(|d| d.hits(&mut drops_seen)) {
+            break 'conn "dropped by bolide (--fault drop)".to_string();
+        }
         // Process whatever complete frames are buffered, then wake the user once.
         let mut woke = false;
         loop {
@@ -966,6 +1012,12 @@ async fn run(
                     break 'conn "closed by the client".to_string();
                 }
             },
+            _ = async {
+                match &cfg.drops {
+                    Some(d) => d.notify.notified().await,
+                    None => std::future::pending().await,
+                }
+            } => {}
             _ = tokio::time::sleep_until(tokio::time::Instant::from_std(heartbeat_at)) => {
                 let now = Instant::now();
                 if ping_sent.is_some_and(|at| now >= at + cfg.heartbeat_timeout) {

@@ -127,6 +127,17 @@ impl super::Shown for DdpDoc {
             ] {
                 row(t, name, "", v as f64);
             }
+            // Faults' and the audit's counts: only the seconds that had some.
+            for (name, v) in [
+                ("reconnects", c.reconnects),
+                ("resent", c.resent),
+                ("audit_agreed", c.audit_agreed),
+                ("audit_differed", c.audit_differed),
+            ] {
+                if v > 0 {
+                    row(t, name, "", v as f64);
+                }
+            }
             let mut latency = |prefix: &str, labels: &str, l: &crate::stats::vu::SecondLatency| {
                 row(t, &format!("{prefix}_count"), labels, l.count as f64);
                 row(t, &format!("{prefix}_p50_ms"), labels, ms(l.p50_us as f64));
@@ -287,6 +298,7 @@ pub fn summary(doc: &DdpDoc) -> String {
     if s.protocol_errors > 0 {
         let _ = writeln!(out, "  {:<14}{} protocol errors from the server", "", count(s.protocol_errors));
     }
+    out.push_str(&fault_rows(doc));
     if let Some(a) = &doc.audit {
         out.push_str(&audit_rows(a));
     }
@@ -297,6 +309,45 @@ pub fn summary(doc: &DdpDoc) -> String {
         &doc.thresholds,
         doc.generator.as_ref().and_then(|g| g.suspect.as_deref()),
     ));
+    out
+}
+
+/// The faults seeded into the run, each on a line, with what followed it: reconnections, methods
+/// sent again, when the users were back and when the audit agreed again.
+fn fault_rows(doc: &DdpDoc) -> String {
+    let mut out = String::new();
+    let (reconnects, resent): (u64, u64) =
+        doc.timeline.iter().fold((0, 0), |(a, b), s| (a + s.counts.reconnects, b + s.counts.resent));
+    if doc.faults.is_empty() && reconnects == 0 {
+        return out;
+    }
+    for (i, f) in doc.faults.iter().enumerate() {
+        let label = if i == 0 { "Faults" } else { "" };
+        let _ = writeln!(
+            out,
+            "  {label:<14}{} at {:.1} s: {}{}",
+            f.fault,
+            f.at_s,
+            if f.ok { "" } else { "NOT DONE: " },
+            crate::redact::printable(&f.done)
+        );
+        let back = f.back_s.map(|s| format!("; users back within {s:.0} s")).unwrap_or_default();
+        let converged = match (f.converged_s, &doc.audit) {
+            (Some(s), _) => format!("; the audit agreed again within {s:.0} s"),
+            (None, Some(_)) => "; no audit check agreed after it".into(),
+            (None, None) => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "  {:<14}  {} reconnects, {} methods sent again{back}{converged}",
+            "",
+            count(f.reconnects),
+            count(f.resent)
+        );
+    }
+    if doc.faults.is_empty() {
+        let _ = writeln!(out, "  {:<14}{} reconnects, {} methods sent again", "Reconnects", count(reconnects), count(resent));
+    }
     out
 }
 

@@ -58,7 +58,7 @@ fn step(kind: StepKind) -> Step {
 }
 
 fn call(method: &str, params: Vec<Value>) -> Call {
-    Call { method: method.into(), params, capture: None, expect: None, timeout: None }
+    Call { method: method.into(), params, capture: None, expect: None, timeout: None, no_retry: false }
 }
 
 fn think(knobs: &Knobs) -> Option<Step> {

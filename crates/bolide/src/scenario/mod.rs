@@ -340,6 +340,9 @@ pub struct Call {
     pub capture: Option<Capture>,
     pub expect: Option<Expect>,
     pub timeout: Option<Duration>,
+    /// `noRetry: true`: not sent again after a reconnection (Meteor's `noRetry` option); the
+    /// step fails instead.
+    pub no_retry: bool,
 }
 
 /// Where a method's result goes.

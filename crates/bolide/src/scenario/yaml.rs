@@ -1156,7 +1156,7 @@ fn read_capture(r: &mut Reader, node: &Node) -> Option<Capture> {
 }
 
 fn read_call(r: &mut Reader, node: &Node) -> Option<Call> {
-    let m = r.map(node, "call", &["method", "params", "capture", "expect", "timeout"])?;
+    let m = r.map(node, "call", &["method", "params", "capture", "expect", "timeout", "noRetry"])?;
     let method = m.require(r, "method").and_then(|n| r.string(n, "method"));
     let params = params(r, &m);
     let capture = m.get("capture").and_then(|n| read_capture(r, n));
@@ -1175,7 +1175,8 @@ fn read_call(r: &mut Reader, node: &Node) -> Option<Call> {
         }
     };
     let timeout = m.get("timeout").and_then(|n| r.duration(n, "timeout"));
-    Some(Call { method: method?, params, capture, expect, timeout })
+    let no_retry = m.get("noRetry").and_then(|n| r.boolean(n, "noRetry")).unwrap_or(false);
+    Some(Call { method: method?, params, capture, expect, timeout, no_retry })
 }
 
 fn read_login(r: &mut Reader, node: &Node) -> Option<Login> {

@@ -65,6 +65,20 @@ pub struct VuSecond {
     pub messages_out: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
+    /// Users' reconnections (after a fault), and method calls sent again after one.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reconnects: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resent: u64,
+    /// Audit checks that agreed with the truth, and that differed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub audit_agreed: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub audit_differed: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl VuSecond {
@@ -78,6 +92,10 @@ impl VuSecond {
         self.messages_out += o.messages_out;
         self.bytes_in += o.bytes_in;
         self.bytes_out += o.bytes_out;
+        self.reconnects += o.reconnects;
+        self.resent += o.resent;
+        self.audit_agreed += o.audit_agreed;
+        self.audit_differed += o.audit_differed;
     }
 }
 
@@ -348,6 +366,9 @@ super::envelope::result_document! {
         /// The reactive-correctness audit (`--audit`, `audit:` steps); absent without one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub audit: Option<super::audit::AuditSection>,
+        /// The faults seeded into the run (`--fault`), as they happened; absent without one.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub faults: Vec<crate::fault::FaultRecord>,
     }
 }
 

@@ -157,4 +157,10 @@ pub trait Part: Describe {
     fn extra_files(&self, _out: &Self::Output) -> Result<Option<(&'static str, PathBuf)>, String> {
         Ok(None)
     }
+    /// The faults to seed into the run (`--fault`).
+    fn faults(&self) -> crate::fault::Faults {
+        crate::fault::Faults::new(Vec::new(), None)
+    }
+    /// Puts the faults as they happened on the document's timeline.
+    fn record_faults(_doc: &mut Self::Document, _faults: Vec<crate::fault::FaultRecord>) {}
 }

@@ -184,6 +184,17 @@ impl super::Part for DdpPlan {
     fn extra_files(&self, _out: &VuOutput) -> Result<Option<(&'static str, PathBuf)>, String> {
         Ok(None)
     }
+
+    fn faults(&self) -> crate::fault::Faults {
+        crate::fault::Faults::new(self.faults.clone(), self.client.drops.clone())
+    }
+
+    fn record_faults(doc: &mut DdpDoc, mut faults: Vec<crate::fault::FaultRecord>) {
+        let seconds: Vec<(u32, u64, u64, u64)> =
+            doc.timeline.iter().map(|s| (s.t, s.counts.reconnects, s.counts.resent, s.counts.audit_agreed)).collect();
+        crate::fault::follow(&mut faults, &seconds);
+        doc.faults = faults;
+    }
 }
 
 /// Ties each target of a run over several to the watched process on its port (`--monitor

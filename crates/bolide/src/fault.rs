@@ -1,0 +1,308 @@
+//! Faults seeded into a run (`--fault`): the spawned server killed (`kill@20s`), killed and started
+//! again (`restart@20s`), frozen for a while (`stall@20s:2s`, SIGSTOP then SIGCONT), or a share of
+//! bolide's own users' connections dropped (`drop@20s:10%`). Each is done at its time by
+//! [`Faults::run`] beside the load and recorded on the run's timeline ([`FaultRecord`]), so that
+//! the audit, the reconnects and the latency charts can be read against it.
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::monitor::spawn::{SpawnPlan, Spawned};
+use crate::proto::ddp::Drops;
+
+/// What a fault does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    /// SIGKILL to the spawned server's process group; it stays dead.
+    Kill,
+    /// SIGKILL, then the server started again with the same command (ready at its URL).
+    Restart,
+    /// SIGSTOP to the server's process group, SIGCONT after this long.
+    Stall(Duration),
+    /// bolide closes this share (0 to 1) of its users' connections, at once, without a word.
+    Drop(f64),
+}
+
+/// One `--fault`: what, and when (from the run's start).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fault {
+    pub at: Duration,
+    pub kind: Kind,
+    /// As given: `restart@20s`.
+    pub text: String,
+}
+
+impl Fault {
+    /// Reads `kill@T`, `restart@T`, `stall@T:D` or `drop@T:P%`.
+    pub fn parse(text: &str) -> Result<Fault, String> {
+        let t = text.trim();
+        let form = "kill@T, restart@T, stall@T:DURATION or drop@T:PERCENT% (e.g. restart@20s, drop@10s:25%)";
+        let Some((what, rest)) = t.split_once('@') else {
+            return Err(format!("--fault {t:?}: expected {form}"));
+        };
+        let (at, arg) = match rest.split_once(':') {
+            Some((a, b)) => (a, Some(b)),
+            None => (rest, None),
+        };
+        let at = crate::plan::parse_duration("--fault", at).map_err(|e| format!("{e} (in {t:?})"))?;
+        let kind = match (what, arg) {
+            ("kill", None) => Kind::Kill,
+            ("restart", None) => Kind::Restart,
+            ("stall", Some(d)) => {
+                let d = crate::plan::parse_duration("--fault stall", d).map_err(|e| format!("{e} (in {t:?})"))?;
+                if d.is_zero() {
+                    return Err(format!("--fault {t:?}: a stall lasts longer than 0"));
+                }
+                Kind::Stall(d)
+            }
+            ("drop", Some(p)) => match p.strip_suffix('%').and_then(|n| n.trim().parse::<f64>().ok()) {
+                Some(pct) if pct > 0.0 && pct <= 100.0 => Kind::Drop(pct / 100.0),
+                _ => return Err(format!("--fault {t:?}: drop takes a share from 1% to 100%, e.g. drop@10s:25%")),
+            },
+            ("stall", None) => return Err(format!("--fault {t:?}: stall needs how long, e.g. stall@20s:2s")),
+            ("drop", None) => return Err(format!("--fault {t:?}: drop needs a share, e.g. drop@20s:10%")),
+            ("kill" | "restart", Some(_)) => return Err(format!("--fault {t:?}: {what} takes only a time: {what}@20s")),
+            _ => return Err(format!("--fault {t:?}: unknown fault {what:?}; expected {form}")),
+        };
+        Ok(Fault { at, kind, text: t.to_string() })
+    }
+
+    /// Whether it acts on the spawned server (and so needs `--spawn`).
+    pub fn on_server(&self) -> bool {
+        !matches!(self.kind, Kind::Drop(_))
+    }
+}
+
+/// A fault as it happened, on the run's timeline; with what followed it (filled from the
+/// run's seconds once it ended).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FaultRecord {
+    /// As given: `restart@20s`.
+    pub fault: String,
+    /// When it was done, seconds from the run's start.
+    pub at_s: f64,
+    /// What was done, in words ("killed the server's process group (pid 123)", ...).
+    pub done: String,
+    /// Whether it could be done (the server was there to kill, it started again, ...).
+    pub ok: bool,
+    /// Users' reconnections from the fault until the next one (or the run's end).
+    pub reconnects: u64,
+    /// Method calls sent again after a reconnection in that window.
+    pub resent: u64,
+    /// From the fault until the last of those reconnections, seconds (whole seconds of the
+    /// timeline; absent with none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub back_s: Option<f64>,
+    /// From the fault until an audit check agreed with the truth again after the last of those
+    /// reconnections (or after the fault, with none), seconds (whole seconds; absent when none
+    /// did before the run's end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub converged_s: Option<f64>,
+}
+
+/// The faults of a run, done by a thread of their own beside the load.
+pub struct Faults {
+    list: Vec<Fault>,
+    drops: Option<Arc<Drops>>,
+}
+
+/// Told to the fault thread when the load is over.
+#[derive(Default)]
+struct Over {
+    done: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl Faults {
+    pub fn new(list: Vec<Fault>, drops: Option<Arc<Drops>>) -> Faults {
+        Faults { list, drops }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// Runs `load` with the faults done at their times (from now), on `spawned` (the server
+    /// `plan` started; a restart replaces it). The load's result, and what was done.
+    pub fn run<T>(
+        &self,
+        spawned: &mut Option<Spawned>,
+        plan: Option<&SpawnPlan>,
+        cancel: &tokio_util::sync::CancellationToken,
+        load: impl FnOnce() -> T,
+    ) -> (T, Vec<FaultRecord>) {
+        if self.list.is_empty() {
+            return (load(), Vec::new());
+        }
+        let start = Instant::now();
+        let over = Over::default();
+        let server = Mutex::new(spawned.take());
+        let mut list = self.list.clone();
+        list.sort_by_key(|f| f.at);
+        let (out, records) = std::thread::scope(|scope| {
+            let worker = scope.spawn(|| {
+                let mut records = Vec::new();
+                for f in &list {
+                    // Wait for the fault's time, or the load's end.
+                    let mut done = over.done.lock().unwrap_or_else(|p| p.into_inner());
+                    loop {
+                        let left = (start + f.at).saturating_duration_since(Instant::now());
+                        if *done || left.is_zero() {
+                            break;
+                        }
+                        done = over.wake.wait_timeout(done, left).unwrap_or_else(|p| p.into_inner()).0;
+                    }
+                    if *done {
+                        break;
+                    }
+                    drop(done);
+                    let at_s = start.elapsed().as_secs_f64();
+                    let (ok, what) = self.act(f, &server, plan, cancel, &over);
+                    records.push(FaultRecord { fault: f.text.clone(), at_s, done: what, ok, ..FaultRecord::default() });
+                }
+                records
+            });
+            let out = load();
+            *over.done.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            over.wake.notify_all();
+            (out, worker.join().unwrap_or_default())
+        });
+        *spawned = server.into_inner().unwrap_or_else(|p| p.into_inner());
+        (out, records)
+    }
+
+    /// Does one fault; whether it was done, and what, in words.
+    fn act(
+        &self,
+        f: &Fault,
+        server: &Mutex<Option<Spawned>>,
+        plan: Option<&SpawnPlan>,
+        cancel: &tokio_util::sync::CancellationToken,
+        over: &Over,
+    ) -> (bool, String) {
+        let mut guard = server.lock().unwrap_or_else(|p| p.into_inner());
+        match &f.kind {
+            Kind::Drop(share) => match &self.drops {
+                Some(d) => {
+                    d.throw(*share);
+                    (true, format!("closed about {:.0}% of the users' connections", share * 100.0))
+                }
+                None => (false, "no user connection listens for drops in this workload".into()),
+            },
+            Kind::Kill | Kind::Restart => {
+                let Some(s) = guard.as_mut() else { return (false, "no spawned server to kill".into()) };
+                let pid = s.pid;
+                s.signal(libc::SIGKILL);
+                s.reap();
+                if f.kind == Kind::Kill {
+                    return (true, format!("killed the server (pid {pid}) for good"));
+                }
+                let Some(plan) = plan else { return (false, format!("killed the server (pid {pid}); no command to start it again")) };
+                let began = Instant::now();
+                match crate::monitor::spawn::start(plan, cancel) {
+                    Ok(new) => {
+                        let text = format!(
+                            "killed the server (pid {pid}) and started it again (pid {}, ready after {:.1} s)",
+                            new.pid,
+                            began.elapsed().as_secs_f64()
+                        );
+                        *guard = Some(new);
+                        (true, text)
+                    }
+                    Err(e) => {
+                        *guard = None;
+                        (false, format!("killed the server (pid {pid}); it did not start again: {e}"))
+                    }
+                }
+            }
+            Kind::Stall(d) => {
+                let Some(s) = guard.as_ref() else { return (false, "no spawned server to stall".into()) };
+                s.signal(libc::SIGSTOP);
+                // Frozen for the stall, or until the load ends; never left stopped.
+                let done = over.done.lock().unwrap_or_else(|p| p.into_inner());
+                let _ = over.wake.wait_timeout_while(done, *d, |done| !*done);
+                s.signal(libc::SIGCONT);
+                (true, format!("froze the server (pid {}) for {:?} (SIGSTOP, then SIGCONT)", s.pid, d))
+            }
+        }
+    }
+}
+
+/// Fills each record's reconnects, resent methods, and times to back and to converged from the
+/// run's seconds (`(t, reconnects, resent, agreed checks)`).
+pub fn follow(records: &mut [FaultRecord], seconds: &[(u32, u64, u64, u64)]) {
+    let ends: Vec<f64> = records.iter().skip(1).map(|r| r.at_s).chain([f64::INFINITY]).collect();
+    for (r, end) in records.iter_mut().zip(ends) {
+        // A second [t, t+1) belongs to the last fault done before its end.
+        let window: Vec<&(u32, u64, u64, u64)> = seconds
+            .iter()
+            .filter(|(t, ..)| f64::from(*t) + 1.0 > r.at_s && f64::from(*t) + 1.0 <= end)
+            .collect();
+        r.reconnects = window.iter().map(|s| s.1).sum();
+        r.resent = window.iter().map(|s| s.2).sum();
+        let last_back = window.iter().filter(|s| s.1 > 0).map(|s| s.0).max();
+        r.back_s = last_back.map(|t| (f64::from(t) + 1.0 - r.at_s).max(0.0));
+        // The first agreed check after that, even past the next fault.
+        let from = last_back.unwrap_or(0);
+        r.converged_s = seconds
+            .iter()
+            .filter(|s| s.3 > 0 && s.0 >= from && f64::from(s.0) + 1.0 > r.at_s)
+            .map(|s| (f64::from(s.0) + 1.0 - r.at_s).max(0.0))
+            .reduce(f64::min);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn faults_read_their_forms_and_refuse_the_rest_with_the_form() {
+        let ok = |t: &str| Fault::parse(t).unwrap_or_else(|e| panic!("{t}: {e}"));
+        assert_eq!(ok("restart@20s").kind, Kind::Restart);
+        assert_eq!(ok("restart@20s").at, Duration::from_secs(20));
+        assert_eq!(ok("kill@1.5s").at, Duration::from_millis(1500));
+        assert_eq!(ok("stall@20s:2s").kind, Kind::Stall(Duration::from_secs(2)));
+        assert_eq!(ok("drop@3s:25%").kind, Kind::Drop(0.25));
+        assert!(!ok("drop@3s:25%").on_server() && ok("stall@1s:1s").on_server());
+        for (bad, words) in [
+            ("restart", "expected kill@T"),
+            ("explode@2s", "unknown fault \"explode\""),
+            ("drop@2s", "drop needs a share"),
+            ("drop@2s:0%", "from 1% to 100%"),
+            ("drop@2s:150%", "from 1% to 100%"),
+            ("stall@2s", "stall needs how long"),
+            ("stall@2s:0s", "longer than"),
+            ("kill@2s:1s", "takes only a time"),
+            ("kill@soon", "--fault"),
+        ] {
+            let e = Fault::parse(bad).unwrap_err();
+            assert!(e.contains(words), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_fault_is_followed_by_its_reconnects_until_the_next() {
+        let mut records = vec![
+            FaultRecord { fault: "drop@2s:50%".into(), at_s: 2.0, ..FaultRecord::default() },
+            FaultRecord { fault: "restart@6s".into(), at_s: 6.0, ..FaultRecord::default() },
+        ];
+        // (t, reconnects, resent, agreed checks)
+        let seconds = [(1, 0, 0, 5), (2, 3, 1, 0), (3, 2, 0, 0), (4, 0, 0, 4), (6, 5, 2, 0), (7, 0, 0, 0)];
+        follow(&mut records, &seconds);
+        assert_eq!((records[0].reconnects, records[0].resent), (5, 1));
+        assert_eq!((records[0].back_s, records[0].converged_s), (Some(2.0), Some(3.0)));
+        assert_eq!((records[1].reconnects, records[1].resent), (5, 2));
+        assert_eq!((records[1].back_s, records[1].converged_s), (Some(1.0), None), "no check agreed after it");
+        // A check that agreed only after the next fault still says when the first converged.
+        let mut records = vec![
+            FaultRecord { fault: "restart@1s".into(), at_s: 1.0, ..FaultRecord::default() },
+            FaultRecord { fault: "drop@2s:10%".into(), at_s: 2.0, ..FaultRecord::default() },
+        ];
+        follow(&mut records, &[(1, 4, 0, 0), (2, 0, 0, 0), (3, 0, 0, 7)]);
+        assert_eq!((records[0].back_s, records[0].converged_s), (Some(1.0), Some(3.0)));
+        assert_eq!((records[1].reconnects, records[1].converged_s), (0, Some(2.0)));
+    }
+}
