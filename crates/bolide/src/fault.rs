@@ -63,7 +63,9 @@ impl Fault {
             },
             ("stall", None) => return Err(format!("--fault {t:?}: stall needs how long, e.g. stall@20s:2s")),
             ("drop", None) => return Err(format!("--fault {t:?}: drop needs a share, e.g. drop@20s:10%")),
-            ("kill" | "restart", Some(_)) => return Err(format!("--fault {t:?}: {what} takes only a time: {what}@20s")),
+            ("kill" | "restart", Some(_)) => {
+                return Err(format!("--fault {t:?}: {what} takes only a time: {what}@20s"))
+            }
             _ => return Err(format!("--fault {t:?}: unknown fault {what:?}; expected {form}")),
         };
         Ok(Fault { at, kind, text: t.to_string() })
@@ -199,7 +201,9 @@ impl Faults {
                 if f.kind == Kind::Kill {
                     return (true, format!("killed the server (pid {pid}) for good"));
                 }
-                let Some(plan) = plan else { return (false, format!("killed the server (pid {pid}); no command to start it again")) };
+                let Some(plan) = plan else {
+                    return (false, format!("killed the server (pid {pid}); no command to start it again"));
+                };
                 let began = Instant::now();
                 match crate::monitor::spawn::start(plan, cancel) {
                     Ok(new) => {
@@ -236,10 +240,8 @@ pub fn follow(records: &mut [FaultRecord], seconds: &[(u32, u64, u64, u64)]) {
     let ends: Vec<f64> = records.iter().skip(1).map(|r| r.at_s).chain([f64::INFINITY]).collect();
     for (r, end) in records.iter_mut().zip(ends) {
         // A second [t, t+1) belongs to the last fault done before its end.
-        let window: Vec<&(u32, u64, u64, u64)> = seconds
-            .iter()
-            .filter(|(t, ..)| f64::from(*t) + 1.0 > r.at_s && f64::from(*t) + 1.0 <= end)
-            .collect();
+        let window: Vec<&(u32, u64, u64, u64)> =
+            seconds.iter().filter(|(t, ..)| f64::from(*t) + 1.0 > r.at_s && f64::from(*t) + 1.0 <= end).collect();
         r.reconnects = window.iter().map(|s| s.1).sum();
         r.resent = window.iter().map(|s| s.2).sum();
         let last_back = window.iter().filter(|s| s.1 > 0).map(|s| s.0).max();

@@ -418,6 +418,14 @@ fn users_reconnect_and_converge_after_a_restart_a_stall_and_dropped_connections(
     assert_eq!(reconnects, doc.steps.iter().find(|s| s.name == "reconnect").map_or(0, |s| s.count - s.errors));
     assert_eq!(reconnects, doc.faults.iter().map(|f| f.reconnects).sum::<u64>(), "every reconnect follows a fault");
     assert!(o.out.contains("Faults        restart@1s at "), "{}", o.out);
+    // The charts mark each fault where it was done, beside the reconnections and the checks.
+    let charts = bolide::report::charts::single_run(&bolide::stats::doc::Doc::from(doc.clone()));
+    for id in ["faults-and-audit", "response-time"] {
+        let c = charts.iter().find(|c| c.id == id).unwrap_or_else(|| panic!("no chart {id}"));
+        let marks = c.series.iter().find(|s| s.label == "fault").expect("a fault series");
+        let at: Vec<f64> = marks.values.iter().zip(&c.x).filter(|(v, _)| v.is_some()).map(|(_, x)| *x).collect();
+        assert_eq!(at, [1.0, 2.0, 4.0], "{id}");
+    }
 }
 
 #[test]

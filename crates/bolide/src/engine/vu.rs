@@ -24,7 +24,9 @@ use crate::proto::ddp::{Conn, Traffic};
 use crate::proto::http::tls::Connector;
 use crate::scenario::arrivals::Schedule;
 use crate::scenario::template::{self, Vars};
-use crate::scenario::{Audit, Call, Capture, Expect, Flow, HttpStep, LoopOver, Scenario, Step, StepKind, Think, WaitFor};
+use crate::scenario::{
+    Audit, Call, Capture, Expect, Flow, HttpStep, LoopOver, Scenario, Step, StepKind, Think, WaitFor,
+};
 use crate::stats::audit::Check;
 use crate::stats::vu::{DdpSecond, SecondLatencies, TickLatency, VuRecorder, VuSecond};
 

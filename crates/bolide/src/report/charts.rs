@@ -269,6 +269,9 @@ pub(super) fn ddp_charts(d: &DdpDoc) -> Vec<Chart> {
         out.push(step_response_time(d));
         out.push(steps.decimate(&[Reduce::Mean, Reduce::Mean]));
         out.push(msgs.decimate(&[Reduce::Mean, Reduce::Mean]));
+        if let Some(c) = faults_and_audit(d) {
+            out.push(c);
+        }
     }
     out.push(step_spectra(d));
     out.push(spectrum(
@@ -282,6 +285,48 @@ pub(super) fn ddp_charts(d: &DdpDoc) -> Vec<Chart> {
         "Fan-out latency by percentile (insert to every subscriber)",
     ));
     out
+}
+
+/// Each fault's mark on a chart of the run's seconds: at the second it was done, at `at(t)` (the
+/// height of the chart's other series then), `None` elsewhere.
+fn fault_marks(d: &DdpDoc, at: impl Fn(usize) -> f64) -> Vec<Option<f64>> {
+    d.timeline
+        .iter()
+        .enumerate()
+        .map(|(i, s)| d.faults.iter().any(|f| f.at_s.floor() as u32 == s.t).then(|| at(i)))
+        .collect()
+}
+
+/// The faults seeded into the run and what followed: users' reconnections and calls sent again
+/// per second, the audit's checks that agreed and differed, and each fault marked where it was
+/// done. Only for runs that had faults, reconnections or an audit.
+fn faults_and_audit(d: &DdpDoc) -> Option<Chart> {
+    let secs = &d.timeline;
+    let any = secs.iter().any(|s| s.counts.reconnects + s.counts.audit_agreed + s.counts.audit_differed > 0);
+    if d.faults.is_empty() && d.audit.is_none() && !any {
+        return None;
+    }
+    let mut c = Chart::new(
+        "faults-and-audit",
+        "Faults, reconnections and audit checks per second",
+        "seconds",
+        "per second",
+        XKind::Seconds,
+    );
+    c.x = secs.iter().map(|s| f64::from(s.t)).collect();
+    let col = |f: fn(&crate::stats::vu::VuSecond) -> u64| secs.iter().map(|s| Some(f(&s.counts) as f64)).collect();
+    c.line("reconnects/s", col(|c| c.reconnects));
+    c.line("calls sent again/s", col(|c| c.resent));
+    c.line("audit checks agreed/s", col(|c| c.audit_agreed));
+    c.line("audit checks differed/s", col(|c| c.audit_differed));
+    let mut reduce = vec![Reduce::Mean; 4];
+    if !d.faults.is_empty() {
+        let top = |i: usize| c.series.iter().filter_map(|s| s.values[i]).fold(0.0, f64::max);
+        let marks = fault_marks(d, top);
+        c.series.push(Series { label: "fault".into(), style: Style::Points, values: marks });
+        reduce.push(Reduce::Max);
+    }
+    Some(c.decimate(&reduce))
 }
 
 /// Why a DDP document has no latency per second.
@@ -316,6 +361,12 @@ fn response_time(d: &DdpDoc) -> Chart {
         c.line("fan-out p50", secs.iter().map(|s| second_ms(s.fanout.as_ref(), |l| l.p50_us)).collect());
         c.line("fan-out p99", secs.iter().map(|s| second_ms(s.fanout.as_ref(), |l| l.p99_us)).collect());
         reduce.extend([Reduce::Mean, Reduce::Max]);
+    }
+    // The faults where they were done, at that second's step p99.
+    if !d.faults.is_empty() {
+        let marks = fault_marks(d, |i| c.series[1].values[i].unwrap_or(0.0));
+        c.series.push(Series { label: "fault".into(), style: Style::Points, values: marks });
+        reduce.push(Reduce::Max);
     }
     c.decimate(&reduce)
 }

@@ -346,7 +346,13 @@ fn fault_rows(doc: &DdpDoc) -> String {
         );
     }
     if doc.faults.is_empty() {
-        let _ = writeln!(out, "  {:<14}{} reconnects, {} methods sent again", "Reconnects", count(reconnects), count(resent));
+        let _ = writeln!(
+            out,
+            "  {:<14}{} reconnects, {} methods sent again",
+            "Reconnects",
+            count(reconnects),
+            count(resent)
+        );
     }
     out
 }
