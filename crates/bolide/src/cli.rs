@@ -895,6 +895,10 @@ pub struct RunArgs {
 pub enum TransportArg {
     Websocket,
     Sockjs,
+    /// SockJS's HTTP fallback: a POST per frame received
+    XhrPolling,
+    /// SockJS's HTTP fallback: frames streamed in long POST answers
+    XhrStreaming,
 }
 
 #[derive(Debug, Clone, Args)]

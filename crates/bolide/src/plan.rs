@@ -990,6 +990,8 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         scenario.config.ddp.transport = match t {
             crate::cli::TransportArg::Websocket => crate::proto::ddp::Transport::WebSocket,
             crate::cli::TransportArg::Sockjs => crate::proto::ddp::Transport::SockJs,
+            crate::cli::TransportArg::XhrPolling => crate::proto::ddp::Transport::XhrPolling,
+            crate::cli::TransportArg::XhrStreaming => crate::proto::ddp::Transport::XhrStreaming,
         };
     }
     if args.no_compression {

@@ -1,8 +1,9 @@
 //! The reactive-correctness audit (`--audit`, `audit:` steps) end to end: against the reference
 //! server (push and poll reactivity), through a proxy that loses one in N document messages on
 //! their way to the users (the audit fails and names the lost documents), one that only delays
-//! them (it passes), and a target that dies for good (incomplete, exit 4: never a pass); and
-//! against Meteor's own server (raw WebSocket and SockJS, compression on and off).
+//! them (it passes), and a target that dies for good (incomplete, exit 4: never a pass); against
+//! Meteor's own server (raw WebSocket, SockJS's websocket, xhr-polling and xhr-streaming,
+//! compression on and off); and with faults seeded into the run (restart, stall, drop, kill).
 
 mod common;
 
@@ -349,7 +350,15 @@ fn a_target_that_dies_for_good_leaves_the_audit_incomplete_never_passed() {
 
 #[test]
 fn meteors_own_server_passes_the_audit_over_each_transport_and_compression() {
-    for (compression, transport) in [("on", "websocket"), ("off", "sockjs"), ("on", "sockjs"), ("off", "websocket")] {
+    let combinations = [
+        ("on", "websocket"),
+        ("off", "sockjs"),
+        ("on", "sockjs"),
+        ("off", "websocket"),
+        ("on", "xhr-polling"),
+        ("off", "xhr-streaming"),
+    ];
+    for (compression, transport) in combinations {
         let meteor = common::meteor::Meteor::start_with(&["--compression", compression]);
         let url = format!("http://127.0.0.1:{}", meteor.port);
         let (o, doc) = run(&[SCENARIO, "--target", &url, "-d", "2s", "--transport", transport]);

@@ -35,6 +35,22 @@ pub enum Transport {
     WebSocket,
     /// SockJS's websocket transport, as a browser does by default.
     SockJs,
+    /// SockJS's xhr-polling fallback (`proto::xhr`): a POST per frame received.
+    XhrPolling,
+    /// SockJS's xhr-streaming fallback (`proto::xhr`): frames streamed in long POST answers.
+    XhrStreaming,
+}
+
+impl Transport {
+    /// As flags, scenario files and documents write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::WebSocket => "websocket",
+            Transport::SockJs => "sockjs",
+            Transport::XhrPolling => "xhr-polling",
+            Transport::XhrStreaming => "xhr-streaming",
+        }
+    }
 }
 
 /// The switch every user connection of a run listens to: when it is thrown, each connection
@@ -355,7 +371,7 @@ pub struct Shared {
     pub notify: Notify,
 }
 
-enum Outgoing {
+pub(super) enum Outgoing {
     Ddp(String),
     Close,
 }
@@ -390,7 +406,7 @@ fn now_ms() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64() * 1000.0).unwrap_or_default()
 }
 
-fn random_lower(n: usize) -> String {
+pub(super) fn random_lower(n: usize) -> String {
     use rand::Rng;
     const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz012345";
     let mut rng = rand::rng();
@@ -398,7 +414,7 @@ fn random_lower(n: usize) -> String {
 }
 
 /// Reads an HTTP response head (bounded); returns it and the bytes after it.
-async fn read_head(stream: &mut Stream) -> Result<(String, Vec<u8>), DdpFailure> {
+pub(super) async fn read_head(stream: &mut Stream) -> Result<(String, Vec<u8>), DdpFailure> {
     let mut buf = Vec::with_capacity(1024);
     loop {
         if let Some(at) = memchr::memmem::find(&buf, b"\r\n\r\n") {
@@ -417,18 +433,18 @@ async fn read_head(stream: &mut Stream) -> Result<(String, Vec<u8>), DdpFailure>
     }
 }
 
-fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+pub(super) fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
     head.lines().skip(1).find_map(|l| {
         let (k, v) = l.split_once(':')?;
         k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
     })
 }
 
-async fn open(ep: &Endpoint, tls: Option<&Connector>) -> Result<Stream, DdpFailure> {
+pub(super) async fn open(ep: &Endpoint, tls: Option<&Connector>) -> Result<Stream, DdpFailure> {
     http::open_stream(&ep.host, &ep.addrs, ep.tls, tls).await.map_err(|f| DdpFailure::Connect(f.detail))
 }
 
-fn host_header(ep: &Endpoint) -> String {
+pub(super) fn host_header(ep: &Endpoint) -> String {
     let default = if ep.tls { 443 } else { 80 };
     let host = if ep.host.contains(':') { format!("[{}]", ep.host) } else { ep.host.clone() };
     if ep.port == default {
@@ -438,8 +454,9 @@ fn host_header(ep: &Endpoint) -> String {
     }
 }
 
-/// `GET <prefix>/sockjs/info`, as sockjs-client does before choosing a transport.
-async fn sockjs_info(ep: &Endpoint, tls: Option<&Connector>) -> Result<(), DdpFailure> {
+/// `GET <prefix>/sockjs/info`, as sockjs-client does before choosing a transport; `websocket`:
+/// the transport needs the server's websockets.
+pub(super) async fn sockjs_info(ep: &Endpoint, tls: Option<&Connector>, websocket: bool) -> Result<(), DdpFailure> {
     let mut s = open(ep, tls).await?;
     let req = format!(
         "GET {}/sockjs/info HTTP/1.1\r\nHost: {}\r\nAccept: */*\r\nConnection: close\r\n\r\n",
@@ -452,7 +469,7 @@ async fn sockjs_info(ep: &Endpoint, tls: Option<&Connector>) -> Result<(), DdpFa
         return Err(DdpFailure::Connect(format!("sockjs info answered {}", head.lines().next().unwrap_or_default())));
     }
     let _ = tokio::time::timeout(Duration::from_secs(5), s.take(64 * 1024).read_to_end(&mut body)).await;
-    if String::from_utf8_lossy(&body).contains("\"websocket\":false") {
+    if websocket && String::from_utf8_lossy(&body).contains("\"websocket\":false") {
         return Err(DdpFailure::Connect("the server's SockJS has websockets disabled".into()));
     }
     Ok(())
@@ -468,8 +485,11 @@ struct Socket {
 async fn websocket(ep: &Endpoint, cfg: &ClientConfig, tls: Option<&Connector>) -> Result<Socket, DdpFailure> {
     let path = match cfg.transport {
         Transport::WebSocket => format!("{}/websocket", ep.prefix),
+        Transport::XhrPolling | Transport::XhrStreaming => {
+            return Err(DdpFailure::Connect("SockJS's HTTP transports open no WebSocket".into()))
+        }
         Transport::SockJs => {
-            sockjs_info(ep, tls).await?;
+            sockjs_info(ep, tls, true).await?;
             let server: u16 = rand::random::<u16>() % 1000;
             format!("{}/sockjs/{server:03}/{}/websocket", ep.prefix, random_lower(8))
         }
@@ -521,7 +541,7 @@ fn frame(out: &mut Vec<u8>, text: &str, transport: Transport, deflate: Option<u8
     let framed;
     let payload = match transport {
         Transport::WebSocket => text,
-        Transport::SockJs => {
+        Transport::SockJs | Transport::XhrPolling | Transport::XhrStreaming => {
             framed = ddp::sockjs::encode_client(text);
             framed.as_str()
         }
@@ -626,7 +646,7 @@ impl Framer {
         }
         match self.transport {
             Transport::WebSocket => Ok(Some(Frames::Ddp(vec![text]))),
-            Transport::SockJs => {
+            Transport::SockJs | Transport::XhrPolling | Transport::XhrStreaming => {
                 match ddp::sockjs::parse_server_frame(&text).map_err(|e| DdpFailure::Protocol(e.to_string()))? {
                     ddp::sockjs::ServerFrame::Open => {
                         self.opened = true;
@@ -652,6 +672,9 @@ pub async fn connect(
     traffic: Rc<RefCell<Traffic>>,
     deadline: Duration,
 ) -> Result<Conn, DdpFailure> {
+    if matches!(cfg.transport, Transport::XhrPolling | Transport::XhrStreaming) {
+        return super::xhr::connect(ep, cfg, tls, traffic, deadline).await;
+    }
     let begin = Instant::now();
     let attempts = async {
         let mut version = SUPPORTED[0].to_string();
@@ -1046,6 +1069,17 @@ async fn run(
     shared.notify.notify_waiters();
 }
 
+/// Applies one message from the server to the shared state (for another transport's task).
+pub(super) fn handle_text(
+    text: &str,
+    shared: &Shared,
+    cfg: &ClientConfig,
+    traffic: &RefCell<Traffic>,
+    replies: &mut Vec<String>,
+) {
+    handle(text, shared, cfg, traffic, replies)
+}
+
 /// Applies one message from the server to the shared state; `replies` collects what to answer.
 fn handle(text: &str, shared: &Shared, cfg: &ClientConfig, traffic: &RefCell<Traffic>, replies: &mut Vec<String>) {
     let now = Instant::now();
@@ -1063,6 +1097,12 @@ fn handle(text: &str, shared: &Shared, cfg: &ClientConfig, traffic: &RefCell<Tra
         st.last_data = Some(now);
     }
     match msg {
+        // Over a WebSocket the handshake reads these; over SockJS's HTTP transports they come here.
+        Message::Connected { session } => st.session = Some(session),
+        Message::Failed { version } => {
+            st.closed = Some(format!("the server refused DDP version 1 (it proposes {version:?})"));
+            st.protocol_broken = true;
+        }
         Message::Ping { id } => {
             replies.push(Message::Pong { id }.to_json());
             traffic.borrow_mut().pings_answered += 1;
@@ -1174,6 +1214,22 @@ pub struct CallOutcome {
 }
 
 impl Conn {
+    /// A session whose task another transport runs (`proto::xhr`).
+    pub(super) fn from_parts(
+        shared: Rc<Shared>,
+        tx: mpsc::UnboundedSender<Outgoing>,
+        task: tokio::task::JoinHandle<()>,
+        handshake: Duration,
+    ) -> Conn {
+        Conn { shared, tx, task: Some(task), handshake }
+    }
+
+    /// The same session, its handshake having taken `took`.
+    pub(super) fn handshake_took(mut self, took: Duration) -> Conn {
+        self.handshake = took;
+        self
+    }
+
     pub fn shared(&self) -> &Rc<Shared> {
         &self.shared
     }

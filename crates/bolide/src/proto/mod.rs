@@ -3,3 +3,4 @@
 pub mod ddp;
 pub mod http;
 pub mod read;
+pub mod xhr;

@@ -909,7 +909,13 @@ fn read_ddp(r: &mut Reader, node: &Node) -> DdpSettings {
         match r.string(n, "transport").as_deref() {
             Some("websocket") => d.transport = Transport::WebSocket,
             Some("sockjs") => d.transport = Transport::SockJs,
-            Some(other) => r.problem(n, format!("transport {other:?} is not websocket or sockjs"), None),
+            Some("xhr-polling") => d.transport = Transport::XhrPolling,
+            Some("xhr-streaming") => d.transport = Transport::XhrStreaming,
+            Some(other) => r.problem(
+                n,
+                format!("transport {other:?} is not websocket, sockjs, xhr-polling or xhr-streaming"),
+                None,
+            ),
             None => {}
         }
     }

@@ -244,10 +244,7 @@ pub fn settings(plan: &DdpPlan) -> DdpRunSettings {
             1 => Vec::new(),
             _ => config.targets.iter().map(|t| crate::redact::text(&t.shown())).collect(),
         },
-        transport: match plan.client.transport {
-            crate::proto::ddp::Transport::WebSocket => "websocket".into(),
-            crate::proto::ddp::Transport::SockJs => "sockjs".into(),
-        },
+        transport: plan.client.transport.name().into(),
         compression: plan.client.compression,
         cache: plan.client.cache,
         threads: plan.threads,
