@@ -194,10 +194,12 @@ impl Faults {
                 None => (false, "no user connection listens for drops in this workload".into()),
             },
             Kind::Kill | Kind::Restart => {
-                let Some(s) = guard.as_mut() else { return (false, "no spawned server to kill".into()) };
+                let Some(mut s) = guard.take() else { return (false, "no spawned server to kill".into()) };
                 let pid = s.pid;
                 s.signal(libc::SIGKILL);
                 s.reap();
+                // Gone: nothing signals its pid again (the system may give it to another process).
+                drop(s);
                 if f.kind == Kind::Kill {
                     return (true, format!("killed the server (pid {pid}) for good"));
                 }

@@ -374,6 +374,17 @@ fn meteors_own_server_passes_the_audit_over_each_transport_and_compression() {
         assert_eq!(n(&stats["subscriptions"]["fetchTasks"]), steps("subscribe fetchTasks") + reads, "{stats}");
         assert_eq!(n(&stats["messagesIn"]["connect"]), steps("connect") + reads, "{stats}");
     }
+    // The built-in tasks workloads, audited before each user leaves: 20 looping users each.
+    let meteor = common::meteor::Meteor::start();
+    let url = format!("http://127.0.0.1:{}", meteor.port);
+    for workload in ["tasks-reactive", "tasks-nonreactive"] {
+        let (o, doc) =
+            run(&[workload, "--target", &url, "--users", "20", "-d", "2s", "--think", "0", "--tasks", "3", "--audit"]);
+        let a = audit(&doc);
+        assert_eq!((o.code, a.outcome), (0, Outcome::Passed), "{workload}\n{}\n{}", o.out, o.err);
+        assert_eq!(a.checks, doc.summary.users.completed, "{workload}: one checkpoint per walk");
+        assert!(a.checks >= 20, "{workload}: {a:?}");
+    }
 }
 
 /// `bolide serve` on a free port, for `--spawn` (the server a fault kills and starts again).

@@ -37,7 +37,7 @@ bench.yml:5:7: unknown key "arivalRate" in a phase
     hint: did you mean "arrivalRate"? a phase takes: duration, arrivalRate, rampTo, arrivalCount, users, pause, name
 bench.yml:6:17: duration must be a duration (seconds, or e.g. 500ms, 30s, 2m)
 bench.yml:8:14: config.maxVusers must be a whole number of at least 0, not a string
-bench.yml:10:16: transport "carrier-pigeon" is not websocket or sockjs
+bench.yml:10:16: transport "carrier-pigeon" is not websocket, sockjs, xhr-polling or xhr-streaming
 bench.yml:13:9: unknown step "conect"
     hint: did you mean "connect"?
 bench.yml:15:11: call needs "method"

@@ -29,6 +29,8 @@ pub struct Shared {
     /// Method calls sent since the run began: a check whose truth was read while this moved
     /// looks again.
     started: AtomicU64,
+    /// Closed-phase users walking a flow that has checkpoints: whom the barrier waits for.
+    walking: AtomicU64,
     barrier: Mutex<Barrier>,
     /// Wakes the users at the barrier when it moves.
     moved: tokio::sync::Notify,
@@ -72,17 +74,26 @@ impl Shared {
         self.barrier.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The closed model's barrier: waits until every user alive (`alive`) is at a checkpoint;
-    /// the generation to [`Shared::leave`]. Err when the others did not all come by `deadline`.
-    pub async fn gather(&self, alive: &AtomicU64, deadline: Instant) -> Result<u64, String> {
+    /// Counts a closed phase's user walking a flow with checkpoints, for as long as it is held:
+    /// the users the barrier waits for.
+    pub fn walking(&self) -> Walking<'_> {
+        self.walking.fetch_add(1, Ordering::SeqCst);
+        Walking(self)
+    }
+
+    /// The closed model's barrier: waits until every user walking a flow with checkpoints is at
+    /// one; the seat to [`Shared::leave`] by. Err when the others did not all come by
+    /// `deadline`. A seat dropped on the way (a user cut off) withdraws, so the barrier never
+    /// waits for a user that is gone.
+    pub async fn gather(&self, deadline: Instant) -> Result<Seat<'_>, String> {
         // A user arriving while the others check waits for them to leave first.
-        let generation = loop {
+        let mut seat = loop {
             let moved = self.moved.notified();
             {
                 let mut b = self.lock();
                 if !b.open {
                     b.arrived += 1;
-                    break b.generation;
+                    break Seat { shared: self, generation: b.generation, left: false };
                 }
             }
             if Instant::now() >= deadline {
@@ -95,16 +106,24 @@ impl Shared {
             let moved = self.moved.notified();
             {
                 let mut b = self.lock();
-                let all = alive.load(Ordering::SeqCst);
+                let all = self.walking.load(Ordering::SeqCst);
+                if b.generation != seat.generation {
+                    // Released without this user's leave (counts a cut-off user left behind):
+                    // it joins the next gathering.
+                    b.arrived += 1;
+                    seat.generation = b.generation;
+                }
                 if b.open || b.arrived >= all {
                     b.open = true;
                     drop(b);
                     self.moved.notify_waiters();
-                    return Ok(generation);
+                    return Ok(seat);
                 }
                 if Instant::now() >= deadline {
-                    b.arrived -= 1;
-                    return Err(format!("{} of {all} users reached the checkpoint together", b.arrived + 1));
+                    let came = b.arrived;
+                    drop(b);
+                    drop(seat);
+                    return Err(format!("{came} of {all} users reached the checkpoint together"));
                 }
             }
             let _ = tokio::time::timeout(LOOK_AGAIN, moved).await;
@@ -113,16 +132,11 @@ impl Shared {
 
     /// Done checking: the last of a generation lets them all go; the others wait for it (until
     /// `deadline`), so that none writes while another still compares.
-    pub async fn leave(&self, generation: u64, deadline: Instant) {
-        {
-            let mut b = self.lock();
-            b.done += 1;
-            if b.done >= b.arrived {
-                *b = Barrier { generation: b.generation + 1, ..Barrier::default() };
-                drop(b);
-                self.moved.notify_waiters();
-                return;
-            }
+    pub async fn leave(&self, mut seat: Seat<'_>, deadline: Instant) {
+        let generation = seat.generation;
+        seat.left = true;
+        if self.count_leave(generation) {
+            return;
         }
         loop {
             let moved = self.moved.notified();
@@ -132,10 +146,74 @@ impl Shared {
             let _ = tokio::time::timeout(LOOK_AGAIN, moved).await;
         }
     }
+
+    /// A user of `generation` is done: true when it was the last (the barrier is released).
+    fn count_leave(&self, generation: u64) -> bool {
+        let mut b = self.lock();
+        if b.generation != generation {
+            return true;
+        }
+        b.done += 1;
+        if b.done < b.arrived {
+            return false;
+        }
+        *b = Barrier { generation: b.generation + 1, ..Barrier::default() };
+        drop(b);
+        self.moved.notify_waiters();
+        true
+    }
+}
+
+/// A closed phase's user walking a flow with checkpoints (see [`Shared::walking`]).
+pub struct Walking<'a>(&'a Shared);
+
+impl Drop for Walking<'_> {
+    fn drop(&mut self) {
+        self.0.walking.fetch_sub(1, Ordering::SeqCst);
+        self.0.moved.notify_waiters();
+    }
+}
+
+/// A user's place at the barrier, from its arrival until it leaves. Dropped before that (the
+/// user was cut off), it withdraws its arrival, or counts its leave once the others are checking.
+pub struct Seat<'a> {
+    shared: &'a Shared,
+    generation: u64,
+    left: bool,
+}
+
+impl Seat<'_> {
+    /// The barrier's generation this seat is in.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+}
+
+impl Drop for Seat<'_> {
+    fn drop(&mut self) {
+        if self.left {
+            return;
+        }
+        let open = {
+            let mut b = self.shared.lock();
+            if b.generation != self.generation {
+                return;
+            }
+            if !b.open {
+                b.arrived = b.arrived.saturating_sub(1);
+            }
+            b.open
+        };
+        if open {
+            self.shared.count_leave(self.generation);
+        }
+        self.shared.moved.notify_waiters();
+    }
 }
 
 /// A worker's side of the audit: its truth connections' traffic, and the last truth read, which
-/// the worker's other users at the same checkpoint reuse while no write was sent since.
+/// the worker's other users at the same barrier (the closed model: every user paused there) reuse
+/// while no write was sent since.
 pub struct Local {
     pub traffic: Rc<RefCell<Traffic>>,
     pub reads: Cell<u64>,
@@ -173,6 +251,9 @@ pub struct Ask<'a, S: Session> {
     pub token: Option<&'a Value>,
     pub audit: &'a Audit,
     pub began: Instant,
+    /// The barrier's generation the user checks in (closed model): the users of one generation
+    /// may share a truth read; without one, every check reads its own.
+    pub generation: Option<u64>,
 }
 
 /// Checks a user's cache against the truth once the run is quiet; `close` takes the truth
@@ -181,7 +262,10 @@ pub async fn check<S: Session>(ask: Ask<'_, S>, shared: &Shared, local: &Local, 
     let audit = ask.audit;
     let deadline = ask.began + audit.timeout;
     let collection = audit.collection.as_deref();
-    let key = format!("{collection:?} {:?} {:?}", ask.subs, ask.token);
+    if ask.subs.is_empty() {
+        return Check::Incomplete("nothing to compare: the user has no live subscription".into());
+    }
+    let key = format!("{} {:?} {collection:?} {:?} {:?}", ask.target.target, ask.generation, ask.subs, ask.token);
     // Why the last look did not settle it, for an incomplete check.
     let mut waiting = String::from("quiescence never came");
     let mut seen_once: Option<u64> = None;
@@ -250,12 +334,15 @@ async fn truth<S: Session>(
     let Ok(_turn) = tokio::time::timeout(left, local.reading.lock()).await else {
         return Err("the worker's other truth reads took the whole timeout".into());
     };
-    if let Some(t) = local.last.borrow().as_ref().filter(|t| t.key == key && t.epoch == epoch) {
+    let shared = ask.generation.is_some();
+    if let Some(t) = local.last.borrow().as_ref().filter(|t| shared && t.key == key && t.epoch == epoch) {
         return Ok(Rc::clone(&t.snapshot));
     }
     let snapshot = Rc::new(read(ask, local, close, deadline).await?);
     local.reads.set(local.reads.get() + 1);
-    *local.last.borrow_mut() = Some(Truth { key: key.to_string(), epoch, snapshot: Rc::clone(&snapshot) });
+    if shared {
+        *local.last.borrow_mut() = Some(Truth { key: key.to_string(), epoch, snapshot: Rc::clone(&snapshot) });
+    }
     Ok(snapshot)
 }
 
@@ -297,4 +384,51 @@ async fn read<S: Session>(
     .await;
     close(conn);
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    }
+
+    #[test]
+    fn the_barrier_opens_when_every_walking_user_came_and_forgets_the_ones_cut_off() {
+        runtime().block_on(async {
+            let shared = Shared::default();
+            let (_a, _b) = (shared.walking(), shared.walking());
+            let soon = Instant::now() + Duration::from_millis(100);
+            // One of two came: not open by its deadline, and its arrival withdrawn.
+            let alone = shared.gather(soon).await;
+            assert_eq!(alone.err().as_deref(), Some("1 of 2 users reached the checkpoint together"));
+            assert_eq!(shared.lock().arrived, 0);
+            // A user cut off while waiting (its future dropped) withdraws too.
+            let cut =
+                tokio::time::timeout(Duration::from_millis(30), shared.gather(soon + Duration::from_secs(5))).await;
+            assert!(cut.is_err());
+            assert_eq!(shared.lock().arrived, 0);
+            // Both come: open; one cut off while the other checks counts as left, so the last
+            // leave releases the barrier for the next checkpoint.
+            let later = Instant::now() + Duration::from_secs(5);
+            let (x, y) = tokio::join!(shared.gather(later), shared.gather(later));
+            let (x, y) = (x.unwrap(), y.unwrap());
+            let generation = x.generation();
+            assert!(shared.lock().open);
+            drop(y);
+            shared.leave(x, later).await;
+            let b = shared.lock();
+            assert_eq!((b.generation, b.open, b.arrived, b.done), (generation + 1, false, 0, 0));
+        });
+    }
+
+    #[test]
+    fn writes_are_in_flight_while_held() {
+        let shared = Shared::default();
+        let w = shared.write();
+        assert_eq!((shared.in_flight(), shared.started()), (1, 1));
+        drop(w);
+        assert_eq!((shared.in_flight(), shared.started()), (0, 1));
+    }
 }

@@ -107,7 +107,10 @@ fn each_in<'s>(steps: &'s [Step], f: &mut dyn FnMut(&'s Step)) {
 pub fn step_names(s: &Scenario) -> Vec<(String, bool)> {
     let mut out: Vec<(String, bool)> = Vec::new();
     each_step(s, &mut |step| {
-        if !matches!(step.kind, StepKind::Think(_) | StepKind::Set(_)) && !out.iter().any(|(n, _)| n == &step.name) {
+        // A checkpoint is no step of the server's: its time (a barrier, quiet, the truth) is the
+        // audit's, kept out of the steps' latency.
+        let measured = !matches!(step.kind, StepKind::Think(_) | StepKind::Set(_) | StepKind::Audit(_));
+        if measured && !out.iter().any(|(n, _)| n == &step.name) {
             out.push((step.name.clone(), matches!(step.kind, StepKind::Call(_) | StepKind::Login(_))));
         }
     });
@@ -504,6 +507,11 @@ async fn user<S: Session>(
         each_in(std::slice::from_ref(s), &mut |s| found |= matches!(s.kind, StepKind::Audit(_)));
         found
     });
+    // The barrier waits for the closed phase's users walking a flow with checkpoints.
+    let _walking = match (&w.audit, until, last_checkpoint) {
+        (Some(shared), Some(_), Some(_)) => Some(shared.walking()),
+        _ => None,
+    };
     let mut ok = true;
     for (i, s) in flow.steps.iter().enumerate() {
         ahead.set(last_checkpoint.is_some_and(|last| i <= last));
@@ -585,7 +593,7 @@ impl<S: Session> Vu<'_, S> {
                 match self.step(s).await {
                     Ok(()) => {}
                     Err(Stop { closed: true }) if self.may_reconnect(s) => {
-                        self.reconnect().await?;
+                        self.reconnect(None).await?;
                         // A call whose answer the closed connection lost is sent again (Meteor
                         // resends it), unless the scenario says `noRetry`.
                         if let StepKind::Call(Call { no_retry: true, .. }) = s.kind {
@@ -632,14 +640,15 @@ impl<S: Session> Vu<'_, S> {
     }
 
     /// A new session, with the user's live subscriptions started again (as Meteor's client does).
-    async fn reconnect(&mut self) -> Result<(), Stop> {
+    async fn reconnect(&mut self, within: Option<Duration>) -> Result<(), Stop> {
         self.reconnects += 1;
-        // Within the step timeout; a looping user gives up once its phase is over (a second's
-        // tries at least), so that a server gone for good does not hold the run's end.
-        let deadline = match self.until {
-            Some(u) => self.timeout(None).min(u.saturating_duration_since(Instant::now()).max(Duration::from_secs(1))),
-            None => self.timeout(None),
-        };
+        // Within the step timeout (or `within`, a checkpoint's); a looping user gives up once its
+        // phase is over (a second's tries at least), so that a server gone for good does not hold
+        // the run's end.
+        let mut deadline = self.timeout(None).min(within.unwrap_or(Duration::MAX));
+        if let Some(u) = self.until {
+            deadline = deadline.min(u.saturating_duration_since(Instant::now()).max(Duration::from_secs(1)));
+        }
         let step = Step { name: "reconnect".into(), kind: StepKind::Connect };
         let began = Instant::now();
         // Meteor's retry schedule (packages/retry): 10 ms twice, then 1 s x 2.2^n, within the step
@@ -667,6 +676,7 @@ impl<S: Session> Vu<'_, S> {
         // the new session's cache holds what the server sends again, nothing else.
         if let Some(token) = self.vars.get("loginToken").cloned() {
             let login = serde_json::json!({ "resume": token });
+            let _write = self.w.audit.as_deref().map(super::audit::Shared::write);
             conn.call("login", vec![login], deadline).await.map_err(|f| self.fail(&step, &f))?;
         }
         let subs: Vec<(String, Vec<Value>)> =
@@ -833,17 +843,21 @@ impl<S: Session> Vu<'_, S> {
             Check::Incomplete("no connection at the checkpoint (after a disconnect, or before a connect)".into())
         } else {
             let gathered = match self.until.is_some() {
-                true => Some(shared.gather(&self.w.alive, began + a.timeout).await),
+                true => Some(shared.gather(began + a.timeout).await),
                 false => None,
             };
             let opened = Instant::now();
+            let generation = match &gathered {
+                Some(Ok(seat)) => Some(seat.generation()),
+                _ => None,
+            };
             let check = match &gathered {
                 Some(Err(why)) => Check::Incomplete(why.clone()),
                 _ => loop {
-                    if let Err(why) = self.renew().await {
+                    if let Err(why) = self.renew(opened + a.timeout).await {
                         break Check::Incomplete(why);
                     }
-                    let check = self.compare(a, shared, opened).await;
+                    let check = self.compare(a, shared, opened, generation).await;
                     // A connection that a fault closed during the check: again, on a new one.
                     let again = self.conn.as_ref().and_then(Session::gone).is_some()
                         && self.w.plan.scenario.config.ddp.reconnect
@@ -853,8 +867,8 @@ impl<S: Session> Vu<'_, S> {
                     }
                 },
             };
-            if let Some(Ok(generation)) = gathered {
-                shared.leave(generation, opened + a.timeout + Duration::from_secs(1)).await;
+            if let Some(Ok(seat)) = gathered {
+                shared.leave(seat, opened + a.timeout + Duration::from_secs(1)).await;
             }
             check
         };
@@ -869,7 +883,6 @@ impl<S: Session> Vu<'_, S> {
             r.audit.record(&step.name, check);
             r.audit.users += u64::from(first);
         }
-        self.ok(step, began.elapsed());
     }
 
     fn capture(&mut self, cap: &Capture, result: Value) {
@@ -954,17 +967,26 @@ impl<S: Session> Vu<'_, S> {
 
     /// A connection a fault closed is made again before a check, as the user's next step would
     /// (when the run reconnects); Err says why it could not be.
-    async fn renew(&mut self) -> Result<(), String> {
+    async fn renew(&mut self, deadline: Instant) -> Result<(), String> {
         let gone = self.conn.as_ref().and_then(Session::gone);
         let Some(why) = gone.filter(|_| self.w.plan.scenario.config.ddp.reconnect) else { return Ok(()) };
         if self.reconnects >= MAX_RECONNECTS {
             return Err(format!("the user's connection closed ({why}) after {MAX_RECONNECTS} reconnections"));
         }
-        self.reconnect().await.map_err(|_| format!("the user's connection closed ({why}) and could not be made again"))
+        let within = deadline.saturating_duration_since(Instant::now());
+        self.reconnect(Some(within)).await.map_err(|_| {
+            format!("the user's connection closed ({why}) and could not be made again within the checkpoint's timeout")
+        })
     }
 
     /// This user's cache against the truth, once the run is quiet.
-    async fn compare(&self, a: &Audit, shared: &super::audit::Shared, opened: Instant) -> Check {
+    async fn compare(
+        &self,
+        a: &Audit,
+        shared: &super::audit::Shared,
+        opened: Instant,
+        generation: Option<u64>,
+    ) -> Check {
         let Some(conn) = &self.conn else { return Check::Incomplete("no connection at the checkpoint".into()) };
         let mut subs: Vec<(String, Vec<Value>)> = match &a.subscription {
             Some(name) => {
@@ -985,6 +1007,7 @@ impl<S: Session> Vu<'_, S> {
             token: self.vars.get("loginToken"),
             audit: a,
             began: opened,
+            generation,
         };
         let w = self.w;
         super::audit::check(ask, shared, &w.audit_local, &|c| w.close(c)).await
@@ -1034,6 +1057,13 @@ impl<S: Session> Vu<'_, S> {
         };
         let began = Instant::now();
         let timeout = self.timeout(h.timeout);
+        // A request other than GET or HEAD may write: the audit waits for it as for a call.
+        let _write = self
+            .w
+            .audit
+            .as_deref()
+            .filter(|_| !matches!(h.method.as_str(), "GET" | "HEAD"))
+            .map(super::audit::Shared::write);
         let exchange = async {
             let mut timings = web::Timings::default();
             if let Some(req) = &target.h2 {

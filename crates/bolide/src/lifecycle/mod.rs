@@ -279,13 +279,9 @@ fn run<W: Part>(
     let held = crate::stats::verdict::record(&mut doc, &c.thresholds);
     let first_errors = W::first_errors(&output);
     let first_errors = first_errors.iter().map(|(c, d)| (c.as_str(), d.as_str()));
-    use crate::stats::audit::Outcome as Audit;
-    let audit = doc.ddp().and_then(|d| d.audit.as_ref()).map(|a| a.outcome);
     let code = match present(io, c.quiet, c.json.as_deref(), &shown(&doc, announced), first_errors, &doc) {
         false => exit::RUN,
-        true if !held || audit == Some(Audit::Failed) => exit::THRESHOLDS,
-        true if audit == Some(Audit::Incomplete) => exit::INCONCLUSIVE,
-        true => exit::OK,
+        true => crate::stats::verdict::exit_code(&doc, held),
     };
     let code = artifacts::after_run(io, c, &doc, w.extra_files(&output), code);
     Outcome { code, doc: Some(doc) }

@@ -42,6 +42,14 @@ pub enum Transport {
 }
 
 impl Transport {
+    pub const ALL: [Transport; 4] =
+        [Transport::WebSocket, Transport::SockJs, Transport::XhrPolling, Transport::XhrStreaming];
+
+    /// The transport of a name as [`Transport::name`] writes it.
+    pub fn named(name: &str) -> Option<Transport> {
+        Transport::ALL.into_iter().find(|t| t.name() == name)
+    }
+
     /// As flags, scenario files and documents write it.
     pub fn name(self) -> &'static str {
         match self {

@@ -22,6 +22,9 @@ use super::read::read_appending;
 
 /// The largest answer bolide reads from one poll (sockjs streams end at 128 KB).
 const MAX_BODY: usize = 16 << 20;
+/// How long a request may take to be answered (its head), and how long an answer may be silent:
+/// a SockJS server sends a heartbeat every 25 s.
+const SILENCE: Duration = Duration::from_secs(35);
 
 /// A session's URL base: `<prefix>/sockjs/<server>/<session>`.
 fn base(ep: &Endpoint) -> String {
@@ -32,6 +35,19 @@ fn base(ep: &Endpoint) -> String {
 /// Sends `POST path` with `body` on a new connection; the stream, with the answer's head read
 /// and the body bytes that came with it.
 async fn post(
+    ep: &Endpoint,
+    tls: Option<&Connector>,
+    path: &str,
+    body: &[u8],
+    traffic: &RefCell<Traffic>,
+) -> Result<(super::http::Stream, bool, Vec<u8>), DdpFailure> {
+    match tokio::time::timeout(SILENCE, post_within(ep, tls, path, body, traffic)).await {
+        Ok(r) => r,
+        Err(_) => Err(DdpFailure::Closed(format!("POST {path}: no answer within {SILENCE:?}"))),
+    }
+}
+
+async fn post_within(
     ep: &Endpoint,
     tls: Option<&Connector>,
     path: &str,
@@ -67,8 +83,15 @@ fn dechunk(raw: &mut Vec<u8>, out: &mut Vec<u8>) -> Result<bool, DdpFailure> {
     loop {
         let Some(eol) = memchr::memmem::find(raw, b"\r\n") else { return Ok(false) };
         let line = String::from_utf8_lossy(&raw[..eol]);
+        if eol > 64 {
+            return Err(DdpFailure::Protocol("a chunk size line over 64 bytes".into()));
+        }
         let size = usize::from_str_radix(line.split(';').next().unwrap_or_default().trim(), 16)
-            .map_err(|_| DdpFailure::Protocol(format!("a chunk size that is no number: {:?}", line)))?;
+            .ok()
+            .filter(|n| *n <= MAX_BODY)
+            .ok_or_else(|| {
+                DdpFailure::Protocol(format!("a chunk size that is no number up to {MAX_BODY}: {line:?}"))
+            })?;
         if size == 0 {
             return Ok(true);
         }
@@ -105,7 +128,10 @@ async fn frames(
         if ended {
             return Ok(());
         }
-        let n = read_appending(&mut s, &mut raw).await.map_err(|e| DdpFailure::Closed(format!("reading: {e}")))?;
+        let n = match tokio::time::timeout(SILENCE, read_appending(&mut s, &mut raw)).await {
+            Ok(r) => r.map_err(|e| DdpFailure::Closed(format!("reading: {e}")))?,
+            Err(_) => return Err(DdpFailure::Closed(format!("the server was silent for {SILENCE:?}"))),
+        };
         if n == 0 {
             return Ok(());
         }
@@ -276,7 +302,20 @@ async fn run(
             }
         }
     };
+    // `--fault drop`: the session ends as a dropped WebSocket would.
+    let dropped = async {
+        let Some(d) = &cfg.drops else { return std::future::pending::<String>().await };
+        let mut seen = d.round();
+        loop {
+            let wake = d.notify.notified();
+            if d.hits(&mut seen) {
+                return "dropped by bolide (--fault drop)".to_string();
+            }
+            wake.await;
+        }
+    };
     let why = tokio::select! {
+        why = dropped => why,
         r = receive => match r {
             Err(DdpFailure::Protocol(why)) => {
                 shared.state.borrow_mut().protocol_broken = true;

@@ -162,7 +162,8 @@ pub fn audit_cases(a: &crate::stats::audit::AuditSection, classname: &str) -> Ve
             Case::new(format!("{} ({} checks)", c.name, c.checks), classname, verdict)
         })
         .collect();
-    if a.unreached > 0 || a.checkpoints.is_empty() {
+    let said = cases.iter().any(|c| c.verdict != Verdict::Pass);
+    if a.unreached > 0 || a.checkpoints.is_empty() || (a.outcome != crate::stats::audit::Outcome::Passed && !said) {
         let message = a.why.first().cloned().unwrap_or_else(|| "no checkpoint was reached".into());
         cases.push(Case::new(
             "every user reached its checkpoints",

@@ -54,8 +54,8 @@ pub fn merge(args: &MergeArgs, command_line: Vec<String>, io: &mut Io) -> i32 {
     if !args.quiet && !to_stdout {
         let _ = writeln!(io.out, "\nMerged document: {}", args.output.display());
     }
-    // The plan's thresholds, judged over the whole run, gate as a single run's would.
-    let code = if merged.doc.thresholds().iter().all(|t| t.ok) { exit::OK } else { exit::THRESHOLDS };
+    // The plan's thresholds and the audit, judged over the whole run, gate as a single run's would.
+    let code = crate::stats::verdict::exit_code(&merged.doc, merged.doc.thresholds().iter().all(|t| t.ok));
     if let Some(path) = &args.junit {
         let started =
             humantime::parse_rfc3339_weak(merged.doc.started_at()).unwrap_or_else(|_| std::time::SystemTime::now());

@@ -431,7 +431,9 @@ impl Scenario {
             for s in steps {
                 if let StepKind::Loop(l) = &s.kind {
                     walk(&l.steps, out);
-                } else if !matches!(s.kind, StepKind::Think(_) | StepKind::Set(_)) && !out.contains(&s.name) {
+                } else if !matches!(s.kind, StepKind::Think(_) | StepKind::Set(_) | StepKind::Audit(_))
+                    && !out.contains(&s.name)
+                {
                     out.push(s.name.clone());
                 }
             }

@@ -906,17 +906,15 @@ fn read_ddp(r: &mut Reader, node: &Node) -> DdpSettings {
     let mut d = DdpSettings::default();
     let Some(m) = r.map(node, "config.ddp", DDP_KEYS) else { return d };
     if let Some(n) = m.get("transport") {
-        match r.string(n, "transport").as_deref() {
-            Some("websocket") => d.transport = Transport::WebSocket,
-            Some("sockjs") => d.transport = Transport::SockJs,
-            Some("xhr-polling") => d.transport = Transport::XhrPolling,
-            Some("xhr-streaming") => d.transport = Transport::XhrStreaming,
-            Some(other) => r.problem(
-                n,
-                format!("transport {other:?} is not websocket, sockjs, xhr-polling or xhr-streaming"),
-                None,
-            ),
-            None => {}
+        if let Some(name) = r.string(n, "transport") {
+            match Transport::named(&name) {
+                Some(t) => d.transport = t,
+                None => r.problem(
+                    n,
+                    format!("transport {name:?} is not websocket, sockjs, xhr-polling or xhr-streaming"),
+                    None,
+                ),
+            }
         }
     }
     if let Some(b) = m.get("compression").and_then(|n| r.boolean(n, "compression")) {

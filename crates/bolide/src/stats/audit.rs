@@ -210,6 +210,8 @@ impl Checkpoint {
     }
 
     fn reason(&mut self, why: String) {
+        // A server's words (a close reason) are shown escaped wherever the reason goes.
+        let why = crate::redact::printable(&why).into_owned();
         if self.reasons.len() < KEPT_REASONS && !self.reasons.contains(&why) {
             self.reasons.push(why);
         }

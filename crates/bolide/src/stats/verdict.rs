@@ -21,6 +21,19 @@ pub fn record(doc: &mut Doc, thresholds: &[Threshold]) -> bool {
     all
 }
 
+/// The exit code of a document's verdicts: 1 when a threshold broke or the audit failed, 4 when
+/// the audit was incomplete (never a pass), else 0. `held`: every threshold held.
+pub fn exit_code(doc: &Doc, held: bool) -> i32 {
+    use crate::console::exit;
+    use crate::stats::audit::Outcome;
+    match doc.ddp().and_then(|d| d.audit.as_ref()).map(|a| a.outcome) {
+        _ if !held => exit::THRESHOLDS,
+        Some(Outcome::Failed) => exit::THRESHOLDS,
+        Some(Outcome::Incomplete) => exit::INCONCLUSIVE,
+        _ => exit::OK,
+    }
+}
+
 /// The thresholds a document was judged on, parsed again (to judge a merge of such documents).
 pub fn thresholds_of(doc: &Doc) -> Result<Vec<Threshold>, String> {
     doc.thresholds()
