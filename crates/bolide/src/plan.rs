@@ -1015,7 +1015,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     }
     let mut faults = Vec::new();
     for text in &args.fault {
-        match crate::fault::Fault::parse(text) {
+        match crate::fault::Fault::parse(text, parse_duration) {
             Ok(f) => faults.push(f),
             Err(e) => problems.push(e),
         }

@@ -671,8 +671,9 @@ impl Framer {
     }
 }
 
-/// Opens a session: transport, `connect`, `connected` (retrying once with the version a `failed`
-/// proposes, if we speak it). `deadline` bounds the whole handshake.
+/// Opens a session over a WebSocket (raw or SockJS's): transport, `connect`, `connected` (retrying
+/// once with the version a `failed` proposes, if we speak it). `deadline` bounds the whole
+/// handshake. SockJS's HTTP transports open theirs with `proto::xhr::connect`.
 pub async fn connect(
     ep: &Endpoint,
     cfg: &ClientConfig,
@@ -680,9 +681,6 @@ pub async fn connect(
     traffic: Rc<RefCell<Traffic>>,
     deadline: Duration,
 ) -> Result<Conn, DdpFailure> {
-    if matches!(cfg.transport, Transport::XhrPolling | Transport::XhrStreaming) {
-        return super::xhr::connect(ep, cfg, tls, traffic, deadline).await;
-    }
     let begin = Instant::now();
     let attempts = async {
         let mut version = SUPPORTED[0].to_string();

@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod doc;
 pub mod envelope;
+pub mod faults;
 pub mod hist;
 pub mod merge;
 pub mod merge_info;

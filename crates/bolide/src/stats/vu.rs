@@ -368,7 +368,7 @@ super::envelope::result_document! {
         pub audit: Option<super::audit::AuditSection>,
         /// The faults seeded into the run (`--fault`), as they happened; absent without one.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        pub faults: Vec<crate::fault::FaultRecord>,
+        pub faults: Vec<super::faults::FaultRecord>,
     }
 }
 

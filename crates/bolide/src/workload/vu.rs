@@ -192,7 +192,7 @@ impl super::Part for DdpPlan {
     fn record_faults(doc: &mut DdpDoc, mut faults: Vec<crate::fault::FaultRecord>) {
         let seconds: Vec<(u32, u64, u64, u64)> =
             doc.timeline.iter().map(|s| (s.t, s.counts.reconnects, s.counts.resent, s.counts.audit_agreed)).collect();
-        crate::fault::follow(&mut faults, &seconds);
+        crate::stats::faults::follow(&mut faults, &seconds);
         doc.faults = faults;
     }
 }

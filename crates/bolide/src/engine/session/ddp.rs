@@ -25,7 +25,13 @@ impl super::Session for Conn {
 
     async fn open(to: Target<'_>, timeout: Duration) -> Result<(Conn, Duration), DdpFailure> {
         let endpoint = &to.plan.targets[to.target].endpoint;
-        let conn = client::connect(endpoint, &to.plan.client, to.tls, std::rc::Rc::clone(to.traffic), timeout).await?;
+        let (cfg, traffic) = (&to.plan.client, std::rc::Rc::clone(to.traffic));
+        let conn = match cfg.transport {
+            client::Transport::XhrPolling | client::Transport::XhrStreaming => {
+                crate::proto::xhr::connect(endpoint, cfg, to.tls, traffic, timeout).await?
+            }
+            _ => client::connect(endpoint, cfg, to.tls, traffic, timeout).await?,
+        };
         let handshake = conn.handshake;
         Ok((conn, handshake))
     }
