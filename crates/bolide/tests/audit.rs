@@ -482,17 +482,17 @@ fn meteors_own_server_converges_after_a_restart_a_stall_and_dropped_connections(
             "--users",
             "20",
             "-d",
-            "7s",
+            "10s",
             "--spawn",
             &spawn,
             "--ready-url",
             &format!("{url}/"),
             "--fault",
-            "restart@1500ms",
+            "restart@1s",
             "--fault",
-            "stall@3500ms:1s",
+            "stall@4s:1s",
             "--fault",
-            "drop@5s:30%",
+            "drop@6500ms:30%",
         ]);
         let a = audit(&doc);
         assert_eq!((o.code, a.outcome), (0, Outcome::Passed), "{transport}\n{}\n{}\n{a:?}", o.out, o.err);
