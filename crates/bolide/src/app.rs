@@ -46,6 +46,7 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
     );
     match cli.command {
         Command::Http(a) => once(one_run(Workload::http(&a), &a.common), command_line, io, cancel),
+        Command::Run(a) if crate::load::levels::wanted(&a) => crate::load::levels::run(&a, command_line, io, cancel),
         Command::Run(a) => once(one_run(Workload::ddp(&a), &a.common), command_line, io, cancel),
         Command::Serve(a) => crate::serve::serve(&a, io, cancel),
         Command::Bench(a) => {
@@ -60,7 +61,20 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
                     let c = w.common();
                     (opts.out, opts.csv) = (c.dir.clone(), c.csv.clone());
                     let junit = c.junit.clone();
-                    crate::load::bench(w, &opts, junit.as_deref(), command_line, io, cancel)
+                    if opts.parameter_list.is_empty() {
+                        return crate::load::bench(w, &opts, junit.as_deref(), command_line, io, cancel);
+                    }
+                    // --parameter-list: the command line again for each value.
+                    let argv: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+                    let variants = crate::load::params::lists(&opts.parameter_list)
+                        .and_then(|lists| crate::load::params::variants(&argv, &lists));
+                    match variants {
+                        Ok(v) => crate::load::bench_series(v, &opts, junit.as_deref(), io, cancel),
+                        Err(e) => {
+                            let _ = writeln!(io.err, "error: {}", e.trim_start_matches("error: ").trim_end());
+                            exit::USAGE
+                        }
+                    }
                 }
                 Err(e) => {
                     let _ = writeln!(io.err, "{e}");

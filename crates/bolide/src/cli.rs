@@ -169,6 +169,37 @@ pub struct BenchOpts {
     /// Pause between runs, so the server settles (0 for none).
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub cooldown: String,
+
+    /// Run the workload for each value of NAME (hyperfine's -L; repeat for a grid): `{NAME}` in
+    /// any argument (--spawn, --spawn-env, --ready-url, the target, the URL) becomes the value,
+    /// and scenarios get it as the variable NAME. Runs are interleaved (A B, B A, ...), each
+    /// value a series labelled NAME=value under --out, compared with the first at the end.
+    #[arg(long = "parameter-list", short = 'L', num_args = 2, value_names = ["NAME", "V1,V2"])]
+    pub parameter_list: Vec<String>,
+
+    /// With --parameter-list: the series the others are compared with, NAME=value [default: the
+    /// first value].
+    #[arg(long, value_name = "NAME=VALUE", help_heading = "Comparison (with --parameter-list)")]
+    pub baseline: Option<String>,
+
+    /// With --parameter-list: exit 1 when a metric moved past this bound against the baseline
+    /// and the change is significant (as `bolide compare --fail-on`): time>+10%, rps<-5%, p99>+20%.
+    /// Repeatable.
+    #[arg(long = "fail-on", value_name = "RULE", help_heading = "Comparison (with --parameter-list)")]
+    pub fail_on: Vec<String>,
+
+    /// With --fail-on: judge the means alone (as `bolide compare --ignore-significance`).
+    #[arg(long, requires = "fail_on", help_heading = "Comparison (with --parameter-list)")]
+    pub ignore_significance: bool,
+
+    /// With --fail-on: exit 0 rather than 4 when a rule is inconclusive.
+    #[arg(long, requires = "fail_on", help_heading = "Comparison (with --parameter-list)")]
+    pub allow_inconclusive: bool,
+
+    /// With --parameter-list: say how many runs a side would detect a change of this size in
+    /// each metric, e.g. 5%.
+    #[arg(long, value_name = "PCT", help_heading = "Comparison (with --parameter-list)")]
+    pub detect: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -222,6 +253,11 @@ pub struct CompareArgs {
     /// series (failed, or an error when inconclusive), or one saying what could not be compared.
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,
+
+    /// Say how many runs a side would detect a change of this size in each metric (80% power,
+    /// p < 0.05), from the runs' own variance: e.g. 5%.
+    #[arg(long, value_name = "PCT")]
+    pub detect: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -768,6 +804,11 @@ pub struct ServerArgs {
     #[arg(long, value_name = "URL", requires = "spawn")]
     pub ready_url: Option<String>,
 
+    /// With --spawn: an environment variable of the started server, NAME=VALUE (Meteor 3.5's
+    /// DDP_TRANSPORT=uws, SERVER_WEBSOCKET_COMPRESSION=false). Repeatable.
+    #[arg(long = "spawn-env", value_name = "NAME=VALUE", requires = "spawn")]
+    pub spawn_env: Vec<String>,
+
     /// With --spawn: how long to wait for --ready-url.
     #[arg(long, value_name = "DURATION", default_value = "30s")]
     pub ready_timeout: String,
@@ -808,6 +849,8 @@ pub struct ServerArgs {
 #[command(after_help = "Built-in scenarios:\n  \
     tasks-reactive     the Meteor benchmark's reactive user (subscribe, add and remove 20 tasks)\n  \
     tasks-nonreactive  the same actions, the list fetched by a method after each one\n  \
+    ddp-calls          N users (--users, 10) each calling --method again as soon as it answered\n  \
+    ddp-connect        bursts of N sessions (--burst, 10) opened at once, closed, again\n  \
     sub-churn          connect, subscribe, disconnect, again and again (MeteorDown's pattern)\n  \
     cluster-churn      the Cluster test: 50 users (--users) looping connect, subscribe to the\n                     \
     ~200 kB payload publication, wait for ready, disconnect\n\n\
@@ -831,9 +874,10 @@ pub struct RunArgs {
     pub arrival_rate: Option<f64>,
 
     /// The closed model: N users each walk the flow again and again for the duration (the
-    /// phases replaced by one of N looping users); each iteration counts as a user.
-    #[arg(long, value_name = "N", conflicts_with = "arrival_rate")]
-    pub users: Option<u64>,
+    /// phases replaced by one of N looping users); each iteration counts as a user. `run`
+    /// takes levels, 1,10,50: one run per level, one after another, and a table of them.
+    #[arg(long, value_name = "N[,N...]", conflicts_with = "arrival_rate", value_delimiter = ',')]
+    pub users: Vec<u64>,
 
     /// How long users keep arriving (or looping, with --users). Scenario files: the phases are
     /// cut at this time.
@@ -852,6 +896,23 @@ pub struct RunArgs {
     /// payload, which the reference server publishes; name one your app publishes).
     #[arg(long, value_name = "NAME")]
     pub publication: Option<String>,
+
+    /// ddp-calls: the method each user calls again and again [default: bench.echo].
+    #[arg(long, value_name = "NAME")]
+    pub method: Option<String>,
+
+    /// ddp-calls: the method's parameters, a JSON array [default: ["hello"]].
+    #[arg(long, value_name = "JSON")]
+    pub params: Option<String>,
+
+    /// ddp-connect: sessions opened at once per burst (10); levels 1,10,100 run one after another,
+    /// with a table of them.
+    #[arg(long, value_name = "N[,N...]", value_delimiter = ',')]
+    pub burst: Vec<u64>,
+
+    /// ddp-connect: log in after each connect, NAME:PASSWORD (a user the server has).
+    #[arg(long, value_name = "NAME:PASSWORD")]
+    pub login: Option<String>,
 
     /// With --publication: its arguments, a JSON array (e.g. '["room-1", 50]').
     #[arg(long, value_name = "JSON", requires = "publication")]

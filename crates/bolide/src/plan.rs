@@ -347,7 +347,18 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
                 command: command.clone(),
                 ready,
                 timeout,
-                env: spawn_env(probes.first(), probe_file.as_deref(), monti.as_ref(), interval),
+                env: spawn_env(probes.first(), probe_file.as_deref(), monti.as_ref(), interval)
+                    .into_iter()
+                    .chain(args.spawn_env.iter().filter_map(|e| match e.split_once('=') {
+                        Some((name, value)) if !name.is_empty() && !name.contains(char::is_whitespace) => {
+                            Some((name.to_string(), value.to_string()))
+                        }
+                        _ => {
+                            problems.push(format!("--spawn-env {e:?} is not NAME=VALUE"));
+                            None
+                        }
+                    }))
+                    .collect(),
             }),
             Err(e) => {
                 problems.push(e);
@@ -881,7 +892,40 @@ fn tie_local_targets(targets: &[DdpTarget], server: &mut ServerPlan, problems: &
 pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     use crate::scenario::builtin;
     let mut problems = Vec::new();
-    let is_builtin = builtin::NAMES.contains(&args.scenario.as_str());
+    let is_builtin = builtin::is_builtin(&args.scenario);
+    // Levels (--users 1,10,50, --burst 1,10,100) are run one after another by `run`; a plan is one.
+    for (flag, levels) in [("--users", &args.users), ("--burst", &args.burst)] {
+        if levels.len() > 1 {
+            problems.push(format!(
+                "{flag} {}: levels, one run each, are for `bolide run ddp-calls` and `ddp-connect`; here give one \
+                 (or bench --parameter-list n {} with {flag} {{n}})",
+                levels.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
+                levels.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+            ));
+        }
+    }
+    let users = args.users.first().copied();
+    let protocol = builtin::PROTOCOL.contains(&args.scenario.as_str());
+    for (flag, set, owner) in [
+        ("--method", args.method.is_some(), "ddp-calls"),
+        ("--params", args.params.is_some(), "ddp-calls"),
+        ("--burst", !args.burst.is_empty(), "ddp-connect"),
+        ("--login", args.login.is_some(), "ddp-connect"),
+    ] {
+        if set && args.scenario != owner {
+            problems.push(format!("{flag} is for the built-in {owner}, not {}", args.scenario));
+        }
+    }
+    if protocol && args.arrival_rate.is_some() {
+        problems.push(format!(
+            "{} is a closed loop: give {} instead of --arrival-rate",
+            args.scenario,
+            if args.scenario == "ddp-calls" { "--users N" } else { "--burst N" }
+        ));
+    }
+    if args.scenario == "ddp-connect" && !args.users.is_empty() {
+        problems.push("ddp-connect: the sessions per burst are --burst N, not --users".into());
+    }
     // --arrival-rate and --duration: the built-ins' knobs, or a file's phases shortened or
     // re-rated (see override_phases).
     let rate = args.arrival_rate.and_then(|r| {
@@ -895,7 +939,39 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         );
     }
     let mut scenario = if is_builtin {
-        let mut knobs = builtin::Knobs { arrival_rate: rate, users: args.users, ..builtin::Knobs::default() };
+        let mut knobs = builtin::Knobs { arrival_rate: rate, users, ..builtin::Knobs::default() };
+        if let Some(method) = &args.method {
+            if method.trim().is_empty() {
+                problems.push("--method is empty; give the method's name".into());
+            }
+            let params = match args.params.as_deref().map(serde_json::from_str::<serde_json::Value>) {
+                None => Ok(Vec::new()),
+                Some(Ok(serde_json::Value::Array(items))) => Ok(items),
+                Some(Ok(_)) => Err("must be a JSON array, e.g. '[\"hello\"]'".to_string()),
+                Some(Err(e)) => Err(format!("is not JSON ({e})")),
+            };
+            match params {
+                Ok(params) => knobs.method = Some((method.clone(), params)),
+                Err(why) => problems.push(format!("--params {why}")),
+            }
+        } else if args.params.is_some() {
+            problems.push("--params goes with --method".into());
+        }
+        match args.burst.first() {
+            Some(0) => problems.push("--burst must be at least 1".into()),
+            Some(n) if *n > crate::scenario::MAX_ARRIVAL_COUNT => {
+                problems.push(format!("--burst must be at most {}, not {n}", crate::scenario::MAX_ARRIVAL_COUNT))
+            }
+            b => knobs.burst = b.copied(),
+        }
+        if let Some(login) = &args.login {
+            match login.split_once(':') {
+                Some((user, password)) if !user.is_empty() => {
+                    knobs.login = Some((user.to_string(), password.to_string()))
+                }
+                _ => problems.push("--login is NAME:PASSWORD".into()),
+            }
+        }
         if let Some(d) = duration {
             knobs.duration = d;
         }
@@ -913,9 +989,10 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
             knobs.tasks = n;
         }
         if let Some(name) = &args.publication {
-            if !builtin::CHURN.contains(&args.scenario.as_str()) {
+            if !builtin::CHURN.contains(&args.scenario.as_str()) && args.scenario != "ddp-connect" {
                 problems.push(format!(
-                    "--publication: {} does not take it (sub-churn and cluster-churn do; a scenario file names its own)",
+                    "--publication: {} does not take it (sub-churn, cluster-churn and ddp-connect do; a scenario file \
+                     names its own)",
                     args.scenario
                 ));
             }
@@ -940,7 +1017,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
             });
             let hint = match close {
                 Some(n) => format!("; did you mean the built-in {n:?}?"),
-                None => format!("; built-ins: {}", builtin::NAMES.join(", ")),
+                None => format!("; built-ins: {}, {}", builtin::NAMES.join(", "), builtin::PROTOCOL.join(", ")),
             };
             return Err(RunPlanError::Config(ConfigError(vec![format!(
                 "{:?} is neither a built-in scenario nor a file{hint}",
@@ -954,7 +1031,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         }
         let mut scenario = crate::scenario::yaml::load_file(path).map_err(RunPlanError::Scenario)?;
         crate::scenario::override_phases(&mut scenario.config.phases, rate, duration);
-        if let Some(n) = args.users {
+        if let Some(n) = users {
             // One closed phase as long as the phases were (after --duration).
             let length = crate::scenario::arrivals::Schedule::new(&scenario.config.phases).length();
             scenario.config.phases = vec![crate::scenario::Phase {
@@ -965,7 +1042,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         }
         scenario
     };
-    match args.users {
+    match users {
         Some(0) => problems.push("--users must be at least 1".into()),
         Some(n) if n > crate::scenario::MAX_ARRIVAL_COUNT => {
             problems.push(format!("--users must be at most {}, not {n}", crate::scenario::MAX_ARRIVAL_COUNT))
@@ -999,7 +1076,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     }
     if args.audit {
         // A built-in that keeps no cache (tasks-nonreactive) keeps one to be audited.
-        if builtin::NAMES.contains(&args.scenario.as_str()) {
+        if builtin::is_builtin(&args.scenario) {
             scenario.config.ddp.cache = true;
         }
         scenario.add_audits();

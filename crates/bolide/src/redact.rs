@@ -71,17 +71,25 @@ impl Redactor {
             let shown = match next_is.take() {
                 Some("header") => self.header_arg(arg),
                 Some("user") => user_arg(arg),
+                Some("env") => env_arg(arg),
                 _ => {
                     if arg == "-H" || arg == "--header" {
                         next_is = Some("header");
                         arg.clone()
-                    } else if arg == "--user" {
+                    } else if arg == "--user" || arg == "--login" {
                         next_is = Some("user");
                         arg.clone()
+                    } else if arg == "--spawn-env" {
+                        next_is = Some("env");
+                        arg.clone()
+                    } else if let Some(e) = arg.strip_prefix("--spawn-env=") {
+                        format!("--spawn-env={}", env_arg(e))
                     } else if let Some(h) = arg.strip_prefix("--header=") {
                         format!("--header={}", self.header_arg(h))
                     } else if let Some(u) = arg.strip_prefix("--user=") {
                         format!("--user={}", user_arg(u))
+                    } else if let Some(u) = arg.strip_prefix("--login=") {
+                        format!("--login={}", user_arg(u))
                     } else if let Some(h) = arg.strip_prefix("-H").filter(|h| !h.is_empty() && !arg.starts_with("--")) {
                         format!("-H{}", self.header_arg(h.strip_prefix('=').unwrap_or(h)))
                     } else {
@@ -96,6 +104,21 @@ impl Redactor {
 }
 
 /// `NAME:PASSWORD` as `NAME:<redacted>`.
+/// `--spawn-env NAME=VALUE`: the value hidden when the name says it is a secret (a password,
+/// token, key, secret, credential, cookie or authorization), URL passwords hidden otherwise.
+fn env_arg(raw: &str) -> String {
+    match raw.split_once('=') {
+        Some((name, _)) if secret_name(name) => format!("{name}={MASK}"),
+        _ => text(raw),
+    }
+}
+
+/// Whether an environment variable's name says it holds a secret.
+fn secret_name(name: &str) -> bool {
+    let n = name.to_ascii_uppercase();
+    ["PASS", "SECRET", "TOKEN", "KEY", "CREDENTIAL", "COOKIE", "AUTH", "PWD"].iter().any(|w| n.contains(w))
+}
+
 fn user_arg(raw: &str) -> String {
     match raw.split_once(':') {
         Some((name, _)) => format!("{name}:{MASK}"),
@@ -208,6 +231,30 @@ mod tests {
         let sent = vec![("Authorization".to_string(), "Bearer s3cr3t-token".to_string())];
         let kept = unechoed("bad auth for Bearer s3cr3t-token (token S3CR3T-TOKEN)\u{1b}[2J", &sent);
         assert_eq!(kept, "bad auth for <redacted> (token <redacted>)\\u{1b}[2J");
+    }
+
+    #[test]
+    fn spawned_servers_secrets_are_not_kept() {
+        let line = |v: &[&str]| Redactor::command_line(&v.iter().map(|x| x.to_string()).collect::<Vec<_>>());
+        let shown = line(&[
+            "bolide",
+            "--spawn-env",
+            "MONTI_APP_SECRET=s3cr3t",
+            "--spawn-env=MONGO_URL=mongodb://u:pw@127.0.0.1/db",
+            "--spawn-env",
+            "DDP_TRANSPORT=uws",
+        ]);
+        assert_eq!(
+            shown,
+            [
+                "bolide",
+                "--spawn-env",
+                "MONTI_APP_SECRET=<redacted>",
+                "--spawn-env=MONGO_URL=mongodb://u:<redacted>@127.0.0.1/db",
+                "--spawn-env",
+                "DDP_TRANSPORT=uws"
+            ]
+        );
     }
 
     #[test]

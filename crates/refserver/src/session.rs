@@ -803,6 +803,8 @@ fn run_method(app: &App, method: &str, params: &[Value], fence: &mut Fence) -> R
     match method {
         "login" => app.accounts.login(params.first()).map(Some),
         "createUser" => app.accounts.create_user(params.first()).map(Some),
+        // The Meteor team's transport benchmarks' method: its argument back.
+        "bench.echo" => Ok(Some(params.first().cloned().unwrap_or(Value::Null))),
         "insertTask" => {
             let description = arg(params, "description")?;
             let session_id = arg(params, "sessionId")?;

@@ -149,11 +149,13 @@ pub fn run(
     // The workers stop at the user's stop, or when one of them could not be started.
     let stop = cancel.child_token();
     let audit = plan.scenario.audits().then(|| Arc::new(super::audit::Shared::default()));
+    // ddp-connect's bursts: the closed users meet at a barrier of their own before each walk.
+    let bursts = plan.scenario.config.ddp.bursts.then(|| Arc::new(super::audit::Shared::default()));
     let (handles, rx) = super::coordinator::spawn::<Tick, Done>("bolide-vu", threads, &stop, |w, tx| {
         let plan = plan.clone();
         let (cancel, alive, schedule, names) = (stop.clone(), Arc::clone(&alive), schedule.clone(), names.clone());
-        let audit = audit.clone();
-        Box::new(move || worker(w, threads, plan, schedule, names, start, alive, audit, cancel, tx))
+        let shared = (audit.clone(), bursts.clone());
+        Box::new(move || worker(w, threads, plan, schedule, names, start, alive, shared, cancel, tx))
     })?;
     let mut rec = VuRecorder::new(&names);
     let mut per_target: Vec<VuRecorder> = plan.targets.iter().map(|_| VuRecorder::new(&names)).collect();
@@ -240,6 +242,8 @@ struct Worker {
     /// The run's audit, when it has checkpoints: what every worker shares, and this one's part.
     audit: Option<Arc<super::audit::Shared>>,
     audit_local: super::audit::Local,
+    /// The closed users' barrier before each walk, when the plan runs in bursts.
+    bursts: Option<Arc<super::audit::Shared>>,
 }
 
 impl Worker {
@@ -262,7 +266,7 @@ fn worker(
     names: Vec<(String, bool)>,
     start: Instant,
     alive: Arc<AtomicU64>,
-    audit: Option<Arc<super::audit::Shared>>,
+    (audit, bursts): (Option<Arc<super::audit::Shared>>, Option<Arc<super::audit::Shared>>),
     cancel: CancellationToken,
     tx: mpsc::Sender<Msg>,
 ) {
@@ -281,6 +285,7 @@ fn worker(
         closing: RefCell::new(Vec::new()),
         audit,
         audit_local: super::audit::Local::default(),
+        bursts,
         plan,
     });
     let user_timeout = w.plan.scenario.config.ddp.user_timeout;
@@ -335,7 +340,19 @@ fn worker(
                     let every = schedule.total();
                     let w2 = Rc::clone(&w);
                     users.push(tokio::task::spawn_local(async move {
+                        // In bursts, each walk starts once every closed user is at the barrier.
+                        let bursts = w2.bursts.as_deref().filter(|_| until.is_some());
+                        let _walking = bursts.map(super::audit::Shared::walking);
                         for round in 0u64.. {
+                            if let (Some(b), Some(until)) = (bursts, until) {
+                                match b.gather(until).await {
+                                    Ok(seat) => b.leave(seat, until).await,
+                                    Err(_) => break,
+                                }
+                                if Instant::now() >= until {
+                                    break;
+                                }
+                            }
                             // A looping user's next connection goes to the next server in the
                             // cycle, as a reconnecting client behind DNS round-robin would: the
                             // iterations spread over the targets even when the users are fewer.
@@ -752,6 +769,20 @@ impl<S: Session> Vu<'_, S> {
             }
             StepKind::Loop(l) => {
                 let items: Vec<Value> = match &l.over {
+                    LoopOver::UntilPhaseEnd => {
+                        let Some(until) = self.until else {
+                            let why = "a loop until the phase ends needs a closed phase (--users)";
+                            return Err(self.fail_with(step, "scenario", why));
+                        };
+                        let mut i = 0u64;
+                        while Instant::now() < until {
+                            self.vars.insert("$loopIndex".into(), Value::from(i));
+                            self.vars.insert("$loopCount".into(), Value::from(i + 1));
+                            self.steps(&l.steps).await?;
+                            i += 1;
+                        }
+                        return Ok(());
+                    }
                     LoopOver::Count(n) => (0..*n).map(Value::from).collect(),
                     LoopOver::List(v) => match template::render(v, &self.vars) {
                         Value::Array(items) => items,

@@ -119,7 +119,7 @@ fn plan(w: &CapacityWorkload, first: f64) -> Result<Workload, String> {
         CapacityWorkload::Run(c) => {
             let mut args = c.args.clone();
             // A built-in's phase is the rate's (a scenario file's phases are scaled to it).
-            if crate::scenario::builtin::NAMES.contains(&args.scenario.as_str()) {
+            if crate::scenario::builtin::is_builtin(&args.scenario) {
                 args.arrival_rate = Some(first);
             }
             Workload::ddp(&args)
@@ -270,7 +270,7 @@ fn climb(
                         .into(),
                 );
             }
-            if c.args.users.is_some() {
+            if !c.args.users.is_empty() {
                 problems.push(
                     "--users: capacity's levels are arrival rates (open model); drop --users, or run the closed \
                      model at several --users with bench"

@@ -96,6 +96,12 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
             out: Some(dir.clone()),
             csv: None,
             cooldown: "0".into(),
+            parameter_list: Vec::new(),
+            baseline: None,
+            fail_on: Vec::new(),
+            ignore_significance: false,
+            allow_inconclusive: false,
+            detect: None,
         };
         let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
         io.stage = format!("demo {}/{} {scenario}, ", k + 1, scenarios.len());

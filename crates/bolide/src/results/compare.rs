@@ -120,6 +120,12 @@ pub fn load_series(input: &Path, skipped: &mut Vec<Skipped>) -> Result<Series, S
 }
 
 /// The runs of one workload in one series.
+/// Whether every run of the series is of one workload.
+fn single_workload(s: &Series) -> bool {
+    let mut names = s.runs.iter().map(|(_, d)| d.workload());
+    names.next().is_some_and(|first| names.all(|n| n == first))
+}
+
 fn runs_of<'a>(s: &'a Series, workload: &str) -> Vec<&'a Doc> {
     s.runs.iter().filter(|(_, d)| d.workload() == workload).map(|(_, d)| d).collect()
 }
@@ -144,6 +150,25 @@ pub struct MetricRow {
     /// The verdict in one word: better, worse, same (no difference, or within run-to-run
     /// noise) or inconclusive (too few clean runs to tell).
     pub judgement: Judgement,
+    /// The smallest change of the mean these runs could detect (80% power at p < 0.05, from
+    /// the clean runs' own variance), percent of the baseline's mean; null with fewer than two
+    /// clean runs a side.
+    pub detectable_pct: Option<f64>,
+    /// The clean runs' variances, baseline and series, and the baseline's clean mean (for the
+    /// runs a change would need).
+    #[serde(skip)]
+    pub spread: Option<(f64, f64, f64)>,
+    /// With `--detect`: the runs a side that would detect that change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detect: Option<Detect>,
+}
+
+/// How many runs a side would detect a given change of a metric (`--detect`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Detect {
+    pub change_pct: f64,
+    /// None: more than [`stats::MAX_RUNS`], or no spread measured to tell.
+    pub runs_needed: Option<usize>,
 }
 
 /// A metric's verdict in one word.
@@ -345,11 +370,21 @@ struct Clean<'a> {
     series: &'a [bool],
 }
 
+/// The values of the runs that are not suspect.
+fn keep(v: &[f64], ok: &[bool]) -> Vec<f64> {
+    v.iter().zip(ok.iter().chain(std::iter::repeat(&true))).filter(|(_, ok)| **ok).map(|(x, _)| *x).collect()
+}
+
+/// The smallest change of the mean, percent of the baseline's, that the clean runs `ca` and `cb`
+/// could detect (None with fewer than two a side, or a baseline mean of zero).
+pub fn detectable_pct(ca: &[f64], cb: &[f64]) -> Option<f64> {
+    let base = stats::mean(ca).abs();
+    let m = stats::mde(stats::variance(ca), stats::variance(cb), ca.len(), cb.len())?;
+    (base > 0.0).then(|| m / base * 100.0)
+}
+
 /// The significance verdict over the runs that are not suspect, saying what was left out.
 fn clean_verdict(a: &[f64], b: &[f64], clean: Clean) -> (Option<f64>, String) {
-    let keep = |v: &[f64], ok: &[bool]| -> Vec<f64> {
-        v.iter().zip(ok.iter().chain(std::iter::repeat(&true))).filter(|(_, ok)| **ok).map(|(x, _)| *x).collect()
-    };
     let (ca, cb) = (keep(a, clean.baseline), keep(b, clean.series));
     let left_out = (a.len() - ca.len()) + (b.len() - cb.len());
     if ca.is_empty() || cb.is_empty() {
@@ -374,6 +409,9 @@ fn metric(name: &str, a: &[f64], b: &[f64], clean: Clean, words: impl Fn(f64, f6
     let (min, max) = stats::range(b);
     let (ma, mb) = (stats::mean(a), stats::mean(b));
     let (p_value, verdict) = clean_verdict(a, b, clean);
+    let (ca, cb) = (keep(a, clean.baseline), keep(b, clean.series));
+    let spread =
+        (ca.len() >= 2 && cb.len() >= 2).then(|| (stats::variance(&ca), stats::variance(&cb), stats::mean(&ca)));
     let higher_is_better = name.starts_with("Requests");
     // Every run of both sides the same (no errors on either side): the same, whatever the count of
     // runs; never "inconclusive" beside "no errors".
@@ -395,6 +433,20 @@ fn metric(name: &str, a: &[f64], b: &[f64], clean: Clean, words: impl Fn(f64, f6
         words: words(ma, mb),
         p_value,
         verdict,
+        detectable_pct: detectable_pct(&ca, &cb),
+        spread,
+        detect: None,
+    }
+}
+
+impl MetricRow {
+    /// Fills in how many runs a side would detect a change of `pct` percent of the baseline.
+    pub fn detecting(&mut self, pct: f64) {
+        let runs_needed = match self.spread {
+            Some((va, vb, mean)) if va + vb > 0.0 => stats::runs_needed(va, vb, pct / 100.0 * mean),
+            _ => None,
+        };
+        self.detect = Some(Detect { change_pct: pct, runs_needed });
     }
 }
 
@@ -619,7 +671,12 @@ pub fn build_with(series: &[Series], baseline: usize, skipped: Vec<Skipped>, all
             if i == baseline {
                 continue;
             }
-            let runs = runs_of(s, w);
+            let mut runs = runs_of(s, w);
+            // Compared on purpose, a series of one workload stands against a baseline of one,
+            // whatever their names (a parameter list's `/delay/0` against `/delay/3`).
+            if runs.is_empty() && allow_different && workloads.len() == 1 && single_workload(s) {
+                runs = s.runs.iter().map(|(_, d)| d).collect();
+            }
             if runs.is_empty() {
                 refused.push(format!("{w}: {} has no runs of it", s.name));
                 continue;
@@ -657,6 +714,9 @@ pub fn build_with(series: &[Series], baseline: usize, skipped: Vec<Skipped>, all
         }
     }
     for s in series.iter().filter(|s| s.name != base.name) {
+        if allow_different && workloads.len() == 1 && single_workload(s) {
+            continue;
+        }
         for (_, d) in &s.runs {
             let w = d.workload();
             if !workloads.contains(&w) && !refused.iter().any(|r| r.starts_with(&format!("{w}: {}", s.name))) {
@@ -798,6 +858,7 @@ pub fn blocks(r: &Report, watched: &str) -> Vec<Block> {
             c.series, c.baseline
         )));
         out.push(Block::table(metrics_table(c)));
+        out.extend(detection_lines(c).map(Block::text));
         // Too few runs to tell noise from a change: said once under the table, not in every row.
         if let Some(m) = c.metrics.iter().find(|m| m.verdict.starts_with("cannot tell from noise")) {
             out.push(Block::text(format!("Significance: {}.", m.verdict)));
@@ -890,12 +951,66 @@ pub fn blocks(r: &Report, watched: &str) -> Vec<Block> {
     out
 }
 
+/// A percentage as the detection lines write it: one decimal, or a whole number past 100.
+fn pct_text(p: f64) -> String {
+    if p >= 100.0 {
+        format!("{p:.0}%")
+    } else {
+        format!("{p:.1}%")
+    }
+}
+
+/// What a comparison could have seen, in words: the smallest change of each metric its runs
+/// could detect ("with 5 runs a side this series detects changes of ±6.2% in time, ..."), and
+/// with `--detect` the runs a side a given change would need.
+fn detection_lines(c: &Comparison) -> impl Iterator<Item = String> {
+    let clean = |rs: &[RunEntry]| rs.iter().filter(|r| r.suspect.is_none()).count();
+    let (a, b) = (clean(&c.baseline_runs), clean(&c.runs));
+    let runs = if a == b { format!("{a} runs a side") } else { format!("{a} and {b} clean runs") };
+    let name = |m: &MetricRow| m.metric.split(" (").next().unwrap_or(&m.metric).to_lowercase();
+    let seen: Vec<String> =
+        c.metrics.iter().filter_map(|m| m.detectable_pct.map(|d| format!("±{} in {}", pct_text(d), name(m)))).collect();
+    let mut lines = Vec::new();
+    if !seen.is_empty() {
+        lines.push(format!(
+            "Smallest changes these runs could detect (80% power, p < 0.05): with {runs} this series detects \
+             changes of {}.",
+            seen.join(", ")
+        ));
+    }
+    let needed: Vec<String> = c
+        .metrics
+        .iter()
+        .filter_map(|m| {
+            let d = m.detect.as_ref()?;
+            Some(match d.runs_needed {
+                Some(n) => format!("{} {n}", name(m)),
+                None if m.spread.is_some_and(|(va, vb, _)| va + vb == 0.0) => {
+                    format!("{} unknown (no spread between the runs to measure)", name(m))
+                }
+                None if m.spread.is_none() => {
+                    format!("{} unknown (needs two clean runs a side to measure the noise)", name(m))
+                }
+                None => format!("{} more than {}", name(m), stats::MAX_RUNS),
+            })
+        })
+        .collect();
+    if let Some(d) = c.metrics.iter().find_map(|m| m.detect.as_ref()) {
+        lines.push(format!(
+            "To detect a change of {}% (80% power, p < 0.05), runs a side needed: {}.",
+            d.change_pct,
+            needed.join(", ")
+        ));
+    }
+    lines.into_iter()
+}
+
 /// A comparison's metrics: median (range) on each side, the change, the significance; the change
 /// and the verdict coloured by the judgement.
 fn metrics_table(c: &Comparison) -> Table {
     let b_head = format!("{} median (range)", c.baseline);
     let n_head = format!("{} median (range)", c.series);
-    let mut tab = Table::new(&["Metric", &b_head, &n_head, "Change (means)", "Significance"]);
+    let mut tab = Table::new(&["Metric", &b_head, &n_head, "Change (means)", "Significance", "Detectable"]);
     for m in &c.metrics {
         let f = |v: f64| fmt_metric(&m.metric, v);
         let spread = |med: f64, lo: f64, hi: f64| {
@@ -913,6 +1028,7 @@ fn metrics_table(c: &Comparison) -> Table {
             m.words.clone(),
             // The long sentence of too few runs is said once under the table.
             if m.verdict.starts_with("cannot tell from noise") { "too few runs".into() } else { m.verdict.clone() },
+            m.detectable_pct.map(|d| format!("±{}", pct_text(d))).unwrap_or_else(|| "n/a".into()),
         ]);
         let row = tab.rows.len() - 1;
         tab.tone(row, 3, m.judgement.tone());
@@ -988,6 +1104,16 @@ pub fn load_inputs(inputs: &[PathBuf], io: &mut crate::console::Io) -> Result<(V
     Ok((series, skipped))
 }
 
+/// `--detect 5%`: the change to find the runs needed for, percent (positive).
+pub fn parse_detect(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let number = t.strip_suffix('%').unwrap_or(t).trim().trim_start_matches(['+', '-']);
+    match number.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v < 1000.0 => Ok(v),
+        _ => Err(format!("--detect {text:?} is not a change in percent, e.g. 5%")),
+    }
+}
+
 /// The comparison's verdicts as a JUnit suite: a case per rule and compared series (a failure past
 /// the bound, an error when inconclusive), else a case per comparison made; what was refused, as
 /// errors; never empty.
@@ -1038,10 +1164,20 @@ fn junit_suite(report: &Report, args: &crate::cli::CompareArgs) -> crate::report
 
 /// `bolide compare`.
 pub fn compare(args: &crate::cli::CompareArgs, io: &mut crate::console::Io) -> i32 {
+    compare_into(args, io, None).0
+}
+
+/// [`compare`], and with `save` the comparison also written there as `comparison.md` and
+/// `comparison.json` (a `bench --parameter-list` series' directory).
+pub fn compare_into(
+    args: &crate::cli::CompareArgs,
+    io: &mut crate::console::Io,
+    save: Option<&Path>,
+) -> (i32, Option<Report>) {
     use crate::console::exit;
     let (series, skipped) = match load_inputs(&args.inputs, io) {
         Ok(loaded) => loaded,
-        Err(code) => return code,
+        Err(code) => return (code, None),
     };
     if series.len() < 2 {
         let _ = writeln!(
@@ -1049,7 +1185,7 @@ pub fn compare(args: &crate::cli::CompareArgs, io: &mut crate::console::Io) -> i
             "error: compare needs two series with results (got {}); give bench directories or result files",
             series.len()
         );
-        return exit::USAGE;
+        return (exit::USAGE, None);
     }
     let baseline = match &args.baseline {
         None => 0,
@@ -1058,7 +1194,7 @@ pub fn compare(args: &crate::cli::CompareArgs, io: &mut crate::console::Io) -> i
             None => {
                 let names: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
                 let _ = writeln!(io.err, "error: --baseline {b:?} is none of the series: {}", names.join(", "));
-                return exit::USAGE;
+                return (exit::USAGE, None);
             }
         },
     };
@@ -1072,9 +1208,21 @@ pub fn compare(args: &crate::cli::CompareArgs, io: &mut crate::console::Io) -> i
         }
     }
     if rules.len() < args.fail_on.len() {
-        return exit::USAGE;
+        return (exit::USAGE, None);
     }
+    let detect = match args.detect.as_deref().map(parse_detect).transpose() {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {e}");
+            return (exit::USAGE, None);
+        }
+    };
     let mut report = build_with(&series, baseline, skipped, args.allow_different_workloads);
+    if let Some(pct) = detect {
+        for m in report.comparisons.iter_mut().flat_map(|c| c.metrics.iter_mut()) {
+            m.detecting(pct);
+        }
+    }
     for rule in &rules {
         for c in &report.comparisons {
             let names = (c.workload.as_str(), c.baseline.as_str(), c.series.as_str());
@@ -1093,10 +1241,21 @@ pub fn compare(args: &crate::cli::CompareArgs, io: &mut crate::console::Io) -> i
             let _ = write!(io.out, "{}", render(&report, args.format == Format::Md, &watched));
         }
     }
+    if let Some(dir) = save {
+        let md = render(&report, true, &watched);
+        let json = serde_json::to_string_pretty(&report).unwrap_or_default() + "\n";
+        for (name, text) in [("comparison.md", md), ("comparison.json", json)] {
+            let path = dir.join(name);
+            if let Err(e) = crate::files::write_atomically(&path, |w| std::io::Write::write_all(w, text.as_bytes())) {
+                let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
+                return (exit::RUN, None);
+            }
+        }
+    }
     if let Some(path) = &args.junit {
         if let Err(e) = crate::report::junit::write(path, &[junit_suite(&report, args)]) {
             let _ = writeln!(io.err, "error: --junit: {e}");
-            return exit::RUN;
+            return (exit::RUN, None);
         }
     }
     if report.comparisons.is_empty() {
@@ -1107,11 +1266,12 @@ pub fn compare(args: &crate::cli::CompareArgs, io: &mut crate::console::Io) -> i
             }
         }
         let _ = writeln!(io.err, "error: nothing comparable between the series");
-        return exit::USAGE;
+        return (exit::USAGE, None);
     }
-    match report.gate_outcome {
+    let code = match report.gate_outcome {
         Some(super::gate::Outcome::Fail) => exit::THRESHOLDS,
         Some(super::gate::Outcome::Inconclusive) if !args.allow_inconclusive => exit::INCONCLUSIVE,
         _ => exit::OK,
-    }
+    };
+    (code, Some(report))
 }

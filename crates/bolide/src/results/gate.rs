@@ -143,6 +143,9 @@ pub struct GateResult {
     /// The change went past the bound.
     pub past_bound: bool,
     pub significant: bool,
+    /// The smallest change these runs could detect (80% power at p < 0.05), percent of the
+    /// baseline's mean; a pass with a bound below it is inconclusive.
+    pub detectable_pct: Option<f64>,
     /// pass, fail or inconclusive.
     pub outcome: Outcome,
     /// `outcome` is fail.
@@ -173,6 +176,7 @@ pub fn judge(
         clean_runs: [0, 0],
         past_bound: false,
         significant: false,
+        detectable_pct: None,
         outcome: Outcome::Fail,
         failed: true,
         verdict: String::new(),
@@ -230,6 +234,21 @@ pub fn judge(
             format!("INCONCLUSIVE: {moved} {bound} but within the runs' noise ({p}); try {INCONCLUSIVE_HINT}"),
         ),
     };
+    // A pass means little when the runs could not have seen a change the size of the bound.
+    out.detectable_pct = super::compare::detectable_pct(&ca, &cb);
+    if let (Outcome::Pass, false, Some(d)) = (out.outcome, ignore_significance, out.detectable_pct) {
+        if d > rule.bound_pct.abs() {
+            let mean = stats::mean(&ca);
+            let needed = stats::runs_needed(stats::variance(&ca), stats::variance(&cb), rule.bound_pct / 100.0 * mean)
+                .map_or_else(|| format!("more than {}", stats::MAX_RUNS), |n| n.to_string());
+            out.outcome = Outcome::Inconclusive;
+            out.verdict = format!(
+                "INCONCLUSIVE: {moved}, not {bound}, but these runs detect only changes of ±{d:.1}% (80% power, \
+                 p < 0.05): the bound is below what they can see; {needed} runs a side would detect {}%",
+                rule.bound_pct.abs()
+            );
+        }
+    }
     out.failed = out.outcome == Outcome::Fail;
     out
 }
@@ -357,13 +376,31 @@ mod tests {
         let g = judge(&rule, names, &suspect(&[10.0, 10.1]), &suspect(&[10.0, 10.1]), false);
         assert_eq!(g.outcome, Outcome::Inconclusive, "{g:?}");
         // The overall outcome: a failure outranks inconclusive, which outranks a pass.
-        let pass = judged("time>+10%", &[1.0, 1.1], &[1.0, 1.1], false);
+        let pass = judged("time>+10%", &[1.0, 1.001], &[1.0, 1.001], false);
         assert_eq!(pass.outcome, Outcome::Pass);
         let fail = judged("time>+10%", &[100.0, 101.0, 99.0], &[120.0, 121.0, 119.0], false);
         assert_eq!(overall(&[pass.clone(), g.clone()]), Some(Outcome::Inconclusive));
         assert_eq!(overall(&[pass.clone(), g, fail]), Some(Outcome::Fail));
         assert_eq!(overall(&[pass]), Some(Outcome::Pass));
         assert_eq!(overall(&[]), None);
+    }
+
+    #[test]
+    fn a_bound_below_what_the_runs_can_detect_is_not_a_pass() {
+        // Within +10%, but runs this noisy (sd 10 on a mean of 100, 3 a side) detect only about
+        // ±30%: a change of the bound's size would most likely have passed too.
+        let g = judged("time>+10%", &[90.0, 100.0, 110.0], &[92.0, 102.0, 112.0], false);
+        let d = g.detectable_pct.unwrap();
+        // (t(0.975, 4) + t(0.8, 4)) x sqrt(100/3 + 100/3) / 100, t from tables: 2.776445 + 0.940965.
+        assert!((d - (2.776_445 + 0.940_965) * (200.0f64 / 3.0).sqrt()).abs() < 1e-3, "{d}");
+        assert_eq!(g.outcome, Outcome::Inconclusive, "{g:?}");
+        assert!(g.verdict.contains("these runs detect only changes of ±30.4%"), "{}", g.verdict);
+        assert!(g.verdict.contains("runs a side would detect 10%"), "{}", g.verdict);
+        // Quiet runs of the same change pass; --ignore-significance judges the means alone.
+        let g = judged("time>+10%", &[99.0, 100.0, 101.0], &[101.0, 102.0, 103.0], false);
+        assert_eq!(g.outcome, Outcome::Pass, "{g:?}");
+        assert!(g.detectable_pct.unwrap() < 10.0);
+        assert_eq!(judged("time>+10%", &[90.0, 100.0, 110.0], &[92.0, 102.0, 112.0], true).outcome, Outcome::Pass);
     }
 
     #[test]

@@ -153,6 +153,53 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
 /// Below this p-value a difference is called significant.
 pub const ALPHA: f64 = 0.05;
 
+/// The chance of detecting a real change that the minimum detectable effect is computed for.
+pub const POWER: f64 = 0.8;
+
+/// Student's t quantile: the `t` with P(T <= t) = `q` (0.5 <= q < 1) at `df` degrees of freedom,
+/// by bisection on the two-sided p-value.
+pub fn t_quantile(q: f64, df: f64) -> f64 {
+    let target = 2.0 * (1.0 - q);
+    let (mut lo, mut hi) = (0.0f64, 1e3f64);
+    for _ in 0..200 {
+        let mid = (lo + hi) / 2.0;
+        if t_two_sided_p(mid, df) > target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo + hi) / 2.0
+}
+
+/// The minimum detectable effect: the smallest true difference of the means (in the values'
+/// units) that Welch's test at [`ALPHA`] finds with probability [`POWER`], for samples of `na`
+/// and `nb` runs whose variances are `va` and `vb`: (t(1 - α/2) + t(power)) × the standard error,
+/// at the Welch–Satterthwaite degrees of freedom. None with fewer than two runs a side.
+pub fn mde(va: f64, vb: f64, na: usize, nb: usize) -> Option<f64> {
+    if na < 2 || nb < 2 {
+        return None;
+    }
+    let (sa, sb) = (va / na as f64, vb / nb as f64);
+    let se2 = sa + sb;
+    if se2 == 0.0 {
+        return Some(0.0);
+    }
+    let df = se2 * se2 / (sa * sa / (na as f64 - 1.0) + sb * sb / (nb as f64 - 1.0));
+    Some((t_quantile(1.0 - ALPHA / 2.0, df) + t_quantile(POWER, df)) * se2.sqrt())
+}
+
+/// The most runs a side [`runs_needed`] considers.
+pub const MAX_RUNS: usize = 1000;
+
+/// How many runs a side would detect a difference of `effect` (the values' units) with the
+/// variances `va` and `vb` measured: the smallest n whose [`mde`] is at most `effect`; None past
+/// [`MAX_RUNS`].
+pub fn runs_needed(va: f64, vb: f64, effect: f64) -> Option<usize> {
+    let effect = effect.abs();
+    (2..=MAX_RUNS).find(|&n| mde(va, vb, n, n).is_some_and(|m| m <= effect))
+}
+
 /// Whether the difference between `a` and `b` stands out from run-to-run noise, in plain words.
 pub fn verdict(a: &[f64], b: &[f64]) -> String {
     let runs = match (a.len(), b.len()) {
@@ -230,6 +277,26 @@ mod tests {
         assert!(welch(&[1.0], &[2.0, 3.0]).is_none());
         assert_eq!(welch(&[5.0, 5.0], &[5.0, 5.0]).unwrap().p, 1.0);
         assert_eq!(welch(&[5.0, 5.0], &[6.0, 6.0]).unwrap().p, 0.0);
+    }
+
+    #[test]
+    fn detectable_effects_against_known_values() {
+        // Large samples tend to the normal: (1.95996 + 0.84162) x sqrt(2/n) x sigma.
+        let m = mde(1.0, 1.0, 10_000, 10_000).unwrap();
+        assert!(close(m, 2.801_585 * (2.0f64 / 10_000.0).sqrt(), 1e-4), "{m}");
+        // t quantiles from tables: t(0.975, 8) = 2.306004, t(0.8, 8) = 0.888890.
+        assert!(close(t_quantile(0.975, 8.0), 2.306_004, 1e-5));
+        assert!(close(t_quantile(0.8, 8.0), 0.888_890, 1e-5));
+        // Equal variances and sizes: Welch's df is 2n - 2, so 5 runs a side use df 8.
+        let m = mde(4.0, 4.0, 5, 5).unwrap();
+        assert!(close(m, (2.306_004 + 0.888_890) * (8.0f64 / 5.0).sqrt(), 1e-4), "{m}");
+        assert_eq!(mde(1.0, 1.0, 1, 5), None);
+        assert_eq!(mde(0.0, 0.0, 3, 3), Some(0.0));
+        // The runs needed are the first n whose MDE reaches the effect, and more for smaller ones.
+        let n = runs_needed(4.0, 4.0, 2.0).unwrap();
+        assert!(mde(4.0, 4.0, n, n).unwrap() <= 2.0 && mde(4.0, 4.0, n - 1, n - 1).unwrap() > 2.0);
+        assert!(runs_needed(4.0, 4.0, 1.0).unwrap() > n);
+        assert_eq!(runs_needed(1e9, 1e9, 1e-9), None);
     }
 
     #[test]

@@ -12,6 +12,21 @@ use super::*;
 /// Names of the built-ins, for help and errors.
 pub const NAMES: [&str; 4] = ["tasks-reactive", "tasks-nonreactive", "sub-churn", "cluster-churn"];
 
+/// The built-ins made from flags alone (the method or the burst size), with no YAML twin: the
+/// Meteor team's transport benchmarks' loads.
+pub const PROTOCOL: [&str; 2] = ["ddp-calls", "ddp-connect"];
+
+/// Whether `name` is a built-in of either kind.
+pub fn is_builtin(name: &str) -> bool {
+    NAMES.contains(&name) || PROTOCOL.contains(&name)
+}
+
+/// Looping users of `ddp-calls` when `--users` is not given.
+pub const CALL_USERS: u64 = 10;
+
+/// Sessions per burst of `ddp-connect` when `--burst` is not given.
+pub const BURST: u64 = 10;
+
 /// The open built-ins' load when neither `--users` nor `--arrival-rate` is given.
 const OPEN: PhaseKind = PhaseKind::Rate { per_s: ARRIVAL_RATE, ramp_to: None };
 
@@ -36,6 +51,12 @@ pub struct Knobs {
     /// The publication the churn built-ins subscribe to, and its arguments (None: their own,
     /// `fetchTasks` and `payload`, which the reference server publishes).
     pub publication: Option<(String, Vec<Value>)>,
+    /// `ddp-calls`: the method and its parameters.
+    pub method: Option<(String, Vec<Value>)>,
+    /// `ddp-connect`: sessions opened at once per burst.
+    pub burst: Option<u64>,
+    /// `ddp-connect`: a login after each connect (user, password).
+    pub login: Option<(String, String)>,
 }
 
 impl Default for Knobs {
@@ -49,6 +70,9 @@ impl Default for Knobs {
             tasks: 20,
             rounds: 10,
             publication: None,
+            method: None,
+            burst: None,
+            login: None,
         }
     }
 }
@@ -218,9 +242,58 @@ pub fn cluster_churn(knobs: &Knobs) -> Scenario {
     Scenario { config, flows: vec![Flow { name: "cluster-churn".into(), weight: 1, steps }] }
 }
 
+/// `ddp-calls`: the Meteor team's method benchmark: each of N users (10 by default) connects once
+/// and calls the method again as soon as its answer (`result` and `updated`) came back, until the
+/// duration ends. Each user's walk is one iteration; its calls are the step `call METHOD`.
+pub fn ddp_calls(knobs: &Knobs) -> Scenario {
+    let (method, params) = knobs.method.clone().unwrap_or_else(|| ("bench.echo".into(), vec![json!("hello")]));
+    let calls = step(StepKind::Loop(Loop {
+        over: LoopOver::UntilPhaseEnd,
+        steps: vec![step(StepKind::Call(call(&method, params)))],
+    }));
+    let steps = vec![step(StepKind::Connect), calls, step(StepKind::Disconnect)];
+    let mut config = config(knobs, "ddp-calls", PhaseKind::Users(CALL_USERS));
+    config.ddp.cache = false;
+    config.ddp.fanout_field = None;
+    // A user's one walk lasts the whole run.
+    config.ddp.user_timeout = knobs.duration + config.ddp.user_timeout;
+    Scenario { config, flows: vec![Flow { name: "ddp-calls".into(), weight: 1, steps }] }
+}
+
+/// `ddp-connect`: the Meteor team's connection benchmark: bursts of N sessions (10 by default)
+/// opened at once (connect until `connected`, then a login and a subscription when asked for),
+/// closed, and the next burst once every session of the last was done, until the duration ends.
+pub fn ddp_connect(knobs: &Knobs) -> Scenario {
+    let mut steps = vec![step(StepKind::Connect)];
+    if let Some((user, password)) = &knobs.login {
+        steps.push(step(StepKind::Login(Login {
+            user: Some(json!(user)),
+            password: Some(json!(password)),
+            resume: None,
+            timeout: None,
+        })));
+    }
+    if let Some((name, params)) = &knobs.publication {
+        steps.push(step(StepKind::Subscribe {
+            name: name.clone(),
+            params: params.clone(),
+            capture: None,
+            timeout: None,
+        }));
+    }
+    steps.push(step(StepKind::Disconnect));
+    let burst = knobs.burst.unwrap_or(BURST);
+    let mut config = config(&Knobs { users: Some(burst), arrival_rate: None, ..knobs.clone() }, "ddp-connect", OPEN);
+    config.ddp.cache = false;
+    config.ddp.bursts = true;
+    Scenario { config, flows: vec![Flow { name: "ddp-connect".into(), weight: 1, steps }] }
+}
+
 /// A built-in by name.
 pub fn by_name(name: &str, knobs: &Knobs) -> Option<Scenario> {
     match name {
+        "ddp-calls" => Some(ddp_calls(knobs)),
+        "ddp-connect" => Some(ddp_connect(knobs)),
         "tasks-reactive" => Some(tasks_reactive(knobs)),
         "tasks-nonreactive" => Some(tasks_nonreactive(knobs)),
         "sub-churn" => Some(sub_churn(knobs)),
@@ -243,6 +316,7 @@ mod tests {
                     let n = match l.over {
                         LoopOver::Count(n) => n,
                         LoopOver::List(_) => list_len,
+                        LoopOver::UntilPhaseEnd => 1,
                     };
                     n * calls(&l.steps, list_len)
                 }

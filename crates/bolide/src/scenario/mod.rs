@@ -180,6 +180,9 @@ pub struct DdpSettings {
     /// When a step fails because the connection closed, reconnect (and re-subscribe) and retry
     /// the step, as a browser's Meteor client would, up to 3 times per user.
     pub reconnect: bool,
+    /// The closed phase's users walk their flow in bursts: each walk starts when every user
+    /// finished the last (`ddp-connect`: N sessions opened at once).
+    pub bursts: bool,
 }
 
 impl Default for DdpSettings {
@@ -192,6 +195,7 @@ impl Default for DdpSettings {
             step_timeout: Duration::from_secs(120),
             user_timeout: Duration::from_secs(240),
             reconnect: false,
+            bursts: false,
         }
     }
 }
@@ -406,6 +410,8 @@ pub struct Loop {
 #[derive(Debug, Clone, PartialEq)]
 pub enum LoopOver {
     Count(u64),
+    /// Again and again until the user's closed phase ends (`ddp-calls`' users).
+    UntilPhaseEnd,
     /// A literal list, or a variable (`{{ name }}`) holding one.
     List(Value),
 }

@@ -1,0 +1,220 @@
+//! `bolide run ddp-calls --users 1,10,50` and `bolide run ddp-connect --burst 1,10,100`: the
+//! Meteor team's transport tables (meteor/meteor#14330, #14231) in one command. One run per
+//! level, one after another, then a table of them: calls (or connects) per second, latency
+//! percentiles, errors, and the server's CPU and memory when it is watched.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::console::{exit, Io};
+use crate::report::table::{meteor_bytes, meteor_cpu, ms, Table};
+use crate::stats::doc::Doc;
+use crate::workload::Workload;
+
+/// One level's figures.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Level {
+    /// Users (ddp-calls) or sessions per burst (ddp-connect).
+    pub level: u64,
+    /// The step measured: `call METHOD` or `connect`.
+    pub step: String,
+    /// Its successes per second of the run.
+    pub per_s: f64,
+    pub ok: u64,
+    pub errors: u64,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub p99_9_ms: Option<f64>,
+    /// The watched server's average CPU, percent of one core.
+    pub cpu_pct: Option<f64>,
+    /// The watched server's resident memory: mean and peak over the samples, bytes.
+    pub rss_mean_bytes: Option<f64>,
+    pub rss_max_bytes: Option<u64>,
+    /// Samples of the server's memory behind those figures (every --monitor-interval).
+    pub rss_samples: usize,
+    /// The level's result document, when written (--out DIR).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// Why the level's figures may measure the machine rather than the server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suspect: Option<String>,
+}
+
+/// The levels document (`--json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct LevelsDoc {
+    pub format: &'static str,
+    pub version: u32,
+    pub scenario: String,
+    /// `users` or `burst`.
+    pub by: &'static str,
+    pub command_line: Vec<String>,
+    pub interrupted: bool,
+    pub levels: Vec<Level>,
+}
+
+/// A level's figures from its document: the step that is the workload's unit (`call ...` for
+/// ddp-calls, `connect` for ddp-connect).
+pub fn level_of(level: u64, scenario: &str, doc: &Doc) -> Option<Level> {
+    let d = doc.ddp()?;
+    let wanted = |name: &str| if scenario == "ddp-connect" { name == "connect" } else { name.starts_with("call ") };
+    let step = d.steps.iter().find(|s| wanted(&s.name))?;
+    let ok = step.count - step.errors;
+    let ms = |us: u64| us as f64 / 1000.0;
+    let monitor: Vec<_> = doc.monitor().iter().filter(|m| !m.samples.is_empty()).collect();
+    let samples: Vec<f64> = monitor.iter().flat_map(|m| m.samples.iter().map(|s| s.2 as f64)).collect();
+    Some(Level {
+        level,
+        step: step.name.clone(),
+        per_s: if d.summary.duration_s > 0.0 { ok as f64 / d.summary.duration_s } else { 0.0 },
+        ok,
+        errors: step.errors,
+        p50_ms: step.latency.as_ref().map(|l| ms(l.p50_us)),
+        p99_ms: step.latency.as_ref().map(|l| ms(l.p99_us)),
+        p99_9_ms: step.latency.as_ref().map(|l| ms(l.p99_9_us)),
+        cpu_pct: (!monitor.is_empty()).then(|| monitor.iter().map(|m| m.avg_cpu_pct).sum()),
+        rss_mean_bytes: (!monitor.is_empty()).then(|| monitor.iter().map(|m| m.avg_rss_bytes).sum()),
+        rss_max_bytes: (!monitor.is_empty()).then(|| monitor.iter().map(|m| m.peak_rss_bytes).sum()),
+        rss_samples: samples.len(),
+        file: None,
+        suspect: doc.measures().suspect,
+    })
+}
+
+/// The team's table: one row per level.
+pub fn table(scenario: &str, levels: &[Level]) -> Table {
+    let (who, what) = if scenario == "ddp-connect" { ("Burst", "Connects/s") } else { ("Clients", "Calls/s") };
+    let mut t = Table::new(&[who, what, "p50", "p99", "p99.9", "Errors", "Server CPU", "Server RSS (mean / peak)"])
+        .right(&[0, 1, 2, 3, 4, 5, 6]);
+    let o = |v: Option<f64>| v.map(ms).unwrap_or_else(|| "n/a".into());
+    for l in levels {
+        let rss = match (l.rss_mean_bytes, l.rss_max_bytes) {
+            (Some(a), Some(b)) => format!("{} / {}", meteor_bytes(a), meteor_bytes(b as f64)),
+            _ => "n/a".into(),
+        };
+        let mark = if l.suspect.is_some() { " (suspect)" } else { "" };
+        t.row(vec![
+            format!("{}{mark}", l.level),
+            format!("{:.1}", l.per_s),
+            o(l.p50_ms),
+            o(l.p99_ms),
+            o(l.p99_9_ms),
+            l.errors.to_string(),
+            l.cpu_pct.map(meteor_cpu).unwrap_or_else(|| "n/a".into()),
+            rss,
+        ]);
+    }
+    t
+}
+
+/// Whether `run` takes these arguments as levels, one run each.
+pub fn wanted(args: &crate::cli::RunArgs) -> bool {
+    crate::scenario::builtin::PROTOCOL.contains(&args.scenario.as_str())
+        && (args.users.len() > 1 || args.burst.len() > 1)
+}
+
+/// Runs each level of `args` (`--users` or `--burst` with several values) and prints the table.
+pub fn run(args: &crate::cli::RunArgs, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> i32 {
+    let by_burst = args.scenario == "ddp-connect";
+    let (flag, values) = if by_burst { ("burst", args.burst.clone()) } else { ("users", args.users.clone()) };
+    // Every level is checked before the first runs.
+    let mut workloads = Vec::new();
+    for &n in &values {
+        let mut a = args.clone();
+        if by_burst {
+            a.burst = vec![n];
+        } else {
+            a.users = vec![n];
+        }
+        match Workload::ddp(&a) {
+            Ok(w) => workloads.push((n, w)),
+            Err(e) => {
+                let _ = writeln!(io.err, "{e}");
+                return exit::USAGE;
+            }
+        }
+    }
+    let Some((_, first)) = workloads.first() else { return exit::USAGE };
+    let (dir, json) = (first.common().dir.clone(), first.common().json.clone());
+    if let Some(d) = &dir {
+        if let Err(e) = std::fs::create_dir_all(d) {
+            let _ = writeln!(io.err, "error: --out {}: cannot create it: {e}", d.display());
+            return exit::USAGE;
+        }
+    }
+    let scenario = args.scenario.clone();
+    crate::console::with_document(io, json.as_deref(), |io| {
+        let shown: Vec<String> = values.iter().map(u64::to_string).collect();
+        let _ = writeln!(io.out, "bolide run {scenario}: --{flag} {}, one run each\n", shown.join(","));
+        let mut levels = Vec::new();
+        let mut code = exit::OK;
+        let outer = io.stage.clone();
+        for (i, (n, mut w)) in workloads.into_iter().enumerate() {
+            if cancel.is_cancelled() {
+                break;
+            }
+            io.stage = format!("{outer}{flag} {n} ({}/{}) ", i + 1, values.len());
+            let file: Option<PathBuf> = dir.as_ref().map(|d| d.join(format!("{scenario}-{flag}-{n}.json")));
+            w.set_output(file.clone(), Some(format!("{flag}={n}")), true);
+            let outcome = w.execute(command_line.clone(), io, cancel, None);
+            let Some(doc) = outcome.doc else {
+                let _ = writeln!(io.err, "error: the level {flag} {n} could not complete; the levels stop here");
+                code = exit::RUN;
+                break;
+            };
+            code = code.max(outcome.code);
+            match level_of(n, &scenario, &doc) {
+                Some(mut l) => {
+                    l.file = file.map(|f| f.display().to_string());
+                    let _ = writeln!(
+                        io.out,
+                        "  {flag} {n}: {:.1} {} per second ({}), p50 {}, p99 {}, {} errors",
+                        l.per_s,
+                        if by_burst { "connects" } else { "calls" },
+                        l.step,
+                        l.p50_ms.map(ms).unwrap_or_else(|| "n/a".into()),
+                        l.p99_ms.map(ms).unwrap_or_else(|| "n/a".into()),
+                        l.errors
+                    );
+                    levels.push(l);
+                }
+                None => {
+                    let _ = writeln!(io.out, "  {flag} {n}: no step of the workload ran");
+                }
+            }
+        }
+        io.stage = outer;
+        let interrupted = cancel.is_cancelled();
+        let _ = writeln!(io.out);
+        if levels.is_empty() {
+            let _ = writeln!(io.out, "No level finished; nothing to report.");
+            return (if code == exit::OK { exit::RUN } else { code }, None);
+        }
+        let _ = write!(io.out, "{}", table(&scenario, &levels).markdown());
+        if levels.iter().any(|l| l.suspect.is_some()) {
+            let _ =
+                writeln!(io.out, "\n(suspect): bolide or the machine was the limit at that level; see its document.");
+        }
+        if levels.iter().all(|l| l.cpu_pct.is_none()) {
+            let _ = writeln!(
+                io.out,
+                "\nServer CPU and RSS: watch the server with --monitor NAME=:PORT or --spawn (every --monitor-interval, e.g. 500ms)."
+            );
+        }
+        if let Some(d) = &dir {
+            let _ = writeln!(io.out, "\nEach level's result document: {}", d.display());
+        }
+        let doc = LevelsDoc {
+            format: "bolide.levels",
+            version: 1,
+            scenario: scenario.clone(),
+            by: if by_burst { "burst" } else { "users" },
+            command_line,
+            interrupted,
+            levels,
+        };
+        (code, Some(doc))
+    })
+}

@@ -1,0 +1,175 @@
+//! `bench --parameter-list NAME V1,V2` (hyperfine's `-L`): the command line once per value (or
+//! combination of values, for several lists), `{NAME}` replaced in every argument, each a series
+//! labelled `NAME=value`. The interleaving and the comparison are `bench`'s.
+
+use clap::Parser;
+
+use crate::cli::{BenchWorkload, Cli, Command};
+use crate::workload::Workload;
+
+/// One list: a name and its values, in the order given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct List {
+    pub name: String,
+    pub values: Vec<String>,
+}
+
+/// Reads `--parameter-list` pairs (name, comma-separated values).
+pub fn lists(pairs: &[String]) -> Result<Vec<List>, String> {
+    let mut out: Vec<List> = Vec::new();
+    for pair in pairs.chunks(2) {
+        let [name, values] = pair else {
+            return Err("--parameter-list takes two values: NAME and V1,V2,...".into());
+        };
+        let ok = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.';
+        if name.is_empty() || !name.chars().all(ok) {
+            return Err(format!(
+                "--parameter-list {name:?}: a name is letters, digits, '_', '-' or '.' (it is written {{{name}}})"
+            ));
+        }
+        if out.iter().any(|l| &l.name == name) {
+            return Err(format!("--parameter-list {name} is given twice: give each name once, with all its values"));
+        }
+        let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
+        if values.iter().any(String::is_empty) {
+            return Err(format!("--parameter-list {name} {:?}: a value is empty", values.join(",")));
+        }
+        if let Some(v) = values.iter().find(|v| v.contains(['/', '\\']) || v.chars().any(char::is_control)) {
+            return Err(format!(
+                "--parameter-list {name}: the value {v:?} names a directory of results; no slashes or control characters"
+            ));
+        }
+        out.push(List { name: name.clone(), values });
+    }
+    let combos: usize = out.iter().map(|l| l.values.len()).product();
+    if combos < 2 {
+        return Err("--parameter-list needs at least two values to compare (an A/A test gives one twice: v a,a)".into());
+    }
+    Ok(out)
+}
+
+/// Every combination of the lists' values, the first list outermost: (label, (name, value) pairs).
+/// A value given twice (an A/A test) gets `#2` in its label, so that each is its own series.
+pub fn combinations(lists: &[List]) -> Vec<(String, Vec<(String, String)>)> {
+    let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for l in lists {
+        combos = combos
+            .into_iter()
+            .flat_map(|c| {
+                l.values.iter().map(move |v| {
+                    let mut c = c.clone();
+                    c.push((l.name.clone(), v.clone()));
+                    c
+                })
+            })
+            .collect();
+    }
+    let mut labels: Vec<String> = Vec::new();
+    combos
+        .into_iter()
+        .map(|c| {
+            let base = c.iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join(",");
+            let mut label = base.clone();
+            let mut k = 1;
+            while labels.contains(&label) {
+                k += 1;
+                label = format!("{base}#{k}");
+            }
+            labels.push(label.clone());
+            (label, c)
+        })
+        .collect()
+}
+
+/// The command line with `{NAME}` replaced by each value, except in `--parameter-list`'s own
+/// arguments.
+pub fn substitute(args: &[String], values: &[(String, String)]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut skip = 0;
+    for a in args {
+        if skip > 0 {
+            skip -= 1;
+            out.push(a.clone());
+            continue;
+        }
+        if a == "--parameter-list" || a == "-L" {
+            skip = 2;
+            out.push(a.clone());
+            continue;
+        }
+        let mut a = a.clone();
+        for (name, value) in values {
+            a = a.replace(&format!("{{{name}}}"), value);
+        }
+        out.push(a);
+    }
+    out
+}
+
+/// The workloads of every combination, each parsed again from its own command line: (label,
+/// workload, the command line as recorded, without secrets). Scenarios get each value as a
+/// variable of the same name.
+pub fn variants(args: &[String], lists: &[List]) -> Result<Vec<super::Variant>, String> {
+    let mut out = Vec::new();
+    for (label, values) in combinations(lists) {
+        let argv = substitute(args, &values);
+        let cli = Cli::try_parse_from(&argv).map_err(|e| format!("{label}: {}", e.render()))?;
+        let Command::Bench(b) = cli.command else { return Err("--parameter-list belongs to bench".into()) };
+        let mut workload = match &b.workload {
+            BenchWorkload::Http(h) => Workload::http(&h.args),
+            BenchWorkload::Run(r) => Workload::ddp(&r.args),
+        }
+        .map_err(|e| format!("{label}: {e}"))?;
+        if let Workload::Ddp(plan) = &mut workload {
+            let vars = &mut plan.scenario.config.variables;
+            for (name, value) in &values {
+                vars.retain(|(n, _)| n != name);
+                vars.push((name.clone(), vec![serde_json::Value::String(value.clone())]));
+            }
+        }
+        out.push((Some(label), workload, crate::redact::Redactor::command_line(&argv)));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn a_grid_in_order_with_labels() {
+        let l = lists(&s(&["transport", "sockjs,uws", "c", "1,10"])).unwrap();
+        let labels: Vec<String> = combinations(&l).into_iter().map(|c| c.0).collect();
+        assert_eq!(
+            labels,
+            ["transport=sockjs,c=1", "transport=sockjs,c=10", "transport=uws,c=1", "transport=uws,c=10"]
+        );
+        // A/A: the same value twice is two series.
+        let l = lists(&s(&["v", "a,a"])).unwrap();
+        let labels: Vec<String> = combinations(&l).into_iter().map(|c| c.0).collect();
+        assert_eq!(labels, ["v=a", "v=a#2"]);
+    }
+
+    #[test]
+    fn bad_lists_are_named() {
+        assert!(lists(&s(&["v", "a"])).unwrap_err().contains("at least two values"));
+        assert!(lists(&s(&["v", "a,,b"])).unwrap_err().contains("empty"));
+        assert!(lists(&s(&["v", "a/b,c"])).unwrap_err().contains("no slashes"));
+        assert!(lists(&s(&["a b", "1,2"])).unwrap_err().contains("a name is"));
+        assert!(lists(&s(&["v", "1,2", "v", "3,4"])).unwrap_err().contains("twice"));
+    }
+
+    #[test]
+    fn substitution_leaves_the_lists_alone() {
+        let args = s(&["bolide", "bench", "http", "-L", "d", "0,3", "--spawn", "srv --delay {d}", "http://h/{d}/{x}"]);
+        let out = substitute(&args, &[("d".into(), "3".into())]);
+        assert_eq!(
+            out,
+            s(&["bolide", "bench", "http", "-L", "d", "0,3", "--spawn", "srv --delay 3", "http://h/3/{x}"])
+        );
+    }
+}
