@@ -535,6 +535,9 @@ pub fn run_line(r: &RunEntry) -> String {
     if let Some(rps) = r.requests_per_s {
         s.push_str(&format!(", {rps:.1} requests/s"));
     }
+    if let (Some(v), Some(unit)) = (r.per_s, &r.unit) {
+        s.push_str(&format!(", {v:.1} {unit}/s"));
+    }
     if let (Some(c), Some(m)) = (r.cpu_pct, r.ram_bytes) {
         s.push_str(&format!(", CPU {}, RAM {}", meteor_cpu(c), meteor_bytes(m)));
     }

@@ -312,6 +312,8 @@ fn bench_table_in_the_reports_form() {
             eventloop_p99_ms: None,
             gc_ms: None,
             bolide_cpu_us: None,
+            per_s: None,
+            unit: None,
         })
         .collect();
     let mean = RunEntry::mean_of(&runs).unwrap();

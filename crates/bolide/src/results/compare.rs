@@ -412,7 +412,7 @@ fn metric(name: &str, a: &[f64], b: &[f64], clean: Clean, words: impl Fn(f64, f6
     let (ca, cb) = (keep(a, clean.baseline), keep(b, clean.series));
     let spread =
         (ca.len() >= 2 && cb.len() >= 2).then(|| (stats::variance(&ca), stats::variance(&cb), stats::mean(&ca)));
-    let higher_is_better = name.starts_with("Requests");
+    let higher_is_better = name.ends_with("per second") || name.starts_with("Requests");
     // Every run of both sides the same (no errors on either side): the same, whatever the count of
     // runs; never "inconclusive" beside "no errors".
     let identical = a.first().is_some_and(|first| a.iter().chain(b).all(|v| v == first));
@@ -478,6 +478,12 @@ fn compare_one(workload: &str, base_name: &str, base: &[&Doc], name: &str, new: 
         metrics.push(metric("Requests per second", &rps(&bs), &rps(&ns), clean, |a, b| more_fewer(a, b, "requests/s")));
     } else {
         metrics.push(metric("Time (s)", &bs, &ns, clean, faster_slower));
+        // The transport built-ins: their calls (or connects) per second, the figure they are about.
+        let rate = |rs: &[RunEntry]| rs.iter().map(|r| r.per_s).collect::<Option<Vec<f64>>>();
+        if let (Some(a), Some(b), Some(unit)) = (rate(&baseline_runs), rate(&runs), baseline_runs[0].unit.clone()) {
+            let name = format!("{}{} per second", unit[..1].to_uppercase(), &unit[1..]);
+            metrics.push(metric(&name, &a, &b, clean, |x, y| more_fewer(x, y, &format!("{unit}/s"))));
+        }
     }
     let col = |rs: &[RunEntry], f: fn(&RunEntry) -> Option<f64>| -> Option<Vec<f64>> {
         let v: Vec<f64> = rs.iter().filter_map(f).collect();

@@ -47,7 +47,10 @@ impl GateMetric {
                 Some(_) => Err("no response completed"),
                 None => Ok(r.time_s),
             },
-            GateMetric::Rps => r.requests_per_s.ok_or("rps applies to HTTP runs (DDP runs have time)"),
+            GateMetric::Rps => r
+                .requests_per_s
+                .or(r.per_s)
+                .ok_or("rps applies to HTTP runs and to ddp-calls and ddp-connect (other DDP runs have time)"),
             GateMetric::Cpu => r.cpu_pct.ok_or("no server CPU was measured (--monitor or --spawn)"),
             GateMetric::Ram => r.ram_bytes.ok_or("no server RAM was measured (--monitor or --spawn)"),
             GateMetric::P99 => r.p99_ms.ok_or("no latency was measured"),
@@ -236,7 +239,10 @@ pub fn judge(
     };
     // A pass means little when the runs could not have seen a change the size of the bound.
     out.detectable_pct = super::compare::detectable_pct(&ca, &cb);
-    if let (Outcome::Pass, false, Some(d)) = (out.outcome, ignore_significance, out.detectable_pct) {
+    // (A change that stands out from the noise, on the good side of the bound, is a pass.)
+    if let (Outcome::Pass, false, false, Some(d)) =
+        (out.outcome, ignore_significance, out.significant, out.detectable_pct)
+    {
         if d > rule.bound_pct.abs() {
             let mean = stats::mean(&ca);
             let needed = stats::runs_needed(stats::variance(&ca), stats::variance(&cb), rule.bound_pct / 100.0 * mean)
@@ -292,6 +298,8 @@ mod tests {
                 eventloop_p99_ms: None,
                 gc_ms: None,
                 bolide_cpu_us: None,
+                per_s: None,
+                unit: None,
             })
             .collect()
     }
@@ -401,6 +409,10 @@ mod tests {
         assert_eq!(g.outcome, Outcome::Pass, "{g:?}");
         assert!(g.detectable_pct.unwrap() < 10.0);
         assert_eq!(judged("time>+10%", &[90.0, 100.0, 110.0], &[92.0, 102.0, 112.0], true).outcome, Outcome::Pass);
+        // A change that stands out, away from the bound, passes however noisy the runs.
+        let g = judged("time>+10%", &[90.0, 100.0, 110.0], &[20.0, 25.0, 30.0], false);
+        assert!(g.significant && g.detectable_pct.unwrap() > 10.0, "{g:?}");
+        assert_eq!(g.outcome, Outcome::Pass, "{g:?}");
     }
 
     #[test]

@@ -63,6 +63,11 @@ pub struct RunEntry {
     /// bolide's own CPU per request (HTTP) or DDP message, microseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bolide_cpu_us: Option<f64>,
+    /// ddp-calls and ddp-connect: calls (or connects) done per second, and which.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
 }
 
 impl RunEntry {
@@ -84,6 +89,8 @@ impl RunEntry {
             eventloop_p99_ms: m.eventloop_p99_ms,
             gc_ms: m.gc_ms,
             bolide_cpu_us: m.bolide_cpu_us,
+            per_s: m.rate.as_ref().map(|r| r.1),
+            unit: m.rate.as_ref().map(|r| r.0.clone()),
         }
     }
 
@@ -114,6 +121,8 @@ impl RunEntry {
             eventloop_p99_ms: opt(&|r| r.eventloop_p99_ms),
             gc_ms: opt(&|r| r.gc_ms),
             bolide_cpu_us: opt(&|r| r.bolide_cpu_us),
+            per_s: opt(&|r| r.per_s),
+            unit: runs[0].unit.clone(),
         })
     }
 }
@@ -126,6 +135,11 @@ pub fn runs_table(runs: &[RunEntry], mean: Option<&RunEntry>, extra: Option<(&st
     let mut header = vec!["# Run", "Time"];
     if http {
         header.push("Requests/s");
+    }
+    // The transport built-ins: their calls (or connects) per second.
+    let rate = runs.iter().find_map(|r| r.unit.as_deref()).map(|u| format!("{}{}/s", u[..1].to_uppercase(), &u[1..]));
+    if let Some(r) = &rate {
+        header.push(r);
     }
     header.extend(["CPU", "RAM", "Errors", "p99", "Mean latency"]);
     // The server's internals, when a probe or a scrape read them.
@@ -145,13 +159,16 @@ pub fn runs_table(runs: &[RunEntry], mean: Option<&RunEntry>, extra: Option<(&st
     if let Some((title, _)) = &extra {
         header.push(title);
     }
-    let mut t = Table::new(&header).right(&if http { vec![2, 5] } else { vec![4] });
+    let mut t = Table::new(&header).right(&if http || rate.is_some() { vec![2, 5] } else { vec![4] });
     let na = || "n/a".to_string();
     let cells = |name: String, r: &RunEntry| {
         let errors = if r.errors.fract() == 0.0 { format!("{}", r.errors) } else { format!("{:.1}", r.errors) };
         let mut row = vec![name, meteor_time(r.time_s)];
         if http {
             row.push(r.requests_per_s.map(|v| format!("{v:.1}")).unwrap_or_else(na));
+        }
+        if rate.is_some() {
+            row.push(r.per_s.map(|v| format!("{v:.1}")).unwrap_or_else(na));
         }
         row.extend([
             r.cpu_pct.map(meteor_cpu).unwrap_or_else(na),

@@ -49,6 +49,9 @@ pub struct Measures {
     pub gc_ms: Option<f64>,
     /// bolide's own CPU per unit of work, microseconds: per request (HTTP), per DDP message.
     pub bolide_cpu_us: Option<f64>,
+    /// The transport built-ins (ddp-calls, ddp-connect): their unit ("calls", "connects") and
+    /// how many were done per second.
+    pub rate: Option<(String, f64)>,
 }
 
 /// The event-loop p99 and GC time a document's scraped endpoints give: the first endpoint that
@@ -299,6 +302,7 @@ impl Doc {
             eventloop_p99_ms,
             gc_ms,
             bolide_cpu_us,
+            rate: self.ddp().and_then(super::vu::unit_rate).map(|(u, r)| (u.to_string(), r)),
         }
     }
 }

@@ -626,6 +626,24 @@ impl DdpDoc {
 /// Every step's latency in one histogram, as thresholds read it (`Reading::latency`); None when
 /// no step was timed or a step's histogram cannot be read (a table then says n/a, as a threshold
 /// says why, rather than a figure of some steps only).
+/// The unit of work of the transport built-ins and its step: `ddp-calls` counts its method
+/// calls (`call METHOD`), `ddp-connect` its sessions (`connect`); None for other scenarios.
+pub fn unit_step(d: &DdpDoc) -> Option<(&'static str, &StepSummary)> {
+    let (unit, wanted): (&str, fn(&str) -> bool) = match d.settings.scenario.as_str() {
+        "ddp-calls" => ("calls", |n| n.starts_with("call ")),
+        "ddp-connect" => ("connects", |n| n == "connect"),
+        _ => return None,
+    };
+    d.steps.iter().find(|s| wanted(&s.name)).map(|s| (unit, s))
+}
+
+/// The transport built-ins' rate: their unit of work done per second of the run.
+pub fn unit_rate(d: &DdpDoc) -> Option<(&'static str, f64)> {
+    let (unit, s) = unit_step(d)?;
+    let ok = s.count - s.errors;
+    Some((unit, if d.summary.duration_s > 0.0 { ok as f64 / d.summary.duration_s } else { 0.0 }))
+}
+
 pub fn all_steps(d: &DdpDoc) -> Option<hdrhistogram::Histogram<u64>> {
     super::view::Reading::latency(d).ok().flatten()
 }
