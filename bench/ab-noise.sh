@@ -10,13 +10,14 @@
 #     ddp-calls (bench.echo, USERS users), RUNS runs each, interleaved: the comparison, once.
 #
 # Every run starts its own server (`--spawn`) on a loopback port; RUN_S seconds each.
-# Usage: bench/ab-noise.sh          (REPS=20 RUNS=5 RUN_S=1 USERS=10)
+# Usage: bench/ab-noise.sh          (REPS=20 RUNS=5 RUN_S=1 USERS=10; METEOR=0 skips part 3)
 set -euo pipefail
 
 REPS=${REPS:-20}
 RUNS=${RUNS:-5}
 RUN_S=${RUN_S:-1}
 USERS=${USERS:-10}
+METEOR=${METEOR:-1}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 SHARED=${SHARED:-$ROOT/../shared}
@@ -54,14 +55,16 @@ for kind in aa ab; do
 done
 
 # Meteor's server, compression on against off.
-MS=$OUT/meteor-server
-cp -r "$SHARED/meteor-server" "$MS"
-(cd "$MS" && npm ci --omit=optional --no-audit --no-fund --loglevel=error)
-port=$(free_port)
-"$BOLIDE" bench run ddp-calls -L c on,off --runs "$RUNS" --cooldown 0 \
-  --spawn "cd $MS && exec node server.js --port $port --quiet --bench-echo --compression {c}" \
-  --ready-url "http://127.0.0.1:$port/" --target "http://127.0.0.1:$port" --users "$USERS" -d "$((RUN_S * 3))s" \
-  --out "$OUT/meteor-compression" --detect 5% >"$OUT/meteor-compression.log" 2>&1 || true
+if [ "$METEOR" = 1 ]; then
+  MS=$OUT/meteor-server
+  cp -r "$SHARED/meteor-server" "$MS"
+  (cd "$MS" && npm ci --omit=optional --no-audit --no-fund --loglevel=error)
+  port=$(free_port)
+  "$BOLIDE" bench run ddp-calls -L c on,off --runs "$RUNS" --cooldown 0 \
+    --spawn "cd $MS && exec node server.js --port $port --quiet --bench-echo --compression {c}" \
+    --ready-url "http://127.0.0.1:$port/" --target "http://127.0.0.1:$port" --users "$USERS" -d "$((RUN_S * 3))s" \
+    --out "$OUT/meteor-compression" --detect 5% >"$OUT/meteor-compression.log" 2>&1 || true
+fi
 
 python3 - "$OUT" "$REPS" <<'PY'
 import sys, statistics
@@ -83,5 +86,7 @@ print(f"MDE of requests/s per A/B: median {statistics.median(mde):.2f}% (range {
       f"runs a side to detect 10%: median {statistics.median(need) if need else 'n/a'}; "
       f"measured change of the A/Bs: median {statistics.median(change):.2f}%")
 PY
-echo "Meteor compression on vs off: $OUT/meteor-compression/comparison.md" >&2
-sed -n '/against c=on/,/Smallest/p' "$OUT/meteor-compression/comparison.md" || true
+if [ "$METEOR" = 1 ]; then
+  echo "Meteor compression on vs off: $OUT/meteor-compression/comparison.md" >&2
+  sed -n '/against c=on/,/Smallest/p' "$OUT/meteor-compression/comparison.md" || true
+fi

@@ -308,3 +308,46 @@ fn an_interleaved_ddp_comparison_of_meteors_compression() {
     }
     assert!(o.out.contains("c=off against c=on"), "{}", o.out);
 }
+
+#[test]
+fn ddp_connect_logs_each_session_in_and_ddp_calls_says_what_it_needs() {
+    use refserver::{Config, DdpConfig, Server};
+    let ddp = DdpConfig { users: vec![("ann".into(), "s3cret-pw".into())], ..DdpConfig::default() };
+    let server = Server::start(Config { ddp, threads: 1, ..Config::default() }).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let o = bolide(&[
+        "run",
+        "ddp-connect",
+        "--target",
+        &server.base_url(),
+        "--burst",
+        "3",
+        "-d",
+        "1s",
+        "--login",
+        "ann:s3cret-pw",
+        "--publication",
+        "fetchTasks",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let doc = json_of(&json);
+    let count = |name: &str| {
+        doc["steps"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap()["count"].as_u64().unwrap()
+    };
+    let connects = count("connect");
+    assert!(connects >= 3, "{connects}");
+    assert_eq!((count("login"), count("subscribe fetchTasks")), (connects, connects));
+    assert_eq!(doc["summary"]["step_errors"], 0, "{}", doc["summary"]);
+    // The password is not kept.
+    assert!(!std::fs::read_to_string(&json).unwrap().contains("s3cret-pw"));
+    let bad = bolide(&["run", "ddp-connect", "--target", &server.base_url(), "--login", "nopassword"]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.err.contains("--login is NAME:PASSWORD"), "{}", bad.err);
+}
+
+fn json_of(path: &Path) -> Value {
+    json(path)
+}

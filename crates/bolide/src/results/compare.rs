@@ -375,14 +375,6 @@ fn keep(v: &[f64], ok: &[bool]) -> Vec<f64> {
     v.iter().zip(ok.iter().chain(std::iter::repeat(&true))).filter(|(_, ok)| **ok).map(|(x, _)| *x).collect()
 }
 
-/// The smallest change of the mean, percent of the baseline's, that the clean runs `ca` and `cb`
-/// could detect (None with fewer than two a side, or a baseline mean of zero).
-pub fn detectable_pct(ca: &[f64], cb: &[f64]) -> Option<f64> {
-    let base = stats::mean(ca).abs();
-    let m = stats::mde(stats::variance(ca), stats::variance(cb), ca.len(), cb.len())?;
-    (base > 0.0).then(|| m / base * 100.0)
-}
-
 /// The significance verdict over the runs that are not suspect, saying what was left out.
 fn clean_verdict(a: &[f64], b: &[f64], clean: Clean) -> (Option<f64>, String) {
     let (ca, cb) = (keep(a, clean.baseline), keep(b, clean.series));
@@ -433,7 +425,7 @@ fn metric(name: &str, a: &[f64], b: &[f64], clean: Clean, words: impl Fn(f64, f6
         words: words(ma, mb),
         p_value,
         verdict,
-        detectable_pct: detectable_pct(&ca, &cb),
+        detectable_pct: stats::detectable_pct(&ca, &cb),
         spread,
         detect: None,
     }

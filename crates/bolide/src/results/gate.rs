@@ -238,7 +238,7 @@ pub fn judge(
         ),
     };
     // A pass means little when the runs could not have seen a change the size of the bound.
-    out.detectable_pct = super::compare::detectable_pct(&ca, &cb);
+    out.detectable_pct = stats::detectable_pct(&ca, &cb);
     // (A change that stands out from the noise, on the good side of the bound, is a pass.)
     if let (Outcome::Pass, false, false, Some(d)) =
         (out.outcome, ignore_significance, out.significant, out.detectable_pct)

@@ -189,6 +189,14 @@ pub fn mde(va: f64, vb: f64, na: usize, nb: usize) -> Option<f64> {
     Some((t_quantile(1.0 - ALPHA / 2.0, df) + t_quantile(POWER, df)) * se2.sqrt())
 }
 
+/// The smallest change of the mean, percent of the baseline's, that the clean runs `a` (the
+/// baseline) and `b` could detect (None with fewer than two a side, or a baseline mean of zero).
+pub fn detectable_pct(a: &[f64], b: &[f64]) -> Option<f64> {
+    let base = mean(a).abs();
+    let m = mde(variance(a), variance(b), a.len(), b.len())?;
+    (base > 0.0).then(|| m / base * 100.0)
+}
+
 /// The most runs a side [`runs_needed`] considers.
 pub const MAX_RUNS: usize = 1000;
 
