@@ -19,7 +19,9 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
         let _ = write!(io.err, "error: unexpected argument '{arg}' found\n\n  hint: {hint}\n");
         return exit::USAGE;
     }
-    let cli = match Cli::try_parse_from(&args) {
+    // With --parameter-list, `{NAME}` may stand in a typed flag (`--users {n}`, `-c {c}`): the
+    // command line is read as its first combination has it (each is read again before it runs).
+    let cli = match Cli::try_parse_from(crate::load::params::first_combination(&args)) {
         Ok(cli) => cli,
         Err(e) => {
             use clap::error::ErrorKind;

@@ -116,7 +116,8 @@ fn env_arg(raw: &str) -> String {
 /// Whether an environment variable's name says it holds a secret.
 fn secret_name(name: &str) -> bool {
     let n = name.to_ascii_uppercase();
-    ["PASS", "SECRET", "TOKEN", "KEY", "CREDENTIAL", "COOKIE", "AUTH", "PWD"].iter().any(|w| n.contains(w))
+    // METEOR_SETTINGS: a Meteor app's settings, JSON that holds its keys.
+    ["PASS", "SECRET", "TOKEN", "KEY", "CREDENTIAL", "COOKIE", "AUTH", "PWD", "SETTINGS"].iter().any(|w| n.contains(w))
 }
 
 fn user_arg(raw: &str) -> String {

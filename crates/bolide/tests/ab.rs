@@ -157,7 +157,14 @@ fn an_a_a_test_is_two_series_of_one_value() {
 fn parameter_lists_and_levels_refuse_what_they_cannot_do() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
-    let rows: [(&[&str], &str); 8] = [
+    let rows: [(&[&str], &str); 12] = [
+        (
+            &["bench", "run", "ddp-connect", "-L", "pw", "s3cret,other", "--login", "ann:{pw}", "--out", out],
+            "where a secret goes",
+        ),
+        (&["capacity", "run", "ddp-calls", "--from", "1", "--step", "1", "--to", "2"], "closed loop"),
+        (&["run", "ddp-connect", "--users", "1,10"], "--burst N, not --users"),
+        (&["run", "ddp-calls", "--burst", "1,10"], "--burst is for the built-in ddp-connect"),
         (&["bench", "http", "-L", "v", "a", "--out", out, "http://127.0.0.1:9/"], "at least two values"),
         (&["bench", "http", "-L", "v", "a/b,c", "--out", out, "http://127.0.0.1:9/"], "no slashes"),
         (&["bench", "http", "--fail-on", "p99>+5%", "--out", out, "http://127.0.0.1:9/"], "--parameter-list"),
@@ -350,4 +357,42 @@ fn ddp_connect_logs_each_session_in_and_ddp_calls_says_what_it_needs() {
 
 fn json_of(path: &Path) -> Value {
     json(path)
+}
+
+#[test]
+fn a_parameter_may_stand_in_a_typed_flag() {
+    // `--users {n}`: read as the first value's command line, then each value's own.
+    use refserver::{Config, Server};
+    let server = Server::start(Config { threads: 1, ..Config::default() }).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("levels");
+    let o = bolide(&[
+        "bench",
+        "run",
+        "ddp-calls",
+        "-L",
+        "n",
+        "1,3",
+        "--users",
+        "{n}",
+        "--runs",
+        "1",
+        "--cooldown",
+        "0",
+        "--target",
+        &server.base_url(),
+        "-d",
+        "500ms",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    for n in [1, 3] {
+        let doc = json(&out.join(format!("n={n}/ddp-calls-1.json")));
+        // One walk per looping user: as many connects as users.
+        let connects =
+            doc["steps"].as_array().unwrap().iter().find(|s| s["name"] == "connect").unwrap()["count"].clone();
+        assert_eq!(connects, n, "{}", doc["steps"]);
+    }
+    assert!(o.out.contains("Calls per second"), "{}", o.out);
 }

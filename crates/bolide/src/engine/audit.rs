@@ -74,6 +74,20 @@ impl Shared {
         self.barrier.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// A barrier for `n` users known in advance (ddp-connect's bursts, whose users start over the
+    /// first second): the first gathering waits for all of them, not for those started so far.
+    pub fn expecting(n: u64) -> Shared {
+        let s = Shared::default();
+        s.walking.store(n, Ordering::SeqCst);
+        s
+    }
+
+    /// A user of a barrier made by [`Shared::expecting`]: already counted, it leaves the count
+    /// when the guard is dropped.
+    pub fn expected(&self) -> Walking<'_> {
+        Walking(self)
+    }
+
     /// Counts a closed phase's user walking a flow with checkpoints, for as long as it is held:
     /// the users the barrier waits for.
     pub fn walking(&self) -> Walking<'_> {

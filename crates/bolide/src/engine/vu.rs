@@ -150,7 +150,8 @@ pub fn run(
     let stop = cancel.child_token();
     let audit = plan.scenario.audits().then(|| Arc::new(super::audit::Shared::default()));
     // ddp-connect's bursts: the closed users meet at a barrier of their own before each walk.
-    let bursts = plan.scenario.config.ddp.bursts.then(|| Arc::new(super::audit::Shared::default()));
+    let users = seg.arrivals(schedule.total());
+    let bursts = plan.scenario.config.ddp.bursts.then(|| Arc::new(super::audit::Shared::expecting(users)));
     let (handles, rx) = super::coordinator::spawn::<Tick, Done>("bolide-vu", threads, &stop, |w, tx| {
         let plan = plan.clone();
         let (cancel, alive, schedule, names) = (stop.clone(), Arc::clone(&alive), schedule.clone(), names.clone());
@@ -333,6 +334,8 @@ fn worker(
                 let target = w.plan.target_of(k);
                 if max.is_some_and(|m| w.alive.load(Ordering::SeqCst) >= m) {
                     w.recs[target].borrow_mut().skipped += 1;
+                    // A user the bursts expected that never comes.
+                    drop(w.bursts.as_deref().map(super::audit::Shared::expected));
                 } else {
                     w.alive.fetch_add(1, Ordering::SeqCst);
                     // A closed phase's user walks its flow again until the phase ends.
@@ -341,8 +344,8 @@ fn worker(
                     let w2 = Rc::clone(&w);
                     users.push(tokio::task::spawn_local(async move {
                         // In bursts, each walk starts once every closed user is at the barrier.
+                        let _walking = w2.bursts.as_deref().map(super::audit::Shared::expected);
                         let bursts = w2.bursts.as_deref().filter(|_| until.is_some());
-                        let _walking = bursts.map(super::audit::Shared::walking);
                         for round in 0u64.. {
                             if let (Some(b), Some(until)) = (bursts, until) {
                                 match b.gather(until).await {

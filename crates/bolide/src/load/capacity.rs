@@ -116,6 +116,14 @@ fn plan(w: &CapacityWorkload, first: f64) -> Result<Workload, String> {
             args.rps = Some(first);
             Workload::http(&args)
         }
+        CapacityWorkload::Run(c) if crate::scenario::builtin::PROTOCOL.contains(&c.args.scenario.as_str()) => {
+            Err(format!(
+                "{} is a closed loop without an arrival rate to climb: its ladder is `bolide run {} {} 1,10,50`",
+                c.args.scenario,
+                c.args.scenario,
+                if c.args.scenario == "ddp-calls" { "--users" } else { "--burst" }
+            ))
+        }
         CapacityWorkload::Run(c) => {
             let mut args = c.args.clone();
             // A built-in's phase is the rate's (a scenario file's phases are scaled to it).

@@ -61,7 +61,7 @@ pub fn level_of(level: u64, scenario: &str, doc: &Doc) -> Option<Level> {
     let d = doc.ddp()?;
     let wanted = |name: &str| if scenario == "ddp-connect" { name == "connect" } else { name.starts_with("call ") };
     let step = d.steps.iter().find(|s| wanted(&s.name))?;
-    let ok = step.count - step.errors;
+    let ok = step.count.saturating_sub(step.errors);
     let ms = |us: u64| us as f64 / 1000.0;
     let monitor: Vec<_> = doc.monitor().iter().filter(|m| !m.samples.is_empty()).collect();
     let samples: Vec<f64> = monitor.iter().flat_map(|m| m.samples.iter().map(|s| s.2 as f64)).collect();
@@ -111,8 +111,11 @@ pub fn table(scenario: &str, levels: &[Level]) -> Table {
 
 /// Whether `run` takes these arguments as levels, one run each.
 pub fn wanted(args: &crate::cli::RunArgs) -> bool {
-    crate::scenario::builtin::PROTOCOL.contains(&args.scenario.as_str())
-        && (args.users.len() > 1 || args.burst.len() > 1)
+    match args.scenario.as_str() {
+        "ddp-calls" => args.users.len() > 1,
+        "ddp-connect" => args.burst.len() > 1,
+        _ => false,
+    }
 }
 
 /// Runs each level of `args` (`--users` or `--burst` with several values) and prints the table.

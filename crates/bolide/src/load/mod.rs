@@ -436,9 +436,10 @@ pub fn bench_series(
             let _ = writeln!(io.out, "Comparison (also in {}):\n", top.join("comparison.md").display());
             let (compared, report) = crate::results::compare::compare_into(&args, io, Some(&top));
             comparison = report;
-            // A run that could not complete (3) outranks the gate's verdict.
-            if code == exit::OK || (code == exit::THRESHOLDS && compared != exit::OK) {
-                code = code.max(compared);
+            // A run that could not complete (3) or broke a threshold (1) outranks the gate's
+            // verdict; nothing comparable after runs that ran is a run's failure, not usage.
+            if code == exit::OK {
+                code = if compared == exit::USAGE { exit::RUN } else { compared };
             }
         } else if !grid {
             let _ = writeln!(

@@ -106,6 +106,33 @@ pub fn substitute(args: &[String], values: &[(String, String)]) -> Vec<String> {
     out
 }
 
+/// The `--parameter-list` (`-L`) pairs of a raw command line, as given.
+fn raw_pairs(args: &[String]) -> Vec<String> {
+    let mut pairs = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        if (args[i] == "--parameter-list" || args[i] == "-L") && i + 2 < args.len() {
+            pairs.extend([args[i + 1].clone(), args[i + 2].clone()]);
+            i += 3;
+        } else {
+            i += 1;
+        }
+    }
+    pairs
+}
+
+/// The command line as its first combination of `--parameter-list` values has it (unchanged
+/// without one, or when the lists are wrong: their error comes when they are read).
+pub fn first_combination(args: &[std::ffi::OsString]) -> Vec<std::ffi::OsString> {
+    let text: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    let pairs = raw_pairs(&text);
+    let first = lists(&pairs).ok().and_then(|l| combinations(&l).into_iter().next());
+    match first {
+        Some((_, values)) if !pairs.is_empty() => substitute(&text, &values).into_iter().map(Into::into).collect(),
+        _ => args.to_vec(),
+    }
+}
+
 /// The workloads of every combination, each parsed again from its own command line: (label,
 /// workload, the command line as recorded, without secrets). Scenarios get each value as a
 /// variable of the same name.
@@ -127,7 +154,27 @@ pub fn variants(args: &[String], lists: &[List]) -> Result<Vec<super::Variant>, 
                 vars.push((name.clone(), vec![serde_json::Value::String(value.clone())]));
             }
         }
-        out.push((Some(label), workload, crate::redact::Redactor::command_line(&argv)));
+        let recorded = crate::redact::Redactor::command_line(&argv);
+        // A value that lands where a secret goes (a password, a token, a secret's variable) would
+        // be a series' label, its directory's name and in every document: refused.
+        let outside = |line: &[String], v: &str| {
+            let mut skip = 0u8;
+            line.iter().any(|a| {
+                let listed = skip > 0;
+                skip = if a == "--parameter-list" || a == "-L" { 2 } else { skip.saturating_sub(1) };
+                !listed && a.contains(v)
+            })
+        };
+        for (name, value) in &values {
+            if outside(&argv, value) && !outside(&recorded, value) {
+                return Err(format!(
+                    "--parameter-list {name}: its value goes where a secret goes (a password, a token, a secret's \
+                     variable); a value names its series, its directory and its documents, so a secret cannot be \
+                     one: give it in the environment instead"
+                ));
+            }
+        }
+        out.push((Some(label), workload, recorded));
     }
     Ok(out)
 }

@@ -239,10 +239,9 @@ pub fn judge(
     };
     // A pass means little when the runs could not have seen a change the size of the bound.
     out.detectable_pct = stats::detectable_pct(&ca, &cb);
-    // (A change that stands out from the noise, on the good side of the bound, is a pass.)
-    if let (Outcome::Pass, false, false, Some(d)) =
-        (out.outcome, ignore_significance, out.significant, out.detectable_pct)
-    {
+    // (A change that stands out from the noise away from the bound, on its good side, is a pass.)
+    let away = out.significant && if rule.above { change < 0.0 } else { change > 0.0 };
+    if let (Outcome::Pass, false, false, Some(d)) = (out.outcome, ignore_significance, away, out.detectable_pct) {
         if d > rule.bound_pct.abs() {
             let mean = stats::mean(&ca);
             let needed = stats::runs_needed(stats::variance(&ca), stats::variance(&cb), rule.bound_pct / 100.0 * mean)
@@ -413,6 +412,11 @@ mod tests {
         let g = judged("time>+10%", &[90.0, 100.0, 110.0], &[20.0, 25.0, 30.0], false);
         assert!(g.significant && g.detectable_pct.unwrap() > 10.0, "{g:?}");
         assert_eq!(g.outcome, Outcome::Pass, "{g:?}");
+        // Towards the bound, a significant +9% under a bound of +10% that the runs cannot resolve
+        // is not a pass: +17% might hide in the same noise.
+        let g = judged("time>+10%", &[96.5, 100.0, 103.5], &[105.5, 109.0, 112.5], false);
+        assert!(g.significant && g.detectable_pct.unwrap() > 10.0, "{g:?}");
+        assert_eq!(g.outcome, Outcome::Inconclusive, "{g:?}");
     }
 
     #[test]

@@ -205,7 +205,21 @@ pub const MAX_RUNS: usize = 1000;
 /// [`MAX_RUNS`].
 pub fn runs_needed(va: f64, vb: f64, effect: f64) -> Option<usize> {
     let effect = effect.abs();
-    (2..=MAX_RUNS).find(|&n| mde(va, vb, n, n).is_some_and(|m| m <= effect))
+    let enough = |n: usize| mde(va, vb, n, n).is_some_and(|m| m <= effect);
+    if !enough(MAX_RUNS) {
+        return None;
+    }
+    // The MDE falls as the runs grow: the first n that is enough, by halving.
+    let (mut lo, mut hi) = (2, MAX_RUNS);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if enough(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    Some(lo)
 }
 
 /// Whether the difference between `a` and `b` stands out from run-to-run noise, in plain words.

@@ -640,7 +640,7 @@ pub fn unit_step(d: &DdpDoc) -> Option<(&'static str, &StepSummary)> {
 /// The transport built-ins' rate: their unit of work done per second of the run.
 pub fn unit_rate(d: &DdpDoc) -> Option<(&'static str, f64)> {
     let (unit, s) = unit_step(d)?;
-    let ok = s.count - s.errors;
+    let ok = s.count.saturating_sub(s.errors);
     Some((unit, if d.summary.duration_s > 0.0 { ok as f64 / d.summary.duration_s } else { 0.0 }))
 }
 
