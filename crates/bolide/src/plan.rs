@@ -888,6 +888,17 @@ fn tie_local_targets(targets: &[DdpTarget], server: &mut ServerPlan, problems: &
     }
 }
 
+/// A flag's JSON array (`--params`, `--publication-args`): empty when not given; the error says
+/// what is wrong, with an `example`.
+fn json_array(text: Option<&str>, example: &str) -> Result<Vec<serde_json::Value>, String> {
+    match text.map(serde_json::from_str::<serde_json::Value>) {
+        None => Ok(Vec::new()),
+        Some(Ok(serde_json::Value::Array(items))) => Ok(items),
+        Some(Ok(_)) => Err(format!("must be a JSON array, e.g. {example}")),
+        Some(Err(e)) => Err(format!("is not JSON ({e})")),
+    }
+}
+
 /// Builds the plan for `bolide run`, or every reason it cannot be built.
 pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     use crate::scenario::builtin;
@@ -944,13 +955,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
             if method.trim().is_empty() {
                 problems.push("--method is empty; give the method's name".into());
             }
-            let params = match args.params.as_deref().map(serde_json::from_str::<serde_json::Value>) {
-                None => Ok(Vec::new()),
-                Some(Ok(serde_json::Value::Array(items))) => Ok(items),
-                Some(Ok(_)) => Err("must be a JSON array, e.g. '[\"hello\"]'".to_string()),
-                Some(Err(e)) => Err(format!("is not JSON ({e})")),
-            };
-            match params {
+            match json_array(args.params.as_deref(), "'[\"hello\"]'") {
                 Ok(params) => knobs.method = Some((method.clone(), params)),
                 Err(why) => problems.push(format!("--params {why}")),
             }
@@ -996,13 +1001,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
                     args.scenario
                 ));
             }
-            let params = match args.publication_args.as_deref().map(serde_json::from_str::<serde_json::Value>) {
-                None => Ok(Vec::new()),
-                Some(Ok(serde_json::Value::Array(items))) => Ok(items),
-                Some(Ok(_)) => Err("must be a JSON array, e.g. '[\"room-1\", 50]'".to_string()),
-                Some(Err(e)) => Err(format!("is not JSON ({e})")),
-            };
-            match params {
+            match json_array(args.publication_args.as_deref(), "'[\"room-1\", 50]'") {
                 Ok(params) => knobs.publication = Some((name.clone(), params)),
                 Err(why) => problems.push(format!("--publication-args {why}")),
             }

@@ -23,14 +23,20 @@ fn server_pid(doc: &Value) -> u64 {
     m.iter().find(|m| m["name"] == "server").unwrap()["pid"].as_u64().unwrap()
 }
 
+/// `bolide serve` for `--spawn` on a free port: the command, its ready URL and its base URL.
+fn spawned_reference_server() -> (String, String, String) {
+    let port = free_port();
+    let spawn = format!("exec {} serve --port {port}", env!("CARGO_BIN_EXE_bolide"));
+    (spawn, format!("http://127.0.0.1:{port}/ok"), format!("http://127.0.0.1:{port}"))
+}
+
 #[test]
 fn a_parameter_list_interleaves_fresh_servers_and_compares_them() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("ab");
     let grid = dir.path().join("grid.json");
-    let port = free_port();
-    let spawn = format!("exec {} serve --port {port}", env!("CARGO_BIN_EXE_bolide"));
-    let (ready, url) = (format!("http://127.0.0.1:{port}/ok"), format!("http://127.0.0.1:{port}/delay/{{d}}"));
+    let (spawn, ready, base) = spawned_reference_server();
+    let url = format!("{base}/delay/{{d}}");
     let o = bolide(&[
         "bench",
         "http",
@@ -117,9 +123,8 @@ fn a_parameter_list_interleaves_fresh_servers_and_compares_them() {
 fn an_a_a_test_is_two_series_of_one_value() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("aa");
-    let port = free_port();
-    let spawn = format!("exec {} serve --port {port}", env!("CARGO_BIN_EXE_bolide"));
-    let (ready, url) = (format!("http://127.0.0.1:{port}/ok"), format!("http://127.0.0.1:{port}/ok"));
+    let (spawn, ready, base) = spawned_reference_server();
+    let url = format!("{base}/ok");
     let o = bolide(&[
         "bench",
         "http",
