@@ -35,6 +35,7 @@ fn a_parameter_list_interleaves_fresh_servers_and_compares_them() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("ab");
     let grid = dir.path().join("grid.json");
+    let html = dir.path().join("report.html");
     let (spawn, ready, base) = spawned_reference_server();
     let url = format!("{base}/delay/{{d}}");
     let o = bolide(&[
@@ -59,6 +60,8 @@ fn a_parameter_list_interleaves_fresh_servers_and_compares_them() {
         out.to_str().unwrap(),
         "--json",
         grid.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
         "--fail-on",
         "p99>+10%",
         "--detect",
@@ -89,6 +92,10 @@ fn a_parameter_list_interleaves_fresh_servers_and_compares_them() {
     // The comparison, written beside the series and carried by --json.
     let c = json(&out.join("comparison.json"));
     assert!(std::fs::read_to_string(out.join("comparison.md")).unwrap().contains("Comparison with d=0"));
+    // The HTML report compares the series as the terminal did (not "d=3 has no runs of it").
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("d=3 compared with d=0") && page.contains("Detectable"), "the report compares");
+    assert!(!page.contains("has no runs of it"));
     let g = json(&grid);
     assert_eq!(g["format"], "bolide.bench-parameters");
     assert_eq!(g["series"].as_array().unwrap().len(), 2);

@@ -240,6 +240,8 @@ pub fn bench_series(
         Err(code) => return code,
     };
     let first_command = first_command.clone();
+    // The comparison made at the end, for the live page's last report too.
+    let mut compared_report = None;
     // The series; its every way out comes back here, so that the dashboard shows how it ended.
     let code = crate::console::with_document(io, json.as_deref(), |io| {
         let plural = |n: u32| if n == 1 { "" } else { "s" };
@@ -451,7 +453,7 @@ pub fn bench_series(
         }
         if let Some(path) = html {
             let ok = match grid {
-                true => crate::results::report::write_docs_report(&dirs, &path, &title, io),
+                true => crate::results::report::write_compared_report(&dirs, comparison.clone(), &path, &title, io),
                 false => crate::results::report::write_dir_report(&top, &path, &title, io),
             };
             if !ok {
@@ -467,6 +469,7 @@ pub fn bench_series(
                 "comparison": comparison,
             })),
         };
+        compared_report = comparison;
         (code, doc)
     });
     if let Some(d) = &dashboard {
@@ -476,7 +479,8 @@ pub fn bench_series(
                 let (mut o, mut e) = (std::io::sink(), std::io::sink());
                 match crate::results::compare::load_inputs(&dirs, &mut Io::plain(&mut o, &mut e)) {
                     Ok((series, _)) if !series.is_empty() => {
-                        Ok(Some(crate::report::html::page(&title, &crate::results::report::sections(&series, &[]))))
+                        let sections = crate::results::report::sections_with(&series, &[], compared_report);
+                        Ok(Some(crate::report::html::page(&title, &sections)))
                     }
                     _ => Ok(None),
                 }

@@ -31,8 +31,14 @@ const FOLD_FROM: usize = 3;
 /// labels ran, every run's value per measure when there is more than one run, then each run
 /// (folded from three on), then the per-request files (overlaid on one chart).
 pub fn sections(series: &[Series], requests: &[html::Requests]) -> Vec<Section> {
-    let mut out = Vec::new();
     let report = (series.len() >= 2).then(|| compare::build(series, 0, Vec::new()));
+    sections_with(series, requests, report)
+}
+
+/// [`sections`] with the comparison already made (a `bench --parameter-list`'s, with its
+/// baseline, gate and detectable changes).
+pub fn sections_with(series: &[Series], requests: &[html::Requests], report: Option<compare::Report>) -> Vec<Section> {
+    let mut out = Vec::new();
     let compared = report.as_ref().filter(|r| !r.comparisons.is_empty() || !r.http_tables.is_empty());
     let mut summary = summary_section(series, compared, requests);
     if let Some(r) = report.as_ref().filter(|r| compared.is_none() && !r.refused.is_empty()) {
@@ -475,6 +481,25 @@ pub fn write_dir_report(dir: &Path, path: &Path, title: &str, io: &mut Io) -> bo
 
 /// Writes the HTML report of result documents (each its own series) to `path`; false when it
 /// could not be written (the reason is on stderr).
+/// Writes the HTML report of the series in `dirs` with their comparison `report` (a `bench
+/// --parameter-list`'s); false when it could not.
+pub fn write_compared_report(
+    dirs: &[PathBuf],
+    report: Option<compare::Report>,
+    path: &Path,
+    title: &str,
+    io: &mut Io,
+) -> bool {
+    let series = match compare::load_inputs(dirs, io) {
+        Ok((series, _)) => series,
+        Err(_) => return false,
+    };
+    if series.is_empty() {
+        return true;
+    }
+    write_page(&html::page(title, &sections_with(&series, &[], report)), path, io)
+}
+
 pub fn write_docs_report(docs: &[PathBuf], path: &Path, title: &str, io: &mut Io) -> bool {
     let series = match compare::load_inputs(docs, io) {
         Ok((series, _)) => series,
