@@ -52,11 +52,7 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
         Command::Run(a) => once(one_run(Workload::ddp(&a), &a.common), command_line, io, cancel),
         Command::Serve(a) => crate::serve::serve(&a, io, cancel),
         Command::Bench(a) => {
-            let workload = match &a.workload {
-                crate::cli::BenchWorkload::Http(b) => Workload::http(&b.args),
-                crate::cli::BenchWorkload::Run(b) => Workload::ddp(&b.args),
-            };
-            match workload {
+            match Workload::bench(&a.workload) {
                 Ok(w) => {
                     // --out DIR is the series' directory, --out csv=PATH its rows.
                     let mut opts = a.workload.opts().clone();

@@ -4,7 +4,7 @@
 
 use clap::Parser;
 
-use crate::cli::{BenchWorkload, Cli, Command};
+use crate::cli::{Cli, Command};
 use crate::workload::Workload;
 
 /// One list: a name and its values, in the order given.
@@ -142,17 +142,9 @@ pub fn variants(args: &[String], lists: &[List]) -> Result<Vec<super::Variant>, 
         let argv = substitute(args, &values);
         let cli = Cli::try_parse_from(&argv).map_err(|e| format!("{label}: {}", e.render()))?;
         let Command::Bench(b) = cli.command else { return Err("--parameter-list belongs to bench".into()) };
-        let mut workload = match &b.workload {
-            BenchWorkload::Http(h) => Workload::http(&h.args),
-            BenchWorkload::Run(r) => Workload::ddp(&r.args),
-        }
-        .map_err(|e| format!("{label}: {e}"))?;
-        if let Workload::Ddp(plan) = &mut workload {
-            let vars = &mut plan.scenario.config.variables;
-            for (name, value) in &values {
-                vars.retain(|(n, _)| n != name);
-                vars.push((name.clone(), vec![serde_json::Value::String(value.clone())]));
-            }
+        let mut workload = Workload::bench(&b.workload).map_err(|e| format!("{label}: {e}"))?;
+        for (name, value) in &values {
+            workload.part_mut().set_variable(name, value);
         }
         let recorded = crate::redact::Redactor::command_line(&argv);
         // A value that lands where a secret goes (a password, a token, a secret's variable) would
