@@ -52,7 +52,9 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
         Command::Run(a) => once(one_run(Workload::ddp(&a), &a.common), command_line, io, cancel),
         Command::Serve(a) => crate::serve::serve(&a, io, cancel),
         Command::Bench(a) => {
-            match Workload::bench(&a.workload) {
+            // With --parameter-list, as its first combination has it (each is made again later).
+            let first = crate::load::params::first_values(&a.workload.opts().parameter_list);
+            match Workload::bench(&a.workload, &first) {
                 Ok(w) => {
                     // --out DIR is the series' directory, --out csv=PATH its rows.
                     let mut opts = a.workload.opts().clone();

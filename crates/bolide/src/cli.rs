@@ -926,6 +926,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_compression: bool,
 
+    /// Variables the command gives the scenario (`bench --parameter-list`), each a single value.
+    #[arg(skip)]
+    pub variables: Vec<(String, String)>,
+
     /// Worker threads [default: the number of cores].
     #[arg(short = 't', long, value_name = "N")]
     pub threads: Option<usize>,

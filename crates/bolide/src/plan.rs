@@ -1028,7 +1028,8 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
                 problems.push(format!("{flag} is for built-in scenarios; a scenario file sets it in its flow"));
             }
         }
-        let mut scenario = crate::scenario::yaml::load_file(path).map_err(RunPlanError::Scenario)?;
+        let given: Vec<String> = args.variables.iter().map(|(name, _)| name.clone()).collect();
+        let mut scenario = crate::scenario::yaml::load_file_with(path, &given).map_err(RunPlanError::Scenario)?;
         crate::scenario::override_phases(&mut scenario.config.phases, rate, duration);
         if let Some(n) = users {
             // One closed phase as long as the phases were (after --duration).
@@ -1041,6 +1042,12 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         }
         scenario
     };
+    // `bench --parameter-list`: each value is the variable of its name, one value only.
+    for (name, value) in &args.variables {
+        let vars = &mut scenario.config.variables;
+        vars.retain(|(n, _)| n != name);
+        vars.push((name.clone(), vec![serde_json::Value::String(value.clone())]));
+    }
     match users {
         Some(0) => problems.push("--users must be at least 1".into()),
         Some(n) if n > crate::scenario::MAX_ARRIVAL_COUNT => {

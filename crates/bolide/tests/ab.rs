@@ -14,6 +14,12 @@ fn json(path: &Path) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// A step of a DDP result document, by name.
+fn step<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    let steps = doc["steps"].as_array().unwrap_or_else(|| panic!("no steps: {doc}"));
+    steps.iter().find(|s| s["name"] == name).unwrap_or_else(|| panic!("no step {name:?}: {}", doc["steps"]))
+}
+
 fn started(doc: &Value) -> std::time::SystemTime {
     humantime::parse_rfc3339_weak(doc["started_at"].as_str().unwrap()).unwrap()
 }
@@ -329,9 +335,7 @@ fn an_interleaved_ddp_comparison_of_meteors_compression() {
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
     for c in ["on", "off"] {
         let doc = json(&out.join(format!("c={c}/ddp-calls-1.json")));
-        let calls = doc["steps"].as_array().unwrap().iter().find(|s| s["name"] == "call bench.echo").unwrap()["count"]
-            .as_u64()
-            .unwrap();
+        let calls = step(&doc, "call bench.echo")["count"].as_u64().unwrap();
         let counted = json(&dir.path().join(format!("stats-{c}.json")));
         assert_eq!(counted["methods"]["bench.echo"].as_u64(), Some(calls), "{c}: {counted}");
         assert!(doc["command_line"].to_string().contains(&format!("--compression {c}")), "{}", doc["command_line"]);
@@ -345,7 +349,7 @@ fn ddp_connect_logs_each_session_in_and_ddp_calls_says_what_it_needs() {
     let ddp = DdpConfig { users: vec![("ann".into(), "s3cret-pw".into())], ..DdpConfig::default() };
     let server = Server::start(Config { ddp, threads: 1, ..Config::default() }).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("run.json");
+    let file = dir.path().join("run.json");
     let o = bolide(&[
         "run",
         "ddp-connect",
@@ -360,26 +364,20 @@ fn ddp_connect_logs_each_session_in_and_ddp_calls_says_what_it_needs() {
         "--publication",
         "fetchTasks",
         "--json",
-        json.to_str().unwrap(),
+        file.to_str().unwrap(),
     ]);
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
-    let doc = json_of(&json);
-    let count = |name: &str| {
-        doc["steps"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap()["count"].as_u64().unwrap()
-    };
+    let doc = json(&file);
+    let count = |name: &str| step(&doc, name)["count"].as_u64().unwrap();
     let connects = count("connect");
     assert!(connects >= 3, "{connects}");
     assert_eq!((count("login"), count("subscribe fetchTasks")), (connects, connects));
     assert_eq!(doc["summary"]["step_errors"], 0, "{}", doc["summary"]);
     // The password is not kept.
-    assert!(!std::fs::read_to_string(&json).unwrap().contains("s3cret-pw"));
+    assert!(!std::fs::read_to_string(&file).unwrap().contains("s3cret-pw"));
     let bad = bolide(&["run", "ddp-connect", "--target", &server.base_url(), "--login", "nopassword"]);
     assert_eq!(bad.code, 2);
     assert!(bad.err.contains("--login is NAME:PASSWORD"), "{}", bad.err);
-}
-
-fn json_of(path: &Path) -> Value {
-    json(path)
 }
 
 #[test]
@@ -413,9 +411,47 @@ fn a_parameter_may_stand_in_a_typed_flag() {
     for n in [1, 3] {
         let doc = json(&out.join(format!("n={n}/ddp-calls-1.json")));
         // One walk per looping user: as many connects as users.
-        let connects =
-            doc["steps"].as_array().unwrap().iter().find(|s| s["name"] == "connect").unwrap()["count"].clone();
-        assert_eq!(connects, n, "{}", doc["steps"]);
+        assert_eq!(step(&doc, "connect")["count"], n, "{}", doc["steps"]);
     }
     assert!(o.out.contains("Calls per second"), "{}", o.out);
+}
+
+#[test]
+fn a_parameter_reaches_a_scenario_as_a_variable() {
+    // The scenario asks for /delay/{{ d }}: with the value there it answers 200 after d ms;
+    // without it, the path is no number and the step fails.
+    use refserver::{Config, Server};
+    let server = Server::start(Config { threads: 1, ..Config::default() }).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("delay.yml");
+    let flow = "config:\n  target: http://127.0.0.1:1\n  phases:\n    - duration: 1\n      arrivalRate: 4\nscenarios:\n  - flow:\n      - get: { url: \"/delay/{{ d }}\", expect: 200 }\n";
+    std::fs::write(&scenario, flow).unwrap();
+    let out = dir.path().join("vars");
+    let o = bolide(&[
+        "bench",
+        "run",
+        scenario.to_str().unwrap(),
+        "-L",
+        "d",
+        "0,3",
+        "--runs",
+        "1",
+        "--cooldown",
+        "0",
+        "--target",
+        &server.base_url(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    for d in [0, 3] {
+        let doc = json(&out.join(format!("d={d}/delay-1.json")));
+        let steps = doc["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 1, "{}", doc["steps"]);
+        assert_eq!((steps[0]["errors"].as_u64(), steps[0]["count"].as_u64().is_some_and(|c| c >= 1)), (Some(0), true));
+        if d == 3 {
+            // The server waited 3 ms: a floor no machine load lowers.
+            assert!(steps[0]["latency"]["min_us"].as_u64().unwrap() >= 3000, "{}", steps[0]);
+        }
+    }
 }

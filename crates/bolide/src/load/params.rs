@@ -121,6 +121,12 @@ fn raw_pairs(args: &[String]) -> Vec<String> {
     pairs
 }
 
+/// The first combination's (name, value) pairs (none when the lists are wrong: their error
+/// comes when they are read).
+pub fn first_values(pairs: &[String]) -> Vec<(String, String)> {
+    lists(pairs).ok().and_then(|l| combinations(&l).into_iter().next()).map(|c| c.1).unwrap_or_default()
+}
+
 /// The command line as its first combination of `--parameter-list` values has it (unchanged
 /// without one, or when the lists are wrong: their error comes when they are read).
 pub fn first_combination(args: &[std::ffi::OsString]) -> Vec<std::ffi::OsString> {
@@ -142,10 +148,7 @@ pub fn variants(args: &[String], lists: &[List]) -> Result<Vec<super::Variant>, 
         let argv = substitute(args, &values);
         let cli = Cli::try_parse_from(&argv).map_err(|e| format!("{label}: {}", e.render()))?;
         let Command::Bench(b) = cli.command else { return Err("--parameter-list belongs to bench".into()) };
-        let mut workload = Workload::bench(&b.workload).map_err(|e| format!("{label}: {e}"))?;
-        for (name, value) in &values {
-            workload.part_mut().set_variable(name, value);
-        }
+        let workload = Workload::bench(&b.workload, &values).map_err(|e| format!("{label}: {e}"))?;
         let recorded = crate::redact::Redactor::command_line(&argv);
         // A value that lands where a secret goes (a password, a token, a secret's variable) would
         // be a series' label, its directory's name and in every document: refused.

@@ -523,6 +523,12 @@ const BUILTIN_VARS: &[&str] =
 
 /// Reads a scenario file.
 pub fn load_file(path: &Path) -> Result<Scenario, LoadError> {
+    load_file_with(path, &[])
+}
+
+/// [`load_file`], with variables the command line gives (`bench --parameter-list`) known to the
+/// templates besides the file's own.
+pub fn load_file_with(path: &Path, given: &[String]) -> Result<Scenario, LoadError> {
     let file = path.display().to_string();
     let unreadable = |e: std::io::Error| LoadError {
         file: file.clone(),
@@ -548,16 +554,20 @@ pub fn load_file(path: &Path) -> Result<Scenario, LoadError> {
     let text = String::from_utf8(bytes).map_err(|e| {
         unreadable(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not UTF-8 text ({e})")))
     })?;
-    load_str(&text, &file, path.parent().unwrap_or(Path::new(".")))
+    load_str_with(&text, &file, path.parent().unwrap_or(Path::new(".")), given)
 }
 
 /// Reads a scenario from text; `base` is where relative payload paths start.
 pub fn load_str(text: &str, file: &str, base: &Path) -> Result<Scenario, LoadError> {
+    load_str_with(text, file, base, &[])
+}
+
+fn load_str_with(text: &str, file: &str, base: &Path, given: &[String]) -> Result<Scenario, LoadError> {
     let fail = |problems| LoadError { file: file.to_string(), problems };
     let root = parse(text).map_err(|p| fail(vec![p]))?;
     let mut r = Reader {
         problems: vec![],
-        known_vars: BUILTIN_VARS.iter().map(|s| s.to_string()).collect(),
+        known_vars: BUILTIN_VARS.iter().map(|s| s.to_string()).chain(given.iter().cloned()).collect(),
         used_vars: vec![],
     };
     let top = r.map(&root, "the scenario file", &["config", "scenarios"]);

@@ -34,11 +34,16 @@ impl Workload {
         crate::plan::run_plan(args).map(|p| Workload::Ddp(Box::new(p))).map_err(|e| e.to_string())
     }
 
-    /// The workload `bench` repeats (`bench http` or `bench run`).
-    pub fn bench(b: &crate::cli::BenchWorkload) -> Result<Workload, String> {
+    /// The workload `bench` repeats (`bench http` or `bench run`); a scenario gets `variables`
+    /// (a `--parameter-list` combination's values) as variables of their names.
+    pub fn bench(b: &crate::cli::BenchWorkload, variables: &[(String, String)]) -> Result<Workload, String> {
         match b {
             crate::cli::BenchWorkload::Http(h) => Workload::http(&h.args),
-            crate::cli::BenchWorkload::Run(r) => Workload::ddp(&r.args),
+            crate::cli::BenchWorkload::Run(r) => {
+                let mut args = r.args.clone();
+                args.variables = variables.to_vec();
+                Workload::ddp(&args)
+            }
         }
     }
 
@@ -110,9 +115,6 @@ pub trait Describe {
     }
     /// Where the next run writes its per-request file.
     fn set_requests_file(&mut self, _path: PathBuf) {}
-    /// A value the workload's scenario may use as a variable (`{{ name }}`), replacing any of
-    /// that name: a `--parameter-list` value. Workloads without variables ignore it.
-    fn set_variable(&mut self, _name: &str, _value: &str) {}
     /// The same plan at `per_s` units of work arriving per second (requests sent, users arriving):
     /// a capacity ladder's level, made by changing the plan, never by reading flags again.
     fn at_rate(&mut self, per_s: f64) -> Result<(), String>;

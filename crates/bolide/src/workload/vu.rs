@@ -37,12 +37,6 @@ impl super::Describe for DdpPlan {
         Some(self.arrivals_length())
     }
 
-    fn set_variable(&mut self, name: &str, value: &str) {
-        let vars = &mut self.scenario.config.variables;
-        vars.retain(|(n, _)| n != name);
-        vars.push((name.to_string(), vec![serde_json::Value::String(value.to_string())]));
-    }
-
     /// A built-in's phase at this arrival rate (as `--arrival-rate` sets it); a scenario file's
     /// arrival-rate phases scaled so that the first runs at it (its ramps and other phases in
     /// proportion).
