@@ -6,6 +6,7 @@
 //! command; `main.rs` only maps its outcome to an exit code.
 
 pub mod app;
+pub mod browser;
 pub mod cli;
 pub mod console;
 pub mod dashboard;

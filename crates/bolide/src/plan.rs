@@ -1096,6 +1096,11 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     if args.threads == Some(0) {
         problems.push("-t/--threads must be at least 1".into());
     }
+    if scenario.has_browsers() {
+        if let Err(e) = crate::browser::executable(&scenario.config.browser) {
+            problems.push(e);
+        }
+    }
     let mut faults = Vec::new();
     for text in &args.fault {
         match crate::fault::Fault::parse(text, parse_duration) {

@@ -23,7 +23,10 @@ pub const METRICS: &str = "p50, p90, p95, p99, p99.9 (any pN), min, mean, max (l
     subscriptions, observers, methods, method_errors) and the Monti agent's monti.system.FIGURE, \
     monti.pub[\"NAME\"].FIGURE and monti.method[\"NAME\"].FIGURE (restime_p95, errors, ...), and the \
     reactive-correctness audit's audit.failed, audit.incomplete, audit.differences and audit.checks (counts; \
-    audit.failed==0)";
+    audit.failed==0), and browser users' browser.VITAL.STAT (ttfb, fcp, lcp, inp in time, cls a score; \
+    browser.lcp.p75<2500ms), browser.step[\"NAME\"].STAT, browser.method[\"NAME\"].STAT (the page's DDP \
+    method), browser.cpu, browser.cpu.max, browser.cpu_per_user (% of one core), browser.rss, \
+    browser.rss_per_user, browser.console_errors, browser.failed_requests and browser.crashes";
 
 /// A latency statistic.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -67,6 +70,29 @@ pub enum Metric {
     Server(Box<Figure>),
     /// A count of the reactive-correctness audit (`audit.failed`).
     Audit(AuditFigure),
+    /// A figure of the browser users (`browser.lcp.p75`, `browser.cpu`).
+    Browser(BrowserFigure),
+}
+
+/// What of the browser users a threshold reads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BrowserFigure {
+    /// A page timing over every navigation: ttfb, fcp, lcp, inp (time) or cls (a score).
+    Vital { metric: &'static str, stat: Stat },
+    /// The page's DDP method, `method` to `result` and `updated`.
+    Method { name: String, stat: Stat },
+    /// The browsers' CPU, % of one core: mean or peak, or the mean per browser user.
+    Cpu { peak: bool, per_user: bool },
+    /// The browsers' peak RSS, or per browser user.
+    Rss { per_user: bool },
+    /// console_errors, failed_requests or crashes.
+    Count(&'static str),
+}
+
+impl BrowserFigure {
+    const COUNTS: [&'static str; 3] = ["console_errors", "failed_requests", "crashes"];
+    const FIGURES: &'static str = "ttfb, fcp, lcp, cls, inp (with a statistic: browser.lcp.p75), step[\"NAME\"], \
+        method[\"NAME\"], cpu, cpu.max, cpu_per_user, rss, rss_per_user, console_errors, failed_requests, crashes";
 }
 
 /// What of the audit a threshold counts.
@@ -301,6 +327,11 @@ impl Metric {
             Metric::Latency { .. } => Dim::Time,
             Metric::ErrorRate | Metric::Cpu { .. } => Dim::Percent,
             Metric::Errors | Metric::Audit(_) => Dim::Count,
+            Metric::Browser(BrowserFigure::Vital { metric: "cls", .. }) => Dim::Count,
+            Metric::Browser(BrowserFigure::Vital { .. } | BrowserFigure::Method { .. }) => Dim::Time,
+            Metric::Browser(BrowserFigure::Cpu { .. }) => Dim::Percent,
+            Metric::Browser(BrowserFigure::Rss { .. }) => Dim::Bytes,
+            Metric::Browser(BrowserFigure::Count(_)) => Dim::Count,
             Metric::Rps => Dim::PerSecond,
             Metric::Rss { .. } => Dim::Bytes,
             Metric::Scrape { stat: ScrapeStat::Rate, .. } => Dim::PerSecond,
@@ -340,6 +371,18 @@ impl Metric {
             Metric::Audit(AuditFigure::Incomplete) => "audit checks not made and walks short of a checkpoint".into(),
             Metric::Audit(AuditFigure::Differences) => "differences the audit found".into(),
             Metric::Audit(AuditFigure::Checks) => "audit checks".into(),
+            Metric::Browser(f) => match f {
+                BrowserFigure::Vital { metric, stat } => format!("{stat} of the pages' {}", metric.to_uppercase()),
+                BrowserFigure::Method { name, stat } => format!("{stat} of the pages' method {name}"),
+                BrowserFigure::Cpu { peak: false, per_user: false } => {
+                    "mean CPU of the browsers (% of one core)".into()
+                }
+                BrowserFigure::Cpu { peak: true, .. } => "peak CPU of the browsers (% of one core)".into(),
+                BrowserFigure::Cpu { per_user: true, .. } => "mean CPU per browser user (% of one core)".into(),
+                BrowserFigure::Rss { per_user: false } => "peak memory of the browsers".into(),
+                BrowserFigure::Rss { per_user: true } => "peak memory per browser user".into(),
+                BrowserFigure::Count(what) => format!("the pages' {}", what.replace('_', " ")),
+            },
         }
     }
 }
@@ -600,6 +643,9 @@ impl Parser {
         if word == "monti" || word.starts_with("monti.") {
             return self.monti_metric(start, &word);
         }
+        if word == "browser" || word.starts_with("browser.") {
+            return self.browser_metric(start, &word);
+        }
         if word == "audit" || word.starts_with("audit.") {
             return match word.strip_prefix("audit.").and_then(AuditFigure::parse) {
                 Some(f) => Ok(Metric::Audit(f)),
@@ -785,6 +831,66 @@ impl Parser {
             f.meaning = format!("{name}: {}", f.meaning);
         }
         Ok(m)
+    }
+
+    /// `browser.FIGURE`: a page timing with its statistic, a browser step's or page method's
+    /// latency, the browsers' cost, the pages' error counts.
+    fn browser_metric(&mut self, start: usize, word: &str) -> Result<Metric, ParseError> {
+        let err = |message: String| ParseError { column: start + 1, message };
+        let figures = BrowserFigure::FIGURES;
+        let rest = word.strip_prefix("browser.").unwrap_or_default();
+        if rest == "step" || rest == "method" {
+            if rest == "step" {
+                self.at = start + "browser.step".len();
+                return self.step_metric();
+            }
+            let name = self.bracketed_name(
+                "expected [\"NAME\"] after browser.method, e.g. browser.method[\"insertTask\"].p95",
+                "expected a quoted method name, e.g. browser.method[\"insertTask\"]",
+                "method name's",
+                "an empty method name",
+            )?;
+            if self.peek() != Some(']') || self.chars.get(self.at + 1) != Some(&'.') {
+                return Err(
+                    self.error("expected ].STATISTIC after the method, e.g. browser.method[\"insertTask\"].p95")
+                );
+            }
+            self.at += 2;
+            let stat_at = self.at;
+            let w = self.word();
+            return match stat(&w) {
+                Some(stat) => Ok(Metric::Browser(BrowserFigure::Method { name, stat })),
+                None => Err(ParseError {
+                    column: stat_at + 1,
+                    message: format!("{w:?} is not a latency statistic: min, mean, max or a percentile (p50, p95)"),
+                }),
+            };
+        }
+        let figure = match rest {
+            "cpu" => BrowserFigure::Cpu { peak: false, per_user: false },
+            "cpu.max" => BrowserFigure::Cpu { peak: true, per_user: false },
+            "cpu_per_user" => BrowserFigure::Cpu { peak: false, per_user: true },
+            "rss" => BrowserFigure::Rss { per_user: false },
+            "rss_per_user" => BrowserFigure::Rss { per_user: true },
+            _ => {
+                if let Some(c) = BrowserFigure::COUNTS.iter().find(|c| **c == rest) {
+                    return Ok(Metric::Browser(BrowserFigure::Count(c)));
+                }
+                let (vital, st) = rest.split_once('.').unwrap_or((rest, ""));
+                let Some(metric) = crate::stats::browser::VITALS.iter().find(|v| **v == vital) else {
+                    return Err(err(format!(
+                        "{word:?} is not a figure of the browser users: browser.FIGURE, {figures}"
+                    )));
+                };
+                return match stat(st) {
+                    Some(stat) => Ok(Metric::Browser(BrowserFigure::Vital { metric, stat })),
+                    None => Err(err(format!(
+                        "{word}: a page timing needs a statistic: browser.{vital}.p75 (min, mean, max, pN)"
+                    ))),
+                };
+            }
+        };
+        Ok(Metric::Browser(figure))
     }
 
     /// `step["NAME"].STAT` (after `step`).
@@ -977,6 +1083,38 @@ mod tests {
             ("audit.incomplete <= 2", Metric::Audit(AuditFigure::Incomplete), Op::Le, 2.0),
             ("audit.checks>=20", Metric::Audit(AuditFigure::Checks), Op::Ge, 20.0),
             (
+                "browser.lcp.p75<2500ms",
+                Metric::Browser(BrowserFigure::Vital { metric: "lcp", stat: Stat::Percentile(75.0) }),
+                Op::Lt,
+                2500.0,
+            ),
+            (
+                "browser.cls.p75<0.1",
+                Metric::Browser(BrowserFigure::Vital { metric: "cls", stat: Stat::Percentile(75.0) }),
+                Op::Lt,
+                0.1,
+            ),
+            (
+                "browser.step[\"click #add\"].p99<1s",
+                Metric::Latency { step: Some("click #add".into()), stat: Stat::Percentile(99.0) },
+                Op::Lt,
+                1000.0,
+            ),
+            (
+                "browser.method['insertTask'].p50<20ms",
+                Metric::Browser(BrowserFigure::Method { name: "insertTask".into(), stat: Stat::Percentile(50.0) }),
+                Op::Lt,
+                20.0,
+            ),
+            (
+                "browser.cpu_per_user<50%",
+                Metric::Browser(BrowserFigure::Cpu { peak: false, per_user: true }),
+                Op::Lt,
+                50.0,
+            ),
+            ("browser.rss<2GB", Metric::Browser(BrowserFigure::Rss { per_user: false }), Op::Lt, 2e9),
+            ("browser.crashes==0", Metric::Browser(BrowserFigure::Count("crashes")), Op::Eq, 0.0),
+            (
                 "scrape.app['hits_total{route=\"/\"}'].rate>100",
                 Metric::Scrape {
                     endpoint: "app".into(),
@@ -1084,6 +1222,8 @@ mod tests {
             ("p99", 4, &["expected <"]),
             ("p99=200ms", 4, &["= is no comparison"]),
             ("audit.lost==0", 1, &["audit.FIGURE: failed, incomplete, differences, checks"]),
+            ("browser.lcp<2s", 1, &["a page timing needs a statistic: browser.lcp.p75"]),
+            ("browser.speed>1", 1, &["not a figure of the browser users", "cpu_per_user"]),
             ("p99<<200ms", 5, &["expected a number", "'<'"]),
             ("p99<", 5, &["expected a number after"]),
             ("p99<-5ms", 5, &["negative"]),

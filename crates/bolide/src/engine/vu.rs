@@ -59,6 +59,8 @@ pub struct VuOutput {
     pub interrupted: bool,
     /// The load threads' CPU time over the run, nanoseconds (each thread's own clock).
     pub cpu_ns: u64,
+    /// The browser of a run with browser flows: what ran, and what it cost.
+    pub browser: Option<crate::stats::browser::BrowserRun>,
 }
 
 /// A worker's part of one second: its counts and its latencies (sparse, as handed over; made
@@ -138,6 +140,14 @@ pub fn run(
     cancel: &CancellationToken,
     progress: &mut dyn FnMut(&VuProgress),
 ) -> Result<VuOutput, String> {
+    // Browser flows' Chromium, started before the clock (and stopped, whatever happens, when it
+    // is dropped).
+    let browser = match plan.scenario.has_browsers() {
+        true => Some(crate::browser::Browser::launch(&plan.scenario.config.browser, plan.common.server.interval)?),
+        false => None,
+    };
+    let pages = Arc::new(Pages::default());
+    let endpoint = browser.as_ref().map(|b| (b.port, b.path.clone()));
     let schedule = Schedule::new(&plan.scenario.config.phases);
     // With a segment, this instance's users are every N-th arrival; they keep their global index.
     let seg = plan.common.spread.segment.unwrap_or(crate::segment::Segment { index: 1, count: 1 });
@@ -155,7 +165,12 @@ pub fn run(
     let (handles, rx) = super::coordinator::spawn::<Tick, Done>("bolide-vu", threads, &stop, |w, tx| {
         let plan = plan.clone();
         let (cancel, alive, schedule, names) = (stop.clone(), Arc::clone(&alive), schedule.clone(), names.clone());
-        let shared = (audit.clone(), bursts.clone());
+        let shared = Shared {
+            audit: audit.clone(),
+            bursts: bursts.clone(),
+            browser: endpoint.clone(),
+            pages: Arc::clone(&pages),
+        };
         Box::new(move || worker(w, threads, plan, schedule, names, start, alive, shared, cancel, tx))
     })?;
     let mut rec = VuRecorder::new(&names);
@@ -210,6 +225,7 @@ pub fn run(
     if let Some(why) = crate::engine::join_workers(handles) {
         return Err(why);
     }
+    let browser = browser.map(|b| b.finish(pages.peak.load(Ordering::Relaxed)));
     // Seconds not every worker reported (a run cut short): kept as they are.
     for (t, part) in seconds.rest() {
         timeline.push(second(t, part));
@@ -223,7 +239,24 @@ pub fn run(
         duration: start.elapsed(),
         interrupted: cancel.is_cancelled(),
         cpu_ns,
+        browser,
     })
+}
+
+/// Browser pages open now, and the most open at once (for the browsers' cost per user).
+#[derive(Default)]
+struct Pages {
+    open: AtomicU64,
+    peak: AtomicU64,
+}
+
+/// What every worker shares: the audit's and the bursts' barriers, the browser's DevTools
+/// endpoint (port, path) and its pages.
+struct Shared {
+    audit: Option<Arc<super::audit::Shared>>,
+    bursts: Option<Arc<super::audit::Shared>>,
+    browser: Option<(u16, String)>,
+    pages: Arc<Pages>,
 }
 
 /// One worker's state, shared by its users (one thread: `Rc` and `RefCell`).
@@ -245,6 +278,9 @@ struct Worker {
     audit_local: super::audit::Local,
     /// The closed users' barrier before each walk, when the plan runs in bursts.
     bursts: Option<Arc<super::audit::Shared>>,
+    /// The browser's DevTools endpoint (port, path), when the scenario has browser flows.
+    browser: Option<(u16, String)>,
+    pages: Arc<Pages>,
 }
 
 impl Worker {
@@ -267,7 +303,7 @@ fn worker(
     names: Vec<(String, bool)>,
     start: Instant,
     alive: Arc<AtomicU64>,
-    (audit, bursts): (Option<Arc<super::audit::Shared>>, Option<Arc<super::audit::Shared>>),
+    Shared { audit, bursts, browser, pages }: Shared,
     cancel: CancellationToken,
     tx: mpsc::Sender<Msg>,
 ) {
@@ -287,6 +323,8 @@ fn worker(
         audit,
         audit_local: super::audit::Local::default(),
         bursts,
+        browser,
+        pages,
         plan,
     });
     let user_timeout = w.plan.scenario.config.ddp.user_timeout;
@@ -506,12 +544,16 @@ async fn user<S: Session>(
             }
         }
     }
+    if flow.is_browser() {
+        w.recs[target].borrow_mut().browser.users += 1;
+    }
     let mut vu = Vu::<S> {
         w,
         target,
         arrival,
         until,
         conn: None,
+        page: None,
         vars,
         subs: HashMap::new(),
         last_write: None,
@@ -548,6 +590,9 @@ async fn user<S: Session>(
     if let Some(c) = vu.conn.take() {
         w.close(c);
     }
+    if let Some(page) = vu.page.take() {
+        vu.leave(page).await;
+    }
     ok
 }
 
@@ -565,6 +610,8 @@ struct Vu<'w, S> {
     /// The last step failure, for the audit (a walk that stopped before its checkpoint).
     last_failure: RefCell<Option<String>>,
     conn: Option<S>,
+    /// A browser user's page (opened at its first action).
+    page: Option<crate::browser::page::Page>,
     vars: Vars,
     /// Subscriptions by name (the latest of each name): id and params.
     subs: HashMap<String, (String, Vec<Value>)>,
@@ -654,7 +701,12 @@ impl<S: Session> Vu<'_, S> {
     fn may_reconnect(&self, step: &Step) -> bool {
         let uses_connection = !matches!(
             step.kind,
-            StepKind::Connect | StepKind::Disconnect | StepKind::Http(_) | StepKind::Loop(_) | StepKind::Set(_)
+            StepKind::Connect
+                | StepKind::Disconnect
+                | StepKind::Http(_)
+                | StepKind::Loop(_)
+                | StepKind::Set(_)
+                | StepKind::Browser(_)
         );
         self.w.plan.scenario.config.ddp.reconnect && uses_connection && self.reconnects < MAX_RECONNECTS
     }
@@ -863,8 +915,134 @@ impl<S: Session> Vu<'_, S> {
             StepKind::WaitFor(wf) => Box::pin(self.wait_for(step, wf)).await?,
             StepKind::Http(h) => Box::pin(self.http(step, h)).await?,
             StepKind::Audit(a) => Box::pin(self.audit(step, a)).await,
+            StepKind::Browser(a) => Box::pin(self.browser(step, a)).await?,
         }
         Ok(())
+    }
+
+    /// A browser action on the user's page (opened at the first), then what the page did
+    /// meanwhile: its DDP round trips recorded, a console error or a failed request failing the
+    /// step (the user goes on), a crash or a dead browser failing the user.
+    async fn browser(&mut self, step: &Step, a: &crate::scenario::Action) -> Result<(), Stop> {
+        use crate::scenario::Action;
+        let began = Instant::now();
+        let timeout = self.timeout(match a {
+            Action::WaitForSelector(s) | Action::Expect(s) => s.timeout,
+            _ => None,
+        });
+        if self.page.is_none() {
+            let Some((port, path)) = &self.w.browser else {
+                return Err(self.fail_with(step, "browser", "no browser was started for this run"));
+            };
+            match crate::browser::page::Page::open(*port, path).await {
+                Ok(p) => {
+                    let n = self.w.pages.open.fetch_add(1, Ordering::SeqCst) + 1;
+                    self.w.pages.peak.fetch_max(n, Ordering::SeqCst);
+                    self.page = Some(p);
+                }
+                Err(f) => {
+                    self.rec().browser.crashes += 1;
+                    return Err(self.fail_with(step, f.class, &f.detail));
+                }
+            }
+        }
+        let text = |v: &Value, vars: &Vars| match template::render(v, vars) {
+            Value::String(s) => s,
+            Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        let render = |s: &str, vars: &Vars| text(&Value::String(s.to_string()), vars);
+        let mut goto = String::new();
+        if let Action::Goto(path) = a {
+            let target = render(path, &self.vars);
+            goto = url::Url::parse(&self.w.plan.targets[self.target].url)
+                .and_then(|base| base.join(&target))
+                .map_err(|e| self.fail_with(step, "scenario", &format!("goto {target:?}: {e}")))?
+                .to_string();
+            self.page_left().await;
+            if let Some(p) = &mut self.page {
+                p.shown_by = Some(step.name.clone());
+            }
+        }
+        let vars = &self.vars;
+        let Some(page) = self.page.as_mut() else { return Ok(()) };
+        let out = match a {
+            Action::Goto(_) => page.goto(&goto, timeout).await,
+            Action::Click(sel) => page.click(&render(sel, vars), timeout).await,
+            Action::Fill { selector, value } => page.fill(&render(selector, vars), &text(value, vars), timeout).await,
+            Action::Press { selector, key } => page.press(&render(selector, vars), key, timeout).await,
+            Action::WaitForSelector(s) | Action::Expect(s) => {
+                let selector = render(&s.selector, vars);
+                let wanted = s.text.as_ref().map(|t| text(t, vars));
+                let want = crate::browser::page::Want {
+                    selector: &selector,
+                    count: s.count,
+                    text: wanted.as_deref(),
+                    state: s.state.name(),
+                };
+                page.wait_for(&want, timeout, matches!(a, Action::Expect(_))).await
+            }
+        };
+        let happened = page.take();
+        let mut trouble = None;
+        {
+            let mut r = self.rec();
+            for (m, us) in &happened.methods {
+                r.browser.method(m, *us);
+            }
+            for (s, us) in &happened.subs {
+                r.browser.sub(s, *us);
+            }
+            r.browser.console_errors += happened.console_errors.len() as u64;
+            r.browser.failed_requests += happened.failed_requests.len() as u64;
+            if let Some(e) = happened.console_errors.first() {
+                trouble = Some(("console", format!("the page logged an error: {e}")));
+            } else if let Some(e) = happened.failed_requests.first() {
+                trouble = Some(("request", format!("a request of the page failed: {e}")));
+            }
+        }
+        match out {
+            Err(f) => {
+                if matches!(f.class, "browser" | "crash") {
+                    self.rec().browser.crashes += 1;
+                    // A dead page is closed now: nothing more is read from it.
+                    if let Some(p) = self.page.take() {
+                        self.w.pages.open.fetch_sub(1, Ordering::SeqCst);
+                        drop(p);
+                    }
+                }
+                Err(self.fail_with(step, f.class, &f.detail))
+            }
+            Ok(()) => {
+                match trouble {
+                    // The step counts as failed; the user goes on, as a person would.
+                    Some((class, detail)) => {
+                        let _ = self.fail_with(step, class, &detail);
+                    }
+                    None => self.ok(step, began.elapsed()),
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The page's timings of the navigation it shows, recorded under the step that made it.
+    async fn page_left(&mut self) {
+        let Some(page) = self.page.as_mut() else { return };
+        let Some(step) = page.shown_by.clone() else { return };
+        if let Some(v) = page.vitals().await {
+            self.rec().browser.vitals(&step, [v.ttfb_ms, v.fcp_ms, v.lcp_ms, v.cls, v.inp_ms]);
+        }
+    }
+
+    /// A browser user's end: the last page's timings, then its context closed.
+    async fn leave(&mut self, page: crate::browser::page::Page) {
+        self.page = Some(page);
+        self.page_left().await;
+        if let Some(p) = self.page.take() {
+            self.w.pages.open.fetch_sub(1, Ordering::SeqCst);
+            p.close().await;
+        }
     }
 
     /// A checkpoint: with the other users first in the closed model, then this user's cache

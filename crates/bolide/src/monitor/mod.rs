@@ -77,6 +77,16 @@ pub fn rss_bytes(pid: u32) -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// Proportional memory of a process in bytes (Pss: its private pages, and its share of the pages
+/// it shares), from /proc/PID/smaps_rollup: what a tree of processes sharing most of their pages
+/// (a browser's) really holds, where summing their RSS counts the shared pages once per process.
+pub fn pss_bytes(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    let line = text.lines().find(|l| l.starts_with("Pss:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
 /// Every process on the machine with its parent.
 fn parents() -> HashMap<u32, u32> {
     let mut out = HashMap::new();
@@ -175,6 +185,8 @@ pub struct Watched {
     pub samples: Vec<Sample>,
     /// Seconds since the start at which the process was found gone.
     pub vanished_s: Option<f64>,
+    /// Memory as the processes' proportional share (Pss), not their RSS summed.
+    pub proportional: bool,
     last: HashMap<u32, u64>,
     last_at: Option<Instant>,
 }
@@ -186,6 +198,7 @@ impl Watched {
             pid,
             samples: Vec::new(),
             vanished_s: None,
+            proportional: false,
             last: HashMap::new(),
             last_at: None,
         }
@@ -210,7 +223,8 @@ impl Watched {
                     delta_ticks += ticks.saturating_sub(*prev);
                 }
                 ticks_now.insert(pid, ticks);
-                rss += rss_bytes(pid).unwrap_or(0);
+                let memory = if self.proportional { pss_bytes(pid).or_else(|| rss_bytes(pid)) } else { rss_bytes(pid) };
+                rss += memory.unwrap_or(0);
             }
         }
         if let Some(at) = self.last_at {

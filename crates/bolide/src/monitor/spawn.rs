@@ -243,7 +243,7 @@ impl Spawned {
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// Whether any process of group `pgid` is still running (zombies, already dead, do not count).
-fn group_alive(pgid: u32) -> bool {
+pub fn group_alive(pgid: u32) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else { return false };
     entries.flatten().any(|e| {
         let name = e.file_name();

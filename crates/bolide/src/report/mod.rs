@@ -2,6 +2,7 @@
 
 pub mod band;
 pub mod blocks;
+pub mod browser;
 pub mod charts;
 pub mod csv;
 pub mod html;

@@ -105,6 +105,9 @@ impl super::Shown for DdpDoc {
         if let Some(a) = &d.audit {
             audit_blocks(a, out);
         }
+        if let Some(b) = &d.browser {
+            super::browser::blocks(b, out);
+        }
     }
 
     fn csv_seconds(&self, row: &mut dyn FnMut(f64, &str, &str, f64)) {
@@ -283,6 +286,9 @@ pub fn summary(doc: &DdpDoc) -> String {
         );
     }
     out.push_str(&per_target(doc));
+    if let Some(b) = &doc.browser {
+        out.push_str(&super::browser::rows(b));
+    }
     if let Some(r) = &s.reactive {
         let _ = writeln!(out, "\n  {:<24}{}", "Reactive latency", quad(r));
         out.push_str("  (from a user's write until that user sees the change through its subscription)\n");

@@ -128,6 +128,7 @@ fn config(knobs: &Knobs, name: &str, default: PhaseKind) -> Config {
         payload: None,
         ensure: Vec::new(),
         ddp: DdpSettings::default(),
+        browser: Default::default(),
     }
 }
 

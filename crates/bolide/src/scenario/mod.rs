@@ -70,6 +70,8 @@ pub struct Config {
     /// `ensure`: thresholds whose failure makes the exit code 1.
     pub ensure: Vec<crate::threshold::Threshold>,
     pub ddp: DdpSettings,
+    /// `config.browser`: where browser flows' Chromium comes from.
+    pub browser: crate::browser::BrowserPlan,
 }
 
 /// One server of the app: its URL and its share of the users.
@@ -310,6 +312,88 @@ pub enum StepKind {
     Http(HttpStep),
     /// A checkpoint of the reactive-correctness audit (`audit:`, or added by `--audit`).
     Audit(Audit),
+    /// A browser flow's action on its page (`engine: browser`).
+    Browser(Action),
+}
+
+/// What a browser user does on its page, named as Playwright names it. Selectors, paths and
+/// values may hold `{{ variable }}`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// `goto: PATH`: navigates (a path joins the user's target), settled at the page's `load`.
+    Goto(String),
+    /// `click: SELECTOR`: waits for the element, clicks its middle, then waits until every DDP
+    /// method the page sent meanwhile has its `result` and `updated`.
+    Click(String),
+    /// `fill: { selector, value }`: replaces the field's text, as typing it would.
+    Fill { selector: String, value: Value },
+    /// `press: { selector, key }`: a key pressed in the element (`Enter`, `Tab`, `a`).
+    Press { selector: String, key: String },
+    /// `waitForSelector: SELECTOR` or `{ selector, count, state, timeout }`.
+    WaitForSelector(Selector),
+    /// `expect: { selector, text | count, timeout }`: the page comes to show it within the timeout.
+    Expect(Selector),
+}
+
+/// What a wait or a check looks for on the page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Selector {
+    pub selector: String,
+    /// Exactly this many matching elements.
+    pub count: Option<u64>,
+    /// The first match's text contains this.
+    pub text: Option<Value>,
+    pub state: Visibility,
+    pub timeout: Option<Duration>,
+}
+
+/// Which elements count as there (Playwright's `state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Visibility {
+    /// In the document, seen or not.
+    Attached,
+    /// In the document with a box of some size, not `visibility: hidden`.
+    Visible,
+    /// Not there, or not visible.
+    Hidden,
+}
+
+impl Visibility {
+    pub fn name(self) -> &'static str {
+        match self {
+            Visibility::Attached => "attached",
+            Visibility::Visible => "visible",
+            Visibility::Hidden => "hidden",
+        }
+    }
+}
+
+impl Action {
+    /// The step's default name: the action and what it acts on (`click #add`).
+    pub fn name(&self) -> String {
+        match self {
+            Action::Goto(path) => format!("goto {path}"),
+            Action::Click(s) => format!("click {s}"),
+            Action::Fill { selector, .. } => format!("fill {selector}"),
+            Action::Press { selector, key } => format!("press {selector} {key}"),
+            Action::WaitForSelector(s) => format!("waitForSelector {}", s.selector),
+            Action::Expect(s) => format!("expect {}", s.selector),
+        }
+    }
+}
+
+impl Flow {
+    /// Whether the flow drives a browser page (`engine: browser`): it has browser actions.
+    pub fn is_browser(&self) -> bool {
+        fn any(steps: &[Step]) -> bool {
+            steps.iter().any(|s| match &s.kind {
+                StepKind::Browser(_) => true,
+                StepKind::Loop(l) => any(&l.steps),
+                _ => false,
+            })
+        }
+        any(&self.steps)
+    }
 }
 
 /// `audit: { collection, subscription, params, settle, timeout }`: once no write of any user is in
@@ -470,6 +554,14 @@ pub fn default_step_name(kind: &StepKind) -> String {
             Some(c) => format!("audit {c}"),
             None => "audit".into(),
         },
+        StepKind::Browser(a) => a.name(),
+    }
+}
+
+impl Scenario {
+    /// Whether any flow runs in a browser.
+    pub fn has_browsers(&self) -> bool {
+        self.flows.iter().any(Flow::is_browser)
     }
 }
 

@@ -309,6 +309,8 @@ struct Reader {
     /// Variables a template may use (collected while reading, checked at the end).
     known_vars: Vec<String>,
     used_vars: Vec<(usize, usize, String)>,
+    /// Whether the flow being read runs in a browser (`engine: browser`).
+    browser_flow: bool,
 }
 
 /// A mapping being read: its pairs by key, and which keys were looked at.
@@ -497,7 +499,7 @@ impl<'a> Map<'a> {
     }
 }
 
-const CONFIG_KEYS: &[&str] = &["target", "phases", "maxVusers", "variables", "payload", "ensure", "ddp"];
+const CONFIG_KEYS: &[&str] = &["target", "phases", "maxVusers", "variables", "payload", "ensure", "ddp", "browser"];
 const PHASE_KEYS: &[&str] = &["duration", "arrivalRate", "rampTo", "arrivalCount", "users", "pause", "name"];
 const DDP_KEYS: &[&str] =
     &["transport", "compression", "cache", "fanoutField", "stepTimeout", "userTimeout", "reconnect"];
@@ -516,7 +518,16 @@ const STEP_TYPES: &[&str] = &[
     "get",
     "post",
     "audit",
+    "goto",
+    "click",
+    "fill",
+    "press",
+    "waitForSelector",
+    "expect",
 ];
+/// The steps of a browser flow (`engine: browser`): its page's actions, and the flow's own.
+const BROWSER_STEPS: &[&str] = &["goto", "click", "fill", "press", "waitForSelector", "expect"];
+const FLOW_STEPS: &[&str] = &["think", "set", "loop"];
 /// Variables every user has.
 const BUILTIN_VARS: &[&str] =
     &["$vuId", "$randomId", "$arrival", "$loopCount", "$loopIndex", "$loopElement", "loginToken", "userId"];
@@ -569,6 +580,7 @@ fn load_str_with(text: &str, file: &str, base: &Path, given: &[String]) -> Resul
         problems: vec![],
         known_vars: BUILTIN_VARS.iter().map(|s| s.to_string()).chain(given.iter().cloned()).collect(),
         used_vars: vec![],
+        browser_flow: false,
     };
     let top = r.map(&root, "the scenario file", &["config", "scenarios"]);
     let config_node = top.as_ref().and_then(|m| m.require(&mut r, "config"));
@@ -702,7 +714,11 @@ fn read_config(r: &mut Reader, node: &Node, base: &Path) -> Option<Config> {
     let payload = m.get("payload").and_then(|n| read_payload(r, n, base));
     let ensure = m.get("ensure").map(|n| read_ensure(r, n)).unwrap_or_default();
     let ddp = m.get("ddp").map(|n| read_ddp(r, n)).unwrap_or_default();
-    Some(Config { targets: target?, phases, max_vusers, variables, payload, ensure, ddp })
+    let mut browser = crate::browser::BrowserPlan::default();
+    if let Some(m) = m.get("browser").and_then(|n| r.map(n, "config.browser", &["executable"])) {
+        browser.executable = m.get("executable").and_then(|n| r.string(n, "config.browser.executable"));
+    }
+    Some(Config { targets: target?, phases, max_vusers, variables, payload, ensure, ddp, browser })
 }
 
 fn read_phase(r: &mut Reader, node: &Node) -> Option<Phase> {
@@ -958,13 +974,34 @@ fn read_flows(r: &mut Reader, node: &Node) -> Vec<Flow> {
     };
     let mut flows = Vec::new();
     for (i, item) in items.iter().enumerate() {
-        let Some(m) = r.map(item, "a scenario", &["name", "weight", "flow"]) else { continue };
+        let Some(m) = r.map(item, "a scenario", &["name", "weight", "flow", "engine"]) else { continue };
+        r.browser_flow = false;
+        if let Some(n) = m.get("engine") {
+            match r.string(n, "engine").as_deref() {
+                Some("browser") => r.browser_flow = true,
+                Some("ddp") | None => {}
+                Some(other) => r.problem(
+                    n,
+                    format!("engine {other:?} is not ddp or browser"),
+                    Some("engine: browser runs the flow in a real Chromium page".into()),
+                ),
+            }
+        }
         let name = m
             .get("name")
             .and_then(|n| r.string(n, "a scenario's name"))
             .unwrap_or_else(|| format!("scenario {}", i + 1));
         let weight = m.get("weight").and_then(|n| r.count(n, "weight")).unwrap_or(1) as u32;
         let steps = m.require(r, "flow").map(|n| read_steps(r, n)).unwrap_or_default();
+        let flow_node = m.get("flow");
+        if r.browser_flow
+            && !steps.is_empty()
+            && !(Flow { name: String::new(), weight: 1, steps: steps.clone() }).is_browser()
+        {
+            if let Some(n) = flow_node {
+                r.problem(n, "a browser flow needs a page action", Some("start it with - goto: /".into()));
+            }
+        }
         if weight > 0 {
             flows.push(Flow { name, weight, steps });
         }
@@ -984,6 +1021,9 @@ fn read_steps(r: &mut Reader, node: &Node) -> Vec<Step> {
 fn read_step(r: &mut Reader, node: &Node) -> Option<Step> {
     // A bare word is a step without options: `- connect`, `- disconnect`.
     if let Kind::Str(word) = &node.kind {
+        if !r.fits_engine(node, word) {
+            return None;
+        }
         return match word.as_str() {
             "connect" => Some(named(StepKind::Connect, None)),
             "disconnect" => Some(named(StepKind::Disconnect, None)),
@@ -1029,6 +1069,9 @@ fn read_step(r: &mut Reader, node: &Node) -> Option<Step> {
             return None;
         }
     };
+    if !r.fits_engine(node, &ty) {
+        return None;
+    }
     // Keys beside the type: loop's count/over, and a label for any step.
     let sibling_keys: &[&str] =
         if ty == "loop" { &["loop", "count", "over", "label"] } else { &[ty_static(&ty), "label"] };
@@ -1073,9 +1116,142 @@ fn read_step(r: &mut Reader, node: &Node) -> Option<Step> {
         "waitFor" => read_wait_for(r, body).map(StepKind::WaitFor),
         "get" | "post" => read_http(r, body, &ty.to_uppercase()).map(StepKind::Http),
         "audit" => read_audit(r, body).map(StepKind::Audit),
+        "goto" | "click" | "fill" | "press" | "waitForSelector" | "expect" => {
+            read_action(r, &ty, body).map(StepKind::Browser)
+        }
         _ => None,
     }?;
     Some(named(kind, label))
+}
+
+impl Reader {
+    /// Whether a step of type `ty` belongs in the flow being read (a page's actions in a browser
+    /// flow, protocol steps in the others); a problem at `node` otherwise.
+    fn fits_engine(&mut self, node: &Node, ty: &str) -> bool {
+        let browser = BROWSER_STEPS.contains(&ty);
+        if browser && !self.browser_flow {
+            self.problem(
+                node,
+                format!("\"{ty}\" is a browser action, and this flow runs over DDP"),
+                Some("give the scenario engine: browser to run its flow in a real Chromium page".into()),
+            );
+            return false;
+        }
+        if self.browser_flow && !browser && !FLOW_STEPS.contains(&ty) && STEP_TYPES.contains(&ty) {
+            self.problem(
+                node,
+                format!("a browser flow (engine: browser) drives its page; \"{ty}\" is a protocol user's step"),
+                Some(format!("a browser flow's steps: {}, {}", BROWSER_STEPS.join(", "), FLOW_STEPS.join(", "))),
+            );
+            return false;
+        }
+        true
+    }
+}
+
+/// A browser action: `goto: PATH`, `click: SELECTOR`, `fill: { selector, value }`,
+/// `press: { selector, key }`, `waitForSelector: SELECTOR | { selector, count, state, timeout }`,
+/// `expect: { selector, text | count, state, timeout }`.
+fn read_action(r: &mut Reader, ty: &str, body: &Node) -> Option<Action> {
+    let nonempty = |r: &mut Reader, n: &Node, what: &str| -> Option<String> {
+        let s = r.string(n, what)?;
+        if s.trim().is_empty() {
+            r.problem(n, format!("{what} is empty"), None);
+            return None;
+        }
+        Some(s)
+    };
+    match ty {
+        "goto" => {
+            let path = nonempty(r, body, "goto")?;
+            if let Ok(u) = url::Url::parse(&path) {
+                if !matches!(u.scheme(), "http" | "https") {
+                    r.problem(body, format!("goto {path:?}: a page is http:// or https://, or a path"), None);
+                    return None;
+                }
+            }
+            Some(Action::Goto(path))
+        }
+        "click" => nonempty(r, body, "click's selector").map(Action::Click),
+        "fill" => {
+            let m = r.map(body, "fill", &["selector", "value"])?;
+            let selector = m.require(r, "selector").and_then(|n| nonempty(r, n, "fill's selector"));
+            let value = m.require(r, "value").map(|n| {
+                r.templates(n);
+                n.to_json()
+            });
+            Some(Action::Fill { selector: selector?, value: value? })
+        }
+        "press" => {
+            let m = r.map(body, "press", &["selector", "key"])?;
+            let selector = m.require(r, "selector").and_then(|n| nonempty(r, n, "press's selector"));
+            let key = m.require(r, "key").and_then(|n| nonempty(r, n, "press's key"));
+            if let (Some(k), Some(n)) = (&key, m.get("key")) {
+                if crate::browser::page::key(k).is_none() {
+                    r.problem(
+                        n,
+                        format!("press: key {k:?} is not a key bolide knows"),
+                        Some("one character, or Enter, Tab, Escape, Backspace, Delete, Space, ArrowUp/Down/Left/Right, Home, End, PageUp, PageDown".into()),
+                    );
+                    return None;
+                }
+            }
+            Some(Action::Press { selector: selector?, key: key? })
+        }
+        "waitForSelector" | "expect" => {
+            let what = if ty == "expect" { "expect" } else { "waitForSelector" };
+            let mut sel = Selector {
+                selector: String::new(),
+                count: None,
+                text: None,
+                state: Visibility::Visible,
+                timeout: None,
+            };
+            if let (Kind::Str(_), "waitForSelector") = (&body.kind, ty) {
+                sel.selector = nonempty(r, body, "waitForSelector's selector")?;
+                return Some(Action::WaitForSelector(sel));
+            }
+            let keys: &[&str] = if ty == "expect" {
+                &["selector", "text", "count", "state", "timeout"]
+            } else {
+                &["selector", "count", "state", "timeout"]
+            };
+            let m = r.map(body, what, keys)?;
+            sel.selector = m.require(r, "selector").and_then(|n| nonempty(r, n, "the selector"))?;
+            sel.count = m.get("count").and_then(|n| r.count(n, "count"));
+            if let Some(n) = m.get("text") {
+                r.templates(n);
+                sel.text = Some(n.to_json());
+            }
+            if let Some(n) = m.get("state") {
+                sel.state = match r.string(n, "state").as_deref() {
+                    Some("visible") => Visibility::Visible,
+                    Some("hidden") => Visibility::Hidden,
+                    Some("attached") => Visibility::Attached,
+                    Some(other) => {
+                        r.problem(n, format!("state {other:?} is not visible, hidden or attached"), None);
+                        return None;
+                    }
+                    None => return None,
+                };
+            }
+            sel.timeout = m.get("timeout").and_then(|n| r.duration(n, "timeout"));
+            if ty == "expect" && sel.text.is_none() && sel.count.is_none() && m.get("state").is_none() {
+                r.problem(
+                    body,
+                    "expect needs what the page must show: text, count or state",
+                    Some("e.g. - expect: { selector: \"#count\", text: \"5\" }".into()),
+                );
+                return None;
+            }
+            if sel.count.is_some() && sel.state == Visibility::Hidden {
+                r.problem(body, "count and state: hidden ask for opposite things; give one", None);
+                return None;
+            }
+            Some(if ty == "expect" { Action::Expect(sel) } else { Action::WaitForSelector(sel) })
+        }
+        _ => None,
+    }
 }
 
 fn ty_static(ty: &str) -> &'static str {

@@ -2,6 +2,7 @@
 //! summary math, and the versioned result document that every report reads.
 
 pub mod audit;
+pub mod browser;
 pub mod doc;
 pub mod envelope;
 pub mod faults;

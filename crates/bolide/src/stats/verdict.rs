@@ -68,6 +68,7 @@ pub fn value(doc: &Doc, metric: &Metric) -> Result<f64, String> {
         }
         (Metric::Scrape { endpoint, series, stat }, doc) => scraped(doc, endpoint, series, *stat),
         (Metric::Server(f), doc) => figure(doc, f),
+        (Metric::Browser(f), doc) => browser(doc, f),
         (Metric::Audit(f), doc) => {
             use crate::threshold::AuditFigure;
             let a = doc.ddp().and_then(|d| d.audit.as_ref()).ok_or("the run had no audit (--audit, audit: steps)")?;
@@ -183,6 +184,45 @@ fn watched<'a>(doc: &'a Doc, name: &str) -> Result<&'a crate::monitor::MonitorRe
         return Err(format!("{name} was never sampled (not found, or gone before the first sample)"));
     }
     Ok(m)
+}
+
+/// A figure of the browser users.
+fn browser(doc: &Doc, f: &crate::threshold::BrowserFigure) -> Result<f64, String> {
+    use crate::threshold::BrowserFigure;
+    let b = doc.ddp().and_then(|d| d.browser.as_ref()).ok_or("the run had no browser users (engine: browser)")?;
+    let cost = || b.cost.as_ref().ok_or("the browsers' processes were not watched");
+    Ok(match f {
+        BrowserFigure::Vital { metric, stat } => {
+            let row = b.vitals.iter().find(|v| v.metric == *metric && v.step.is_none());
+            let row = row.ok_or_else(|| format!("no page reported its {}", metric.to_uppercase()))?;
+            let h = super::hist::decode(&row.histogram)?;
+            let ms = latency(&h, *stat).ok_or_else(|| format!("no page reported its {}", metric.to_uppercase()))?;
+            // Times are kept in microseconds, CLS in ten-thousandths.
+            if crate::stats::browser::is_time(metric) {
+                ms
+            } else {
+                ms * 1000.0 / crate::stats::browser::CLS_SCALE
+            }
+        }
+        BrowserFigure::Method { name, stat } => {
+            let m = b.methods.iter().find(|m| m.name == *name);
+            let m = m.ok_or_else(|| format!("no page called the method {name:?}"))?;
+            latency(&super::hist::decode(&m.histogram)?, *stat).ok_or_else(|| format!("no call of {name} ended"))?
+        }
+        BrowserFigure::Cpu { peak: true, .. } => cost()?.peak_cpu_pct,
+        BrowserFigure::Cpu { per_user: true, .. } => cost()?.cpu_pct_per_user,
+        BrowserFigure::Cpu { .. } => cost()?.avg_cpu_pct,
+        BrowserFigure::Rss { per_user: true } => cost()?.rss_bytes_per_user,
+        BrowserFigure::Rss { per_user: false } => cost()?.peak_rss_bytes as f64,
+        BrowserFigure::Count(what) => {
+            let n = match *what {
+                "console_errors" => b.console_errors,
+                "failed_requests" => b.failed_requests,
+                _ => b.crashes,
+            };
+            n as f64
+        }
+    })
 }
 
 /// A latency statistic in milliseconds (None for an empty histogram).

@@ -104,6 +104,8 @@ impl VuSecond {
 #[derive(Debug, Default)]
 pub struct TickLatency {
     pub steps: Vec<(usize, hist::Sparse)>,
+    /// Browser users' page timings, by vital index.
+    pub vitals: Vec<(usize, hist::Sparse)>,
     pub reactive: hist::Sparse,
     pub fanout: hist::Sparse,
 }
@@ -113,6 +115,7 @@ pub struct TickLatency {
 #[derive(Debug, Default)]
 pub struct SecondLatencies {
     steps: Vec<Option<Histogram<u64>>>,
+    vitals: [Option<Histogram<u64>>; 5],
     reactive: Option<Histogram<u64>>,
     fanout: Option<Histogram<u64>>,
 }
@@ -132,6 +135,11 @@ impl SecondLatencies {
         }
         add(&mut self.reactive, &tick.reactive);
         add(&mut self.fanout, &tick.fanout);
+        for (i, pairs) in &tick.vitals {
+            if let Some(h) = self.vitals.get_mut(*i) {
+                add(h, pairs);
+            }
+        }
     }
 
     /// Writes the second's percentiles into `sec`: every step together, each step by name
@@ -147,6 +155,12 @@ impl SecondLatencies {
         sec.latency = all.as_ref().map(|h| SecondLatency::of(h, keep_histograms));
         sec.reactive = self.reactive.as_ref().map(|h| SecondLatency::of(h, keep_histograms));
         sec.fanout = self.fanout.as_ref().map(|h| SecondLatency::of(h, keep_histograms));
+        for (i, h) in self.vitals.iter().enumerate() {
+            let name = super::browser::VITALS[i];
+            if let Some(h) = h.as_ref().filter(|_| super::browser::is_time(name)) {
+                sec.page.insert(name.to_string(), SecondLatency::of(h, keep_histograms));
+            }
+        }
     }
 }
 
@@ -200,6 +214,8 @@ pub struct VuRecorder {
     pub last_finish_s: Option<f64>,
     /// What the users found at their audit checkpoints.
     pub audit: super::audit::AuditRec,
+    /// What browser users measured.
+    pub browser: super::browser::BrowserRec,
 }
 
 /// `n` events over `duration_s` seconds, per minute (0 for a run of no length).
@@ -249,6 +265,7 @@ impl VuRecorder {
             first_arrival_s: None,
             last_finish_s: None,
             audit: super::audit::AuditRec::default(),
+            browser: super::browser::BrowserRec::default(),
         }
     }
 
@@ -286,6 +303,7 @@ impl VuRecorder {
         if let Some(h) = &mut self.second_reactive_us {
             tick.reactive.extend(hist::drain(h));
         }
+        tick.vitals.extend(self.browser.drain_second());
     }
 
     pub fn call_ok(&mut self, step: usize, both_us: u64, result_us: u64, updated_us: u64) {
@@ -341,6 +359,7 @@ impl VuRecorder {
         }
         self.second.merge(&o.second);
         self.audit.merge(&o.audit);
+        self.browser.merge(&o.browser);
         self.first_arrival_s = match (self.first_arrival_s, o.first_arrival_s) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -369,6 +388,10 @@ super::envelope::result_document! {
         /// The faults seeded into the run (`--fault`), as they happened; absent without one.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         pub faults: Vec<super::faults::FaultRecord>,
+        /// Browser users (`engine: browser` flows): page timings, in-page DDP, what the
+        /// browsers cost; absent without them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub browser: Option<super::browser::BrowserSection>,
     }
 }
 
@@ -501,6 +524,10 @@ pub struct DdpSecond {
     /// Fan-out latency (the server's timestamp to each subscriber's receipt) in this second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fanout: Option<SecondLatency>,
+    /// Browser users' page timings of the navigations timed in this second, by name (ttfb,
+    /// fcp, lcp, inp; microseconds as every latency here).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub page: BTreeMap<String, SecondLatency>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

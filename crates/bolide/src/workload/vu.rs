@@ -306,6 +306,39 @@ fn document(plan: &DdpPlan, o: &VuOutput) -> DdpDoc {
             }
         },
         audit: plan.scenario.audits().then(|| crate::stats::audit::AuditSection::of(&rec.audit, o.interrupted)),
+        browser: o.browser.as_ref().map(|run| rec.browser.section(&protocol_methods(plan, rec), Some(run))),
         ..Default::default()
     }
+}
+
+/// The protocol users' latency of each method they call (their call steps to it together), to
+/// set beside the same method called from browser pages.
+fn protocol_methods(
+    plan: &DdpPlan,
+    rec: &crate::stats::vu::VuRecorder,
+) -> std::collections::BTreeMap<String, hdrhistogram::Histogram<u64>> {
+    use crate::scenario::StepKind;
+    fn walk(steps: &[crate::scenario::Step], out: &mut Vec<(String, String)>) {
+        for s in steps {
+            match &s.kind {
+                StepKind::Call(c) => out.push((c.method.clone(), s.name.clone())),
+                StepKind::Login(_) => out.push(("login".into(), s.name.clone())),
+                StepKind::Loop(l) => walk(&l.steps, out),
+                _ => {}
+            }
+        }
+    }
+    let mut calls = Vec::new();
+    for f in plan.scenario.flows.iter().filter(|f| !f.is_browser()) {
+        walk(&f.steps, &mut calls);
+    }
+    calls.sort();
+    calls.dedup();
+    let mut out = std::collections::BTreeMap::new();
+    for (method, step) in calls {
+        if let Some(i) = rec.names.iter().position(|n| *n == step) {
+            out.entry(method).or_insert_with(hist::latency_us).add(&rec.steps[i].latency_us).expect("same shape");
+        }
+    }
+    out
 }

@@ -1,0 +1,207 @@
+//! The DevTools protocol over WebSocket, as a client on a worker's single-threaded runtime: one
+//! connection per browser user to the browser's endpoint, commands matched to their answers by
+//! id, events queued in order for the page to read (their timestamps are the browser's, so when
+//! they are read does not change what they measure).
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
+use std::time::Duration;
+
+use ddp::ws::{self, Incoming, Opcode};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot, Notify};
+
+/// The largest DevTools message accepted (a page's big frames and evaluations fit).
+const MAX_MESSAGE: usize = 64 << 20;
+
+/// One event: its method, the session it belongs to (a page's), its parameters.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub method: String,
+    pub session: Option<String>,
+    pub params: Value,
+}
+
+type Answer = oneshot::Sender<Result<Value, String>>;
+
+#[derive(Default)]
+struct Shared {
+    next_id: Cell<u64>,
+    waiting: RefCell<HashMap<u64, Answer>>,
+    events: RefCell<VecDeque<Event>>,
+    /// Why the connection ended (the browser died, or closed it).
+    closed: RefCell<Option<String>>,
+    arrived: Notify,
+}
+
+/// A DevTools connection.
+pub struct Cdp {
+    tx: mpsc::UnboundedSender<Vec<u8>>,
+    shared: Rc<Shared>,
+    tasks: [tokio::task::JoinHandle<()>; 2],
+}
+
+impl Drop for Cdp {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl Cdp {
+    /// Connects to `ws://127.0.0.1:PORT/PATH` (the browser's endpoint).
+    pub async fn connect(port: u16, path: &str) -> Result<Cdp, String> {
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .map_err(|e| format!("the browser's DevTools endpoint refused: {e}"))?;
+        let _ = stream.set_nodelay(true);
+        let key = ws::client_key();
+        let req = format!(
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        );
+        stream.write_all(req.as_bytes()).await.map_err(|e| format!("DevTools handshake: {e}"))?;
+        let mut buf = Vec::with_capacity(4096);
+        let end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            if buf.len() > 64 << 10 || stream.read_buf(&mut buf).await.map_err(|e| format!("DevTools: {e}"))? == 0 {
+                return Err("the browser closed its DevTools connection during the handshake".into());
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).to_string();
+        if !head.starts_with("HTTP/1.1 101") {
+            let status = head.lines().next().unwrap_or_default();
+            return Err(format!("DevTools refused the WebSocket: {}", crate::redact::printable(status)));
+        }
+        let accept = ws::accept_key(&key);
+        if !head.lines().any(|l| l.to_ascii_lowercase().starts_with("sec-websocket-accept:") && l.contains(&accept)) {
+            return Err("DevTools answered with a wrong Sec-WebSocket-Accept".into());
+        }
+        let leftover = buf[end..].to_vec();
+        let (mut read, mut write) = stream.into_split();
+        let shared = Rc::new(Shared { next_id: Cell::new(1), ..Shared::default() });
+        let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        let writer = tokio::task::spawn_local(async move {
+            while let Some(frame) = rx.recv().await {
+                if write.write_all(&frame).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let s = Rc::clone(&shared);
+        let reader = tokio::task::spawn_local(async move {
+            let why = read_loop(&mut read, leftover, &s).await;
+            s.closed.replace(Some(why.clone()));
+            for (_, answer) in s.waiting.borrow_mut().drain() {
+                let _ = answer.send(Err(why.clone()));
+            }
+            s.arrived.notify_one();
+        });
+        Ok(Cdp { tx, shared, tasks: [writer, reader] })
+    }
+
+    /// Sends a command (to a page's session when `session` is given) and waits for its answer,
+    /// within `timeout`.
+    pub async fn call(
+        &self,
+        method: &str,
+        params: Value,
+        session: Option<&str>,
+        timeout: Duration,
+    ) -> Result<Value, String> {
+        if let Some(why) = self.closed() {
+            return Err(why);
+        }
+        let id = self.shared.next_id.get();
+        self.shared.next_id.set(id + 1);
+        let mut msg = json!({ "id": id, "method": method, "params": params });
+        if let Some(s) = session {
+            msg["sessionId"] = Value::String(s.to_string());
+        }
+        let (answer, answered) = oneshot::channel();
+        self.shared.waiting.borrow_mut().insert(id, answer);
+        let mut frame = Vec::new();
+        ws::encode_frame(&mut frame, Opcode::Text, false, msg.to_string().as_bytes(), Some(rand::random()));
+        if self.tx.send(frame).is_err() {
+            self.shared.waiting.borrow_mut().remove(&id);
+            return Err("the browser's DevTools connection is closed".into());
+        }
+        match tokio::time::timeout(timeout, answered).await {
+            Ok(Ok(r)) => r.map_err(|e| format!("{method}: {e}")),
+            Ok(Err(_)) => Err("the browser's DevTools connection is closed".into()),
+            Err(_) => {
+                self.shared.waiting.borrow_mut().remove(&id);
+                Err(format!("{method}: no answer from the browser within {timeout:?}"))
+            }
+        }
+    }
+
+    /// The events that arrived so far, in order.
+    pub fn take_events(&self) -> VecDeque<Event> {
+        std::mem::take(&mut *self.shared.events.borrow_mut())
+    }
+
+    /// Waits until an event arrives (or the connection ends), at most `wait`.
+    pub async fn arrival(&self, wait: Duration) {
+        if !self.shared.events.borrow().is_empty() || self.closed().is_some() {
+            return;
+        }
+        let _ = tokio::time::timeout(wait, self.shared.arrived.notified()).await;
+    }
+
+    /// Why the connection ended, once it has.
+    pub fn closed(&self) -> Option<String> {
+        self.shared.closed.borrow().clone()
+    }
+}
+
+async fn read_loop(read: &mut tokio::net::tcp::OwnedReadHalf, mut buf: Vec<u8>, s: &Shared) -> String {
+    let mut reader = ws::Reader::new(false, MAX_MESSAGE, false);
+    loop {
+        loop {
+            match reader.next(&mut buf) {
+                Ok(Some((used, message))) => {
+                    buf.drain(..used);
+                    match message {
+                        Some(Incoming::Data { payload, .. }) => dispatch(&payload, s),
+                        Some(Incoming::Close { .. }) => return "the browser closed its DevTools connection".into(),
+                        _ => {}
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => return format!("the browser's DevTools connection broke: {e}"),
+            }
+        }
+        match read.read_buf(&mut buf).await {
+            Ok(0) | Err(_) => return "the browser's DevTools connection closed (did the browser die?)".into(),
+            Ok(_) => {}
+        }
+    }
+}
+
+fn dispatch(payload: &[u8], s: &Shared) {
+    let Ok(mut v) = serde_json::from_slice::<Value>(payload) else { return };
+    if let Some(id) = v.get("id").and_then(Value::as_u64) {
+        if let Some(answer) = s.waiting.borrow_mut().remove(&id) {
+            let r = match v.get_mut("error") {
+                Some(e) => {
+                    Err(crate::redact::printable(e.get("message").and_then(Value::as_str).unwrap_or("error"))
+                        .into_owned())
+                }
+                None => Ok(v.get_mut("result").map(Value::take).unwrap_or(Value::Null)),
+            };
+            let _ = answer.send(r);
+        }
+        return;
+    }
+    let Some(method) = v.get("method").and_then(Value::as_str).map(str::to_string) else { return };
+    let session = v.get("sessionId").and_then(Value::as_str).map(str::to_string);
+    let params = v.get_mut("params").map(Value::take).unwrap_or(Value::Null);
+    s.events.borrow_mut().push_back(Event { method, session, params });
+    s.arrived.notify_one();
+}

@@ -1,0 +1,323 @@
+//! Real browsers beside protocol users (`engine: browser`): Debian's Chromium driven over the
+//! DevTools protocol against the reference server's tasks page, next to protocol users in one run;
+//! the server's own method count against what both kinds of users did; every page timing there;
+//! a selector that never appears, a missing Chromium, a browser that dies under its users; and no
+//! Chromium left behind when bolide stops, is interrupted or is killed outright.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bolide::stats::vu::DdpDoc;
+use common::*;
+use refserver::{Config, Server};
+
+/// Debian's Chromium, which these tests drive (`.ci/run` installs it).
+fn chromium_here() {
+    let found = bolide::browser::executable(&Default::default());
+    assert!(found.is_ok(), "these tests need Chromium: {}", found.unwrap_err());
+}
+
+fn server() -> Server {
+    Server::start(Config { threads: 2, ..Config::default() }).unwrap()
+}
+
+/// The scenario file `text` with `TARGET` made the server's URL, written to a temporary file.
+fn scenario(dir: &std::path::Path, text: &str, target: &str) -> String {
+    let path = dir.join("browser.yml");
+    std::fs::write(&path, text.replace("TARGET", target)).unwrap();
+    path.display().to_string()
+}
+
+/// Runs `bolide run FILE --json TMP`; the outcome and the document (checked against its schema).
+fn run(file: &str, extra: &[&str]) -> (Outcome, DdpDoc) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let mut argv = vec!["run", file, "--json", json.to_str().unwrap()];
+    argv.extend_from_slice(extra);
+    let o = bolide(&argv);
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|_| panic!("no document; {}\n{}", o.out, o.err));
+    let problems = schema_problems("ddp-result.schema.json", &text);
+    assert!(problems.is_empty(), "{problems:?}");
+    (o, DdpDoc::from_json(&text).unwrap())
+}
+
+fn methods_called(port: u16) -> u64 {
+    let answer = get(port, "/stats");
+    let body = answer.split_once("\r\n\r\n").map_or(answer.as_str(), |(_, b)| b);
+    let stats: serde_json::Value = serde_json::from_str(body).unwrap();
+    stats["methods_called"].as_u64().unwrap()
+}
+
+/// The Chromium processes a bolide process started (their profile names its pid).
+fn chromium_of(pid: u32) -> Vec<u32> {
+    let marker = format!("bolide-browser-{pid}-");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(cmd) = std::fs::read(format!("/proc/{p}/cmdline")) else { continue };
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+        let zombie = stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z'));
+        if !zombie && String::from_utf8_lossy(&cmd).contains(&marker) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Waits (30 s at most) until `done` holds.
+fn eventually(what: &str, done: impl Fn() -> bool) {
+    let begin = Instant::now();
+    while !done() {
+        assert!(begin.elapsed() < Duration::from_secs(30), "{what}");
+        sleep_ms(50);
+    }
+}
+
+const MIX: &str = r##"
+config:
+  target: TARGET
+  phases:
+    - duration: 3
+      arrivalCount: 23
+  ensure:
+    thresholds:
+      - browser.lcp.p75<60s
+      - 'browser.step["click #add"].p99<60s'
+      - browser.console_errors==0
+scenarios:
+  - name: page
+    engine: browser
+    weight: 3
+    flow:
+      - goto: /
+      - waitForSelector: "#status.ok"
+      - loop:
+          - click: "#add"
+        count: 5
+      - expect: { selector: "#tasks li.own", count: 5 }
+      - loop:
+          - click: "#remove"
+        count: 5
+      - expect: { selector: "#tasks li.own", state: hidden }
+  - name: protocol
+    weight: 20
+    flow:
+      - connect
+      - subscribe: fetchTasks
+      - loop:
+          - call: { method: insertTask, params: [{ description: "t{{ $loopCount }}", sessionId: "{{ $vuId }}" }] }
+        count: 2
+      - call: { method: removeAllTasks, params: [{ sessionId: "{{ $vuId }}" }] }
+      - disconnect
+"##;
+
+#[test]
+fn browsers_and_protocol_users_share_a_run_and_the_server_counts_both() {
+    chromium_here();
+    let s = server();
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario(dir.path(), MIX, &s.base_url());
+    let before = methods_called(s.addr().port());
+    let (o, doc) = run(&file, &[]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let after = methods_called(s.addr().port());
+    let b = doc.browser.as_ref().expect("a browser section");
+    let u = &doc.summary.users;
+    assert_eq!((u.launched, u.completed, u.failed), (23, 23, 0), "{}", o.out);
+    assert_eq!(doc.summary.step_errors, 0, "{}", o.out);
+    // The flows are picked by weight at random: the counts follow from how many of each came.
+    let step = |name: &str| doc.steps.iter().find(|s| s.name == name).map_or(0, |s| s.count);
+    let browsers = b.users;
+    assert_eq!(step("goto /"), browsers);
+    assert_eq!(step("connect"), 23 - browsers);
+    // Each browser user sends 5 inserts and 5 removes from its page; each protocol user 3 calls.
+    let in_page: u64 = b.methods.iter().map(|m| m.count).sum();
+    assert_eq!(in_page, 10 * browsers, "{:?}", b.methods);
+    assert_eq!(b.methods.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(), ["insertTask", "removeTask"]);
+    let protocol = step("call insertTask") + step("call removeAllTasks");
+    assert_eq!(protocol, 3 * (23 - browsers));
+    assert_eq!(after - before, in_page + protocol, "the server's own count is the users' together");
+    // The protocol users' insertTask sits beside the page's.
+    let insert = b.methods.iter().find(|m| m.name == "insertTask").unwrap();
+    assert_eq!(insert.protocol.is_some(), browsers < 23);
+    if browsers > 0 {
+        // Every page timing of every navigation (INP from the clicks).
+        for metric in ["ttfb", "fcp", "lcp", "cls", "inp"] {
+            let all = b.vitals.iter().find(|v| v.metric == metric && v.step.is_none());
+            assert_eq!(all.map(|v| v.count), Some(browsers), "{metric}: {:?}", b.vitals);
+            let by_step = b.vitals.iter().find(|v| v.metric == metric && v.step.as_deref() == Some("goto /"));
+            assert_eq!(by_step.map(|v| v.count), Some(browsers), "{metric} of the goto step");
+        }
+        let subs: Vec<&str> = b.subscriptions.iter().map(|s| s.name.as_str()).collect();
+        assert!(subs.contains(&"fetchTasks"), "{subs:?}");
+        let cost = b.cost.as_ref().expect("the browsers were watched");
+        assert!(cost.peak_pages >= 1 && cost.peak_rss_bytes > 0, "{cost:?}");
+        assert!(o.out.contains("In-page DDP method") && o.out.contains("Page timing"), "{}", o.out);
+    }
+    assert_eq!((b.console_errors, b.failed_requests, b.crashes), (0, 0, 0));
+    let held: Vec<bool> = doc.thresholds.iter().map(|t| t.ok).collect();
+    assert_eq!(held, [true, true, true], "{:?}", doc.thresholds);
+    assert!(chromium_of(std::process::id()).is_empty(), "the browser is stopped with the run");
+}
+
+#[test]
+fn a_selector_that_never_appears_fails_its_step_by_name_and_the_run_goes_on() {
+    chromium_here();
+    let s = server();
+    let dir = tempfile::tempdir().unwrap();
+    let text = r##"
+config:
+  target: TARGET
+  phases:
+    - duration: 1
+      arrivalCount: 2
+scenarios:
+  - engine: browser
+    flow:
+      - goto: /
+      - waitForSelector: { selector: "#never-there", timeout: 1s }
+      - click: "#add"
+"##;
+    let (o, doc) = run(&scenario(dir.path(), text, &s.base_url()), &[]);
+    let u = &doc.summary.users;
+    assert_eq!((u.launched, u.failed), (2, 2), "{}", o.out);
+    let wait = doc.steps.iter().find(|s| s.name == "waitForSelector #never-there").unwrap();
+    assert_eq!((wait.count, wait.errors), (2, 2));
+    assert_eq!(wait.errors_by_class.get("timeout"), Some(&2));
+    assert!(doc.steps.iter().all(|s| s.name != "click #add" || s.count == 0), "a failed user stops");
+    let said = format!("{}{}", o.out, o.err);
+    assert!(said.contains("selector \"#never-there\" was not visible within 1s"), "{said}");
+    assert!(chromium_of(std::process::id()).is_empty());
+}
+
+#[test]
+fn a_missing_chromium_is_a_clear_error_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "config:\n  target: TARGET\n  phases: [{ duration: 1, arrivalCount: 1 }]\n  browser:\n    executable: /nowhere/chromium\nscenarios:\n  - engine: browser\n    flow:\n      - goto: /\n";
+    let o = bolide(&["run", &scenario(dir.path(), text, "http://127.0.0.1:9")]);
+    assert_eq!(o.code, 2, "{}\n{}", o.out, o.err);
+    assert!(o.err.contains("config.browser.executable \"/nowhere/chromium\": no such executable file"), "{}", o.err);
+    // Without one on the PATH, the package is named.
+    let e = bolide::browser::executable(&Default::default());
+    if let Err(e) = e {
+        assert!(e.contains("apt-get install chromium"), "{e}");
+    }
+}
+
+#[test]
+fn scenario_mistakes_in_browser_flows_are_named_where_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "config:\n  target: TARGET\n  phases: [{ duration: 1, arrivalCount: 1 }]\nscenarios:\n  - engine: browser\n    flow:\n      - goto: /\n      - call: { method: m }\n      - expect: { selector: \"#x\" }\n  - flow:\n      - connect\n      - click: \"#add\"\n";
+    let file = scenario(dir.path(), text, "http://127.0.0.1:9");
+    let o = bolide(&["run", &file]);
+    assert_eq!(o.code, 2, "{}", o.err);
+    for (at, what) in [
+        (":8:9:", "a browser flow (engine: browser) drives its page; \"call\" is a protocol user's step"),
+        (":9:17:", "expect needs what the page must show"),
+        (":12:9:", "\"click\" is a browser action, and this flow runs over DDP"),
+    ] {
+        assert!(o.err.contains(&format!("{file}{at} {what}")), "{at} {what}\n{}", o.err);
+    }
+}
+
+/// A `bolide run` process with browser users that stay on their pages for a while.
+fn long_browser_run(target: &str, dir: &std::path::Path) -> std::process::Child {
+    let text = "config:\n  target: TARGET\n  phases: [{ duration: 1, arrivalCount: 2 }]\nscenarios:\n  - engine: browser\n    flow:\n      - goto: /\n      - think: 60\n";
+    let file = scenario(dir, text, target);
+    Command::new(env!("CARGO_BIN_EXE_bolide"))
+        .args(["run", &file, "--json", dir.join("run.json").to_str().unwrap(), "--quiet"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn no_chromium_outlives_a_bolide_killed_outright_or_stopped() {
+    chromium_here();
+    let s = server();
+    for signal in [libc::SIGKILL, libc::SIGINT] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = long_browser_run(&s.base_url(), dir.path());
+        let pid = child.id();
+        // Both users on their pages: the browser and its renderers are up.
+        eventually("the browser started", || chromium_of(pid).len() >= 3);
+        sleep_ms(1500);
+        unsafe {
+            libc::kill(pid as i32, signal);
+        }
+        let status = child.wait().unwrap();
+        eventually(&format!("chromium left after signal {signal}: {:?}", chromium_of(pid)), || {
+            chromium_of(pid).is_empty()
+        });
+        if signal == libc::SIGINT {
+            // Ctrl-C still writes the run's document.
+            assert_eq!(status.code(), Some(130));
+            let doc = DdpDoc::from_json(&std::fs::read_to_string(dir.path().join("run.json")).unwrap()).unwrap();
+            assert!(doc.interrupted);
+            assert_eq!(doc.browser.as_ref().map(|b| b.users), Some(2));
+        }
+    }
+}
+
+#[test]
+fn a_browser_that_dies_fails_its_users_and_the_protocol_users_go_on() {
+    chromium_here();
+    let s = server();
+    let dir = tempfile::tempdir().unwrap();
+    let text = r##"
+config:
+  target: TARGET
+  phases:
+    - duration: 6
+      arrivalRate: 2
+scenarios:
+  - engine: browser
+    weight: 1
+    flow:
+      - goto: /
+      - think: 1
+      - click: "#add"
+      - think: 1
+      - click: "#removeAll"
+  - weight: 1
+    flow:
+      - connect
+      - call: { method: removeAllTasks, params: [{ sessionId: "{{ $vuId }}" }] }
+      - disconnect
+"##;
+    let file = scenario(dir.path(), text, &s.base_url());
+    // Kills this process's browser once it is up (its main process: the helpers follow).
+    let me = std::process::id();
+    let killer = std::thread::spawn(move || {
+        let begin = Instant::now();
+        while begin.elapsed() < Duration::from_secs(20) {
+            let procs = chromium_of(me);
+            if procs.len() >= 3 {
+                sleep_ms(1500);
+                let main = *chromium_of(me).iter().min().unwrap();
+                unsafe {
+                    libc::kill(main as i32, libc::SIGKILL);
+                }
+                return true;
+            }
+            sleep_ms(20);
+        }
+        false
+    });
+    let (o, doc) = run(&file, &[]);
+    assert!(killer.join().unwrap(), "the browser was killed");
+    let b = doc.browser.as_ref().unwrap();
+    assert!(b.crashes >= 1, "{b:?}\n{}", o.out);
+    let classes = &doc.summary.errors_by_class;
+    assert!(classes.get("browser").copied().unwrap_or(0) >= 1, "{classes:?}\n{}", o.out);
+    // The protocol users were not touched.
+    let connect = doc.steps.iter().find(|s| s.name == "connect").unwrap();
+    assert_eq!(connect.errors, 0);
+    assert!(connect.count >= 1);
+    assert!(doc.summary.users.failed >= 1);
+    eventually("no chromium left", || chromium_of(me).is_empty());
+}
