@@ -74,6 +74,10 @@ pub enum Metric {
     Browser(BrowserFigure),
 }
 
+/// The page timings of browser users, in the order reports show them: time to first byte, first
+/// and largest contentful paint, cumulative layout shift (a score), interaction to next paint.
+pub const VITALS: [&str; 5] = ["ttfb", "fcp", "lcp", "cls", "inp"];
+
 /// What of the browser users a threshold reads.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BrowserFigure {
@@ -877,7 +881,7 @@ impl Parser {
                     return Ok(Metric::Browser(BrowserFigure::Count(c)));
                 }
                 let (vital, st) = rest.split_once('.').unwrap_or((rest, ""));
-                let Some(metric) = crate::stats::browser::VITALS.iter().find(|v| **v == vital) else {
+                let Some(metric) = VITALS.iter().find(|v| **v == vital) else {
                     return Err(err(format!(
                         "{word:?} is not a figure of the browser users: browser.FIGURE, {figures}"
                     )));

@@ -337,7 +337,7 @@ impl Page {
     /// The timings of the navigation the page shows (none before the first).
     pub async fn vitals(&mut self) -> Option<Vitals> {
         self.shown_by.as_ref()?;
-        let expression = "JSON.stringify(Object.assign({ ttfb: (performance.getEntriesByType('navigation')[0] || {}).responseStart }, window.__bolideVitals || {}))";
+        let expression = "JSON.stringify(Object.assign({ ttfb: (performance.getEntriesByType('navigation')[0] || {}).responseStart }, window.__bolideVitalsFlush ? window.__bolideVitalsFlush() : {}))";
         let v = self.eval(expression, Duration::from_secs(5)).await.ok()?;
         let v: Value = serde_json::from_str(v.as_str()?).ok()?;
         let ms = |k: &str| v[k].as_f64().filter(|x| x.is_finite() && *x >= 0.0);

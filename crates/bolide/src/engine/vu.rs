@@ -243,6 +243,19 @@ pub fn run(
     })
 }
 
+/// The flows' smooth weighted round-robin cycle, when their weights add up to at most
+/// [`MAX_FLOW_CYCLE`] (else empty: flows are picked at random in proportion).
+fn flow_cycle(flows: &[Flow]) -> Vec<usize> {
+    let total: u64 = flows.iter().map(|f| u64::from(f.weight)).sum();
+    if total == 0 || total > MAX_FLOW_CYCLE {
+        return Vec::new();
+    }
+    crate::scenario::target_cycle(&flows.iter().map(|f| f.weight).collect::<Vec<_>>())
+}
+
+/// The largest sum of flow weights laid out as a cycle.
+const MAX_FLOW_CYCLE: u64 = 10_000;
+
 /// Browser pages open now, and the most open at once (for the browsers' cost per user).
 #[derive(Default)]
 struct Pages {
@@ -281,6 +294,8 @@ struct Worker {
     /// The browser's DevTools endpoint (port, path), when the scenario has browser flows.
     browser: Option<(u16, String)>,
     pages: Arc<Pages>,
+    /// Which flow each arrival walks, by the flows' weights (empty: weights too large, by chance).
+    flow_cycle: Vec<usize>,
 }
 
 impl Worker {
@@ -325,6 +340,7 @@ fn worker(
         bursts,
         browser,
         pages,
+        flow_cycle: flow_cycle(&plan.scenario.flows),
         plan,
     });
     let user_timeout = w.plan.scenario.config.ddp.user_timeout;
@@ -514,19 +530,27 @@ async fn user<S: Session>(
     ahead: &std::cell::Cell<bool>,
 ) -> bool {
     let flows = &w.plan.scenario.flows;
-    let total: u32 = flows.iter().map(|f| f.weight).sum();
-    let mut pick = rand::rng().random_range(0..total.max(1));
-    let flow: &Flow = flows
-        .iter()
-        .find(|f| {
-            if pick < f.weight {
-                true
-            } else {
-                pick -= f.weight;
-                false
-            }
-        })
-        .unwrap_or(&flows[0]);
+    let flow: &Flow = match w.flow_cycle.is_empty() {
+        // Arrival k takes the k-th flow of the weights' smooth round-robin cycle: any N users
+        // split as evenly as the weights allow (3:20 over 23 users is 3 and 20, not 3 on average).
+        false => &flows[w.flow_cycle[(arrival % w.flow_cycle.len() as u64) as usize]],
+        // Weights too large for a cycle: picked at random in proportion.
+        true => {
+            let total: u64 = flows.iter().map(|f| u64::from(f.weight)).sum();
+            let mut pick = rand::rng().random_range(0..total.max(1));
+            flows
+                .iter()
+                .find(|f| {
+                    if pick < u64::from(f.weight) {
+                        true
+                    } else {
+                        pick -= u64::from(f.weight);
+                        false
+                    }
+                })
+                .unwrap_or(&flows[0])
+        }
+    };
     let mut vars: Vars = HashMap::new();
     vars.insert("$vuId".into(), Value::String(ddp::id::random_id()));
     vars.insert("$arrival".into(), Value::from(arrival));

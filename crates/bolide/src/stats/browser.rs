@@ -13,8 +13,8 @@ use super::hist;
 use super::result::Latency;
 use super::summary::latency;
 
-/// The page timings, in the order reports show them.
-pub const VITALS: [&str; 5] = ["ttfb", "fcp", "lcp", "cls", "inp"];
+/// The page timings, in the order reports show them (named where the threshold grammar names them).
+pub use crate::threshold::VITALS;
 
 /// CLS is a score; it is kept in histograms as ten-thousandths.
 pub const CLS_SCALE: f64 = 10_000.0;
