@@ -227,9 +227,9 @@ pub struct CompareArgs {
 
     /// Exit 1 when a metric moved past this bound against the baseline and the change is
     /// significant: time>+10%, cpu>+15%, ram>+10%, p99>+20%, mean>+20%, rps<-5% (HTTP),
-    /// error_rate>+50% (change of the means, percent); exit 4 when the runs cannot tell
-    /// (inconclusive: fewer than two clean runs a side, or a change within the noise).
-    /// Repeatable.
+    /// error_rate>+50%, and with browser users lcp>+20%, inp>+20%, browser_cpu>+15% (change of
+    /// the means, percent); exit 4 when the runs cannot tell (inconclusive: fewer than two clean
+    /// runs a side, or a change within the noise). Repeatable.
     #[arg(long = "fail-on", value_name = "RULE")]
     pub fail_on: Vec<String>,
 

@@ -92,7 +92,9 @@ fn browsers_and_protocol_users_share_a_run_and_the_server_counts_both() {
     let s = server();
     let port = s.addr().port();
     let before = methods_called(port);
-    let (o, doc) = run(EXAMPLE, &["--target", &s.base_url()]);
+    let pages = tempfile::tempdir().unwrap();
+    let html = pages.path().join("report.html");
+    let (o, doc) = run(EXAMPLE, &["--target", &s.base_url(), "--html", html.to_str().unwrap()]);
     assert_eq!(o.code, if doc.thresholds.iter().all(|t| t.ok) { 0 } else { 1 }, "{}\n{}", o.out, o.err);
     let after = methods_called(port);
     let b = doc.browser.as_ref().expect("a browser section");
@@ -139,6 +141,11 @@ fn browsers_and_protocol_users_share_a_run_and_the_server_counts_both() {
     let verdict = doc.thresholds.iter().find(|t| t.threshold == "browser.lcp.p75<2500ms").unwrap();
     assert_eq!(verdict.ok, lcp.p75 < 2500.0, "{verdict:?} {lcp:?}");
     assert!(doc.thresholds.iter().any(|t| t.threshold == "browser.console_errors==0" && t.ok));
+    // The report has the browser users' section and their timings' chart.
+    let page = std::fs::read_to_string(&html).unwrap();
+    for shown in ["Browser users", "In-page DDP", "Page timings per second (browser users)", "every navigation"] {
+        assert!(page.contains(shown), "{shown}");
+    }
     assert_eq!(s.app().tasks.len(), 0, "every task added was removed");
     assert!(chromium_of(std::process::id()).is_empty(), "the browser is stopped with the run");
 }
@@ -301,4 +308,33 @@ scenarios:
     assert!(connect.count >= 1);
     assert!(doc.summary.users.failed >= 1);
     eventually("no chromium left", || chromium_of(me).is_empty());
+}
+
+#[test]
+fn bench_and_compare_judge_the_pages_figures_like_any_other() {
+    chromium_here();
+    let s = server();
+    let tmp = tempfile::tempdir().unwrap();
+    let text = "config:\n  target: TARGET\n  phases: [{ duration: 1, arrivalCount: 2 }]\nscenarios:\n  - engine: browser\n    flow:\n      - goto: /\n      - waitForSelector: \"#status.ok\"\n      - click: \"#add\"\n      - click: \"#removeAll\"\n";
+    let file = scenario(tmp.path(), text, &s.base_url());
+    for label in ["a", "b"] {
+        let out = tmp.path().join(label).display().to_string();
+        let o = bolide(&["bench", "run", &file, "--runs", "2", "--cooldown", "0", "--label", label, "--out", &out]);
+        assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    }
+    let (a, b) = (tmp.path().join("a").display().to_string(), tmp.path().join("b").display().to_string());
+    let rules = ["--fail-on", "lcp>+1000%", "--fail-on", "inp>+1000%", "--fail-on", "browser_cpu>+1000%"];
+    let mut argv = vec!["compare", &a, &b, "--format", "json"];
+    argv.extend(rules);
+    let o = bolide(&argv);
+    let report: serde_json::Value =
+        serde_json::from_str(&o.out).unwrap_or_else(|e| panic!("{e}\n{}\n{}", o.out, o.err));
+    let text = report.to_string();
+    for row in ["Page LCP p75 (ms)", "Page INP p75 (ms)", "Browser CPU per user (%)"] {
+        assert!(text.contains(row), "{row}: {text}");
+    }
+    // Each rule was judged on measured values: a pass, or inconclusive on a busy machine; never
+    // a metric missing (that fails, exit 1).
+    assert!(matches!(o.code, 0 | 4), "{}\n{}", o.out, o.err);
+    assert!(!text.contains("no page reported") && !text.contains("was measured"), "{text}");
 }

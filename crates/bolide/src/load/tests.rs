@@ -314,6 +314,7 @@ fn bench_table_in_the_reports_form() {
             bolide_cpu_us: None,
             per_s: None,
             unit: None,
+            browser: None,
         })
         .collect();
     let mean = RunEntry::mean_of(&runs).unwrap();

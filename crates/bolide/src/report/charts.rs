@@ -272,6 +272,9 @@ pub(super) fn ddp_charts(d: &DdpDoc) -> Vec<Chart> {
         if let Some(c) = faults_and_audit(d) {
             out.push(c);
         }
+        if let Some(c) = page_timings(d) {
+            out.push(c);
+        }
     }
     out.push(step_spectra(d));
     out.push(spectrum(
@@ -338,6 +341,27 @@ fn second_ms(
     pick: fn(&crate::stats::vu::SecondLatency) -> u64,
 ) -> Option<f64> {
     l.filter(|l| l.count > 0).map(|l| pick(l) as f64 / 1000.0)
+}
+
+/// Browser users' page timings per second (the navigations timed in each second): the median of
+/// each timing; absent without browser users.
+fn page_timings(d: &DdpDoc) -> Option<Chart> {
+    let secs = &d.timeline;
+    d.browser.as_ref()?;
+    let mut c = Chart::new("page-timings", "Page timings per second (browser users)", "seconds", "ms", XKind::Seconds);
+    if !secs.iter().any(|s| !s.page.is_empty()) {
+        return Some(c.empty_because("no page timing was read in a whole second"));
+    }
+    c.x = secs.iter().map(|s| f64::from(s.t)).collect();
+    let mut reduce = Vec::new();
+    for m in crate::stats::browser::VITALS.iter().filter(|m| crate::stats::browser::is_time(m)) {
+        if secs.iter().any(|s| s.page.contains_key(*m)) {
+            let label = format!("{} p50", m.to_uppercase());
+            c.line(&label, secs.iter().map(|s| second_ms(s.page.get(*m), |l| l.p50_us)).collect());
+            reduce.push(Reduce::Mean);
+        }
+    }
+    Some(c.decimate(&reduce))
 }
 
 /// Kadira's "Response time": every step's p50 and p99 per second, with the reactive and fan-out

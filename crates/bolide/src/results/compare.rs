@@ -482,7 +482,7 @@ fn compare_one(workload: &str, base_name: &str, base: &[&Doc], name: &str, new: 
         (!v.is_empty() && v.len() == rs.len()).then_some(v)
     };
     type Pick = fn(&RunEntry) -> Option<f64>;
-    let optional: [(&str, Pick, &str); 7] = [
+    let optional: [(&str, Pick, &str); 10] = [
         ("CPU (%)", |r| r.cpu_pct, "cpu"),
         ("RAM (MB)", |r| r.ram_bytes.map(|b| b / 1e6), "ram"),
         ("p99 latency (ms)", |r| r.p99_ms, "p99"),
@@ -491,6 +491,10 @@ fn compare_one(workload: &str, base_name: &str, base: &[&Doc], name: &str, new: 
         ("GC time (ms)", |r| r.gc_ms, "gc time"),
         // The generator's own cost: whether bolide, not the server, moved.
         ("bolide CPU per request or message (µs)", |r| r.bolide_cpu_us, "bolide cpu"),
+        // Browser users: what the person at the page lives with, and what a browser costs.
+        ("Page LCP p75 (ms)", |r| r.browser.as_ref().and_then(|b| b.lcp_p75_ms), "lcp"),
+        ("Page INP p75 (ms)", |r| r.browser.as_ref().and_then(|b| b.inp_p75_ms), "inp"),
+        ("Browser CPU per user (%)", |r| r.browser.as_ref().and_then(|b| b.cpu_pct_per_user), "browser cpu"),
     ];
     for (name, pick, word) in optional {
         if let (Some(a), Some(b)) = (col(&baseline_runs, pick), col(&runs, pick)) {

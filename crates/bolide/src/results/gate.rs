@@ -13,7 +13,8 @@ use super::RunEntry;
 
 /// The metrics a rule may name, as errors list them.
 pub const METRICS: &str = "time (DDP: the Meteor reports' Time; HTTP: time per request), rps (HTTP), cpu, ram, \
-    p99, mean (latency), error_rate";
+    p99, mean (latency), error_rate, and with browser users lcp, inp (their pages' p75) and browser_cpu (per \
+    browser user)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GateMetric {
@@ -24,6 +25,9 @@ pub enum GateMetric {
     P99,
     Mean,
     ErrorRate,
+    Lcp,
+    Inp,
+    BrowserCpu,
 }
 
 impl GateMetric {
@@ -36,6 +40,9 @@ impl GateMetric {
             GateMetric::P99 => "p99",
             GateMetric::Mean => "mean",
             GateMetric::ErrorRate => "error_rate",
+            GateMetric::Lcp => "lcp",
+            GateMetric::Inp => "inp",
+            GateMetric::BrowserCpu => "browser_cpu",
         }
     }
 
@@ -56,6 +63,13 @@ impl GateMetric {
             GateMetric::P99 => r.p99_ms.ok_or("no latency was measured"),
             GateMetric::Mean => r.mean_ms.ok_or("no latency was measured"),
             GateMetric::ErrorRate => Ok(r.error_rate_pct),
+            GateMetric::Lcp => r.browser.as_ref().and_then(|b| b.lcp_p75_ms).ok_or("no page reported its LCP"),
+            GateMetric::Inp => r.browser.as_ref().and_then(|b| b.inp_p75_ms).ok_or("no page reported its INP"),
+            GateMetric::BrowserCpu => r
+                .browser
+                .as_ref()
+                .and_then(|b| b.cpu_pct_per_user)
+                .ok_or("no browser's CPU was measured (browser users)"),
         }
     }
 }
@@ -88,6 +102,9 @@ pub fn parse(text: &str) -> Result<Rule, String> {
         "p99" => GateMetric::P99,
         "mean" => GateMetric::Mean,
         "error_rate" => GateMetric::ErrorRate,
+        "lcp" => GateMetric::Lcp,
+        "inp" => GateMetric::Inp,
+        "browser_cpu" => GateMetric::BrowserCpu,
         other => return Err(bad(lead + 1, format!("unknown metric {other:?}; the metrics are {METRICS}"))),
     };
     let above = t[split..].starts_with('>');
@@ -299,6 +316,7 @@ mod tests {
                 bolide_cpu_us: None,
                 per_s: None,
                 unit: None,
+                browser: None,
             })
             .collect()
     }

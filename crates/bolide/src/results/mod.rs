@@ -68,6 +68,9 @@ pub struct RunEntry {
     pub per_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unit: Option<String>,
+    /// Runs with browser users: their pages' timings and what a browser user cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser: Option<crate::stats::doc::PageFigures>,
 }
 
 impl RunEntry {
@@ -91,6 +94,7 @@ impl RunEntry {
             bolide_cpu_us: m.bolide_cpu_us,
             per_s: m.rate.as_ref().map(|r| r.1),
             unit: m.rate.as_ref().map(|r| r.0.clone()),
+            browser: m.browser.clone(),
         }
     }
 
@@ -123,6 +127,17 @@ impl RunEntry {
             bolide_cpu_us: opt(&|r| r.bolide_cpu_us),
             per_s: opt(&|r| r.per_s),
             unit: runs[0].unit.clone(),
+            browser: {
+                let of = |f: fn(&crate::stats::doc::PageFigures) -> Option<f64>| {
+                    let v: Vec<f64> = runs.iter().filter_map(|r| r.browser.as_ref().and_then(f)).collect();
+                    (v.len() == runs.len()).then(|| stats::mean(&v))
+                };
+                runs[0].browser.as_ref().map(|_| crate::stats::doc::PageFigures {
+                    lcp_p75_ms: of(|b| b.lcp_p75_ms),
+                    inp_p75_ms: of(|b| b.inp_p75_ms),
+                    cpu_pct_per_user: of(|b| b.cpu_pct_per_user),
+                })
+            },
         })
     }
 }

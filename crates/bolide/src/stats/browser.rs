@@ -146,6 +146,64 @@ impl BrowserRec {
     }
 }
 
+impl BrowserSection {
+    /// Segments' sections as one (`bolide merge`): the page timings and the pages' DDP from
+    /// their histograms, exactly; the counts added; the browsers' costs added (each segment ran
+    /// its own), per user over the pages open at once in all. The protocol users' latency beside a
+    /// method is the first segment's (their histograms are the steps').
+    pub fn merge(parts: &[&BrowserSection]) -> Result<BrowserSection, String> {
+        let mut rec = BrowserRec::default();
+        let decode = |text: &str| hist::decode(text);
+        for p in parts {
+            rec.users += p.users;
+            rec.console_errors += p.console_errors;
+            rec.failed_requests += p.failed_requests;
+            rec.crashes += p.crashes;
+            for v in p.vitals.iter().filter(|v| v.step.is_some()) {
+                let Some(i) = VITALS.iter().position(|m| *m == v.metric) else { continue };
+                let key = (v.step.clone().unwrap_or_default(), i);
+                rec.vitals
+                    .entry(key)
+                    .or_insert_with(hist::latency_us)
+                    .add(decode(&v.histogram)?)
+                    .map_err(|e| e.to_string())?;
+            }
+            for (into, calls) in [(&mut rec.methods, &p.methods), (&mut rec.subs, &p.subscriptions)] {
+                for c in calls {
+                    into.entry(c.name.clone())
+                        .or_insert_with(hist::latency_us)
+                        .add(decode(&c.histogram)?)
+                        .map_err(|e| e.to_string())?;
+                }
+            }
+        }
+        let mut merged = rec.section(&BTreeMap::new(), None);
+        let first = parts[0];
+        merged.executable.clone_from(&first.executable);
+        merged.version.clone_from(&first.version);
+        for m in &mut merged.methods {
+            m.protocol = first.methods.iter().find(|x| x.name == m.name).and_then(|x| x.protocol.clone());
+        }
+        let costs: Vec<&BrowserCost> = parts.iter().filter_map(|p| p.cost.as_ref()).collect();
+        merged.cost = (!costs.is_empty()).then(|| {
+            let sum = |f: fn(&BrowserCost) -> f64| costs.iter().map(|c| f(c)).sum::<f64>();
+            let pages: u64 = costs.iter().map(|c| c.peak_pages).sum();
+            let per = |x: f64| if pages > 0 { x / pages as f64 } else { 0.0 };
+            BrowserCost {
+                avg_cpu_pct: sum(|c| c.avg_cpu_pct),
+                peak_cpu_pct: sum(|c| c.peak_cpu_pct),
+                avg_rss_bytes: sum(|c| c.avg_rss_bytes),
+                peak_rss_bytes: costs.iter().map(|c| c.peak_rss_bytes).sum(),
+                peak_pages: pages,
+                cpu_pct_per_user: per(sum(|c| c.avg_cpu_pct)),
+                rss_bytes_per_user: per(costs.iter().map(|c| c.peak_rss_bytes as f64).sum()),
+                samples: Vec::new(),
+            }
+        });
+        Ok(merged)
+    }
+}
+
 /// The browser of a run, as the engine hands it to the document: what ran, how many pages were
 /// open at most, and its processes watched.
 #[derive(Debug, Clone, Default)]
@@ -259,4 +317,38 @@ pub struct BrowserCost {
     pub rss_bytes_per_user: f64,
     /// One sample per interval: seconds since the browser started, CPU% of one core, RSS bytes.
     pub samples: Vec<(f64, f64, u64)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(lcp: &[f64], methods: &[u64]) -> BrowserRec {
+        let mut r = BrowserRec { users: lcp.len() as u64, console_errors: 1, ..BrowserRec::default() };
+        for v in lcp {
+            r.vitals("goto /", [Some(3.0), Some(*v / 2.0), Some(*v), Some(0.01), None]);
+        }
+        for us in methods {
+            r.method("insertTask", *us);
+        }
+        r
+    }
+
+    #[test]
+    fn segments_merge_to_the_whole_run_s_figures() {
+        let (a, b) = (rec(&[40.0, 60.0], &[900, 1100]), rec(&[500.0], &[20_000]));
+        let mut whole = a.clone();
+        whole.merge(&b);
+        let none = BTreeMap::new();
+        let merged = BrowserSection::merge(&[&a.section(&none, None), &b.section(&none, None)]).unwrap();
+        let want = whole.section(&none, None);
+        assert_eq!(merged.vitals, want.vitals);
+        assert_eq!(merged.methods, want.methods);
+        assert_eq!((merged.users, merged.console_errors), (3, 2));
+        let lcp = merged.vitals.iter().find(|v| v.metric == "lcp" && v.step.is_none()).unwrap();
+        assert_eq!((lcp.count, lcp.max.round()), (3, 500.0));
+        let cls = merged.vitals.iter().find(|v| v.metric == "cls" && v.step.is_none()).unwrap();
+        assert_eq!(cls.p50, 0.01, "a score, not a time");
+        assert!(merged.vitals.iter().all(|v| v.metric != "inp"), "no page reported INP");
+    }
 }

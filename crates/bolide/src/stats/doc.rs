@@ -52,6 +52,20 @@ pub struct Measures {
     /// The transport built-ins (ddp-calls, ddp-connect): their unit ("calls", "connects") and
     /// how many were done per second.
     pub rate: Option<(String, f64)>,
+    /// Runs with browser users: their pages' timings and what a browser user cost.
+    pub browser: Option<PageFigures>,
+}
+
+/// What a run's browser users give the runs' tables and the gate: LCP and INP at p75 over every
+/// navigation (the web's thresholds use p75), the browsers' CPU per browser user.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct PageFigures {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lcp_p75_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inp_p75_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_pct_per_user: Option<f64>,
 }
 
 /// The event-loop p99 and GC time a document's scraped endpoints give: the first endpoint that
@@ -303,6 +317,14 @@ impl Doc {
             gc_ms,
             bolide_cpu_us,
             rate: self.ddp().and_then(super::vu::unit_rate).map(|(u, r)| (u.to_string(), r)),
+            browser: self.ddp().and_then(|d| d.browser.as_ref()).map(|b| {
+                let p75 = |m: &str| b.vitals.iter().find(|v| v.metric == m && v.step.is_none()).map(|v| v.p75);
+                PageFigures {
+                    lcp_p75_ms: p75("lcp"),
+                    inp_p75_ms: p75("inp"),
+                    cpu_pct_per_user: b.cost.as_ref().map(|c| c.cpu_pct_per_user),
+                }
+            }),
         }
     }
 }

@@ -469,6 +469,13 @@ fn merge_ddp(parts: &[(&DdpDoc, u32, f64)]) -> Result<DdpDoc, String> {
     m.histograms.reactive_us = hist::encode(&reactive);
     m.histograms.fanout_us = hist::encode(&fanout);
     m.steps = merge_steps(&parts.iter().map(|(d, _, _)| d.steps.as_slice()).collect::<Vec<_>>(), duration_s)?;
+    // Browser users: their histograms merged exactly, their browsers' costs added.
+    let browsers: Vec<&crate::stats::browser::BrowserSection> =
+        parts.iter().filter_map(|(d, _, _)| d.browser.as_ref()).collect();
+    m.browser = match browsers.is_empty() {
+        true => None,
+        false => Some(crate::stats::browser::BrowserSection::merge(&browsers)?),
+    };
     // The audit: every segment's checks (a segment without one makes the whole incomplete).
     m.audit = None;
     if parts.iter().any(|(d, _, _)| d.audit.is_some()) {
@@ -521,6 +528,7 @@ struct SecondHists {
     steps: BTreeMap<String, Lat>,
     reactive: Lat,
     fanout: Lat,
+    page: BTreeMap<String, Lat>,
 }
 
 /// A series' merged histogram: not yet seen, merged so far, or not mergeable.
@@ -564,6 +572,9 @@ impl SecondHists {
         for (name, l) in &sec.step_latency {
             self.steps.entry(name.clone()).or_default().add(Some(l))?;
         }
+        for (name, l) in &sec.page {
+            self.page.entry(name.clone()).or_default().add(Some(l))?;
+        }
         Ok(())
     }
 
@@ -572,6 +583,7 @@ impl SecondHists {
         slot.reactive = self.reactive.get();
         slot.fanout = self.fanout.get();
         slot.step_latency = self.steps.iter().filter_map(|(k, l)| l.get().map(|l| (k.clone(), l))).collect();
+        slot.page = self.page.iter().filter_map(|(k, l)| l.get().map(|l| (k.clone(), l))).collect();
     }
 }
 
