@@ -144,7 +144,8 @@ def scale(browsers_run, scenario):
 
 
 KINDS = [("browsers", "browsers (Playwright + Chromium)"), ("bolide", "bolide replay, recorded pacing"),
-         ("paced", "bolide replay, paced like the browsers, page assets too")]
+         ("paced", "bolide replay, paced like the browsers, page assets too"),
+         ("pages", "bolide browser users (engine: browser, Chromium over CDP)")]
 
 
 def table(results):
@@ -168,6 +169,11 @@ def table(results):
         if which == "browsers":
             return pct(json.loads(r["output"])["method_ms"], 50)
         doc = json.load(open(r["json"]))
+        if which == "pages":
+            # The pages' methods, from their WebSocket frames (to both result and updated).
+            calls = doc["browser"]["methods"]
+            n = sum(c["count"] for c in calls)
+            return sum(c["latency"]["p50_us"] / 1000 * c["count"] for c in calls) / n if n else float("nan")
         calls = [s for s in doc["steps"] if s["name"].startswith("call ") and s.get("to_result")]
         # The count-weighted mean of the call steps' medians (the browsers' p50 pools all calls).
         n = sum(s["count"] for s in calls)
@@ -216,6 +222,15 @@ def table(results):
     row("generator CPU per user, ms", lambda w, r: 1000 * r["generator_cpu_s"] / max(1, users(w, r)), "{:.1f}")
     row("generator CPU, % of one core", lambda w, r: 100 * r["generator_cpu_s"] / r["wall_s"], "{:.2f}")
     row("generator memory peak, MB (PSS of its process tree)", lambda w, r: r["generator_rss_peak_mb"])
+    if rows.get("pages"):
+        # What bolide says its browsers cost (their processes watched during the run), per user.
+        def own(w, r):
+            if w != "pages":
+                return float("nan")
+            doc = json.load(open(r["json"]))
+            cost = doc["browser"]["cost"]
+            return cost["avg_cpu_pct"] / 100 * doc["summary"]["duration_s"] * 1000 / max(1, users(w, r))
+        row("browsers' CPU per user as bolide measured it, ms", own, "{:.1f}")
     row("wall time of the run, s", lambda w, r: r["wall_s"])
     print("\n".join(lines))
     b = med([r["generator_cpu_s"] / max(1, users("browsers", r)) for r in rows["browsers"]])

@@ -10,6 +10,8 @@
 #      replay paced like those browsers (the recorded thinks scaled so that a user stays connected
 #      as long as the browsers' median user did: how long sessions overlap sets the fan-out; and
 #      the page's script loaded, as a fresh browser context loads it);
+#      and as bolide's own browser users doing the same session (bench/fidelity-pages.yml,
+#      `engine: browser`: Chromium driven over the DevTools protocol, no Node);
 #   3. each run measured from outside by bench/fidelity.py (server CPU and RSS, the generator's CPU
 #      with all its descendants and its process tree's RSS, the server's own /stats counts) and
 #      the medians put side by side, server CPU per user with the runs' range.
@@ -88,6 +90,12 @@ for i in $(seq "$REPS"); do
   start_server
   python3 "$HERE/fidelity.py" run "$SERVER" "$BASE" "$OUT/paced-$i.json" -- \
     taskset -c "$CLIENT_CORES" "$BOLIDE" run "$OUT/paced-$i.yml" --arrival-rate "$RATE" -d "${DURATION}s" -q --json "$OUT/paced-run-$i.json"
+  stop_server
+  # The same session as bolide's own browser users: real Chromium pages driven over CDP.
+  echo "run $i of $REPS: bolide browser users (engine: browser)" >&2
+  start_server
+  python3 "$HERE/fidelity.py" run "$SERVER" "$BASE" "$OUT/pages-$i.json" -- \
+    taskset -c "$CLIENT_CORES" "$BOLIDE" run "$HERE/fidelity-pages.yml" --target "$BASE" --arrival-rate "$RATE" -d "${DURATION}s" -q --json "$OUT/pages-run-$i.json"
   stop_server
 done
 

@@ -43,6 +43,32 @@ fn run(file: &str, extra: &[&str]) -> (Outcome, DdpDoc) {
     (o, DdpDoc::from_json(&text).unwrap())
 }
 
+/// Runs `bolide run FILE --json TMP` as a process of its own (its browser is its own: a test may
+/// kill it), with `during(pid)` on a thread beside it; the outcome and the document.
+fn run_process(file: &str, during: impl FnOnce(u32) -> bool + Send + 'static) -> (Outcome, DdpDoc, u32) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_bolide"))
+        .args(["run", file, "--json", json.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let side = std::thread::spawn(move || during(pid));
+    let out = child.wait_with_output().unwrap();
+    assert!(side.join().unwrap(), "what the test does during the run was done");
+    let o = Outcome {
+        code: out.status.code().unwrap_or(-1),
+        out: String::from_utf8_lossy(&out.stdout).into(),
+        err: String::from_utf8_lossy(&out.stderr).into(),
+    };
+    assert!(!o.err.contains("panicked"), "{}", o.err);
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|_| panic!("no document; {}\n{}", o.out, o.err));
+    (o, DdpDoc::from_json(&text).unwrap(), pid)
+}
+
 fn methods_called(port: u16) -> u64 {
     let answer = get(port, "/stats");
     let body = answer.split_once("\r\n\r\n").map_or(answer.as_str(), |(_, b)| b);
@@ -147,7 +173,6 @@ fn browsers_and_protocol_users_share_a_run_and_the_server_counts_both() {
         assert!(page.contains(shown), "{shown}");
     }
     assert_eq!(s.app().tasks.len(), 0, "every task added was removed");
-    assert!(chromium_of(std::process::id()).is_empty(), "the browser is stopped with the run");
 }
 
 #[test]
@@ -177,7 +202,6 @@ scenarios:
     assert!(doc.steps.iter().all(|s| s.name != "click #add" || s.count == 0), "a failed user stops");
     let said = format!("{}{}", o.out, o.err);
     assert!(said.contains("selector \"#never-there\" was not visible within 1s"), "{said}");
-    assert!(chromium_of(std::process::id()).is_empty());
 }
 
 #[test]
@@ -227,6 +251,12 @@ fn long_browser_run(target: &str, dir: &std::path::Path) -> std::process::Child 
 fn no_chromium_outlives_a_bolide_killed_outright_or_stopped() {
     chromium_here();
     let s = server();
+    // A run that ends by itself leaves none either.
+    let dir = tempfile::tempdir().unwrap();
+    let text = "config:\n  target: TARGET\n  phases: [{ duration: 1, arrivalCount: 1 }]\nscenarios:\n  - engine: browser\n    flow:\n      - goto: /\n";
+    let (o, doc, pid) = run_process(&scenario(dir.path(), text, &s.base_url()), |_| true);
+    assert_eq!((o.code, doc.summary.users.completed), (0, 1), "{}\n{}", o.out, o.err);
+    assert!(chromium_of(pid).is_empty(), "the browser is stopped with the run");
     for signal in [libc::SIGKILL, libc::SIGINT] {
         let dir = tempfile::tempdir().unwrap();
         let mut child = long_browser_run(&s.base_url(), dir.path());
@@ -278,15 +308,13 @@ scenarios:
       - disconnect
 "##;
     let file = scenario(dir.path(), text, &s.base_url());
-    // Kills this process's browser once it is up (its main process: the helpers follow).
-    let me = std::process::id();
-    let killer = std::thread::spawn(move || {
+    // Kills the run's browser once it is up (its main process: the helpers follow).
+    let (o, doc, pid) = run_process(&file, |pid| {
         let begin = Instant::now();
         while begin.elapsed() < Duration::from_secs(20) {
-            let procs = chromium_of(me);
-            if procs.len() >= 3 {
+            if chromium_of(pid).len() >= 3 {
                 sleep_ms(1500);
-                let main = *chromium_of(me).iter().min().unwrap();
+                let Some(main) = chromium_of(pid).into_iter().min() else { return false };
                 unsafe {
                     libc::kill(main as i32, libc::SIGKILL);
                 }
@@ -296,8 +324,6 @@ scenarios:
         }
         false
     });
-    let (o, doc) = run(&file, &[]);
-    assert!(killer.join().unwrap(), "the browser was killed");
     let b = doc.browser.as_ref().unwrap();
     assert!(b.crashes >= 1, "{b:?}\n{}", o.out);
     let classes = &doc.summary.errors_by_class;
@@ -307,7 +333,7 @@ scenarios:
     assert_eq!(connect.errors, 0);
     assert!(connect.count >= 1);
     assert!(doc.summary.users.failed >= 1);
-    eventually("no chromium left", || chromium_of(me).is_empty());
+    assert!(chromium_of(pid).is_empty(), "no chromium left");
 }
 
 #[test]
@@ -337,4 +363,49 @@ fn bench_and_compare_judge_the_pages_figures_like_any_other() {
     // a metric missing (that fails, exit 1).
     assert!(matches!(o.code, 0 | 4), "{}\n{}", o.out, o.err);
     assert!(!text.contains("no page reported") && !text.contains("was measured"), "{text}");
+}
+
+#[test]
+fn pages_that_crash_fail_their_users_and_the_run_goes_on() {
+    chromium_here();
+    let s = server();
+    let dir = tempfile::tempdir().unwrap();
+    let text = "config:\n  target: TARGET\n  phases: [{ duration: 1, arrivalCount: 4 }]\nscenarios:\n  - engine: browser\n    flow:\n      - goto: /\n      - waitForSelector: \"#status.ok\"\n      - think: 4\n      - click: \"#add\"\n  - flow:\n      - connect\n      - think: 3\n      - call: { method: removeAllTasks, params: [{ sessionId: x }] }\n      - disconnect\n";
+    let file = scenario(dir.path(), text, &s.base_url());
+    // Kills the run's renderers once both pages are up: the pages crash, their browser lives on.
+    let renderers = |pid: u32| -> Vec<u32> {
+        chromium_of(pid)
+            .into_iter()
+            .filter(|p| {
+                let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+                String::from_utf8_lossy(&cmd).contains("--type=renderer")
+            })
+            .collect()
+    };
+    let (o, doc, pid) = run_process(&file, move |pid| {
+        let begin = Instant::now();
+        while begin.elapsed() < Duration::from_secs(20) {
+            if renderers(pid).len() >= 2 {
+                sleep_ms(1500);
+                for p in renderers(pid) {
+                    unsafe {
+                        libc::kill(p as i32, libc::SIGKILL);
+                    }
+                }
+                return true;
+            }
+            sleep_ms(20);
+        }
+        false
+    });
+    let b = doc.browser.as_ref().unwrap();
+    let u = &doc.summary.users;
+    assert_eq!((u.launched, u.completed, u.failed), (4, 2, 2), "{}", o.out);
+    assert_eq!(b.crashes, 2, "{b:?}");
+    assert_eq!(doc.summary.errors_by_class.get("crash"), Some(&2), "{}", o.out);
+    let said = format!("{}{}", o.out, o.err);
+    assert!(said.contains("the page crashed"), "{said}");
+    let call = doc.steps.iter().find(|s| s.name == "call removeAllTasks").unwrap();
+    assert_eq!((call.count, call.errors), (2, 0), "the protocol users went on");
+    assert!(chromium_of(pid).is_empty());
 }

@@ -26,11 +26,17 @@ pub struct Event {
 
 type Answer = oneshot::Sender<Result<Value, String>>;
 
+/// What a command waiting on a page that crashed is answered.
+pub const CRASHED: &str = "the page crashed";
+
 #[derive(Default)]
 struct Shared {
     next_id: Cell<u64>,
-    waiting: RefCell<HashMap<u64, Answer>>,
+    /// Commands waiting for their answer: the session each went to, and where the answer goes.
+    waiting: RefCell<HashMap<u64, (Option<String>, Answer)>>,
     events: RefCell<VecDeque<Event>>,
+    /// Sessions whose page crashed: a command to one is answered at once.
+    crashed: RefCell<std::collections::HashSet<Option<String>>>,
     /// Why the connection ended (the browser died, or closed it).
     closed: RefCell<Option<String>>,
     arrived: Notify,
@@ -97,7 +103,7 @@ impl Cdp {
         let reader = tokio::task::spawn_local(async move {
             let why = read_loop(&mut read, leftover, &s).await;
             s.closed.replace(Some(why.clone()));
-            for (_, answer) in s.waiting.borrow_mut().drain() {
+            for (_, (_, answer)) in s.waiting.borrow_mut().drain() {
                 let _ = answer.send(Err(why.clone()));
             }
             s.arrived.notify_one();
@@ -117,6 +123,9 @@ impl Cdp {
         if let Some(why) = self.closed() {
             return Err(why);
         }
+        if self.shared.crashed.borrow().contains(&session.map(str::to_string)) {
+            return Err(format!("{method}: {CRASHED}"));
+        }
         let id = self.shared.next_id.get();
         self.shared.next_id.set(id + 1);
         let mut msg = json!({ "id": id, "method": method, "params": params });
@@ -124,7 +133,7 @@ impl Cdp {
             msg["sessionId"] = Value::String(s.to_string());
         }
         let (answer, answered) = oneshot::channel();
-        self.shared.waiting.borrow_mut().insert(id, answer);
+        self.shared.waiting.borrow_mut().insert(id, (session.map(str::to_string), answer));
         let mut frame = Vec::new();
         ws::encode_frame(&mut frame, Opcode::Text, false, msg.to_string().as_bytes(), Some(rand::random()));
         if self.tx.send(frame).is_err() {
@@ -187,7 +196,7 @@ async fn read_loop(read: &mut tokio::net::tcp::OwnedReadHalf, mut buf: Vec<u8>, 
 fn dispatch(payload: &[u8], s: &Shared) {
     let Ok(mut v) = serde_json::from_slice::<Value>(payload) else { return };
     if let Some(id) = v.get("id").and_then(Value::as_u64) {
-        if let Some(answer) = s.waiting.borrow_mut().remove(&id) {
+        if let Some((_, answer)) = s.waiting.borrow_mut().remove(&id) {
             let r = match v.get_mut("error") {
                 Some(e) => {
                     Err(crate::redact::printable(e.get("message").and_then(Value::as_str).unwrap_or("error"))
@@ -202,6 +211,17 @@ fn dispatch(payload: &[u8], s: &Shared) {
     let Some(method) = v.get("method").and_then(Value::as_str).map(str::to_string) else { return };
     let session = v.get("sessionId").and_then(Value::as_str).map(str::to_string);
     let params = v.get_mut("params").map(Value::take).unwrap_or(Value::Null);
+    // A page that crashed answers nothing more: what waits on it is answered now.
+    if method == "Inspector.targetCrashed" {
+        s.crashed.borrow_mut().insert(session.clone());
+        let mut waiting = s.waiting.borrow_mut();
+        let gone: Vec<u64> = waiting.iter().filter(|(_, (on, _))| *on == session).map(|(id, _)| *id).collect();
+        for id in gone {
+            if let Some((_, answer)) = waiting.remove(&id) {
+                let _ = answer.send(Err(CRASHED.to_string()));
+            }
+        }
+    }
     s.events.borrow_mut().push_back(Event { method, session, params });
     s.arrived.notify_one();
 }

@@ -25,6 +25,9 @@ pub struct BrowserPlan {
 /// The names a Chromium goes by on the PATH, in the order they are tried.
 const NAMES: [&str; 4] = ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"];
 
+/// How long a stopped Chromium may take to close by itself before it is killed.
+const GRACE: Duration = Duration::from_secs(3);
+
 /// How long Chromium may take to open its DevTools endpoint.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -229,6 +232,18 @@ impl Browser {
 
     fn end(&mut self) {
         let pid = self.pid as i32;
+        // First as a person closes it (SIGTERM: Chromium ends its pages and reaps its helpers, so
+        // their CPU is accounted to it), briefly; then whatever is left is killed.
+        if self.alive() && pid > 1 {
+            // SAFETY: kill only sends a signal, to the browser's own process.
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+            let begin = Instant::now();
+            while begin.elapsed() < GRACE && self.alive() {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
         // SAFETY: getpgrp has no preconditions; kill only sends signals, never to our own group.
         let ours = unsafe { libc::getpgrp() };
         // The helpers a zygote forked may have left the group: the whole tree is killed too.

@@ -117,6 +117,7 @@ impl Page {
     async fn send(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, Failed> {
         self.cdp.call(method, params, Some(&self.session), timeout).await.map_err(|e| match self.cdp.closed() {
             Some(why) => failed("browser", why),
+            None if e.ends_with(super::cdp::CRASHED) => failed("crash", super::cdp::CRASHED),
             None => failed("browser", e),
         })
     }
