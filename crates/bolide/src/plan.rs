@@ -763,6 +763,11 @@ pub struct DdpTarget {
 }
 
 impl DdpPlan {
+    /// The length of the targets' round-robin cycle (the targets' weights' sum).
+    pub fn targets_cycle_len(&self) -> u64 {
+        self.cycle.len() as u64
+    }
+
     /// The index of the target user `k` (by arrival) goes to.
     pub fn target_of(&self, k: u64) -> usize {
         match self.cycle.len() {

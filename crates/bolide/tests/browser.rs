@@ -69,11 +69,19 @@ fn run_process(file: &str, during: impl FnOnce(u32) -> bool + Send + 'static) ->
     (o, DdpDoc::from_json(&text).unwrap(), pid)
 }
 
-fn methods_called(port: u16) -> u64 {
-    let answer = get(port, "/stats");
+/// The reference server's own counts (`/stats`), asked on a connection of their own.
+fn stats(port: u16) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.write_all(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    c.read_to_string(&mut answer).unwrap();
     let body = answer.split_once("\r\n\r\n").map_or(answer.as_str(), |(_, b)| b);
-    let stats: serde_json::Value = serde_json::from_str(body).unwrap();
-    stats["methods_called"].as_u64().unwrap()
+    serde_json::from_str(body).unwrap()
+}
+
+fn methods_called(port: u16) -> u64 {
+    stats(port)["methods_called"].as_u64().unwrap()
 }
 
 /// The Chromium processes a bolide process started (their profile names its pid).
@@ -101,14 +109,19 @@ fn eventually(what: &str, done: impl Fn() -> bool) {
     }
 }
 
-/// Once `ready(pid)` names processes of the run `pid` (20 s at most), waits 1.5 s for the users to
-/// be on their pages, then kills what it names then; true when it did.
-fn kill_once(pid: u32, ready: impl Fn(u32) -> Option<Vec<u32>>) -> bool {
+/// The reference server's DDP sessions: started so far, live now.
+fn sessions(port: u16) -> (u64, u64) {
+    let s = stats(port);
+    (s["sessions_started"].as_u64().unwrap(), s["sessions_live"].as_u64().unwrap())
+}
+
+/// Once `up()` holds (20 s at most), kills the processes `which(pid)` names of the run `pid`;
+/// true when it did.
+fn kill_once(pid: u32, up: impl Fn() -> bool, which: impl Fn(u32) -> Vec<u32>) -> bool {
     let begin = Instant::now();
     while begin.elapsed() < Duration::from_secs(20) {
-        if ready(pid).is_some() {
-            sleep_ms(1500);
-            for p in ready(pid).unwrap_or_default() {
+        if up() {
+            for p in which(pid) {
                 unsafe {
                     libc::kill(p as i32, libc::SIGKILL);
                 }
@@ -241,14 +254,16 @@ fn a_missing_chromium_is_a_clear_error_before_anything_runs() {
 #[test]
 fn scenario_mistakes_in_browser_flows_are_named_where_they_are() {
     let dir = tempfile::tempdir().unwrap();
-    let text = "config:\n  target: TARGET\n  phases: [{ duration: 1, arrivalCount: 1 }]\nscenarios:\n  - engine: browser\n    flow:\n      - goto: /\n      - call: { method: m }\n      - expect: { selector: \"#x\" }\n  - flow:\n      - connect\n      - click: \"#add\"\n";
+    let text = "config:\n  target: TARGET\n  phases: [{ duration: 1, arrivalCount: 1 }]\nscenarios:\n  - engine: browser\n    flow:\n      - goto: /\n      - call: { method: m }\n      - expect: { selector: \"#x\" }\n      - expect: { selector: \"#x\", text: a, count: 2 }\n      - fill: { selector: \"#x\", value: [1] }\n  - flow:\n      - connect\n      - click: \"#add\"\n";
     let file = scenario(dir.path(), text, "http://127.0.0.1:9");
     let o = bolide(&["run", &file]);
     assert_eq!(o.code, 2, "{}", o.err);
     for (at, what) in [
         (":8:9:", "a browser flow (engine: browser) drives its page; \"call\" is a protocol user's step"),
         (":9:17:", "expect needs what the page must show"),
-        (":12:9:", "\"click\" is a browser action, and this flow runs over DDP"),
+        (":10:17:", "expect checks one thing: text or count, not both"),
+        (":11:40:", "fill's value is the text to type, not a list"),
+        (":14:9:", "\"click\" is a browser action, and this flow runs over DDP"),
     ] {
         assert!(o.err.contains(&format!("{file}{at} {what}")), "{at} {what}\n{}", o.err);
     }
@@ -279,11 +294,11 @@ fn no_chromium_outlives_a_bolide_killed_outright_or_stopped() {
     assert!(chromium_of(pid).is_empty(), "the browser is stopped with the run");
     for signal in [libc::SIGKILL, libc::SIGINT] {
         let dir = tempfile::tempdir().unwrap();
+        let before = sessions(s.addr().port()).0;
         let mut child = long_browser_run(&s.base_url(), dir.path());
         let pid = child.id();
-        // Both users on their pages: the browser and its renderers are up.
-        eventually("the browser started", || chromium_of(pid).len() >= 3);
-        sleep_ms(1500);
+        // Both users on their pages: both pages' DDP sessions are up at the server.
+        eventually("both pages connected", || sessions(s.addr().port()).0 >= before + 2);
         unsafe {
             libc::kill(pid as i32, signal);
         }
@@ -328,12 +343,12 @@ scenarios:
       - disconnect
 "##;
     let file = scenario(dir.path(), text, &s.base_url());
-    // Kills the run's browser once it is up (its main process: the helpers follow).
-    let (o, doc, pid) = run_process(&file, |pid| {
-        kill_once(pid, |pid| {
-            let all = chromium_of(pid);
-            (all.len() >= 3).then(|| all.into_iter().min().into_iter().collect())
-        })
+    // Kills the run's browser (its main process: the helpers follow) once a page is connected.
+    let port = s.addr().port();
+    let before = sessions(port).0;
+    let (o, doc, pid) = run_process(&file, move |pid| {
+        let up = || sessions(port).0 > before && sessions(port).1 >= 1;
+        kill_once(pid, up, |pid| chromium_of(pid).into_iter().min().into_iter().collect())
     });
     let b = doc.browser.as_ref().unwrap();
     assert!(b.crashes >= 1, "{b:?}\n{}", o.out);
@@ -405,12 +420,10 @@ fn pages_that_crash_fail_their_users_and_the_run_goes_on() {
             })
             .collect()
     };
-    let (o, doc, pid) = run_process(&file, move |pid| {
-        kill_once(pid, |pid| {
-            let all = renderers(pid);
-            (all.len() >= 2).then_some(all)
-        })
-    });
+    // Once all four users are connected (both pages' DDP sessions among them).
+    let port = s.addr().port();
+    let before = sessions(port).0;
+    let (o, doc, pid) = run_process(&file, move |pid| kill_once(pid, || sessions(port).0 >= before + 4, renderers));
     let b = doc.browser.as_ref().unwrap();
     let u = &doc.summary.users;
     assert_eq!((u.launched, u.completed, u.failed), (4, 2, 2), "{}", o.out);

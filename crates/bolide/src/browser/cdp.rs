@@ -26,6 +26,13 @@ pub struct Event {
 
 type Answer = oneshot::Sender<Result<Value, String>>;
 
+/// What a command the browser did not answer in time says.
+pub const NO_ANSWER: &str = "no answer from the browser within";
+
+/// Which events are kept, made small first (a WebSocket frame's payload is large, and a user
+/// thinking reads none for a while): false drops the event.
+pub type Keep = fn(&str, &mut Value) -> bool;
+
 /// What a command waiting on a page that crashed is answered.
 pub const CRASHED: &str = "the page crashed";
 
@@ -40,6 +47,7 @@ struct Shared {
     /// Why the connection ended (the browser died, or closed it).
     closed: RefCell<Option<String>>,
     arrived: Notify,
+    keep: Option<Keep>,
 }
 
 /// A DevTools connection.
@@ -58,8 +66,16 @@ impl Drop for Cdp {
 }
 
 impl Cdp {
-    /// Connects to `ws://127.0.0.1:PORT/PATH` (the browser's endpoint).
-    pub async fn connect(port: u16, path: &str) -> Result<Cdp, String> {
+    /// Connects to `ws://127.0.0.1:PORT/PATH` (the browser's endpoint) within `timeout`, keeping
+    /// the events `keep` keeps.
+    pub async fn connect(port: u16, path: &str, keep: Keep, timeout: Duration) -> Result<Cdp, String> {
+        match tokio::time::timeout(timeout, Cdp::open(port, path, keep)).await {
+            Ok(r) => r,
+            Err(_) => Err(format!("the browser's DevTools endpoint did not answer within {timeout:?}")),
+        }
+    }
+
+    async fn open(port: u16, path: &str, keep: Keep) -> Result<Cdp, String> {
         let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await
             .map_err(|e| format!("the browser's DevTools endpoint refused: {e}"))?;
@@ -90,7 +106,7 @@ impl Cdp {
         }
         let leftover = buf[end..].to_vec();
         let (mut read, mut write) = stream.into_split();
-        let shared = Rc::new(Shared { next_id: Cell::new(1), ..Shared::default() });
+        let shared = Rc::new(Shared { next_id: Cell::new(1), keep: Some(keep), ..Shared::default() });
         let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
         let writer = tokio::task::spawn_local(async move {
             while let Some(frame) = rx.recv().await {
@@ -145,7 +161,7 @@ impl Cdp {
             Ok(Err(_)) => Err("the browser's DevTools connection is closed".into()),
             Err(_) => {
                 self.shared.waiting.borrow_mut().remove(&id);
-                Err(format!("{method}: no answer from the browser within {timeout:?}"))
+                Err(format!("{method}: {NO_ANSWER} {timeout:?}"))
             }
         }
     }
@@ -210,7 +226,7 @@ fn dispatch(payload: &[u8], s: &Shared) {
     }
     let Some(method) = v.get("method").and_then(Value::as_str).map(str::to_string) else { return };
     let session = v.get("sessionId").and_then(Value::as_str).map(str::to_string);
-    let params = v.get_mut("params").map(Value::take).unwrap_or(Value::Null);
+    let mut params = v.get_mut("params").map(Value::take).unwrap_or(Value::Null);
     // A page that crashed answers nothing more: what waits on it is answered now.
     if method == "Inspector.targetCrashed" {
         s.crashed.borrow_mut().insert(session.clone());
@@ -221,6 +237,9 @@ fn dispatch(payload: &[u8], s: &Shared) {
                 let _ = answer.send(Err(CRASHED.to_string()));
             }
         }
+    }
+    if s.keep.is_some_and(|keep| !keep(&method, &mut params)) {
+        return;
     }
     s.events.borrow_mut().push_back(Event { method, session, params });
     s.arrived.notify_one();

@@ -104,12 +104,17 @@ impl Browser {
 
     fn start(plan: &BrowserPlan) -> Result<Browser, String> {
         let exe = executable(plan)?;
+        remove_stale_profiles();
         static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("bolide-browser-{}-{seq}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("browser profile {}: {e}", dir.display()))?;
-        let log = std::fs::File::create(dir.join("chromium.log")).map_err(|e| format!("browser log: {e}"))?;
+        let gone = |e: String| {
+            let _ = std::fs::remove_dir_all(&dir);
+            e
+        };
+        let log = std::fs::File::create(dir.join("chromium.log")).map_err(|e| gone(format!("browser log: {e}")))?;
         let mut cmd = Command::new(&exe);
         cmd.args([
             "--headless=new",
@@ -151,7 +156,7 @@ impl Browser {
                 Ok(())
             });
         }
-        let child = cmd.spawn().map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+        let child = cmd.spawn().map_err(|e| gone(format!("cannot start {}: {e}", exe.display())))?;
         let pid = child.id();
         let mut b = Browser {
             child,
@@ -232,6 +237,9 @@ impl Browser {
 
     fn end(&mut self) {
         let pid = self.pid as i32;
+        // The helpers a zygote forked may have left the group: the tree is taken while the
+        // browser still holds it, and killed too.
+        let tree = crate::monitor::tree(self.pid);
         // First as a person closes it (SIGTERM: Chromium ends its pages and reaps its helpers, so
         // their CPU is accounted to it), briefly; then whatever is left is killed.
         if self.alive() && pid > 1 {
@@ -246,8 +254,6 @@ impl Browser {
         }
         // SAFETY: getpgrp has no preconditions; kill only sends signals, never to our own group.
         let ours = unsafe { libc::getpgrp() };
-        // The helpers a zygote forked may have left the group: the whole tree is killed too.
-        let tree = crate::monitor::tree(self.pid);
         if pid > 1 && pid != ours {
             unsafe {
                 libc::kill(-pid, libc::SIGKILL);
@@ -273,6 +279,20 @@ impl Drop for Browser {
     fn drop(&mut self) {
         if self.child.try_wait().ok().flatten().is_none() || self.dir.exists() {
             self.end();
+        }
+    }
+}
+
+/// Profiles of browsers whose bolide was killed outright (its Drop never ran): removed at the
+/// next launch, each once its bolide's process is gone.
+fn remove_stale_profiles() {
+    let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    for e in dir.flatten() {
+        let name = e.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("bolide-browser-")) else { continue };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
+        if pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
         }
     }
 }

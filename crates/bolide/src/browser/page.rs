@@ -87,7 +87,7 @@ pub struct Page {
 impl Page {
     /// A new browser context with one blank page, its events on.
     pub async fn open(port: u16, path: &str) -> Result<Page, Failed> {
-        let cdp = Cdp::connect(port, path).await.map_err(|e| failed("browser", e))?;
+        let cdp = Cdp::connect(port, path, keep, OPEN_TIMEOUT).await.map_err(|e| failed("browser", e))?;
         let t = OPEN_TIMEOUT;
         let call = |m: &'static str, p: Value| {
             let cdp = &cdp;
@@ -116,9 +116,12 @@ impl Page {
 
     async fn send(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, Failed> {
         self.cdp.call(method, params, Some(&self.session), timeout).await.map_err(|e| match self.cdp.closed() {
+            // The browser is gone (its connection closed): nothing more comes from it.
             Some(why) => failed("browser", why),
             None if e.ends_with(super::cdp::CRASHED) => failed("crash", super::cdp::CRASHED),
-            None => failed("browser", e),
+            None if e.contains(super::cdp::NO_ANSWER) => failed("timeout", e),
+            // The page refused the command (its context gone with a navigation, say).
+            None => failed("page", e),
         })
     }
 
@@ -165,11 +168,19 @@ impl Page {
         }
     }
 
-    /// Evaluates `expression` in the page (awaiting a promise), its value as JSON.
+    /// Evaluates `expression` in the page (awaiting a promise), its value as JSON. A page that
+    /// navigated meanwhile (a link, a form, a reload) is given until its `load` and asked again.
     async fn eval(&mut self, expression: &str, timeout: Duration) -> Result<Value, Failed> {
+        let deadline = Instant::now() + timeout;
         let params = json!({ "expression": expression, "awaitPromise": true, "returnByValue": true });
-        let out = self.send("Runtime.evaluate", params, timeout + Duration::from_secs(5)).await;
+        let mut out = self.send("Runtime.evaluate", params.clone(), timeout + Duration::from_secs(5)).await;
         self.alive()?;
+        if out.as_ref().is_err_and(|f| f.class == "page" && f.detail.contains("context")) {
+            self.until(deadline, |s| s.loaded).await?;
+            let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(100));
+            out = self.send("Runtime.evaluate", params, left + Duration::from_secs(5)).await;
+            self.alive()?;
+        }
         let out = out?;
         if let Some(ex) = out.get("exceptionDetails") {
             let text = ex["exception"]["description"].as_str().or(ex["text"].as_str()).unwrap_or("an exception");
@@ -185,6 +196,9 @@ impl Page {
         self.pump();
         self.state.loaded = false;
         self.state.document_status = None;
+        // What the page left behind answers nothing any more.
+        self.state.methods.clear();
+        self.state.subs.clear();
         let out = self.send("Page.navigate", json!({ "url": url }), timeout).await?;
         if let Some(err) = out.get("errorText").and_then(Value::as_str).filter(|e| !e.is_empty()) {
             return Err(failed("connect", format!("{} could not be loaded: {err}", crate::redact::text(url))));
@@ -378,11 +392,24 @@ impl State {
                 if p["response"]["opcode"].as_u64() != Some(1) {
                     return;
                 }
-                for msg in ddp_messages(p["response"]["payloadData"].as_str().unwrap_or_default()) {
+                let msgs = match p.get("ddp") {
+                    Some(Value::Array(kept)) => kept.clone(),
+                    _ => ddp_messages(p["response"]["payloadData"].as_str().unwrap_or_default()),
+                };
+                for msg in msgs {
                     self.ddp(&socket, sent, at, &msg);
                 }
             }
             "Page.loadEventFired" => self.loaded = true,
+            // The main frame navigated (a link, a form, a reload, or goto): its load is awaited.
+            "Page.frameNavigated" if p["frame"].get("parentId").is_none() => self.loaded = false,
+            "Network.webSocketClosed" => {
+                // Methods a closed socket never answered are sent again on the next (Meteor's
+                // client does), as new messages: the old ones are dropped.
+                let socket = p["requestId"].as_str().unwrap_or_default();
+                self.methods.retain(|(s, _), _| s != socket);
+                self.subs.retain(|(s, _), _| s != socket);
+            }
             "Network.requestWillBeSent" => {
                 let id = p["requestId"].as_str().unwrap_or_default().to_string();
                 self.requests.insert(id, p["request"]["url"].as_str().unwrap_or_default().to_string());
@@ -445,11 +472,12 @@ impl State {
         let id = || (socket.to_string(), msg["id"].as_str().unwrap_or_default().to_string());
         match (sent, msg["msg"].as_str().unwrap_or_default()) {
             (true, "method") => {
-                let name = msg["method"].as_str().unwrap_or_default().to_string();
+                let name = crate::redact::printable(msg["method"].as_str().unwrap_or_default()).into_owned();
                 self.methods.insert(id(), (name, at, None, None));
             }
             (true, "sub") => {
-                self.subs.insert(id(), (msg["name"].as_str().unwrap_or_default().to_string(), at));
+                let name = crate::redact::printable(msg["name"].as_str().unwrap_or_default()).into_owned();
+                self.subs.insert(id(), (name, at));
             }
             (false, "result") => {
                 if let Some(m) = self.methods.get_mut(&id()) {
@@ -488,6 +516,63 @@ impl State {
                 self.happened.methods.push((name, micros(r.max(u) - began)));
             }
         }
+    }
+}
+
+/// The events a page reads, made small as they arrive: a WebSocket frame keeps only the DDP
+/// messages that time a method or a subscription, and only their ids and names (documents a
+/// subscription sends are dropped at once); other events the page does not read are dropped.
+fn keep(method: &str, params: &mut Value) -> bool {
+    match method {
+        "Network.webSocketFrameSent" | "Network.webSocketFrameReceived" => {
+            let text = params["response"]["payloadData"].as_str().unwrap_or_default();
+            let kept: Vec<Value> = ddp_messages(text)
+                .into_iter()
+                .filter(|m| {
+                    matches!(m["msg"].as_str(), Some("method" | "sub" | "result" | "updated" | "ready" | "nosub"))
+                })
+                .map(|m| {
+                    let mut small = serde_json::Map::new();
+                    for k in ["msg", "id", "method", "name", "methods", "subs"] {
+                        if let Some(v) = m.get(k) {
+                            small.insert(k.to_string(), v.clone());
+                        }
+                    }
+                    Value::Object(small)
+                })
+                .collect();
+            if kept.is_empty() {
+                return false;
+            }
+            let opcode = params["response"]["opcode"].clone();
+            *params = json!({
+                "requestId": params["requestId"].take(),
+                "timestamp": params["timestamp"].take(),
+                "response": { "opcode": opcode },
+                "ddp": kept,
+            });
+            true
+        }
+        "Network.requestWillBeSent" => {
+            let url = params["request"]["url"].take();
+            *params = json!({ "requestId": params["requestId"].take(), "request": { "url": url } });
+            true
+        }
+        "Network.responseReceived" => {
+            let (status, url) = (params["response"]["status"].take(), params["response"]["url"].take());
+            *params = json!({ "type": params["type"].take(), "response": { "status": status, "url": url } });
+            true
+        }
+        "Runtime.consoleAPICalled" => params["type"].as_str() == Some("error"),
+        "Page.loadEventFired"
+        | "Page.frameNavigated"
+        | "Network.webSocketClosed"
+        | "Network.loadingFinished"
+        | "Network.loadingFailed"
+        | "Runtime.exceptionThrown"
+        | "Inspector.targetCrashed"
+        | "Inspector.detached" => true,
+        _ => false,
     }
 }
 
@@ -616,6 +701,30 @@ mod tests {
         );
         assert_eq!(s.happened.console_errors.len(), 1);
         assert!(!s.happened.console_errors[0].contains('\u{1b}'), "a page's words are escaped");
+    }
+
+    #[test]
+    fn a_frame_keeps_only_what_times_a_method_or_a_subscription() {
+        let frame = |text: &str| json!({ "requestId": "ws1", "timestamp": 1.5, "response": { "opcode": 1, "payloadData": text } });
+        let mut data =
+            frame(r#"a["{\"msg\":\"added\",\"collection\":\"tasks\",\"id\":\"x\",\"fields\":{\"big\":\"...\"}}"]"#);
+        assert!(!keep("Network.webSocketFrameReceived", &mut data), "documents are dropped at once");
+        let mut call = frame(r#"{"msg":"method","method":"insertTask","params":[{"big":"..."}],"id":"7"}"#);
+        assert!(keep("Network.webSocketFrameSent", &mut call));
+        assert_eq!(call["ddp"], json!([{ "msg": "method", "method": "insertTask", "id": "7" }]));
+        assert!(call["response"].get("payloadData").is_none());
+        let mut s = State::default();
+        s.event(Event { method: "Network.webSocketFrameSent".into(), session: None, params: call });
+        assert_eq!(s.methods.len(), 1);
+        // The socket closes: what it never answered is dropped (sent again on the next one).
+        s.event(Event {
+            method: "Network.webSocketClosed".into(),
+            session: None,
+            params: json!({ "requestId": "ws1" }),
+        });
+        assert!(s.methods.is_empty());
+        assert!(!keep("Network.dataReceived", &mut json!({})));
+        assert!(!keep("Runtime.consoleAPICalled", &mut json!({ "type": "log" })));
     }
 
     #[test]

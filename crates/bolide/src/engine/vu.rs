@@ -533,7 +533,12 @@ async fn user<S: Session>(
     let flow: &Flow = match w.flow_cycle.is_empty() {
         // Arrival k takes the k-th flow of the weights' smooth round-robin cycle: any N users
         // split as evenly as the weights allow (3:20 over 23 users is 3 and 20, not 3 on average).
-        false => &flows[w.flow_cycle[(arrival % w.flow_cycle.len() as u64) as usize]],
+        // The flow turns once per turn of the targets' cycle, so that flows and targets do not
+        // pair up (2 flows over 2 targets: each target gets both).
+        false => {
+            let turn = arrival / w.plan.targets_cycle_len().max(1);
+            &flows[w.flow_cycle[(turn % w.flow_cycle.len() as u64) as usize]]
+        }
         // Weights too large for a cycle: picked at random in proportion.
         true => {
             let total: u64 = flows.iter().map(|f| u64::from(f.weight)).sum();
@@ -618,6 +623,15 @@ async fn user<S: Session>(
         vu.leave(page).await;
     }
     ok
+}
+
+/// A user cut at its timeout is dropped with its page: the page no longer counts as open.
+impl<S> Drop for Vu<'_, S> {
+    fn drop(&mut self) {
+        if self.page.take().is_some() {
+            self.w.pages.open.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
 }
 
 struct Vu<'w, S> {
@@ -949,7 +963,6 @@ impl<S: Session> Vu<'_, S> {
     /// step (the user goes on), a crash or a dead browser failing the user.
     async fn browser(&mut self, step: &Step, a: &crate::scenario::Action) -> Result<(), Stop> {
         use crate::scenario::Action;
-        let began = Instant::now();
         let timeout = self.timeout(match a {
             Action::WaitForSelector(s) | Action::Expect(s) => s.timeout,
             _ => None,
@@ -988,6 +1001,9 @@ impl<S: Session> Vu<'_, S> {
                 p.shown_by = Some(step.name.clone());
             }
         }
+        // The step's clock starts once its page is open and the last page's timings are read.
+        let began = Instant::now();
+        self.step_began = began;
         let vars = &self.vars;
         let Some(page) = self.page.as_mut() else { return Ok(()) };
         let out = match a {

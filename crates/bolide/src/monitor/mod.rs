@@ -69,6 +69,15 @@ fn ticks_of_stat(text: &str) -> Option<u64> {
     Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
+/// utime + stime of a live process and cutime + cstime (its children that ended and were
+/// reaped), in clock ticks.
+fn ticks_with_reaped(pid: u32) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let f = stat_fields(&text)?;
+    let n = |i: usize| f.get(i).and_then(|x| x.parse::<u64>().ok());
+    Some((n(11)? + n(12)?, n(13)? + n(14)?))
+}
+
 /// Resident memory of a process in bytes (VmRSS).
 pub fn rss_bytes(pid: u32) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -185,7 +194,10 @@ pub struct Watched {
     pub samples: Vec<Sample>,
     /// Seconds since the start at which the process was found gone.
     pub vanished_s: Option<f64>,
-    /// Memory as the processes' proportional share (Pss), not their RSS summed.
+    /// A tree of many short-lived helpers that it reaps itself (a browser's renderers): memory
+    /// as the processes' proportional share (Pss), not their RSS summed; and the CPU of a helper
+    /// that ended between two samples counted (it reappears in its reaper's cutime: that, less
+    /// what was counted of the helper already).
     pub proportional: bool,
     last: HashMap<u32, u64>,
     last_at: Option<Instant>,
@@ -217,16 +229,27 @@ impl Watched {
         let mut ticks_now = HashMap::new();
         let mut rss = 0;
         let mut delta_ticks = 0u64;
+        // With `proportional`: helpers seen last time and gone now, counted up to then.
+        let mut gone: u64 = 0;
+        if self.proportional {
+            gone = self.last.iter().filter(|(p, _)| !members.contains(p)).map(|(_, t)| *t).sum();
+        }
+        let mut grew: u64 = 0;
         for pid in members {
-            if let Some((_, ticks)) = stat(pid) {
+            let ticks = match self.proportional {
+                true => ticks_with_reaped(pid).map(|(own, reaped)| own + reaped),
+                false => stat(pid).map(|(_, t)| t),
+            };
+            if let Some(ticks) = ticks {
                 if let Some(prev) = self.last.get(&pid) {
-                    delta_ticks += ticks.saturating_sub(*prev);
+                    grew += ticks.saturating_sub(*prev);
                 }
                 ticks_now.insert(pid, ticks);
                 let memory = if self.proportional { pss_bytes(pid).or_else(|| rss_bytes(pid)) } else { rss_bytes(pid) };
                 rss += memory.unwrap_or(0);
             }
         }
+        delta_ticks += grew.saturating_sub(gone);
         if let Some(at) = self.last_at {
             let wall = now.duration_since(at).as_secs_f64();
             if wall > 0.0 {

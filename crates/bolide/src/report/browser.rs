@@ -31,10 +31,11 @@ fn overall(b: &BrowserSection) -> impl Iterator<Item = &VitalRow> {
 fn cost(b: &BrowserSection) -> Option<String> {
     let c = b.cost.as_ref()?;
     Some(format!(
-        "{:.0}% of a core on average ({:.0}% at peak), {} peak memory (PSS); per browser user {:.1}% of a core, {} ({} open at most)",
+        "{:.0}% of a core on average ({:.0}% at peak), {} peak memory (PSS); per browser user {:.0} ms of CPU, {:.1}% of a core and {} while open ({} open at most)",
         c.avg_cpu_pct,
         c.peak_cpu_pct,
         bytes(c.peak_rss_bytes as f64),
+        c.cpu_ms_per_user,
         c.cpu_pct_per_user,
         bytes(c.rss_bytes_per_user),
         match c.peak_pages {

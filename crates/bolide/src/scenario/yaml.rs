@@ -1176,9 +1176,15 @@ fn read_action(r: &mut Reader, ty: &str, body: &Node) -> Option<Action> {
         "fill" => {
             let m = r.map(body, "fill", &["selector", "value"])?;
             let selector = m.require(r, "selector").and_then(|n| nonempty(r, n, "fill's selector"));
-            let value = m.require(r, "value").map(|n| {
-                r.templates(n);
-                n.to_json()
+            let value = m.require(r, "value").and_then(|n| match n.kind {
+                Kind::Map(_) | Kind::Seq(_) => {
+                    r.problem(n, format!("fill's value is the text to type, not {}", n.type_name()), None);
+                    None
+                }
+                _ => {
+                    r.templates(n);
+                    Some(n.to_json())
+                }
             });
             Some(Action::Fill { selector: selector?, value: value? })
         }
@@ -1244,8 +1250,13 @@ fn read_action(r: &mut Reader, ty: &str, body: &Node) -> Option<Action> {
                 );
                 return None;
             }
-            if sel.count.is_some() && sel.state == Visibility::Hidden {
-                r.problem(body, "count and state: hidden ask for opposite things; give one", None);
+            if sel.state == Visibility::Hidden && (sel.count.is_some() || sel.text.is_some()) {
+                let what = if sel.count.is_some() { "count" } else { "text" };
+                r.problem(body, format!("{what} and state: hidden ask for opposite things; give one"), None);
+                return None;
+            }
+            if sel.count.is_some() && sel.text.is_some() {
+                r.problem(body, "expect checks one thing: text or count, not both (give two expect steps)", None);
                 return None;
             }
             Some(if ty == "expect" { Action::Expect(sel) } else { Action::WaitForSelector(sel) })

@@ -118,9 +118,19 @@ impl BrowserRec {
                 })
                 .collect()
         };
+        let users = self.users;
         let cost = run.map(|r| {
             let per = |x: f64| if r.peak_pages > 0 { x / r.peak_pages as f64 } else { 0.0 };
+            // CPU time over the samples' intervals (the first from the browser's start).
+            let mut at = 0.0;
+            let mut cpu_ms = 0.0;
+            for (t, pct, _) in &r.watched.samples {
+                cpu_ms += pct / 100.0 * (t - at).max(0.0) * 1000.0;
+                at = *t;
+            }
             BrowserCost {
+                cpu_ms,
+                cpu_ms_per_user: if users > 0 { cpu_ms / users as f64 } else { 0.0 },
                 avg_cpu_pct: r.watched.avg_cpu_pct,
                 peak_cpu_pct: r.watched.peak_cpu_pct,
                 avg_rss_bytes: r.watched.avg_rss_bytes,
@@ -190,6 +200,8 @@ impl BrowserSection {
             let pages: u64 = costs.iter().map(|c| c.peak_pages).sum();
             let per = |x: f64| if pages > 0 { x / pages as f64 } else { 0.0 };
             BrowserCost {
+                cpu_ms: sum(|c| c.cpu_ms),
+                cpu_ms_per_user: if rec.users > 0 { sum(|c| c.cpu_ms) / rec.users as f64 } else { 0.0 },
                 avg_cpu_pct: sum(|c| c.avg_cpu_pct),
                 peak_cpu_pct: sum(|c| c.peak_cpu_pct),
                 avg_rss_bytes: sum(|c| c.avg_rss_bytes),
@@ -304,6 +316,12 @@ pub struct PageCall {
 /// The browsers' processes over the run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct BrowserCost {
+    /// Every browser process's CPU time over the run, milliseconds (sampled each interval).
+    #[serde(default)]
+    pub cpu_ms: f64,
+    /// That CPU time per browser user (walk of a browser flow), milliseconds.
+    #[serde(default)]
+    pub cpu_ms_per_user: f64,
     /// Every browser process together, percent of one core.
     pub avg_cpu_pct: f64,
     pub peak_cpu_pct: f64,
