@@ -11,9 +11,9 @@ set -euo pipefail
 
 REPS=${REPS:-3}
 SERVER_CORE=${SERVER_CORE:-0}
-CORES=$(nproc)
-[ "$CORES" -ge 2 ] || { echo "needs 2 cores or more: the server on one, the users on the others" >&2; exit 1; }
-CLIENT_CORES=$(seq -s, 0 $((CORES - 1)) | tr ',' '\n' | grep -vx "$SERVER_CORE" | paste -sd,)
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+CLIENT_CORES=$(client_cores)
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 OUT=${OUT:-$ROOT/bench/out/browser-latency-$(date -u +%Y%m%dT%H%M%SZ)}

@@ -26,9 +26,9 @@ set -euo pipefail
 
 REPS=${REPS:-3}
 SERVER_CORE=${SERVER_CORE:-0}
-CORES=$(nproc)
-[ "$CORES" -ge 2 ] || { echo "needs 2 cores or more: the server on one, the users on the others" >&2; exit 1; }
-CLIENT_CORES=$(seq -s, 0 $((CORES - 1)) | tr ',' '\n' | grep -vx "$SERVER_CORE" | paste -sd,)
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+CLIENT_CORES=$(client_cores)
 export IDLE_S=${IDLE_S:-3}
 RATE=${RATE:-2}
 DURATION=${DURATION:-30}

@@ -4,6 +4,15 @@
 
 log() { printf '%s\n' "$*" >&2; }
 
+# The cores other than SERVER_CORE (0 unless set), comma-separated: where the load generators run
+# while the server has SERVER_CORE to itself. Needs 2 cores or more.
+client_cores() {
+    local server=${SERVER_CORE:-0} n
+    n=$(nproc)
+    [ "$n" -ge 2 ] || { echo "needs 2 cores or more: the server on one, the users on the others" >&2; return 1; }
+    seq 0 $((n - 1)) | grep -vx "$server" | paste -sd,
+}
+
 # Installs the Debian packages given, once, quietly.
 apt_install() {
     [ $# -gt 0 ] || return 0
