@@ -60,7 +60,7 @@ fn a_ddp_run_says_its_cpu_per_message() {
     assert!(messages > 0);
     let per = g.cpu_us_per_message.expect("per message");
     assert!((per - g.cpu_s.unwrap() * 1e6 / messages as f64).abs() <= per * 1e-9);
-    assert!(o.out.contains(&format!("{per:.2} µs of bolide's CPU per DDP message")), "{}", o.out);
+    assert!(o.out.contains(&format!("{per:.2} µs of bolide's CPU per message")), "{}", o.out);
 }
 
 #[test]

@@ -17,15 +17,18 @@ use serde_json::Value;
 use tokio::task::LocalSet;
 use tokio_util::sync::CancellationToken;
 
+use super::session::socketio::SioSession;
 use super::session::{matches_fields, Failure, Session, Target};
 use super::timer::{self, Timer};
 use crate::plan::DdpPlan;
 use crate::proto::ddp::{Conn, Traffic};
+use crate::proto::graphql_ws::GqlConn;
 use crate::proto::http::tls::Connector;
 use crate::scenario::arrivals::Schedule;
 use crate::scenario::template::{self, Vars};
 use crate::scenario::{
-    Audit, Call, Capture, Expect, Flow, HttpStep, LoopOver, Scenario, Step, StepKind, Think, WaitFor,
+    Audit, Call, Capture, Emit, Engine, Expect, Flow, HttpStep, LoopOver, Reply, Scenario, Step, StepKind, Think,
+    WaitFor,
 };
 use crate::stats::audit::Check;
 use crate::stats::vu::{DdpSecond, SecondLatencies, TickLatency, VuRecorder, VuSecond};
@@ -414,7 +417,7 @@ fn worker(
                             // cycle, as a reconnecting client behind DNS round-robin would: the
                             // iterations spread over the targets even when the users are fewer.
                             let target = if round == 0 { target } else { w2.plan.target_of(k + round * every) };
-                            let ok = iteration::<Conn>(&w2, k, target, until, user_timeout).await;
+                            let ok = iteration(&w2, k, target, until, user_timeout).await;
                             let Some(until) = until.filter(|u| Instant::now() < *u) else { break };
                             if !ok {
                                 // A server that refuses at once is not hammered in a tight loop.
@@ -474,14 +477,9 @@ fn worker(
 
 /// One walk of the flow by user `k` (a user's only one, or one of a looping user's until the
 /// closed phase ends at `until`), counted as a user launched and then completed, failed or cut at
-/// the user timeout. True when it completed.
-async fn iteration<S: Session>(
-    w: &Worker,
-    k: u64,
-    target: usize,
-    until: Option<Instant>,
-    user_timeout: Duration,
-) -> bool {
+/// the user timeout. True when it completed. The flow's engine says which session its user has:
+/// the one place a protocol is chosen.
+async fn iteration(w: &Worker, k: u64, target: usize, until: Option<Instant>, user_timeout: Duration) -> bool {
     {
         let mut r = w.recs[target].borrow_mut();
         r.launched += 1;
@@ -491,7 +489,13 @@ async fn iteration<S: Session>(
     }
     // Whether the walk still has a checkpoint ahead (a walk cut off there did not reach it).
     let ahead = std::cell::Cell::new(false);
-    let outcome = tokio::time::timeout(user_timeout, user::<S>(w, k, target, until, &ahead)).await;
+    let flow = pick_flow(w, k);
+    let walk: Pin<Box<dyn Future<Output = bool> + '_>> = match flow.engine {
+        Engine::Ddp | Engine::Browser => Box::pin(user::<Conn>(w, flow, k, target, until, &ahead)),
+        Engine::SocketIo => Box::pin(user::<SioSession>(w, flow, k, target, until, &ahead)),
+        Engine::GraphqlWs => Box::pin(user::<GqlConn>(w, flow, k, target, until, &ahead)),
+    };
+    let outcome = tokio::time::timeout(user_timeout, walk).await;
     let mut r = w.recs[target].borrow_mut();
     if outcome.is_err() && ahead.get() {
         r.audit.unreached(&format!("a user still running after {user_timeout:?} was cut off before its checkpoint"));
@@ -520,17 +524,10 @@ async fn iteration<S: Session>(
     matches!(outcome, Ok(true))
 }
 
-/// A virtual user: picks a flow by weight, gets its variables, walks the flow against its target.
-/// True when every step succeeded. `ahead` says while a checkpoint is still ahead of it.
-async fn user<S: Session>(
-    w: &Worker,
-    arrival: u64,
-    target: usize,
-    until: Option<Instant>,
-    ahead: &std::cell::Cell<bool>,
-) -> bool {
+/// The flow arrival `k` walks, by the flows' weights.
+fn pick_flow(w: &Worker, arrival: u64) -> &Flow {
     let flows = &w.plan.scenario.flows;
-    let flow: &Flow = match w.flow_cycle.is_empty() {
+    match w.flow_cycle.is_empty() {
         // Arrival k takes the k-th flow of the weights' smooth round-robin cycle: any N users
         // split as evenly as the weights allow (3:20 over 23 users is 3 and 20, not 3 on average).
         // The flow turns once per turn of the targets' cycle, so that flows and targets do not
@@ -555,7 +552,19 @@ async fn user<S: Session>(
                 })
                 .unwrap_or(&flows[0])
         }
-    };
+    }
+}
+
+/// A virtual user: gets its variables, walks its flow against its target. True when every step
+/// succeeded. `ahead` says while a checkpoint is still ahead of it.
+async fn user<S: Session>(
+    w: &Worker,
+    flow: &Flow,
+    arrival: u64,
+    target: usize,
+    until: Option<Instant>,
+    ahead: &std::cell::Cell<bool>,
+) -> bool {
     let mut vars: Vars = HashMap::new();
     vars.insert("$vuId".into(), Value::String(ddp::id::random_id()));
     vars.insert("$arrival".into(), Value::from(arrival));
@@ -672,6 +681,32 @@ const FAILED_ITERATION_PAUSE: Duration = Duration::from_millis(250);
 
 /// Most reconnections per user.
 const MAX_RECONNECTS: u32 = 3;
+
+/// Whether an answer's arguments are what Artillery's `data` asks: a list, every argument; a
+/// mapping or a number, the last argument; text, part of the last argument.
+fn answers(got: &[Value], want: &Value) -> bool {
+    match (want, got.last()) {
+        (Value::Array(all), _) => got == all.as_slice(),
+        (Value::String(part), Some(Value::String(last))) => last.contains(part.as_str()),
+        (w, Some(last)) => last == w,
+        (_, None) => false,
+    }
+}
+
+/// The value at a JSON path (`$.0.name`, `$[0].name`, `$.data.task.id`) of `v`.
+fn json_path<'v>(v: &'v Value, path: &str) -> Option<&'v Value> {
+    let mut at = v;
+    let rest = path.trim().strip_prefix('$').unwrap_or(path.trim());
+    for part in rest.split(['.', '[', ']']).filter(|p| !p.is_empty()) {
+        let part = part.trim_matches(|c| c == '\'' || c == '"');
+        at = match at {
+            Value::Array(items) => items.get(part.parse::<usize>().ok()?)?,
+            Value::Object(m) => m.get(part)?,
+            _ => return None,
+        };
+    }
+    Some(at)
+}
 
 fn micros(d: Duration) -> u64 {
     crate::proto::http::micros(d)
@@ -954,7 +989,106 @@ impl<S: Session> Vu<'_, S> {
             StepKind::Http(h) => Box::pin(self.http(step, h)).await?,
             StepKind::Audit(a) => Box::pin(self.audit(step, a)).await,
             StepKind::Browser(a) => Box::pin(self.browser(step, a)).await?,
+            StepKind::Emit(e) => Box::pin(self.emit(step, e)).await?,
+            StepKind::Listen(l) => {
+                let timeout = self.timeout(l.timeout);
+                let began = Instant::now();
+                let conn = self.conn(step)?;
+                conn.listen(l.namespace.as_deref(), &l.channel, l.count, timeout)
+                    .await
+                    .map_err(|f| self.fail(step, &f))?;
+                self.ok(step, began.elapsed());
+            }
+            StepKind::Execute(x) => {
+                let variables = x.variables.as_ref().map(|v| template::render(v, &self.vars));
+                let timeout = self.timeout(x.timeout);
+                let conn = self.conn(step)?;
+                let (sent, done, result) =
+                    conn.execute(&x.query, variables, timeout).await.map_err(|f| self.fail(step, &f))?;
+                self.last_write = Some(sent);
+                if let Some(cap) = &x.capture {
+                    self.capture(cap, result.get("data").cloned().unwrap_or(Value::Null));
+                }
+                self.ok(step, done - sent);
+            }
+            StepKind::GqlSubscribe(g) => {
+                let variables = g.variables.as_ref().map(|v| template::render(v, &self.vars));
+                let timeout = self.timeout(g.timeout);
+                let conn = self.conn(step)?;
+                let (id, to_first) =
+                    conn.live(&g.query, variables, g.count, timeout).await.map_err(|f| self.fail(step, &f))?;
+                let key = g.capture.clone().unwrap_or_else(|| step.name.clone());
+                if let Some(var) = &g.capture {
+                    self.vars.insert(var.clone(), Value::String(id.clone()));
+                }
+                self.subs.insert(key, (id, Vec::new()));
+                self.ok(step, to_first);
+            }
+            StepKind::Complete { name } => {
+                // The named subscription, or the user's latest.
+                let id = match name {
+                    Some(n) => self.subs.remove(n).map(|(id, _)| id),
+                    None => {
+                        let latest = self.subs.iter().max_by_key(|(_, (id, _))| id.parse::<u64>().unwrap_or(0));
+                        let key = latest.map(|(k, _)| k.clone());
+                        key.and_then(|k| self.subs.remove(&k)).map(|(id, _)| id)
+                    }
+                };
+                let Some(id) = id else {
+                    let what = name.as_deref().unwrap_or("any");
+                    return Err(self.fail_with(step, "scenario", &format!("no subscription {what:?} to complete")));
+                };
+                self.conn(step)?.unsubscribe(&id).map_err(|f| self.fail(step, &f))?;
+                self.ok(step, Duration::ZERO);
+            }
         }
+        Ok(())
+    }
+
+    /// A Socket.IO emit, and the acknowledgement or the response it waits for, judged as
+    /// Artillery judges them; captures into the user's variables. Its latency is the emit's to
+    /// its answer (none: 0).
+    async fn emit(&mut self, step: &Step, e: &Emit) -> Result<(), Stop> {
+        let args: Vec<Value> = e.args.iter().map(|a| template::render(a, &self.vars)).collect();
+        let timeout = self.timeout(e.timeout);
+        let answer = match &e.reply {
+            Reply::None => None,
+            Reply::Ack(a) | Reply::Event { answer: a, .. } => Some(a),
+        };
+        let want = answer.and_then(|a| a.data.as_ref()).map(|d| template::render(d, &self.vars));
+        let done = |got: &[Value]| want.as_ref().is_none_or(|w| answers(got, w));
+        let reply = match &e.reply {
+            Reply::None => super::session::Await::Nothing,
+            Reply::Ack(_) => super::session::Await::Ack,
+            Reply::Event { channel, .. } => super::session::Await::Event { channel, done: &done },
+        };
+        let conn = self.conn(step)?;
+        let out = conn.emit(e.namespace.as_deref(), args, reply, timeout).await.map_err(|f| self.fail(step, &f))?;
+        if let Some(a) = answer {
+            if matches!(e.reply, Reply::Ack(_)) && !done(&out.args) {
+                let got = Value::Array(out.args.clone());
+                return Err(self.fail_with(
+                    step,
+                    "response",
+                    &format!("data is not valid: the acknowledgement was {got}"),
+                ));
+            }
+            let got = Value::Array(out.args);
+            for m in &a.matches {
+                let expected = template::render(&m.value, &self.vars);
+                let found = json_path(&got, &m.json);
+                if found != Some(&expected) {
+                    let shown = found.map_or("nothing".to_string(), Value::to_string);
+                    let detail = format!("failed match: {} is {shown}, expected {expected}", m.json);
+                    return Err(self.fail_with(step, "match", &detail));
+                }
+            }
+            for (path, var) in &a.captures {
+                let v = json_path(&got, path).cloned().unwrap_or(Value::Null);
+                self.vars.insert(var.clone(), v);
+            }
+        }
+        self.ok(step, out.answered.saturating_duration_since(out.sent));
         Ok(())
     }
 

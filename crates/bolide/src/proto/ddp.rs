@@ -205,6 +205,9 @@ pub struct Traffic {
     pub fanout_second_us: Option<hdrhistogram::Histogram<u64>>,
     /// Top-level `error` messages and unparsable messages from the server.
     pub protocol_errors: u64,
+    /// A protocol's own counts (`socketio.emits`, `graphql.next`, ...), named as the document
+    /// shows them.
+    pub events: std::collections::BTreeMap<&'static str, u64>,
 }
 
 impl Default for Traffic {
@@ -219,6 +222,7 @@ impl Default for Traffic {
             fanout_us: crate::stats::hist::latency_us(),
             fanout_second_us: None,
             protocol_errors: 0,
+            events: Default::default(),
         }
     }
 }
@@ -230,6 +234,11 @@ impl Traffic {
         crate::stats::hist::record(self.fanout_second_us.get_or_insert_with(crate::stats::hist::latency_us), lag_us);
     }
 
+    /// Counts one of a protocol's own events.
+    pub fn count(&mut self, event: &'static str, n: u64) {
+        *self.events.entry(event).or_default() += n;
+    }
+
     /// Adds another worker's counts and samples.
     pub fn merge(&mut self, o: &Traffic) {
         self.messages_in += o.messages_in;
@@ -239,6 +248,9 @@ impl Traffic {
         self.pings_answered += o.pings_answered;
         self.pings_sent += o.pings_sent;
         self.protocol_errors += o.protocol_errors;
+        for (k, n) in &o.events {
+            *self.events.entry(k).or_default() += n;
+        }
         self.fanout_us.add(&o.fanout_us).expect("fan-out histograms share one shape");
     }
 }
@@ -484,10 +496,10 @@ pub(super) async fn sockjs_info(ep: &Endpoint, tls: Option<&Connector>, websocke
 }
 
 /// A socket with the WebSocket handshake done.
-struct Socket {
-    stream: Stream,
-    leftover: Vec<u8>,
-    deflate: Option<ws::DeflateParams>,
+pub(super) struct Socket {
+    pub(super) stream: Stream,
+    pub(super) leftover: Vec<u8>,
+    pub(super) deflate: Option<ws::DeflateParams>,
 }
 
 async fn websocket(ep: &Endpoint, cfg: &ClientConfig, tls: Option<&Connector>) -> Result<Socket, DdpFailure> {
@@ -507,6 +519,19 @@ async fn websocket(ep: &Endpoint, cfg: &ClientConfig, tls: Option<&Connector>) -
 
 /// Opens a WebSocket on `path` (with its query), offering permessage-deflate if `compression`.
 async fn upgrade(ep: &Endpoint, path: &str, compression: bool, tls: Option<&Connector>) -> Result<Socket, DdpFailure> {
+    upgrade_with(ep, path, compression, &[], None, tls).await
+}
+
+/// [`upgrade`] with request headers of the caller's (an app's own, already checked for CR and LF)
+/// and a subprotocol the server must choose (`Sec-WebSocket-Protocol`, graphql-ws's).
+pub(super) async fn upgrade_with(
+    ep: &Endpoint,
+    path: &str,
+    compression: bool,
+    headers: &[(String, String)],
+    protocol: Option<&str>,
+    tls: Option<&Connector>,
+) -> Result<Socket, DdpFailure> {
     let mut stream = open(ep, tls).await?;
     let key = ws::client_key();
     let mut req = format!(
@@ -516,6 +541,12 @@ async fn upgrade(ep: &Endpoint, path: &str, compression: bool, tls: Option<&Conn
     );
     if compression {
         req.push_str(&format!("Sec-WebSocket-Extensions: {}\r\n", ws::CLIENT_OFFER));
+    }
+    if let Some(p) = protocol {
+        req.push_str(&format!("Sec-WebSocket-Protocol: {p}\r\n"));
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
     }
     req.push_str("\r\n");
     stream.write_all(req.as_bytes()).await.map_err(|e| DdpFailure::Connect(format!("WebSocket request: {e}")))?;
@@ -527,13 +558,22 @@ async fn upgrade(ep: &Endpoint, path: &str, compression: bool, tls: Option<&Conn
     if header(&head, "sec-websocket-accept") != Some(ws::accept_key(&key).as_str()) {
         return Err(DdpFailure::Protocol("wrong Sec-WebSocket-Accept".into()));
     }
+    if let Some(p) = protocol {
+        let chosen = header(&head, "sec-websocket-protocol").unwrap_or_default();
+        if !chosen.eq_ignore_ascii_case(p) {
+            let chosen = crate::redact::printable(chosen);
+            return Err(DdpFailure::Protocol(format!(
+                "the server did not choose the subprotocol {p} (it said {chosen:?})"
+            )));
+        }
+    }
     let deflate = ws::client_accept_deflate(header(&head, "sec-websocket-extensions")).map_err(DdpFailure::Protocol)?;
     Ok(Socket { stream, leftover, deflate })
 }
 
 /// Compresses one message with at most `window_bits` of window (what the server allowed), from
 /// this thread's compressors (no context takeover: one per window size serves every connection).
-fn compress(payload: &[u8], window_bits: u8, out: &mut Vec<u8>) {
+pub(super) fn compress(payload: &[u8], window_bits: u8, out: &mut Vec<u8>) {
     if window_bits >= 15 {
         return DEFLATE.with(|d| d.borrow_mut().compress(payload, true, out));
     }
@@ -545,7 +585,7 @@ fn compress(payload: &[u8], window_bits: u8, out: &mut Vec<u8>) {
 }
 
 /// Frames one DDP message for the wire; `deflate`: compressed, with this window.
-fn frame(out: &mut Vec<u8>, text: &str, transport: Transport, deflate: Option<u8>) {
+pub(super) fn frame(out: &mut Vec<u8>, text: &str, transport: Transport, deflate: Option<u8>) {
     let framed;
     let payload = match transport {
         Transport::WebSocket => text,
@@ -565,9 +605,9 @@ fn frame(out: &mut Vec<u8>, text: &str, transport: Transport, deflate: Option<u8
 }
 
 /// Reads frames until DDP texts arrive; the handshake phase's reader (before the task exists).
-struct Framer {
+pub(super) struct Framer {
     reader: ws::Reader,
-    buf: Vec<u8>,
+    pub(super) buf: Vec<u8>,
     transport: Transport,
     own_inflater: Option<Box<Deflate>>,
     peer_resets: bool,
@@ -580,7 +620,7 @@ struct Framer {
     raw: bool,
 }
 
-enum Frames {
+pub(super) enum Frames {
     Ddp(Vec<String>),
     /// A whole data message in raw mode: whether it was binary, and its payload.
     Raw(bool, Vec<u8>),
@@ -590,7 +630,7 @@ enum Frames {
 }
 
 impl Framer {
-    fn new(socket_leftover: Vec<u8>, cfg: &ClientConfig, deflate: Option<ws::DeflateParams>) -> Framer {
+    pub(super) fn new(socket_leftover: Vec<u8>, cfg: &ClientConfig, deflate: Option<ws::DeflateParams>) -> Framer {
         let peer_resets = deflate.is_some_and(|d| d.peer_no_context_takeover);
         Framer {
             reader: ws::Reader::new(false, cfg.max_message_bytes, deflate.is_some()),
@@ -606,7 +646,7 @@ impl Framer {
     }
 
     /// Takes one frame from the buffer, if complete. `Ok(None)`: need more bytes.
-    fn next(&mut self) -> Result<Option<Frames>, DdpFailure> {
+    pub(super) fn next(&mut self) -> Result<Option<Frames>, DdpFailure> {
         let next = self.reader.next(&mut self.buf).map_err(|e| {
             self.close_reply = Some(e.close_code);
             DdpFailure::Protocol(e.to_string())
@@ -874,7 +914,7 @@ pub async fn echo(
 pub const CLOSING_HANDSHAKE: Duration = Duration::from_secs(1);
 
 /// The client's close (1000) and its closing handshake, within [`CLOSING_HANDSHAKE`].
-async fn close_politely(stream: &mut Stream, framer: &mut Framer, traffic: &RefCell<Traffic>) {
+pub(super) async fn close_politely(stream: &mut Stream, framer: &mut Framer, traffic: &RefCell<Traffic>) {
     let mut wire = Vec::new();
     ws::encode_frame(&mut wire, Opcode::Close, false, &ws::close_payload(1000, ""), Some(rand::random()));
     let _ = tokio::time::timeout(CLOSING_HANDSHAKE, closing_handshake(stream, framer, &wire, traffic)).await;
@@ -906,7 +946,7 @@ async fn closing_handshake(stream: &mut Stream, framer: &mut Framer, wire: &[u8]
 }
 
 /// Answers a server's close, or tells it why we close, once; the socket closes after it.
-async fn send_close(stream: &mut Stream, framer: &mut Framer) {
+pub(super) async fn send_close(stream: &mut Stream, framer: &mut Framer) {
     if let Some(code) = framer.close_reply.take() {
         let mut wire = Vec::new();
         ws::encode_frame(&mut wire, Opcode::Close, false, &ws::close_payload(code, ""), Some(rand::random()));

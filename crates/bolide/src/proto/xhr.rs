@@ -79,7 +79,7 @@ async fn post_within(
 }
 
 /// Takes what whole chunks `raw` holds into `out`; true once the last chunk came.
-fn dechunk(raw: &mut Vec<u8>, out: &mut Vec<u8>) -> Result<bool, DdpFailure> {
+pub(super) fn dechunk(raw: &mut Vec<u8>, out: &mut Vec<u8>) -> Result<bool, DdpFailure> {
     loop {
         let Some(eol) = memchr::memmem::find(raw, b"\r\n") else { return Ok(false) };
         let line = String::from_utf8_lossy(&raw[..eol]);

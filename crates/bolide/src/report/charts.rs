@@ -244,7 +244,7 @@ pub(super) fn ddp_charts(d: &DdpDoc) -> Vec<Chart> {
     let mut users =
         Chart::new("users", "Virtual users", "seconds", "users (per second; alive: at once)", XKind::Seconds);
     let mut steps = Chart::new("steps", "Steps and step errors per second", "seconds", "per second", XKind::Seconds);
-    let mut msgs = Chart::new("messages", "DDP messages per second", "seconds", "messages per second", XKind::Seconds);
+    let mut msgs = Chart::new("messages", "Messages per second", "seconds", "messages per second", XKind::Seconds);
     let mut out = Vec::new();
     if secs.is_empty() {
         let why = "the run recorded no whole second";
@@ -851,7 +851,7 @@ fn generator_chart(g: Option<&GeneratorResult>) -> Chart {
     // The title carries bolide's CPU per request or message, when the document has it.
     let per = g.and_then(|g| match (g.cpu_us_per_request, g.cpu_us_per_message) {
         (Some(v), _) => Some(format!("{v:.2} µs of bolide's CPU per request")),
-        (None, Some(v)) => Some(format!("{v:.2} µs of bolide's CPU per DDP message")),
+        (None, Some(v)) => Some(format!("{v:.2} µs of bolide's CPU per message")),
         _ => None,
     });
     let title = match &per {

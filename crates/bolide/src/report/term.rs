@@ -150,7 +150,7 @@ pub fn monitor_rows(monitor: &[crate::monitor::MonitorResult]) -> String {
 pub fn cpu_line(g: &crate::monitor::generator::GeneratorResult) -> Option<String> {
     let (per, what) = match (g.cpu_us_per_request, g.cpu_us_per_message) {
         (Some(v), _) => (v, "request"),
-        (None, Some(v)) => (v, "DDP message"),
+        (None, Some(v)) => (v, "message"),
         _ => return None,
     };
     Some(format!("{per:.2} µs of bolide's CPU per {what} ({:.3} s in all, its load threads' own clocks)", g.cpu_s?))

@@ -173,6 +173,21 @@ pub fn minutes(secs: f64) -> String {
     }
 }
 
+/// A protocol's own counts, a line per protocol: `Socket.IO     20 connections, 50 emits, ...`.
+pub fn protocol_rows(events: &std::collections::BTreeMap<String, u64>) -> String {
+    let mut out = String::new();
+    for (prefix, title) in [("socketio.", "Socket.IO"), ("graphql.", "GraphQL")] {
+        let parts: Vec<String> = events
+            .iter()
+            .filter_map(|(k, n)| k.strip_prefix(prefix).map(|name| format!("{} {}", count(*n), name.replace('_', " "))))
+            .collect();
+        if !parts.is_empty() {
+            let _ = writeln!(out, "  {title:<14}{}", parts.join(", "));
+        }
+    }
+    out
+}
+
 /// The whole summary, for stdout.
 /// What a DDP run does, in one line: `bolide run SCENARIO -> URL (websocket, compression on, 2
 /// threads)`. Printed before the run starts (with how long arrivals last), and heading its summary.
@@ -252,6 +267,7 @@ pub fn summary(doc: &DdpDoc) -> String {
         count(s.pings_answered),
         count(s.pings_sent)
     );
+    out.push_str(&protocol_rows(&s.events));
     out.push('\n');
     let _ = writeln!(
         out,
@@ -295,7 +311,7 @@ pub fn summary(doc: &DdpDoc) -> String {
     }
     if let Some(f) = &s.fanout {
         let _ = writeln!(out, "  {:<24}{}", "Fan-out latency", quad(f));
-        out.push_str("  (from a document's server timestamp until each subscriber receives it)\n");
+        out.push_str("  (from the time the data carries (a document's server timestamp, an event's send time) until each\n   subscriber receives it)\n");
     }
     let errors: Vec<String> =
         s.errors_by_class.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k} {}", count(*n))).collect();

@@ -129,6 +129,8 @@ fn config(knobs: &Knobs, name: &str, default: PhaseKind) -> Config {
         ensure: Vec::new(),
         ddp: DdpSettings::default(),
         browser: Default::default(),
+        socketio: Default::default(),
+        graphql: Default::default(),
     }
 }
 
@@ -182,7 +184,7 @@ pub fn tasks_reactive(knobs: &Knobs) -> Scenario {
     steps.push(step(StepKind::Disconnect));
     Scenario {
         config: config(knobs, "tasks-reactive", OPEN),
-        flows: vec![Flow { name: "tasks-reactive".into(), weight: 1, steps }],
+        flows: vec![Flow { name: "tasks-reactive".into(), weight: 1, steps, engine: Engine::Ddp }],
     }
 }
 
@@ -217,7 +219,7 @@ pub fn tasks_nonreactive(knobs: &Knobs) -> Scenario {
     steps.push(step(StepKind::Disconnect));
     let mut config = config(knobs, "tasks-nonreactive", OPEN);
     config.ddp.cache = false;
-    Scenario { config, flows: vec![Flow { name: "tasks-nonreactive".into(), weight: 1, steps }] }
+    Scenario { config, flows: vec![Flow { name: "tasks-nonreactive".into(), weight: 1, steps, engine: Engine::Ddp }] }
 }
 
 /// `sub-churn`: MeteorDown's Cluster test pattern: connect, subscribe, wait for ready,
@@ -227,7 +229,7 @@ pub fn sub_churn(knobs: &Knobs) -> Scenario {
     let steps = vec![step(StepKind::Loop(Loop { over: LoopOver::Count(knobs.rounds), steps: round }))];
     let mut config = config(knobs, "sub-churn", OPEN);
     config.ddp.cache = false;
-    Scenario { config, flows: vec![Flow { name: "sub-churn".into(), weight: 1, steps }] }
+    Scenario { config, flows: vec![Flow { name: "sub-churn".into(), weight: 1, steps, engine: Engine::Ddp }] }
 }
 
 /// `cluster-churn`: the Cluster test's load (MeteorDown's closed loop): each user connects,
@@ -240,7 +242,7 @@ pub fn cluster_churn(knobs: &Knobs) -> Scenario {
     let steps = vec![step(StepKind::Connect), churn_subscription(knobs, "payload"), step(StepKind::Disconnect)];
     let mut config = config(knobs, "cluster-churn", PhaseKind::Users(CLUSTER_USERS));
     config.ddp.cache = false;
-    Scenario { config, flows: vec![Flow { name: "cluster-churn".into(), weight: 1, steps }] }
+    Scenario { config, flows: vec![Flow { name: "cluster-churn".into(), weight: 1, steps, engine: Engine::Ddp }] }
 }
 
 /// `ddp-calls`: the Meteor team's method benchmark: each of N users (10 by default) connects once
@@ -258,7 +260,7 @@ pub fn ddp_calls(knobs: &Knobs) -> Scenario {
     config.ddp.fanout_field = None;
     // A user's one walk lasts the whole run.
     config.ddp.user_timeout = knobs.duration + config.ddp.user_timeout;
-    Scenario { config, flows: vec![Flow { name: "ddp-calls".into(), weight: 1, steps }] }
+    Scenario { config, flows: vec![Flow { name: "ddp-calls".into(), weight: 1, steps, engine: Engine::Ddp }] }
 }
 
 /// `ddp-connect`: the Meteor team's connection benchmark: bursts of N sessions (10 by default)
@@ -287,7 +289,7 @@ pub fn ddp_connect(knobs: &Knobs) -> Scenario {
     let mut config = config(&Knobs { users: Some(burst), arrival_rate: None, ..knobs.clone() }, "ddp-connect", OPEN);
     config.ddp.cache = false;
     config.ddp.bursts = true;
-    Scenario { config, flows: vec![Flow { name: "ddp-connect".into(), weight: 1, steps }] }
+    Scenario { config, flows: vec![Flow { name: "ddp-connect".into(), weight: 1, steps, engine: Engine::Ddp }] }
 }
 
 /// A built-in by name.

@@ -72,6 +72,10 @@ pub struct Config {
     pub ddp: DdpSettings,
     /// `config.browser`: where browser flows' Chromium comes from.
     pub browser: crate::browser::BrowserPlan,
+    /// `config.socketio`: how Socket.IO flows' users connect.
+    pub socketio: crate::proto::socketio::SocketIoConfig,
+    /// `config.graphql`: how graphql-ws flows' users connect.
+    pub graphql: crate::proto::graphql_ws::GraphqlConfig,
 }
 
 /// One server of the app: its URL and its share of the users.
@@ -278,6 +282,8 @@ pub struct Flow {
     pub name: String,
     pub weight: u32,
     pub steps: Vec<Step>,
+    /// Which client its users are.
+    pub engine: Engine,
 }
 
 /// One step, with the name its measurements are filed under.
@@ -314,6 +320,136 @@ pub enum StepKind {
     Audit(Audit),
     /// A browser flow's action on its page (`engine: browser`).
     Browser(Action),
+    /// A Socket.IO event sent (`engine: socketio`), and what answers it.
+    Emit(Emit),
+    /// Socket.IO events pushed to the user, waited for and counted (`engine: socketio`).
+    Listen(Listen),
+    /// A GraphQL query or mutation over the user's socket (`engine: graphql-ws`).
+    Execute(Execute),
+    /// A GraphQL subscription started, and its first `next` messages waited for.
+    GqlSubscribe(GqlSubscribe),
+    /// A GraphQL subscription stopped (`complete`): the one a `subscribe` captured under this
+    /// name, or the user's latest.
+    Complete {
+        name: Option<String>,
+    },
+}
+
+/// Which client a flow's users are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Engine {
+    /// Meteor's browser client over DDP (the default).
+    #[default]
+    Ddp,
+    /// A real Chromium page (`engine: browser`).
+    Browser,
+    /// socket.io-client 4 (`engine: socketio`).
+    SocketIo,
+    /// A graphql-ws client (`engine: graphql-ws`).
+    GraphqlWs,
+}
+
+impl Engine {
+    /// As a scenario names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Ddp => "ddp",
+            Engine::Browser => "browser",
+            Engine::SocketIo => "socketio",
+            Engine::GraphqlWs => "graphql-ws",
+        }
+    }
+}
+
+/// `emit: { channel, data }` (one argument) or `emit: [channel, arg, ...]`, with Artillery's
+/// `namespace`, `response` and `acknowledge` beside it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Emit {
+    /// The event's name, then its arguments (templates rendered per user).
+    pub args: Vec<Value>,
+    /// Relative to the target's own namespace (its URL's path).
+    pub namespace: Option<String>,
+    pub reply: Reply,
+    pub timeout: Option<Duration>,
+}
+
+/// What an emit waits for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// Nothing: sent, and done.
+    None,
+    /// The server's acknowledgement (`acknowledge`).
+    Ack(Answer),
+    /// Events named `channel` (`response`).
+    Event { channel: String, answer: Answer },
+}
+
+/// What an answer (an acknowledgement's or the response events' arguments) must be, as Artillery
+/// judges it: `data` (a list: every argument; a mapping: the last one; text: part of the last
+/// one), `match`es on JSON paths, and what is captured from it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Answer {
+    pub data: Option<Value>,
+    pub matches: Vec<JsonMatch>,
+    pub captures: Vec<(String, String)>,
+}
+
+/// `{ json: "$.0.name", value: ... }`: the value at a JSON path of the answer's arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonMatch {
+    pub json: String,
+    pub value: Value,
+}
+
+/// `listen: { channel, count, namespace, timeout }`: waits until `count` events named `channel`
+/// came that no earlier `listen` counted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listen {
+    pub channel: String,
+    pub count: u64,
+    pub namespace: Option<String>,
+    pub timeout: Option<Duration>,
+}
+
+/// `execute: { query, variables, capture, timeout }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Execute {
+    pub query: String,
+    pub variables: Option<Value>,
+    /// From the result's `data`.
+    pub capture: Option<Capture>,
+    pub timeout: Option<Duration>,
+}
+
+/// `subscribe: { query, variables, count, capture, timeout }` in a graphql-ws flow.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GqlSubscribe {
+    pub query: String,
+    pub variables: Option<Value>,
+    /// `next` messages waited for (the first's time is the step's).
+    pub count: u64,
+    /// The name `complete` stops it by.
+    pub capture: Option<String>,
+    pub timeout: Option<Duration>,
+}
+
+/// A GraphQL operation's name for its step: `mutation AddTask`, or the operation's kind and its
+/// first field (`subscription taskAdded`).
+pub fn operation_name(query: &str) -> String {
+    let q = query.trim_start();
+    let kind = ["query", "mutation", "subscription"].into_iter().find(|k| q.starts_with(k)).unwrap_or("query");
+    let after = q.strip_prefix(kind).unwrap_or(q).trim_start();
+    let word = |s: &str| s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>();
+    let named = word(after);
+    if !named.is_empty() {
+        return format!("{kind} {named}");
+    }
+    // Anonymous: the first field selected.
+    let body = after.split_once('{').map(|(_, b)| b.trim_start()).unwrap_or_default();
+    match word(body) {
+        f if f.is_empty() => kind.to_string(),
+        f => format!("{kind} {f}"),
+    }
 }
 
 /// What a browser user does on its page, named as Playwright names it. Selectors, paths and
@@ -555,10 +691,35 @@ pub fn default_step_name(kind: &StepKind) -> String {
             None => "audit".into(),
         },
         StepKind::Browser(a) => a.name(),
+        StepKind::Emit(e) => {
+            let channel = match e.args.first() {
+                Some(Value::String(c)) => c.clone(),
+                Some(other) => other.to_string(),
+                None => String::new(),
+            };
+            match &e.namespace {
+                Some(n) => format!("emit {channel} {n}"),
+                None => format!("emit {channel}"),
+            }
+        }
+        StepKind::Listen(l) => format!("listen {}", l.channel),
+        StepKind::Execute(x) => operation_name(&x.query),
+        StepKind::GqlSubscribe(g) => {
+            format!("subscribe {}", operation_name(&g.query).trim_start_matches("subscription "))
+        }
+        StepKind::Complete { name } => match name {
+            Some(n) => format!("complete {n}"),
+            None => "complete".into(),
+        },
     }
 }
 
 impl Scenario {
+    /// Whether any flow's users are of this engine.
+    pub fn has_engine(&self, engine: Engine) -> bool {
+        self.flows.iter().any(|f| f.engine == engine)
+    }
+
     /// Whether any flow runs in a browser.
     pub fn has_browsers(&self) -> bool {
         self.flows.iter().any(Flow::is_browser)
@@ -703,7 +864,7 @@ mod audit_tests {
         let audited =
             vec![step(StepKind::Connect), sub(), step(StepKind::Audit(Audit::default())), step(StepKind::Disconnect)];
         let no_subs = vec![step(StepKind::Connect), step(StepKind::Disconnect)];
-        let flow = |steps| Flow { name: "f".into(), weight: 1, steps };
+        let flow = |steps| Flow { name: "f".into(), weight: 1, steps, engine: Engine::Ddp };
         let mut s = Scenario {
             config: builtin::tasks_reactive(&builtin::Knobs::default()).config,
             flows: vec![flow(churn), flow(open_ended), flow(audited), flow(no_subs)],

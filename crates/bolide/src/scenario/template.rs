@@ -90,13 +90,19 @@ pub enum Step {
 }
 
 /// The value of a variable (through its path, when it has one; null where the path leads
-/// nowhere); `$randomId` is a fresh Meteor id each time.
+/// nowhere); `$randomId` is a fresh Meteor id each time, `$now` the time in ms since the epoch.
 fn lookup(name: &str, vars: &Vars) -> Value {
     if let Some(text) = literal(name) {
         return Value::String(text.to_string());
     }
     if name == "$randomId" {
         return Value::String(ddp::id::random_id());
+    }
+    if name == "$now" {
+        // Milliseconds since the epoch, as `Date.now()` gives them: an event's send time, for the
+        // fan-out latency its listeners measure.
+        let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+        return Value::from(ms as u64);
     }
     // A variable whose own name holds a dot (a payload column `user.email`) is itself first.
     if let Some(v) = vars.get(name) {

@@ -309,8 +309,8 @@ struct Reader {
     /// Variables a template may use (collected while reading, checked at the end).
     known_vars: Vec<String>,
     used_vars: Vec<(usize, usize, String)>,
-    /// Whether the flow being read runs in a browser (`engine: browser`).
-    browser_flow: bool,
+    /// Which client the flow being read is for (`engine:`).
+    engine: Engine,
 }
 
 /// A mapping being read: its pairs by key, and which keys were looked at.
@@ -499,7 +499,22 @@ impl<'a> Map<'a> {
     }
 }
 
-const CONFIG_KEYS: &[&str] = &["target", "phases", "maxVusers", "variables", "payload", "ensure", "ddp", "browser"];
+const CONFIG_KEYS: &[&str] = &[
+    "target",
+    "phases",
+    "maxVusers",
+    "variables",
+    "payload",
+    "ensure",
+    "ddp",
+    "browser",
+    "socketio",
+    "graphql",
+    "timeout",
+];
+const SOCKETIO_KEYS: &[&str] =
+    &["path", "query", "extraHeaders", "transports", "auth", "fanoutField", "perMessageDeflate"];
+const GRAPHQL_KEYS: &[&str] = &["path", "connectionParams", "headers", "fanoutField", "perMessageDeflate"];
 const PHASE_KEYS: &[&str] = &["duration", "arrivalRate", "rampTo", "arrivalCount", "users", "pause", "name"];
 const DDP_KEYS: &[&str] =
     &["transport", "compression", "cache", "fanoutField", "stepTimeout", "userTimeout", "reconnect"];
@@ -524,13 +539,23 @@ const STEP_TYPES: &[&str] = &[
     "press",
     "waitForSelector",
     "expect",
+    "emit",
+    "listen",
+    "execute",
+    "complete",
 ];
+/// The steps of a Socket.IO flow, and of a graphql-ws flow, beyond the flow's own and HTTP's.
+const SOCKETIO_STEPS: &[&str] = &["connect", "disconnect", "emit", "listen", "get", "post"];
+const GRAPHQL_STEPS: &[&str] = &["connect", "disconnect", "execute", "subscribe", "complete", "get", "post"];
+/// A DDP flow's own steps.
+const DDP_STEPS: &[&str] =
+    &["connect", "login", "call", "subscribe", "unsubscribe", "waitFor", "disconnect", "get", "post", "audit"];
 /// The steps of a browser flow (`engine: browser`): its page's actions, and the flow's own.
 const BROWSER_STEPS: &[&str] = &["goto", "click", "fill", "press", "waitForSelector", "expect"];
 const FLOW_STEPS: &[&str] = &["think", "set", "loop"];
 /// Variables every user has.
 const BUILTIN_VARS: &[&str] =
-    &["$vuId", "$randomId", "$arrival", "$loopCount", "$loopIndex", "$loopElement", "loginToken", "userId"];
+    &["$vuId", "$randomId", "$now", "$arrival", "$loopCount", "$loopIndex", "$loopElement", "loginToken", "userId"];
 
 /// Reads a scenario file.
 pub fn load_file(path: &Path) -> Result<Scenario, LoadError> {
@@ -580,7 +605,7 @@ fn load_str_with(text: &str, file: &str, base: &Path, given: &[String]) -> Resul
         problems: vec![],
         known_vars: BUILTIN_VARS.iter().map(|s| s.to_string()).chain(given.iter().cloned()).collect(),
         used_vars: vec![],
-        browser_flow: false,
+        engine: Engine::Ddp,
     };
     let top = r.map(&root, "the scenario file", &["config", "scenarios"]);
     let config_node = top.as_ref().and_then(|m| m.require(&mut r, "config"));
@@ -718,7 +743,137 @@ fn read_config(r: &mut Reader, node: &Node, base: &Path) -> Option<Config> {
     if let Some(m) = m.get("browser").and_then(|n| r.map(n, "config.browser", &["executable"])) {
         browser.executable = m.get("executable").and_then(|n| r.string(n, "config.browser.executable"));
     }
-    Some(Config { targets: target?, phases, max_vusers, variables, payload, ensure, ddp, browser })
+    let mut ddp = ddp;
+    // Artillery's `config.timeout` (seconds): how long a step may wait for its answer.
+    if let Some(t) = m.get("timeout").and_then(|n| r.duration(n, "config.timeout")) {
+        ddp.step_timeout = t;
+    }
+    let socketio = m.get("socketio").map(|n| read_socketio(r, n)).unwrap_or_default();
+    let graphql = m.get("graphql").map(|n| read_graphql(r, n)).unwrap_or_default();
+    Some(Config { targets: target?, phases, max_vusers, variables, payload, ensure, ddp, browser, socketio, graphql })
+}
+
+/// Header names and values a config gives: a mapping of text, without CR or LF.
+fn read_headers(r: &mut Reader, node: &Node, what: &str) -> Vec<(String, String)> {
+    let Kind::Map(pairs) = &node.kind else {
+        r.problem(node, format!("{what} must be a mapping of header: value"), None);
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (k, v) in pairs {
+        let name = k.key_text();
+        let value = match &v.kind {
+            Kind::Str(s) => s.clone(),
+            Kind::Int(i) => i.to_string(),
+            Kind::Float(f) => f.to_string(),
+            Kind::Bool(b) => b.to_string(),
+            _ => {
+                r.problem(v, format!("{what}.{name} must be text"), None);
+                continue;
+            }
+        };
+        let token =
+            !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+        if !token {
+            r.problem(k, format!("{what}: {name:?} is not a header name"), None);
+        } else if value.contains(['\r', '\n']) {
+            r.problem(v, format!("{what}.{name} holds a line break"), None);
+        } else {
+            out.push((name, value));
+        }
+    }
+    out
+}
+
+/// `config.socketio`: socket.io-client's options of the same names.
+fn read_socketio(r: &mut Reader, node: &Node) -> crate::proto::socketio::SocketIoConfig {
+    use crate::proto::socketio::{SioTransport, SocketIoConfig};
+    let mut c = SocketIoConfig::default();
+    let Some(m) = r.map(node, "config.socketio", SOCKETIO_KEYS) else { return c };
+    if let Some(p) = m.get("path").and_then(|n| r.string(n, "config.socketio.path")) {
+        if !p.starts_with('/') || p.contains(['?', '#', ' ']) {
+            r.problem(
+                m.get("path").unwrap_or(node),
+                format!("config.socketio.path {p:?} must be a path like /socket.io"),
+                None,
+            );
+        }
+        c.path = p;
+    }
+    if let Some(q) = m.get("query") {
+        c.query = match &q.kind {
+            Kind::Str(s) => url::form_urlencoded::parse(s.trim_start_matches('?').as_bytes()).into_owned().collect(),
+            Kind::Map(_) => read_headers(r, q, "config.socketio.query"),
+            _ => {
+                r.problem(q, "config.socketio.query must be text (a=1&b=2) or a mapping", None);
+                Vec::new()
+            }
+        };
+    }
+    if let Some(h) = m.get("extraHeaders") {
+        c.headers = read_headers(r, h, "config.socketio.extraHeaders");
+    }
+    if let Some(t) = m.get("transports") {
+        match &t.kind {
+            Kind::Seq(items) if !items.is_empty() => {
+                c.transports = Vec::new();
+                for i in items {
+                    match r.string(i, "a transport").as_deref().map(SioTransport::named) {
+                        Some(Some(tr)) => c.transports.push(tr),
+                        Some(None) => r.problem(i, "a Socket.IO transport is polling or websocket", None),
+                        None => {}
+                    }
+                }
+            }
+            _ => r.problem(t, "config.socketio.transports must be a list: [websocket] or [polling, websocket]", None),
+        }
+    }
+    if let Some(a) = m.get("auth") {
+        r.templates(a);
+        c.auth = Some(a.to_json());
+    }
+    if let Some(n) = m.get("fanoutField") {
+        c.fanout_field = match &n.kind {
+            Kind::Null | Kind::Bool(false) => None,
+            _ => r.string(n, "fanoutField"),
+        };
+    }
+    if let Some(b) = m.get("perMessageDeflate").and_then(|n| r.boolean(n, "perMessageDeflate")) {
+        c.compression = b;
+    }
+    c
+}
+
+/// `config.graphql`: the WebSocket's path, `connection_init`'s payload, headers.
+fn read_graphql(r: &mut Reader, node: &Node) -> crate::proto::graphql_ws::GraphqlConfig {
+    let mut c = crate::proto::graphql_ws::GraphqlConfig::default();
+    let Some(m) = r.map(node, "config.graphql", GRAPHQL_KEYS) else { return c };
+    if let Some(p) = m.get("path").and_then(|n| r.string(n, "config.graphql.path")) {
+        if !p.starts_with('/') || p.contains(['#', ' ']) {
+            r.problem(
+                m.get("path").unwrap_or(node),
+                format!("config.graphql.path {p:?} must be a path like /graphql"),
+                None,
+            );
+        }
+        c.path = p;
+    }
+    if let Some(p) = m.get("connectionParams") {
+        c.init = Some(p.to_json());
+    }
+    if let Some(h) = m.get("headers") {
+        c.headers = read_headers(r, h, "config.graphql.headers");
+    }
+    if let Some(n) = m.get("fanoutField") {
+        c.fanout_field = match &n.kind {
+            Kind::Null | Kind::Bool(false) => None,
+            _ => r.string(n, "fanoutField"),
+        };
+    }
+    if let Some(b) = m.get("perMessageDeflate").and_then(|n| r.boolean(n, "perMessageDeflate")) {
+        c.compression = b;
+    }
+    c
 }
 
 fn read_phase(r: &mut Reader, node: &Node) -> Option<Phase> {
@@ -975,15 +1130,17 @@ fn read_flows(r: &mut Reader, node: &Node) -> Vec<Flow> {
     let mut flows = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let Some(m) = r.map(item, "a scenario", &["name", "weight", "flow", "engine"]) else { continue };
-        r.browser_flow = false;
+        r.engine = Engine::Ddp;
         if let Some(n) = m.get("engine") {
             match r.string(n, "engine").as_deref() {
-                Some("browser") => r.browser_flow = true,
+                Some("browser") => r.engine = Engine::Browser,
+                Some("socketio") => r.engine = Engine::SocketIo,
+                Some("graphql-ws") => r.engine = Engine::GraphqlWs,
                 Some("ddp") | None => {}
                 Some(other) => r.problem(
                     n,
-                    format!("engine {other:?} is not ddp or browser"),
-                    Some("engine: browser runs the flow in a real Chromium page".into()),
+                    format!("engine {other:?} is not ddp, browser, socketio or graphql-ws"),
+                    Some("engine: browser runs the flow in a real Chromium page; socketio and graphql-ws speak those protocols".into()),
                 ),
             }
         }
@@ -992,18 +1149,25 @@ fn read_flows(r: &mut Reader, node: &Node) -> Vec<Flow> {
             .and_then(|n| r.string(n, "a scenario's name"))
             .unwrap_or_else(|| format!("scenario {}", i + 1));
         let weight = m.get("weight").and_then(|n| r.count(n, "weight")).unwrap_or(1) as u32;
-        let steps = m.require(r, "flow").map(|n| read_steps(r, n)).unwrap_or_default();
+        let mut steps = m.require(r, "flow").map(|n| read_steps(r, n)).unwrap_or_default();
         let flow_node = m.get("flow");
-        if r.browser_flow
+        let engine = r.engine;
+        // Socket.IO's and graphql-ws's users connect as their flow starts, as Artillery's do.
+        if matches!(engine, Engine::SocketIo | Engine::GraphqlWs)
+            && !steps.iter().any(|s| matches!(s.kind, StepKind::Connect))
+        {
+            steps.insert(0, named(StepKind::Connect, None));
+        }
+        if engine == Engine::Browser
             && !steps.is_empty()
-            && !(Flow { name: String::new(), weight: 1, steps: steps.clone() }).is_browser()
+            && !(Flow { name: String::new(), weight: 1, steps: steps.clone(), engine }).is_browser()
         {
             if let Some(n) = flow_node {
                 r.problem(n, "a browser flow needs a page action", Some("start it with - goto: /".into()));
             }
         }
         if weight > 0 {
-            flows.push(Flow { name, weight, steps });
+            flows.push(Flow { name, weight, steps, engine });
         }
     }
     flows
@@ -1028,6 +1192,7 @@ fn read_step(r: &mut Reader, node: &Node) -> Option<Step> {
             "connect" => Some(named(StepKind::Connect, None)),
             "disconnect" => Some(named(StepKind::Disconnect, None)),
             "audit" => Some(named(StepKind::Audit(Audit::default()), None)),
+            "complete" => Some(named(StepKind::Complete { name: None }, None)),
             other => {
                 let hint = closest(other, STEP_TYPES).map(|c| format!("did you mean \"{c}\"?"));
                 r.problem(
@@ -1073,8 +1238,12 @@ fn read_step(r: &mut Reader, node: &Node) -> Option<Step> {
         return None;
     }
     // Keys beside the type: loop's count/over, and a label for any step.
-    let sibling_keys: &[&str] =
-        if ty == "loop" { &["loop", "count", "over", "label"] } else { &[ty_static(&ty), "label"] };
+    let sibling_keys: &[&str] = match ty.as_str() {
+        "loop" => &["loop", "count", "over", "label"],
+        // Artillery's keys beside an emit.
+        "emit" => &["emit", "namespace", "response", "acknowledge", "label"],
+        _ => &[ty_static(&ty), "label"],
+    };
     let m = r.map(node, "a step", sibling_keys)?;
     let label = m.get("label").and_then(|n| r.string(n, "label"));
     let body = m.get(&ty)?;
@@ -1104,7 +1273,15 @@ fn read_step(r: &mut Reader, node: &Node) -> Option<Step> {
         }
         "call" => read_call(r, body).map(StepKind::Call),
         "login" => read_login(r, body).map(StepKind::Login),
+        "subscribe" if r.engine == Engine::GraphqlWs => read_gql_subscribe(r, body).map(StepKind::GqlSubscribe),
         "subscribe" => read_subscribe(r, body),
+        "emit" => read_emit(r, &m, body).map(StepKind::Emit),
+        "listen" => read_listen(r, body).map(StepKind::Listen),
+        "execute" => read_execute(r, body).map(StepKind::Execute),
+        "complete" => match &body.kind {
+            Kind::Null => Some(StepKind::Complete { name: None }),
+            _ => r.string(body, "complete").map(|n| StepKind::Complete { name: Some(n) }),
+        },
         "unsubscribe" => match &body.kind {
             Kind::Str(name) => Some(StepKind::Unsubscribe { name: name.clone() }),
             _ => r
@@ -1126,26 +1303,40 @@ fn read_step(r: &mut Reader, node: &Node) -> Option<Step> {
 
 impl Reader {
     /// Whether a step of type `ty` belongs in the flow being read (a page's actions in a browser
-    /// flow, protocol steps in the others); a problem at `node` otherwise.
+    /// flow, each protocol's steps in its own flows); a problem at `node` otherwise.
     fn fits_engine(&mut self, node: &Node, ty: &str) -> bool {
-        let browser = BROWSER_STEPS.contains(&ty);
-        if browser && !self.browser_flow {
-            self.problem(
-                node,
+        if !STEP_TYPES.contains(&ty) || FLOW_STEPS.contains(&ty) {
+            return true;
+        }
+        let own: &[&str] = match self.engine {
+            Engine::Ddp => DDP_STEPS,
+            Engine::Browser => BROWSER_STEPS,
+            Engine::SocketIo => SOCKETIO_STEPS,
+            Engine::GraphqlWs => GRAPHQL_STEPS,
+        };
+        if own.contains(&ty) {
+            return true;
+        }
+        let (message, hint) = match self.engine {
+            Engine::Ddp if BROWSER_STEPS.contains(&ty) => (
                 format!("\"{ty}\" is a browser action, and this flow runs over DDP"),
-                Some("give the scenario engine: browser to run its flow in a real Chromium page".into()),
-            );
-            return false;
-        }
-        if self.browser_flow && !browser && !FLOW_STEPS.contains(&ty) && STEP_TYPES.contains(&ty) {
-            self.problem(
-                node,
+                "give the scenario engine: browser to run its flow in a real Chromium page".to_string(),
+            ),
+            Engine::Ddp => (
+                format!("\"{ty}\" is a step of another protocol's flow, and this flow runs over DDP"),
+                format!("emit and listen are engine: socketio's; execute and complete engine: graphql-ws's; a DDP flow's steps: {}", DDP_STEPS.join(", ")),
+            ),
+            Engine::Browser => (
                 format!("a browser flow (engine: browser) drives its page; \"{ty}\" is a protocol user's step"),
-                Some(format!("a browser flow's steps: {}, {}", BROWSER_STEPS.join(", "), FLOW_STEPS.join(", "))),
-            );
-            return false;
-        }
-        true
+                format!("a browser flow's steps: {}, {}", BROWSER_STEPS.join(", "), FLOW_STEPS.join(", ")),
+            ),
+            other => (
+                format!("\"{ty}\" is not a step of an engine: {} flow", other.name()),
+                format!("its steps: {}, {}", own.join(", "), FLOW_STEPS.join(", ")),
+            ),
+        };
+        self.problem(node, message, Some(hint));
+        false
     }
 }
 
@@ -1380,6 +1571,187 @@ fn read_call(r: &mut Reader, node: &Node) -> Option<Call> {
     Some(Call { method: method?, params, capture, expect, timeout, no_retry })
 }
 
+/// `emit`: `{ channel, data }` (data one argument, null when left out, as Artillery sends it) or
+/// `[channel, arg, ...]`; `namespace`, `response` and `acknowledge` beside it (Artillery 2) or, as
+/// Artillery 1 wrote them, inside the mapping.
+fn read_emit(r: &mut Reader, step: &Map<'_>, body: &Node) -> Option<Emit> {
+    r.templates(body);
+    let (args, inner) = match &body.kind {
+        Kind::Seq(items) if !items.is_empty() => (items.iter().map(Node::to_json).collect::<Vec<_>>(), None),
+        Kind::Map(_) => {
+            let m = r.map(body, "emit", &["channel", "data", "namespace", "response", "acknowledge"])?;
+            let channel = m.require(r, "channel").and_then(|n| r.string(n, "emit channel"))?;
+            let data = m.get("data").map(Node::to_json).unwrap_or(Value::Null);
+            (vec![Value::String(channel), data], Some(m))
+        }
+        _ => {
+            r.problem(body, "emit needs { channel, data } or a list [channel, argument, ...]", None);
+            return None;
+        }
+    };
+    if !args[0].is_string() {
+        r.problem(body, "an emit's first element is the event's name, a text", None);
+        return None;
+    }
+    let get = |key: &str| step.get(key).or_else(|| inner.as_ref().and_then(|m| m.get(key)));
+    let namespace = match get("namespace") {
+        Some(n) => {
+            let ns = r.string(n, "namespace")?;
+            if !ns.starts_with('/') {
+                r.problem(n, format!("namespace {ns:?} must start with /"), Some("e.g. namespace: /chat".into()));
+                return None;
+            }
+            Some(ns)
+        }
+        None => None,
+    };
+    let reply = match (get("response"), get("acknowledge")) {
+        (Some(resp), Some(ack)) => {
+            r.problem(ack, "an emit waits for a response or an acknowledgement, not both", None);
+            let _ = resp;
+            return None;
+        }
+        (Some(resp), None) => {
+            let m = r.map(resp, "response", &["channel", "on", "data", "args", "match", "capture", "concat"])?;
+            let channel = match (m.get("channel"), m.get("on")) {
+                (Some(n), _) | (None, Some(n)) => r.string(n, "response channel")?,
+                (None, None) => {
+                    r.problem(resp, "response needs \"channel\" (the event that answers)", None);
+                    return None;
+                }
+            };
+            Reply::Event { channel, answer: read_answer(r, &m, false)? }
+        }
+        (None, Some(ack)) => match &ack.kind {
+            Kind::Null | Kind::Bool(true) => Reply::Ack(Answer::default()),
+            _ => {
+                let m = r.map(ack, "acknowledge", &["data", "args", "match", "capture"])?;
+                Reply::Ack(read_answer(r, &m, true)?)
+            }
+        },
+        (None, None) => Reply::None,
+    };
+    Some(Emit { args, namespace, reply, timeout: None })
+}
+
+/// An answer's `data` (or `args`), `match` and `capture`; an acknowledgement's JSON paths start at
+/// its first argument when a mapping gives none (`$.0`), as Artillery's do.
+fn read_answer(r: &mut Reader, m: &Map<'_>, ack: bool) -> Option<Answer> {
+    let mut a = Answer::default();
+    if let Some(d) = m.get("data").or_else(|| m.get("args")) {
+        r.templates(d);
+        a.data = Some(d.to_json());
+    }
+    let items = |n: &Node| -> Vec<Node> {
+        match &n.kind {
+            Kind::Seq(items) => items.clone(),
+            _ => vec![n.clone()],
+        }
+    };
+    if let Some(n) = m.get("match") {
+        for item in items(n) {
+            let mm = r.map(&item, "match", &["json", "value"])?;
+            let json = match mm.get("json") {
+                Some(j) => r.string(j, "match json")?,
+                None if ack => "$.0".into(),
+                None => {
+                    r.problem(&item, "match needs \"json\" (a path like $.0.name)", None);
+                    return None;
+                }
+            };
+            let value = mm.require(r, "value")?;
+            r.templates(value);
+            a.matches.push(JsonMatch { json, value: value.to_json() });
+        }
+    }
+    if let Some(n) = m.get("capture") {
+        for item in items(n) {
+            let cm = r.map(&item, "capture", &["json", "as"])?;
+            let json = match cm.get("json") {
+                Some(j) => r.string(j, "capture json")?,
+                None if ack => "$.0".into(),
+                None => {
+                    r.problem(&item, "capture needs \"json\" (a path like $.0.id)", None);
+                    return None;
+                }
+            };
+            let var = cm.require(r, "as").and_then(|n| r.string(n, "capture as"))?;
+            r.known_vars.push(var.clone());
+            a.captures.push((json, var));
+        }
+    }
+    Some(a)
+}
+
+/// `listen: CHANNEL` or `listen: { channel, count, namespace, timeout }`.
+fn read_listen(r: &mut Reader, node: &Node) -> Option<Listen> {
+    if let Kind::Str(channel) = &node.kind {
+        return Some(Listen { channel: channel.clone(), count: 1, namespace: None, timeout: None });
+    }
+    let m = r.map(node, "listen", &["channel", "count", "namespace", "timeout"])?;
+    let channel = m.require(r, "channel").and_then(|n| r.string(n, "listen channel"))?;
+    let count = m.get("count").and_then(|n| r.count(n, "listen count")).unwrap_or(1);
+    let namespace = m.get("namespace").and_then(|n| r.string(n, "namespace"));
+    if let (Some(ns), Some(n)) = (&namespace, m.get("namespace")) {
+        if !ns.starts_with('/') {
+            r.problem(n, format!("namespace {ns:?} must start with /"), None);
+            return None;
+        }
+    }
+    let timeout = m.get("timeout").and_then(|n| r.duration(n, "timeout"));
+    Some(Listen { channel, count, namespace, timeout })
+}
+
+/// A GraphQL document's text: not empty, and its braces balanced.
+fn read_query(r: &mut Reader, n: &Node) -> Option<String> {
+    let q = r.string(n, "query")?;
+    let depth = q.chars().try_fold(0i64, |d, c| match c {
+        '{' => Some(d + 1),
+        '}' if d == 0 => None,
+        '}' => Some(d - 1),
+        _ => Some(d),
+    });
+    if q.trim().is_empty() || depth != Some(0) || !q.contains('{') {
+        r.problem(
+            n,
+            "query must be a GraphQL document with balanced { }",
+            Some("e.g. query: \"{ tasks { id } }\"".into()),
+        );
+        return None;
+    }
+    Some(q)
+}
+
+/// `execute: { query, variables, capture, timeout }`.
+fn read_execute(r: &mut Reader, node: &Node) -> Option<Execute> {
+    let m = r.map(node, "execute", &["query", "variables", "capture", "timeout"])?;
+    let query = m.require(r, "query").and_then(|n| read_query(r, n));
+    let variables = m.get("variables").map(|n| {
+        r.templates(n);
+        n.to_json()
+    });
+    let capture = m.get("capture").and_then(|n| read_capture(r, n));
+    let timeout = m.get("timeout").and_then(|n| r.duration(n, "timeout"));
+    Some(Execute { query: query?, variables, capture, timeout })
+}
+
+/// `subscribe: { query, variables, count, capture, timeout }` in a graphql-ws flow.
+fn read_gql_subscribe(r: &mut Reader, node: &Node) -> Option<GqlSubscribe> {
+    let m = r.map(node, "subscribe", &["query", "variables", "count", "capture", "timeout"])?;
+    let query = m.require(r, "query").and_then(|n| read_query(r, n));
+    let variables = m.get("variables").map(|n| {
+        r.templates(n);
+        n.to_json()
+    });
+    let count = m.get("count").and_then(|n| r.count(n, "subscribe count")).unwrap_or(1).max(1);
+    let capture = m.get("capture").and_then(|n| r.string(n, "capture"));
+    if let Some(c) = &capture {
+        r.known_vars.push(c.clone());
+    }
+    let timeout = m.get("timeout").and_then(|n| r.duration(n, "timeout"));
+    Some(GqlSubscribe { query: query?, variables, count, capture, timeout })
+}
+
 fn read_login(r: &mut Reader, node: &Node) -> Option<Login> {
     let m = r.map(node, "login", &["user", "password", "resume", "timeout"])?;
     let get = |r: &mut Reader, k: &str| {
@@ -1541,6 +1913,100 @@ mod tests {
         assert_eq!(closest("arivalRate", PHASE_KEYS), Some("arrivalRate"));
         assert_eq!(closest("cal", STEP_TYPES), Some("call"));
         assert_eq!(closest("zzzzzz", STEP_TYPES), None);
+    }
+
+    #[test]
+    fn socketio_flows_read_as_artillery_writes_them() {
+        let s = load(concat!(
+            "config:\n  target: http://127.0.0.1:3000/admin\n  phases: [{duration: 1, arrivalRate: 1}]\n  timeout: 3\n",
+            "  socketio: {transports: [websocket], query: \"a=1&b=x y\", extraHeaders: {x-id: abc}, auth: {token: t}}\n",
+            "scenarios:\n  - engine: socketio\n    flow:\n",
+            "      - emit: {channel: echo, data: hi}\n        response: {on: echoed, data: hi}\n",
+            "      - namespace: /chat\n        emit: [\"join\", \"lobby\", 2]\n        acknowledge:\n          match: {value: joined}\n          capture: {json: \"$.1\", as: n}\n",
+            "      - emit: {channel: bye}\n",
+            "      - listen: {channel: chat, count: 3}\n",
+        ))
+        .unwrap();
+        let c = &s.config;
+        assert_eq!(c.ddp.step_timeout, Duration::from_secs(3));
+        assert_eq!(c.socketio.transports, [crate::proto::socketio::SioTransport::WebSocket]);
+        assert_eq!(c.socketio.query, [("a".into(), "1".into()), ("b".into(), "x y".into())]);
+        assert_eq!(c.socketio.headers, [("x-id".to_string(), "abc".to_string())]);
+        let f = &s.flows[0];
+        assert_eq!(f.engine, Engine::SocketIo);
+        // The connection is made as the flow starts, as Artillery's users make it.
+        let names: Vec<&str> = f.steps.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["connect", "emit echo", "emit join /chat", "emit bye", "listen chat"]);
+        let StepKind::Emit(e) = &f.steps[1].kind else { panic!() };
+        assert_eq!(e.args, [serde_json::json!("echo"), serde_json::json!("hi")]);
+        assert!(
+            matches!(&e.reply, Reply::Event { channel, answer } if channel == "echoed" && answer.data == Some(serde_json::json!("hi")))
+        );
+        let StepKind::Emit(e) = &f.steps[2].kind else { panic!() };
+        assert_eq!(e.namespace.as_deref(), Some("/chat"));
+        let Reply::Ack(a) = &e.reply else { panic!() };
+        assert_eq!(a.matches, [JsonMatch { json: "$.0".into(), value: serde_json::json!("joined") }]);
+        assert_eq!(a.captures, [("$.1".to_string(), "n".to_string())]);
+        // Data left out is sent as null, as Artillery's client sends undefined.
+        let StepKind::Emit(e) = &f.steps[3].kind else { panic!() };
+        assert_eq!(e.args, [serde_json::json!("bye"), Value::Null]);
+    }
+
+    #[test]
+    fn graphql_flows_and_each_engines_steps() {
+        let s = load(concat!(
+            "config:\n  target: http://127.0.0.1:4000/graphql\n  phases: [{duration: 1, arrivalRate: 1}]\n",
+            "  graphql: {connectionParams: {token: s}}\n",
+            "scenarios:\n  - engine: graphql-ws\n    flow:\n",
+            "      - subscribe: {query: \"subscription { taskAdded { id } }\", count: 2, capture: feed}\n",
+            "      - execute: {query: \"mutation Add($t: String!) { addTask(text: $t) { id } }\", variables: {t: x}}\n",
+            "      - complete: feed\n      - complete\n",
+        ))
+        .unwrap();
+        assert_eq!(s.config.graphql.init, Some(serde_json::json!({"token": "s"})));
+        let names: Vec<&str> = s.flows[0].steps.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["connect", "subscribe taskAdded", "mutation Add", "complete feed", "complete"]);
+        let head = "config:\n  target: http://h\n  phases: [{duration: 1, arrivalRate: 1}]\nscenarios:\n";
+        let problems = |flows: &str| -> Vec<String> {
+            load(&format!("{head}{flows}"))
+                .unwrap_err()
+                .problems
+                .iter()
+                .map(|p| format!("{}:{} {}", p.line, p.col, p.message))
+                .collect()
+        };
+        assert_eq!(
+            problems("  - engine: socketio\n    flow:\n      - call: {method: m}\n"),
+            ["7:9 \"call\" is not a step of an engine: socketio flow"]
+        );
+        assert_eq!(
+            problems("  - flow:\n      - emit: {channel: x}\n"),
+            ["6:9 \"emit\" is a step of another protocol's flow, and this flow runs over DDP"]
+        );
+        assert_eq!(
+            problems("  - engine: socketio\n    flow:\n      - emit: {data: 1}\n"),
+            ["7:15 emit needs \"channel\""]
+        );
+        assert_eq!(
+            problems("  - engine: graphql-ws\n    flow:\n      - execute: {query: \"{ a \"}\n"),
+            ["7:26 query must be a GraphQL document with balanced { }"]
+        );
+        assert_eq!(
+            problems("  - engine: socketio\n    flow:\n      - emit: [1, 2]\n"),
+            ["7:15 an emit's first element is the event's name, a text"]
+        );
+        assert_eq!(
+            problems("  - engine: mqtt\n    flow: [connect]\n")[0],
+            "5:13 engine \"mqtt\" is not ddp, browser, socketio or graphql-ws"
+        );
+    }
+
+    #[test]
+    fn operation_names() {
+        assert_eq!(operation_name("mutation Add($t: String!) { addTask(text: $t) { id } }"), "mutation Add");
+        assert_eq!(operation_name("{ tasks { id } }"), "query tasks");
+        assert_eq!(operation_name("subscription { taskAdded { id } }"), "subscription taskAdded");
+        assert_eq!(operation_name("query Tasks { tasks { id } }"), "query Tasks");
     }
 
     #[test]

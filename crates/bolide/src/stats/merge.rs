@@ -442,6 +442,7 @@ fn merge_ddp(parts: &[(&DdpDoc, u32, f64)]) -> Result<DdpDoc, String> {
     s.errors_by_class.clear();
     (s.messages_in, s.messages_out, s.bytes_in, s.bytes_out) = (0, 0, 0, 0);
     (s.pings_answered, s.pings_sent, s.protocol_errors) = (0, 0, 0);
+    s.events.clear();
     for (d, _, _) in parts {
         let x = &d.summary;
         add_users(&mut u, &x.users);
@@ -455,6 +456,7 @@ fn merge_ddp(parts: &[(&DdpDoc, u32, f64)]) -> Result<DdpDoc, String> {
         s.pings_answered += x.pings_answered;
         s.pings_sent += x.pings_sent;
         s.protocol_errors += x.protocol_errors;
+        add_map(&mut s.events, &x.events);
         add_hist(&mut reactive, &d.histograms.reactive_us, "histograms.reactive_us")?;
         add_hist(&mut fanout, &d.histograms.fanout_us, "histograms.fanout_us")?;
     }

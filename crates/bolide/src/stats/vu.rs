@@ -479,6 +479,9 @@ pub struct DdpSummary {
     pub reactive: Option<Latency>,
     /// From a document's server timestamp to its arrival at each subscriber.
     pub fanout: Option<Latency>,
+    /// A protocol's own counts, other than DDP's (`socketio.emits`, `graphql.next`, ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub events: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

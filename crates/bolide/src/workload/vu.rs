@@ -244,7 +244,7 @@ pub fn settings(plan: &DdpPlan) -> DdpRunSettings {
             1 => Vec::new(),
             _ => config.targets.iter().map(|t| crate::redact::text(&t.shown())).collect(),
         },
-        transport: plan.client.transport.name().into(),
+        transport: protocols(plan),
         compression: plan.client.compression,
         cache: plan.client.cache,
         threads: plan.threads,
@@ -254,6 +254,30 @@ pub fn settings(plan: &DdpPlan) -> DdpRunSettings {
         user_timeout_s: config.ddp.user_timeout.as_secs_f64(),
         segment: plan.common.spread.segment,
     }
+}
+
+/// How the run's users reach their server: DDP's transport, and the other protocols' (`websocket`,
+/// `socketio polling+websocket`, `graphql-ws`, joined by ` + ` in a run that mixes them).
+fn protocols(plan: &DdpPlan) -> String {
+    use crate::proto::socketio::SioTransport;
+    use crate::scenario::Engine;
+    let s = &plan.scenario;
+    let mut parts = Vec::new();
+    if s.has_engine(Engine::Ddp) || s.has_engine(Engine::Browser) {
+        parts.push(plan.client.transport.name().to_string());
+    }
+    if s.has_engine(Engine::SocketIo) {
+        let t = &s.config.socketio.transports;
+        parts.push(match (t.first(), t.contains(&SioTransport::WebSocket)) {
+            (Some(SioTransport::Polling), true) => "socketio polling+websocket".into(),
+            (Some(SioTransport::Polling), false) => "socketio polling".into(),
+            _ => "socketio websocket".into(),
+        });
+    }
+    if s.has_engine(Engine::GraphqlWs) {
+        parts.push("graphql-ws".into());
+    }
+    parts.join(" + ")
 }
 
 /// The workload's part of a DDP run's document (the envelope is stamped and filled by others).
@@ -287,6 +311,7 @@ fn document(plan: &DdpPlan, o: &VuOutput) -> DdpDoc {
             protocol_errors: o.traffic.protocol_errors,
             reactive: nonempty(&rec.reactive_us),
             fanout: nonempty(&o.traffic.fanout_us),
+            events: o.traffic.events.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
         },
         steps: step_summaries(rec, duration_s),
         timeline: o.timeline.clone(),

@@ -18,6 +18,10 @@ impl super::Failure for DdpFailure {
     fn detail(&self) -> String {
         DdpFailure::detail(self)
     }
+
+    fn unsupported(what: &str) -> Self {
+        DdpFailure::Protocol(format!("{what} is not a step of a DDP flow"))
+    }
 }
 
 impl super::Session for Conn {

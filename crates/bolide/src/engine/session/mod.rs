@@ -8,6 +8,8 @@
 //! `worker` starts each user (`iteration::<Conn>`).
 
 pub mod ddp;
+pub mod graphql;
+pub mod socketio;
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -27,6 +29,45 @@ pub trait Failure {
     fn class(&self) -> &'static str;
     /// What failed, for people (a server's words in it made printable).
     fn detail(&self) -> String;
+    /// A step this protocol has no such operation for (the scenario reader keeps each flow's
+    /// steps to its engine's, so this is a mistake of ours, said as such).
+    fn unsupported(what: &str) -> Self
+    where
+        Self: Sized;
+}
+
+impl Failure for crate::proto::link::Failure {
+    fn class(&self) -> &'static str {
+        self.class
+    }
+
+    fn detail(&self) -> String {
+        self.detail.clone()
+    }
+
+    fn unsupported(what: &str) -> Self {
+        crate::proto::link::Failure::new("scenario", format!("{what} is not a step of this protocol's flows"))
+    }
+}
+
+/// What an emit waits for after it is sent.
+pub enum Await<'a> {
+    Nothing,
+    /// The server's acknowledgement.
+    Ack,
+    /// Events named `channel`, until their arguments (one after another) satisfy `done`.
+    Event {
+        channel: &'a str,
+        done: &'a dyn Fn(&[Value]) -> bool,
+    },
+}
+
+/// An emit: when it was sent, when its answer came (when it was sent, for one that waits for
+/// nothing), and the answer's arguments.
+pub struct Emitted {
+    pub sent: Instant,
+    pub answered: Instant,
+    pub args: Vec<Value>,
 }
 
 /// A call's answer and its times: to the answer, to the data the call changed being sent (DDP's
@@ -95,6 +136,56 @@ pub trait Session: Sized + 'static {
     /// Closes the session as a browser's page does; the task finishing the close, when one is
     /// left to await.
     fn close(self) -> Option<tokio::task::JoinHandle<()>>;
+
+    /// Sends an event (Socket.IO's emit: its name first in `args`) on namespace `to` (the target's
+    /// own when None), then waits for what `reply` asks.
+    fn emit(
+        &self,
+        to: Option<&str>,
+        args: Vec<Value>,
+        reply: Await<'_>,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Emitted, Self::Failure>> {
+        let _ = (to, args, reply, timeout);
+        async { Err(Self::Failure::unsupported("emit")) }
+    }
+
+    /// Waits until `count` events named `channel` on namespace `to` came that no earlier listen
+    /// counted, and counts them; when the last was there.
+    fn listen(
+        &self,
+        to: Option<&str>,
+        channel: &str,
+        count: u64,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Instant, Self::Failure>> {
+        let _ = (to, channel, count, timeout);
+        async { Err(Self::Failure::unsupported("listen")) }
+    }
+
+    /// A GraphQL query or mutation: when it was sent and completed, its result.
+    fn execute(
+        &self,
+        query: &str,
+        variables: Option<Value>,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<(Instant, Instant, Value), Self::Failure>> {
+        let _ = (query, variables, timeout);
+        async { Err(Self::Failure::unsupported("execute")) }
+    }
+
+    /// A GraphQL subscription started and its first `count` `next` messages waited for: its id
+    /// and the time to the first.
+    fn live(
+        &self,
+        query: &str,
+        variables: Option<Value>,
+        count: u64,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<(String, Duration), Self::Failure>> {
+        let _ = (query, variables, count, timeout);
+        async { Err(Self::Failure::unsupported("subscribe")) }
+    }
 }
 
 /// Whether a document (its id and fields) has every wanted field (`_id` compared with its id).

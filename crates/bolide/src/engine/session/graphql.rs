@@ -1,0 +1,89 @@
+//! graphql-ws's session: one `proto::graphql_ws::GqlConn` (the `graphql-transport-ws`
+//! subprotocol), queries and mutations (`execute`) and subscriptions (`subscribe`, `complete`)
+//! over it.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{Called, Target};
+use crate::proto::graphql_ws::{self, GqlConn};
+use crate::proto::link::Failure;
+use crate::scenario::WaitFor;
+
+impl super::Session for GqlConn {
+    type Failure = Failure;
+
+    async fn open(to: Target<'_>, timeout: Duration) -> Result<(GqlConn, Duration), Failure> {
+        let endpoint = &to.plan.targets[to.target].endpoint;
+        let cfg = &to.plan.scenario.config.graphql;
+        // The target's URL may name the endpoint (`http://host/graphql`); else the configured path.
+        let path = if endpoint.prefix.is_empty() { cfg.path.clone() } else { endpoint.prefix.clone() };
+        let conn = graphql_ws::connect(endpoint, cfg, &path, to.tls, std::rc::Rc::clone(to.traffic), timeout).await?;
+        let handshake = conn.handshake;
+        Ok((conn, handshake))
+    }
+
+    async fn call(&self, _: &str, _: Vec<Value>, _: Duration) -> Result<Called, Failure> {
+        Err(<Failure as super::Failure>::unsupported("call"))
+    }
+
+    async fn subscribe(&self, _: &str, _: Vec<Value>, _: Duration) -> Result<(String, Duration), Failure> {
+        Err(<Failure as super::Failure>::unsupported("a DDP subscribe"))
+    }
+
+    fn unsubscribe(&self, id: &str) -> Result<(), Failure> {
+        self.complete(id)
+    }
+
+    async fn wait_for(
+        &self,
+        _: &WaitFor,
+        _: &[(String, Value)],
+        _: Instant,
+        _: Instant,
+        _: Duration,
+    ) -> Result<Instant, Failure> {
+        Err(<Failure as super::Failure>::unsupported("waitFor"))
+    }
+
+    fn last_data(&self) -> Option<Instant> {
+        self.shared().state.borrow().last_data
+    }
+
+    fn snapshot(&self, _: Option<&str>) -> crate::stats::audit::Snapshot {
+        Default::default()
+    }
+
+    fn gone(&self) -> Option<String> {
+        self.shared().state.borrow().closed.clone()
+    }
+
+    fn close(self) -> Option<tokio::task::JoinHandle<()>> {
+        GqlConn::close(self)
+    }
+
+    fn execute(
+        &self,
+        query: &str,
+        variables: Option<Value>,
+        timeout: Duration,
+    ) -> impl std::future::Future<Output = Result<(Instant, Instant, Value), Failure>> {
+        GqlConn::execute(self, query, variables, timeout)
+    }
+
+    async fn live(
+        &self,
+        query: &str,
+        variables: Option<Value>,
+        count: u64,
+        timeout: Duration,
+    ) -> Result<(String, Duration), Failure> {
+        let began = Instant::now();
+        let (id, first) = self.subscribe(query, variables, timeout).await?;
+        if count > 0 {
+            self.take_nexts(&id, count, timeout.saturating_sub(began.elapsed())).await?;
+        }
+        Ok((id, first))
+    }
+}

@@ -1,0 +1,149 @@
+//! Socket.IO's session: a user's connections, one per namespace as Artillery's users have them
+//! (the target's own opened by `connect`, others at their first emit or listen), each a
+//! `proto::socketio::SioConn` over polling, upgraded, or a WebSocket.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{Await, Called, Emitted, Target};
+use crate::proto::ddp::{Endpoint, Traffic};
+use crate::proto::http::tls::Connector;
+use crate::proto::link::Failure;
+use crate::proto::socketio::{self, SioConn, SocketIoConfig};
+use crate::scenario::WaitFor;
+
+/// What a user's later namespaces connect with.
+struct Ctx {
+    ep: Endpoint,
+    cfg: SocketIoConfig,
+    tls: Option<Connector>,
+    traffic: Rc<RefCell<Traffic>>,
+    /// The target's own namespace (its URL's path, `/` without one).
+    main: String,
+}
+
+pub struct SioSession {
+    ctx: Ctx,
+    conns: RefCell<Vec<(String, Rc<SioConn>)>>,
+}
+
+impl SioSession {
+    /// The connection to namespace `to` (relative to the target's), made now if it is the first use.
+    async fn namespace(&self, to: Option<&str>, timeout: Duration) -> Result<Rc<SioConn>, Failure> {
+        let nsp = match to {
+            None => self.ctx.main.clone(),
+            Some(n) if self.ctx.main == "/" => n.to_string(),
+            Some(n) => format!("{}{n}", self.ctx.main),
+        };
+        if let Some((_, c)) = self.conns.borrow().iter().find(|(n, _)| *n == nsp) {
+            return Ok(Rc::clone(c));
+        }
+        let c = &self.ctx;
+        let conn =
+            Rc::new(socketio::connect(&c.ep, &c.cfg, &nsp, c.tls.as_ref(), Rc::clone(&c.traffic), timeout).await?);
+        self.conns.borrow_mut().push((nsp, Rc::clone(&conn)));
+        Ok(conn)
+    }
+}
+
+impl super::Session for SioSession {
+    type Failure = Failure;
+
+    async fn open(to: Target<'_>, timeout: Duration) -> Result<(SioSession, Duration), Failure> {
+        let endpoint = &to.plan.targets[to.target].endpoint;
+        let main = if endpoint.prefix.is_empty() { "/".to_string() } else { endpoint.prefix.clone() };
+        let ctx = Ctx {
+            ep: endpoint.clone(),
+            cfg: to.plan.scenario.config.socketio.clone(),
+            tls: to.tls.cloned(),
+            traffic: Rc::clone(to.traffic),
+            main,
+        };
+        let session = SioSession { ctx, conns: RefCell::new(Vec::new()) };
+        let conn = session.namespace(None, timeout).await?;
+        Ok((session, conn.handshake))
+    }
+
+    async fn call(&self, _: &str, _: Vec<Value>, _: Duration) -> Result<Called, Failure> {
+        Err(<Failure as super::Failure>::unsupported("call"))
+    }
+
+    async fn subscribe(&self, _: &str, _: Vec<Value>, _: Duration) -> Result<(String, Duration), Failure> {
+        Err(<Failure as super::Failure>::unsupported("subscribe"))
+    }
+
+    fn unsubscribe(&self, _: &str) -> Result<(), Failure> {
+        Err(<Failure as super::Failure>::unsupported("unsubscribe"))
+    }
+
+    async fn wait_for(
+        &self,
+        _: &WaitFor,
+        _: &[(String, Value)],
+        _: Instant,
+        _: Instant,
+        _: Duration,
+    ) -> Result<Instant, Failure> {
+        Err(<Failure as super::Failure>::unsupported("waitFor"))
+    }
+
+    fn last_data(&self) -> Option<Instant> {
+        self.conns.borrow().iter().filter_map(|(_, c)| c.shared().state.borrow().last_data).max()
+    }
+
+    fn snapshot(&self, _: Option<&str>) -> crate::stats::audit::Snapshot {
+        Default::default()
+    }
+
+    fn gone(&self) -> Option<String> {
+        self.conns.borrow().first().and_then(|(_, c)| c.shared().state.borrow().closed.clone())
+    }
+
+    fn close(self) -> Option<tokio::task::JoinHandle<()>> {
+        let tasks: Vec<_> = self
+            .conns
+            .into_inner()
+            .into_iter()
+            .filter_map(|(_, c)| Rc::try_unwrap(c).ok())
+            .filter_map(SioConn::close)
+            .collect();
+        if tasks.is_empty() {
+            return None;
+        }
+        Some(tokio::task::spawn_local(async move {
+            for t in tasks {
+                let _ = t.await;
+            }
+        }))
+    }
+
+    async fn emit(
+        &self,
+        to: Option<&str>,
+        args: Vec<Value>,
+        reply: Await<'_>,
+        timeout: Duration,
+    ) -> Result<Emitted, Failure> {
+        let began = Instant::now();
+        let conn = self.namespace(to, timeout).await?;
+        let left = timeout.saturating_sub(began.elapsed());
+        let (sent, answered, args) = match reply {
+            Await::Nothing => {
+                let sent = conn.emit(&args)?;
+                (sent, sent, Vec::new())
+            }
+            Await::Ack => conn.emit_with_ack(&args, left).await?,
+            Await::Event { channel, done } => conn.emit_for_response(&args, channel, done, left).await?,
+        };
+        Ok(Emitted { sent, answered, args })
+    }
+
+    async fn listen(&self, to: Option<&str>, channel: &str, count: u64, timeout: Duration) -> Result<Instant, Failure> {
+        let began = Instant::now();
+        let conn = self.namespace(to, timeout).await?;
+        conn.take_events(channel, count, timeout.saturating_sub(began.elapsed())).await
+    }
+}
