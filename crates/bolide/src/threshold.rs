@@ -26,7 +26,9 @@ pub const METRICS: &str = "p50, p90, p95, p99, p99.9 (any pN), min, mean, max (l
     audit.failed==0), and browser users' browser.VITAL.STAT (ttfb, fcp, lcp, inp in time, cls a score; \
     browser.lcp.p75<2500ms), browser.step[\"NAME\"].STAT, browser.method[\"NAME\"].STAT (the page's DDP \
     method), browser.cpu, browser.cpu.max, browser.cpu_per_user (% of one core), browser.rss, \
-    browser.rss_per_user, browser.console_errors, browser.failed_requests and browser.crashes";
+    browser.rss_per_user, browser.console_errors, browser.failed_requests and browser.crashes, and the \
+    fan-out latency of realtime runs, fanout.STAT (fanout.p99<50ms: from the time pushed data carries \
+    to each user it reached)";
 
 /// A latency statistic.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -54,6 +56,9 @@ impl std::fmt::Display for Stat {
 pub enum Metric {
     /// Response (HTTP) or step (DDP) latency, of everything or of one DDP step.
     Latency { step: Option<String>, stat: Stat },
+    /// A realtime run's fan-out latency: from the time pushed data carries (a document's server
+    /// timestamp, an event's send time) to each user it reached.
+    Fanout(Stat),
     /// Failed requests (HTTP) or steps (DDP), percent.
     ErrorRate,
     /// Failed requests or steps (DDP: with users cut by the user timeout), a count.
@@ -328,7 +333,7 @@ impl Dim {
 impl Metric {
     pub fn dim(&self) -> Dim {
         match self {
-            Metric::Latency { .. } => Dim::Time,
+            Metric::Latency { .. } | Metric::Fanout(_) => Dim::Time,
             Metric::ErrorRate | Metric::Cpu { .. } => Dim::Percent,
             Metric::Errors | Metric::Audit(_) => Dim::Count,
             Metric::Browser(BrowserFigure::Vital { metric: "cls", .. }) => Dim::Count,
@@ -359,6 +364,7 @@ impl Metric {
             Metric::Latency { step: Some(step), stat } => format!("{stat} of {step}"),
             Metric::Latency { step: None, stat } if ddp => format!("{stat} of all steps"),
             Metric::Latency { step: None, stat } => format!("{stat} of all requests"),
+            Metric::Fanout(stat) => format!("{stat} of the fan-out latency"),
             Metric::ErrorRate if ddp => "failed steps, % of steps".into(),
             Metric::ErrorRate => "failed requests, % of requests".into(),
             Metric::Errors if ddp => "failed steps and cut users".into(),
@@ -665,6 +671,11 @@ impl Parser {
         };
         match (head, rest) {
             ("error_rate", None) => Ok(Metric::ErrorRate),
+            ("fanout", Some(rest)) => match stat(rest) {
+                Some(stat) => Ok(Metric::Fanout(stat)),
+                None => Err(unknown(&format!("fanout.{rest}: a latency statistic follows fanout (fanout.p99)"))),
+            },
+            ("fanout", None) => Err(unknown("fanout needs a latency statistic: fanout.p99")),
             ("errors", None) => Ok(Metric::Errors),
             ("rps", None) => Ok(Metric::Rps),
             ("cpu" | "rss", Some(rest)) => {
@@ -1031,6 +1042,9 @@ pub fn check(t: &Threshold, names: &Names) -> Result<(), String> {
             Some(_) => {}
         }
     }
+    if matches!(t.metric, Metric::Fanout(_)) && names.steps.is_none() {
+        return Err(format!("{}: fanout applies to realtime runs (bolide run); an HTTP run pushes nothing", t.text));
+    }
     if let Metric::Server(f) = &t.metric {
         if !names.scraped.contains(&f.endpoint) {
             let add = if f.endpoint == crate::monitor::monti::NAME {
@@ -1083,6 +1097,8 @@ mod tests {
             ("min>=1ms", lat(Stat::Min), Op::Ge, 1.0),
             ("median<1m", lat(Stat::Percentile(50.0)), Op::Lt, 60_000.0),
             ("error_rate<1%", Metric::ErrorRate, Op::Lt, 1.0),
+            ("fanout.p99<50ms", Metric::Fanout(Stat::Percentile(99.0)), Op::Lt, 50.0),
+            ("fanout.max < 1s", Metric::Fanout(Stat::Max), Op::Lt, 1000.0),
             ("audit.failed==0", Metric::Audit(AuditFigure::Failed), Op::Eq, 0.0),
             ("audit.incomplete <= 2", Metric::Audit(AuditFigure::Incomplete), Op::Le, 2.0),
             ("audit.checks>=20", Metric::Audit(AuditFigure::Checks), Op::Ge, 20.0),

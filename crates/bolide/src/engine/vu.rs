@@ -682,6 +682,23 @@ const FAILED_ITERATION_PAUSE: Duration = Duration::from_millis(250);
 /// Most reconnections per user.
 const MAX_RECONNECTS: u32 = 3;
 
+/// A text with `{{ }}` rendered from the user's variables.
+fn text_of(s: &str, vars: &Vars) -> String {
+    match template::render_str(s, vars) {
+        Value::String(t) => t,
+        other => other.to_string(),
+    }
+}
+
+/// A value as JSON text, cut at 200 characters (a server's answer in an error's detail).
+fn brief(v: &Value) -> String {
+    let text = v.to_string();
+    match text.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text,
+    }
+}
+
 /// Whether an answer's arguments are what Artillery's `data` asks: a list, every argument; a
 /// mapping or a number, the last argument; text, part of the last argument.
 fn answers(got: &[Value], want: &Value) -> bool {
@@ -724,7 +741,13 @@ impl<S: Session> Vu<'_, S> {
 
     /// Where this user's sessions go.
     fn session_target(&self) -> Target<'_> {
-        Target { plan: &self.w.plan, target: self.target, tls: self.w.tls.as_ref(), traffic: &self.w.traffic }
+        Target {
+            plan: &self.w.plan,
+            target: self.target,
+            tls: self.w.tls.as_ref(),
+            traffic: &self.w.traffic,
+            vars: Some(&self.vars),
+        }
     }
     fn steps<'a>(&'a mut self, steps: &'a [Step]) -> Pin<Box<dyn Future<Output = Result<(), Stop>> + 'a>> {
         Box::pin(async move {
@@ -781,7 +804,10 @@ impl<S: Session> Vu<'_, S> {
                 | StepKind::Set(_)
                 | StepKind::Browser(_)
         );
-        self.w.plan.scenario.config.ddp.reconnect && uses_connection && self.reconnects < MAX_RECONNECTS
+        S::RECONNECTS
+            && self.w.plan.scenario.config.ddp.reconnect
+            && uses_connection
+            && self.reconnects < MAX_RECONNECTS
     }
 
     /// A new session, with the user's live subscriptions started again (as Meteor's client does).
@@ -993,10 +1019,10 @@ impl<S: Session> Vu<'_, S> {
             StepKind::Listen(l) => {
                 let timeout = self.timeout(l.timeout);
                 let began = Instant::now();
+                let channel = text_of(&l.channel, &self.vars);
+                let namespace = l.namespace.as_ref().map(|n| text_of(n, &self.vars));
                 let conn = self.conn(step)?;
-                conn.listen(l.namespace.as_deref(), &l.channel, l.count, timeout)
-                    .await
-                    .map_err(|f| self.fail(step, &f))?;
+                conn.listen(namespace.as_deref(), &channel, l.count, timeout).await.map_err(|f| self.fail(step, &f))?;
                 self.ok(step, began.elapsed());
             }
             StepKind::Execute(x) => {
@@ -1057,16 +1083,21 @@ impl<S: Session> Vu<'_, S> {
         };
         let want = answer.and_then(|a| a.data.as_ref()).map(|d| template::render(d, &self.vars));
         let done = |got: &[Value]| want.as_ref().is_none_or(|w| answers(got, w));
+        let channel = match &e.reply {
+            Reply::Event { channel, .. } => text_of(channel, &self.vars),
+            _ => String::new(),
+        };
         let reply = match &e.reply {
             Reply::None => super::session::Await::Nothing,
             Reply::Ack(_) => super::session::Await::Ack,
-            Reply::Event { channel, .. } => super::session::Await::Event { channel, done: &done },
+            Reply::Event { .. } => super::session::Await::Event { channel: &channel, done: &done },
         };
+        let namespace = e.namespace.as_ref().map(|n| text_of(n, &self.vars));
         let conn = self.conn(step)?;
-        let out = conn.emit(e.namespace.as_deref(), args, reply, timeout).await.map_err(|f| self.fail(step, &f))?;
+        let out = conn.emit(namespace.as_deref(), args, reply, timeout).await.map_err(|f| self.fail(step, &f))?;
         if let Some(a) = answer {
             if matches!(e.reply, Reply::Ack(_)) && !done(&out.args) {
-                let got = Value::Array(out.args.clone());
+                let got = brief(&Value::Array(out.args.clone()));
                 return Err(self.fail_with(
                     step,
                     "response",
@@ -1078,7 +1109,7 @@ impl<S: Session> Vu<'_, S> {
                 let expected = template::render(&m.value, &self.vars);
                 let found = json_path(&got, &m.json);
                 if found != Some(&expected) {
-                    let shown = found.map_or("nothing".to_string(), Value::to_string);
+                    let shown = found.map_or("nothing".to_string(), brief);
                     let detail = format!("failed match: {} is {shown}, expected {expected}", m.json);
                     return Err(self.fail_with(step, "match", &detail));
                 }

@@ -616,8 +616,9 @@ pub(super) struct Framer {
     /// The close code to send the server before the socket closes: its own code echoed after it
     /// closed, or ours after it broke the protocol (RFC 6455 sections 5.5.1 and 7.4.1).
     close_reply: Option<u16>,
-    /// Hand data messages over as they came (text or binary), for [`echo`]; not DDP.
-    raw: bool,
+    /// Hand data messages over as they came (text or binary), for [`echo`] and `proto::link`;
+    /// not DDP.
+    pub(super) raw: bool,
 }
 
 pub(super) enum Frames {

@@ -67,6 +67,9 @@ struct Op {
 pub struct State {
     acked: Option<Instant>,
     ops: HashMap<String, Op>,
+    /// Subscriptions bolide completed: a `next` the server sent before it saw the `complete`
+    /// still gives its fan-out latency.
+    completed: std::collections::HashSet<String>,
     pub closed: Option<String>,
     pub last_data: Option<Instant>,
 }
@@ -106,7 +109,14 @@ impl Shared {
             "next" => {
                 st.last_data = Some(now);
                 self.traffic.borrow_mut().count("graphql.next_received", 1);
-                let Some(op) = st.ops.get_mut(id) else { return };
+                let Some(op) = st.ops.get_mut(id) else {
+                    if st.completed.contains(id) {
+                        self.fanout(msg.get("payload"));
+                    }
+                    drop(st);
+                    self.notify.notify_waiters();
+                    return;
+                };
                 op.nexts += 1;
                 op.first.get_or_insert(now);
                 let payload = msg.get("payload").cloned().unwrap_or(Value::Null);
@@ -114,11 +124,7 @@ impl Shared {
                     op.errors.get_or_insert_with(|| messages(e));
                 }
                 if op.subscription {
-                    if let Some(field) = &self.fanout_field {
-                        if let Some(ms) = payload.get("data").and_then(|d| link::stamped_ms(d, field, 3)) {
-                            link::record_fanout(&self.traffic, ms);
-                        }
-                    }
+                    self.fanout(Some(&payload));
                 } else {
                     op.result = Some(payload);
                 }
@@ -144,6 +150,14 @@ impl Shared {
 
     fn gone(st: &State) -> Option<Failure> {
         st.closed.as_ref().map(|why| Failure::new("closed", why))
+    }
+
+    /// A subscription's `next` payload's age, from its data's stamped field.
+    fn fanout(&self, payload: Option<&Value>) {
+        let Some(field) = &self.fanout_field else { return };
+        if let Some(ms) = payload.and_then(|p| p.get("data")).and_then(|d| link::stamped_ms(d, field, 3)) {
+            link::record_fanout(&self.traffic, ms);
+        }
     }
 }
 
@@ -278,6 +292,11 @@ impl GqlConn {
         Ok((sent, Instant::now(), op.result.unwrap_or(Value::Null)))
     }
 
+    /// Starts a subscription without waiting for anything: its id.
+    pub fn subscribe_only(&self, query: &str, variables: Option<Value>) -> Result<String, Failure> {
+        self.start(query, variables, true).map(|(id, _)| id)
+    }
+
     /// Starts a subscription and waits for its first `next`: its id and the time to it.
     pub async fn subscribe(
         &self,
@@ -296,12 +315,17 @@ impl GqlConn {
                     _ => None,
                 }
             })
-            .await?;
+            .await;
         match first {
-            Ok(at) => Ok((id, at - sent)),
-            Err(e) => {
+            Ok(Ok(at)) => Ok((id, at - sent)),
+            Ok(Err(e)) => {
                 self.shared.state.borrow_mut().ops.remove(&id);
                 Err(Failure::new("graphql", e))
+            }
+            // Not answered in time: stopped, so that the server does not feed it on.
+            Err(f) => {
+                let _ = self.complete(&id);
+                Err(f)
             }
         }
     }
@@ -324,7 +348,11 @@ impl GqlConn {
 
     /// Stops a subscription (`complete`).
     pub fn complete(&self, id: &str) -> Result<(), Failure> {
-        self.shared.state.borrow_mut().ops.remove(id);
+        let mut st = self.shared.state.borrow_mut();
+        if st.ops.remove(id).is_some_and(|op| op.subscription && !op.complete) {
+            st.completed.insert(id.to_string());
+        }
+        drop(st);
         self.send(json!({ "id": id, "type": "complete" }))?;
         self.shared.traffic.borrow_mut().count("graphql.complete_sent", 1);
         Ok(())

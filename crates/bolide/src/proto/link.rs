@@ -83,7 +83,9 @@ impl Link {
             .await
             .map_err(Failure::from_wire)?;
         let cfg = ClientConfig { compression: how.compression, ..ClientConfig::default() };
-        let framer = Framer::new(socket.leftover, &cfg, socket.deflate);
+        let mut framer = Framer::new(socket.leftover, &cfg, socket.deflate);
+        // Binary messages (Socket.IO's attachments) are handed over as such, not read as text.
+        framer.raw = true;
         let deflate = socket.deflate.map(|d| d.own_max_window_bits);
         let (tx, rx) = mpsc::unbounded_channel();
         let task = tokio::task::spawn_local(run(socket.stream, framer, rx, receiver, traffic, deflate));
@@ -123,26 +125,20 @@ async fn run(
         loop {
             match framer.next() {
                 Ok(None) => break,
-                Ok(Some(Frames::Nothing | Frames::Raw(..))) => {}
-                Ok(Some(Frames::Ping(p))) => {
-                    let mut pong = Vec::new();
-                    ws::encode_frame(&mut pong, Opcode::Pong, false, &p, Some(rand::random()));
-                    if stream.write_all(&pong).await.is_err() {
-                        break 'link "write failed".to_string();
-                    }
-                    traffic.borrow_mut().bytes_out += pong.len() as u64;
-                }
-                Ok(Some(Frames::Close(why))) => {
-                    wire::send_close(&mut stream, &mut framer).await;
-                    break 'link why;
-                }
-                Ok(Some(Frames::Ddp(texts))) => {
+                Ok(Some(Frames::Nothing)) => {}
+                // A binary message: no protocol here reads one yet (counted, the link goes on).
+                Ok(Some(Frames::Raw(true, _))) => {
                     heard = Instant::now();
+                    let mut t = traffic.borrow_mut();
+                    t.messages_in += 1;
+                    t.protocol_errors += 1;
+                }
+                Ok(Some(Frames::Raw(false, bytes))) => {
+                    heard = Instant::now();
+                    let text = String::from_utf8_lossy(&bytes);
                     let mut replies = Vec::new();
-                    for t in &texts {
-                        traffic.borrow_mut().messages_in += 1;
-                        receiver.text(t, &mut replies);
-                    }
+                    traffic.borrow_mut().messages_in += 1;
+                    receiver.text(&text, &mut replies);
                     if !replies.is_empty() {
                         let mut out = Vec::new();
                         for r in &replies {
@@ -156,6 +152,20 @@ async fn run(
                         t.bytes_out += out.len() as u64;
                     }
                 }
+                Ok(Some(Frames::Ping(p))) => {
+                    let mut pong = Vec::new();
+                    ws::encode_frame(&mut pong, Opcode::Pong, false, &p, Some(rand::random()));
+                    if stream.write_all(&pong).await.is_err() {
+                        break 'link "write failed".to_string();
+                    }
+                    traffic.borrow_mut().bytes_out += pong.len() as u64;
+                }
+                Ok(Some(Frames::Close(why))) => {
+                    wire::send_close(&mut stream, &mut framer).await;
+                    break 'link why;
+                }
+                // Raw mode hands every data message over as `Raw`.
+                Ok(Some(Frames::Ddp(_))) => {}
                 Err(e) => {
                     wire::send_close(&mut stream, &mut framer).await;
                     traffic.borrow_mut().protocol_errors += 1;
@@ -240,11 +250,9 @@ async fn close_reading(stream: &mut Stream, framer: &mut Framer, receiver: &dyn 
             loop {
                 match framer.next() {
                     Ok(None) => break,
-                    Ok(Some(Frames::Ddp(texts))) => {
-                        for t in &texts {
-                            traffic.borrow_mut().messages_in += 1;
-                            receiver.text(t, &mut Vec::new());
-                        }
+                    Ok(Some(Frames::Raw(false, bytes))) => {
+                        traffic.borrow_mut().messages_in += 1;
+                        receiver.text(&String::from_utf8_lossy(&bytes), &mut Vec::new());
                     }
                     Ok(Some(Frames::Close(_))) | Err(_) => return,
                     Ok(Some(_)) => {}

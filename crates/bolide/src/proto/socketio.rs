@@ -78,6 +78,10 @@ impl Default for SocketIoConfig {
 
 /// The largest answer read from one poll.
 const MAX_BODY: usize = 16 << 20;
+/// Most distinct event names a connection counts.
+const MAX_EVENT_NAMES: usize = 1024;
+/// How long a POST may take.
+const POST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Packets in one polling payload are separated by this (Engine.IO v4).
 const SEPARATOR: char = '\u{1e}';
 
@@ -89,10 +93,14 @@ pub struct State {
     /// The server's ping interval plus its ping timeout: longer without a packet is a dead link.
     silence: Option<Duration>,
     probed: bool,
+    /// The WebSocket took over from polling: what it says is the session's (before, only its
+    /// `3probe`).
+    upgraded: bool,
     /// The namespace's CONNECT answered: when, or the server's refusal.
     connected: Option<Result<Instant, String>>,
-    /// Acknowledgements by id: when, and their arguments.
-    acks: HashMap<u64, (Instant, Vec<Value>)>,
+    /// Acknowledgements by id: asked for and not yet come (None), or when they came and their
+    /// arguments. An id nobody waits for (any more) is not kept.
+    acks: HashMap<u64, Option<(Instant, Vec<Value>)>>,
     /// Events by name: how many came, and how many a `listen` took.
     counts: HashMap<String, (u64, u64)>,
     /// What a `response` waits for: events of this name since the emit, their arguments.
@@ -133,7 +141,8 @@ impl Shared {
                         .and_then(Value::as_array)
                         .map(|u| u.iter().filter_map(Value::as_str).map(String::from).collect())
                         .unwrap_or_default();
-                    let ms = |k: &str| open.get(k).and_then(Value::as_u64).unwrap_or(25_000);
+                    // Within a day: a hostile number neither overflows nor waits forever.
+                    let ms = |k: &str| open.get(k).and_then(Value::as_u64).unwrap_or(25_000).clamp(1, 86_400_000);
                     st.silence = Some(Duration::from_millis(ms("pingInterval") + ms("pingTimeout")));
                 }
                 Err(_) => self.traffic.borrow_mut().protocol_errors += 1,
@@ -186,7 +195,10 @@ impl Shared {
                     w.events += 1;
                     w.last = Some(now);
                 }
-                st.counts.entry(name).or_default().0 += 1;
+                // Names a server makes up are counted up to a bound (listen waits for named ones).
+                if st.counts.len() < MAX_EVENT_NAMES || st.counts.contains_key(&name) {
+                    st.counts.entry(name).or_default().0 += 1;
+                }
             }
             b'3' => {
                 let args = match parsed.data {
@@ -195,7 +207,9 @@ impl Shared {
                 };
                 if let Some(id) = parsed.id {
                     self.traffic.borrow_mut().count("socketio.acks_received", 1);
-                    st.acks.insert(id, (now, args));
+                    if let Some(slot) = st.acks.get_mut(&id) {
+                        *slot = Some((now, args));
+                    }
                 }
             }
             b'4' => {
@@ -231,6 +245,28 @@ impl link::Receiver for Shared {
 
     fn silence(&self) -> Option<Duration> {
         self.state.borrow().silence
+    }
+}
+
+/// The upgrade's WebSocket until it takes over: its `3probe` (and, once upgraded, everything)
+/// reaches the session; its end before that is not the session's.
+struct Probe(Rc<Shared>);
+
+impl link::Receiver for Probe {
+    fn text(&self, text: &str, replies: &mut Vec<String>) {
+        if self.0.state.borrow().upgraded || text == "3probe" {
+            self.0.packet(text, replies);
+        }
+    }
+
+    fn ended(&self, why: String) {
+        if self.0.state.borrow().upgraded {
+            link::Receiver::ended(&*self.0, why);
+        }
+    }
+
+    fn silence(&self) -> Option<Duration> {
+        self.0.state.borrow().silence
     }
 }
 
@@ -447,15 +483,21 @@ async fn by_polling(
     let upgrade = cfg.transports.contains(&SioTransport::WebSocket)
         && shared.state.borrow().upgrades.iter().any(|u| u == "websocket");
     if upgrade {
+        // A WebSocket that cannot be opened or probed leaves the session on polling, as
+        // socket.io-client leaves it.
         let path = request_path(cfg, "websocket", Some(&sid));
         let how = Opening { path: &path, headers: &cfg.headers, protocol: None, compression: cfg.compression };
-        let l = Link::open(ep, &how, tls, Rc::clone(traffic), shared.clone() as Rc<dyn link::Receiver>)
-            .await
-            .map_err(connect_failure)?;
-        l.send("2probe".into());
-        wait(shared, timeout, "the upgrade's 3probe", |st| st.probed.then_some(())).await.map_err(connect_failure)?;
-        l.send("5".into());
-        return Ok(Out::Ws(l));
+        let probe = Duration::from_secs(10).min(timeout);
+        if let Ok(l) = Link::open(ep, &how, tls, Rc::clone(traffic), Rc::new(Probe(Rc::clone(shared)))).await {
+            l.send("2probe".into());
+            if wait(shared, probe, "the upgrade's 3probe", |st| st.probed.then_some(())).await.is_ok() {
+                shared.state.borrow_mut().upgraded = true;
+                l.send("5".into());
+                return Ok(Out::Ws(l));
+            }
+            drop(l);
+        }
+        traffic.borrow_mut().count("socketio.failed_upgrades", 1);
     }
     let (tx, rx) = mpsc::unbounded_channel();
     let task =
@@ -482,7 +524,15 @@ async fn post(
     traffic: &RefCell<Traffic>,
 ) -> Result<(), Failure> {
     let body = packets.join(&SEPARATOR.to_string());
-    exchange(ep, tls, "POST", path, headers, body.as_bytes(), traffic).await?;
+    match tokio::time::timeout(POST_TIMEOUT, exchange(ep, tls, "POST", path, headers, body.as_bytes(), traffic)).await {
+        Ok(r) => r?,
+        Err(_) => {
+            return Err(Failure::new(
+                "disconnect",
+                format!("transport error: a POST unanswered within {POST_TIMEOUT:?}"),
+            ))
+        }
+    };
     traffic.borrow_mut().messages_out += packets.len() as u64;
     Ok(())
 }
@@ -569,6 +619,8 @@ async fn exchange(
     body: &[u8],
     traffic: &RefCell<Traffic>,
 ) -> Result<Vec<u8>, Failure> {
+    // What errors name: the path without its query (where a token may be).
+    let shown = path.split('?').next().unwrap_or_default();
     let mut s = wire::open(ep, tls).await.map_err(Failure::from_wire)?;
     let mut req = format!(
         "{method} {path} HTTP/1.1\r\nHost: {}\r\nAccept: */*\r\nConnection: close\r\nUser-Agent: bolide/{}\r\n",
@@ -584,7 +636,7 @@ async fn exchange(
     req.push_str("\r\n");
     let mut out = req.into_bytes();
     out.extend_from_slice(body);
-    s.write_all(&out).await.map_err(|e| Failure::new("closed", format!("{method} {path}: {e}")))?;
+    s.write_all(&out).await.map_err(|e| Failure::new("closed", format!("{method} {shown}: {e}")))?;
     traffic.borrow_mut().bytes_out += out.len() as u64;
     let (head, mut rest) = wire::read_head(&mut s).await.map_err(Failure::from_wire)?;
     let status = head.lines().next().unwrap_or_default().to_string();
@@ -607,7 +659,7 @@ async fn exchange(
     traffic.borrow_mut().bytes_in += total as u64;
     if !(status.starts_with("HTTP/1.1 200") || status.starts_with("HTTP/1.0 200")) {
         let said = String::from_utf8_lossy(&rest[..rest.len().min(200)]).into_owned();
-        return Err(Failure::new("connect", format!("{method} answered {status}: {said}")));
+        return Err(Failure::new("connect", format!("{method} {shown} answered {status}: {said}")));
     }
     if chunked {
         let mut body = Vec::new();
@@ -658,9 +710,20 @@ impl SioConn {
     ) -> Result<(Instant, Instant, Vec<Value>), Failure> {
         let id = self.next_ack.get();
         self.next_ack.set(id + 1);
+        self.shared.state.borrow_mut().acks.insert(id, None);
         let sent = Instant::now();
-        self.send_event(Some(id), args)?;
-        let (at, got) = wait(&self.shared, timeout, "the acknowledgement", |st| st.acks.remove(&id)).await?;
+        let got = match self.send_event(Some(id), args) {
+            Ok(()) => {
+                wait(&self.shared, timeout, "the acknowledgement", |st| match st.acks.get(&id) {
+                    Some(Some(_)) => st.acks.remove(&id).flatten(),
+                    _ => None,
+                })
+                .await
+            }
+            Err(f) => Err(f),
+        };
+        self.shared.state.borrow_mut().acks.remove(&id);
+        let (at, got) = got?;
         Ok((sent, at, got))
     }
 
@@ -777,14 +840,18 @@ mod tests {
         let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() - 5;
         shared.packet(&format!(r#"42["r",{{"sentAt":{stamp}}}]"#), &mut replies);
         shared.packet(r#"42["other",1]"#, &mut replies);
+        // An acknowledgement is kept only while someone waits for it.
+        shared.state.borrow_mut().acks.insert(1, None);
         shared.packet(r#"431["done"]"#, &mut replies);
+        shared.packet(r#"439["nobody asked"]"#, &mut replies);
         shared.packet(r#"41"#, &mut replies);
         let st = shared.state.borrow();
         assert_eq!(st.silence, Some(Duration::from_millis(500)));
         assert_eq!(st.counts["r"], (1, 0));
         assert_eq!(st.counts["other"], (1, 0));
         assert_eq!(st.watch.as_ref().unwrap().events, 1);
-        assert_eq!(st.acks[&1].1, vec![serde_json::json!("done")]);
+        assert_eq!(st.acks[&1].as_ref().unwrap().1, vec![serde_json::json!("done")]);
+        assert!(!st.acks.contains_key(&9));
         assert_eq!(st.closed.as_deref(), Some("io server disconnect"));
         assert_eq!(shared.traffic.borrow().fanout_us.len(), 1);
     }

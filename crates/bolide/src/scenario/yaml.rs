@@ -311,6 +311,8 @@ struct Reader {
     used_vars: Vec<(usize, usize, String)>,
     /// Which client the flow being read is for (`engine:`).
     engine: Engine,
+    /// Whether the file gives the step timeout (`config.timeout`, `config.ddp.stepTimeout`).
+    timeout_given: bool,
 }
 
 /// A mapping being read: its pairs by key, and which keys were looked at.
@@ -606,6 +608,7 @@ fn load_str_with(text: &str, file: &str, base: &Path, given: &[String]) -> Resul
         known_vars: BUILTIN_VARS.iter().map(|s| s.to_string()).chain(given.iter().cloned()).collect(),
         used_vars: vec![],
         engine: Engine::Ddp,
+        timeout_given: false,
     };
     let top = r.map(&root, "the scenario file", &["config", "scenarios"]);
     let config_node = top.as_ref().and_then(|m| m.require(&mut r, "config"));
@@ -646,6 +649,12 @@ fn load_str_with(text: &str, file: &str, base: &Path, given: &[String]) -> Resul
                 hint: Some(hint),
             });
         }
+    }
+    // Socket.IO's answers wait Artillery's 10 s unless the file says otherwise.
+    let mut config = config;
+    if let Some(c) = config.as_mut().filter(|_| !r.timeout_given && flows.iter().any(|f| f.engine == Engine::SocketIo))
+    {
+        c.ddp.step_timeout = Duration::from_secs(10);
     }
     if let (Some(config), true) = (config, r.problems.is_empty()) {
         if flows.is_empty() {
@@ -748,6 +757,9 @@ fn read_config(r: &mut Reader, node: &Node, base: &Path) -> Option<Config> {
     if let Some(t) = m.get("timeout").and_then(|n| r.duration(n, "config.timeout")) {
         ddp.step_timeout = t;
     }
+    r.timeout_given = m.get("timeout").is_some()
+        || m.get("ddp")
+            .is_some_and(|d| matches!(&d.kind, Kind::Map(p) if p.iter().any(|(k, _)| k.key_text() == "stepTimeout")));
     let socketio = m.get("socketio").map(|n| read_socketio(r, n)).unwrap_or_default();
     let graphql = m.get("graphql").map(|n| read_graphql(r, n)).unwrap_or_default();
     Some(Config { targets: target?, phases, max_vusers, variables, payload, ensure, ddp, browser, socketio, graphql })
@@ -811,6 +823,7 @@ fn read_socketio(r: &mut Reader, node: &Node) -> crate::proto::socketio::SocketI
         };
     }
     if let Some(h) = m.get("extraHeaders") {
+        r.templates(h);
         c.headers = read_headers(r, h, "config.socketio.extraHeaders");
     }
     if let Some(t) = m.get("transports") {
@@ -829,6 +842,13 @@ fn read_socketio(r: &mut Reader, node: &Node) -> crate::proto::socketio::SocketI
         }
     }
     if let Some(a) = m.get("auth") {
+        if !matches!(a.kind, Kind::Map(_)) {
+            r.problem(
+                a,
+                "config.socketio.auth must be a mapping (the CONNECT's payload)",
+                Some("e.g. auth: { token: \"{{ token }}\" }".into()),
+            );
+        }
         r.templates(a);
         c.auth = Some(a.to_json());
     }
@@ -859,9 +879,11 @@ fn read_graphql(r: &mut Reader, node: &Node) -> crate::proto::graphql_ws::Graphq
         c.path = p;
     }
     if let Some(p) = m.get("connectionParams") {
+        r.templates(p);
         c.init = Some(p.to_json());
     }
     if let Some(h) = m.get("headers") {
+        r.templates(h);
         c.headers = read_headers(r, h, "config.graphql.headers");
     }
     if let Some(n) = m.get("fanoutField") {
@@ -1613,6 +1635,14 @@ fn read_emit(r: &mut Reader, step: &Map<'_>, body: &Node) -> Option<Emit> {
         }
         (Some(resp), None) => {
             let m = r.map(resp, "response", &["channel", "on", "data", "args", "match", "capture", "concat"])?;
+            if let Some(n) = m.get("concat") {
+                r.problem(
+                    n,
+                    "response.concat is not supported yet",
+                    Some("compare the whole answer with data: [...]".into()),
+                );
+                return None;
+            }
             let channel = match (m.get("channel"), m.get("on")) {
                 (Some(n), _) | (None, Some(n)) => r.string(n, "response channel")?,
                 (None, None) => {
@@ -1638,6 +1668,10 @@ fn read_emit(r: &mut Reader, step: &Map<'_>, body: &Node) -> Option<Emit> {
 /// its first argument when a mapping gives none (`$.0`), as Artillery's do.
 fn read_answer(r: &mut Reader, m: &Map<'_>, ack: bool) -> Option<Answer> {
     let mut a = Answer::default();
+    if let (Some(_), Some(args)) = (m.get("data"), m.get("args")) {
+        r.problem(args, "give data or args, not both (they are one thing)", None);
+        return None;
+    }
     if let Some(d) = m.get("data").or_else(|| m.get("args")) {
         r.templates(d);
         a.data = Some(d.to_json());
@@ -1691,6 +1725,12 @@ fn read_listen(r: &mut Reader, node: &Node) -> Option<Listen> {
     let m = r.map(node, "listen", &["channel", "count", "namespace", "timeout"])?;
     let channel = m.require(r, "channel").and_then(|n| r.string(n, "listen channel"))?;
     let count = m.get("count").and_then(|n| r.count(n, "listen count")).unwrap_or(1);
+    if count == 0 {
+        if let Some(n) = m.get("count") {
+            r.problem(n, "listen count must be at least 1", None);
+        }
+        return None;
+    }
     let namespace = m.get("namespace").and_then(|n| r.string(n, "namespace"));
     if let (Some(ns), Some(n)) = (&namespace, m.get("namespace")) {
         if !ns.starts_with('/') {
@@ -1743,7 +1783,8 @@ fn read_gql_subscribe(r: &mut Reader, node: &Node) -> Option<GqlSubscribe> {
         r.templates(n);
         n.to_json()
     });
-    let count = m.get("count").and_then(|n| r.count(n, "subscribe count")).unwrap_or(1).max(1);
+    // 0: started without waiting for anything (the user's own mutation may feed it next).
+    let count = m.get("count").and_then(|n| r.count(n, "subscribe count")).unwrap_or(1);
     let capture = m.get("capture").and_then(|n| r.string(n, "capture"));
     if let Some(c) = &capture {
         r.known_vars.push(c.clone());

@@ -55,6 +55,13 @@ pub fn value(doc: &Doc, metric: &Metric) -> Result<f64, String> {
             let h = doc.view().step_latency(name)?;
             latency(&h, *stat).ok_or_else(|| format!("no sample of {name} (it never completed or never ran)"))
         }
+        (Metric::Fanout(stat), doc) => {
+            let d = doc.ddp().ok_or("fanout applies to realtime runs (bolide run)")?;
+            let h = super::hist::decode(&d.histograms.fanout_us).map_err(|e| format!("histograms.fanout_us: {e}"))?;
+            latency(&h, *stat).ok_or_else(|| {
+                "no fan-out latency: nothing pushed carried the time it was written or sent (fanoutField)".into()
+            })
+        }
         (Metric::ErrorRate, doc) => doc.error_rate_pct().ok_or_else(|| "no request or step ended".into()),
         (Metric::Errors, doc) => Ok(doc.view().errors() as f64),
         (Metric::Rps, doc) => doc.view().units_per_s(),

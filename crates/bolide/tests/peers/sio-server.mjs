@@ -49,7 +49,7 @@ io.on("connection", (socket) => {
     counts.broadcasts++;
     counts.delivered += size;
   });
-  socket.on("whoami", (_, callback) => { if (typeof callback === "function") { callback({ query: socket.handshake.query, header: socket.handshake.headers["x-client-id"] || null }); counts.acks++; } });
+  socket.on("whoami", (_, callback) => { if (typeof callback === "function") { callback({ query: socket.handshake.query, auth: socket.handshake.auth, header: socket.handshake.headers["x-client-id"] || null }); counts.acks++; } });
 });
 
 const personalised = io.of("/personalised");

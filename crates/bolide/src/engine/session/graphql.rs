@@ -13,10 +13,23 @@ use crate::scenario::WaitFor;
 
 impl super::Session for GqlConn {
     type Failure = Failure;
+    const RECONNECTS: bool = false;
 
     async fn open(to: Target<'_>, timeout: Duration) -> Result<(GqlConn, Duration), Failure> {
         let endpoint = &to.plan.targets[to.target].endpoint;
-        let cfg = &to.plan.scenario.config.graphql;
+        // The user's variables in connectionParams and the headers (a token per user).
+        let mut cfg = to.plan.scenario.config.graphql.clone();
+        if let Some(vars) = to.vars {
+            use crate::scenario::template;
+            cfg.init = cfg.init.map(|p| template::render(&p, vars));
+            for (_, v) in cfg.headers.iter_mut() {
+                if let Value::String(t) = template::render_str(v, vars) {
+                    *v = t;
+                }
+            }
+            cfg.headers.retain(|(_, v)| !v.contains(['\r', '\n']));
+        }
+        let cfg = &cfg;
         // The target's URL may name the endpoint (`http://host/graphql`); else the configured path.
         let path = if endpoint.prefix.is_empty() { cfg.path.clone() } else { endpoint.prefix.clone() };
         let conn = graphql_ws::connect(endpoint, cfg, &path, to.tls, std::rc::Rc::clone(to.traffic), timeout).await?;
@@ -79,8 +92,11 @@ impl super::Session for GqlConn {
         count: u64,
         timeout: Duration,
     ) -> Result<(String, Duration), Failure> {
+        if count == 0 {
+            return Ok((self.subscribe_only(query, variables)?, Duration::ZERO));
+        }
         let began = Instant::now();
-        let (id, first) = self.subscribe(query, variables, timeout).await?;
+        let (id, first) = GqlConn::subscribe(self, query, variables, timeout).await?;
         if count > 0 {
             self.take_nexts(&id, count, timeout.saturating_sub(began.elapsed())).await?;
         }

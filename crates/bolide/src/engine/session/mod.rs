@@ -3,9 +3,10 @@
 //! thinks, loops, captured values, reconnects with the user's subscriptions, HTTP steps) talks to
 //! a session only through [`Session`]: open it, call, subscribe and unsubscribe, wait for the data
 //! the server pushes to show something, close it. DDP's is `ddp.rs` (`proto::ddp::Conn`, its
-//! local collections behind `waitFor`). A new realtime protocol is a client under `proto/`, a
-//! `Session` here, its steps' YAML in `scenario/`, and a choice of it where `engine/vu.rs`'s
-//! `worker` starts each user (`iteration::<Conn>`).
+//! local collections behind `waitFor`); Socket.IO's is `socketio.rs` and graphql-ws's
+//! `graphql.rs`. A new realtime protocol is a client under `proto/`, a `Session` here (the steps
+//! other protocols have are methods whose defaults refuse), its steps' YAML in `scenario/`, and
+//! its `scenario::Engine` chosen in `engine/vu.rs`'s `iteration`.
 
 pub mod ddp;
 pub mod graphql;
@@ -76,17 +77,23 @@ pub struct Emitted {
 pub use crate::proto::ddp::CallOutcome as Called;
 
 /// Where a session goes and what it counts into: the plan's target `target`, the worker's TLS
-/// connector and its traffic counters.
+/// connector and its traffic counters; the user's variables, for settings that hold `{{ }}` (a
+/// token in Socket.IO's `auth`, graphql-ws's `connectionParams`).
 pub struct Target<'a> {
     pub plan: &'a DdpPlan,
     pub target: usize,
     pub tls: Option<&'a Connector>,
     pub traffic: &'a Rc<RefCell<Traffic>>,
+    pub vars: Option<&'a crate::scenario::template::Vars>,
 }
 
 /// One user's session with its server.
 pub trait Session: Sized + 'static {
     type Failure: Failure;
+
+    /// Whether a session closed under a user is made again with its subscriptions
+    /// (`config.ddp.reconnect`, Meteor's client's behaviour); other protocols' users fail.
+    const RECONNECTS: bool = true;
 
     /// Opens a session (transport and the protocol's handshake) within `timeout`; how long the
     /// handshake took.

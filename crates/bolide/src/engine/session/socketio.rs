@@ -49,15 +49,34 @@ impl SioSession {
     }
 }
 
+/// `config.socketio` with the user's variables in its query, headers and auth.
+fn rendered(cfg: &SocketIoConfig, vars: Option<&crate::scenario::template::Vars>) -> SocketIoConfig {
+    use crate::scenario::template;
+    let mut c = cfg.clone();
+    let Some(vars) = vars else { return c };
+    let text = |s: &str| match template::render_str(s, vars) {
+        Value::String(t) => t,
+        other => other.to_string(),
+    };
+    for (_, v) in c.query.iter_mut().chain(c.headers.iter_mut()) {
+        *v = text(v);
+    }
+    // A rendered header value must stay one line.
+    c.headers.retain(|(_, v)| !v.contains(['\r', '\n']));
+    c.auth = c.auth.map(|a| template::render(&a, vars));
+    c
+}
+
 impl super::Session for SioSession {
     type Failure = Failure;
+    const RECONNECTS: bool = false;
 
     async fn open(to: Target<'_>, timeout: Duration) -> Result<(SioSession, Duration), Failure> {
         let endpoint = &to.plan.targets[to.target].endpoint;
         let main = if endpoint.prefix.is_empty() { "/".to_string() } else { endpoint.prefix.clone() };
         let ctx = Ctx {
             ep: endpoint.clone(),
-            cfg: to.plan.scenario.config.socketio.clone(),
+            cfg: rendered(&to.plan.scenario.config.socketio, to.vars),
             tls: to.tls.cloned(),
             traffic: Rc::clone(to.traffic),
             main,
