@@ -365,3 +365,49 @@ fn graphql_refusals_and_errors_are_errors_by_class() {
     assert_eq!(doc.summary.errors_by_class.get("scenario"), Some(&2), "{:?}", doc.summary.errors_by_class);
     assert!(said.contains("no subscription"), "{said}");
 }
+
+/// Two segments of the Socket.IO example as processes of their own, started together, merged:
+/// the merged document's counts are the server's.
+#[test]
+fn segments_of_a_socketio_run_merge_to_the_servers_counts() {
+    let server = Peer::start("sio-server.mjs");
+    let dir = tempfile::tempdir().unwrap();
+    let file = format!("{ROOT}/examples/socketio-chat.yml");
+    let at = bolide::segment::format_start(std::time::SystemTime::now() + std::time::Duration::from_secs(2));
+    let target = server.url("");
+    let children: Vec<_> = (1..=2)
+        .map(|i| {
+            let json = dir.path().join(format!("seg-{i}.json"));
+            let child = Command::new(env!("CARGO_BIN_EXE_bolide"))
+                .args(["run", &file, "--target", &target, "--start-at", &at, "--segment", &format!("{i}/2")])
+                .args(["--json", json.to_str().unwrap(), "-q"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            (child, json)
+        })
+        .collect();
+    let docs: Vec<String> = children
+        .into_iter()
+        .map(|(child, json)| {
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            json.display().to_string()
+        })
+        .collect();
+    let merged = dir.path().join("merged.json");
+    let o = bolide(&["merge", &docs[0], &docs[1], "-o", merged.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let text = std::fs::read_to_string(&merged).unwrap();
+    assert!(schema_problems("ddp-result.schema.json", &text).is_empty());
+    let m = DdpDoc::from_json(&text).unwrap();
+    let c = server.counts();
+    assert_eq!((m.summary.users.launched, m.summary.users.completed), (20, 20));
+    assert_eq!(event(&m, "socketio.connections"), n(&c, "connections"));
+    let received: u64 = c["received"].as_object().unwrap().values().filter_map(Value::as_u64).sum();
+    assert_eq!(event(&m, "socketio.emits"), received);
+    assert_eq!(event(&m, "socketio.acks_received"), n(&c, "acks"));
+    assert_eq!(step(&m, "emit chat"), 60);
+    assert_eq!(fanouts(&m), event(&m, "socketio.events_received") - 20);
+}
