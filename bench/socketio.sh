@@ -63,20 +63,32 @@ one() { # tool file rate dur name
     case $tool in
         bolide)
             taskset -c "$CLIENT_CORES" /usr/bin/time -f '%e %U %S %M' -o "$OUT/$name.time" \
-                "$BOLIDE" run "$file" --target "$target" --arrival-rate "$rate" -d "${dur}s" -q --json "$OUT/$name.json" >"$OUT/$name.log" 2>&1 || true
+                "$BOLIDE" run "$file" --target "$target" --arrival-rate "$rate" -d "${dur}s" -q --json "$OUT/$name.json" >"$OUT/$name.log" 2>&1 &
             ;;
         artillery)
             local over
             over=$(printf '{"config":{"target":"%s","phases":[{"duration":%s,"arrivalRate":%s}]}}' "$target" "$dur" "$rate")
             taskset -c "$CLIENT_CORES" /usr/bin/time -f '%e %U %S %M' -o "$OUT/$name.time" \
-                env ARTILLERY_DISABLE_TELEMETRY=true DO_NOT_TRACK=1 "$ARTILLERY" run --overrides "$over" --output "$OUT/$name.artillery.json" "$file" >"$OUT/$name.log" 2>&1 || true
+                env ARTILLERY_DISABLE_TELEMETRY=true DO_NOT_TRACK=1 "$ARTILLERY" run --overrides "$over" --output "$OUT/$name.artillery.json" "$file" >"$OUT/$name.log" 2>&1 &
             ;;
     esac
+    # The generator's whole process tree, summed (its workers included).
+    local gen=$!
+    python3 "$HERE/tree-rss.py" "$gen" >"$OUT/$name.tree" &
+    local sampler=$!
+    wait "$gen" || true
+    wait "$sampler" || true
     sleep 1
     counts >"$OUT/$name.after"
     stop_server
 }
 
+# Artillery's own example (crates/bolide/tests/peers/artillery-socket-io.yml, unchanged), 5 users/s
+# for 4 s by each tool: the server's counts side by side.
+for tool in bolide artillery; do
+    log "Artillery's example: $tool"
+    one "$tool" "$PEERS/artillery-socket-io.yml" 5 4 "example-$tool"
+done
 for i in $(seq "$REPS"); do
     for tool in bolide artillery; do
         log "work $i/$REPS: $tool"
@@ -117,8 +129,21 @@ def load(name):
     before, after = (json.load(open(f"{out}/{name}.{k}")) for k in ("before", "after"))
     d = lambda k: after[k] - before[k] if isinstance(after.get(k), int) else 0
     received = sum(after["received"].values()) - sum(before["received"].values())
-    return dict(cpu=float(user) + float(sys_), rss_mb=int(rss) / 1024, emits=received,
-                answers=d("responses") + d("acks"), connections=d("connections"), upgrades=d("upgrades"))
+    tree_kb = int(open(f"{out}/{name}.tree").read().strip() or 0)
+    return dict(cpu=float(user) + float(sys_), rss_mb=max(int(rss), tree_kb) / 1024, emits=received,
+                answers=d("responses") + d("acks"), connections=d("connections"), upgrades=d("upgrades"),
+                peak=after.get("peak_connected", 0))
+print("# Artillery's own Socket.IO example, 5 users/s for 4 s: the server's counts\n")
+print("| generator | connections | /personalised | echo received | userDetails received | responses | acks |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+for tool in ("bolide", "artillery"):
+    before, after = (json.load(open(f"{out}/example-{tool}.{k}")) for k in ("before", "after"))
+    d = lambda *path: (lambda a, b: a - b)(*[
+        __import__("functools").reduce(lambda v, k: v.get(k, 0) if isinstance(v, dict) else 0, path, x)
+        for x in (after, before)])
+    print(f"| {tool} | {d('connections')} | {d('namespaces', '/personalised')} | {d('received', 'echo')} | "
+          f"{d('received', 'userDetails')} | {d('responses')} | {d('acks')} |")
+print()
 rows = {}
 for tool in ("bolide", "artillery"):
     runs = [load(f"work-{tool}-{i}") for i in range(1, reps + 1)]
@@ -135,13 +160,14 @@ for tool, runs in rows.items():
           f"{med('emits'):.0f} | {med('answers'):.0f} | {med('connections'):.0f} | {med('upgrades'):.0f} |")
 b, a = (statistics.median(r["per_msg_us"] for r in rows[t]) for t in ("bolide", "artillery"))
 print(f"\nbolide / Artillery CPU per message: {b / a:.3f}")
-print("\n| generator | peak RSS at %d users (MB) | at %d users (MB) | sessions per MB |" % (small, large))
+print("\n(peak RSS: the generator's process tree, summed; users: the server's most connections at once)\n")
+print("| generator | peak RSS at %d users (MB) | at %d users (MB) | sessions per MB |" % (small, large))
 print("|---|---:|---:|---:|")
 for tool in ("bolide", "artillery"):
     s, l = load(f"idle-{tool}-{small}"), load(f"idle-{tool}-{large}")
-    slope = (l["rss_mb"] - s["rss_mb"]) / max(1, large - small)
+    slope = (l["rss_mb"] - s["rss_mb"]) / max(1, l["peak"] - s["peak"])
     per_mb = 1 / slope if slope > 0 else float("inf")
-    print(f"| {tool} | {s['rss_mb']:.1f} ({s['connections']} connections) | {l['rss_mb']:.1f} ({l['connections']} connections) | {per_mb:.0f} |")
+    print(f"| {tool} | {s['rss_mb']:.1f} ({s['peak']} at once) | {l['rss_mb']:.1f} ({l['peak']} at once) | {per_mb:.0f} |")
 g = []
 for i in range(1, reps + 1):
     wall, user, sys_, rss = open(f"{out}/graphql-{i}.time").read().split()[-4:]

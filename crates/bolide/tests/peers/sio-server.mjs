@@ -5,7 +5,7 @@ import { createServer } from "node:http";
 import { Server } from "socket.io";
 
 const counts = {
-  connections: 0, connected_now: 0, upgrades: 0, by_transport: { polling: 0, websocket: 0 },
+  connections: 0, connected_now: 0, peak_connected: 0, upgrades: 0, by_transport: { polling: 0, websocket: 0 },
   namespaces: {}, received: {}, responses: 0, acks: 0, broadcasts: 0, delivered: 0, disconnects: {},
 };
 const bump = (o, k, n = 1) => { o[k] = (o[k] || 0) + n; };
@@ -25,6 +25,7 @@ const io = new Server(http, { serveClient: false, cors: { origin: "*" } });
 function watch(socket, nsp) {
   counts.connections++;
   counts.connected_now++;
+  counts.peak_connected = Math.max(counts.peak_connected, counts.connected_now);
   bump(counts.namespaces, nsp);
   bump(counts.by_transport, socket.conn.transport.name);
   socket.conn.once("upgrade", () => counts.upgrades++);
