@@ -797,21 +797,39 @@ fn read_headers(r: &mut Reader, node: &Node, what: &str) -> Vec<(String, String)
     out
 }
 
+/// The keys `config.socketio` and `config.graphql` share: the path (a path, no query), the fan-out
+/// field (`false`: none), whether permessage-deflate is offered; each None when not given.
+#[allow(clippy::type_complexity)]
+fn read_socket_keys(
+    r: &mut Reader,
+    m: &Map<'_>,
+    what: &str,
+    example: &str,
+) -> (Option<String>, Option<Option<String>>, Option<bool>) {
+    let path = m.get("path").and_then(|n| {
+        let p = r.string(n, &format!("{what}.path"))?;
+        if !p.starts_with('/') || p.contains(['?', '#', ' ']) {
+            r.problem(n, format!("{what}.path {p:?} must be a path like {example}"), None);
+        }
+        Some(p)
+    });
+    let fanout = m.get("fanoutField").map(|n| match &n.kind {
+        Kind::Null | Kind::Bool(false) => None,
+        _ => r.string(n, "fanoutField"),
+    });
+    let deflate = m.get("perMessageDeflate").and_then(|n| r.boolean(n, "perMessageDeflate"));
+    (path, fanout, deflate)
+}
+
 /// `config.socketio`: socket.io-client's options of the same names.
 fn read_socketio(r: &mut Reader, node: &Node) -> crate::proto::socketio::SocketIoConfig {
     use crate::proto::socketio::{SioTransport, SocketIoConfig};
     let mut c = SocketIoConfig::default();
     let Some(m) = r.map(node, "config.socketio", SOCKETIO_KEYS) else { return c };
-    if let Some(p) = m.get("path").and_then(|n| r.string(n, "config.socketio.path")) {
-        if !p.starts_with('/') || p.contains(['?', '#', ' ']) {
-            r.problem(
-                m.get("path").unwrap_or(node),
-                format!("config.socketio.path {p:?} must be a path like /socket.io"),
-                None,
-            );
-        }
-        c.path = p;
-    }
+    let (path, fanout, deflate) = read_socket_keys(r, &m, "config.socketio", "/socket.io");
+    c.path = path.unwrap_or(c.path);
+    c.fanout_field = fanout.unwrap_or(c.fanout_field);
+    c.compression = deflate.unwrap_or(c.compression);
     if let Some(q) = m.get("query") {
         c.query = match &q.kind {
             Kind::Str(s) => url::form_urlencoded::parse(s.trim_start_matches('?').as_bytes()).into_owned().collect(),
@@ -852,15 +870,6 @@ fn read_socketio(r: &mut Reader, node: &Node) -> crate::proto::socketio::SocketI
         r.templates(a);
         c.auth = Some(a.to_json());
     }
-    if let Some(n) = m.get("fanoutField") {
-        c.fanout_field = match &n.kind {
-            Kind::Null | Kind::Bool(false) => None,
-            _ => r.string(n, "fanoutField"),
-        };
-    }
-    if let Some(b) = m.get("perMessageDeflate").and_then(|n| r.boolean(n, "perMessageDeflate")) {
-        c.compression = b;
-    }
     c
 }
 
@@ -868,16 +877,10 @@ fn read_socketio(r: &mut Reader, node: &Node) -> crate::proto::socketio::SocketI
 fn read_graphql(r: &mut Reader, node: &Node) -> crate::proto::graphql_ws::GraphqlConfig {
     let mut c = crate::proto::graphql_ws::GraphqlConfig::default();
     let Some(m) = r.map(node, "config.graphql", GRAPHQL_KEYS) else { return c };
-    if let Some(p) = m.get("path").and_then(|n| r.string(n, "config.graphql.path")) {
-        if !p.starts_with('/') || p.contains(['#', ' ']) {
-            r.problem(
-                m.get("path").unwrap_or(node),
-                format!("config.graphql.path {p:?} must be a path like /graphql"),
-                None,
-            );
-        }
-        c.path = p;
-    }
+    let (path, fanout, deflate) = read_socket_keys(r, &m, "config.graphql", "/graphql");
+    c.path = path.unwrap_or(c.path);
+    c.fanout_field = fanout.unwrap_or(c.fanout_field);
+    c.compression = deflate.unwrap_or(c.compression);
     if let Some(p) = m.get("connectionParams") {
         r.templates(p);
         c.init = Some(p.to_json());
@@ -885,15 +888,6 @@ fn read_graphql(r: &mut Reader, node: &Node) -> crate::proto::graphql_ws::Graphq
     if let Some(h) = m.get("headers") {
         r.templates(h);
         c.headers = read_headers(r, h, "config.graphql.headers");
-    }
-    if let Some(n) = m.get("fanoutField") {
-        c.fanout_field = match &n.kind {
-            Kind::Null | Kind::Bool(false) => None,
-            _ => r.string(n, "fanoutField"),
-        };
-    }
-    if let Some(b) = m.get("perMessageDeflate").and_then(|n| r.boolean(n, "perMessageDeflate")) {
-        c.compression = b;
     }
     c
 }

@@ -6,10 +6,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{Called, Target};
+use super::Target;
 use crate::proto::graphql_ws::{self, GqlConn};
 use crate::proto::link::Failure;
-use crate::scenario::WaitFor;
 
 impl super::Session for GqlConn {
     type Failure = Failure;
@@ -37,35 +36,12 @@ impl super::Session for GqlConn {
         Ok((conn, handshake))
     }
 
-    async fn call(&self, _: &str, _: Vec<Value>, _: Duration) -> Result<Called, Failure> {
-        Err(<Failure as super::Failure>::unsupported("call"))
-    }
-
-    async fn subscribe(&self, _: &str, _: Vec<Value>, _: Duration) -> Result<(String, Duration), Failure> {
-        Err(<Failure as super::Failure>::unsupported("a DDP subscribe"))
-    }
-
     fn unsubscribe(&self, id: &str) -> Result<(), Failure> {
         self.complete(id)
     }
 
-    async fn wait_for(
-        &self,
-        _: &WaitFor,
-        _: &[(String, Value)],
-        _: Instant,
-        _: Instant,
-        _: Duration,
-    ) -> Result<Instant, Failure> {
-        Err(<Failure as super::Failure>::unsupported("waitFor"))
-    }
-
     fn last_data(&self) -> Option<Instant> {
         self.shared().state.borrow().last_data
-    }
-
-    fn snapshot(&self, _: Option<&str>) -> crate::stats::audit::Snapshot {
-        Default::default()
     }
 
     fn gone(&self) -> Option<String> {

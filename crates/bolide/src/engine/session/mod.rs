@@ -105,7 +105,10 @@ pub trait Session: Sized + 'static {
         method: &str,
         params: Vec<Value>,
         timeout: Duration,
-    ) -> impl Future<Output = Result<Called, Self::Failure>>;
+    ) -> impl Future<Output = Result<Called, Self::Failure>> {
+        let _ = (method, params, timeout);
+        async { Err(Self::Failure::unsupported("call")) }
+    }
 
     /// Subscribes and waits until the server says the first data is sent (DDP `ready`); the
     /// subscription's id and the time it took.
@@ -114,10 +117,16 @@ pub trait Session: Sized + 'static {
         name: &str,
         params: Vec<Value>,
         timeout: Duration,
-    ) -> impl Future<Output = Result<(String, Duration), Self::Failure>>;
+    ) -> impl Future<Output = Result<(String, Duration), Self::Failure>> {
+        let _ = (name, params, timeout);
+        async { Err(Self::Failure::unsupported("a DDP subscribe")) }
+    }
 
     /// Stops a subscription.
-    fn unsubscribe(&self, id: &str) -> Result<(), Self::Failure>;
+    fn unsubscribe(&self, id: &str) -> Result<(), Self::Failure> {
+        let _ = id;
+        Err(Self::Failure::unsupported("unsubscribe"))
+    }
 
     /// Waits until the data the server pushed shows what `wf` asks (`want`: its fields rendered),
     /// counting changes from `since` (the user's last call); when it was seen. A timeout's failure
@@ -129,13 +138,19 @@ pub trait Session: Sized + 'static {
         since: Instant,
         began: Instant,
         timeout: Duration,
-    ) -> impl Future<Output = Result<Instant, Self::Failure>>;
+    ) -> impl Future<Output = Result<Instant, Self::Failure>> {
+        let _ = (wf, want, since, began, timeout);
+        async { Err(Self::Failure::unsupported("waitFor")) }
+    }
 
     /// When the server last sent data (a heartbeat aside), if it has: an audit's quiet time.
     fn last_data(&self) -> Option<Instant>;
 
     /// The data the server pushed, as the session holds it now (one collection or every one).
-    fn snapshot(&self, collection: Option<&str>) -> crate::stats::audit::Snapshot;
+    fn snapshot(&self, collection: Option<&str>) -> crate::stats::audit::Snapshot {
+        let _ = collection;
+        Default::default()
+    }
 
     /// Whether the session is gone, and why.
     fn gone(&self) -> Option<String>;

@@ -8,12 +8,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{Await, Called, Emitted, Target};
+use super::{Await, Emitted, Target};
 use crate::proto::ddp::{Endpoint, Traffic};
 use crate::proto::http::tls::Connector;
 use crate::proto::link::Failure;
 use crate::proto::socketio::{self, SioConn, SocketIoConfig};
-use crate::scenario::WaitFor;
 
 /// What a user's later namespaces connect with.
 struct Ctx {
@@ -86,35 +85,8 @@ impl super::Session for SioSession {
         Ok((session, conn.handshake))
     }
 
-    async fn call(&self, _: &str, _: Vec<Value>, _: Duration) -> Result<Called, Failure> {
-        Err(<Failure as super::Failure>::unsupported("call"))
-    }
-
-    async fn subscribe(&self, _: &str, _: Vec<Value>, _: Duration) -> Result<(String, Duration), Failure> {
-        Err(<Failure as super::Failure>::unsupported("subscribe"))
-    }
-
-    fn unsubscribe(&self, _: &str) -> Result<(), Failure> {
-        Err(<Failure as super::Failure>::unsupported("unsubscribe"))
-    }
-
-    async fn wait_for(
-        &self,
-        _: &WaitFor,
-        _: &[(String, Value)],
-        _: Instant,
-        _: Instant,
-        _: Duration,
-    ) -> Result<Instant, Failure> {
-        Err(<Failure as super::Failure>::unsupported("waitFor"))
-    }
-
     fn last_data(&self) -> Option<Instant> {
         self.conns.borrow().iter().filter_map(|(_, c)| c.shared().state.borrow().last_data).max()
-    }
-
-    fn snapshot(&self, _: Option<&str>) -> crate::stats::audit::Snapshot {
-        Default::default()
     }
 
     fn gone(&self) -> Option<String> {
