@@ -411,3 +411,68 @@ fn segments_of_a_socketio_run_merge_to_the_servers_counts() {
     assert_eq!(step(&m, "emit chat"), 60);
     assert_eq!(fanouts(&m), event(&m, "socketio.events_received") - 20);
 }
+
+/// A Socket.IO run goes where a DDP run goes: `bench` repeats it, `compare` reads the series, the
+/// CSV seconds, the JUnit verdicts and the HTML report are written from its document.
+#[test]
+fn socketio_runs_through_bench_compare_and_the_outputs() {
+    let server = Peer::start("sio-server.mjs");
+    let dir = tempfile::tempdir().unwrap();
+    let file = format!("{ROOT}/examples/socketio-chat.yml");
+    let (csv, junit, html) = (dir.path().join("s.csv"), dir.path().join("j.xml"), dir.path().join("r.html"));
+    let (o, doc) = run(
+        &file,
+        &[
+            "--target",
+            &server.url(""),
+            "--duration",
+            "1s",
+            "--out",
+            &format!("csv={}", csv.display()),
+            "--junit",
+            junit.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+            "--threshold",
+            "error_rate<1%",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    assert_eq!(doc.summary.users.completed, 4);
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    assert!(csv.lines().count() > 1 && csv.contains("emit echo"), "{csv}");
+    let junit = std::fs::read_to_string(&junit).unwrap();
+    assert!(junit.contains("error_rate&lt;1%") || junit.contains("error_rate<1%"), "{junit}");
+    assert!(std::fs::read_to_string(&html).unwrap().contains("emit echo"));
+    // Two series of two runs each, compared.
+    let series: Vec<String> = ["a", "b"]
+        .iter()
+        .map(|label| {
+            let out = dir.path().join(label);
+            let o = bolide(&[
+                "bench",
+                "run",
+                &file,
+                "--target",
+                &server.url(""),
+                "--duration",
+                "1s",
+                "--runs",
+                "2",
+                "--label",
+                label,
+                "--out",
+                out.to_str().unwrap(),
+            ]);
+            assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+            out.display().to_string()
+        })
+        .collect();
+    let o = bolide(&["compare", &series[0], &series[1], "--format", "json"]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let cmp: Value = serde_json::from_str(&o.out).unwrap_or_else(|_| panic!("{}", o.out));
+    assert!(cmp.to_string().contains("\"b\""), "{cmp}");
+    let c = server.counts();
+    // 4 users in the first run, then 4 in each of the 4 bench runs.
+    assert_eq!(n(&c, "connections"), 4 * 5, "{c}");
+}
