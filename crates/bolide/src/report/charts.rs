@@ -285,7 +285,7 @@ pub(super) fn ddp_charts(d: &DdpDoc) -> Vec<Chart> {
     out.push(spectrum(
         &d.histograms.fanout_us,
         "fanout-spectrum",
-        "Fan-out latency by percentile (insert to every subscriber)",
+        "Fan-out latency by percentile (write or send to every subscriber)",
     ));
     out
 }

@@ -84,7 +84,7 @@ impl super::Shown for DdpDoc {
         }
         for (name, l) in [
             ("reactive (write to update)", &d.summary.reactive),
-            ("fan-out (insert to every subscriber)", &d.summary.fanout),
+            ("fan-out (write or send to every subscriber)", &d.summary.fanout),
         ] {
             if let Some(l) = l {
                 t.row(vec![
