@@ -42,7 +42,7 @@ bench.yml:13:9: unknown step "conect"
     hint: did you mean "connect"?
 bench.yml:15:11: call needs "method"
 bench.yml:15:19: "{{ sesionId }}" is not a variable
-    hint: variables come from config.variables, config.payload fields, captures, and $vuId, $randomId, $arrival, $loopCount, $loopIndex, $loopElement, loginToken, userId
+    hint: variables come from config.variables, config.payload fields, captures, and $vuId, $randomId, $now, $arrival, $loopCount, $loopIndex, $loopElement, loginToken, userId
 bench.yml:16:46: until "vanishes" is not one of matches, appears, changes, disappears
 bench.yml:17:49: timeout must be a duration (seconds, or e.g. 500ms, 30s, 2m)
 bench.yml:18:9: a loop needs "count" (times) or "over" (a list or "{{ variable }}")"#;
