@@ -38,26 +38,13 @@ pub struct Criteria {
     pub allow_busy_machine: bool,
 }
 
-/// Judges one level's result document.
+/// Judges one level's result document. The server's answers (errors, failed users, a server
+/// that vanished, thresholds on counts and rates of errors) are judged at any machine load: a
+/// server that answers 503 fails its level however busy the machine. Speed (p99, thresholds in
+/// ms or per second, a schedule that fell behind) is judged only where bolide and the machine were
+/// not the limit; a schedule that fell behind while bolide was short of CPU, or while its
+/// connections had room to spare, is bolide's lateness: no verdict, never the server's failure.
 pub fn judge(doc: &Doc, c: &Criteria) -> Verdict {
-    if let Some(g) = doc.generator() {
-        let limit = g.samples.len().div_ceil(10).max(1);
-        if !g.samples.is_empty() && g.saturated_samples >= limit {
-            return Verdict::NotTheServer(format!(
-                "a bolide load thread was saturated in {} of {} samples; give bolide more threads (-t) or another machine",
-                g.saturated_samples,
-                g.samples.len()
-            ));
-        }
-        if !g.samples.is_empty() && g.machine_busy_samples >= limit && !c.allow_busy_machine {
-            return Verdict::NotTheServer(format!(
-                "the machine had no idle CPU in {} of {} samples (server and bolide share it: min idle {:.0}%); run bolide on another machine or pin them to separate cores",
-                g.machine_busy_samples,
-                g.samples.len(),
-                g.min_machine_idle_pct
-            ));
-        }
-    }
     let m = doc.measures();
     if m.interrupted {
         return Verdict::Interrupted;
@@ -66,21 +53,63 @@ pub fn judge(doc: &Doc, c: &Criteria) -> Verdict {
     if let Some(why) = view.unmeasured() {
         return Verdict::Unmeasured(why);
     }
+    let speed = |t: &&crate::threshold::ThresholdResult| matches!(t.unit.as_str(), "ms" | "/s");
+    let mut answers = Vec::new();
+    for w in doc.monitor() {
+        if let Some(t) = w.vanished_s {
+            answers.push(format!("{} was gone {t:.1} s into the run", w.name));
+        }
+    }
+    if m.error_rate_pct > c.max_error_rate_pct {
+        answers.push(format!("error rate {:.2}% > {:.2}%", m.error_rate_pct, c.max_error_rate_pct));
+    }
+    answers.extend(view.shortfalls());
+    for t in doc.thresholds().iter().filter(|t| !t.ok && !speed(t)) {
+        answers.push(format!("threshold {} broken: {}", t.threshold, t.shown()));
+    }
+    if !answers.is_empty() {
+        return Verdict::Fail(answers);
+    }
+    let generator = doc.generator();
+    if let Some(g) = generator.filter(|g| g.saturated()) {
+        return Verdict::NotTheServer(format!(
+            "a bolide load thread was saturated in {} of {} samples; give bolide more threads (-t) or another machine",
+            g.saturated_samples,
+            g.samples.len()
+        ));
+    }
+    if let Some(g) = generator.filter(|g| g.machine_busy() && !c.allow_busy_machine) {
+        return Verdict::NotTheServer(format!(
+            "the machine had no idle CPU in {} of {} samples (server and bolide share it: min idle {:.0}%); run bolide on another machine or pin them to separate cores",
+            g.machine_busy_samples,
+            g.samples.len(),
+            g.min_machine_idle_pct
+        ));
+    }
     if let Some(why) = view.shape_limit(c.max_p99_ms) {
         return Verdict::NotTheServer(why);
     }
     let mut why = Vec::new();
-    for w in doc.monitor() {
-        if let Some(t) = w.vanished_s {
-            why.push(format!("{} was gone {t:.1} s into the run", w.name));
+    if let Some(b) = view.behind_schedule() {
+        let short_of_cpu = generator.is_some_and(|g| g.saturated_samples > 0 || g.machine_busy_samples > 0);
+        let missed = format!("{} of {} scheduled requests never went out", b.missed, b.scheduled);
+        if short_of_cpu {
+            return Verdict::NotTheServer(format!(
+                "{missed} while bolide was short of CPU (a saturated load thread or no idle CPU in some sample): its \
+                 lateness cannot be told from the server's; run bolide on cores of its own"
+            ));
         }
+        if b.ceiling_per_s >= 2.0 * b.rate_per_s {
+            return Verdict::NotTheServer(format!(
+                "{missed}, yet the connections had room for {:.0} per second at the run's mean latency: bolide fell \
+                 behind its own schedule, not the server",
+                b.ceiling_per_s
+            ));
+        }
+        why.push(format!("the server could not keep up: {missed}"));
     }
-    why.extend(view.shortfalls());
-    for t in doc.thresholds().iter().filter(|t| !t.ok) {
+    for t in doc.thresholds().iter().filter(|t| !t.ok && speed(t)) {
         why.push(format!("threshold {} broken: {}", t.threshold, t.shown()));
-    }
-    if m.error_rate_pct > c.max_error_rate_pct {
-        why.push(format!("error rate {:.2}% > {:.2}%", m.error_rate_pct, c.max_error_rate_pct));
     }
     if let (Some(limit), Some(p99)) = (c.max_p99_ms, m.p99_ms) {
         if p99 > limit {
@@ -432,9 +461,12 @@ fn climb(
     if let Some(dir) = &opts.out {
         let _ = writeln!(io.out, "Result documents: {}", dir.display());
     }
-    // A server that fails even the first level breaks the ladder's criteria: a gate for CI.
-    let mut gate = match rows.first().map(|r| &r.2) {
-        Some(Verdict::Fail(_)) => exit::THRESHOLDS,
+    // A server that fails even the first level breaks the ladder's criteria: a gate for CI. A
+    // ladder that stopped without a verdict (the limit was not the server, or nothing was
+    // measured) found no knee: inconclusive, as every other command says it.
+    let mut gate = match (rows.first().map(|r| &r.2), rows.last().map(|r| &r.2)) {
+        (Some(Verdict::Fail(_)), _) => exit::THRESHOLDS,
+        (_, Some(Verdict::NotTheServer(_) | Verdict::Unmeasured(_))) => exit::INCONCLUSIVE,
         _ => exit::OK,
     };
     let junit = w.common().gate.junit.as_deref();
@@ -648,11 +680,12 @@ pub fn conclusion(rows: &[(f64, Option<Doc>, Verdict)], levels: &[f64], unit: &s
             format!(" The server failed at {} {unit}.", rows.last().map(|r| r.0).unwrap_or_default())
         }
         Some(Verdict::NotTheServer(why)) => format!(
-            " At {} {unit} the limit was not the server: {why}. The server's limit is at or above this level.",
+            " At {} {unit} the limit was not the server: {why}. The server's limit is at or above this level; no \
+             verdict on it (exit code 4).",
             rows.last().map(|r| r.0).unwrap_or_default()
         ),
         Some(Verdict::Unmeasured(why)) => format!(
-            " At {} {unit} nothing was measured ({why}); the ladder stopped without a verdict.",
+            " At {} {unit} nothing was measured ({why}); the ladder stopped without a verdict (exit code 4).",
             rows.last().map(|r| r.0).unwrap_or_default()
         ),
         Some(Verdict::Interrupted) => " Interrupted before the ladder ended.".to_string(),

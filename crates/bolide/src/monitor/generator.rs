@@ -203,6 +203,22 @@ pub struct GeneratorResult {
 }
 
 impl GeneratorResult {
+    /// Enough samples to doubt a run: one in ten, at least one.
+    fn doubt_limit(&self) -> usize {
+        self.samples.len().div_ceil(10).max(1)
+    }
+
+    /// A load thread was saturated in enough samples that bolide, not the server, set the pace:
+    /// the run's speed figures bound the server's (it was at least that fast).
+    pub fn saturated(&self) -> bool {
+        !self.samples.is_empty() && self.saturated_samples >= self.doubt_limit()
+    }
+
+    /// The machine had (almost) no idle CPU in enough samples to doubt absolute figures.
+    pub fn machine_busy(&self) -> bool {
+        !self.samples.is_empty() && self.machine_busy_samples >= self.doubt_limit()
+    }
+
     /// Records the load threads' CPU time (`cpu_ns`) and what it was spent on: `units` requests
     /// (HTTP) or messages (DDP, `per_message`).
     pub fn set_cpu(&mut self, cpu_ns: u64, units: u64, per_message: bool) {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::paired::{self, Role, Trust};
 use super::stats;
 use super::{runs_table, table_notes, watched_names, RunEntry};
 use crate::cli::Format;
@@ -144,8 +145,16 @@ pub struct MetricRow {
     pub change_of_means_pct: Option<f64>,
     /// In the reports' words ("29.21% faster").
     pub words: String,
-    /// Welch's t-test p-value (absent with fewer than two runs a side).
+    /// The test's p-value: the paired t-test of interleaved runs, else Welch's t-test (absent
+    /// with fewer than two runs or pairs).
     pub p_value: Option<f64>,
+    /// `paired` (interleaved runs, judged within pairs) or `welch` (two samples).
+    pub test: &'static str,
+    /// Paired: the estimated change, percent, and its 95% confidence interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change_estimate_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change_interval_pct: Option<[f64; 2]>,
     pub verdict: String,
     /// The verdict in one word: better, worse, same (no difference, or within run-to-run
     /// noise) or inconclusive (too few clean runs to tell).
@@ -154,13 +163,39 @@ pub struct MetricRow {
     /// the clean runs' own variance), percent of the baseline's mean; null with fewer than two
     /// clean runs a side.
     pub detectable_pct: Option<f64>,
-    /// The clean runs' variances, baseline and series, and the baseline's clean mean (for the
-    /// runs a change would need).
+    /// The noise the detectable change came from, for the runs a change would need.
     #[serde(skip)]
-    pub spread: Option<(f64, f64, f64)>,
+    pub spread: Option<Noise>,
     /// With `--detect`: the runs a side that would detect that change.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detect: Option<Detect>,
+}
+
+/// The noise a metric's runs showed: the clean runs' variances and the baseline's clean mean
+/// (two samples), or the within-pair spread (interleaved pairs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Noise {
+    Samples { va: f64, vb: f64, base_mean: f64 },
+    Pairs { sd: f64, log: bool, base_mean: f64 },
+}
+
+impl Noise {
+    /// No spread at all between the runs (or pairs) to measure.
+    fn none(self) -> bool {
+        match self {
+            Noise::Samples { va, vb, .. } => va + vb == 0.0,
+            Noise::Pairs { sd, .. } => sd == 0.0,
+        }
+    }
+
+    /// Runs a side (pairs) that would detect a change of `pct` percent.
+    fn needed(self, pct: f64) -> Option<usize> {
+        match self {
+            _ if self.none() => None,
+            Noise::Samples { va, vb, base_mean } => stats::runs_needed(va, vb, pct / 100.0 * base_mean),
+            Noise::Pairs { sd, log, base_mean } => stats::pairs_needed(sd, log, base_mean, pct),
+        }
+    }
 }
 
 /// How many runs a side would detect a given change of a metric (`--detect`).
@@ -267,8 +302,12 @@ pub struct Comparison {
     pub runs: Vec<RunEntry>,
     /// Per run: the reports' sentence against the baseline's run of the same number.
     pub per_run: Vec<String>,
-    /// The same on the means.
+    /// The same on the means, the workload's own throughput first.
     pub on_means: String,
+    /// Interleaved (`bench --parameter-list`): the runs judged in this many pairs, run `i` of
+    /// each side together; absent when the series ran one after the other (two samples).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pairs: Option<usize>,
     pub metrics: Vec<MetricRow>,
     pub steps: Vec<StepRow>,
     /// Per target, when the runs spread their users over several servers.
@@ -344,9 +383,19 @@ fn entries(docs: &[&Doc]) -> Vec<RunEntry> {
 /// and latency in their own words ("44.40% fewer requests/s, 12.00% more p99") instead of a
 /// "faster" computed on time per request.
 pub fn sentence(base: &RunEntry, new: &RunEntry, base_speed: f64, new_speed: f64) -> String {
-    let mut parts = match (base.requests_per_s, new.requests_per_s) {
-        (Some(a), Some(b)) => {
+    let mut parts = match (base.requests_per_s, new.requests_per_s, base.per_s, new.per_s) {
+        (Some(a), Some(b), _, _) => {
             let mut p = vec![more_fewer(a, b, "requests/s")];
+            if let (Some(x), Some(y)) = (base.p99_ms, new.p99_ms) {
+                p.push(less_more(x, y, "p99"));
+            }
+            p
+        }
+        // A closed loop of a fixed length (ddp-calls, ddp-connect): its Time is the length;
+        // what it did in that time is its figure.
+        (_, _, Some(a), Some(b)) => {
+            let unit = base.unit.as_deref().unwrap_or("calls");
+            let mut p = vec![more_fewer(a, b, &format!("{unit}/s"))];
             if let (Some(x), Some(y)) = (base.p99_ms, new.p99_ms) {
                 p.push(less_more(x, y, "p99"));
             }
@@ -396,24 +445,27 @@ fn clean_verdict(a: &[f64], b: &[f64], clean: Clean) -> (Option<f64>, String) {
     (p, verdict)
 }
 
-fn metric(name: &str, a: &[f64], b: &[f64], clean: Clean, words: impl Fn(f64, f64) -> String) -> MetricRow {
+/// How a comparison's runs are judged: as two samples without their suspect runs, or in
+/// interleaved pairs with each run's trust.
+#[derive(Clone, Copy)]
+struct How<'a> {
+    clean: Clean<'a>,
+    paired: Option<(usize, &'a [Trust], &'a [Trust])>,
+}
+
+fn metric(name: &str, a: &[f64], b: &[f64], how: How, role: Role, words: impl Fn(f64, f64) -> String) -> MetricRow {
     let (bmin, bmax) = stats::range(a);
     let (min, max) = stats::range(b);
     let (ma, mb) = (stats::mean(a), stats::mean(b));
-    let (p_value, verdict) = clean_verdict(a, b, clean);
-    let (ca, cb) = (keep(a, clean.baseline), keep(b, clean.series));
-    let spread =
-        (ca.len() >= 2 && cb.len() >= 2).then(|| (stats::variance(&ca), stats::variance(&cb), stats::mean(&ca)));
-    let higher_is_better = name.ends_with("per second") || name.starts_with("Requests");
+    let higher_is_better = match role {
+        Role::Speed { higher_is_better } => higher_is_better,
+        _ => false,
+    };
     // Every run of both sides the same (no errors on either side): the same, whatever the count of
     // runs; never "inconclusive" beside "no errors".
     let identical = a.first().is_some_and(|first| a.iter().chain(b).all(|v| v == first));
-    let judgement = match identical {
-        true => Judgement::Same,
-        false => Judgement::of(p_value, verdict.starts_with("no difference"), change_pct(ma, mb), higher_is_better),
-    };
-    MetricRow {
-        judgement,
+    let mut row = MetricRow {
+        judgement: Judgement::Same,
         metric: name.into(),
         baseline_median: stats::median(a),
         baseline_min: bmin,
@@ -423,21 +475,64 @@ fn metric(name: &str, a: &[f64], b: &[f64], clean: Clean, words: impl Fn(f64, f6
         max,
         change_of_means_pct: change_pct(ma, mb),
         words: words(ma, mb),
-        p_value,
-        verdict,
-        detectable_pct: stats::detectable_pct(&ca, &cb),
-        spread,
+        p_value: None,
+        test: "welch",
+        change_estimate_pct: None,
+        change_interval_pct: None,
+        verdict: String::new(),
+        detectable_pct: None,
+        spread: None,
         detect: None,
+    };
+    if let Some((pairs, ta, tb)) = how.paired {
+        let chosen = paired::choose(a, b, ta, tb, pairs, role);
+        let judged = paired::judge(&chosen, matches!(role, Role::Speed { .. }).then_some(higher_is_better));
+        row.test = "paired";
+        row.verdict = judged.verdict;
+        if let Some(t) = judged.test {
+            row.p_value = Some(t.p);
+            row.change_estimate_pct = Some(t.change_pct);
+            row.change_interval_pct = Some([t.interval_pct.0, t.interval_pct.1]);
+            row.detectable_pct = stats::paired_mde_pct(t.sd, t.pairs, t.log, t.base_mean);
+            row.spread = Some(Noise::Pairs { sd: t.sd, log: t.log, base_mean: t.base_mean });
+        }
+        row.judgement = match (identical, judged.decided, judged.test) {
+            (true, _, _) => Judgement::Same,
+            (false, false, _) => Judgement::Inconclusive,
+            (false, true, t) => Judgement::of(
+                t.map(|t| t.p),
+                row.verdict.starts_with("no difference"),
+                t.map(|t| t.change_pct),
+                higher_is_better,
+            ),
+        };
+        return row;
     }
+    // Two samples: error rates are the server's answers and count in every run; everything else
+    // without the suspect runs.
+    let every = vec![true; a.len().max(b.len())];
+    let clean = if role == Role::Answer { Clean { baseline: &every, series: &every } } else { how.clean };
+    let (p_value, verdict) = clean_verdict(a, b, clean);
+    let (ca, cb) = (keep(a, clean.baseline), keep(b, clean.series));
+    row.spread = (ca.len() >= 2 && cb.len() >= 2).then(|| Noise::Samples {
+        va: stats::variance(&ca),
+        vb: stats::variance(&cb),
+        base_mean: stats::mean(&ca),
+    });
+    row.judgement = match identical {
+        true => Judgement::Same,
+        false => Judgement::of(p_value, verdict.starts_with("no difference"), change_pct(ma, mb), higher_is_better),
+    };
+    row.p_value = p_value;
+    row.verdict = verdict;
+    row.detectable_pct = stats::detectable_pct(&ca, &cb);
+    row
 }
 
 impl MetricRow {
     /// Fills in how many runs a side would detect a change of `pct` percent of the baseline.
     pub fn detecting(&mut self, pct: f64) {
-        let runs_needed = match self.spread {
-            Some((va, vb, mean)) if va + vb > 0.0 => stats::runs_needed(va, vb, pct / 100.0 * mean),
-            _ => None,
-        };
+        let runs_needed = self.spread.and_then(|n| n.needed(pct));
         self.detect = Some(Detect { change_pct: pct, runs_needed });
     }
 }
@@ -448,7 +543,14 @@ fn compare_one(workload: &str, base_name: &str, base: &[&Doc], name: &str, new: 
     let runs = entries(new);
     let ok = |rs: &[RunEntry]| rs.iter().map(|r| r.suspect.is_none()).collect::<Vec<bool>>();
     let (base_ok, new_ok) = (ok(&baseline_runs), ok(&runs));
-    let clean = Clean { baseline: &base_ok, series: &new_ok };
+    let trust = |rs: &[RunEntry]| rs.iter().map(Trust::of).collect::<Vec<Trust>>();
+    let (base_trust, new_trust) = (trust(&baseline_runs), trust(&runs));
+    let starts = |d: &[&Doc]| d.iter().map(|d| paired::started(d.envelope().started_at)).collect::<Vec<_>>();
+    let pairs = paired::interleaved(&starts(base), &starts(new));
+    let how = How {
+        clean: Clean { baseline: &base_ok, series: &new_ok },
+        paired: pairs.map(|n| (n, base_trust.as_slice(), new_trust.as_slice())),
+    };
     let speed = |d: &[&Doc]| d.iter().map(|d| d.measures().speed_s).collect::<Vec<f64>>();
     let (bs, ns) = (speed(base), speed(new));
     let per_run = runs
@@ -464,45 +566,51 @@ fn compare_one(workload: &str, base_name: &str, base: &[&Doc], name: &str, new: 
         (Some(b), Some(n)) => sentence(b, n, stats::mean(&bs), stats::mean(&ns)),
         _ => String::new(),
     };
+    let faster = Role::Speed { higher_is_better: true };
+    let slower = Role::Speed { higher_is_better: false };
     let mut metrics = Vec::new();
     if kind == "http" {
         let rps = |v: &[f64]| v.iter().map(|s| if *s > 0.0 { 1.0 / s } else { 0.0 }).collect::<Vec<f64>>();
-        metrics.push(metric("Requests per second", &rps(&bs), &rps(&ns), clean, |a, b| more_fewer(a, b, "requests/s")));
+        metrics.push(metric("Requests per second", &rps(&bs), &rps(&ns), how, faster, |a, b| {
+            more_fewer(a, b, "requests/s")
+        }));
     } else {
-        metrics.push(metric("Time (s)", &bs, &ns, clean, faster_slower));
-        // The transport built-ins: their calls (or connects) per second, the figure they are about.
+        // The transport built-ins: their calls (or connects) per second, the figure they are
+        // about, first; their Time is the run's fixed length.
         let rate = |rs: &[RunEntry]| rs.iter().map(|r| r.per_s).collect::<Option<Vec<f64>>>();
         if let (Some(a), Some(b), Some(unit)) = (rate(&baseline_runs), rate(&runs), baseline_runs[0].unit.clone()) {
             let name = format!("{}{} per second", unit[..1].to_uppercase(), &unit[1..]);
-            metrics.push(metric(&name, &a, &b, clean, |x, y| more_fewer(x, y, &format!("{unit}/s"))));
+            metrics.push(metric(&name, &a, &b, how, faster, |x, y| more_fewer(x, y, &format!("{unit}/s"))));
         }
+        metrics.push(metric("Time (s)", &bs, &ns, how, slower, faster_slower));
     }
     let col = |rs: &[RunEntry], f: fn(&RunEntry) -> Option<f64>| -> Option<Vec<f64>> {
         let v: Vec<f64> = rs.iter().filter_map(f).collect();
         (!v.is_empty() && v.len() == rs.len()).then_some(v)
     };
     type Pick = fn(&RunEntry) -> Option<f64>;
-    let optional: [(&str, Pick, &str); 10] = [
-        ("CPU (%)", |r| r.cpu_pct, "cpu"),
-        ("RAM (MB)", |r| r.ram_bytes.map(|b| b / 1e6), "ram"),
-        ("p99 latency (ms)", |r| r.p99_ms, "p99"),
-        ("Mean latency (ms)", |r| r.mean_ms, "mean latency"),
-        ("Event-loop p99 (ms)", |r| r.eventloop_p99_ms, "event-loop p99"),
-        ("GC time (ms)", |r| r.gc_ms, "gc time"),
+    let other = Role::Other;
+    let optional: [(&str, Pick, &str, Role); 10] = [
+        ("CPU (%)", |r| r.cpu_pct, "cpu", other),
+        ("RAM (MB)", |r| r.ram_bytes.map(|b| b / 1e6), "ram", other),
+        ("p99 latency (ms)", |r| r.p99_ms, "p99", slower),
+        ("Mean latency (ms)", |r| r.mean_ms, "mean latency", slower),
+        ("Event-loop p99 (ms)", |r| r.eventloop_p99_ms, "event-loop p99", other),
+        ("GC time (ms)", |r| r.gc_ms, "gc time", other),
         // The generator's own cost: whether bolide, not the server, moved.
-        ("bolide CPU per request or message (µs)", |r| r.bolide_cpu_us, "bolide cpu"),
+        ("bolide CPU per request or message (µs)", |r| r.bolide_cpu_us, "bolide cpu", other),
         // Browser users: what the person at the page lives with, and what a browser costs.
-        ("Page LCP p75 (ms)", |r| r.browser.as_ref().and_then(|b| b.lcp_p75_ms), "lcp"),
-        ("Page INP p75 (ms)", |r| r.browser.as_ref().and_then(|b| b.inp_p75_ms), "inp"),
-        ("Browser CPU per user (%)", |r| r.browser.as_ref().and_then(|b| b.cpu_pct_per_user), "browser cpu"),
+        ("Page LCP p75 (ms)", |r| r.browser.as_ref().and_then(|b| b.lcp_p75_ms), "lcp", slower),
+        ("Page INP p75 (ms)", |r| r.browser.as_ref().and_then(|b| b.inp_p75_ms), "inp", slower),
+        ("Browser CPU per user (%)", |r| r.browser.as_ref().and_then(|b| b.cpu_pct_per_user), "browser cpu", other),
     ];
-    for (name, pick, word) in optional {
+    for (name, pick, word, role) in optional {
         if let (Some(a), Some(b)) = (col(&baseline_runs, pick), col(&runs, pick)) {
-            metrics.push(metric(name, &a, &b, clean, |x, y| less_more(x, y, word)));
+            metrics.push(metric(name, &a, &b, how, role, |x, y| less_more(x, y, word)));
         }
     }
     let errs = |rs: &[RunEntry]| rs.iter().map(|r| r.error_rate_pct).collect::<Vec<f64>>();
-    metrics.push(metric("Error rate (%)", &errs(&baseline_runs), &errs(&runs), clean, |x, y| {
+    metrics.push(metric("Error rate (%)", &errs(&baseline_runs), &errs(&runs), how, Role::Answer, |x, y| {
         if x == 0.0 && y == 0.0 {
             "no errors".into()
         } else {
@@ -518,6 +626,7 @@ fn compare_one(workload: &str, base_name: &str, base: &[&Doc], name: &str, new: 
         runs,
         per_run,
         on_means,
+        pairs,
         metrics,
         steps: step_rows(base, new),
         targets: target_rows(base, new),
@@ -793,6 +902,32 @@ pub fn gate_verdict(r: &Report) -> Option<Block> {
     Some(Block::Verdict { head: head.into(), rest, tone })
 }
 
+/// A comparison's headline: `c=off against c=on (ddp-calls): 4.5x calls/s, 12.00% less p99, ...`.
+pub fn headline(c: &Comparison) -> Block {
+    Block::Verdict {
+        head: format!("{} against {}", c.series, c.baseline),
+        rest: format!(" ({}): {}.", c.workload, c.on_means),
+        tone: Tone::Plain,
+    }
+}
+
+/// How a comparison's runs were judged, in a line under its tables.
+fn design_note(c: &Comparison) -> String {
+    match c.pairs {
+        Some(n) => format!(
+            "The runs ran interleaved: each metric is judged in {n} pairs (run i of each side, back to back) by a \
+             paired t-test on the pairs' ratios, so what the machine did to both sides cancels; a busy machine \
+             widens the interval, it does not void the comparison. A run at bolide's own limit bounds its side's \
+             speed (the server was at least that fast): its pair counts where that bound decides it, and is left out, \
+             named, where nothing does. Error rates count every run."
+        ),
+        None => "These series did not run interleaved (one after the other, or from separate benches): each metric \
+                 is judged as two samples by Welch's t-test without the suspect runs (error rates over every run). \
+                 An interleaved `bench --parameter-list` judges through a busy machine."
+            .to_string(),
+    }
+}
+
 /// The report as text: Markdown headings for `md`, plain titles for `term`.
 pub fn render(r: &Report, md: bool, watched: &str) -> String {
     crate::report::blocks::render(&blocks(r, watched), md)
@@ -805,6 +940,11 @@ pub fn blocks(r: &Report, watched: &str) -> Vec<Block> {
     let mut out = Vec::new();
     // The verdict first: a PR comment's first line says pass, fail or inconclusive.
     out.extend(gate_verdict(r));
+    // Then each comparison's headline, as the report's first card has it: the workload's own
+    // throughput first.
+    for c in r.comparisons.iter().filter(|c| !c.on_means.is_empty()) {
+        out.push(headline(c));
+    }
     let mut shown_baselines: Vec<String> = Vec::new();
     for t in &r.http_tables {
         out.push(Block::heading(2, format!("{} (ab's figures, mean over each series' runs)", t.workload)));
@@ -906,8 +1046,8 @@ pub fn blocks(r: &Report, watched: &str) -> Vec<Block> {
                 notes.push(n);
             }
         }
-        if c.baseline_runs.iter().chain(&c.runs).any(|r| r.suspect.is_some()) {
-            notes.push("Significance is computed without the suspect runs.".into());
+        if c.pairs.is_some() || c.baseline_runs.iter().chain(&c.runs).any(|r| r.suspect.is_some()) {
+            notes.push(design_note(c));
         }
         if !c.differences.is_empty() {
             notes.push(format!(
@@ -968,7 +1108,11 @@ fn pct_text(p: f64) -> String {
 fn detection_lines(c: &Comparison) -> impl Iterator<Item = String> {
     let clean = |rs: &[RunEntry]| rs.iter().filter(|r| r.suspect.is_none()).count();
     let (a, b) = (clean(&c.baseline_runs), clean(&c.runs));
-    let runs = if a == b { format!("{a} runs a side") } else { format!("{a} and {b} clean runs") };
+    let runs = match c.pairs {
+        Some(n) => format!("{n} interleaved pairs"),
+        None if a == b => format!("{a} runs a side"),
+        None => format!("{a} and {b} clean runs"),
+    };
     let name = |m: &MetricRow| m.metric.split(" (").next().unwrap_or(&m.metric).to_lowercase();
     let seen: Vec<String> =
         c.metrics.iter().filter_map(|m| m.detectable_pct.map(|d| format!("±{} in {}", pct_text(d), name(m)))).collect();
@@ -987,8 +1131,11 @@ fn detection_lines(c: &Comparison) -> impl Iterator<Item = String> {
             let d = m.detect.as_ref()?;
             Some(match d.runs_needed {
                 Some(n) => format!("{} {n}", name(m)),
-                None if m.spread.is_some_and(|(va, vb, _)| va + vb == 0.0) => {
+                None if m.spread.is_some_and(Noise::none) => {
                     format!("{} unknown (no spread between the runs to measure)", name(m))
+                }
+                None if m.spread.is_none() && c.pairs.is_some() => {
+                    format!("{} unknown (needs two pairs that count to measure the noise)", name(m))
                 }
                 None if m.spread.is_none() => {
                     format!("{} unknown (needs two clean runs a side to measure the noise)", name(m))
@@ -1228,7 +1375,14 @@ pub fn compare_into(
     for rule in &rules {
         for c in &report.comparisons {
             let names = (c.workload.as_str(), c.baseline.as_str(), c.series.as_str());
-            report.gate.push(super::gate::judge(rule, names, &c.baseline_runs, &c.runs, args.ignore_significance));
+            report.gate.push(super::gate::judge(
+                rule,
+                names,
+                &c.baseline_runs,
+                &c.runs,
+                c.pairs,
+                args.ignore_significance,
+            ));
         }
     }
     report.gate_outcome = super::gate::overall(&report.gate);

@@ -8,6 +8,7 @@
 
 use serde::Serialize;
 
+use super::paired::{self, Role, Trust};
 use super::stats;
 use super::RunEntry;
 
@@ -70,6 +71,20 @@ impl GateMetric {
                 .as_ref()
                 .and_then(|b| b.cpu_pct_per_user)
                 .ok_or("no browser's CPU was measured (browser users)"),
+        }
+    }
+}
+
+impl GateMetric {
+    /// What the metric is, for the suspect marks (see [`super::paired`]).
+    fn role(self) -> Role {
+        match self {
+            GateMetric::Rps => Role::Speed { higher_is_better: true },
+            GateMetric::Time | GateMetric::P99 | GateMetric::Mean | GateMetric::Lcp | GateMetric::Inp => {
+                Role::Speed { higher_is_better: false }
+            }
+            GateMetric::ErrorRate => Role::Answer,
+            GateMetric::Cpu | GateMetric::Ram | GateMetric::BrowserCpu => Role::Other,
         }
     }
 }
@@ -184,6 +199,7 @@ pub fn judge(
     (workload, baseline, series): (&str, &str, &str),
     base: &[RunEntry],
     new: &[RunEntry],
+    pairs: Option<usize>,
     ignore_significance: bool,
 ) -> GateResult {
     let mut out = GateResult {
@@ -225,17 +241,23 @@ pub fn judge(
         f64::INFINITY.copysign(mb)
     };
     out.change_pct = change.is_finite().then_some(change);
-    out.past_bound = if rule.above { change > rule.bound_pct } else { change < rule.bound_pct };
-    let clean = |v: &[(f64, bool)]| v.iter().filter(|x| x.1).map(|x| x.0).collect::<Vec<f64>>();
-    let (ca, cb) = (clean(&a), clean(&b));
-    out.clean_runs = [ca.len(), cb.len()];
-    out.p_value = stats::welch(&ca, &cb).map(|w| w.p);
-    out.significant = out.p_value.is_some_and(|p| p < stats::ALPHA);
-    let moved =
-        if change.is_finite() { crate::report::table::signed_change(change) } else { format!("from 0 to {mb:.2}") };
+    let moved = |change: f64| {
+        if change.is_finite() {
+            crate::report::table::signed_change(change)
+        } else {
+            format!("from 0 to {mb:.2}")
+        }
+    };
     let bound = format!("{}{:+}%", if rule.above { ">" } else { "<" }, rule.bound_pct);
-    let too_few = ca.len() < 2 || cb.len() < 2;
-    let few = format!("{} and {} clean runs (suspect runs do not count; two a side are needed)", ca.len(), cb.len());
+    let judged = match pairs {
+        Some(n) => judge_pairs(rule, &all(&a), &all(&b), (base, new, n), &mut out),
+        None => judge_samples(rule, &a, &b, &mut out),
+    };
+    let Evidence { too_few, few, decided, noise } = judged;
+    let change = out.change_pct.unwrap_or(change);
+    out.past_bound = if rule.above { change > rule.bound_pct } else { change < rule.bound_pct };
+    out.significant = out.p_value.is_some_and(|p| p < stats::ALPHA);
+    let moved = moved(change);
     let p = out.p_value.map_or_else(|| few.clone(), stats::p_text);
     (out.outcome, out.verdict) = match (out.past_bound, ignore_significance, too_few, out.significant) {
         (false, true, _, _) => (Outcome::Pass, format!("pass: {moved}, not {bound} (significance ignored)")),
@@ -247,6 +269,13 @@ pub fn judge(
                 if past { format!(" {bound}") } else { format!(", not {bound},") }
             ),
         ),
+        (_, false, false, _) if !decided => (
+            Outcome::Inconclusive,
+            format!(
+                "INCONCLUSIVE: {moved} ({p}), but pairs at bolide's limit on the side the change goes against could \
+                 pull it back (their true figures are better than counted); give bolide more threads (-t) or cores"
+            ),
+        ),
         (false, false, false, _) => (Outcome::Pass, format!("pass: {moved}, not {bound} ({p})")),
         (true, false, false, true) => (Outcome::Fail, format!("FAILED: {moved} {bound}, significant ({p})")),
         (true, false, false, false) => (
@@ -254,14 +283,16 @@ pub fn judge(
             format!("INCONCLUSIVE: {moved} {bound} but within the runs' noise ({p}); try {INCONCLUSIVE_HINT}"),
         ),
     };
+    if let (Some(n), Some(_)) = (pairs, out.p_value) {
+        out.verdict.push_str(&format!(" [paired, {n} interleaved pairs]"));
+    }
     // A pass means little when the runs could not have seen a change the size of the bound.
-    out.detectable_pct = stats::detectable_pct(&ca, &cb);
     // (A change that stands out from the noise away from the bound, on its good side, is a pass.)
     let away = out.significant && if rule.above { change < 0.0 } else { change > 0.0 };
     if let (Outcome::Pass, false, false, Some(d)) = (out.outcome, ignore_significance, away, out.detectable_pct) {
         if d > rule.bound_pct.abs() {
-            let mean = stats::mean(&ca);
-            let needed = stats::runs_needed(stats::variance(&ca), stats::variance(&cb), rule.bound_pct / 100.0 * mean)
+            let needed = noise
+                .and_then(|n| n(rule.bound_pct))
                 .map_or_else(|| format!("more than {}", stats::MAX_RUNS), |n| n.to_string());
             out.outcome = Outcome::Inconclusive;
             out.verdict = format!(
@@ -273,6 +304,71 @@ pub fn judge(
     }
     out.failed = out.outcome == Outcome::Fail;
     out
+}
+
+/// What the runs give a rule: too few to judge (and in words), whether the suspect marks let the
+/// test decide, and the runs a side (pairs) a change of N percent would need.
+struct Evidence {
+    too_few: bool,
+    few: String,
+    decided: bool,
+    noise: Option<Box<dyn Fn(f64) -> Option<usize>>>,
+}
+
+/// Two samples: Welch's test over the runs that are not suspect (error rates over every run).
+fn judge_samples(rule: &Rule, a: &[(f64, bool)], b: &[(f64, bool)], out: &mut GateResult) -> Evidence {
+    let answer = rule.metric.role() == Role::Answer;
+    let clean = |v: &[(f64, bool)]| v.iter().filter(|x| x.1 || answer).map(|x| x.0).collect::<Vec<f64>>();
+    let (ca, cb) = (clean(a), clean(b));
+    out.clean_runs = [ca.len(), cb.len()];
+    out.p_value = stats::welch(&ca, &cb).map(|w| w.p);
+    out.detectable_pct = stats::detectable_pct(&ca, &cb);
+    let (va, vb, mean) = (stats::variance(&ca), stats::variance(&cb), stats::mean(&ca));
+    Evidence {
+        too_few: ca.len() < 2 || cb.len() < 2,
+        few: format!("{} and {} clean runs (suspect runs do not count; two a side are needed)", ca.len(), cb.len()),
+        decided: true,
+        noise: Some(Box::new(move |pct| stats::runs_needed(va, vb, pct / 100.0 * mean))),
+    }
+}
+
+/// Interleaved pairs: the paired t-test over the pairs the suspect marks let count; the change is
+/// the paired estimate.
+fn judge_pairs(
+    rule: &Rule,
+    a: &[f64],
+    b: &[f64],
+    (base, new, pairs): (&[RunEntry], &[RunEntry], usize),
+    out: &mut GateResult,
+) -> Evidence {
+    let trust = |rs: &[RunEntry]| rs.iter().map(Trust::of).collect::<Vec<Trust>>();
+    let role = rule.metric.role();
+    let chosen = paired::choose(a, b, &trust(base), &trust(new), pairs, role);
+    let higher = match role {
+        Role::Speed { higher_is_better } => Some(higher_is_better),
+        _ => None,
+    };
+    let judged = paired::judge(&chosen, higher);
+    let n = chosen.a.len();
+    out.clean_runs = [n, n];
+    let mut noise: Option<Box<dyn Fn(f64) -> Option<usize>>> = None;
+    if let Some(t) = judged.test {
+        out.p_value = Some(t.p);
+        out.change_pct = t.change_pct.is_finite().then_some(t.change_pct);
+        out.detectable_pct = stats::paired_mde_pct(t.sd, t.pairs, t.log, t.base_mean);
+        noise = Some(Box::new(move |pct| stats::pairs_needed(t.sd, t.log, t.base_mean, pct)));
+    }
+    let left = if chosen.left_out.is_empty() {
+        String::new()
+    } else {
+        format!(", {} left out at bolide's limit", chosen.left_out.len())
+    };
+    Evidence {
+        too_few: n < 2,
+        few: format!("{n} interleaved pairs that count{left} (two are needed)"),
+        decided: judged.decided,
+        noise,
+    }
 }
 
 /// The gate's outcome over every judged rule: fail if any failed, else inconclusive if any was,
@@ -309,6 +405,7 @@ mod tests {
                 p99_ms: Some(*v),
                 mean_ms: Some(*v),
                 suspect: None,
+                saturated: false,
                 interrupted: false,
                 thresholds: Vec::new(),
                 eventloop_p99_ms: None,
@@ -322,7 +419,7 @@ mod tests {
     }
 
     fn judged(rule: &str, base: &[f64], new: &[f64], ignore: bool) -> GateResult {
-        judge(&parse(rule).unwrap(), ("w", "a", "b"), &runs(base), &runs(new), ignore)
+        judge(&parse(rule).unwrap(), ("w", "a", "b"), &runs(base), &runs(new), None, ignore)
     }
 
     #[test]
@@ -389,7 +486,7 @@ mod tests {
         };
         let rule = parse("p99>+20%").unwrap();
         let names = ("w", "a", "b");
-        let g = judge(&rule, names, &suspect(&[10.0, 10.1, 9.9]), &suspect(&[98.7, 98.6, 98.8]), false);
+        let g = judge(&rule, names, &suspect(&[10.0, 10.1, 9.9]), &suspect(&[98.7, 98.6, 98.8]), None, false);
         assert_eq!((g.outcome, g.failed, g.clean_runs), (Outcome::Inconclusive, false, [0, 0]), "{g:?}");
         assert!(
             g.verdict.starts_with("INCONCLUSIVE: +887.00% (9.9x) >+20% but only 0 and 0 clean runs"),
@@ -398,7 +495,7 @@ mod tests {
         );
         assert!(g.verdict.contains("--ignore-significance"), "{}", g.verdict);
         // Within the bound, but measured by a saturated generator: still not a pass.
-        let g = judge(&rule, names, &suspect(&[10.0, 10.1]), &suspect(&[10.0, 10.1]), false);
+        let g = judge(&rule, names, &suspect(&[10.0, 10.1]), &suspect(&[10.0, 10.1]), None, false);
         assert_eq!(g.outcome, Outcome::Inconclusive, "{g:?}");
         // The overall outcome: a failure outranks inconclusive, which outranks a pass.
         let pass = judged("time>+10%", &[1.0, 1.001], &[1.0, 1.001], false);
@@ -448,7 +545,7 @@ mod tests {
         for r in &mut new {
             r.error_rate_pct = 2.0;
         }
-        let g = judge(&parse("error_rate>+50%").unwrap(), ("w", "a", "b"), &runs(&[1.0, 1.0]), &new, true);
+        let g = judge(&parse("error_rate>+50%").unwrap(), ("w", "a", "b"), &runs(&[1.0, 1.0]), &new, None, true);
         assert!(g.past_bound && g.change_pct.is_none() && g.failed, "{g:?}");
         assert!(g.verdict.contains("from 0 to 2.00"), "{}", g.verdict);
     }

@@ -7,6 +7,7 @@
 pub mod compare;
 pub mod gate;
 pub mod merge;
+pub mod paired;
 pub mod report;
 pub mod stats;
 
@@ -50,6 +51,10 @@ pub struct RunEntry {
     pub p99_ms: Option<f64>,
     pub mean_ms: Option<f64>,
     pub suspect: Option<String>,
+    /// A bolide load thread was saturated (the suspect mark's first reason): the run's speed
+    /// figures bound the server's rather than measure them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub saturated: bool,
     pub interrupted: bool,
     /// The run's thresholds and verdicts (absent when none was set).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -87,6 +92,7 @@ impl RunEntry {
             p99_ms: m.p99_ms,
             mean_ms: m.mean_ms,
             suspect: m.suspect.clone(),
+            saturated: m.saturated,
             interrupted: m.interrupted,
             thresholds: Vec::new(),
             eventloop_p99_ms: m.eventloop_p99_ms,
@@ -120,6 +126,7 @@ impl RunEntry {
             p99_ms: opt(&|r| r.p99_ms),
             mean_ms: opt(&|r| r.mean_ms),
             suspect: None,
+            saturated: false,
             interrupted: runs.iter().any(|r| r.interrupted),
             thresholds: Vec::new(),
             eventloop_p99_ms: opt(&|r| r.eventloop_p99_ms),

@@ -189,6 +189,7 @@ fn summary_section(series: &[Series], report: Option<&compare::Report>, requests
                 let p = m.p_value.map(|p| format!(", {}", super::stats::p_text(p))).unwrap_or_default();
                 let detail = match m.judgement {
                     compare::Judgement::Same if m.p_value.is_some() => format!("same: within run-to-run noise{p}"),
+                    compare::Judgement::Inconclusive if m.test == "paired" => format!("inconclusive: {}", m.verdict),
                     compare::Judgement::Inconclusive => "inconclusive: too few clean runs to tell".to_string(),
                     j => format!("{}{p}", j.word()),
                 };
@@ -203,11 +204,7 @@ fn summary_section(series: &[Series], report: Option<&compare::Report>, requests
                 c.baseline_runs.len()
             ));
             if !c.on_means.is_empty() {
-                section.blocks.push(crate::report::blocks::Block::Verdict {
-                    head: format!("{} against {}", c.series, c.baseline),
-                    rest: format!(" ({}): {}.", c.workload, c.on_means),
-                    tone: Tone::Plain,
-                });
+                section.blocks.push(compare::headline(c));
             }
         }
         section.band.push(trust(docs.len()));

@@ -222,6 +222,114 @@ pub fn runs_needed(va: f64, vb: f64, effect: f64) -> Option<usize> {
     Some(lo)
 }
 
+/// The paired t-test of interleaved runs: pair `i` is run `i` of each side, taken one after the
+/// other (A B, B A, ...), so what the machine did to both cancels in their difference.
+///
+/// Judged on the log ratios ln(b / a) when every value is positive (a change is a factor, and a
+/// busy machine multiplies both sides alike), else on the differences b - a (an error rate that
+/// is zero on a side).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Paired {
+    pub pairs: usize,
+    /// The test ran on log ratios (true) or on differences.
+    pub log: bool,
+    /// Mean and sample standard deviation of the within-pair log ratios (or differences).
+    pub mean: f64,
+    pub sd: f64,
+    pub t: f64,
+    pub df: f64,
+    /// Two-sided p-value.
+    pub p: f64,
+    /// The estimated change, percent of the baseline (the geometric mean ratio, or the mean
+    /// difference over the baseline's mean), and its 95% confidence interval.
+    pub change_pct: f64,
+    pub interval_pct: (f64, f64),
+    /// The baseline's mean, for the differences' percentages.
+    pub base_mean: f64,
+}
+
+/// A paired test's value (a log ratio or a difference) as a change in percent of the baseline.
+fn paired_pct(log: bool, base_mean: f64, v: f64) -> f64 {
+    if log {
+        (v.exp() - 1.0) * 100.0
+    } else if base_mean != 0.0 {
+        v / base_mean.abs() * 100.0
+    } else {
+        f64::INFINITY.copysign(v)
+    }
+}
+
+/// The paired t-test of `a[i]` against `b[i]`; None with fewer than two pairs.
+pub fn paired(a: &[f64], b: &[f64]) -> Option<Paired> {
+    let n = a.len().min(b.len());
+    if n < 2 {
+        return None;
+    }
+    let (a, b) = (&a[..n], &b[..n]);
+    let log = a.iter().chain(b).all(|v| *v > 0.0 && v.is_finite());
+    let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| if log { (y / x).ln() } else { y - x }).collect();
+    let (m, sd) = (mean(&d), variance(&d).sqrt());
+    let df = (n - 1) as f64;
+    let se = sd / (n as f64).sqrt();
+    let base_mean = mean(a);
+    let (t, p) = if se == 0.0 {
+        if m == 0.0 {
+            (0.0, 1.0)
+        } else {
+            (f64::INFINITY.copysign(m), 0.0)
+        }
+    } else {
+        (m / se, t_two_sided_p(m / se, df))
+    };
+    let half = t_quantile(1.0 - ALPHA / 2.0, df) * se;
+    let pct = |v: f64| paired_pct(log, base_mean, v);
+    Some(Paired {
+        pairs: n,
+        log,
+        mean: m,
+        sd,
+        t,
+        df,
+        p,
+        change_pct: pct(m),
+        interval_pct: (pct(m - half), pct(m + half)),
+        base_mean,
+    })
+}
+
+/// The smallest change, percent of the baseline, that `pairs` interleaved pairs with this spread
+/// of their within-pair log ratios (or differences, `log` false, over a baseline mean of
+/// `base_mean`) detect with probability [`POWER`] at [`ALPHA`]: (t(1 - α/2) + t(power)) × sd / √n
+/// at n - 1 degrees of freedom. None with fewer than two pairs.
+pub fn paired_mde_pct(sd: f64, pairs: usize, log: bool, base_mean: f64) -> Option<f64> {
+    if pairs < 2 {
+        return None;
+    }
+    let df = (pairs - 1) as f64;
+    let m = (t_quantile(1.0 - ALPHA / 2.0, df) + t_quantile(POWER, df)) * sd / (pairs as f64).sqrt();
+    Some(paired_pct(log, base_mean, m).abs())
+}
+
+/// How many interleaved pairs would detect a change of `change_pct` percent with the measured
+/// spread: the smallest n whose [`paired_mde_pct`] is at most it; None past [`MAX_RUNS`].
+pub fn pairs_needed(sd: f64, log: bool, base_mean: f64, change_pct: f64) -> Option<usize> {
+    let change = change_pct.abs();
+    let enough = |n: usize| paired_mde_pct(sd, n, log, base_mean).is_some_and(|m| m <= change);
+    if !enough(MAX_RUNS) {
+        return None;
+    }
+    let (mut lo, mut hi) = (2, MAX_RUNS);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if enough(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    Some(lo)
+}
+
 /// Whether the difference between `a` and `b` stands out from run-to-run noise, in plain words.
 pub fn verdict(a: &[f64], b: &[f64]) -> String {
     let runs = match (a.len(), b.len()) {
@@ -332,5 +440,36 @@ mod tests {
         assert!(v.starts_with("not significant with 3 runs"), "{v}");
         assert!(verdict(&[1.0], &[2.0]).contains("cannot tell from noise with 1 run each"));
         assert!(verdict(&[1.0, 2.0], &[2.0, 3.0, 4.0]).contains("2 vs 3 runs"));
+    }
+
+    #[test]
+    fn paired_test_against_known_answers() {
+        // Differences 1, 2, 3, 4 (a zero on a side: no log ratios): mean 2.5, sd sqrt(5/3),
+        // t = 2.5 / (sd / 2) = 3.873, df 3, p = 0.0305 (tables).
+        let p = paired(&[0.0, 0.0, 0.0, 0.0], &[1.0, 2.0, 3.0, 4.0]).unwrap();
+        assert!(!p.log && close(p.mean, 2.5, 1e-12) && close(p.t, 3.872_983, 1e-5), "{p:?}");
+        assert!(close(p.p, 0.030_5, 5e-4), "{p:?}");
+        // Log ratios: every pair doubles, with a little noise; the change is about +100% and its
+        // interval holds it.
+        let a = [1.0, 2.0, 0.5, 4.0];
+        let b = [2.1, 3.9, 1.0, 8.2];
+        let p = paired(&a, &b).unwrap();
+        assert!(p.log && p.p < 0.001 && close(p.change_pct, 100.0, 5.0), "{p:?}");
+        assert!(p.interval_pct.0 < p.change_pct && p.change_pct < p.interval_pct.1, "{p:?}");
+        // A machine that slows both sides of a pair by 10x cancels: the same values within pairs
+        // give a clear verdict that Welch's test over the spread-out sides cannot.
+        let a = [0.04, 0.42, 0.1, 0.3];
+        let b: Vec<f64> = a.iter().map(|x| x * 30.0).collect();
+        assert_eq!(paired(&a, &b).unwrap().p, 0.0);
+        assert!(paired(&[1.0], &[2.0]).is_none());
+        assert_eq!(paired(&[1.0, 2.0], &[1.0, 2.0]).unwrap().p, 1.0);
+        // MDE: sd 0.1 over 4 pairs, log: (t(0.975, 3) + t(0.8, 3)) x 0.05 = (3.182446 + 0.978472) x 0.05.
+        let m = paired_mde_pct(0.1, 4, true, 1.0).unwrap();
+        assert!(close(m, ((3.182_446 + 0.978_472) * 0.05f64).exp_m1() * 100.0, 1e-3), "{m}");
+        let n = pairs_needed(0.1, true, 1.0, 5.0).unwrap();
+        assert!(
+            paired_mde_pct(0.1, n, true, 1.0).unwrap() <= 5.0 && paired_mde_pct(0.1, n - 1, true, 1.0).unwrap() > 5.0
+        );
+        assert_eq!(pairs_needed(10.0, true, 1.0, 0.001), None);
     }
 }

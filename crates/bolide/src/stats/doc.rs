@@ -39,6 +39,8 @@ pub struct Measures {
     pub p99_ms: Option<f64>,
     /// Why the run may measure the tool or the machine rather than the server.
     pub suspect: Option<String>,
+    /// bolide's own load thread was saturated: its speed figures bound the server's.
+    pub saturated: bool,
     pub interrupted: bool,
     /// The server's event-loop delay p99, milliseconds: the mean over the run's reads of the
     /// per-second p99 that bolide-probe (`--probe`) or prom-client (`--scrape`) exports, else the
@@ -312,6 +314,7 @@ impl Doc {
             mean_ms,
             p99_ms,
             suspect,
+            saturated: self.generator().is_some_and(|g| g.saturated()),
             interrupted: self.interrupted(),
             eventloop_p99_ms,
             gc_ms,

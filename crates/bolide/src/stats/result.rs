@@ -460,16 +460,22 @@ impl super::view::Reading for ResultDoc {
     }
 
     fn shortfalls(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn behind_schedule(&self) -> Option<super::view::Behind> {
         let s = &self.summary;
         let scheduled = s.sent + s.missed_sends;
-        if s.missed_sends > 0 && s.missed_sends * 100 > scheduled {
-            vec![format!(
-                "the server could not keep up: {} of {} scheduled requests never went out",
-                s.missed_sends, scheduled
-            )]
-        } else {
-            Vec::new()
+        if s.missed_sends == 0 || s.missed_sends * 100 <= scheduled {
+            return None;
         }
+        let mean_s = s.latency.mean_us / 1e6;
+        Some(super::view::Behind {
+            missed: s.missed_sends,
+            scheduled,
+            rate_per_s: self.settings.rate_per_s.unwrap_or(0.0),
+            ceiling_per_s: if mean_s > 0.0 { self.settings.connections as f64 / mean_s } else { f64::INFINITY },
+        })
     }
 
     fn over_time(&self, what: super::view::OverTime) -> Vec<(f64, f64)> {

@@ -77,13 +77,30 @@ pub trait Reading: Enveloped {
     fn shape_limit(&self, _max_p99_ms: Option<f64>) -> Option<String> {
         None
     }
-    /// What the server failed at, beyond the error rate and latency: users that failed, sends that
-    /// never went out.
+    /// What the server failed at, beyond the error rate and latency: users that failed. These are
+    /// the server's answers, judged at any machine load.
     fn shortfalls(&self) -> Vec<String>;
+    /// A fixed-rate run whose schedule fell behind: more than 1% of its sends never went out.
+    /// Whose lateness it was (the server's or bolide's) is the reader's to decide.
+    fn behind_schedule(&self) -> Option<Behind> {
+        None
+    }
     /// One per-second series, `(t, value)`; empty when the workload has none of the kind.
     fn over_time(&self, _what: OverTime) -> Vec<(f64, f64)> {
         Vec::new()
     }
+}
+
+/// A fixed-rate run's sends that never went out, and what its connections could have carried.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Behind {
+    pub missed: u64,
+    pub scheduled: u64,
+    /// The rate asked for, per second.
+    pub rate_per_s: f64,
+    /// What the connections carry at the run's mean latency (Little's law: connections / mean
+    /// latency), per second.
+    pub ceiling_per_s: f64,
 }
 
 /// `n` over `duration_s` seconds, per second; Err for a run of no length.

@@ -1,0 +1,272 @@
+//! Interleaved runs judged in pairs. `bench --parameter-list` runs its series round by round (A B,
+//! B A, ...): run `i` of one side and run `i` of the other ran back to back, on the same machine
+//! in the same state, so what a busy machine does to both cancels in their ratio. Here: whether
+//! two series ran that way (from their documents' start times), which pairs a metric may use
+//! given each run's suspect mark, and the paired verdict in words.
+//!
+//! A suspect mark voids only what it touches:
+//! - a run on a busy machine (no idle CPU) stays in its pair: the pair's ratio cancels the
+//!   machine, and the noise it adds widens the interval;
+//! - a run whose own load thread was saturated bounds its side's speed (the server was at least
+//!   that fast): its pair is kept when the bound already favours that side (the truth favours it
+//!   more), and left out, named, when nothing can decide it; for other figures (CPU, RAM) a
+//!   saturated run's pair is left out;
+//! - error rates are the server's answers: every pair counts, whatever the marks.
+
+use std::time::SystemTime;
+
+use super::stats::{self, Paired};
+use super::RunEntry;
+
+/// How far a run's figures can be trusted in a pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trust {
+    Clean,
+    /// The machine had no idle CPU: both runs of a pair shared that machine.
+    Busy,
+    /// bolide's own load thread was saturated: the run's speed figures are a bound.
+    Bound,
+}
+
+impl Trust {
+    pub fn of(r: &RunEntry) -> Trust {
+        match (r.saturated, r.suspect.is_some()) {
+            (true, _) => Trust::Bound,
+            (false, true) => Trust::Busy,
+            (false, false) => Trust::Clean,
+        }
+    }
+}
+
+/// What a metric is, for the suspect marks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Throughput, time or latency: a saturated run bounds it.
+    Speed { higher_is_better: bool },
+    /// Error rates: the server's answers, judged at any machine load.
+    Answer,
+    /// Anything else (the server's CPU and RAM, bolide's own cost): a saturated run says nothing.
+    Other,
+}
+
+/// The number of pairs when the two series ran interleaved: every pair (run `i` of each, in run
+/// order) started before the next pair's runs. None when a start time is missing or the runs of
+/// one side ran before the other's (a series run after another is compared as two samples).
+pub fn interleaved(a: &[Option<SystemTime>], b: &[Option<SystemTime>]) -> Option<usize> {
+    let n = a.len().min(b.len());
+    if n < 2 {
+        return None;
+    }
+    let a: Vec<SystemTime> = a[..n].iter().copied().collect::<Option<_>>()?;
+    let b: Vec<SystemTime> = b[..n].iter().copied().collect::<Option<_>>()?;
+    (0..n - 1).all(|i| a[i].max(b[i]) < a[i + 1].min(b[i + 1])).then_some(n)
+}
+
+/// A document's start time, as its envelope records it.
+pub fn started(text: &str) -> Option<SystemTime> {
+    humantime::parse_rfc3339(text).ok().or_else(|| humantime::parse_rfc3339_weak(text).ok())
+}
+
+/// The pairs a metric uses, and what the marks did to the others.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Chosen {
+    pub a: Vec<f64>,
+    pub b: Vec<f64>,
+    /// Kept pairs whose baseline run was at bolide's limit (its bound favours the baseline), and
+    /// those whose series run was.
+    pub bound_for_a: usize,
+    pub bound_for_b: usize,
+    /// Pair numbers (1-based) left out: nothing could decide them.
+    pub left_out: Vec<usize>,
+}
+
+/// The pairs of `a` and `b` (values per run, `pairs` of them) that `role` lets count.
+pub fn choose(a: &[f64], b: &[f64], ta: &[Trust], tb: &[Trust], pairs: usize, role: Role) -> Chosen {
+    let mut out = Chosen::default();
+    for i in 0..pairs.min(a.len()).min(b.len()) {
+        let (x, y) = (a[i], b[i]);
+        let (sa, sb) = (ta.get(i) == Some(&Trust::Bound), tb.get(i) == Some(&Trust::Bound));
+        let keep = match role {
+            Role::Answer => true,
+            _ if !sa && !sb => true,
+            Role::Other => false,
+            Role::Speed { higher_is_better } => {
+                let better = |p: f64, q: f64| if higher_is_better { p > q } else { p < q };
+                match (sa, sb) {
+                    // The baseline at its limit and already ahead: the truth is further ahead.
+                    (true, false) if better(x, y) => {
+                        out.bound_for_a += 1;
+                        true
+                    }
+                    (false, true) if better(y, x) => {
+                        out.bound_for_b += 1;
+                        true
+                    }
+                    _ => false,
+                }
+            }
+        };
+        if keep {
+            out.a.push(x);
+            out.b.push(y);
+        } else {
+            out.left_out.push(i + 1);
+        }
+    }
+    out
+}
+
+/// A metric judged on its pairs: the test (None with fewer than two pairs), whether the bounds let
+/// it decide, and the words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judged {
+    pub test: Option<Paired>,
+    /// False when a pair counted at its bound favours the side the change goes against: its true
+    /// figure would pull the change back, so the test cannot stand.
+    pub decided: bool,
+    pub verdict: String,
+}
+
+/// A change in percent as the verdicts write it: "+12.3%", "-40.1%".
+pub fn pct(v: f64) -> String {
+    if !v.is_finite() {
+        return if v > 0.0 { "+inf%".into() } else { "-inf%".into() };
+    }
+    if v.abs() >= 100.0 {
+        format!("{v:+.0}%")
+    } else {
+        format!("{v:+.1}%")
+    }
+}
+
+/// The paired verdict on `c`, in words: "significant (p = 0.004, paired t-test over 4 interleaved
+/// pairs: +1234% [95% CI +300% to +4000%])", with what the suspect marks did.
+pub fn judge(c: &Chosen, higher_is_better: Option<bool>) -> Judged {
+    let n = c.a.len();
+    let first = c.a.first().or(c.b.first());
+    let mut notes = Vec::new();
+    if c.bound_for_a + c.bound_for_b > 0 {
+        let k = c.bound_for_a + c.bound_for_b;
+        notes.push(format!(
+            "{k} {} at bolide's limit counted at {} bound (the server was at least that fast)",
+            if k == 1 { "pair" } else { "pairs" },
+            if k == 1 { "its" } else { "their" }
+        ));
+    }
+    if !c.left_out.is_empty() {
+        let list: Vec<String> = c.left_out.iter().map(usize::to_string).collect();
+        notes.push(format!(
+            "{} {} left out (bolide's limit, and nothing decides {})",
+            if c.left_out.len() == 1 { "pair" } else { "pairs" },
+            list.join(", "),
+            if c.left_out.len() == 1 { "it" } else { "them" }
+        ));
+    }
+    let tail = if notes.is_empty() { String::new() } else { format!("; {}", notes.join("; ")) };
+    if n > 0 && c.a.iter().chain(&c.b).all(|x| Some(x) == first) {
+        return Judged { test: None, decided: true, verdict: format!("no difference in any run ({n} pairs){tail}") };
+    }
+    let Some(t) = stats::paired(&c.a, &c.b) else {
+        return Judged {
+            test: None,
+            decided: false,
+            verdict: format!("cannot tell from noise with {n} interleaved pairs (needs 2 or more){tail}"),
+        };
+    };
+    let on = if t.log { "log ratios" } else { "differences" };
+    let body = format!(
+        "{}, paired t-test on the {on} of {n} interleaved pairs: {} [95% CI {} to {}]",
+        stats::p_text(t.p),
+        pct(t.change_pct),
+        pct(t.interval_pct.0),
+        pct(t.interval_pct.1)
+    );
+    // A bound counted on the side that the change goes against: its truth pulls the other way.
+    let against = match higher_is_better {
+        Some(h) => {
+            let b_ahead = if h { t.mean > 0.0 } else { t.mean < 0.0 };
+            if b_ahead {
+                c.bound_for_a
+            } else {
+                c.bound_for_b
+            }
+        }
+        None => 0,
+    };
+    if t.p < stats::ALPHA && against > 0 {
+        return Judged {
+            test: Some(t),
+            decided: false,
+            verdict: format!(
+                "no verdict: {body}, but {against} of its pairs ran at bolide's limit on the side this change goes \
+                 against (their true figures would pull it back){tail}"
+            ),
+        };
+    }
+    let verdict = if t.p < stats::ALPHA {
+        format!("significant ({body}){tail}")
+    } else {
+        format!("not significant ({body}): within the pairs' noise{tail}")
+    };
+    Judged { test: Some(t), decided: true, verdict }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: u64) -> Option<SystemTime> {
+        Some(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(s))
+    }
+
+    #[test]
+    fn interleaved_series_are_told_from_series_run_one_after_the_other() {
+        // A B, B A, A B: pairs of back-to-back runs.
+        assert_eq!(interleaved(&[at(0), at(30), at(40)], &[at(10), at(20), at(50)]), Some(3));
+        // Every run of A, then every run of B: two samples, not pairs.
+        assert_eq!(interleaved(&[at(0), at(10), at(20)], &[at(30), at(40), at(50)]), None);
+        // A start time missing, or a single run: no pairing.
+        assert_eq!(interleaved(&[at(0), None], &[at(10), at(20)]), None);
+        assert_eq!(interleaved(&[at(0)], &[at(10)]), None);
+        // Runs started at the same instant cannot be ordered into pairs.
+        assert_eq!(interleaved(&[at(0), at(0)], &[at(0), at(0)]), None);
+        // An interrupted side: the pairs both have.
+        assert_eq!(interleaved(&[at(0), at(30), at(40)], &[at(10), at(20)]), Some(2));
+        assert!(started("2026-11-28T10:15:00.123Z").is_some() && started("").is_none());
+    }
+
+    #[test]
+    fn suspect_marks_void_only_what_they_touch() {
+        use Trust::*;
+        let (a, b) = ([1.0, 1.0, 1.0, 1.0], [2.0, 0.5, 2.0, 2.0]);
+        let (ta, tb) = ([Clean, Clean, Bound, Busy], [Bound, Bound, Clean, Busy]);
+        let speed = Role::Speed { higher_is_better: true };
+        let c = choose(&a, &b, &ta, &tb, 4, speed);
+        // Pair 1: B at its limit and ahead: kept as B's bound. Pair 2: B at its limit and behind:
+        // its truth is unknown, left out. Pair 3: A at its limit and behind: left out. Pair 4: a
+        // busy machine under both: kept.
+        assert_eq!(
+            (c.a, c.b, c.bound_for_a, c.bound_for_b, c.left_out),
+            (vec![1.0, 1.0], vec![2.0, 2.0], 0, 1, vec![2, 3])
+        );
+        // Error rates count every pair; other figures lose the saturated ones.
+        assert_eq!(choose(&a, &b, &ta, &tb, 4, Role::Answer).a.len(), 4);
+        assert_eq!(choose(&a, &b, &ta, &tb, 4, Role::Other).left_out, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn a_verdict_stands_where_its_bounds_agree_and_not_where_they_pull_back() {
+        // B faster (higher is better) in every pair, one pair at B's limit: the truth is more so.
+        let c =
+            Chosen { a: vec![1.0, 1.1, 0.9, 1.0], b: vec![2.0, 2.3, 1.8, 2.1], bound_for_b: 1, ..Default::default() };
+        let j = judge(&c, Some(true));
+        assert!(j.decided && j.verdict.starts_with("significant (p < 0.001, paired t-test"), "{}", j.verdict);
+        assert!(j.verdict.contains("1 pair at bolide's limit counted at its bound"), "{}", j.verdict);
+        // The same change with a pair at A's limit: A's truth is better than counted, against it.
+        let c = Chosen { bound_for_a: 1, bound_for_b: 0, ..c };
+        let j = judge(&c, Some(true));
+        assert!(!j.decided && j.verdict.starts_with("no verdict:"), "{}", j.verdict);
+        let one = Chosen { a: vec![1.0], b: vec![2.0], ..Default::default() };
+        assert!(judge(&one, None).verdict.starts_with("cannot tell from noise with 1 interleaved pairs"));
+    }
+}
