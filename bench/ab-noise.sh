@@ -9,8 +9,13 @@
 #  3. DDP: Meteor's own server (../shared/meteor-server) with compression on and off under
 #     ddp-calls (bench.echo, USERS users), RUNS runs each, interleaved: the comparison, once.
 #
+#  4. The 3 ms A/B: /delay/0 against /delay/3 at -c 2, 4 runs a side of 2 s, gate mean>+50%, and its
+#     A/A (/delay/0 twice): the exit codes (1 expected for the A/B; 0, or 4 with the reason, for the A/A).
+#
 # Every run starts its own server (`--spawn`) on a loopback port; RUN_S seconds each.
-# Usage: bench/ab-noise.sh          (REPS=20 RUNS=5 RUN_S=1 USERS=10; METEOR=0 skips part 3)
+# BURNERS=N starts N CPU burners (busy loops, niced 0, killed when the script ends) for the whole
+# measurement: the busy machine the verdicts must hold on (6 on 2 cores: load 8 or more).
+# Usage: bench/ab-noise.sh          (REPS=20 RUNS=5 RUN_S=1 USERS=10 BURNERS=0; METEOR=0 skips part 3)
 set -euo pipefail
 
 REPS=${REPS:-20}
@@ -25,6 +30,16 @@ OUT=${OUT:-$ROOT/bench/out/ab-noise-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT"
 cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml" -p bolide
 BOLIDE=$ROOT/target/release/bolide
+BURNERS=${BURNERS:-0}
+burners=()
+stop_burners() { [ ${#burners[@]} -eq 0 ] || kill "${burners[@]}" 2>/dev/null || true; }
+trap stop_burners EXIT
+for _ in $(seq "$BURNERS"); do
+  # Bounded: each burner ends by itself after two hours if the script is killed outright.
+  timeout 7200 sh -c 'while :; do :; done' &
+  burners+=($!)
+done
+[ "$BURNERS" = 0 ] || { sleep 5; echo "burners: $BURNERS, load average: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/load.txt" >&2; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # One interleaved A/B of /delay/A against /delay/B; prints the gate's outcome and the MDE of rps.
@@ -65,6 +80,22 @@ if [ "$METEOR" = 1 ]; then
     --ready-url "http://127.0.0.1:$port/" --target "http://127.0.0.1:$port" --users "$USERS" -d "$((RUN_S * 3))s" \
     --out "$OUT/meteor-compression" --detect 5% >"$OUT/meteor-compression.log" 2>&1 || true
 fi
+
+# The 3 ms A/B of the issue, and its A/A: exit codes and the gate's verdict.
+three() {
+  local a=$1 b=$2 dir=$3 port code
+  port=$(free_port)
+  set +e
+  "$BOLIDE" bench http -c 2 -d 2s --runs 4 --cooldown 0 -L delay "$a,$b" \
+    --spawn "exec $BOLIDE serve --port $port" --ready-url "http://127.0.0.1:$port/ok" \
+    --out "$dir" --fail-on 'mean>+50%' "http://127.0.0.1:$port/delay/{delay}" >"$dir.log" 2>&1
+  code=$?
+  set -e
+  echo "delay $a against $b: exit $code; $(grep -m1 -o 'mean>+50%.*' "$dir/comparison.md" | head -c 400 || true)"
+}
+three 0 3 "$OUT/three-ab" | tee "$OUT/three.txt"
+three 0 0 "$OUT/three-aa" | tee -a "$OUT/three.txt"
+[ "$BURNERS" = 0 ] || echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/load.txt" >&2
 
 python3 - "$OUT" "$REPS" <<'PY'
 import sys, statistics

@@ -297,7 +297,8 @@ fn capacity_over_http_rates() {
         "0",
         &url,
     ]);
-    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    // A ladder that stops without a verdict found no knee: inconclusive, exit 4.
+    assert_eq!(o.code, 4, "{}\n{}", o.out, o.err);
     assert!(o.out.contains("| Requests/s |"), "{}", o.out);
     // At 40/s the sends that never went out are the two connections' limit (Little's law), not
     // the server failing: the verdict says so and what to change.
@@ -315,6 +316,32 @@ fn capacity_over_http_rates() {
         "{}",
         bad.err
     );
+}
+
+#[test]
+fn a_server_that_answers_503_fails_the_capacity_ladder() {
+    // Every answer a 503: the error rate is the server's answer on any machine, busy or not; the
+    // ladder fails at its first level (exit 1) and names the error rate.
+    let server = refserver::Server::start(refserver::Config::default()).unwrap();
+    let url = format!("{}/status/503", server.base_url());
+    let o = bolide(&[
+        "capacity",
+        "http",
+        "--from",
+        "50",
+        "--step",
+        "50",
+        "--to",
+        "100",
+        "-d",
+        "1s",
+        "--cooldown",
+        "0",
+        &url,
+    ]);
+    assert_eq!(o.code, 1, "{}\n{}", o.out, o.err);
+    assert!(o.out.contains("50 per second: x: error rate 100.00% > 1.00%"), "{}", o.out);
+    assert!(o.out.contains("No level passed. The server failed at 50 per second."), "{}", o.out);
 }
 
 #[test]

@@ -538,8 +538,9 @@ fn the_github_workflow_s_bolide_steps_run_here() {
         ("PATH", path),
         ("APP_START", format!("bolide serve --port {port}")),
         ("APP_URL", format!("http://127.0.0.1:{port}")),
-        // A short workload here; the workflow's own thresholds.
-        ("WORKLOAD", "tasks-reactive --arrival-rate 2 -d 1s --think 10ms --tasks 2 --cooldown 0".into()),
+        // A short workload here, from a scenario file only the pull request has (head/); the
+        // workflow's own thresholds.
+        ("WORKLOAD", "head/bench/tasks.yml".into()),
         ("RUNS", "2".into()),
         ("FAIL_ON", workflow_env(&workflow, "FAIL_ON")),
         ("GITHUB_OUTPUT", output.to_str().unwrap().into()),
@@ -550,14 +551,17 @@ fn the_github_workflow_s_bolide_steps_run_here() {
     ];
     assert_eq!(env[8].1, "10m", "a cold Meteor build is waited for, not 30 s");
     assert_eq!(env[5].1, "--fail-on time>+10% --fail-on cpu>+15% --fail-on p99>+20%");
+    assert!(workflow_env(&workflow, "WORKLOAD").contains("head/"), "the pull request's scenario for both sides");
     // bolide itself is installed pinned (a reviewed commit, Cargo.lock), never by an unpublished
-    // package name that anyone could take.
+    // package name that anyone could take, and once: cached by that commit.
     let install = step_script(&workflow, "Install bolide (pinned, from source)");
     assert!(install.contains("cargo install --locked --git \"$BOLIDE_GIT\" --rev \"$BOLIDE_REV\""), "{install}");
+    assert!(workflow.contains("key: bolide-${{ env.BOLIDE_REV }}"), "{workflow}");
+    assert!(workflow.contains("if: steps.bolide-cache.outputs.cache-hit != 'true'"), "{workflow}");
     assert!(!workflow.contains("npm install --global bolide") && !workflow.contains("npx bolide"), "{workflow}");
+    use std::path::Path;
     let step = |name: &str, dir: &Path| {
-        // The app's own install (npm ci) is the app's business, not bolide's.
-        let script = step_script(&workflow, name).replace("npm ci\n", "");
+        let script = step_script(&workflow, name);
         assert!(script.contains("bolide "), "{name}: {script}");
         let o = std::process::Command::new("bash")
             .args(["-eo", "pipefail", "-c", &script])
@@ -569,24 +573,49 @@ fn the_github_workflow_s_bolide_steps_run_here() {
         assert!(o.status.success(), "{name}: {text}");
         text
     };
-    use std::path::Path;
+    // Two checkouts of the app (the reference server stands in for both); the scenario is the
+    // pull request's alone.
     for side in ["base", "head"] {
         std::fs::create_dir(root.join(side)).unwrap();
     }
-    let base = step("Benchmark the base", &root.join("base"));
-    let table = common::md_table(&base, "# Run").unwrap_or_else(|| panic!("{base}"));
-    assert_eq!(table.len(), 4, "two runs and their mean: {base}");
-    assert!(base.contains("CPU: average over the run"), "{base}");
-    step("Benchmark the pull request", &root.join("head"));
-    assert!(root.join("results/pull-request/tasks-reactive-summary.json").exists());
-    step("Compare", root);
+    std::fs::create_dir(root.join("head/bench")).unwrap();
+    std::fs::write(
+        root.join("head/bench/tasks.yml"),
+        "config:\n  target: http://127.0.0.1:3000\n  phases:\n    - duration: 1\n      arrivalRate: 2\nscenarios:\n  \
+         - name: insert and clear\n    flow:\n      - connect\n      - subscribe: fetchTasks\n      - call:\n          \
+         method: insertTask\n          params: { description: \"Task 1\", sessionId: \"{{ $vuId }}\" }\n      - call:\n  \
+                 method: removeAllTasks\n          params: { sessionId: \"{{ $vuId }}\" }\n      - disconnect\n",
+    )
+    .unwrap();
+    let out = step("Benchmark base and pull request, interleaved", root);
+    // One bench, the two sides interleaved (base, head, head, base), each started in its own
+    // checkout by --spawn.
+    assert!(out.contains("interleaved"), "{out}");
+    let series = |side: &str| {
+        let dir = root.join(format!("results/side={side}"));
+        let mut starts: Vec<String> = (1..=2)
+            .map(|i| {
+                let doc: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(dir.join(format!("tasks-{i}.json"))).unwrap())
+                        .unwrap();
+                assert_eq!(doc["summary"]["users"]["failed"], 0, "{side} run {i}: {doc}");
+                doc["started_at"].as_str().unwrap().to_string()
+            })
+            .collect();
+        starts.sort();
+        starts
+    };
+    let (base, head) = (series("base"), series("head"));
+    assert!(base[0] < head[0] && head[0] <= head[1] && head[1] < base[1], "A B B A: {base:?} {head:?}");
     let code = std::fs::read_to_string(&output).unwrap();
-    let md = std::fs::read_to_string(root.join("comparison.md")).unwrap();
+    let md = std::fs::read_to_string(root.join("results/comparison.md")).unwrap();
     assert!(md.contains("## Regression gate (--fail-on)"), "{md}");
     for rule in ["time>+10%", "cpu>+15%", "p99>+20%"] {
         let rule = rule.replace('>', "&gt;");
         assert!(md.contains(&format!("| {rule}")), "{rule} judged: {md}");
     }
+    // Judged in pairs, as the runs were interleaved.
+    assert!(md.contains("each metric is judged in 2 pairs"), "{md}");
     // The step's recorded exit code and the Markdown's first line agree on the verdict.
     let first = md.lines().next().unwrap();
     let expected = if first.starts_with("**Regression gate: FAILED**") {
