@@ -551,7 +551,9 @@ fn the_github_workflow_s_bolide_steps_run_here() {
     ];
     assert_eq!(env[8].1, "10m", "a cold Meteor build is waited for, not 30 s");
     assert_eq!(env[5].1, "--fail-on time>+10% --fail-on cpu>+15% --fail-on p99>+20%");
-    assert!(workflow_env(&workflow, "WORKLOAD").contains("head/"), "the pull request's scenario for both sides");
+    // Both sides run from the job's root: a scenario file is named in the pull request's checkout.
+    let workload = workflow.lines().find(|l| l.starts_with("  WORKLOAD: ")).unwrap();
+    assert!(workload.contains("head/bench/"), "the pull request's scenario for both sides: {workload}");
     // bolide itself is installed pinned (a reviewed commit, Cargo.lock), never by an unpublished
     // package name that anyone could take, and once: cached by that commit.
     let install = step_script(&workflow, "Install bolide (pinned, from source)");
@@ -579,14 +581,25 @@ fn the_github_workflow_s_bolide_steps_run_here() {
         std::fs::create_dir(root.join(side)).unwrap();
     }
     std::fs::create_dir(root.join("head/bench")).unwrap();
-    std::fs::write(
-        root.join("head/bench/tasks.yml"),
-        "config:\n  target: http://127.0.0.1:3000\n  phases:\n    - duration: 1\n      arrivalRate: 2\nscenarios:\n  \
-         - name: insert and clear\n    flow:\n      - connect\n      - subscribe: fetchTasks\n      - call:\n          \
-         method: insertTask\n          params: { description: \"Task 1\", sessionId: \"{{ $vuId }}\" }\n      - call:\n  \
-                 method: removeAllTasks\n          params: { sessionId: \"{{ $vuId }}\" }\n      - disconnect\n",
-    )
-    .unwrap();
+    let scenario = r#"config:
+  target: http://127.0.0.1:3000
+  phases:
+    - duration: 1
+      arrivalRate: 2
+scenarios:
+  - name: insert and clear
+    flow:
+      - connect
+      - subscribe: fetchTasks
+      - call:
+          method: insertTask
+          params: { description: "Task 1", sessionId: "{{ $vuId }}" }
+      - call:
+          method: removeAllTasks
+          params: { sessionId: "{{ $vuId }}" }
+      - disconnect
+"#;
+    std::fs::write(root.join("head/bench/tasks.yml"), scenario).unwrap();
     let out = step("Benchmark base and pull request, interleaved", root);
     // One bench, the two sides interleaved (base, head, head, base), each started in its own
     // checkout by --spawn.
