@@ -359,6 +359,13 @@ impl Metric {
 
     /// What is measured, for people: "p99 of all requests", "p95 of call insertTask",
     /// "mean CPU of app (% of one core)".
+    /// Whether the figure is the server's answer (errors, failed steps, the audit's outcome), to
+    /// be judged at any machine load, rather than a speed or a resource that a busy machine or a
+    /// saturated bolide can move.
+    pub fn is_answer(&self) -> bool {
+        matches!(self, Metric::ErrorRate | Metric::Errors | Metric::Audit(_))
+    }
+
     pub fn describe(&self, ddp: bool) -> String {
         match self {
             Metric::Latency { step: Some(step), stat } => format!("{stat} of {step}"),
@@ -483,6 +490,9 @@ pub struct ThresholdResult {
     /// Why there is no value ("no response completed", "app was never sampled").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// The figure is the server's answer (errors, the audit), judged at any machine load.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub answer: bool,
 }
 
 impl ThresholdResult {
@@ -531,6 +541,7 @@ impl Threshold {
             unit: self.metric.dim().unit().into(),
             ok: value.is_some_and(|v| self.op.holds(v, self.bound)),
             why,
+            answer: self.metric.is_answer(),
         }
     }
 }

@@ -39,10 +39,10 @@ pub struct Criteria {
 }
 
 /// Judges one level's result document. The server's answers (errors, failed users, a server
-/// that vanished, thresholds on counts and rates of errors) are judged at any machine load: a
-/// server that answers 503 fails its level however busy the machine. Speed (p99, thresholds in
-/// ms or per second, a schedule that fell behind) is judged only where bolide and the machine were
-/// not the limit; a schedule that fell behind while bolide was short of CPU, or while its
+/// that vanished, thresholds on errors and the audit) are judged at any machine load: a server
+/// that answers 503 fails its level however busy the machine. Speed and resources (p99, the other
+/// thresholds, a schedule that fell behind) are judged only where bolide and the machine were not
+/// the limit; a schedule that fell behind while bolide was short of CPU, or while its
 /// connections had room to spare, is bolide's lateness: no verdict, never the server's failure.
 pub fn judge(doc: &Doc, c: &Criteria) -> Verdict {
     let m = doc.measures();
@@ -53,7 +53,6 @@ pub fn judge(doc: &Doc, c: &Criteria) -> Verdict {
     if let Some(why) = view.unmeasured() {
         return Verdict::Unmeasured(why);
     }
-    let speed = |t: &&crate::threshold::ThresholdResult| matches!(t.unit.as_str(), "ms" | "/s");
     let mut answers = Vec::new();
     for w in doc.monitor() {
         if let Some(t) = w.vanished_s {
@@ -64,7 +63,7 @@ pub fn judge(doc: &Doc, c: &Criteria) -> Verdict {
         answers.push(format!("error rate {:.2}% > {:.2}%", m.error_rate_pct, c.max_error_rate_pct));
     }
     answers.extend(view.shortfalls());
-    for t in doc.thresholds().iter().filter(|t| !t.ok && !speed(t)) {
+    for t in doc.thresholds().iter().filter(|t| !t.ok && t.answer) {
         answers.push(format!("threshold {} broken: {}", t.threshold, t.shown()));
     }
     if !answers.is_empty() {
@@ -99,7 +98,7 @@ pub fn judge(doc: &Doc, c: &Criteria) -> Verdict {
                  lateness cannot be told from the server's; run bolide on cores of its own"
             ));
         }
-        if b.ceiling_per_s >= 2.0 * b.rate_per_s {
+        if b.rate_per_s.is_some_and(|rate| b.ceiling_per_s >= 2.0 * rate) {
             return Verdict::NotTheServer(format!(
                 "{missed}, yet the connections had room for {:.0} per second at the run's mean latency: bolide fell \
                  behind its own schedule, not the server",
@@ -108,7 +107,7 @@ pub fn judge(doc: &Doc, c: &Criteria) -> Verdict {
         }
         why.push(format!("the server could not keep up: {missed}"));
     }
-    for t in doc.thresholds().iter().filter(|t| !t.ok && speed(t)) {
+    for t in doc.thresholds().iter().filter(|t| !t.ok && !t.answer) {
         why.push(format!("threshold {} broken: {}", t.threshold, t.shown()));
     }
     if let (Some(limit), Some(p99)) = (c.max_p99_ms, m.p99_ms) {

@@ -710,34 +710,36 @@ fn interleaved_runs_are_judged_in_pairs_through_a_busy_machine() {
 
 #[test]
 fn a_saturated_run_bounds_its_side_and_a_pair_nothing_decides_is_named() {
-    // Latency, lower is better. Pair 1: the baseline at its limit and already faster: the truth is
-    // faster still, the pair counts. Pair 3: the series at its limit and slower: unknown, left out.
-    let a = started(
-        vec![
-            marked("a", 1.0, false, true),
-            marked("a", 1.1, false, false),
-            marked("a", 0.9, false, false),
-            marked("a", 1.0, false, false),
-        ],
-        &[0, 30, 40, 70],
-    );
-    let b = started(
-        vec![
-            marked("b", 2.0, false, false),
-            marked("b", 2.3, false, false),
-            marked("b", 1.8, false, true),
-            marked("b", 2.1, false, false),
-        ],
-        &[10, 20, 50, 60],
-    );
-    let r = build(&[series("a", a), series("b", b)], 0, Vec::new());
+    // Latency, lower is better; the series is about twice as slow in every pair. Pair 1: the
+    // baseline at its limit: its truth is faster still, so the series is worse still: the verdict
+    // stands. Pair 3: both at their limit: nothing decides it, left out.
+    let docs = |label: &str, means: [f64; 4], limits: [bool; 4], at: &[u64]| {
+        let runs = means.iter().zip(limits).map(|(m, l)| marked(label, *m, false, l)).collect();
+        series(label, started(runs, at))
+    };
+    let (a_at, b_at) = ([0, 30, 40, 70], [10, 20, 50, 60]);
+    let a = docs("a", [1.0, 1.1, 0.9, 1.0], [true, false, true, false], &a_at);
+    let b = docs("b", [2.0, 2.3, 1.8, 2.1], [false, false, true, false], &b_at);
+    let r = build(&[a.clone(), b], 0, Vec::new());
     let mean = r.comparisons[0].metrics.iter().find(|m| m.metric == "Mean latency (ms)").unwrap();
     assert_eq!(mean.judgement, Judgement::Worse, "{mean:?}");
-    assert!(mean.verdict.contains("1 pair at bolide's limit counted at its bound"), "{}", mean.verdict);
+    assert!(mean.verdict.contains("1 pair at bolide's limit counted as measured"), "{}", mean.verdict);
     assert!(mean.verdict.contains("pair 3 left out"), "{}", mean.verdict);
-    // The server's CPU says nothing in a saturated run: both such pairs are left out.
-    let rps = &r.comparisons[0].metrics[0];
-    assert_eq!(rps.metric, "Requests per second");
+    // The server's CPU says nothing in a saturated run: pairs 1 and 3 are left out of it.
+    let cpu = r.comparisons[0].metrics.iter().find(|m| m.metric == "Requests per second").unwrap();
+    assert_eq!(cpu.test, "paired");
+    // A series run at its limit in pair 2: its truth is faster than counted and could pull the
+    // change back: no verdict, and a gate that would fail says INCONCLUSIVE.
+    let b = docs("b", [2.0, 2.3, 1.8, 2.1], [false, true, false, false], &b_at);
+    let r = build(&[a, b], 0, Vec::new());
+    let c = &r.comparisons[0];
+    let mean = c.metrics.iter().find(|m| m.metric == "Mean latency (ms)").unwrap();
+    assert_eq!(mean.judgement, Judgement::Inconclusive, "{mean:?}");
+    assert!(mean.verdict.starts_with("no verdict:"), "{}", mean.verdict);
+    let rule = crate::results::gate::parse("mean>+50%").unwrap();
+    let g = crate::results::gate::judge(&rule, ("w", "a", "b"), &c.baseline_runs, &c.runs, c.pairs, false);
+    assert_eq!(g.outcome, crate::results::gate::Outcome::Inconclusive, "{}", g.verdict);
+    assert!(g.verdict.contains("pairs at bolide's limit could turn it"), "{}", g.verdict);
 }
 
 #[test]
@@ -754,7 +756,11 @@ fn a_closed_loop_of_fixed_length_leads_with_its_throughput() {
     };
     let on = series("c=on", started(vec![calls("c=on", 10_000), calls("c=on", 10_200)], &[0, 30]));
     let off = series("c=off", started(vec![calls("c=off", 45_000), calls("c=off", 45_900)], &[10, 20]));
-    let r = build(&[on, off], 0, Vec::new());
+    let r = build(&[on.clone(), off.clone()], 0, Vec::new());
+    // The report's first card and its headline, as the HTML page shows them.
+    let page = crate::results::report::sections_with(&[on, off], &[], Some(r.clone()));
+    let first = &page[0].band[0];
+    assert_eq!((first.label.as_str(), first.value.as_str()), ("Calls per second", "4.5x calls/s"), "{first:?}");
     let c = &r.comparisons[0];
     assert!(c.on_means.starts_with("4.5x calls/s"), "{}", c.on_means);
     assert!(c.per_run.iter().all(|s| s.starts_with("4.5x calls/s")), "{:?}", c.per_run);

@@ -32,6 +32,11 @@ pub struct GenSample {
     pub dashboard_pct: Option<f64>,
 }
 
+/// Flagged samples that make a run of `n` samples suspect: one in ten, at least one.
+fn doubt_limit(n: usize) -> usize {
+    n.div_ceil(10).max(1)
+}
+
 /// Samples of bolide's own load threads.
 #[derive(Debug, Default)]
 pub struct Generator {
@@ -130,8 +135,7 @@ impl Generator {
             |f: fn(&GenSample) -> f64| if n == 0 { 0.0 } else { self.samples.iter().map(f).sum::<f64>() / n as f64 };
         let saturated_samples = self.samples.iter().filter(|s| s.busiest_pct >= SATURATED_THREAD_PCT).count();
         let machine_busy_samples = self.samples.iter().filter(|s| s.machine_idle_pct < MACHINE_IDLE_FLOOR_PCT).count();
-        // One sample in ten (at least one) is enough to doubt the run.
-        let limit = n.div_ceil(10).max(1);
+        let limit = doubt_limit(n);
         let mut reasons = Vec::new();
         if n > 0 && saturated_samples >= limit {
             reasons.push(format!(
@@ -203,20 +207,25 @@ pub struct GeneratorResult {
 }
 
 impl GeneratorResult {
-    /// Enough samples to doubt a run: one in ten, at least one.
-    fn doubt_limit(&self) -> usize {
-        self.samples.len().div_ceil(10).max(1)
+    /// Whether `flagged` of the run's samples are enough to doubt it: one in ten, at least one. A
+    /// merged run keeps no samples of its own, only its segments' counts and suspect marks: any
+    /// flagged sample there made a segment suspect.
+    fn doubts(&self, flagged: usize) -> bool {
+        match self.samples.len() {
+            0 => flagged > 0 && self.suspect.is_some(),
+            n => flagged >= doubt_limit(n),
+        }
     }
 
     /// A load thread was saturated in enough samples that bolide, not the server, set the pace:
     /// the run's speed figures bound the server's (it was at least that fast).
     pub fn saturated(&self) -> bool {
-        !self.samples.is_empty() && self.saturated_samples >= self.doubt_limit()
+        self.doubts(self.saturated_samples)
     }
 
     /// The machine had (almost) no idle CPU in enough samples to doubt absolute figures.
     pub fn machine_busy(&self) -> bool {
-        !self.samples.is_empty() && self.machine_busy_samples >= self.doubt_limit()
+        self.doubts(self.machine_busy_samples)
     }
 
     /// Records the load threads' CPU time (`cpu_ns`) and what it was spent on: `units` requests

@@ -383,25 +383,22 @@ fn entries(docs: &[&Doc]) -> Vec<RunEntry> {
 /// and latency in their own words ("44.40% fewer requests/s, 12.00% more p99") instead of a
 /// "faster" computed on time per request.
 pub fn sentence(base: &RunEntry, new: &RunEntry, base_speed: f64, new_speed: f64) -> String {
-    let mut parts = match (base.requests_per_s, new.requests_per_s, base.per_s, new.per_s) {
-        (Some(a), Some(b), _, _) => {
-            let mut p = vec![more_fewer(a, b, "requests/s")];
-            if let (Some(x), Some(y)) = (base.p99_ms, new.p99_ms) {
-                p.push(less_more(x, y, "p99"));
-            }
-            p
-        }
-        // A closed loop of a fixed length (ddp-calls, ddp-connect): its Time is the length;
-        // what it did in that time is its figure.
-        (_, _, Some(a), Some(b)) => {
-            let unit = base.unit.as_deref().unwrap_or("calls");
+    // HTTP's requests per second, or the units of work a closed loop of a fixed length did
+    // (ddp-calls, ddp-connect: their Time is the run's length), then p99; else the Time.
+    let throughput = match (base.requests_per_s, new.requests_per_s, base.per_s, new.per_s) {
+        (Some(a), Some(b), _, _) => Some((a, b, "requests".to_string())),
+        (_, _, Some(a), Some(b)) => Some((a, b, base.unit.clone().unwrap_or_else(|| "calls".into()))),
+        _ => None,
+    };
+    let mut parts = match throughput {
+        Some((a, b, unit)) => {
             let mut p = vec![more_fewer(a, b, &format!("{unit}/s"))];
             if let (Some(x), Some(y)) = (base.p99_ms, new.p99_ms) {
                 p.push(less_more(x, y, "p99"));
             }
             p
         }
-        _ => vec![faster_slower(base_speed, new_speed)],
+        None => vec![faster_slower(base_speed, new_speed)],
     };
     if let (Some(a), Some(b)) = (base.cpu_pct, new.cpu_pct) {
         parts.push(less_more(a, b, "cpu"));
@@ -457,10 +454,7 @@ fn metric(name: &str, a: &[f64], b: &[f64], how: How, role: Role, words: impl Fn
     let (bmin, bmax) = stats::range(a);
     let (min, max) = stats::range(b);
     let (ma, mb) = (stats::mean(a), stats::mean(b));
-    let higher_is_better = match role {
-        Role::Speed { higher_is_better } => higher_is_better,
-        _ => false,
-    };
+    let higher_is_better = role.higher_is_better();
     // Every run of both sides the same (no errors on either side): the same, whatever the count of
     // runs; never "inconclusive" beside "no errors".
     let identical = a.first().is_some_and(|first| a.iter().chain(b).all(|v| v == first));
@@ -486,15 +480,18 @@ fn metric(name: &str, a: &[f64], b: &[f64], how: How, role: Role, words: impl Fn
     };
     if let Some((pairs, ta, tb)) = how.paired {
         let chosen = paired::choose(a, b, ta, tb, pairs, role);
-        let judged = paired::judge(&chosen, matches!(role, Role::Speed { .. }).then_some(higher_is_better));
+        let judged = paired::judge(&chosen, role);
         row.test = "paired";
         row.verdict = judged.verdict;
         if let Some(t) = judged.test {
             row.p_value = Some(t.p);
             row.change_estimate_pct = Some(t.change_pct);
             row.change_interval_pct = Some([t.interval_pct.0, t.interval_pct.1]);
-            row.detectable_pct = stats::paired_mde_pct(t.sd, t.pairs, t.log, t.base_mean);
+            row.detectable_pct = stats::paired_mde_pct(t.sd, t.pairs, t.log, t.base_mean, 1.0);
             row.spread = Some(Noise::Pairs { sd: t.sd, log: t.log, base_mean: t.base_mean });
+        } else if chosen.a.len() >= 2 {
+            // Every pair the same: no spread to measure.
+            row.spread = Some(Noise::Pairs { sd: 0.0, log: true, base_mean: stats::mean(&chosen.a) });
         }
         row.judgement = match (identical, judged.decided, judged.test) {
             (true, _, _) => Judgement::Same,

@@ -253,7 +253,7 @@ pub fn judge(
         Some(n) => judge_pairs(rule, &all(&a), &all(&b), (base, new, n), &mut out),
         None => judge_samples(rule, &a, &b, &mut out),
     };
-    let Evidence { too_few, few, decided, noise } = judged;
+    let Evidence { too_few, few, moves, noise, directional } = judged;
     let change = out.change_pct.unwrap_or(change);
     out.past_bound = if rule.above { change > rule.bound_pct } else { change < rule.bound_pct };
     out.significant = out.p_value.is_some_and(|p| p < stats::ALPHA);
@@ -269,13 +269,6 @@ pub fn judge(
                 if past { format!(" {bound}") } else { format!(", not {bound},") }
             ),
         ),
-        (_, false, false, _) if !decided => (
-            Outcome::Inconclusive,
-            format!(
-                "INCONCLUSIVE: {moved} ({p}), but pairs at bolide's limit on the side the change goes against could \
-                 pull it back (their true figures are better than counted); give bolide more threads (-t) or cores"
-            ),
-        ),
         (false, false, false, _) => (Outcome::Pass, format!("pass: {moved}, not {bound} ({p})")),
         (true, false, false, true) => (Outcome::Fail, format!("FAILED: {moved} {bound}, significant ({p})")),
         (true, false, false, false) => (
@@ -283,13 +276,35 @@ pub fn judge(
             format!("INCONCLUSIVE: {moved} {bound} but within the runs' noise ({p}); try {INCONCLUSIVE_HINT}"),
         ),
     };
+    // Pairs at bolide's limit: the true change lies beyond the counted one, up or down. An
+    // outcome stands only where that cannot turn it: a failure past an upper bound when the truth
+    // can only be higher, a pass under it when the truth can only be lower.
+    let (up, down) = moves;
+    let toward = if rule.above { up } else { down };
+    let away_from = if rule.above { down } else { up };
+    let turned = match out.outcome {
+        Outcome::Fail => !ignore_significance && out.p_value.is_some() && away_from,
+        Outcome::Pass => !ignore_significance && toward,
+        Outcome::Inconclusive => false,
+    };
+    if turned {
+        out.outcome = Outcome::Inconclusive;
+        out.verdict = format!(
+            "INCONCLUSIVE: {moved} ({p}), but pairs at bolide's limit could turn it (their true figures are better \
+             than counted); give bolide more threads (-t) or cores of its own"
+        );
+    }
     if let (Some(n), Some(_)) = (pairs, out.p_value) {
         out.verdict.push_str(&format!(" [paired, {n} interleaved pairs]"));
     }
     // A pass means little when the runs could not have seen a change the size of the bound.
     // (A change that stands out from the noise away from the bound, on its good side, is a pass.)
     let away = out.significant && if rule.above { change < 0.0 } else { change > 0.0 };
-    if let (Outcome::Pass, false, false, Some(d)) = (out.outcome, ignore_significance, away, out.detectable_pct) {
+    let detectable = match (pairs, directional) {
+        (Some(_), Some(d)) => Some(d(rule.bound_pct)),
+        _ => out.detectable_pct,
+    };
+    if let (Outcome::Pass, false, false, Some(d)) = (out.outcome, ignore_significance, away, detectable) {
         if d > rule.bound_pct.abs() {
             let needed = noise
                 .and_then(|n| n(rule.bound_pct))
@@ -297,7 +312,8 @@ pub fn judge(
             out.outcome = Outcome::Inconclusive;
             out.verdict = format!(
                 "INCONCLUSIVE: {moved}, not {bound}, but these runs detect only changes of ±{d:.1}% (80% power, \
-                 p < 0.05): the bound is below what they can see; {needed} runs a side would detect {}%",
+                 p < 0.05): the bound is below what they can see; {needed} {} would detect {}%",
+                if pairs.is_some() { "interleaved pairs" } else { "runs a side" },
                 rule.bound_pct.abs()
             );
         }
@@ -311,8 +327,12 @@ pub fn judge(
 struct Evidence {
     too_few: bool,
     few: String,
-    decided: bool,
+    /// Which way the true change may lie beyond the counted one (pairs at bolide's limit): up, down.
+    moves: (bool, bool),
     noise: Option<Box<dyn Fn(f64) -> Option<usize>>>,
+    /// Paired: the detectable change in the direction of a bound (a fall and a rise of the same
+    /// ratio differ in percent).
+    directional: Option<Box<dyn Fn(f64) -> f64>>,
 }
 
 /// Two samples: Welch's test over the runs that are not suspect (error rates over every run).
@@ -324,11 +344,16 @@ fn judge_samples(rule: &Rule, a: &[(f64, bool)], b: &[(f64, bool)], out: &mut Ga
     out.p_value = stats::welch(&ca, &cb).map(|w| w.p);
     out.detectable_pct = stats::detectable_pct(&ca, &cb);
     let (va, vb, mean) = (stats::variance(&ca), stats::variance(&cb), stats::mean(&ca));
+    let few = match answer {
+        true => format!("{} and {} runs (two a side are needed)", ca.len(), cb.len()),
+        false => format!("{} and {} clean runs (suspect runs do not count; two a side are needed)", ca.len(), cb.len()),
+    };
     Evidence {
         too_few: ca.len() < 2 || cb.len() < 2,
-        few: format!("{} and {} clean runs (suspect runs do not count; two a side are needed)", ca.len(), cb.len()),
-        decided: true,
+        few,
+        moves: (false, false),
         noise: Some(Box::new(move |pct| stats::runs_needed(va, vb, pct / 100.0 * mean))),
+        directional: None,
     }
 }
 
@@ -344,19 +369,19 @@ fn judge_pairs(
     let trust = |rs: &[RunEntry]| rs.iter().map(Trust::of).collect::<Vec<Trust>>();
     let role = rule.metric.role();
     let chosen = paired::choose(a, b, &trust(base), &trust(new), pairs, role);
-    let higher = match role {
-        Role::Speed { higher_is_better } => Some(higher_is_better),
-        _ => None,
-    };
-    let judged = paired::judge(&chosen, higher);
+    let judged = paired::judge(&chosen, role);
     let n = chosen.a.len();
     out.clean_runs = [n, n];
     let mut noise: Option<Box<dyn Fn(f64) -> Option<usize>>> = None;
+    let mut directional: Option<Box<dyn Fn(f64) -> f64>> = None;
     if let Some(t) = judged.test {
         out.p_value = Some(t.p);
         out.change_pct = t.change_pct.is_finite().then_some(t.change_pct);
-        out.detectable_pct = stats::paired_mde_pct(t.sd, t.pairs, t.log, t.base_mean);
+        out.detectable_pct = stats::paired_mde_pct(t.sd, t.pairs, t.log, t.base_mean, 1.0);
         noise = Some(Box::new(move |pct| stats::pairs_needed(t.sd, t.log, t.base_mean, pct)));
+        directional = Some(Box::new(move |bound| {
+            stats::paired_mde_pct(t.sd, t.pairs, t.log, t.base_mean, bound).unwrap_or(f64::INFINITY)
+        }));
     }
     let left = if chosen.left_out.is_empty() {
         String::new()
@@ -366,8 +391,9 @@ fn judge_pairs(
     Evidence {
         too_few: n < 2,
         few: format!("{n} interleaved pairs that count{left} (two are needed)"),
-        decided: judged.decided,
+        moves: chosen.may_move(role),
         noise,
+        directional,
     }
 }
 

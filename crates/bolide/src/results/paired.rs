@@ -8,9 +8,12 @@
 //! - a run on a busy machine (no idle CPU) stays in its pair: the pair's ratio cancels the
 //!   machine, and the noise it adds widens the interval;
 //! - a run whose own load thread was saturated bounds its side's speed (the server was at least
-//!   that fast): its pair is kept when the bound already favours that side (the truth favours it
-//!   more), and left out, named, when nothing can decide it; for other figures (CPU, RAM) a
-//!   saturated run's pair is left out;
+//!   that fast): its pair counts at the measured value, and a verdict stands only where every such
+//!   bound pushes the truth further the way the verdict already goes (a verdict that a bound could
+//!   pull back, or no verdict at all, is left undecided); a pair with both runs at bolide's limit is
+//!   left out, named, as nothing decides it; for other figures (CPU, RAM) a saturated run's pair is
+//!   left out. Pairs are kept or left out by their runs' marks, never by their values, so the
+//!   choice cannot make a difference out of noise;
 //! - error rates are the server's answers: every pair counts, whatever the marks.
 
 use std::time::SystemTime;
@@ -49,6 +52,13 @@ pub enum Role {
     Other,
 }
 
+impl Role {
+    /// Throughput: more is better. Time and latency (and every other figure): less.
+    pub fn higher_is_better(self) -> bool {
+        matches!(self, Role::Speed { higher_is_better: true })
+    }
+}
+
 /// The number of pairs when the two series ran interleaved: every pair (run `i` of each, in run
 /// order) started before the next pair's runs. None when a start time is missing or the runs of
 /// one side ran before the other's (a series run after another is compared as two samples).
@@ -72,43 +82,52 @@ pub fn started(text: &str) -> Option<SystemTime> {
 pub struct Chosen {
     pub a: Vec<f64>,
     pub b: Vec<f64>,
-    /// Kept pairs whose baseline run was at bolide's limit (its bound favours the baseline), and
-    /// those whose series run was.
+    /// Kept pairs whose baseline run was at bolide's limit (the baseline's truth is better than
+    /// counted), and those whose series run was.
     pub bound_for_a: usize,
     pub bound_for_b: usize,
     /// Pair numbers (1-based) left out: nothing could decide them.
     pub left_out: Vec<usize>,
 }
 
-/// The pairs of `a` and `b` (values per run, `pairs` of them) that `role` lets count.
+impl Chosen {
+    /// Which way the true change (series against baseline, in the metric's own units) may lie
+    /// beyond the counted one, for a speed metric: (up, down). A series run at its limit is better
+    /// than counted: higher for throughput, lower for time; a baseline run the other way round.
+    pub fn may_move(&self, role: Role) -> (bool, bool) {
+        if !matches!(role, Role::Speed { .. }) {
+            return (false, false);
+        }
+        let (b_better, a_better) = (self.bound_for_b > 0, self.bound_for_a > 0);
+        if role.higher_is_better() {
+            (b_better, a_better)
+        } else {
+            (a_better, b_better)
+        }
+    }
+}
+
+/// The pairs of `a` and `b` (values per run, `pairs` of them) that `role` lets count, chosen by
+/// the runs' marks alone.
 pub fn choose(a: &[f64], b: &[f64], ta: &[Trust], tb: &[Trust], pairs: usize, role: Role) -> Chosen {
     let mut out = Chosen::default();
     for i in 0..pairs.min(a.len()).min(b.len()) {
-        let (x, y) = (a[i], b[i]);
         let (sa, sb) = (ta.get(i) == Some(&Trust::Bound), tb.get(i) == Some(&Trust::Bound));
-        let keep = match role {
-            Role::Answer => true,
-            _ if !sa && !sb => true,
-            Role::Other => false,
-            Role::Speed { higher_is_better } => {
-                let better = |p: f64, q: f64| if higher_is_better { p > q } else { p < q };
-                match (sa, sb) {
-                    // The baseline at its limit and already ahead: the truth is further ahead.
-                    (true, false) if better(x, y) => {
-                        out.bound_for_a += 1;
-                        true
-                    }
-                    (false, true) if better(y, x) => {
-                        out.bound_for_b += 1;
-                        true
-                    }
-                    _ => false,
-                }
+        let keep = match (role, sa, sb) {
+            (Role::Answer, _, _) | (_, false, false) => true,
+            (Role::Speed { .. }, true, false) => {
+                out.bound_for_a += 1;
+                true
             }
+            (Role::Speed { .. }, false, true) => {
+                out.bound_for_b += 1;
+                true
+            }
+            _ => false,
         };
         if keep {
-            out.a.push(x);
-            out.b.push(y);
+            out.a.push(a[i]);
+            out.b.push(b[i]);
         } else {
             out.left_out.push(i + 1);
         }
@@ -121,8 +140,8 @@ pub fn choose(a: &[f64], b: &[f64], ta: &[Trust], tb: &[Trust], pairs: usize, ro
 #[derive(Debug, Clone, PartialEq)]
 pub struct Judged {
     pub test: Option<Paired>,
-    /// False when a pair counted at its bound favours the side the change goes against: its true
-    /// figure would pull the change back, so the test cannot stand.
+    /// False when a pair counted at bolide's limit could move the verdict: the change is not
+    /// significant, or a bound's truth lies against it.
     pub decided: bool,
     pub verdict: String,
 }
@@ -139,31 +158,31 @@ pub fn pct(v: f64) -> String {
     }
 }
 
-/// The paired verdict on `c`, in words: "significant (p = 0.004, paired t-test over 4 interleaved
-/// pairs: +1234% [95% CI +300% to +4000%])", with what the suspect marks did.
-pub fn judge(c: &Chosen, higher_is_better: Option<bool>) -> Judged {
+/// The paired verdict on `c`, in words: "significant (p = 0.004, paired t-test on the log ratios
+/// of 4 interleaved pairs: +1234% [95% CI +300% to +4000%])", with what the suspect marks did.
+pub fn judge(c: &Chosen, role: Role) -> Judged {
     let n = c.a.len();
     let first = c.a.first().or(c.b.first());
     let mut notes = Vec::new();
-    if c.bound_for_a + c.bound_for_b > 0 {
-        let k = c.bound_for_a + c.bound_for_b;
+    let bounds = c.bound_for_a + c.bound_for_b;
+    if bounds > 0 {
         notes.push(format!(
-            "{k} {} at bolide's limit counted at {} bound (the server was at least that fast)",
-            if k == 1 { "pair" } else { "pairs" },
-            if k == 1 { "its" } else { "their" }
+            "{bounds} {} at bolide's limit counted as measured (the server was at least that fast)",
+            if bounds == 1 { "pair" } else { "pairs" },
         ));
     }
     if !c.left_out.is_empty() {
         let list: Vec<String> = c.left_out.iter().map(usize::to_string).collect();
         notes.push(format!(
-            "{} {} left out (bolide's limit, and nothing decides {})",
+            "{} {} left out (bolide's limit on {}, nothing decides {})",
             if c.left_out.len() == 1 { "pair" } else { "pairs" },
             list.join(", "),
+            if role == Role::Other { "a side" } else { "both sides" },
             if c.left_out.len() == 1 { "it" } else { "them" }
         ));
     }
     let tail = if notes.is_empty() { String::new() } else { format!("; {}", notes.join("; ")) };
-    if n > 0 && c.a.iter().chain(&c.b).all(|x| Some(x) == first) {
+    if n > 0 && bounds == 0 && c.a.iter().chain(&c.b).all(|x| Some(x) == first) {
         return Judged { test: None, decided: true, verdict: format!("no difference in any run ({n} pairs){tail}") };
     }
     let Some(t) = stats::paired(&c.a, &c.b) else {
@@ -181,29 +200,20 @@ pub fn judge(c: &Chosen, higher_is_better: Option<bool>) -> Judged {
         pct(t.interval_pct.0),
         pct(t.interval_pct.1)
     );
-    // A bound counted on the side that the change goes against: its truth pulls the other way.
-    let against = match higher_is_better {
-        Some(h) => {
-            let b_ahead = if h { t.mean > 0.0 } else { t.mean < 0.0 };
-            if b_ahead {
-                c.bound_for_a
-            } else {
-                c.bound_for_b
-            }
-        }
-        None => 0,
-    };
-    if t.p < stats::ALPHA && against > 0 {
-        return Judged {
-            test: Some(t),
-            decided: false,
-            verdict: format!(
-                "no verdict: {body}, but {against} of its pairs ran at bolide's limit on the side this change goes \
-                 against (their true figures would pull it back){tail}"
-            ),
+    let significant = t.p < stats::ALPHA;
+    // Bounds push the truth one way or both: a verdict stands only where they all push it further
+    // the way it goes.
+    let (up, down) = c.may_move(role);
+    let against = if t.mean > 0.0 { down } else { up };
+    if bounds > 0 && (!significant || against) {
+        let why = if significant {
+            "a pair at bolide's limit lies on the side this change goes against (its truth would pull it back)"
+        } else {
+            "pairs at bolide's limit could move it (their truth is better than counted)"
         };
+        return Judged { test: Some(t), decided: false, verdict: format!("no verdict: {body}, but {why}{tail}") };
     }
-    let verdict = if t.p < stats::ALPHA {
+    let verdict = if significant {
         format!("significant ({body}){tail}")
     } else {
         format!("not significant ({body}): within the pairs' noise{tail}")
@@ -238,35 +248,39 @@ mod tests {
     #[test]
     fn suspect_marks_void_only_what_they_touch() {
         use Trust::*;
-        let (a, b) = ([1.0, 1.0, 1.0, 1.0], [2.0, 0.5, 2.0, 2.0]);
-        let (ta, tb) = ([Clean, Clean, Bound, Busy], [Bound, Bound, Clean, Busy]);
+        let (a, b) = ([1.0, 1.0, 1.0, 1.0, 1.0], [2.0, 0.5, 2.0, 2.0, 3.0]);
+        let (ta, tb) = ([Clean, Clean, Bound, Busy, Bound], [Bound, Bound, Clean, Busy, Bound]);
         let speed = Role::Speed { higher_is_better: true };
-        let c = choose(&a, &b, &ta, &tb, 4, speed);
-        // Pair 1: B at its limit and ahead: kept as B's bound. Pair 2: B at its limit and behind:
-        // its truth is unknown, left out. Pair 3: A at its limit and behind: left out. Pair 4: a
-        // busy machine under both: kept.
-        assert_eq!(
-            (c.a, c.b, c.bound_for_a, c.bound_for_b, c.left_out),
-            (vec![1.0, 1.0], vec![2.0, 2.0], 0, 1, vec![2, 3])
-        );
+        let c = choose(&a, &b, &ta, &tb, 5, speed);
+        // Pairs with one side at its limit count as measured, whatever their values (a choice by
+        // value would make a difference out of noise); a busy machine under both counts; both
+        // sides at their limit: nothing decides it.
+        assert_eq!((c.a.len(), c.bound_for_a, c.bound_for_b, c.left_out.clone()), (4, 1, 2, vec![5]));
+        // Throughput: the series' truth is higher, the baseline's too: the change may move both ways.
+        assert_eq!(c.may_move(speed), (true, true));
         // Error rates count every pair; other figures lose the saturated ones.
-        assert_eq!(choose(&a, &b, &ta, &tb, 4, Role::Answer).a.len(), 4);
-        assert_eq!(choose(&a, &b, &ta, &tb, 4, Role::Other).left_out, vec![1, 2, 3]);
+        assert_eq!(choose(&a, &b, &ta, &tb, 5, Role::Answer).a.len(), 5);
+        assert_eq!(choose(&a, &b, &ta, &tb, 5, Role::Other).left_out, vec![1, 2, 3, 5]);
     }
 
     #[test]
     fn a_verdict_stands_where_its_bounds_agree_and_not_where_they_pull_back() {
-        // B faster (higher is better) in every pair, one pair at B's limit: the truth is more so.
+        let faster = Role::Speed { higher_is_better: true };
+        // B ahead (higher is better) in every pair, one pair at B's limit: the truth is more so.
         let c =
             Chosen { a: vec![1.0, 1.1, 0.9, 1.0], b: vec![2.0, 2.3, 1.8, 2.1], bound_for_b: 1, ..Default::default() };
-        let j = judge(&c, Some(true));
+        let j = judge(&c, faster);
         assert!(j.decided && j.verdict.starts_with("significant (p < 0.001, paired t-test"), "{}", j.verdict);
-        assert!(j.verdict.contains("1 pair at bolide's limit counted at its bound"), "{}", j.verdict);
+        assert!(j.verdict.contains("1 pair at bolide's limit counted as measured"), "{}", j.verdict);
         // The same change with a pair at A's limit: A's truth is better than counted, against it.
-        let c = Chosen { bound_for_a: 1, bound_for_b: 0, ..c };
-        let j = judge(&c, Some(true));
+        let pulled = Chosen { bound_for_a: 1, bound_for_b: 0, ..c.clone() };
+        let j = judge(&pulled, faster);
         assert!(!j.decided && j.verdict.starts_with("no verdict:"), "{}", j.verdict);
+        // Within the noise with a pair at a limit: its truth could make it a change.
+        let even =
+            Chosen { a: vec![1.0, 1.1, 0.9, 1.0], b: vec![1.1, 1.0, 1.0, 0.9], bound_for_b: 1, ..Default::default() };
+        assert!(!judge(&even, faster).decided);
         let one = Chosen { a: vec![1.0], b: vec![2.0], ..Default::default() };
-        assert!(judge(&one, None).verdict.starts_with("cannot tell from noise with 1 interleaved pairs"));
+        assert!(judge(&one, Role::Other).verdict.starts_with("cannot tell from noise with 1 interleaved pairs"));
     }
 }

@@ -205,21 +205,7 @@ pub const MAX_RUNS: usize = 1000;
 /// [`MAX_RUNS`].
 pub fn runs_needed(va: f64, vb: f64, effect: f64) -> Option<usize> {
     let effect = effect.abs();
-    let enough = |n: usize| mde(va, vb, n, n).is_some_and(|m| m <= effect);
-    if !enough(MAX_RUNS) {
-        return None;
-    }
-    // The MDE falls as the runs grow: the first n that is enough, by halving.
-    let (mut lo, mut hi) = (2, MAX_RUNS);
-    while lo < hi {
-        let mid = (lo + hi) / 2;
-        if enough(mid) {
-            hi = mid;
-        } else {
-            lo = mid + 1;
-        }
-    }
-    Some(lo)
+    smallest_n(|n| mde(va, vb, n, n).is_some_and(|m| m <= effect))
 }
 
 /// The paired t-test of interleaved runs: pair `i` is run `i` of each side, taken one after the
@@ -300,21 +286,21 @@ pub fn paired(a: &[f64], b: &[f64]) -> Option<Paired> {
 /// The smallest change, percent of the baseline, that `pairs` interleaved pairs with this spread
 /// of their within-pair log ratios (or differences, `log` false, over a baseline mean of
 /// `base_mean`) detect with probability [`POWER`] at [`ALPHA`]: (t(1 - α/2) + t(power)) × sd / √n
-/// at n - 1 degrees of freedom. None with fewer than two pairs.
-pub fn paired_mde_pct(sd: f64, pairs: usize, log: bool, base_mean: f64) -> Option<f64> {
+/// at n - 1 degrees of freedom, as a rise (`direction` >= 0) or a fall (< 0) of the ratio, whose
+/// percentages differ (a ratio of 1.1 is +10%, its inverse -9.1%). None with fewer than two pairs.
+pub fn paired_mde_pct(sd: f64, pairs: usize, log: bool, base_mean: f64, direction: f64) -> Option<f64> {
     if pairs < 2 {
         return None;
     }
     let df = (pairs - 1) as f64;
     let m = (t_quantile(1.0 - ALPHA / 2.0, df) + t_quantile(POWER, df)) * sd / (pairs as f64).sqrt();
-    Some(paired_pct(log, base_mean, m).abs())
+    let signed = if direction < 0.0 { -m } else { m };
+    Some(paired_pct(log, base_mean, signed).abs())
 }
 
-/// How many interleaved pairs would detect a change of `change_pct` percent with the measured
-/// spread: the smallest n whose [`paired_mde_pct`] is at most it; None past [`MAX_RUNS`].
-pub fn pairs_needed(sd: f64, log: bool, base_mean: f64, change_pct: f64) -> Option<usize> {
-    let change = change_pct.abs();
-    let enough = |n: usize| paired_mde_pct(sd, n, log, base_mean).is_some_and(|m| m <= change);
+/// The smallest n in 2..=[`MAX_RUNS`] for which `enough` holds (it holds from some n on); None
+/// when even [`MAX_RUNS`] is not enough. By halving.
+fn smallest_n(enough: impl Fn(usize) -> bool) -> Option<usize> {
     if !enough(MAX_RUNS) {
         return None;
     }
@@ -328,6 +314,13 @@ pub fn pairs_needed(sd: f64, log: bool, base_mean: f64, change_pct: f64) -> Opti
         }
     }
     Some(lo)
+}
+
+/// How many interleaved pairs would detect a change of `change_pct` percent (a rise, or a fall
+/// when negative) with the measured spread: the smallest n whose [`paired_mde_pct`] in that
+/// direction is at most it; None past [`MAX_RUNS`].
+pub fn pairs_needed(sd: f64, log: bool, base_mean: f64, change_pct: f64) -> Option<usize> {
+    smallest_n(|n| paired_mde_pct(sd, n, log, base_mean, change_pct).is_some_and(|m| m <= change_pct.abs()))
 }
 
 /// Whether the difference between `a` and `b` stands out from run-to-run noise, in plain words.
@@ -464,12 +457,16 @@ mod tests {
         assert!(paired(&[1.0], &[2.0]).is_none());
         assert_eq!(paired(&[1.0, 2.0], &[1.0, 2.0]).unwrap().p, 1.0);
         // MDE: sd 0.1 over 4 pairs, log: (t(0.975, 3) + t(0.8, 3)) x 0.05 = (3.182446 + 0.978472) x 0.05.
-        let m = paired_mde_pct(0.1, 4, true, 1.0).unwrap();
+        let m = paired_mde_pct(0.1, 4, true, 1.0, 1.0).unwrap();
         assert!(close(m, ((3.182_446 + 0.978_472) * 0.05f64).exp_m1() * 100.0, 1e-3), "{m}");
+        // A fall of the same ratio is a smaller percentage.
+        let fall = paired_mde_pct(0.1, 4, true, 1.0, -1.0).unwrap();
+        assert!(close(fall, -(-(3.182_446 + 0.978_472) * 0.05f64).exp_m1() * 100.0, 1e-3), "{fall}");
         let n = pairs_needed(0.1, true, 1.0, 5.0).unwrap();
-        assert!(
-            paired_mde_pct(0.1, n, true, 1.0).unwrap() <= 5.0 && paired_mde_pct(0.1, n - 1, true, 1.0).unwrap() > 5.0
-        );
+        let mde = |n| paired_mde_pct(0.1, n, true, 1.0, 1.0).unwrap();
+        assert!(mde(n) <= 5.0 && mde(n - 1) > 5.0);
+        // A fall of 5% is the larger log ratio: no more pairs than a rise of 5%.
+        assert!(pairs_needed(0.1, true, 1.0, -5.0).unwrap() <= n);
         assert_eq!(pairs_needed(10.0, true, 1.0, 0.001), None);
     }
 }

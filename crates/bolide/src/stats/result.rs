@@ -473,7 +473,7 @@ impl super::view::Reading for ResultDoc {
         Some(super::view::Behind {
             missed: s.missed_sends,
             scheduled,
-            rate_per_s: self.settings.rate_per_s.unwrap_or(0.0),
+            rate_per_s: self.settings.rate_per_s,
             ceiling_per_s: if mean_s > 0.0 { self.settings.connections as f64 / mean_s } else { f64::INFINITY },
         })
     }

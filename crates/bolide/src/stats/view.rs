@@ -97,7 +97,7 @@ pub struct Behind {
     pub missed: u64,
     pub scheduled: u64,
     /// The rate asked for, per second.
-    pub rate_per_s: f64,
+    pub rate_per_s: Option<f64>,
     /// What the connections carry at the run's mean latency (Little's law: connections / mean
     /// latency), per second.
     pub ceiling_per_s: f64,
