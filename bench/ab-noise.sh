@@ -91,7 +91,7 @@ three() {
     --out "$dir" --fail-on 'mean>+50%' "http://127.0.0.1:$port/delay/{delay}" >"$dir.log" 2>&1
   code=$?
   set -e
-  echo "delay $a against $b: exit $code; $(grep -m1 -o 'mean>+50%.*' "$dir/comparison.md" | head -c 400 || true)"
+  echo "delay $a against $b: exit $code; $(python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["gate"][0]; print(g["outcome"], "|", g["verdict"])' "$dir/comparison.json" 2>/dev/null || echo 'no comparison')"
 }
 three 0 3 "$OUT/three-ab" | tee "$OUT/three.txt"
 three 0 0 "$OUT/three-aa" | tee -a "$OUT/three.txt"

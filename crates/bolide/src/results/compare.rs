@@ -930,6 +930,39 @@ pub fn render(r: &Report, md: bool, watched: &str) -> String {
     crate::report::blocks::render(&blocks(r, watched), md)
 }
 
+/// The Node-vs-nginx form of an HTTP workload: ab's figures, one column per series.
+fn http_table(t: &HttpTable) -> Table {
+    let mut header = vec!["Result".to_string()];
+    header.extend(t.columns.iter().map(|c| {
+        if c.runs == 1 {
+            c.series.clone()
+        } else {
+            format!("{} ({} runs)", c.series, c.runs)
+        }
+    }));
+    let hdr: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut tab = Table::new(&hdr).right(&(1..header.len()).collect::<Vec<_>>());
+    type Cell = fn(&HttpColumn) -> String;
+    let rows: [(&str, Cell); 10] = [
+        ("Requests", |c| format!("{:.0}", c.requests)),
+        ("Time taken (s)", |c| format!("{:.3}", c.time_taken_s)),
+        ("Requests per second", |c| format!("{:.2}", c.requests_per_s)),
+        ("Time per request (ms) (mean, across all concurrent requests)", |c| format!("{:.3}", c.time_per_request_ms)),
+        ("Transfer rate (Kbytes/sec)", |c| format!("{:.2}", c.transfer_kbytes_per_s)),
+        ("Latency p50 (ms)", |c| format!("{:.3}", c.p50_ms)),
+        ("Latency p90 (ms)", |c| format!("{:.3}", c.p90_ms)),
+        ("Latency p99 (ms)", |c| format!("{:.3}", c.p99_ms)),
+        ("Latency p99.9 (ms)", |c| format!("{:.3}", c.p99_9_ms)),
+        ("Latency max (ms)", |c| format!("{:.3}", c.max_ms)),
+    ];
+    for (name, cell) in rows {
+        let mut row = vec![name.to_string()];
+        row.extend(t.columns.iter().map(cell));
+        tab.row(row);
+    }
+    tab
+}
+
 /// The report as blocks (the text, the Markdown and the HTML page are written from them): the
 /// gate's verdict first, ab's table for HTTP, each comparison's runs, metrics, steps and targets,
 /// the gate's rules, what was not compared and the files skipped.
@@ -945,37 +978,7 @@ pub fn blocks(r: &Report, watched: &str) -> Vec<Block> {
     let mut shown_baselines: Vec<String> = Vec::new();
     for t in &r.http_tables {
         out.push(Block::heading(2, format!("{} (ab's figures, mean over each series' runs)", t.workload)));
-        let mut header = vec!["Result".to_string()];
-        header.extend(t.columns.iter().map(|c| {
-            if c.runs == 1 {
-                c.series.clone()
-            } else {
-                format!("{} ({} runs)", c.series, c.runs)
-            }
-        }));
-        let hdr: Vec<&str> = header.iter().map(String::as_str).collect();
-        let mut tab = Table::new(&hdr).right(&(1..header.len()).collect::<Vec<_>>());
-        type Cell = fn(&HttpColumn) -> String;
-        let rows: [(&str, Cell); 10] = [
-            ("Requests", |c| format!("{:.0}", c.requests)),
-            ("Time taken (s)", |c| format!("{:.3}", c.time_taken_s)),
-            ("Requests per second", |c| format!("{:.2}", c.requests_per_s)),
-            ("Time per request (ms) (mean, across all concurrent requests)", |c| {
-                format!("{:.3}", c.time_per_request_ms)
-            }),
-            ("Transfer rate (Kbytes/sec)", |c| format!("{:.2}", c.transfer_kbytes_per_s)),
-            ("Latency p50 (ms)", |c| format!("{:.3}", c.p50_ms)),
-            ("Latency p90 (ms)", |c| format!("{:.3}", c.p90_ms)),
-            ("Latency p99 (ms)", |c| format!("{:.3}", c.p99_ms)),
-            ("Latency p99.9 (ms)", |c| format!("{:.3}", c.p99_9_ms)),
-            ("Latency max (ms)", |c| format!("{:.3}", c.max_ms)),
-        ];
-        for (name, cell) in rows {
-            let mut row = vec![name.to_string()];
-            row.extend(t.columns.iter().map(cell));
-            tab.row(row);
-        }
-        out.push(Block::table(tab));
+        out.push(Block::table(http_table(t)));
     }
     for c in &r.comparisons {
         if !shown_baselines.contains(&c.workload) {
