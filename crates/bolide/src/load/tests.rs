@@ -686,7 +686,7 @@ fn interleaved_runs_are_judged_in_pairs_through_a_busy_machine() {
     assert!(lo > 1000.0 && hi > lo, "{lo} {hi}");
     // The gate of the issue fails (exit 1), where the two-sample rules said "no verdict".
     let rule = parse("mean>+50%").unwrap();
-    let g = gate(&rule, ("w", "d=0", "d=3"), &c.baseline_runs, &c.runs, c.pairs, false);
+    let g = gate(&rule, ("w", "d=0", "d=3"), &c.baseline_runs, &c.runs, c.pairing.as_deref(), false);
     assert_eq!(g.outcome, Outcome::Fail, "{}", g.verdict);
     assert!(g.verdict.contains("[paired, 4 interleaved pairs]"), "{}", g.verdict);
     let text = render(&r, true, "nothing watched");
@@ -697,14 +697,14 @@ fn interleaved_runs_are_judged_in_pairs_through_a_busy_machine() {
     assert_eq!(c.pairs, None);
     let mean = c.metrics.iter().find(|m| m.metric == "Mean latency (ms)").unwrap();
     assert_eq!((mean.test, mean.judgement), ("welch", Judgement::Inconclusive), "{mean:?}");
-    let g = gate(&rule, ("w", "d=0", "d=3"), &c.baseline_runs, &c.runs, c.pairs, false);
+    let g = gate(&rule, ("w", "d=0", "d=3"), &c.baseline_runs, &c.runs, c.pairing.as_deref(), false);
     assert_eq!(g.outcome, Outcome::Inconclusive, "{}", g.verdict);
     // An A/A on the busy machine: paired, within the noise; the gate passes or says why not.
     let noisy = [0.04, 0.42, 0.1, 0.3];
     let again = [0.05, 0.38, 0.12, 0.28];
     let r = build(&[side("a", &noisy, &a_at), side("a#2", &again, &b_at)], 0, Vec::new());
     let c = &r.comparisons[0];
-    let g = gate(&rule, ("w", "a", "a#2"), &c.baseline_runs, &c.runs, c.pairs, false);
+    let g = gate(&rule, ("w", "a", "a#2"), &c.baseline_runs, &c.runs, c.pairing.as_deref(), false);
     assert_ne!(g.outcome, Outcome::Fail, "{}", g.verdict);
 }
 
@@ -737,7 +737,7 @@ fn a_saturated_run_bounds_its_side_and_a_pair_nothing_decides_is_named() {
     assert_eq!(mean.judgement, Judgement::Inconclusive, "{mean:?}");
     assert!(mean.verdict.starts_with("no verdict:"), "{}", mean.verdict);
     let rule = crate::results::gate::parse("mean>+50%").unwrap();
-    let g = crate::results::gate::judge(&rule, ("w", "a", "b"), &c.baseline_runs, &c.runs, c.pairs, false);
+    let g = crate::results::gate::judge(&rule, ("w", "a", "b"), &c.baseline_runs, &c.runs, c.pairing.as_deref(), false);
     assert_eq!(g.outcome, crate::results::gate::Outcome::Inconclusive, "{}", g.verdict);
     assert!(g.verdict.contains("pairs at bolide's limit could turn it"), "{}", g.verdict);
 }

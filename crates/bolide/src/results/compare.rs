@@ -308,6 +308,9 @@ pub struct Comparison {
     /// each side together; absent when the series ran one after the other (two samples).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pairs: Option<usize>,
+    /// Those pairs: (baseline run, series run), as indices into the runs.
+    #[serde(skip)]
+    pub pairing: Option<paired::Pairs>,
     pub metrics: Vec<MetricRow>,
     pub steps: Vec<StepRow>,
     /// Per target, when the runs spread their users over several servers.
@@ -442,12 +445,15 @@ fn clean_verdict(a: &[f64], b: &[f64], clean: Clean) -> (Option<f64>, String) {
     (p, verdict)
 }
 
+/// Interleaved runs: their pairs, and each side's runs' trust.
+type Paired<'a> = (&'a [(usize, usize)], &'a [Trust], &'a [Trust]);
+
 /// How a comparison's runs are judged: as two samples without their suspect runs, or in
 /// interleaved pairs with each run's trust.
 #[derive(Clone, Copy)]
 struct How<'a> {
     clean: Clean<'a>,
-    paired: Option<(usize, &'a [Trust], &'a [Trust])>,
+    paired: Option<Paired<'a>>,
 }
 
 fn metric(name: &str, a: &[f64], b: &[f64], how: How, role: Role, words: impl Fn(f64, f64) -> String) -> MetricRow {
@@ -543,10 +549,10 @@ fn compare_one(workload: &str, base_name: &str, base: &[&Doc], name: &str, new: 
     let trust = |rs: &[RunEntry]| rs.iter().map(Trust::of).collect::<Vec<Trust>>();
     let (base_trust, new_trust) = (trust(&baseline_runs), trust(&runs));
     let starts = |d: &[&Doc]| d.iter().map(|d| paired::started(d.envelope().started_at)).collect::<Vec<_>>();
-    let pairs = paired::interleaved(&starts(base), &starts(new));
+    let pairing = paired::interleaved(&starts(base), &starts(new));
     let how = How {
         clean: Clean { baseline: &base_ok, series: &new_ok },
-        paired: pairs.map(|n| (n, base_trust.as_slice(), new_trust.as_slice())),
+        paired: pairing.as_deref().map(|p| (p, base_trust.as_slice(), new_trust.as_slice())),
     };
     let speed = |d: &[&Doc]| d.iter().map(|d| d.measures().speed_s).collect::<Vec<f64>>();
     let (bs, ns) = (speed(base), speed(new));
@@ -623,7 +629,8 @@ fn compare_one(workload: &str, base_name: &str, base: &[&Doc], name: &str, new: 
         runs,
         per_run,
         on_means,
-        pairs,
+        pairs: pairing.as_ref().map(Vec::len),
+        pairing,
         metrics,
         steps: step_rows(base, new),
         targets: target_rows(base, new),
@@ -912,7 +919,7 @@ pub fn headline(c: &Comparison) -> Block {
 fn design_note(c: &Comparison) -> String {
     match c.pairs {
         Some(n) => format!(
-            "The runs ran interleaved: each metric is judged in {n} pairs (run i of each side, back to back) by a \
+            "The runs ran interleaved: each metric is judged in {n} pairs (a run of each side, back to back) by a \
              paired t-test on the pairs' ratios, so what the machine did to both sides cancels; a busy machine \
              widens the interval, it does not void the comparison. A run at bolide's own limit bounds its side's \
              speed (the server was at least that fast): its pair counts where that bound decides it, and is left out, \
@@ -1380,7 +1387,7 @@ pub fn compare_into(
                 names,
                 &c.baseline_runs,
                 &c.runs,
-                c.pairs,
+                c.pairing.as_deref(),
                 args.ignore_significance,
             ));
         }

@@ -199,7 +199,7 @@ pub fn judge(
     (workload, baseline, series): (&str, &str, &str),
     base: &[RunEntry],
     new: &[RunEntry],
-    pairs: Option<usize>,
+    pairs: Option<&[(usize, usize)]>,
     ignore_significance: bool,
 ) -> GateResult {
     let mut out = GateResult {
@@ -250,7 +250,7 @@ pub fn judge(
     };
     let bound = format!("{}{:+}%", if rule.above { ">" } else { "<" }, rule.bound_pct);
     let judged = match pairs {
-        Some(n) => judge_pairs(rule, &all(&a), &all(&b), (base, new, n), &mut out),
+        Some(p) => judge_pairs(rule, &all(&a), &all(&b), (base, new, p), &mut out),
         None => judge_samples(rule, &a, &b, &mut out),
     };
     let Evidence { too_few, few, moves, noise, directional } = judged;
@@ -294,8 +294,8 @@ pub fn judge(
              than counted); give bolide more threads (-t) or cores of its own"
         );
     }
-    if let (Some(n), Some(_)) = (pairs, out.p_value) {
-        out.verdict.push_str(&format!(" [paired, {n} interleaved pairs]"));
+    if let (Some(p), Some(_)) = (pairs, out.p_value) {
+        out.verdict.push_str(&format!(" [paired, {} interleaved pairs]", p.len()));
     }
     // A pass means little when the runs could not have seen a change the size of the bound.
     // (A change that stands out from the noise away from the bound, on its good side, is a pass.)
@@ -363,7 +363,7 @@ fn judge_pairs(
     rule: &Rule,
     a: &[f64],
     b: &[f64],
-    (base, new, pairs): (&[RunEntry], &[RunEntry], usize),
+    (base, new, pairs): (&[RunEntry], &[RunEntry], &[(usize, usize)]),
     out: &mut GateResult,
 ) -> Evidence {
     let trust = |rs: &[RunEntry]| rs.iter().map(Trust::of).collect::<Vec<Trust>>();

@@ -59,17 +59,34 @@ impl Role {
     }
 }
 
-/// The number of pairs when the two series ran interleaved: every pair (run `i` of each, in run
-/// order) started before the next pair's runs. None when a start time is missing or the runs of
-/// one side ran before the other's (a series run after another is compared as two samples).
-pub fn interleaved(a: &[Option<SystemTime>], b: &[Option<SystemTime>]) -> Option<usize> {
-    let n = a.len().min(b.len());
-    if n < 2 {
-        return None;
+/// Runs of one side and the other that ran back to back: (baseline run, series run), as indices.
+pub type Pairs = Vec<(usize, usize)>;
+
+/// The pairs of two series that ran interleaved: their runs in order of start time fall in
+/// twos, one of each side (A B, B A, ... with any other series' runs between), so that each pair
+/// ran back to back. None when a start time is missing, two runs of one side follow each other (a
+/// series run after another is compared as two samples), or fewer than two pairs form. A last run
+/// without a partner (an interrupted series) is left out.
+pub fn interleaved(a: &[Option<SystemTime>], b: &[Option<SystemTime>]) -> Option<Pairs> {
+    let mut runs: Vec<(SystemTime, bool, usize)> = Vec::with_capacity(a.len() + b.len());
+    for (side, times) in [(false, a), (true, b)] {
+        for (i, t) in times.iter().enumerate() {
+            runs.push(((*t)?, side, i));
+        }
     }
-    let a: Vec<SystemTime> = a[..n].iter().copied().collect::<Option<_>>()?;
-    let b: Vec<SystemTime> = b[..n].iter().copied().collect::<Option<_>>()?;
-    (0..n - 1).all(|i| a[i].max(b[i]) < a[i + 1].min(b[i + 1])).then_some(n)
+    runs.sort_by_key(|r| r.0);
+    let mut pairs = Pairs::new();
+    for two in runs.chunks(2) {
+        match two {
+            [x, y] if x.1 != y.1 && x.0 < y.0 => {
+                let (a, b) = if x.1 { (y, x) } else { (x, y) };
+                pairs.push((a.2, b.2));
+            }
+            [_] => {}
+            _ => return None,
+        }
+    }
+    (pairs.len() >= 2).then_some(pairs)
 }
 
 /// A document's start time, as its envelope records it.
@@ -107,12 +124,13 @@ impl Chosen {
     }
 }
 
-/// The pairs of `a` and `b` (values per run, `pairs` of them) that `role` lets count, chosen by
-/// the runs' marks alone.
-pub fn choose(a: &[f64], b: &[f64], ta: &[Trust], tb: &[Trust], pairs: usize, role: Role) -> Chosen {
+/// The `pairs` of `a` and `b` (values per run) that `role` lets count, chosen by the runs' marks
+/// alone.
+pub fn choose(a: &[f64], b: &[f64], ta: &[Trust], tb: &[Trust], pairs: &[(usize, usize)], role: Role) -> Chosen {
     let mut out = Chosen::default();
-    for i in 0..pairs.min(a.len()).min(b.len()) {
-        let (sa, sb) = (ta.get(i) == Some(&Trust::Bound), tb.get(i) == Some(&Trust::Bound));
+    for (k, &(i, j)) in pairs.iter().enumerate() {
+        let (Some(&x), Some(&y)) = (a.get(i), b.get(j)) else { continue };
+        let (sa, sb) = (ta.get(i) == Some(&Trust::Bound), tb.get(j) == Some(&Trust::Bound));
         let keep = match (role, sa, sb) {
             (Role::Answer, _, _) | (_, false, false) => true,
             (Role::Speed { .. }, true, false) => {
@@ -126,10 +144,10 @@ pub fn choose(a: &[f64], b: &[f64], ta: &[Trust], tb: &[Trust], pairs: usize, ro
             _ => false,
         };
         if keep {
-            out.a.push(a[i]);
-            out.b.push(b[i]);
+            out.a.push(x);
+            out.b.push(y);
         } else {
-            out.left_out.push(i + 1);
+            out.left_out.push(k + 1);
         }
     }
     out
@@ -232,7 +250,8 @@ mod tests {
     #[test]
     fn interleaved_series_are_told_from_series_run_one_after_the_other() {
         // A B, B A, A B: pairs of back-to-back runs.
-        assert_eq!(interleaved(&[at(0), at(30), at(40)], &[at(10), at(20), at(50)]), Some(3));
+        let three = Some(vec![(0, 0), (1, 1), (2, 2)]);
+        assert_eq!(interleaved(&[at(0), at(30), at(40)], &[at(10), at(20), at(50)]), three);
         // Every run of A, then every run of B: two samples, not pairs.
         assert_eq!(interleaved(&[at(0), at(10), at(20)], &[at(30), at(40), at(50)]), None);
         // A start time missing, or a single run: no pairing.
@@ -241,7 +260,15 @@ mod tests {
         // Runs started at the same instant cannot be ordered into pairs.
         assert_eq!(interleaved(&[at(0), at(0)], &[at(0), at(0)]), None);
         // An interrupted side: the pairs both have.
-        assert_eq!(interleaved(&[at(0), at(30), at(40)], &[at(10), at(20)]), Some(2));
+        assert_eq!(interleaved(&[at(0), at(30), at(40)], &[at(10), at(20)]), Some(vec![(0, 0), (1, 1)]));
+        // A run of B left out of its series (another workload): the others still pair with the
+        // run of A they ran beside, not by position.
+        assert_eq!(interleaved(&[at(0), at(30), at(40)], &[at(10), at(50)]), None);
+        assert_eq!(interleaved(&[at(0), at(30), at(40), at(70)], &[at(10), at(50), at(60)]), None);
+        let kept = interleaved(&[at(0), at(30), at(40), at(70)], &[at(10), at(20), at(50), at(60)]);
+        assert_eq!(kept, Some(vec![(0, 0), (1, 1), (2, 2), (3, 3)]));
+        // A third series' runs between (a grid): A and C still pair.
+        assert_eq!(interleaved(&[at(0), at(50)], &[at(20), at(30)]), Some(vec![(0, 0), (1, 1)]));
         assert!(started("2026-11-28T10:15:00.123Z").is_some() && started("").is_none());
     }
 
@@ -251,7 +278,8 @@ mod tests {
         let (a, b) = ([1.0, 1.0, 1.0, 1.0, 1.0], [2.0, 0.5, 2.0, 2.0, 3.0]);
         let (ta, tb) = ([Clean, Clean, Bound, Busy, Bound], [Bound, Bound, Clean, Busy, Bound]);
         let speed = Role::Speed { higher_is_better: true };
-        let c = choose(&a, &b, &ta, &tb, 5, speed);
+        let five: Pairs = (0..5).map(|i| (i, i)).collect();
+        let c = choose(&a, &b, &ta, &tb, &five, speed);
         // Pairs with one side at its limit count as measured, whatever their values (a choice by
         // value would make a difference out of noise); a busy machine under both counts; both
         // sides at their limit: nothing decides it.
@@ -259,8 +287,8 @@ mod tests {
         // Throughput: the series' truth is higher, the baseline's too: the change may move both ways.
         assert_eq!(c.may_move(speed), (true, true));
         // Error rates count every pair; other figures lose the saturated ones.
-        assert_eq!(choose(&a, &b, &ta, &tb, 5, Role::Answer).a.len(), 5);
-        assert_eq!(choose(&a, &b, &ta, &tb, 5, Role::Other).left_out, vec![1, 2, 3, 5]);
+        assert_eq!(choose(&a, &b, &ta, &tb, &five, Role::Answer).a.len(), 5);
+        assert_eq!(choose(&a, &b, &ta, &tb, &five, Role::Other).left_out, vec![1, 2, 3, 5]);
     }
 
     #[test]
