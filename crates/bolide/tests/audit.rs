@@ -21,6 +21,16 @@ use refserver::{Config, DdpConfig, Reactivity, Server};
 
 const SCENARIO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/audit-tasks.yml");
 
+/// One test of this file at a time, held from its first line: the fault tests count the users
+/// that reconnect between one fault and the next, which the other tests' runs sharing the
+/// machine's two cores delayed past the next fault (a user finds its connection closed only at its
+/// next step, often after an audit checkpoint's wait); a test whose target dies on a timer starts
+/// that timer only once it holds the turn.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn server(reactivity: Reactivity) -> Server {
     Server::start(Config { ddp: DdpConfig { reactivity, ..DdpConfig::default() }, threads: 2, ..Config::default() })
         .unwrap()
@@ -63,6 +73,7 @@ fn passed_everywhere(o: &Outcome_, doc: &DdpDoc) {
 
 #[test]
 fn inserts_renames_and_removes_pass_the_audit_on_the_reference_server() {
+    let _turn = one_at_a_time();
     for reactivity in [Reactivity::Push, Reactivity::POLL] {
         let server = server(reactivity);
         let (o, doc) = run(&[SCENARIO, "--target", &server.base_url(), "-d", "2s", "-t", "2"]);
@@ -75,6 +86,7 @@ fn inserts_renames_and_removes_pass_the_audit_on_the_reference_server() {
 
 #[test]
 fn the_built_in_workloads_pass_with_audit_in_the_open_model() {
+    let _turn = one_at_a_time();
     let server = server(Reactivity::Push);
     let url = server.base_url();
     let (o, doc) = run(&[
@@ -102,6 +114,7 @@ fn the_built_in_workloads_pass_with_audit_in_the_open_model() {
 
 #[test]
 fn an_audit_without_a_cache_or_a_subscription_is_a_usage_error() {
+    let _turn = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.yml");
     std::fs::write(
@@ -276,6 +289,7 @@ fn relay(
 
 #[test]
 fn a_proxy_that_loses_document_messages_fails_the_audit_and_names_what_was_lost() {
+    let _turn = one_at_a_time();
     let server = server(Reactivity::Push);
     let proxy = Proxy::start(server.addr().port(), 7, Duration::ZERO);
     let dir = tempfile::tempdir().unwrap();
@@ -323,6 +337,7 @@ fn a_proxy_that_loses_document_messages_fails_the_audit_and_names_what_was_lost(
 
 #[test]
 fn a_proxy_that_delays_but_loses_nothing_passes() {
+    let _turn = one_at_a_time();
     let server = server(Reactivity::Push);
     let proxy = Proxy::start(server.addr().port(), 0, Duration::from_millis(2));
     let (o, doc) = run(&[SCENARIO, "--target", &proxy.url(), "--users", "5", "-d", "1s", "--no-compression"]);
@@ -332,6 +347,7 @@ fn a_proxy_that_delays_but_loses_nothing_passes() {
 
 #[test]
 fn a_target_that_dies_for_good_leaves_the_audit_incomplete_never_passed() {
+    let _turn = one_at_a_time();
     let server = server(Reactivity::Push);
     let proxy = Proxy::start(server.addr().port(), 0, Duration::ZERO);
     let dead = Arc::clone(&proxy.dead);
@@ -350,6 +366,7 @@ fn a_target_that_dies_for_good_leaves_the_audit_incomplete_never_passed() {
 
 #[test]
 fn meteors_own_server_passes_the_audit_over_each_transport_and_compression() {
+    let _turn = one_at_a_time();
     let combinations = [
         ("on", "websocket"),
         ("off", "sockjs"),
@@ -401,6 +418,7 @@ fn with<'a>(base: &'a [String], more: &[&'a str]) -> Vec<&'a str> {
 
 #[test]
 fn users_reconnect_and_converge_after_a_restart_a_stall_and_dropped_connections() {
+    let _turn = one_at_a_time();
     let (spawn, url) = spawned_reference_server();
     let args = with(
         &spawn,
@@ -450,6 +468,7 @@ fn users_reconnect_and_converge_after_a_restart_a_stall_and_dropped_connections(
 
 #[test]
 fn a_server_killed_for_good_leaves_the_audit_incomplete() {
+    let _turn = one_at_a_time();
     let (spawn, url) = spawned_reference_server();
     let args = with(&spawn, &[SCENARIO, "--target", &url, "--users", "5", "-d", "2s", "--fault", "kill@700ms"]);
     let (o, doc) = run(&args);
@@ -468,6 +487,7 @@ fn a_server_killed_for_good_leaves_the_audit_incomplete() {
 
 #[test]
 fn meteors_own_server_converges_after_a_restart_a_stall_and_dropped_connections() {
+    let _turn = one_at_a_time();
     let dir = meteor_server_dir();
     for transport in ["websocket", "sockjs"] {
         let port = free_port();
