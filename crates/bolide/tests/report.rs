@@ -1022,7 +1022,9 @@ fn the_key_pages_answer_on_their_first_screen_in_chromium() {
         &path("capacity.html"),
         &ok,
     ]);
-    assert!([0, 1].contains(&o.code), "{}\n{}", o.out, o.err);
+    // Passed, failed, or no verdict (exit 4) where bolide itself fell behind its schedule on a
+    // busy machine: the page is what is looked at here, and it opens on the ladder either way.
+    assert!([0, 1, 4].contains(&o.code), "{}\n{}", o.out, o.err);
     let seen = looks_right(&dir.path().join("capacity.html"), &["Held up to"]);
     let ladder = table_rows(&seen, "Requests/s");
     assert!(!ladder.is_empty() && ladder[0][0] == "200", "{ladder:?}");
