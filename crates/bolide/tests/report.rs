@@ -612,9 +612,9 @@ fn html_flag_on_http_run_bench_and_capacity_writes_the_report_at_the_end() {
         &url,
     ]);
     // On a busy machine level 5 may get no verdict (the machine had no idle CPU) or fail (a send
-    // that went out late), and the ladder stops there. Either way, the page holds every level
-    // that ran.
-    assert!([0, 1].contains(&o.code), "{}\n{}", o.out, o.err);
+    // that went out late), and the ladder stops there (exit 4 without a verdict). Either way, the
+    // page holds every level that ran.
+    assert!([0, 1, 4].contains(&o.code), "{}\n{}", o.out, o.err);
     let page = read("cap.html");
     assert!(page.contains("\"title\":\"Capacity ladder\""), "{page}");
     let ran: Vec<&str> = ["5", "10"].into_iter().filter(|l| o.out.contains(&format!("  {l} per second: "))).collect();
