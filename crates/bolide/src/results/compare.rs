@@ -546,8 +546,7 @@ fn compare_one(workload: &str, base_name: &str, base: &[&Doc], name: &str, new: 
     let runs = entries(new);
     let ok = |rs: &[RunEntry]| rs.iter().map(|r| r.suspect.is_none()).collect::<Vec<bool>>();
     let (base_ok, new_ok) = (ok(&baseline_runs), ok(&runs));
-    let trust = |rs: &[RunEntry]| rs.iter().map(Trust::of).collect::<Vec<Trust>>();
-    let (base_trust, new_trust) = (trust(&baseline_runs), trust(&runs));
+    let (base_trust, new_trust) = (Trust::of_runs(&baseline_runs), Trust::of_runs(&runs));
     let starts = |d: &[&Doc]| d.iter().map(|d| paired::started(d.envelope().started_at)).collect::<Vec<_>>();
     let pairing = paired::interleaved(&starts(base), &starts(new));
     let how = How {

@@ -366,9 +366,8 @@ fn judge_pairs(
     (base, new, pairs): (&[RunEntry], &[RunEntry], &[(usize, usize)]),
     out: &mut GateResult,
 ) -> Evidence {
-    let trust = |rs: &[RunEntry]| rs.iter().map(Trust::of).collect::<Vec<Trust>>();
     let role = rule.metric.role();
-    let chosen = paired::choose(a, b, &trust(base), &trust(new), pairs, role);
+    let chosen = paired::choose(a, b, &Trust::of_runs(base), &Trust::of_runs(new), pairs, role);
     let judged = paired::judge(&chosen, role);
     let n = chosen.a.len();
     out.clean_runs = [n, n];

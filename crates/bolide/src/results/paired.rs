@@ -39,6 +39,11 @@ impl Trust {
             (false, false) => Trust::Clean,
         }
     }
+
+    /// Each run's trust, in order.
+    pub fn of_runs(runs: &[RunEntry]) -> Vec<Trust> {
+        runs.iter().map(Trust::of).collect()
+    }
 }
 
 /// What a metric is, for the suspect marks.
