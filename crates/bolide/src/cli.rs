@@ -944,6 +944,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub audit: bool,
 
+    /// Read the audit's truth from this URL, straight from a server, around the balancer or
+    /// proxy the users go through (a loss there is then seen). One for every target, or one per
+    /// --target in their order; config.audit.truth in a file. Repeatable
+    #[arg(long = "audit-truth", value_name = "URL")]
+    pub audit_truth: Vec<String>,
+
     /// A fault seeded into the run, at a time from its start: kill@T or restart@T (the --spawn'ed
     /// server, SIGKILL; restart starts it again), stall@T:DURATION (SIGSTOP, then SIGCONT),
     /// drop@T:PERCENT% (bolide closes that share of its users' connections). Users reconnect as

@@ -14,9 +14,11 @@ pub use crate::stats::faults::FaultRecord;
 /// What a fault does.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kind {
-    /// SIGKILL to the spawned server's process group; it stays dead.
+    /// SIGKILL to the spawned server's tree (its process group and every process carrying its
+    /// mark); it stays dead. Not done, naming the survivor, when something of it still serves.
     Kill,
-    /// SIGKILL, then the server started again with the same command (ready at its URL).
+    /// SIGKILL as `Kill`, then the server started again with the same command (ready at its
+    /// URL); after a `Kill`, only the start.
     Restart,
     /// SIGSTOP to the server's process group, SIGCONT after this long.
     Stall(Duration),
@@ -167,33 +169,47 @@ impl Faults {
                 None => (false, "no user connection listens for drops in this workload".into()),
             },
             Kind::Kill | Kind::Restart => {
-                let Some(mut s) = guard.take() else { return (false, "no spawned server to kill".into()) };
-                let pid = s.pid;
-                s.signal(libc::SIGKILL);
-                s.reap();
-                // Gone: nothing signals its pid again (the system may give it to another process).
-                drop(s);
+                let killed = match guard.take() {
+                    Some(mut s) => {
+                        let pid = s.pid;
+                        s.signal(libc::SIGKILL);
+                        s.reap();
+                        if let Some(left) = plan.and_then(|p| s.survivor(&p.ready)) {
+                            // Not done: the server (or a part of it) still serves.
+                            *guard = Some(s);
+                            return (false, format!("sent SIGKILL to the server (pid {pid}) and its tree, but {left}"));
+                        }
+                        // Gone: nothing signals its pid again (the system may give it to another process).
+                        drop(s);
+                        Some(pid)
+                    }
+                    None if f.kind == Kind::Restart && plan.is_some() => None,
+                    None => {
+                        return (false, "no spawned server to kill (it was killed before, or never started)".into())
+                    }
+                };
+                let what = match killed {
+                    Some(pid) => format!("killed the server (pid {pid}) and its tree"),
+                    None => "the server was not running (killed before)".to_string(),
+                };
                 if f.kind == Kind::Kill {
-                    return (true, format!("killed the server (pid {pid}) for good"));
+                    return (true, format!("{what} for good"));
                 }
                 let Some(plan) = plan else {
-                    return (false, format!("killed the server (pid {pid}); no command to start it again"));
+                    return (false, format!("{what}; no command to start it again"));
                 };
                 let began = Instant::now();
                 match crate::monitor::spawn::start(plan, cancel) {
                     Ok(new) => {
                         let text = format!(
-                            "killed the server (pid {pid}) and started it again (pid {}, ready after {:.1} s)",
+                            "{what} and started it again (pid {}, ready after {:.1} s)",
                             new.pid,
                             began.elapsed().as_secs_f64()
                         );
                         *guard = Some(new);
                         (true, text)
                     }
-                    Err(e) => {
-                        *guard = None;
-                        (false, format!("killed the server (pid {pid}); it did not start again: {e}"))
-                    }
+                    Err(e) => (false, format!("{what}; it did not start again: {e}")),
                 }
             }
             Kind::Stall(d) => {

@@ -795,6 +795,9 @@ pub struct DdpPlan {
     pub common: Common,
     /// `--fault`s seeded into the run.
     pub faults: Vec<crate::fault::Fault>,
+    /// Where the audit reads the truth, one per target (`--audit-truth`, `config.audit.truth`);
+    /// empty: through the users' own targets.
+    pub truth: Vec<DdpTarget>,
 }
 
 /// Reads `--dashboard`'s address: `IP:PORT`, `:PORT` or `PORT` (loopback).
@@ -1139,6 +1142,10 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
             Err(_) => {}
         }
     }
+    if !args.audit_truth.is_empty() {
+        scenario.config.audit_truth = args.audit_truth.clone();
+    }
+    let truth = truth_targets(&scenario, &targets, &mut problems);
     if targets.len() > 1 && common.server.spawn.is_none() && !duplicates {
         tie_local_targets(&targets, &mut common.server, &mut problems);
     }
@@ -1182,7 +1189,44 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         common,
         scenario,
         faults,
+        truth,
     })
+}
+
+/// The audit's truth targets: one URL for every target, or one per target in their order.
+fn truth_targets(
+    scenario: &crate::scenario::Scenario,
+    targets: &[DdpTarget],
+    problems: &mut Vec<String>,
+) -> Vec<DdpTarget> {
+    let urls = &scenario.config.audit_truth;
+    if urls.is_empty() {
+        return Vec::new();
+    }
+    if !scenario.audits() {
+        problems.push("--audit-truth: the run has no audit to read a truth for (give --audit or audit steps)".into());
+        return Vec::new();
+    }
+    if urls.len() != 1 && urls.len() != targets.len() {
+        problems.push(format!(
+            "--audit-truth: {} URLs for {} targets; give one for all, or one per target in their order",
+            urls.len(),
+            targets.len()
+        ));
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (i, t) in targets.iter().enumerate() {
+        let url = &urls[if urls.len() == 1 { 0 } else { i }];
+        match endpoint(url) {
+            Ok(endpoint) => out.push(DdpTarget { url: url.clone(), weight: t.weight, endpoint }),
+            Err(e) => {
+                problems.push(format!("--audit-truth: {e}"));
+                return Vec::new();
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

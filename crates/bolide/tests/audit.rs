@@ -147,10 +147,24 @@ fn an_audit_without_a_cache_or_a_subscription_is_a_usage_error() {
     assert!(o.err.contains("s.yml:7:") && o.err.contains("must be shorter than its timeout"), "{}", o.err);
 }
 
+/// What a [`Proxy`] loses of the server's document messages.
+#[derive(Clone, Copy)]
+enum Lose {
+    Nothing,
+    /// Every n-th document message (`added`, `changed`, `removed`) over all connections.
+    EveryNth(u64),
+    /// The `added` of every document whose `description` is this, on every connection, or on
+    /// the proxy's first connection only.
+    Added {
+        description: &'static str,
+        first_connection_only: bool,
+    },
+}
+
 /// A WebSocket proxy between bolide and the server: the client's bytes go through as they are;
-/// the server's frames are read one by one, and every `lose_every`-th document message
-/// (`added`, `changed`, `removed`) is dropped (its collection and id kept), the others sent on
-/// after `delay`. `kill` closes every connection and stops listening, for good.
+/// the server's frames are read one by one, and the document messages `lose` names are dropped
+/// (their collection and id kept), the others sent on after `delay`. `kill` closes every
+/// connection and stops listening, for good.
 struct Proxy {
     port: u16,
     lost: Arc<Mutex<Vec<(String, String, String)>>>,
@@ -159,7 +173,7 @@ struct Proxy {
 }
 
 impl Proxy {
-    fn start(upstream: u16, lose_every: u64, delay: Duration) -> Proxy {
+    fn start(upstream: u16, lose: Lose, delay: Duration) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -170,6 +184,7 @@ impl Proxy {
         let (l, d, p) = (Arc::clone(&lost), Arc::clone(&dead), Arc::clone(&passed));
         std::thread::spawn(move || {
             let mut open: Vec<TcpStream> = Vec::new();
+            let mut accepted = 0u64;
             // Bounded: the proxy lives at most a minute.
             for _ in 0..60_000 {
                 if d.load(Ordering::SeqCst) {
@@ -185,7 +200,12 @@ impl Proxy {
                         open.push(client.try_clone().unwrap());
                         open.push(server.try_clone().unwrap());
                         let (l, p, seen) = (Arc::clone(&l), Arc::clone(&p), Arc::clone(&seen));
-                        std::thread::spawn(move || relay(client, server, lose_every, delay, l, p, seen));
+                        accepted += 1;
+                        let lose = match lose {
+                            Lose::Added { first_connection_only: true, .. } if accepted > 1 => Lose::Nothing,
+                            other => other,
+                        };
+                        std::thread::spawn(move || relay(client, server, lose, delay, l, p, seen));
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(1)),
                 }
@@ -208,7 +228,7 @@ impl Drop for Proxy {
 fn relay(
     mut client: TcpStream,
     mut server: TcpStream,
-    lose_every: u64,
+    lose: Lose,
     delay: Duration,
     lost: Arc<Mutex<Vec<(String, String, String)>>>,
     passed: Arc<AtomicU64>,
@@ -247,13 +267,20 @@ fn relay(
                     let text = String::from_utf8_lossy(&payload).to_string();
                     let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
                     let msg = v.get("msg").and_then(|m| m.as_str()).unwrap_or_default().to_string();
-                    if lose_every > 0 && matches!(msg.as_str(), "added" | "changed" | "removed") {
-                        let n = seen.fetch_add(1, Ordering::SeqCst) + 1;
-                        if n.is_multiple_of(lose_every) {
-                            let field = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or_default().to_string();
-                            lost.lock().unwrap().push((msg, field("collection"), field("id")));
-                            continue;
+                    let drop = match lose {
+                        Lose::EveryNth(every) if matches!(msg.as_str(), "added" | "changed" | "removed") => {
+                            (seen.fetch_add(1, Ordering::SeqCst) + 1).is_multiple_of(every)
                         }
+                        Lose::Added { description, .. } => {
+                            msg == "added"
+                                && v.pointer("/fields/description").and_then(|d| d.as_str()) == Some(description)
+                        }
+                        _ => false,
+                    };
+                    if drop {
+                        let field = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or_default().to_string();
+                        lost.lock().unwrap().push((msg, field("collection"), field("id")));
+                        continue;
                     }
                     ddp::ws::encode_frame(&mut out, opcode, false, &payload, None);
                 }
@@ -291,7 +318,7 @@ fn relay(
 fn a_proxy_that_loses_document_messages_fails_the_audit_and_names_what_was_lost() {
     let _turn = one_at_a_time();
     let server = server(Reactivity::Push);
-    let proxy = Proxy::start(server.addr().port(), 7, Duration::ZERO);
+    let proxy = Proxy::start(server.addr().port(), Lose::EveryNth(7), Duration::ZERO);
     let dir = tempfile::tempdir().unwrap();
     let junit = dir.path().join("junit.xml");
     let (o, doc) = run(&[
@@ -336,10 +363,83 @@ fn a_proxy_that_loses_document_messages_fails_the_audit_and_names_what_was_lost(
 }
 
 #[test]
+fn a_loss_every_connection_shares_is_seen_only_by_a_truth_read_around_the_proxy() {
+    let _turn = one_at_a_time();
+    let server = server(Reactivity::Push);
+    let lose = Lose::Added { description: "Task 3", first_connection_only: false };
+    let proxy = Proxy::start(server.addr().port(), lose, Duration::ZERO);
+    let common = [SCENARIO, "--target", &proxy.url(), "--users", "10", "-d", "1s", "--no-compression"];
+    // Through the users' path, the truth loses what the users lose: the caveat docs/audit.md
+    // states, said on the summary.
+    let (o, doc) = run(&common);
+    let a = audit(&doc);
+    assert!(!proxy.lost.lock().unwrap().is_empty(), "the proxy lost the Task 3 documents");
+    assert_eq!((o.code, a.outcome), (0, Outcome::Passed), "{}\n{a:?}", o.out);
+    let truth = a.truth.as_ref().expect("where the truth was read");
+    assert_eq!((truth.urls.as_slice(), truth.apart), ([proxy.url()].as_slice(), false));
+    assert!(o.out.contains("truth read through the users' own target(s)"), "{}", o.out);
+    // Read straight from the server, the truth has them: every user misses them after the
+    // writes, and agrees again once they were removed.
+    proxy.lost.lock().unwrap().clear();
+    let url = format!("http://127.0.0.1:{}", server.addr().port());
+    let (o, doc) = run(&[&common[..], &["--audit-truth", &url]].concat());
+    let a = audit(&doc);
+    assert_eq!((o.code, a.outcome), (1, Outcome::Failed), "{}\n{a:?}", o.out);
+    let truth = a.truth.as_ref().unwrap();
+    assert_eq!((truth.urls.as_slice(), truth.apart), ([url.clone()].as_slice(), true));
+    assert!(o.out.contains(&format!("truth read at {url} (--audit-truth")), "{}", o.out);
+    let (writes, removed) = (&a.checkpoints[0], &a.checkpoints[1]);
+    assert_eq!(writes.name, "audit after the writes");
+    assert_eq!((writes.failed, writes.incomplete), (writes.checks, 0), "every user misses the lost ones: {a:?}");
+    assert_eq!(removed.agreed, removed.checks, "{a:?}");
+    assert!(writes.differences >= writes.checks, "{a:?}");
+    let lost: BTreeSet<String> = proxy.lost.lock().unwrap().iter().map(|(_, _, id)| id.clone()).collect();
+    for d in &writes.first_differences {
+        assert_eq!(d.kind, Kind::Missing, "{d:?}");
+        assert!(lost.contains(&d.id), "{d:?} was not lost on the way");
+    }
+    // A truth URL per target, or one for all; a count in between is refused.
+    let o = bolide(&["run", SCENARIO, "--target", &url, "--audit-truth", &url, "--audit-truth", &url]);
+    assert_eq!(o.code, 2, "{}", o.err);
+    assert!(o.err.contains("--audit-truth: 2 URLs for 1 targets"), "{}", o.err);
+}
+
+#[test]
+fn a_truth_that_changes_between_reads_with_no_write_is_unstable_never_agreed() {
+    let _turn = one_at_a_time();
+    let server = server(Reactivity::Push);
+    // The truth's first read lacks the Task 3 documents, the next ones have them; the users go
+    // straight to the server and hold them all along.
+    let lose = Lose::Added { description: "Task 3", first_connection_only: true };
+    let proxy = Proxy::start(server.addr().port(), lose, Duration::ZERO);
+    let url = format!("http://127.0.0.1:{}", server.addr().port());
+    let (o, doc) = run(&[
+        SCENARIO,
+        "--target",
+        &url,
+        "--audit-truth",
+        &proxy.url(),
+        "--users",
+        "10",
+        "-d",
+        "1s",
+        "--no-compression",
+    ]);
+    let a = audit(&doc);
+    assert!(!proxy.lost.lock().unwrap().is_empty(), "the first truth read lost the Task 3 documents");
+    assert_eq!((o.code, a.outcome), (4, Outcome::Incomplete), "{}\n{a:?}", o.out);
+    assert_eq!((a.unstable, a.failed), (1, 0), "{a:?}");
+    assert_eq!(a.agreed + a.incomplete, a.checks, "{a:?}");
+    let reasons: Vec<&String> = a.checkpoints.iter().flat_map(|c| &c.reasons).collect();
+    assert!(reasons.iter().any(|r| r.starts_with(bolide::stats::audit::TRUTH_CHANGED)), "{reasons:?}");
+    assert!(o.out.contains("1 check(s) found the truth changed between two reads"), "{}", o.out);
+}
+
+#[test]
 fn a_proxy_that_delays_but_loses_nothing_passes() {
     let _turn = one_at_a_time();
     let server = server(Reactivity::Push);
-    let proxy = Proxy::start(server.addr().port(), 0, Duration::from_millis(2));
+    let proxy = Proxy::start(server.addr().port(), Lose::Nothing, Duration::from_millis(2));
     let (o, doc) = run(&[SCENARIO, "--target", &proxy.url(), "--users", "5", "-d", "1s", "--no-compression"]);
     assert_eq!((o.code, audit(&doc).outcome), (0, Outcome::Passed), "{}\n{}", o.out, o.err);
     assert!(proxy.passed.load(Ordering::Relaxed) > 0);
@@ -349,7 +449,7 @@ fn a_proxy_that_delays_but_loses_nothing_passes() {
 fn a_target_that_dies_for_good_leaves_the_audit_incomplete_never_passed() {
     let _turn = one_at_a_time();
     let server = server(Reactivity::Push);
-    let proxy = Proxy::start(server.addr().port(), 0, Duration::ZERO);
+    let proxy = Proxy::start(server.addr().port(), Lose::Nothing, Duration::ZERO);
     let dead = Arc::clone(&proxy.dead);
     std::thread::spawn(move || {
         sleep_ms(700);
@@ -483,6 +583,98 @@ fn a_server_killed_for_good_leaves_the_audit_incomplete() {
     let o = bolide(&["run", SCENARIO, "--target", &url, "--fault", "drop@1s"]);
     assert_eq!(o.code, 2, "{}", o.err);
     assert!(o.err.contains("drop needs a share"), "{}", o.err);
+}
+
+/// Whether something accepts connections on `port` of 127.0.0.1.
+fn answers(port: u16) -> bool {
+    std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(200)).is_ok()
+}
+
+/// Waits (5 s at most) until nothing answers on `port`.
+fn gone_from(port: u16) -> bool {
+    for _ in 0..50 {
+        if !answers(port) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+#[test]
+fn a_server_that_left_its_process_group_is_killed_with_its_tree() {
+    let _turn = one_at_a_time();
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    // The server leaves the group bolide made for it (a session of its own); the shell waits.
+    let spawn = format!("setsid {} serve --port {port} & wait", env!("CARGO_BIN_EXE_bolide"));
+    let ready = format!("{url}/");
+    let args = [
+        SCENARIO,
+        "--target",
+        &url,
+        "--users",
+        "5",
+        "-d",
+        "2s",
+        "--spawn",
+        &spawn,
+        "--ready-url",
+        &ready,
+        "--fault",
+        "kill@700ms",
+    ];
+    let (o, doc) = run(&args);
+    let a = audit(&doc);
+    assert!(doc.faults[0].ok && doc.faults[0].done.contains("and its tree for good"), "{:?}", doc.faults);
+    assert_eq!((o.code, a.outcome), (4, Outcome::Incomplete), "the server died mid-run: {}\n{a:?}", o.out);
+    assert!(gone_from(port), "the server outlived its kill and the run");
+}
+
+#[test]
+fn restart_after_kill_starts_the_server_again() {
+    let _turn = one_at_a_time();
+    let (spawn, url) = spawned_reference_server();
+    let args = with(
+        &spawn,
+        &[SCENARIO, "--target", &url, "--users", "5", "-d", "3s", "--fault", "kill@700ms", "--fault", "restart@1500ms"],
+    );
+    let (o, doc) = run(&args);
+    let f: Vec<(&str, bool)> = doc.faults.iter().map(|f| (f.fault.as_str(), f.ok)).collect();
+    assert_eq!(f, [("kill@700ms", true), ("restart@1500ms", true)], "{}\n{:?}", o.out, doc.faults);
+    let restart = &doc.faults[1].done;
+    assert!(restart.contains("was not running (killed before) and started it again"), "{restart}");
+    let port: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
+    assert!(gone_from(port), "bolide stops the server it started again");
+}
+
+#[test]
+fn a_spawned_server_ends_when_bolide_is_killed_outright() {
+    let _turn = one_at_a_time();
+    let (spawn, url) = spawned_reference_server();
+    let port: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
+    let mut args = vec!["run".to_string(), SCENARIO.into(), "--target".into(), url.clone()];
+    args.extend(["--users", "2", "-d", "30s"].map(String::from));
+    args.extend(spawn);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_bolide"))
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Bounded: the server is up within 20 s, or the test fails.
+    let mut up = false;
+    for _ in 0..200 {
+        if answers(port) {
+            up = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap(); // SIGKILL: bolide runs no code of its own after it.
+    let _ = child.wait();
+    assert!(up, "the spawned server never answered");
+    assert!(gone_from(port), "the spawned server outlived a SIGKILLed bolide");
 }
 
 #[test]

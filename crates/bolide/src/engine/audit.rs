@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::session::{Failure, Session, Target};
+use crate::plan::DdpPlan;
 use crate::proto::ddp::Traffic;
 use crate::scenario::Audit;
-use crate::stats::audit::{compare, Check, Snapshot, KEPT_DIFFERENCES};
+use crate::stats::audit::{compare, Check, Snapshot, KEPT_DIFFERENCES, TRUTH_CHANGED};
 
 /// How often a waiting check looks again when nothing wakes it (a user that died changes the
 /// number alive without a word).
@@ -234,6 +235,11 @@ pub struct Local {
     /// One truth read at a time per worker (the truth held is one checkpoint's).
     reading: tokio::sync::Mutex<()>,
     last: RefCell<Option<Truth>>,
+    /// Where the truth is read: the run's plan with the truth's targets in place of the users'
+    /// where `--audit-truth` gives them, its connections deaf to `--fault drop` (a fault of the
+    /// users' connections, not the audit's).
+    plan: DdpPlan,
+    tls: Option<crate::proto::http::tls::Connector>,
 }
 
 struct Truth {
@@ -244,13 +250,22 @@ struct Truth {
     snapshot: Rc<Snapshot>,
 }
 
-impl Default for Local {
-    fn default() -> Self {
+impl Local {
+    pub fn new(run: &DdpPlan) -> Local {
+        let mut plan = run.clone();
+        plan.client.drops = None;
+        if !plan.truth.is_empty() {
+            plan.targets = std::mem::take(&mut plan.truth);
+        }
+        let tls =
+            plan.targets.iter().any(|t| t.endpoint.tls).then(|| crate::proto::http::tls::Connector::new(plan.insecure));
         Local {
             traffic: Rc::new(RefCell::new(Traffic::default())),
             reads: Cell::new(0),
             reading: tokio::sync::Mutex::new(()),
             last: RefCell::new(None),
+            plan,
+            tls,
         }
     }
 }
@@ -283,6 +298,8 @@ pub async fn check<S: Session>(ask: Ask<'_, S>, shared: &Shared, local: &Local, 
     // Why the last look did not settle it, for an incomplete check.
     let mut waiting = String::from("quiescence never came");
     let mut seen_once: Option<u64> = None;
+    // The truth the difference was first seen against, and `Shared::started` when it was read.
+    let mut first_truth: Option<(u64, Rc<Snapshot>)> = None;
     loop {
         if let Some(why) = ask.conn.gone() {
             return Check::Incomplete(format!("the user's connection closed: {why}"));
@@ -322,6 +339,18 @@ pub async fn check<S: Session>(ask: Ask<'_, S>, shared: &Shared, local: &Local, 
         let cache = ask.conn.snapshot(collection);
         let (n, first) = compare(ask.user, &cache, &truth, KEPT_DIFFERENCES);
         if n == 0 {
+            // The difference seen first is gone while no write was sent since: the truth changed
+            // by itself (or the cache did without a word), so neither read can be trusted.
+            if let Some((_, before)) = first_truth.as_ref().filter(|(at, _)| *at == epoch) {
+                let (changed, _) = compare(ask.user, before, &truth, 0);
+                if changed > 0 {
+                    return Check::Unstable(format!(
+                        "{TRUTH_CHANGED}: {changed} document field(s) or id(s) differed between two reads \
+                         (the first read's {} difference(s) with the cache were gone at the second)",
+                        seen_once.unwrap_or_default()
+                    ));
+                }
+            }
             return Check::Agreed;
         }
         if seen_once.is_some() {
@@ -329,6 +358,7 @@ pub async fn check<S: Session>(ask: Ask<'_, S>, shared: &Shared, local: &Local, 
         }
         // A difference is looked at once more, over a fresh read, after another quiet spell.
         seen_once = Some(n);
+        first_truth = Some((epoch, Rc::clone(&truth)));
         local.last.borrow_mut().take();
         tokio::time::sleep(audit.settle.min(deadline.saturating_duration_since(Instant::now()))).await;
     }
@@ -360,37 +390,62 @@ async fn truth<S: Session>(
     Ok(snapshot)
 }
 
-/// Reads the truth over a new connection: logged in as the user, subscribed as the user is,
-/// then quiet for the settle time (some servers send `ready` before a subscription's first
-/// documents).
+/// Reads the truth over a new connection, made again while the connection is cut (a fault, a
+/// server restarting) until the check's deadline.
 async fn read<S: Session>(
     ask: &Ask<'_, S>,
     local: &Local,
     close: &dyn Fn(S),
     deadline: Instant,
 ) -> Result<Snapshot, String> {
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match read_once(ask, local, close, deadline).await {
+            Err((_, true)) if Instant::now() + pause < deadline => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+            Err((why, _)) => return Err(why),
+            Ok(s) => return Ok(s),
+        }
+    }
+}
+
+/// One truth read: logged in as the user, subscribed as the user is, then quiet for the settle
+/// time (some servers send `ready` before a subscription's first documents). Err says whether
+/// the connection was cut (worth making again).
+async fn read_once<S: Session>(
+    ask: &Ask<'_, S>,
+    local: &Local,
+    close: &dyn Fn(S),
+    deadline: Instant,
+) -> Result<Snapshot, (String, bool)> {
     let left = || deadline.saturating_duration_since(Instant::now());
-    let to = Target { traffic: &local.traffic, ..ask.target };
-    let (conn, _) = S::open(to, left()).await.map_err(|f| format!("{}: {}", f.class(), f.detail()))?;
+    let cut = |f: &S::Failure| matches!(f.class(), "connect" | "closed");
+    let to = Target { plan: &local.plan, tls: local.tls.as_ref(), traffic: &local.traffic, ..ask.target };
+    let (conn, _) = S::open(to, left()).await.map_err(|f| (format!("{}: {}", f.class(), f.detail()), cut(&f)))?;
     let result = async {
         if let Some(token) = ask.token {
             let login = serde_json::json!({ "resume": token });
-            conn.call("login", vec![login], left()).await.map_err(|f| format!("login: {}", f.detail()))?;
+            conn.call("login", vec![login], left()).await.map_err(|f| (format!("login: {}", f.detail()), cut(&f)))?;
         }
         for (name, params) in &ask.subs {
             conn.subscribe(name, params.clone(), left())
                 .await
-                .map_err(|f| format!("subscribe {name}: {}", f.detail()))?;
+                .map_err(|f| (format!("subscribe {name}: {}", f.detail()), cut(&f)))?;
         }
         let settle = ask.audit.settle;
         loop {
+            if let Some(why) = conn.gone() {
+                return Err((format!("the truth's connection closed: {why}"), true));
+            }
             let now = Instant::now();
             let quiet = conn.last_data().map_or(settle, |at| now.saturating_duration_since(at));
             if quiet >= settle {
                 return Ok(conn.snapshot(ask.audit.collection.as_deref()));
             }
             if now + (settle - quiet) > deadline {
-                return Err(format!("the truth's connection was never quiet for {settle:?}"));
+                return Err((format!("the truth's connection was never quiet for {settle:?}"), false));
             }
             tokio::time::sleep(settle - quiet).await;
         }

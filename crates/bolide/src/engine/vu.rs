@@ -339,7 +339,7 @@ fn worker(
         alive,
         closing: RefCell::new(Vec::new()),
         audit,
-        audit_local: super::audit::Local::default(),
+        audit_local: super::audit::Local::new(&plan),
         bursts,
         browser,
         pages,
@@ -813,6 +813,7 @@ impl<S: Session> Vu<'_, S> {
     /// A new session, with the user's live subscriptions started again (as Meteor's client does).
     async fn reconnect(&mut self, within: Option<Duration>) -> Result<(), Stop> {
         self.reconnects += 1;
+        let closed_at = self.conn.as_ref().and_then(Session::gone_at).unwrap_or_else(Instant::now);
         // Within the step timeout (or `within`, a checkpoint's); a looping user gives up once its
         // phase is over (a second's tries at least), so that a server gone for good does not hold
         // the run's end.
@@ -858,7 +859,13 @@ impl<S: Session> Vu<'_, S> {
         }
         self.conn = Some(conn);
         self.ok(&step, began.elapsed());
-        self.rec().second.reconnects += 1;
+        let since = |at: Instant| at.saturating_duration_since(self.w.start).as_secs_f64();
+        let back = since(Instant::now());
+        let mut r = self.rec();
+        r.second.reconnects += 1;
+        if r.reconnections.len() < crate::stats::vu::KEPT_RECONNECTIONS {
+            r.reconnections.push((since(closed_at), back));
+        }
         Ok(())
     }
 
@@ -1295,7 +1302,7 @@ impl<S: Session> Vu<'_, S> {
             match check {
                 Check::Agreed => r.second.audit_agreed += 1,
                 Check::Differed(..) => r.second.audit_differed += 1,
-                Check::Incomplete(_) => {}
+                Check::Incomplete(_) | Check::Unstable(_) => {}
             }
             r.audit.record(&step.name, check);
             r.audit.users += u64::from(first);

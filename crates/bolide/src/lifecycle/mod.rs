@@ -257,7 +257,7 @@ fn run<W: Part>(
         Err(code) => return Outcome::failed(code),
     };
     let mut doc = w.document(&output, command_line);
-    W::record_faults(&mut doc, watch.faults);
+    W::record_faults(&mut doc, &output, watch.faults);
     let mut outputs = Vec::new();
     if !exporters.is_empty() {
         for e in &mut exporters {

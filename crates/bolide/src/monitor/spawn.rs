@@ -91,6 +91,36 @@ pub struct Spawned {
     child: Child,
     log: PathBuf,
     pub pid: u32,
+    /// `BOLIDE_SPAWNED`'s value in the server's environment, which every process it starts
+    /// inherits: how its processes are found after they left its process group (`setsid`, a
+    /// daemon's double fork).
+    mark: String,
+}
+
+/// The environment variable that marks every process of a spawned server.
+const MARK: &str = "BOLIDE_SPAWNED";
+
+/// Starts `command` on a thread of its own that lives as long as bolide: a parent-death signal
+/// fires when the thread that started the child ends, so no server is started from a thread that
+/// ends before bolide does (a fault's thread, a run's).
+fn spawn_child(command: Command) -> std::io::Result<Child> {
+    type Job = (Command, std::sync::mpsc::Sender<std::io::Result<Child>>);
+    static SPAWNER: std::sync::OnceLock<Option<std::sync::Mutex<std::sync::mpsc::Sender<Job>>>> =
+        std::sync::OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let started = std::thread::Builder::new().name("bolide-spawner".into()).spawn(move || {
+            for (mut command, back) in rx {
+                let _ = back.send(command.spawn());
+            }
+        });
+        started.ok().map(|_| std::sync::Mutex::new(tx))
+    });
+    let gone = || std::io::Error::other("bolide's thread that starts servers is gone");
+    let Some(tx) = spawner else { return Err(gone()) };
+    let (back, answer) = std::sync::mpsc::channel();
+    tx.lock().unwrap_or_else(|p| p.into_inner()).send((command, back)).map_err(|_| gone())?;
+    answer.recv().map_err(|_| gone())?
 }
 
 /// Why the server could not be had.
@@ -119,19 +149,28 @@ pub fn start(plan: &SpawnPlan, cancel: &CancellationToken) -> Result<Spawned, Sp
     let file = std::fs::File::create(&log)
         .map_err(|e| SpawnError(format!("--spawn: cannot create its log {}: {e}", log.display())))?;
     let err_file = file.try_clone().map_err(|e| SpawnError(format!("--spawn: {e}")))?;
-    // Its own process group, so stopping it ends everything it started.
+    // Its own process group, so stopping it ends everything it started; marked in its
+    // environment, so that what left the group is found too; killed if bolide dies.
+    let mark = format!("{}.{seq}", std::process::id());
     let mut command = Command::new("sh");
-    command.envs(plan.env.iter().map(|(k, v)| (k, v)));
-    let child = command
-        .args(["-c", &plan.command])
-        .stdin(Stdio::null())
-        .stdout(file)
-        .stderr(err_file)
-        .process_group(0)
-        .spawn()
-        .map_err(|e| SpawnError(format!("--spawn {:?}: cannot start sh: {e}", plan.command)))?;
+    command.envs(plan.env.iter().map(|(k, v)| (k, v))).env(MARK, &mark);
+    command.args(["-c", &plan.command]).stdin(Stdio::null()).stdout(file).stderr(err_file).process_group(0);
+    let parent = std::process::id() as i32;
+    // SAFETY: between fork and exec only async-signal-safe calls (prctl, getppid, _exit).
+    unsafe {
+        command.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+            // bolide died before the signal was asked for: nobody would send it.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    let child =
+        spawn_child(command).map_err(|e| SpawnError(format!("--spawn {:?}: cannot start sh: {e}", plan.command)))?;
     let pid = child.id();
-    let mut s = Spawned { child, log, pid };
+    let mut s = Spawned { child, log, pid, mark };
     let begin = Instant::now();
     loop {
         if let Ok(Some(status)) = s.child.try_wait() {
@@ -192,14 +231,15 @@ impl Spawned {
     }
 
     fn end(&mut self) -> Option<std::process::ExitStatus> {
-        self.kill_group(libc::SIGTERM);
+        let members = self.members();
+        self.kill_all(&members, libc::SIGTERM);
         let begin = Instant::now();
         let mut status = None;
         loop {
             if status.is_none() {
                 status = self.child.try_wait().ok().flatten();
             }
-            if status.is_some() && !group_alive(self.pid) {
+            if status.is_some() && !group_alive(self.pid) && self.members().is_empty() {
                 return status;
             }
             if begin.elapsed() >= STOP_GRACE {
@@ -207,13 +247,17 @@ impl Spawned {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        self.kill_group(libc::SIGKILL);
+        let members = self.members();
+        self.kill_all(&members, libc::SIGKILL);
         status.or_else(|| self.child.wait().ok())
     }
 
-    /// Sends `signal` to the server's whole process group (a fault: SIGKILL, SIGSTOP, SIGCONT).
+    /// Sends `signal` to the server's whole tree: its process group, and every process that
+    /// carries its mark (those that left the group: `setsid`, a daemon). A fault: SIGKILL,
+    /// SIGSTOP, SIGCONT.
     pub fn signal(&self, signal: i32) {
-        self.kill_group(signal);
+        let members = self.members();
+        self.kill_all(&members, signal);
     }
 
     /// After a SIGKILL: waits (a few seconds at most) until the server and everything it
@@ -221,8 +265,65 @@ impl Spawned {
     pub fn reap(&mut self) {
         let _ = self.child.wait();
         let begin = Instant::now();
-        while group_alive(self.pid) && begin.elapsed() < STOP_GRACE {
+        while (group_alive(self.pid) || !self.members().is_empty()) && begin.elapsed() < STOP_GRACE {
             std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The server's processes alive now that carry its mark or are in its group (zombies
+    /// aside), bolide never among them.
+    pub fn members(&self) -> Vec<u32> {
+        let want = format!("{MARK}={}", self.mark);
+        let me = std::process::id();
+        let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+        let mut out = Vec::new();
+        for e in entries.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+            if pid == me {
+                continue;
+            }
+            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { continue };
+            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
+            let mut fields = rest.split_whitespace();
+            let state = fields.next().unwrap_or("Z");
+            let pgrp = fields.nth(1).and_then(|f| f.parse::<u32>().ok());
+            if state == "Z" || state == "X" {
+                continue;
+            }
+            let marked = std::fs::read(e.path().join("environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == want.as_bytes()));
+            if marked || pgrp == Some(self.pid) {
+                out.push(pid);
+            }
+        }
+        out
+    }
+
+    /// What of the server outlived a SIGKILL to its tree, in words: a process of its tree still
+    /// running, or one still listening where the server was ready (one that left its group and
+    /// its environment behind). None when nothing did.
+    pub fn survivor(&self, ready: &ReadyUrl) -> Option<String> {
+        let name = |pid: u32| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            format!("pid {pid} ({})", crate::redact::printable(comm.trim()))
+        };
+        if let Some(pid) = self.members().first() {
+            return Some(format!("{} of the server's tree is still running", name(*pid)));
+        }
+        let port = ready.addrs.first().map(SocketAddr::port)?;
+        let pid = crate::monitor::pid_listening_on(port)?;
+        Some(format!("{} still listens on port {port}, where the server was ready", name(pid)))
+    }
+
+    fn kill_all(&self, members: &[u32], signal: i32) {
+        self.kill_group(signal);
+        for &pid in members {
+            if pid > 1 && pid != std::process::id() {
+                // SAFETY: kill only sends a signal.
+                unsafe {
+                    libc::kill(pid as i32, signal);
+                }
+            }
         }
     }
 

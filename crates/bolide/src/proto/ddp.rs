@@ -360,6 +360,8 @@ pub enum DocEvent {
 pub struct State {
     pub session: Option<String>,
     pub closed: Option<String>,
+    /// When it closed (a user reconnecting credits the fault that closed it).
+    pub closed_at: Option<std::time::Instant>,
     /// The connection ended because the server broke the protocol (bad frame, bad compression).
     pub protocol_broken: bool,
     calls: HashMap<String, Call>,
@@ -1112,7 +1114,11 @@ async fn run(
             }
         }
     };
-    shared.state.borrow_mut().closed = Some(why);
+    {
+        let mut st = shared.state.borrow_mut();
+        st.closed = Some(why);
+        st.closed_at = Some(std::time::Instant::now());
+    }
     shared.notify.notify_waiters();
 }
 
@@ -1421,6 +1427,11 @@ impl Conn {
     /// Whether the connection is gone, and why.
     pub fn closed(&self) -> Option<String> {
         self.shared.state.borrow().closed.clone()
+    }
+
+    /// When the connection closed, if it did.
+    pub fn closed_at(&self) -> Option<std::time::Instant> {
+        self.shared.state.borrow().closed_at
     }
 }
 

@@ -330,7 +330,11 @@ async fn run(
             Err(f) => f.detail(),
         },
     };
-    shared.state.borrow_mut().closed = Some(why);
+    {
+        let mut st = shared.state.borrow_mut();
+        st.closed = Some(why);
+        st.closed_at = Some(std::time::Instant::now());
+    }
     shared.notify.notify_waiters();
 }
 

@@ -353,7 +353,7 @@ fn fault_rows(doc: &DdpDoc) -> String {
             if f.ok { "" } else { "NOT DONE: " },
             crate::redact::printable(&f.done)
         );
-        let back = f.back_s.map(|s| format!("; users back within {s:.0} s")).unwrap_or_default();
+        let back = f.back_s.map(|s| format!("; users back within {s:.1} s")).unwrap_or_default();
         let converged = match (f.converged_s, &doc.audit) {
             (Some(s), _) => format!("; the audit agreed again within {s:.0} s"),
             (None, Some(_)) => "; no audit check agreed after it".into(),
@@ -390,6 +390,9 @@ fn audit_rows(a: &crate::stats::audit::AuditSection) -> String {
     for why in a.why.iter().skip(usize::from(a.outcome == crate::stats::audit::Outcome::Incomplete)) {
         let _ = writeln!(out, "  {:<14}{}", "", why);
     }
+    if let Some(t) = &a.truth {
+        let _ = writeln!(out, "  {:<14}{}", "", t.words());
+    }
     let first = a.checkpoints.iter().flat_map(|c| &c.first_differences);
     for d in first.clone().take(SHOWN_DIFFERENCES) {
         let _ = writeln!(out, "  {:<14}{}", "", d.line());
@@ -412,6 +415,9 @@ fn audit_blocks(a: &crate::stats::audit::AuditSection, out: &mut Vec<Block>) {
     out.push(Block::text(a.line()));
     for why in &a.why {
         out.push(Block::text(why.clone()));
+    }
+    if let Some(t) = &a.truth {
+        out.push(Block::text(format!("The {}.", t.words())));
     }
     let mut t = Table::new(&["Checkpoint", "Checks", "Agreed", "Differed", "Incomplete", "Differences"])
         .right(&[1, 2, 3, 4, 5]);

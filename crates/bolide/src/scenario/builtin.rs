@@ -131,6 +131,7 @@ fn config(knobs: &Knobs, name: &str, default: PhaseKind) -> Config {
         browser: Default::default(),
         socketio: Default::default(),
         graphql: Default::default(),
+        audit_truth: Vec::new(),
     }
 }
 

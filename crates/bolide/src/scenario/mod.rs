@@ -76,6 +76,9 @@ pub struct Config {
     pub socketio: crate::proto::socketio::SocketIoConfig,
     /// `config.graphql`: how graphql-ws flows' users connect.
     pub graphql: crate::proto::graphql_ws::GraphqlConfig,
+    /// `config.audit.truth`: where the audit reads the truth (one URL, or one per target);
+    /// empty: through the users' own targets.
+    pub audit_truth: Vec<String>,
 }
 
 /// One server of the app: its URL and its share of the users.

@@ -513,6 +513,7 @@ const CONFIG_KEYS: &[&str] = &[
     "socketio",
     "graphql",
     "timeout",
+    "audit",
 ];
 const SOCKETIO_KEYS: &[&str] =
     &["path", "query", "extraHeaders", "transports", "auth", "fanoutField", "perMessageDeflate"];
@@ -762,7 +763,20 @@ fn read_config(r: &mut Reader, node: &Node, base: &Path) -> Option<Config> {
             .is_some_and(|d| matches!(&d.kind, Kind::Map(p) if p.iter().any(|(k, _)| k.key_text() == "stepTimeout")));
     let socketio = m.get("socketio").map(|n| read_socketio(r, n)).unwrap_or_default();
     let graphql = m.get("graphql").map(|n| read_graphql(r, n)).unwrap_or_default();
-    Some(Config { targets: target?, phases, max_vusers, variables, payload, ensure, ddp, browser, socketio, graphql })
+    let audit_truth = m.get("audit").map(|n| read_audit_config(r, n)).unwrap_or_default();
+    Some(Config {
+        targets: target?,
+        phases,
+        max_vusers,
+        variables,
+        payload,
+        ensure,
+        ddp,
+        browser,
+        socketio,
+        graphql,
+        audit_truth,
+    })
 }
 
 /// Header names and values a config gives: a mapping of text, without CR or LF.
@@ -1097,6 +1111,24 @@ fn read_expressions(r: &mut Reader, node: &Node, out: &mut Vec<Threshold>) {
             ),
         }
     }
+}
+
+/// `config.audit: {truth: URL}` or `{truth: [URL, ...]}` (one per target): where the audit
+/// reads the truth.
+fn read_audit_config(r: &mut Reader, node: &Node) -> Vec<String> {
+    let Some(m) = r.map(node, "config.audit", &["truth"]) else { return Vec::new() };
+    let Some(n) = m.get("truth") else { return Vec::new() };
+    let urls: Vec<(&Node, String)> = match &n.kind {
+        Kind::Seq(items) => items.iter().filter_map(|i| Some((i, r.string(i, "config.audit.truth")?))).collect(),
+        _ => r.string(n, "config.audit.truth").map(|u| (n, u)).into_iter().collect(),
+    };
+    for (at, u) in &urls {
+        let scheme = u.split_once("://").map(|(s, _)| s);
+        if !matches!(scheme, Some("http" | "https" | "ws" | "wss")) || url::Url::parse(u).is_err() {
+            r.problem(at, format!("config.audit.truth {u:?} is not an http(s):// or ws(s):// URL"), None);
+        }
+    }
+    urls.into_iter().map(|(_, u)| u).collect()
 }
 
 fn read_ddp(r: &mut Reader, node: &Node) -> DdpSettings {
@@ -1985,6 +2017,30 @@ mod tests {
         // Data left out is sent as null, as Artillery's client sends undefined.
         let StepKind::Emit(e) = &f.steps[3].kind else { panic!() };
         assert_eq!(e.args, [serde_json::json!("bye"), Value::Null]);
+    }
+
+    #[test]
+    fn the_audits_truth_is_one_url_or_a_list_and_says_where_it_is_wrong() {
+        let file = |audit: &str| {
+            format!(
+                "config:\n  target: http://h\n  phases: [{{duration: 1, arrivalRate: 1}}]\n  audit: {audit}\n\
+                 scenarios:\n  - flow: [connect]\n"
+            )
+        };
+        let one = load(&file("{truth: http://127.0.0.1:3000}")).unwrap();
+        assert_eq!(one.config.audit_truth, ["http://127.0.0.1:3000"]);
+        let two = load(&file("{truth: [http://a:1, https://b:2]}")).unwrap();
+        assert_eq!(two.config.audit_truth, ["http://a:1", "https://b:2"]);
+        assert!(load(&file("{}")).unwrap().config.audit_truth.is_empty());
+        let problems = |audit: &str| -> Vec<String> {
+            let e = load(&file(audit)).unwrap_err();
+            e.problems.iter().map(|p| format!("{}:{} {}", p.line, p.col, p.message)).collect()
+        };
+        assert_eq!(
+            problems("{truth: [http://a:1, ftp://x]}"),
+            ["4:31 config.audit.truth \"ftp://x\" is not an http(s):// or ws(s):// URL"]
+        );
+        assert!(problems("{trut: http://x}")[0].contains("trut"), "{:?}", problems("{trut: http://x}"));
     }
 
     #[test]

@@ -168,6 +168,9 @@ pub enum Check {
     Differed(u64, Vec<Difference>),
     /// The check could not be made, and why.
     Incomplete(String),
+    /// Two truth reads with no write between them disagreed: the server's answers changed on
+    /// their own, so no verdict on the cache (incomplete, counted apart).
+    Unstable(String),
 }
 
 /// One checkpoint's tallies (by its step name).
@@ -181,6 +184,9 @@ pub struct Checkpoint {
     pub failed: u64,
     /// Checks that could not be made.
     pub incomplete: u64,
+    /// Of those, checks whose two truth reads disagreed with no write between them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unstable: u64,
     /// Differences found, all of them.
     pub differences: u64,
     /// The first differences (at most 20 per checkpoint).
@@ -206,6 +212,11 @@ impl Checkpoint {
                 self.incomplete += 1;
                 self.reason(why);
             }
+            Check::Unstable(why) => {
+                self.incomplete += 1;
+                self.unstable += 1;
+                self.reason(why);
+            }
         }
     }
 
@@ -222,6 +233,7 @@ impl Checkpoint {
         self.agreed += o.agreed;
         self.failed += o.failed;
         self.incomplete += o.incomplete;
+        self.unstable += o.unstable;
         self.differences += o.differences;
         let room = KEPT_DIFFERENCES.saturating_sub(self.first_differences.len());
         self.first_differences.extend(o.first_differences.iter().take(room).cloned());
@@ -285,6 +297,36 @@ impl AuditRec {
     }
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Where an audit read its truth.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TruthPath {
+    /// The URLs the truth connections went to (one per target).
+    pub urls: Vec<String>,
+    /// Read around the users' path (`--audit-truth`): a loss on the users' path is seen. False:
+    /// through the users' own targets, where a loss every connection shares is not.
+    pub apart: bool,
+}
+
+impl TruthPath {
+    /// In words, for the summary: `the truth read at http://... (around the users' path)`.
+    pub fn words(&self) -> String {
+        let mut distinct = self.urls.iter().map(|u| crate::redact::printable(u).into_owned()).collect::<Vec<_>>();
+        distinct.dedup();
+        if self.apart {
+            format!("truth read at {} (--audit-truth, around the users' path)", distinct.join(", "))
+        } else {
+            format!(
+                "truth read through the users' own target(s) {} (a loss every connection there shares is not seen)",
+                distinct.join(", ")
+            )
+        }
+    }
+}
+
 /// The audit's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -310,6 +352,9 @@ impl Outcome {
 
 const NOTHING_CHECKED: &str = "no checkpoint was reached";
 const NOT_MADE: &str = "check(s) could not be made";
+/// The reason an unstable check gives, and the outcome's line counting them.
+pub const TRUTH_CHANGED: &str = "the truth changed between reads with no write";
+const UNSTABLE: &str = "check(s) found the truth changed between two reads with no write between them";
 
 /// The result document's `audit` section.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -324,12 +369,20 @@ pub struct AuditSection {
     pub failed: u64,
     /// Checks that could not be made.
     pub incomplete: u64,
+    /// Of those, checks whose two truth reads disagreed with no write between them (a truth
+    /// that changes on its own).
+    #[serde(default)]
+    pub unstable: u64,
     /// Walks of a flow that stopped before their last checkpoint.
     pub unreached: u64,
     /// Differences found, all of them.
     pub differences: u64,
     /// Truth reads made over connections of the audit's own.
     pub truth_reads: u64,
+    /// Where the truth was read: the URLs, and whether around the users' path
+    /// (`--audit-truth`) or through it (the users' own targets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truth: Option<TruthPath>,
     /// The audit's own traffic (its truth connections), apart from the users'.
     pub messages_in: u64,
     pub bytes_in: u64,
@@ -349,6 +402,7 @@ impl AuditSection {
             agreed: sum(|c| c.agreed),
             failed: sum(|c| c.failed),
             incomplete: sum(|c| c.incomplete),
+            unstable: sum(|c| c.unstable),
             unreached: rec.unreached,
             differences: sum(|c| c.differences),
             truth_reads: rec.truth_reads,
@@ -371,7 +425,7 @@ impl AuditSection {
     /// could not be made, a walk stopped short, nothing was checked or a reason says so.
     pub fn judge(&mut self) {
         // The reasons this works out are made again from the counts.
-        self.why.retain(|w| w != NOTHING_CHECKED && !w.contains(NOT_MADE));
+        self.why.retain(|w| w != NOTHING_CHECKED && !w.contains(NOT_MADE) && !w.contains(UNSTABLE));
         self.outcome = if self.failed > 0 {
             Outcome::Failed
         } else if self.incomplete > 0 || self.unreached > 0 || self.checks == 0 || !self.why.is_empty() {
@@ -391,6 +445,9 @@ impl AuditSection {
             );
             self.why.push(line);
         }
+        if self.unstable > 0 {
+            self.why.push(format!("{} {UNSTABLE}", self.unstable));
+        }
     }
 
     /// Adds another instance's section (`bolide merge` of segments).
@@ -400,7 +457,11 @@ impl AuditSection {
         self.agreed += o.agreed;
         self.failed += o.failed;
         self.incomplete += o.incomplete;
+        self.unstable += o.unstable;
         self.unreached += o.unreached;
+        if self.truth.is_none() {
+            self.truth.clone_from(&o.truth);
+        }
         self.differences += o.differences;
         self.truth_reads += o.truth_reads;
         self.messages_in += o.messages_in;

@@ -15,12 +15,13 @@ pub struct FaultRecord {
     pub done: String,
     /// Whether it could be done (the server was there to kill, it started again, ...).
     pub ok: bool,
-    /// Users' reconnections from the fault until the next one (or the run's end).
+    /// Users' reconnections of the connections that closed from the fault until the next one
+    /// (or the run's end), whenever the users came back.
     pub reconnects: u64,
     /// Method calls sent again after a reconnection in that window.
     pub resent: u64,
-    /// From the fault until the last of those reconnections, seconds (whole seconds of the
-    /// timeline; absent with none).
+    /// From the fault until the last of those reconnections, seconds (to a tenth;
+    /// absent with none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub back_s: Option<f64>,
     /// From the fault until an audit check agreed with the truth again after the last of those
@@ -30,23 +31,34 @@ pub struct FaultRecord {
     pub converged_s: Option<f64>,
 }
 
-/// Fills each record's reconnects, resent methods, and times to back and to converged from the
-/// run's seconds (`(t, reconnects, resent, agreed checks)`).
-pub fn follow(records: &mut [FaultRecord], seconds: &[(u32, u64, u64, u64)]) {
+/// How much earlier than its fault a connection may be seen to close and still be the fault's:
+/// the faults' clock starts a little before the users' (the same run, two threads).
+const CLOCKS_APART_S: f64 = 0.25;
+
+/// Fills each record's reconnects, resent methods, and times to back and to converged, from the
+/// run's seconds (`(t, reconnects, resent, agreed checks)`) and its reconnections (when the
+/// connection closed, when the user was back: seconds from the start). A reconnection is the
+/// fault's whose time its connection closed after (and before the next fault's), whenever the
+/// user came back: a user that finds its connection gone only at its next step, after the next
+/// fault, still credits the fault that closed it.
+pub fn follow(records: &mut [FaultRecord], seconds: &[(u32, u64, u64, u64)], reconnections: &[(f64, f64)]) {
     let ends: Vec<f64> = records.iter().skip(1).map(|r| r.at_s).chain([f64::INFINITY]).collect();
     for (r, end) in records.iter_mut().zip(ends) {
         // A second [t, t+1) belongs to the last fault done before its end.
         let window: Vec<&(u32, u64, u64, u64)> =
             seconds.iter().filter(|(t, ..)| f64::from(*t) + 1.0 > r.at_s && f64::from(*t) + 1.0 <= end).collect();
-        r.reconnects = window.iter().map(|s| s.1).sum();
+        let (from, to) = (r.at_s - CLOCKS_APART_S, end - CLOCKS_APART_S);
+        let mine: Vec<&(f64, f64)> =
+            reconnections.iter().filter(|(closed, _)| *closed >= from && *closed < to).collect();
+        r.reconnects = mine.len() as u64;
         r.resent = window.iter().map(|s| s.2).sum();
-        let last_back = window.iter().filter(|s| s.1 > 0).map(|s| s.0).max();
-        r.back_s = last_back.map(|t| (f64::from(t) + 1.0 - r.at_s).max(0.0));
-        // The first agreed check after that, even past the next fault.
-        let from = last_back.unwrap_or(0);
+        let last_back = mine.iter().map(|x| x.1).reduce(f64::max);
+        r.back_s = last_back.map(|t| ((t - r.at_s) * 10.0).round().max(0.0) / 10.0);
+        // The first agreed check in a second that ended after that.
+        let from = last_back.unwrap_or(r.at_s);
         r.converged_s = seconds
             .iter()
-            .filter(|s| s.3 > 0 && s.0 >= from && f64::from(s.0) + 1.0 > r.at_s)
+            .filter(|s| s.3 > 0 && f64::from(s.0) + 1.0 > from && f64::from(s.0) + 1.0 > r.at_s)
             .map(|s| (f64::from(s.0) + 1.0 - r.at_s).max(0.0))
             .reduce(f64::min);
     }
@@ -57,25 +69,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_fault_is_followed_by_its_reconnects_until_the_next() {
+    fn a_fault_is_credited_with_the_reconnections_of_the_connections_it_closed() {
         let mut records = vec![
             FaultRecord { fault: "drop@2s:50%".into(), at_s: 2.0, ..FaultRecord::default() },
             FaultRecord { fault: "restart@6s".into(), at_s: 6.0, ..FaultRecord::default() },
         ];
         // (t, reconnects, resent, agreed checks)
-        let seconds = [(1, 0, 0, 5), (2, 3, 1, 0), (3, 2, 0, 0), (4, 0, 0, 4), (6, 5, 2, 0), (7, 0, 0, 0)];
-        follow(&mut records, &seconds);
-        assert_eq!((records[0].reconnects, records[0].resent), (5, 1));
-        assert_eq!((records[0].back_s, records[0].converged_s), (Some(2.0), Some(3.0)));
-        assert_eq!((records[1].reconnects, records[1].resent), (5, 2));
-        assert_eq!((records[1].back_s, records[1].converged_s), (Some(1.0), None), "no check agreed after it");
-        // A check that agreed only after the next fault still says when the first converged.
+        let seconds =
+            [(1, 1, 0, 5), (2, 2, 1, 0), (3, 0, 0, 0), (4, 0, 0, 4), (6, 1, 2, 0), (7, 1, 0, 0), (8, 0, 0, 3)];
+        // (closed, back): one closed before any fault; one the drop closed whose user came
+        // back only after the restart.
+        let reconnections = [(1.0, 1.2), (2.01, 2.5), (2.02, 3.4), (5.5, 7.2), (6.05, 6.9)];
+        follow(&mut records, &seconds, &reconnections);
+        assert_eq!((records[0].reconnects, records[0].resent), (3, 1));
+        assert_eq!((records[0].back_s, records[0].converged_s), (Some(5.2), Some(7.0)));
+        assert_eq!((records[1].reconnects, records[1].resent), (1, 2));
+        assert_eq!((records[1].back_s, records[1].converged_s), (Some(0.9), Some(3.0)));
+        // A close seen a little before its fault (the two clocks start apart) is still its own.
         let mut records = vec![
             FaultRecord { fault: "restart@1s".into(), at_s: 1.0, ..FaultRecord::default() },
             FaultRecord { fault: "drop@2s:10%".into(), at_s: 2.0, ..FaultRecord::default() },
         ];
-        follow(&mut records, &[(1, 4, 0, 0), (2, 0, 0, 0), (3, 0, 0, 7)]);
-        assert_eq!((records[0].back_s, records[0].converged_s), (Some(1.0), Some(3.0)));
-        assert_eq!((records[1].reconnects, records[1].converged_s), (0, Some(2.0)));
+        follow(&mut records, &[(1, 1, 0, 0), (2, 1, 0, 0), (3, 0, 0, 7)], &[(0.9, 1.5), (1.95, 2.3)]);
+        assert_eq!((records[0].reconnects, records[0].back_s, records[0].converged_s), (1, Some(0.5), Some(3.0)));
+        assert_eq!((records[1].reconnects, records[1].back_s, records[1].converged_s), (1, Some(0.3), Some(2.0)));
+        // No agreed check after it: no convergence.
+        let mut records = vec![FaultRecord { fault: "kill@1s".into(), at_s: 1.0, ..FaultRecord::default() }];
+        follow(&mut records, &[(0, 0, 0, 3), (1, 0, 0, 0)], &[]);
+        assert_eq!((records[0].reconnects, records[0].back_s, records[0].converged_s), (0, None, None));
     }
 }

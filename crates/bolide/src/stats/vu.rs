@@ -216,7 +216,14 @@ pub struct VuRecorder {
     pub audit: super::audit::AuditRec,
     /// What browser users measured.
     pub browser: super::browser::BrowserRec,
+    /// Each reconnection: when the connection it replaced closed, and when the user was back,
+    /// seconds from the run's start (the first [`KEPT_RECONNECTIONS`]): a fault is credited with
+    /// the reconnections of the connections it closed.
+    pub reconnections: Vec<(f64, f64)>,
 }
+
+/// How many reconnections a run keeps the times of.
+pub const KEPT_RECONNECTIONS: usize = 1 << 20;
 
 /// `n` events over `duration_s` seconds, per minute (0 for a run of no length).
 pub fn per_minute(n: u64, duration_s: f64) -> f64 {
@@ -266,6 +273,7 @@ impl VuRecorder {
             last_finish_s: None,
             audit: super::audit::AuditRec::default(),
             browser: super::browser::BrowserRec::default(),
+            reconnections: Vec::new(),
         }
     }
 
@@ -360,6 +368,8 @@ impl VuRecorder {
         self.second.merge(&o.second);
         self.audit.merge(&o.audit);
         self.browser.merge(&o.browser);
+        let room = KEPT_RECONNECTIONS.saturating_sub(self.reconnections.len());
+        self.reconnections.extend(o.reconnections.iter().take(room));
         self.first_arrival_s = match (self.first_arrival_s, o.first_arrival_s) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -175,5 +175,5 @@ pub trait Part: Describe {
         crate::fault::Faults::new(Vec::new(), None)
     }
     /// Puts the faults as they happened on the document's timeline.
-    fn record_faults(_doc: &mut Self::Document, _faults: Vec<crate::fault::FaultRecord>) {}
+    fn record_faults(_doc: &mut Self::Document, _out: &Self::Output, _faults: Vec<crate::fault::FaultRecord>) {}
 }

@@ -189,10 +189,10 @@ impl super::Part for DdpPlan {
         crate::fault::Faults::new(self.faults.clone(), self.client.drops.clone())
     }
 
-    fn record_faults(doc: &mut DdpDoc, mut faults: Vec<crate::fault::FaultRecord>) {
+    fn record_faults(doc: &mut DdpDoc, out: &VuOutput, mut faults: Vec<crate::fault::FaultRecord>) {
         let seconds: Vec<(u32, u64, u64, u64)> =
             doc.timeline.iter().map(|s| (s.t, s.counts.reconnects, s.counts.resent, s.counts.audit_agreed)).collect();
-        crate::stats::faults::follow(&mut faults, &seconds);
+        crate::stats::faults::follow(&mut faults, &seconds, &out.rec.reconnections);
         doc.faults = faults;
     }
 }
@@ -330,7 +330,13 @@ fn document(plan: &DdpPlan, o: &VuOutput) -> DdpDoc {
                     .collect()
             }
         },
-        audit: plan.scenario.audits().then(|| crate::stats::audit::AuditSection::of(&rec.audit, o.interrupted)),
+        audit: plan.scenario.audits().then(|| {
+            let mut a = crate::stats::audit::AuditSection::of(&rec.audit, o.interrupted);
+            let (apart, at) = if plan.truth.is_empty() { (false, &plan.targets) } else { (true, &plan.truth) };
+            let urls = at.iter().map(|t| crate::redact::text(&t.url)).collect();
+            a.truth = Some(crate::stats::audit::TruthPath { urls, apart });
+            a
+        }),
         browser: o.browser.as_ref().map(|run| rec.browser.section(&protocol_methods(plan, rec), Some(run))),
         ..Default::default()
     }

@@ -170,6 +170,10 @@ impl super::Session for Conn {
         self.closed()
     }
 
+    fn gone_at(&self) -> Option<Instant> {
+        self.closed_at()
+    }
+
     fn close(self) -> Option<tokio::task::JoinHandle<()>> {
         Conn::close(self)
     }

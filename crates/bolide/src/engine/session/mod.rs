@@ -155,6 +155,11 @@ pub trait Session: Sized + 'static {
     /// Whether the session is gone, and why.
     fn gone(&self) -> Option<String>;
 
+    /// When the session closed, where the protocol keeps it.
+    fn gone_at(&self) -> Option<Instant> {
+        None
+    }
+
     /// Closes the session as a browser's page does; the task finishing the close, when one is
     /// left to await.
     fn close(self) -> Option<tokio::task::JoinHandle<()>>;
