@@ -102,12 +102,14 @@ impl Faults {
     }
 
     /// Runs `load` with the faults done at their times (from now), on `spawned` (the server
-    /// `plan` started; a restart replaces it). The load's result, and what was done.
+    /// `plan` started; a restart replaces it, and `follow` is told the new server's pid). The
+    /// load's result, and what was done.
     pub fn run<T>(
         &self,
         spawned: &mut Option<Spawned>,
         plan: Option<&SpawnPlan>,
         cancel: &tokio_util::sync::CancellationToken,
+        follow: &(dyn Fn(u32) + Sync),
         load: impl FnOnce() -> T,
     ) -> (T, Vec<FaultRecord>) {
         if self.list.is_empty() {
@@ -137,6 +139,11 @@ impl Faults {
                     drop(done);
                     let at_s = start.elapsed().as_secs_f64();
                     let (ok, what) = self.act(f, &server, plan, cancel, &over);
+                    if let Some(s) = server.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                        if f.kind == Kind::Restart && ok {
+                            follow(s.pid);
+                        }
+                    }
                     records.push(FaultRecord { fault: f.text.clone(), at_s, done: what, ok, ..FaultRecord::default() });
                 }
                 records

@@ -548,6 +548,22 @@ fn users_reconnect_and_converge_after_a_restart_a_stall_and_dropped_connections(
     assert_eq!(f, [("restart@1s", true), ("stall@2500ms:700ms", true), ("drop@4s:50%", true)], "{:?}", doc.faults);
     let (restart, drop) = (&doc.faults[0], &doc.faults[2]);
     assert!(restart.done.contains("started it again"), "{}", restart.done);
+    // The monitor followed the server to its new process, sampled to the run's end.
+    let server = doc.monitor.iter().find(|m| m.name == "server").expect("the spawned server is watched");
+    let new_pid: u32 = restart.done.split("(pid ").nth(2).and_then(|t| t.split(',').next()).unwrap().parse().unwrap();
+    assert_eq!(server.followed.iter().map(|f| f.1).collect::<Vec<_>>(), [new_pid], "{server:?}");
+    assert_eq!((server.pid, server.vanished_s), (new_pid, None), "{server:?}");
+    assert!(server.samples.iter().any(|s| s.0 > server.followed[0].0 + 1.0), "{server:?}");
+    assert!(o.out.contains("(restarted at "), "{}", o.out);
+    // The report's first screen: the audit's outcome, each fault, the server's card saying it
+    // followed the restart.
+    let facts = bolide::report::band::run_facts(&bolide::stats::doc::Doc::from(doc.clone()));
+    let fact = |label: &str| facts.iter().find(|f| f.label == label).unwrap_or_else(|| panic!("no {label} card"));
+    assert_eq!(fact("Audit").value, "PASSED");
+    assert!(fact("Audit").detail.starts_with("0 difference(s); "), "{:?}", fact("Audit"));
+    assert!(fact("Fault restart@1s").value.starts_with("done at 1.0 s"), "{:?}", fact("Fault restart@1s"));
+    assert!(fact("Fault restart@1s").detail.contains("users back in "), "{:?}", fact("Fault restart@1s"));
+    assert!(fact("Server CPU").detail.contains("server restarted at "), "{:?}", fact("Server CPU"));
     // Every user's session died with the server: each came back, and the audit agreed again.
     assert!(restart.reconnects >= 10, "{restart:?}");
     assert!(restart.converged_s.is_some(), "{restart:?}");

@@ -132,7 +132,9 @@ fn watched<T, E: std::fmt::Display>(
     if let Some(m) = &monti {
         m.begin();
     }
-    let (out, faults) = faults.run(&mut spawned, server.spawn.as_ref(), cancel, || load(&monitor));
+    let follower = monitor.follower();
+    let follow = |pid: u32| follower.follow("server", pid);
+    let (out, faults) = faults.run(&mut spawned, server.spawn.as_ref(), cancel, &follow, || load(&monitor));
     let (processes, own) = monitor.finish_all();
     let mut scrape = scraping.finish();
     for s in scrape.iter().filter(|s| s.t.is_empty()) {

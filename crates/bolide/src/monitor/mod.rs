@@ -199,6 +199,9 @@ pub struct Watched {
     /// that ended between two samples counted (it reappears in its reaper's cutime: that, less
     /// what was counted of the helper already).
     pub proportional: bool,
+    /// The processes it followed after the first (a server restarted by a fault): from when
+    /// (seconds since the start), which pid.
+    pub followed: Vec<(f64, u32)>,
     last: HashMap<u32, u64>,
     last_at: Option<Instant>,
 }
@@ -211,6 +214,7 @@ impl Watched {
             samples: Vec::new(),
             vanished_s: None,
             proportional: false,
+            followed: Vec::new(),
             last: HashMap::new(),
             last_at: None,
         }
@@ -280,6 +284,29 @@ pub struct Monitor {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     shared: std::sync::Arc<std::sync::Mutex<(Vec<Watched>, generator::Generator)>>,
     handle: std::thread::JoinHandle<()>,
+    start: Instant,
+}
+
+/// Points a watched name at a new process (a restarted server), from any thread.
+#[derive(Clone)]
+pub struct Follower {
+    shared: std::sync::Arc<std::sync::Mutex<(Vec<Watched>, generator::Generator)>>,
+    start: Instant,
+}
+
+impl Follower {
+    /// From now on, `name` is process `pid` and its descendants: sampled afresh (its first
+    /// sample a baseline), the time it changed kept in `followed`.
+    pub fn follow(&self, name: &str, pid: u32) {
+        let mut guard = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(w) = guard.0.iter_mut().find(|w| w.name == name) {
+            w.pid = pid;
+            w.vanished_s = None;
+            w.last.clear();
+            w.last_at = None;
+            w.followed.push((self.start.elapsed().as_secs_f64(), pid));
+        }
+    }
 }
 
 impl Monitor {
@@ -288,6 +315,7 @@ impl Monitor {
         let flag = std::sync::Arc::clone(&stop);
         let shared = std::sync::Arc::new(std::sync::Mutex::new((watched, generator::Generator::default())));
         let state = std::sync::Arc::clone(&shared);
+        let start = Instant::now();
         let handle = std::thread::spawn(move || {
             let sample_all = |start: Instant, now: Instant| {
                 let mut guard = state.lock().unwrap_or_else(|p| p.into_inner());
@@ -297,7 +325,6 @@ impl Monitor {
                     w.sample(start, now);
                 }
             };
-            let start = Instant::now();
             sample_all(start, start);
             let mut next = start + interval;
             while !flag.load(std::sync::atomic::Ordering::Relaxed) {
@@ -318,7 +345,12 @@ impl Monitor {
                 sample_all(start, now);
             }
         });
-        Monitor { scraped: ServerSeries::default(), stop, shared, handle }
+        Monitor { scraped: ServerSeries::default(), stop, shared, handle, start }
+    }
+
+    /// What points a watched name at a new process while this samples.
+    pub fn follower(&self) -> Follower {
+        Follower { shared: std::sync::Arc::clone(&self.shared), start: self.start }
     }
 
     /// What was sampled so far, as the result document will have it (for the live dashboard).
@@ -370,6 +402,10 @@ pub struct MonitorResult {
     pub vanished_s: Option<f64>,
     /// One sample per interval: seconds since the start, CPU% of one core, RSS bytes.
     pub samples: Vec<(f64, f64, u64)>,
+    /// The processes watched after the first (a server a fault restarted): from when (seconds
+    /// since the start), which pid; absent when there was one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub followed: Vec<(f64, u32)>,
 }
 
 impl From<&Watched> for MonitorResult {
@@ -384,6 +420,7 @@ impl From<&Watched> for MonitorResult {
             peak_rss_bytes,
             vanished_s: w.vanished_s,
             samples: w.samples.iter().map(|s| (s.t, s.cpu_pct, s.rss_bytes)).collect(),
+            followed: w.followed.clone(),
         }
     }
 }

@@ -126,8 +126,18 @@ fn process_facts(doc: &Doc, m: &crate::stats::doc::Measures) -> Vec<Fact> {
     };
     let peak_cpu: f64 = sampled.iter().map(|m| m.peak_cpu_pct).sum();
     let peak_ram: u64 = sampled.iter().map(|m| m.peak_rss_bytes).sum();
+    // Which part of the run the figures cover, where the process did not live through it.
+    let mut part = String::new();
+    for m in &sampled {
+        for (t, pid) in &m.followed {
+            part.push_str(&format!("; {} restarted at {t:.1} s (pid {pid}), followed", m.name));
+        }
+        if let Some(t) = m.vanished_s {
+            part.push_str(&format!("; {} gone after {t:.1} s: the figures cover its first {t:.1} s", m.name));
+        }
+    }
     vec![
-        Fact::new("Server CPU", meteor_cpu(cpu)).detail(format!("{who}; peak {}", meteor_cpu(peak_cpu))),
+        Fact::new("Server CPU", meteor_cpu(cpu)).detail(format!("{who}; peak {}{part}", meteor_cpu(peak_cpu))),
         Fact::new("Server RAM", meteor_bytes(ram)).detail(format!("peak {}", meteor_bytes(peak_ram as f64))),
     ]
 }

@@ -137,6 +137,9 @@ pub fn monitor_rows(monitor: &[crate::monitor::MonitorResult]) -> String {
             bytes(m.avg_rss_bytes),
             bytes(m.peak_rss_bytes as f64)
         );
+        for (t, pid) in &m.followed {
+            let _ = write!(out, "   (restarted at {t:.1} s: pid {pid})");
+        }
         if let Some(t) = m.vanished_s {
             let _ = write!(out, "   (gone after {t:.1} s)");
         }

@@ -42,6 +42,30 @@ impl super::Shown for DdpDoc {
         if let Some(r) = &d.summary.reactive {
             out.push(Fact::new("Reactive p99", lat(r.p99_us)).detail(format!("p50 {}", lat(r.p50_us))));
         }
+        if let Some(a) = &d.audit {
+            use crate::stats::audit::Outcome;
+            let detail = format!(
+                "{} difference(s); {} of {} checks agreed{}",
+                count(a.differences),
+                count(a.agreed),
+                count(a.checks),
+                if a.unstable > 0 { format!("; {} with an unstable truth", count(a.unstable)) } else { String::new() }
+            );
+            let tone = if a.outcome == Outcome::Passed { Tone::Good } else { Tone::Bad };
+            out.push(Fact::new("Audit", a.outcome.word().to_uppercase()).detail(detail).tone(tone));
+        }
+        for f in &d.faults {
+            let value = if f.ok { format!("done at {:.1} s", f.at_s) } else { format!("NOT DONE at {:.1} s", f.at_s) };
+            let back = f.back_s.map_or("no user reconnected".to_string(), |b| format!("users back in {b:.1} s"));
+            let converged = match (f.converged_s, &d.audit) {
+                (Some(c), _) => format!("; the audit agreed again in {c:.0} s"),
+                (None, Some(_)) => "; no audit check agreed after it".into(),
+                (None, None) => String::new(),
+            };
+            let detail = format!("{} reconnects; {back}{converged}", count(f.reconnects));
+            let fact = Fact::new(format!("Fault {}", crate::redact::printable(&f.fault)), value).detail(detail);
+            out.push(if f.ok { fact } else { fact.tone(Tone::Bad) });
+        }
     }
 
     fn live_facts(&self, out: &mut Vec<Fact>) {
