@@ -694,6 +694,53 @@ fn a_spawned_server_ends_when_bolide_is_killed_outright() {
 }
 
 #[test]
+fn meteors_server_slow_to_restart_has_every_user_back_and_no_step_failed() {
+    let _turn = one_at_a_time();
+    let dir = meteor_server_dir();
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    // A real app takes seconds to come back: this one's start waits 5 s, so the users' first
+    // tries are refused and Meteor's back-off (4.8 s, then 10.6 s) brings them back.
+    let spawn = format!("sleep 5 && cd '{}' && exec node server.js --port {port} --quiet", dir.display());
+    let ready = format!("{url}/");
+    // The example's walks, for 45 s: long enough for the back-off to bring every user back.
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = tmp.path().join("audit-45s.yml");
+    let text = std::fs::read_to_string(SCENARIO).unwrap();
+    assert!(text.contains("    - duration: 10\n"));
+    std::fs::write(&scenario, text.replace("    - duration: 10\n", "    - duration: 45\n")).unwrap();
+    let (o, doc) = run(&[
+        scenario.to_str().unwrap(),
+        "--target",
+        &url,
+        "--users",
+        "10",
+        "--spawn",
+        &spawn,
+        "--ready-url",
+        &ready,
+        "--fault",
+        "restart@3s",
+        "--threshold",
+        "error_rate==0",
+    ]);
+    let a = audit(&doc);
+    assert_eq!((o.code, a.outcome), (0, Outcome::Passed), "{}\n{}\n{a:?}", o.out, o.err);
+    let restart = &doc.faults[0];
+    assert!(restart.ok && restart.done.contains("started it again"), "{restart:?}");
+    assert!(restart.reconnects >= 10, "every user came back: {restart:?}");
+    assert!(restart.back_s.is_some_and(|s| s >= 5.0), "no user was back before the server: {restart:?}");
+    assert_eq!(doc.summary.step_errors, 0, "no step failed for the cut: {:?}", doc.summary.errors_by_class);
+    assert_eq!(doc.summary.users.failed, 0);
+    let reconnect = doc.steps.iter().find(|s| s.name == "reconnect").expect("a reconnect step");
+    assert_eq!((reconnect.count, reconnect.errors), (restart.reconnects, 0));
+    // The restarted server was sampled after it came back.
+    let server = doc.monitor.iter().find(|m| m.name == "server").unwrap();
+    assert_eq!((server.followed.len(), server.vanished_s), (1, None), "{server:?}");
+    assert!(server.samples.iter().any(|s| s.0 > server.followed[0].0 + 5.0), "{server:?}");
+}
+
+#[test]
 fn meteors_own_server_converges_after_a_restart_a_stall_and_dropped_connections() {
     let _turn = one_at_a_time();
     let dir = meteor_server_dir();

@@ -32,6 +32,9 @@ pub struct Shared {
     started: AtomicU64,
     /// Closed-phase users walking a flow that has checkpoints: whom the barrier waits for.
     walking: AtomicU64,
+    /// Users making their connection again (a fault closed it): the barrier waits for them
+    /// past its timeout, for as long as they try.
+    reconnecting: AtomicU64,
     barrier: Mutex<Barrier>,
     /// Wakes the users at the barrier when it moves.
     moved: tokio::sync::Notify,
@@ -44,6 +47,16 @@ struct Barrier {
     done: u64,
     /// Everyone alive arrived: the users of this generation are checking.
     open: bool,
+}
+
+/// A user reconnecting, for as long as it is held.
+pub struct Reconnecting<'a>(&'a Shared);
+
+impl Drop for Reconnecting<'_> {
+    fn drop(&mut self) {
+        self.0.reconnecting.fetch_sub(1, Ordering::SeqCst);
+        self.0.moved.notify_waiters();
+    }
 }
 
 /// A method call in flight, for as long as it is held.
@@ -87,6 +100,12 @@ impl Shared {
     /// when the guard is dropped.
     pub fn expected(&self) -> Walking<'_> {
         Walking(self)
+    }
+
+    /// Counts a user making its connection again, for as long as it is held.
+    pub fn reconnecting(&self) -> Reconnecting<'_> {
+        self.reconnecting.fetch_add(1, Ordering::SeqCst);
+        Reconnecting(self)
     }
 
     /// Counts a closed phase's user walking a flow with checkpoints, for as long as it is held:
@@ -134,7 +153,7 @@ impl Shared {
                     self.moved.notify_waiters();
                     return Ok(seat);
                 }
-                if Instant::now() >= deadline {
+                if Instant::now() >= deadline && self.reconnecting.load(Ordering::SeqCst) == 0 {
                     let came = b.arrived;
                     drop(b);
                     drop(seat);

@@ -595,7 +595,6 @@ async fn user<S: Session>(
         vars,
         subs: HashMap::new(),
         last_write: None,
-        reconnects: 0,
         step_began: Instant::now(),
         checked: false,
         last_failure: RefCell::new(None),
@@ -662,8 +661,6 @@ struct Vu<'w, S> {
     vars: Vars,
     /// Subscriptions by name (the latest of each name): id and params.
     subs: HashMap<String, (String, Vec<Value>)>,
-    /// Reconnections so far (`config.ddp.reconnect`).
-    reconnects: u32,
     /// When this user last sent a method call (the start of reactive latency).
     last_write: Option<Instant>,
     /// When the step now running began: a step that times out stays in its latency at this age.
@@ -679,8 +676,20 @@ struct Stop {
 /// How long a looping user waits after a failed iteration before the next.
 const FAILED_ITERATION_PAUSE: Duration = Duration::from_millis(250);
 
-/// Most reconnections per user.
-const MAX_RECONNECTS: u32 = 3;
+/// Meteor's client's wait before try `attempt` to connect again (packages/retry: `minCount` 2
+/// tries after 10 ms, then 1 s x 2.2^attempt, fuzzed by +-25%, at most 5 minutes): 10 ms, 10 ms,
+/// 4.8 s, 10.6 s, 23.4 s, ...
+pub fn retry_wait(attempt: u32) -> Duration {
+    if attempt < 2 {
+        return Duration::from_millis(10);
+    }
+    let base = 2.2f64.powi(attempt.min(20) as i32).min(300.0);
+    Duration::from_secs_f64(base * rand::rng().random_range(0.75..=1.25))
+}
+
+/// How often a thinking user of a run that reconnects looks at its connection: a connection
+/// that closed under it is made again at once, as Meteor's client does in the background.
+const THINK_LOOK: Duration = Duration::from_millis(250);
 
 /// A text with `{{ }}` rendered from the user's variables.
 fn text_of(s: &str, vars: &Vars) -> String {
@@ -783,6 +792,15 @@ impl<S: Session> Vu<'_, S> {
         if self.w.audit.is_some() {
             self.last_failure.replace(Some(format!("{}: {class}: {detail}", step.name)));
         }
+        if class == "closed" && self.will_resend(step) {
+            // Counted apart: the reconnection and the resend (`resent`) are the fault's.
+            return Stop { closed: true };
+        }
+        self.record_failure(step, class, detail)
+    }
+
+    /// Records a failed step as it is, resent or not.
+    fn record_failure(&self, step: &Step, class: &str, detail: &str) -> Stop {
         let mut r = self.rec();
         let i = r.index(&step.name);
         if class == "timeout" {
@@ -804,15 +822,17 @@ impl<S: Session> Vu<'_, S> {
                 | StepKind::Set(_)
                 | StepKind::Browser(_)
         );
-        S::RECONNECTS
-            && self.w.plan.scenario.config.ddp.reconnect
-            && uses_connection
-            && self.reconnects < MAX_RECONNECTS
+        S::RECONNECTS && self.w.plan.scenario.config.ddp.reconnect && uses_connection
+    }
+
+    /// Whether a step that failed on a closed connection will be made again after reconnecting
+    /// (then its cut is no failure: the step counts as what its second try gets).
+    fn will_resend(&self, step: &Step) -> bool {
+        self.may_reconnect(step) && !matches!(step.kind, StepKind::Call(Call { no_retry: true, .. }))
     }
 
     /// A new session, with the user's live subscriptions started again (as Meteor's client does).
     async fn reconnect(&mut self, within: Option<Duration>) -> Result<(), Stop> {
-        self.reconnects += 1;
         let closed_at = self.conn.as_ref().and_then(Session::gone_at).unwrap_or_else(Instant::now);
         // Within the step timeout (or `within`, a checkpoint's); a looping user gives up once its
         // phase is over (a second's tries at least), so that a server gone for good does not hold
@@ -823,19 +843,16 @@ impl<S: Session> Vu<'_, S> {
         }
         let step = Step { name: "reconnect".into(), kind: StepKind::Connect };
         let began = Instant::now();
-        // Meteor's retry schedule (packages/retry): 10 ms twice, then 1 s x 2.2^n, within the step
-        // timeout; only the last failure counts.
+        // Meteor's retry schedule (`retry_wait`), within the step timeout and the user's phase;
+        // only the last failure counts. Checkpoints wait for a user while it is at it.
+        let _reconnecting = self.w.audit.as_deref().map(super::audit::Shared::reconnecting);
         let mut attempt = 0u32;
         let conn = loop {
             let left = deadline.saturating_sub(began.elapsed());
             match Box::pin(S::open(self.session_target(), left)).await {
                 Ok((c, _)) => break c,
                 Err(f) => {
-                    let wait = if attempt < 2 {
-                        Duration::from_millis(10)
-                    } else {
-                        Duration::from_secs_f64(2.2f64.powi(attempt as i32 - 2))
-                    };
+                    let wait = retry_wait(attempt);
                     attempt += 1;
                     if began.elapsed() + wait >= deadline {
                         return Err(self.fail(&step, &f));
@@ -882,7 +899,7 @@ impl<S: Session> Vu<'_, S> {
     fn conn(&self, step: &Step) -> Result<&S, Stop> {
         self.conn.as_ref().ok_or_else(|| {
             // Nothing to reconnect: a flow without a connect step is the scenario's mistake.
-            let _ = self.fail_with(step, "closed", "no connection: a connect step must come first");
+            let _ = self.record_failure(step, "closed", "no connection: a connect step must come first");
             Stop { closed: false }
         })
     }
@@ -897,12 +914,29 @@ impl<S: Session> Vu<'_, S> {
                     self.w.close(old);
                 }
                 let deadline = self.timeout(None);
-                match Box::pin(S::open(self.session_target(), deadline)).await {
-                    Ok((c, handshake)) => {
-                        self.ok(step, handshake);
-                        self.conn = Some(c);
+                let began = Instant::now();
+                // With reconnection on, a refused connect is tried again on Meteor's schedule
+                // while the server is down, within the step timeout and the user's phase.
+                let retries = S::RECONNECTS && self.w.plan.scenario.config.ddp.reconnect;
+                let mut attempt = 0u32;
+                loop {
+                    let left = deadline.saturating_sub(began.elapsed());
+                    match Box::pin(S::open(self.session_target(), left)).await {
+                        Ok((c, handshake)) => {
+                            self.ok(step, handshake);
+                            self.conn = Some(c);
+                            break;
+                        }
+                        Err(f) => {
+                            let wait = retry_wait(attempt);
+                            attempt += 1;
+                            let phase_over = self.until.is_some_and(|u| Instant::now() + wait >= u);
+                            if !retries || f.class() != "connect" || began.elapsed() + wait >= deadline || phase_over {
+                                return Err(self.fail(step, &f));
+                            }
+                            tokio::time::sleep(wait).await;
+                        }
                     }
-                    Err(f) => return Err(self.fail(step, &f)),
                 }
             }
             StepKind::Disconnect => {
@@ -920,7 +954,22 @@ impl<S: Session> Vu<'_, S> {
                         Duration::from_secs_f64(rand::rng().random_range(lo..=hi))
                     }
                 };
-                tokio::time::sleep(d).await;
+                if !(S::RECONNECTS && self.w.plan.scenario.config.ddp.reconnect) {
+                    tokio::time::sleep(d).await;
+                } else {
+                    // A connection that closes while the user thinks is made again at once.
+                    let end = Instant::now() + d;
+                    loop {
+                        if self.conn.as_ref().and_then(Session::gone).is_some() {
+                            self.reconnect(None).await?;
+                        }
+                        let now = Instant::now();
+                        if now >= end {
+                            break;
+                        }
+                        tokio::time::sleep((end - now).min(THINK_LOOK)).await;
+                    }
+                }
             }
             StepKind::Set(values) => {
                 for (name, v) in values {
@@ -1270,7 +1319,7 @@ impl<S: Session> Vu<'_, S> {
                 true => Some(shared.gather(began + a.timeout).await),
                 false => None,
             };
-            let opened = Instant::now();
+            let mut opened = Instant::now();
             let generation = match &gathered {
                 Some(Ok(seat)) => Some(seat.generation()),
                 _ => None,
@@ -1278,8 +1327,14 @@ impl<S: Session> Vu<'_, S> {
             let check = match &gathered {
                 Some(Err(why)) => Check::Incomplete(why.clone()),
                 _ => loop {
-                    if let Err(why) = self.renew(opened + a.timeout).await {
+                    // A user whose connection closed is made whole first, however long its
+                    // reconnection takes; its check then has its own timeout.
+                    let renewed = self.conn.as_ref().and_then(Session::gone).is_some();
+                    if let Err(why) = self.renew().await {
                         break Check::Incomplete(why);
+                    }
+                    if renewed {
+                        opened = Instant::now();
                     }
                     let check = self.compare(a, shared, opened, generation).await;
                     // A connection that a fault closed during the check: again, on a new one.
@@ -1391,15 +1446,11 @@ impl<S: Session> Vu<'_, S> {
 
     /// A connection a fault closed is made again before a check, as the user's next step would
     /// (when the run reconnects); Err says why it could not be.
-    async fn renew(&mut self, deadline: Instant) -> Result<(), String> {
+    async fn renew(&mut self) -> Result<(), String> {
         let gone = self.conn.as_ref().and_then(Session::gone);
         let Some(why) = gone.filter(|_| self.w.plan.scenario.config.ddp.reconnect) else { return Ok(()) };
-        if self.reconnects >= MAX_RECONNECTS {
-            return Err(format!("the user's connection closed ({why}) after {MAX_RECONNECTS} reconnections"));
-        }
-        let within = deadline.saturating_duration_since(Instant::now());
-        self.reconnect(Some(within)).await.map_err(|_| {
-            format!("the user's connection closed ({why}) and could not be made again within the checkpoint's timeout")
+        self.reconnect(None).await.map_err(|_| {
+            format!("the user's connection closed ({why}) and could not be made again within the step timeout or the user's phase")
         })
     }
 
