@@ -1052,6 +1052,15 @@ pub struct ServeArgs {
     #[arg(long)]
     pub ws_echo: bool,
 
+    /// Reproduce a server bug, for showing that the audit catches it (off by default): the second
+    /// of two changes to a document never sent (lost-changed), a `removed` never sent
+    /// (lost-removed), `ready` before the initial documents (ready-early), `ready` twice
+    /// (ready-twice), a resumed session sent old values (stale-after-reconnect), a removed document
+    /// sent again (limit-reappear), a document of no publication of the user's (leak), `added`
+    /// twice (dup-added). Never measure a server started with it
+    #[arg(long, value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(refserver::Bug::ALL.map(refserver::Bug::name)))]
+    pub inject_bug: Option<String>,
+
     /// Runtime threads [default: the number of cores].
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,

@@ -85,6 +85,7 @@ pub fn serve(args: &ServeArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
         max_session_documents: args.max_session_documents,
         max_pending_bytes: args.max_pending_bytes,
         ws_echo: args.ws_echo,
+        bug: args.inject_bug.as_deref().and_then(refserver::Bug::named),
         payload_bytes: args.payload_bytes,
         payload_docs: args.payload_docs,
         ..refserver::DdpConfig::default()
@@ -135,6 +136,12 @@ pub fn serve(args: &ServeArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
     let named = clap::ValueEnum::to_possible_value(&args.reactivity).map(|v| v.get_name().to_string());
     let _ = writeln!(io.out, "  reactivity:  {}, compression {compression}", named.unwrap_or_default());
     let _ = writeln!(io.out, "  HTTP:        /ok  /bytes/N  /delay/MS  /status/CODE  /stats");
+    if let Some(bug) = &args.inject_bug {
+        let _ = writeln!(
+            io.out,
+            "  BUG:         {bug} injected (--inject-bug): a faulty server, for audits; never measure it"
+        );
+    }
     if !peers.is_empty() {
         let shown: Vec<String> = peers.iter().map(|p| p.to_string()).collect();
         let _ = writeln!(

@@ -34,10 +34,12 @@ use tokio::sync::watch;
 
 pub mod accounts;
 pub mod balance;
+pub mod bugs;
 pub mod mergebox;
 pub mod session;
 pub mod tasks;
 
+pub use bugs::Bug;
 pub use session::{App, DdpConfig};
 pub use tasks::Reactivity;
 

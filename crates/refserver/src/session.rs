@@ -66,6 +66,8 @@ pub struct DdpConfig {
     /// Serve `/echo`: a WebSocket that sends every message back, through the same framing,
     /// compression, ping and close handling as the DDP routes; for WebSocket conformance suites.
     pub ws_echo: bool,
+    /// A server bug to reproduce (`bolide serve --inject-bug`); none unless asked.
+    pub bug: Option<crate::bugs::Bug>,
 }
 
 impl Default for DdpConfig {
@@ -88,6 +90,7 @@ impl Default for DdpConfig {
             payload_bytes: 200_000,
             payload_docs: 100,
             ws_echo: false,
+            bug: None,
         }
     }
 }
@@ -108,6 +111,8 @@ pub struct App {
     pub messages_out: AtomicU64,
     /// The `payload` publication's documents, made once: (id, fields).
     pub payload: Vec<(String, Fields)>,
+    /// With a bug injected: every document's fields as first sent by any session.
+    pub first_seen: Mutex<HashMap<String, Fields>>,
 }
 
 impl App {
@@ -126,6 +131,7 @@ impl App {
             messages_in: AtomicU64::new(0),
             messages_out: AtomicU64::new(0),
             payload: payload_docs(config.payload_bytes, config.payload_docs),
+            first_seen: Mutex::new(HashMap::new()),
             config,
         })
     }
@@ -246,6 +252,8 @@ struct SessionState {
     /// shares: identical cursors are observed once per session, so a session holding many
     /// subscriptions costs each write one callback, not one per subscription.
     tasks_view: Option<u64>,
+    /// What an injected bug remembers of this session.
+    bug: crate::bugs::BugState,
 }
 
 impl Session {
@@ -264,6 +272,9 @@ impl Session {
         {
             let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
             f(&mut st.merge, &mut out);
+            if let Some(bug) = self.app.config.bug {
+                out = crate::bugs::apply(bug, &mut st.bug, &self.app.first_seen, out);
+            }
             if st.merge.copies() > self.app.config.max_session_documents {
                 // The client would hold more than a session may: shed it.
                 self.out.cut();
@@ -418,7 +429,7 @@ pub async fn serve(
                                 app.messages_in.fetch_add(1, Ordering::Relaxed);
                                 let parsed = Message::parse(&t);
                                 match (&session, parsed) {
-                                    (None, Ok(Message::Connect { version, support, .. })) => {
+                                    (None, Ok(Message::Connect { version, support, session: resumed })) => {
                                         match negotiate(&version, &support) {
                                             Ok(v) => {
                                                 let s = Arc::new(Session {
@@ -426,7 +437,10 @@ pub async fn serve(
                                                     version: v,
                                                     app: Arc::clone(&app),
                                                     out: out_tx.clone(),
-                                                    state: Mutex::new(SessionState::default()),
+                                                    state: Mutex::new(SessionState {
+                                                        bug: crate::bugs::BugState::new(resumed.is_some()),
+                                                        ..SessionState::default()
+                                                    }),
                                                 });
                                                 app.sessions_started.fetch_add(1, Ordering::Relaxed);
                                                 s.send(&Message::Connected { session: s.id.clone() });
@@ -740,14 +754,39 @@ fn subscribe(session: &Arc<Session>, id: String, name: &str) {
             }
         });
     }
+    let bug = session.app.config.bug;
+    if first_view && bug == Some(crate::bugs::Bug::ReadyEarly) {
+        // The bug: `ready` at once, the initial documents a second later.
+        session.app.subscriptions_ready.fetch_add(1, Ordering::Relaxed);
+        session.send(&Message::Ready { subs: vec![id] });
+        let late = Arc::clone(session);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if !late.out.tx.is_closed() {
+                observe_tasks(&late);
+            }
+        });
+        return;
+    }
     if first_view {
         // The initial documents go out (as `added`) before `ready`.
-        let subscriber: Arc<dyn Subscriber> = Arc::clone(session) as Arc<dyn Subscriber>;
-        let key = session.app.tasks.observe(subscriber, TASKS_VIEW);
-        session.state.lock().unwrap_or_else(|p| p.into_inner()).tasks_view = Some(key);
+        observe_tasks(session);
+    }
+    if bug == Some(crate::bugs::Bug::Leak) && name == "fetchTasks" {
+        session.send(&crate::bugs::leaked(tasks::COLLECTION, &session.id));
     }
     session.app.subscriptions_ready.fetch_add(1, Ordering::Relaxed);
-    session.send(&Message::Ready { subs: vec![id] });
+    session.send(&Message::Ready { subs: vec![id.clone()] });
+    if bug == Some(crate::bugs::Bug::ReadyTwice) {
+        session.send(&Message::Ready { subs: vec![id] });
+    }
+}
+
+/// The session's shared `fetchTasks` observer, started: the documents it holds go out as `added`.
+fn observe_tasks(session: &Arc<Session>) {
+    let subscriber: Arc<dyn Subscriber> = Arc::clone(session) as Arc<dyn Subscriber>;
+    let key = session.app.tasks.observe(subscriber, TASKS_VIEW);
+    session.state.lock().unwrap_or_else(|p| p.into_inner()).tasks_view = Some(key);
 }
 
 /// The publication (and collection) of fixed-size documents for subscription churn.

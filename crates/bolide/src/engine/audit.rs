@@ -441,7 +441,7 @@ async fn read_once<S: Session>(
 ) -> Result<Snapshot, (String, bool)> {
     let left = || deadline.saturating_duration_since(Instant::now());
     let cut = |f: &S::Failure| matches!(f.class(), "connect" | "closed");
-    let to = Target { plan: &local.plan, tls: local.tls.as_ref(), traffic: &local.traffic, ..ask.target };
+    let to = Target { plan: &local.plan, tls: local.tls.as_ref(), traffic: &local.traffic, resume: None, ..ask.target };
     let (conn, _) = S::open(to, left()).await.map_err(|f| (format!("{}: {}", f.class(), f.detail()), cut(&f)))?;
     let result = async {
         if let Some(token) = ask.token {

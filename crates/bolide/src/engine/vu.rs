@@ -756,6 +756,7 @@ impl<S: Session> Vu<'_, S> {
             tls: self.w.tls.as_ref(),
             traffic: &self.w.traffic,
             vars: Some(&self.vars),
+            resume: None,
         }
     }
     fn steps<'a>(&'a mut self, steps: &'a [Step]) -> Pin<Box<dyn Future<Output = Result<(), Stop>> + 'a>> {
@@ -834,6 +835,7 @@ impl<S: Session> Vu<'_, S> {
     /// A new session, with the user's live subscriptions started again (as Meteor's client does).
     async fn reconnect(&mut self, within: Option<Duration>) -> Result<(), Stop> {
         let closed_at = self.conn.as_ref().and_then(Session::gone_at).unwrap_or_else(Instant::now);
+        let previous = self.conn.as_ref().and_then(Session::session_id);
         // Within the step timeout (or `within`, a checkpoint's); a looping user gives up once its
         // phase is over (a second's tries at least), so that a server gone for good does not hold
         // the run's end.
@@ -849,7 +851,8 @@ impl<S: Session> Vu<'_, S> {
         let mut attempt = 0u32;
         let conn = loop {
             let left = deadline.saturating_sub(began.elapsed());
-            match Box::pin(S::open(self.session_target(), left)).await {
+            let to = Target { resume: previous.as_deref(), ..self.session_target() };
+            match Box::pin(S::open(to, left)).await {
                 Ok((c, _)) => break c,
                 Err(f) => {
                     let wait = retry_wait(attempt);

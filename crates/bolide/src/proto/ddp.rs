@@ -115,6 +115,8 @@ pub struct ClientConfig {
     pub max_message_bytes: usize,
     /// `--fault drop`: the switch that drops a share of the connections.
     pub drops: Option<std::sync::Arc<Drops>>,
+    /// The previous session's id, sent in `connect` (Meteor's client resuming after a reconnect).
+    pub resume: Option<String>,
 }
 
 impl Default for ClientConfig {
@@ -128,6 +130,7 @@ impl Default for ClientConfig {
             heartbeat_timeout: Duration::from_secs(15),
             max_message_bytes: 64 << 20,
             drops: None,
+            resume: None,
         }
     }
 }
@@ -757,8 +760,11 @@ async fn handshake(
 ) -> Result<Result<Conn, String>, DdpFailure> {
     let Socket { mut stream, leftover, deflate } = websocket(ep, cfg, tls).await?;
     let mut framer = Framer::new(leftover, cfg, deflate);
-    let connect =
-        Message::Connect { session: None, version: version.to_string(), support: SUPPORTED.map(String::from).to_vec() };
+    let connect = Message::Connect {
+        session: cfg.resume.clone(),
+        version: version.to_string(),
+        support: SUPPORTED.map(String::from).to_vec(),
+    };
     let mut wire = Vec::new();
     frame(&mut wire, &connect.to_json(), cfg.transport, deflate.map(|d| d.own_max_window_bits));
     stream.write_all(&wire).await.map_err(|e| DdpFailure::Closed(format!("sending connect: {e}")))?;
@@ -1177,6 +1183,9 @@ fn handle(text: &str, shared: &Shared, cfg: &ClientConfig, traffic: &RefCell<Tra
         Message::Ready { subs } => {
             for id in subs {
                 if let Some(s) = st.subs.get_mut(&id) {
+                    if s.ready_at.is_some() {
+                        violation(traffic, VIOLATION_READY_TWICE);
+                    }
                     s.ready_at = Some(now);
                 }
             }
@@ -1191,10 +1200,14 @@ fn handle(text: &str, shared: &Shared, cfg: &ClientConfig, traffic: &RefCell<Tra
             if cfg.cache {
                 let (collection, id) = (st.collection_name(&collection), Rc::<str>::from(id));
                 st.log_change(&collection, &id);
-                st.collections
+                let held = st
+                    .collections
                     .entry(collection)
                     .or_default()
                     .insert(id, Doc { fields, added_at: now, changed_at: now });
+                if held.is_some() {
+                    violation(traffic, VIOLATION_ADDED_PRESENT);
+                }
             }
         }
         Message::Changed { collection, id, fields, cleared } => {
@@ -1202,8 +1215,14 @@ fn handle(text: &str, shared: &Shared, cfg: &ClientConfig, traffic: &RefCell<Tra
             if !cfg.cache {
                 return;
             }
-            let Some((name, docs)) = st.collections.get_key_value_mut_by(&collection) else { return };
-            let Some((key, doc)) = docs.get_key_value_mut_by(&id) else { return };
+            let Some((name, docs)) = st.collections.get_key_value_mut_by(&collection) else {
+                violation(traffic, VIOLATION_CHANGED_ABSENT);
+                return;
+            };
+            let Some((key, doc)) = docs.get_key_value_mut_by(&id) else {
+                violation(traffic, VIOLATION_CHANGED_ABSENT);
+                return;
+            };
             for (k, v) in fields {
                 doc.fields.insert(k, v);
             }
@@ -1214,8 +1233,14 @@ fn handle(text: &str, shared: &Shared, cfg: &ClientConfig, traffic: &RefCell<Tra
             st.log_change(&name, &key);
         }
         Message::Removed { collection, id } if cfg.cache => {
-            let Some((name, docs)) = st.collections.get_key_value_mut_by(&collection) else { return };
-            let Some((key, gone)) = docs.remove_entry(id.as_str()) else { return };
+            let Some((name, docs)) = st.collections.get_key_value_mut_by(&collection) else {
+                violation(traffic, VIOLATION_REMOVED_ABSENT);
+                return;
+            };
+            let Some((key, gone)) = docs.remove_entry(id.as_str()) else {
+                violation(traffic, VIOLATION_REMOVED_ABSENT);
+                return;
+            };
             st.log_change(&name, &key);
             if st.removed.len() == REMOVED_KEPT {
                 st.removed.pop_front();
@@ -1225,6 +1250,20 @@ fn handle(text: &str, shared: &Shared, cfg: &ClientConfig, traffic: &RefCell<Tra
         Message::Error { .. } => traffic.borrow_mut().protocol_errors += 1,
         _ => {}
     }
+}
+
+/// The protocol violations Meteor's client throws on (livedata's `_process_added`, `_process_changed`,
+/// `_process_removed`) and a second `ready` for one subscription, counted as the document's
+/// events under these names.
+pub const VIOLATION_ADDED_PRESENT: &str = "ddp.violation.added_for_a_present_id";
+pub const VIOLATION_CHANGED_ABSENT: &str = "ddp.violation.changed_for_an_absent_id";
+pub const VIOLATION_REMOVED_ABSENT: &str = "ddp.violation.removed_for_an_absent_id";
+pub const VIOLATION_READY_TWICE: &str = "ddp.violation.ready_twice";
+/// The events' common prefix.
+pub const VIOLATION: &str = "ddp.violation.";
+
+fn violation(traffic: &RefCell<Traffic>, name: &'static str) {
+    *traffic.borrow_mut().events.entry(name).or_default() += 1;
 }
 
 /// Fan-out latency: from the write (the document's timestamp field) until this subscriber got it.
@@ -1422,6 +1461,11 @@ impl Conn {
                 (name.to_string(), docs)
             })
             .collect()
+    }
+
+    /// The session's id, from the server's `connected`.
+    pub fn session_id(&self) -> Option<String> {
+        self.shared.state.borrow().session.clone()
     }
 
     /// Whether the connection is gone, and why.

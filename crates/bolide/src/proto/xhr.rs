@@ -185,7 +185,7 @@ pub async fn connect(
         super::ddp::sockjs_info(ep, tls, false).await?;
         let base = base(ep);
         let connect = ddp::message::Message::Connect {
-            session: None,
+            session: cfg.resume.clone(),
             version: super::ddp::SUPPORTED[0].to_string(),
             support: super::ddp::SUPPORTED.map(String::from).to_vec(),
         };

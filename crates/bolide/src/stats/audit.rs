@@ -352,6 +352,7 @@ impl Outcome {
 
 const NOTHING_CHECKED: &str = "no checkpoint was reached";
 const NOT_MADE: &str = "check(s) could not be made";
+const VIOLATIONS: &str = "protocol violation(s) Meteor's client would throw on (summary.events: ddp.violation.*)";
 /// The reason an unstable check gives, and the outcome's line counting them.
 pub const TRUTH_CHANGED: &str = "the truth changed between reads with no write";
 const UNSTABLE: &str = "check(s) found the truth changed between two reads with no write between them";
@@ -377,6 +378,11 @@ pub struct AuditSection {
     pub unreached: u64,
     /// Differences found, all of them.
     pub differences: u64,
+    /// Messages the users' connections got that Meteor's client throws on (`added` for a
+    /// document held, `changed` or `removed` for one not held) or a second `ready`: each a
+    /// server (or path) bug, failing the audit; by kind in the document's `summary.events`.
+    #[serde(default)]
+    pub violations: u64,
     /// Truth reads made over connections of the audit's own.
     pub truth_reads: u64,
     /// Where the truth was read: the URLs, and whether around the users' path
@@ -426,7 +432,11 @@ impl AuditSection {
     pub fn judge(&mut self) {
         // The reasons this works out are made again from the counts.
         self.why.retain(|w| w != NOTHING_CHECKED && !w.contains(NOT_MADE) && !w.contains(UNSTABLE));
-        self.outcome = if self.failed > 0 {
+        self.why.retain(|w| !w.contains(VIOLATIONS));
+        if self.violations > 0 {
+            self.why.push(format!("{} {VIOLATIONS}", self.violations));
+        }
+        self.outcome = if self.failed > 0 || self.violations > 0 {
             Outcome::Failed
         } else if self.incomplete > 0 || self.unreached > 0 || self.checks == 0 || !self.why.is_empty() {
             Outcome::Incomplete
@@ -458,6 +468,7 @@ impl AuditSection {
         self.failed += o.failed;
         self.incomplete += o.incomplete;
         self.unstable += o.unstable;
+        self.violations += o.violations;
         self.unreached += o.unreached;
         if self.truth.is_none() {
             self.truth.clone_from(&o.truth);
@@ -490,9 +501,20 @@ impl AuditSection {
             Outcome::Passed => {
                 format!("passed: {} checks of {} users at {checkpoints} agreed with the truth", self.checks, self.users)
             }
+            Outcome::Failed if self.failed == 0 => format!(
+                "FAILED: {} protocol violation(s); {} of {} checks agreed with the truth",
+                self.violations, self.agreed, self.checks
+            ),
             Outcome::Failed => format!(
-                "FAILED: {} of {} checks differed from the truth ({} differences)",
-                self.failed, self.checks, self.differences
+                "FAILED: {} of {} checks differed from the truth ({} differences{})",
+                self.failed,
+                self.checks,
+                self.differences,
+                if self.violations > 0 {
+                    format!(", {} protocol violation(s)", self.violations)
+                } else {
+                    String::new()
+                }
             ),
             Outcome::Incomplete => format!(
                 "INCOMPLETE: {} of {} checks agreed; {}",

@@ -335,6 +335,9 @@ fn document(plan: &DdpPlan, o: &VuOutput) -> DdpDoc {
             let (apart, at) = if plan.truth.is_empty() { (false, &plan.targets) } else { (true, &plan.truth) };
             let urls = at.iter().map(|t| crate::redact::text(&t.url)).collect();
             a.truth = Some(crate::stats::audit::TruthPath { urls, apart });
+            let violation = |k: &&str| k.starts_with(crate::proto::ddp::VIOLATION);
+            a.violations = o.traffic.events.iter().filter(|(k, _)| violation(k)).map(|(_, n)| n).sum();
+            a.judge();
             a
         }),
         browser: o.browser.as_ref().map(|run| rec.browser.section(&protocol_methods(plan, rec), Some(run))),

@@ -30,6 +30,15 @@ impl super::Session for Conn {
     async fn open(to: Target<'_>, timeout: Duration) -> Result<(Conn, Duration), DdpFailure> {
         let endpoint = &to.plan.targets[to.target].endpoint;
         let (cfg, traffic) = (&to.plan.client, std::rc::Rc::clone(to.traffic));
+        // A reconnection names the session it resumes, as Meteor's client does.
+        let resumed;
+        let cfg = match to.resume {
+            Some(id) => {
+                resumed = client::ClientConfig { resume: Some(id.to_string()), ..cfg.clone() };
+                &resumed
+            }
+            None => cfg,
+        };
         let conn = match cfg.transport {
             client::Transport::XhrPolling | client::Transport::XhrStreaming => {
                 crate::proto::xhr::connect(endpoint, cfg, to.tls, traffic, timeout).await?
@@ -172,6 +181,10 @@ impl super::Session for Conn {
 
     fn gone_at(&self) -> Option<Instant> {
         self.closed_at()
+    }
+
+    fn session_id(&self) -> Option<String> {
+        Conn::session_id(self)
     }
 
     fn close(self) -> Option<tokio::task::JoinHandle<()>> {

@@ -85,6 +85,8 @@ pub struct Target<'a> {
     pub tls: Option<&'a Connector>,
     pub traffic: &'a Rc<RefCell<Traffic>>,
     pub vars: Option<&'a crate::scenario::template::Vars>,
+    /// The previous session's id, for a session that resumes it (a reconnection).
+    pub resume: Option<&'a str>,
 }
 
 /// One user's session with its server.
@@ -157,6 +159,11 @@ pub trait Session: Sized + 'static {
 
     /// When the session closed, where the protocol keeps it.
     fn gone_at(&self) -> Option<Instant> {
+        None
+    }
+
+    /// The server's id of the session, where the protocol has one (DDP's `connected`).
+    fn session_id(&self) -> Option<String> {
         None
     }
 
