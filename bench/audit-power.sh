@@ -10,7 +10,7 @@
 # Usage: bench/audit-power.sh             (REPS=3: 8 bugs x 2 transports x 3 + 48 honest runs,
 #                                          about 6 s each: under 12 minutes on 2 cores)
 # BOLIDE=path/to/bolide uses that binary; otherwise the release build here is made and used.
-# Traffic goes to 127.0.0.1 only; every run is bounded by the scenario's 4 s phase and its walks.
+# Traffic goes to 127.0.0.1 only; every run is bounded by the scenario's 3 s phase and its walks.
 set -euo pipefail
 
 REPS=${REPS:-3}

@@ -116,6 +116,7 @@ impl Faults {
             return (load(), Vec::new());
         }
         let start = Instant::now();
+        let clock = Some(std::time::SystemTime::now());
         let over = Over::default();
         let server = Mutex::new(spawned.take());
         let mut list = self.list.clone();
@@ -144,7 +145,14 @@ impl Faults {
                             follow(s.pid);
                         }
                     }
-                    records.push(FaultRecord { fault: f.text.clone(), at_s, done: what, ok, ..FaultRecord::default() });
+                    records.push(FaultRecord {
+                        fault: f.text.clone(),
+                        at_s,
+                        done: what,
+                        ok,
+                        clock,
+                        ..FaultRecord::default()
+                    });
                 }
                 records
             });

@@ -22,6 +22,10 @@ use crate::stats::audit::{compare, Check, Snapshot, KEPT_DIFFERENCES, TRUTH_CHAN
 /// number alive without a word).
 const LOOK_AGAIN: Duration = Duration::from_millis(20);
 
+/// How long past its timeout a barrier waits for users that are reconnecting (Meteor's back-off
+/// reaches 23 s at its fifth try; a server back within two minutes has every user back).
+const RECONNECT_GRACE: Duration = Duration::from_secs(120);
+
 /// What every user of a run shares for the audit, across the worker threads.
 #[derive(Default)]
 pub struct Shared {
@@ -153,7 +157,10 @@ impl Shared {
                     self.moved.notify_waiters();
                     return Ok(seat);
                 }
-                if Instant::now() >= deadline && self.reconnecting.load(Ordering::SeqCst) == 0 {
+                let now = Instant::now();
+                let waiting_for_reconnects =
+                    self.reconnecting.load(Ordering::SeqCst) > 0 && now < deadline + RECONNECT_GRACE;
+                if now >= deadline && !waiting_for_reconnects {
                     let came = b.arrived;
                     drop(b);
                     drop(seat);
@@ -256,8 +263,8 @@ pub struct Local {
     last: RefCell<Option<Truth>>,
     /// Where the truth is read: the run's plan with the truth's targets in place of the users'
     /// where `--audit-truth` gives them, its connections deaf to `--fault drop` (a fault of the
-    /// users' connections, not the audit's).
-    plan: DdpPlan,
+    /// users' connections, not the audit's). None in a run without an audit.
+    plan: Option<Box<DdpPlan>>,
     tls: Option<crate::proto::http::tls::Connector>,
 }
 
@@ -271,13 +278,16 @@ struct Truth {
 
 impl Local {
     pub fn new(run: &DdpPlan) -> Local {
-        let mut plan = run.clone();
-        plan.client.drops = None;
-        if !plan.truth.is_empty() {
-            plan.targets = std::mem::take(&mut plan.truth);
-        }
-        let tls =
-            plan.targets.iter().any(|t| t.endpoint.tls).then(|| crate::proto::http::tls::Connector::new(plan.insecure));
+        let plan = run.scenario.audits().then(|| {
+            let mut plan = Box::new(run.clone());
+            plan.client.drops = None;
+            if !plan.truth.is_empty() {
+                plan.targets = std::mem::take(&mut plan.truth);
+            }
+            plan
+        });
+        let tls = plan.as_ref().filter(|p| p.targets.iter().any(|t| t.endpoint.tls));
+        let tls = tls.map(|p| crate::proto::http::tls::Connector::new(p.insecure));
         Local {
             traffic: Rc::new(RefCell::new(Traffic::default())),
             reads: Cell::new(0),
@@ -351,6 +361,9 @@ pub async fn check<S: Session>(ask: Ask<'_, S>, shared: &Shared, local: &Local, 
             Ok(t) => t,
             Err(why) => return Check::Incomplete(format!("the truth could not be read: {why}")),
         };
+        if let Some(why) = ask.conn.gone() {
+            return Check::Incomplete(format!("the user's connection closed: {why}"));
+        }
         if shared.started() != epoch || shared.in_flight() > 0 || ask.conn.last_data() != heard {
             waiting = "quiescence never came (writes went on while the truth was read)".into();
             continue;
@@ -441,7 +454,8 @@ async fn read_once<S: Session>(
 ) -> Result<Snapshot, (String, bool)> {
     let left = || deadline.saturating_duration_since(Instant::now());
     let cut = |f: &S::Failure| matches!(f.class(), "connect" | "closed");
-    let to = Target { plan: &local.plan, tls: local.tls.as_ref(), traffic: &local.traffic, resume: None, ..ask.target };
+    let plan = local.plan.as_deref().unwrap_or(ask.target.plan);
+    let to = Target { plan, tls: local.tls.as_ref(), traffic: &local.traffic, resume: None, ..ask.target };
     let (conn, _) = S::open(to, left()).await.map_err(|f| (format!("{}: {}", f.class(), f.detail()), cut(&f)))?;
     let result = async {
         if let Some(token) = ask.token {

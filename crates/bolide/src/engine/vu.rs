@@ -596,6 +596,7 @@ async fn user<S: Session>(
         subs: HashMap::new(),
         last_write: None,
         step_began: Instant::now(),
+        resending: false,
         checked: false,
         last_failure: RefCell::new(None),
     };
@@ -665,6 +666,8 @@ struct Vu<'w, S> {
     last_write: Option<Instant>,
     /// When the step now running began: a step that times out stays in its latency at this age.
     step_began: Instant,
+    /// A step is being sent again after a reconnection: a second cut is its failure.
+    resending: bool,
 }
 
 /// A failed step: already recorded; the user stops (or reconnects, when the class is "closed"
@@ -776,7 +779,10 @@ impl<S: Session> Vu<'_, S> {
                             self.rec().second.resent += 1;
                         }
                         self.step_began = Instant::now();
-                        self.step(s).await?;
+                        self.resending = true;
+                        let again = self.step(s).await;
+                        self.resending = false;
+                        again?;
                     }
                     Err(stop) => return Err(stop),
                 }
@@ -793,7 +799,7 @@ impl<S: Session> Vu<'_, S> {
         if self.w.audit.is_some() {
             self.last_failure.replace(Some(format!("{}: {class}: {detail}", step.name)));
         }
-        if class == "closed" && self.will_resend(step) {
+        if class == "closed" && !self.resending && self.will_resend(step) {
             // Counted apart: the reconnection and the resend (`resent`) are the fault's.
             return Stop { closed: true };
         }
@@ -821,6 +827,7 @@ impl<S: Session> Vu<'_, S> {
                 | StepKind::Http(_)
                 | StepKind::Loop(_)
                 | StepKind::Set(_)
+                | StepKind::Think(_)
                 | StepKind::Browser(_)
         );
         S::RECONNECTS && self.w.plan.scenario.config.ddp.reconnect && uses_connection
@@ -869,12 +876,17 @@ impl<S: Session> Vu<'_, S> {
         if let Some(token) = self.vars.get("loginToken").cloned() {
             let login = serde_json::json!({ "resume": token });
             let _write = self.w.audit.as_deref().map(super::audit::Shared::write);
-            conn.call("login", vec![login], deadline).await.map_err(|f| self.fail(&step, &f))?;
+            conn.call("login", vec![login], deadline.saturating_sub(began.elapsed()))
+                .await
+                .map_err(|f| self.fail(&step, &f))?;
         }
         let subs: Vec<(String, Vec<Value>)> =
             self.subs.iter().map(|(name, (_, params))| (name.clone(), params.clone())).collect();
         for (name, params) in subs {
-            let (id, _) = conn.subscribe(&name, params.clone(), deadline).await.map_err(|f| self.fail(&step, &f))?;
+            let (id, _) = conn
+                .subscribe(&name, params.clone(), deadline.saturating_sub(began.elapsed()))
+                .await
+                .map_err(|f| self.fail(&step, &f))?;
             self.subs.insert(name, (id, params));
         }
         self.conn = Some(conn);
@@ -922,6 +934,8 @@ impl<S: Session> Vu<'_, S> {
                 // while the server is down, within the step timeout and the user's phase.
                 let retries = S::RECONNECTS && self.w.plan.scenario.config.ddp.reconnect;
                 let mut attempt = 0u32;
+                // Checkpoints wait for a user while it tries again.
+                let mut _reconnecting = None;
                 loop {
                     let left = deadline.saturating_sub(began.elapsed());
                     match Box::pin(S::open(self.session_target(), left)).await {
@@ -936,6 +950,9 @@ impl<S: Session> Vu<'_, S> {
                             let phase_over = self.until.is_some_and(|u| Instant::now() + wait >= u);
                             if !retries || f.class() != "connect" || began.elapsed() + wait >= deadline || phase_over {
                                 return Err(self.fail(step, &f));
+                            }
+                            if _reconnecting.is_none() {
+                                _reconnecting = self.w.audit.as_deref().map(super::audit::Shared::reconnecting);
                             }
                             tokio::time::sleep(wait).await;
                         }
@@ -1323,6 +1340,8 @@ impl<S: Session> Vu<'_, S> {
                 false => None,
             };
             let mut opened = Instant::now();
+            // However often the connection is cut and made again, the checkpoint ends by then.
+            let last = opened + a.timeout + self.timeout(None);
             let generation = match &gathered {
                 Some(Ok(seat)) => Some(seat.generation()),
                 _ => None,
@@ -1343,7 +1362,8 @@ impl<S: Session> Vu<'_, S> {
                     // A connection that a fault closed during the check: again, on a new one.
                     let again = self.conn.as_ref().and_then(Session::gone).is_some()
                         && self.w.plan.scenario.config.ddp.reconnect
-                        && opened.elapsed() < a.timeout;
+                        && opened.elapsed() < a.timeout
+                        && Instant::now() < last;
                     if !again {
                         break check;
                     }

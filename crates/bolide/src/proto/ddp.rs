@@ -1253,7 +1253,7 @@ fn handle(text: &str, shared: &Shared, cfg: &ClientConfig, traffic: &RefCell<Tra
 }
 
 /// The protocol violations Meteor's client throws on (livedata's `_process_added`, `_process_changed`,
-/// `_process_removed`) and a second `ready` for one subscription, counted as the document's
+/// `_process_removed`) and a second `ready` for one subscription (which it ignores), counted as the document's
 /// events under these names.
 pub const VIOLATION_ADDED_PRESENT: &str = "ddp.violation.added_for_a_present_id";
 pub const VIOLATION_CHANGED_ABSENT: &str = "ddp.violation.changed_for_an_absent_id";

@@ -44,13 +44,18 @@ impl super::Shown for DdpDoc {
         }
         if let Some(a) = &d.audit {
             use crate::stats::audit::Outcome;
-            let detail = format!(
-                "{} difference(s); {} of {} checks agreed{}",
+            let mut detail = format!(
+                "{} difference(s); {} of {} checks agreed",
                 count(a.differences),
                 count(a.agreed),
-                count(a.checks),
-                if a.unstable > 0 { format!("; {} with an unstable truth", count(a.unstable)) } else { String::new() }
+                count(a.checks)
             );
+            if a.violations > 0 {
+                detail.push_str(&format!("; {} protocol violation(s)", count(a.violations)));
+            }
+            if a.unstable > 0 {
+                detail.push_str(&format!("; {} with an unstable truth", count(a.unstable)));
+            }
             let tone = if a.outcome == Outcome::Passed { Tone::Good } else { Tone::Bad };
             out.push(Fact::new("Audit", a.outcome.word().to_uppercase()).detail(detail).tone(tone));
         }

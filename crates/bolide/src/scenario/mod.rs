@@ -187,7 +187,8 @@ pub struct DdpSettings {
     /// A user still running after this long is cut off and counted as failed.
     pub user_timeout: Duration,
     /// When a step fails because the connection closed, reconnect (and re-subscribe) and retry
-    /// the step, as a browser's Meteor client would, up to 3 times per user.
+    /// the step, as a browser's Meteor client would, on Meteor's back-off without a cap on tries
+    /// (within the step timeout and the user's phase).
     pub reconnect: bool,
     /// The closed phase's users walk their flow in bursts: each walk starts when every user
     /// finished the last (`ddp-connect`: N sessions opened at once).

@@ -352,7 +352,8 @@ impl Outcome {
 
 const NOTHING_CHECKED: &str = "no checkpoint was reached";
 const NOT_MADE: &str = "check(s) could not be made";
-const VIOLATIONS: &str = "protocol violation(s) Meteor's client would throw on (summary.events: ddp.violation.*)";
+const VIOLATIONS: &str =
+    "protocol violation(s): messages Meteor's client throws on, or a second ready (summary.events: ddp.violation.*)";
 /// The reason an unstable check gives, and the outcome's line counting them.
 pub const TRUTH_CHANGED: &str = "the truth changed between reads with no write";
 const UNSTABLE: &str = "check(s) found the truth changed between two reads with no write between them";
@@ -378,7 +379,7 @@ pub struct AuditSection {
     pub unreached: u64,
     /// Differences found, all of them.
     pub differences: u64,
-    /// Messages the users' connections got that Meteor's client throws on (`added` for a
+    /// Messages the users' connections got that Meteor's client throws on, or a second `ready` (`added` for a
     /// document held, `changed` or `removed` for one not held) or a second `ready`: each a
     /// server (or path) bug, failing the audit; by kind in the document's `summary.events`.
     #[serde(default)]

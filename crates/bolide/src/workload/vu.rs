@@ -192,7 +192,13 @@ impl super::Part for DdpPlan {
     fn record_faults(doc: &mut DdpDoc, out: &VuOutput, mut faults: Vec<crate::fault::FaultRecord>) {
         let seconds: Vec<(u32, u64, u64, u64)> =
             doc.timeline.iter().map(|s| (s.t, s.counts.reconnects, s.counts.resent, s.counts.audit_agreed)).collect();
-        crate::stats::faults::follow(&mut faults, &seconds, &out.rec.reconnections);
+        // The users' times, moved onto the faults' clock (it started first, the users' after a
+        // browser's launch, say).
+        let shift = faults.first().and_then(|f| f.clock).and_then(|c| out.started_at.duration_since(c).ok());
+        let shift = shift.map_or(0.0, |d| d.as_secs_f64());
+        let reconnections: Vec<(f64, f64)> =
+            out.rec.reconnections.iter().map(|(closed, back)| (closed + shift, back + shift)).collect();
+        crate::stats::faults::follow(&mut faults, &seconds, &reconnections);
         doc.faults = faults;
     }
 }
