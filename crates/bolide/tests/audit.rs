@@ -792,10 +792,15 @@ fn meteors_server_slow_to_restart_has_every_user_back_and_no_step_failed() {
     assert_eq!((o.code, a.outcome), (0, Outcome::Passed), "{}\n{}\n{a:?}", o.out, o.err);
     let restart = &doc.faults[0];
     assert!(restart.ok && restart.done.contains("started it again"), "{restart:?}");
-    assert!(restart.reconnects >= 10, "every user came back: {restart:?}");
+    // The users mid-walk at the kill reconnect (those between two walks open their next one,
+    // retrying their `connect`): which are which is chance, so at least one reconnected.
+    assert!(restart.reconnects >= 1, "{restart:?}");
     assert!(restart.back_s.is_some_and(|s| s >= 5.0), "no user was back before the server: {restart:?}");
+    // Every user came back: none failed (a user still away at its phase's end fails), no step
+    // failed for the cut, and every check agreed.
     assert_eq!(doc.summary.step_errors, 0, "no step failed for the cut: {:?}", doc.summary.errors_by_class);
     assert_eq!(doc.summary.users.failed, 0);
+    assert_eq!((a.agreed, a.incomplete), (a.checks, 0), "{a:?}");
     let reconnect = doc.steps.iter().find(|s| s.name == "reconnect").expect("a reconnect step");
     assert_eq!((reconnect.count, reconnect.errors), (restart.reconnects, 0));
     // The restarted server was sampled after it came back.

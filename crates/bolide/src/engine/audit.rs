@@ -39,6 +39,8 @@ pub struct Shared {
     /// Users making their connection again (a fault closed it): the barrier waits for them
     /// past its timeout, for as long as they try.
     reconnecting: AtomicU64,
+    /// When the last of them was back: the barrier gives it its whole timeout from then to come.
+    back_at: Mutex<Option<Instant>>,
     barrier: Mutex<Barrier>,
     /// Wakes the users at the barrier when it moves.
     moved: tokio::sync::Notify,
@@ -58,6 +60,7 @@ pub struct Reconnecting<'a>(&'a Shared);
 
 impl Drop for Reconnecting<'_> {
     fn drop(&mut self) {
+        *self.0.back_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
         self.0.reconnecting.fetch_sub(1, Ordering::SeqCst);
         self.0.moved.notify_waiters();
     }
@@ -124,6 +127,14 @@ impl Shared {
     /// `deadline`. A seat dropped on the way (a user cut off) withdraws, so the barrier never
     /// waits for a user that is gone.
     pub async fn gather(&self, deadline: Instant) -> Result<Seat<'_>, String> {
+        // A user back from a reconnection gets the whole timeout from then to come (it still has
+        // to send again what was cut), within the grace past the deadline.
+        let patience = deadline.saturating_duration_since(Instant::now());
+        let last = deadline + RECONNECT_GRACE;
+        let deadline = || {
+            let back = *self.back_at.lock().unwrap_or_else(|p| p.into_inner());
+            back.map_or(deadline, |b| deadline.max(b + patience)).min(last)
+        };
         // A user arriving while the others check waits for them to leave first.
         let mut seat = loop {
             let moved = self.moved.notified();
@@ -134,7 +145,7 @@ impl Shared {
                     break Seat { shared: self, generation: b.generation, left: false };
                 }
             }
-            if Instant::now() >= deadline {
+            if Instant::now() >= deadline() {
                 return Err("the users before it were still checking at the timeout".into());
             }
             let _ = tokio::time::timeout(LOOK_AGAIN, moved).await;
@@ -158,9 +169,8 @@ impl Shared {
                     return Ok(seat);
                 }
                 let now = Instant::now();
-                let waiting_for_reconnects =
-                    self.reconnecting.load(Ordering::SeqCst) > 0 && now < deadline + RECONNECT_GRACE;
-                if now >= deadline && !waiting_for_reconnects {
+                let waiting_for_reconnects = self.reconnecting.load(Ordering::SeqCst) > 0 && now < last;
+                if now >= deadline() && !waiting_for_reconnects {
                     let came = b.arrived;
                     drop(b);
                     drop(seat);
