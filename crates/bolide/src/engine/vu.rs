@@ -919,46 +919,78 @@ impl<S: Session> Vu<'_, S> {
         })
     }
 
+    /// A `connect` step: the session opened (the one before closed). With reconnection on, a
+    /// refused connect is tried again on Meteor's schedule while the server is down, within the
+    /// step timeout and the user's phase.
+    async fn connect(&mut self, step: &Step) -> Result<(), Stop> {
+        if let Some(old) = self.conn.take() {
+            self.w.close(old);
+        }
+        let deadline = self.timeout(None);
+        let began = Instant::now();
+        let retries = S::RECONNECTS && self.w.plan.scenario.config.ddp.reconnect;
+        let mut attempt = 0u32;
+        // Checkpoints wait for a user while it tries again.
+        let mut _reconnecting = None;
+        loop {
+            let left = deadline.saturating_sub(began.elapsed());
+            match Box::pin(S::open(self.session_target(), left)).await {
+                Ok((c, handshake)) => {
+                    self.ok(step, handshake);
+                    self.conn = Some(c);
+                    return Ok(());
+                }
+                Err(f) => {
+                    let wait = retry_wait(attempt);
+                    attempt += 1;
+                    let phase_over = self.until.is_some_and(|u| Instant::now() + wait >= u);
+                    if !retries || f.class() != "connect" || began.elapsed() + wait >= deadline || phase_over {
+                        return Err(self.fail(step, &f));
+                    }
+                    if _reconnecting.is_none() {
+                        _reconnecting = self.w.audit.as_deref().map(super::audit::Shared::reconnecting);
+                    }
+                    tokio::time::sleep(wait).await;
+                }
+            }
+        }
+    }
+
+    /// A `think` step: the pause. With reconnection on, a connection that closes meanwhile is
+    /// made again at once, as Meteor's client does in the background.
+    async fn think(&mut self, t: &Think) -> Result<(), Stop> {
+        let d = match *t {
+            Think::Fixed(d) => d,
+            Think::Between(a, b) => {
+                let (lo, hi) = (a.as_secs_f64(), b.as_secs_f64().max(a.as_secs_f64()));
+                Duration::from_secs_f64(rand::rng().random_range(lo..=hi))
+            }
+        };
+        if !(S::RECONNECTS && self.w.plan.scenario.config.ddp.reconnect) {
+            tokio::time::sleep(d).await;
+            return Ok(());
+        }
+        let end = Instant::now() + d;
+        loop {
+            if self.conn.as_ref().and_then(Session::gone).is_some() {
+                // Boxed: a thinking user holds the reconnection's future only while it runs.
+                Box::pin(self.reconnect(None)).await?;
+            }
+            let now = Instant::now();
+            if now >= end {
+                return Ok(());
+            }
+            tokio::time::sleep((end - now).min(THINK_LOOK)).await;
+        }
+    }
+
     /// Runs one step. The heavy ones (a connection's handshake, an HTTP request, a `waitFor`)
     /// are boxed for their duration, so the future a user holds while it thinks or waits for a
     /// method is about 500 bytes, not 2.5 KB: 10,000 idle sessions are 20 MB less.
     async fn step(&mut self, step: &Step) -> Result<(), Stop> {
         match &step.kind {
-            StepKind::Connect => {
-                if let Some(old) = self.conn.take() {
-                    self.w.close(old);
-                }
-                let deadline = self.timeout(None);
-                let began = Instant::now();
-                // With reconnection on, a refused connect is tried again on Meteor's schedule
-                // while the server is down, within the step timeout and the user's phase.
-                let retries = S::RECONNECTS && self.w.plan.scenario.config.ddp.reconnect;
-                let mut attempt = 0u32;
-                // Checkpoints wait for a user while it tries again.
-                let mut _reconnecting = None;
-                loop {
-                    let left = deadline.saturating_sub(began.elapsed());
-                    match Box::pin(S::open(self.session_target(), left)).await {
-                        Ok((c, handshake)) => {
-                            self.ok(step, handshake);
-                            self.conn = Some(c);
-                            break;
-                        }
-                        Err(f) => {
-                            let wait = retry_wait(attempt);
-                            attempt += 1;
-                            let phase_over = self.until.is_some_and(|u| Instant::now() + wait >= u);
-                            if !retries || f.class() != "connect" || began.elapsed() + wait >= deadline || phase_over {
-                                return Err(self.fail(step, &f));
-                            }
-                            if _reconnecting.is_none() {
-                                _reconnecting = self.w.audit.as_deref().map(super::audit::Shared::reconnecting);
-                            }
-                            tokio::time::sleep(wait).await;
-                        }
-                    }
-                }
-            }
+            // Boxed: its future (the handshake, the tries again) is held only while connecting.
+            StepKind::Connect => Box::pin(self.connect(step)).await?,
             StepKind::Disconnect => {
                 if let Some(c) = self.conn.take() {
                     self.w.close(c);
@@ -966,31 +998,7 @@ impl<S: Session> Vu<'_, S> {
                 self.subs.clear();
                 self.ok(step, Duration::ZERO);
             }
-            StepKind::Think(t) => {
-                let d = match *t {
-                    Think::Fixed(d) => d,
-                    Think::Between(a, b) => {
-                        let (lo, hi) = (a.as_secs_f64(), b.as_secs_f64().max(a.as_secs_f64()));
-                        Duration::from_secs_f64(rand::rng().random_range(lo..=hi))
-                    }
-                };
-                if !(S::RECONNECTS && self.w.plan.scenario.config.ddp.reconnect) {
-                    tokio::time::sleep(d).await;
-                } else {
-                    // A connection that closes while the user thinks is made again at once.
-                    let end = Instant::now() + d;
-                    loop {
-                        if self.conn.as_ref().and_then(Session::gone).is_some() {
-                            self.reconnect(None).await?;
-                        }
-                        let now = Instant::now();
-                        if now >= end {
-                            break;
-                        }
-                        tokio::time::sleep((end - now).min(THINK_LOOK)).await;
-                    }
-                }
-            }
+            StepKind::Think(t) => self.think(t).await?,
             StepKind::Set(values) => {
                 for (name, v) in values {
                     let v = template::render(v, &self.vars);
