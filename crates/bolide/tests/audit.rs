@@ -592,14 +592,14 @@ fn users_reconnect_and_converge_after_a_restart_a_stall_and_dropped_connections(
             &url,
             "--users",
             "10",
-            "-d",
-            "6s",
             "--fault",
             "restart@1s",
+            // After Meteor's back-off brought the users back (its third try comes 3.6 to 6.1 s
+            // after the first).
             "--fault",
-            "stall@2500ms:700ms",
+            "stall@7500ms:700ms",
             "--fault",
-            "drop@4s:50%",
+            "drop@8500ms:50%",
             "--threshold",
             "audit.failed==0",
         ],
@@ -609,7 +609,7 @@ fn users_reconnect_and_converge_after_a_restart_a_stall_and_dropped_connections(
     assert_eq!(o.code, 0, "{}\n{}\n{a:?}", o.out, o.err);
     assert_eq!(a.outcome, Outcome::Passed, "{a:?}");
     let f: Vec<(&str, bool)> = doc.faults.iter().map(|f| (f.fault.as_str(), f.ok)).collect();
-    assert_eq!(f, [("restart@1s", true), ("stall@2500ms:700ms", true), ("drop@4s:50%", true)], "{:?}", doc.faults);
+    assert_eq!(f, [("restart@1s", true), ("stall@7500ms:700ms", true), ("drop@8500ms:50%", true)], "{:?}", doc.faults);
     let (restart, drop) = (&doc.faults[0], &doc.faults[2]);
     assert!(restart.done.contains("started it again"), "{}", restart.done);
     // The monitor followed the server to its new process, sampled to the run's end.
@@ -628,8 +628,10 @@ fn users_reconnect_and_converge_after_a_restart_a_stall_and_dropped_connections(
     assert!(fact("Fault restart@1s").value.starts_with("done at 1.0 s"), "{:?}", fact("Fault restart@1s"));
     assert!(fact("Fault restart@1s").detail.contains("users back in "), "{:?}", fact("Fault restart@1s"));
     assert!(fact("Server CPU").detail.contains("server restarted at "), "{:?}", fact("Server CPU"));
-    // Every user's session died with the server: each came back, and the audit agreed again.
-    assert!(restart.reconnects >= 10, "{restart:?}");
+    // Every user's session died with the server and each came back (none failed, every check
+    // agreed): those mid-walk reconnected, those between two walks retried their connect.
+    assert!(restart.reconnects >= 1, "{restart:?}");
+    assert_eq!(doc.summary.users.failed, 0);
     assert!(restart.converged_s.is_some(), "{restart:?}");
     assert!(drop.reconnects >= 1 && drop.converged_s.is_some(), "{drop:?}");
     let reconnects: u64 = doc.timeline.iter().map(|s| s.counts.reconnects).sum();
@@ -642,7 +644,7 @@ fn users_reconnect_and_converge_after_a_restart_a_stall_and_dropped_connections(
         let c = charts.iter().find(|c| c.id == id).unwrap_or_else(|| panic!("no chart {id}"));
         let marks = c.series.iter().find(|s| s.label == "fault").expect("a fault series");
         let at: Vec<f64> = marks.values.iter().zip(&c.x).filter(|(v, _)| v.is_some()).map(|(_, x)| *x).collect();
-        assert_eq!(at, [1.0, 2.0, 4.0], "{id}");
+        assert_eq!(at, [1.0, 7.0, 8.0], "{id}");
     }
 }
 
@@ -833,14 +835,18 @@ fn meteors_own_server_converges_after_a_restart_a_stall_and_dropped_connections(
             &format!("{url}/"),
             "--fault",
             "restart@1s",
+            // After Meteor's back-off brought the users back (its third try comes 3.6 to 6.1 s
+            // after the first).
             "--fault",
-            "stall@4s:1s",
+            "stall@7500ms:1s",
             "--fault",
-            "drop@6500ms:30%",
+            "drop@9s:30%",
         ]);
         let a = audit(&doc);
         assert_eq!((o.code, a.outcome), (0, Outcome::Passed), "{transport}\n{}\n{}\n{a:?}", o.out, o.err);
         assert!(doc.faults.iter().all(|f| f.ok), "{:?}", doc.faults);
-        assert!(doc.faults[0].reconnects >= 20 && doc.faults[0].converged_s.is_some(), "{:?}", doc.faults[0]);
+        // Users mid-walk reconnect, users between two walks retry their connect: none failed.
+        assert!(doc.faults[0].reconnects >= 1 && doc.faults[0].converged_s.is_some(), "{:?}", doc.faults[0]);
+        assert_eq!(doc.summary.users.failed, 0, "{transport}\n{}", o.out);
     }
 }

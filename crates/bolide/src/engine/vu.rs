@@ -944,7 +944,9 @@ impl<S: Session> Vu<'_, S> {
                     let wait = retry_wait(attempt);
                     attempt += 1;
                     let phase_over = self.until.is_some_and(|u| Instant::now() + wait >= u);
-                    if !retries || f.class() != "connect" || began.elapsed() + wait >= deadline || phase_over {
+                    // Refused, or cut before `connected` (a drop, a server going down meanwhile).
+                    let cut = matches!(f.class(), "connect" | "closed");
+                    if !retries || !cut || began.elapsed() + wait >= deadline || phase_over {
                         return Err(self.fail(step, &f));
                     }
                     if _reconnecting.is_none() {
