@@ -115,13 +115,15 @@ fn sessions(port: u16) -> (u64, u64) {
     (s["sessions_started"].as_u64().unwrap(), s["sessions_live"].as_u64().unwrap())
 }
 
-/// Once `up()` holds (20 s at most), kills the processes `which(pid)` names of the run `pid`;
-/// true when it did.
+/// Once `up()` holds and `which(pid)` names processes of the run `pid` (20 s at most), kills
+/// them; true when it did. (`up` alone is not enough: a protocol user's session can come first,
+/// before the browser has started.)
 fn kill_once(pid: u32, up: impl Fn() -> bool, which: impl Fn(u32) -> Vec<u32>) -> bool {
     let begin = Instant::now();
     while begin.elapsed() < Duration::from_secs(20) {
-        if up() {
-            for p in which(pid) {
+        let victims = if up() { which(pid) } else { Vec::new() };
+        if !victims.is_empty() {
+            for p in victims {
                 unsafe {
                     libc::kill(p as i32, libc::SIGKILL);
                 }
