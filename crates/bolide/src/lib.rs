@@ -30,4 +30,5 @@ pub mod segment;
 pub mod serve;
 pub mod stats;
 pub mod threshold;
+pub mod vecmap;
 pub mod workload;

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 /// mimalloc: the DDP client allocates per message (JSON maps, ids), and glibc's malloc was a third
-/// of the generator's CPU in profiles of the Meteor workload.
+/// of the generator's CPU in profiles of the Meteor workload. (The feature `system-alloc` builds
+/// with the system's malloc instead, for heaptrack, which sees only malloc.)
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

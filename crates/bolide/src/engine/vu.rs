@@ -593,7 +593,7 @@ async fn user<S: Session>(
         conn: None,
         page: None,
         vars,
-        subs: HashMap::new(),
+        subs: crate::vecmap::VecMap::new(),
         last_write: None,
         step_began: Instant::now(),
         resending: false,
@@ -629,7 +629,8 @@ async fn user<S: Session>(
         w.close(c);
     }
     if let Some(page) = vu.page.take() {
-        vu.leave(page).await;
+        // Boxed: a browser user's end is held only while it runs (2 KB a protocol user need not hold).
+        Box::pin(vu.leave(page)).await;
     }
     ok
 }
@@ -657,11 +658,11 @@ struct Vu<'w, S> {
     /// The last step failure, for the audit (a walk that stopped before its checkpoint).
     last_failure: RefCell<Option<String>>,
     conn: Option<S>,
-    /// A browser user's page (opened at its first action).
-    page: Option<crate::browser::page::Page>,
+    /// A browser user's page (opened at its first action; boxed: a protocol user holds 8 bytes).
+    page: Option<Box<crate::browser::page::Page>>,
     vars: Vars,
     /// Subscriptions by name (the latest of each name): id and params.
-    subs: HashMap<String, (String, Vec<Value>)>,
+    subs: crate::vecmap::VecMap<String, (String, Vec<Value>)>,
     /// When this user last sent a method call (the start of reactive latency).
     last_write: Option<Instant>,
     /// When the step now running began: a step that times out stays in its latency at this age.
@@ -762,33 +763,35 @@ impl<S: Session> Vu<'_, S> {
             resume: None,
         }
     }
-    fn steps<'a>(&'a mut self, steps: &'a [Step]) -> Pin<Box<dyn Future<Output = Result<(), Stop>> + 'a>> {
-        Box::pin(async move {
-            for s in steps {
-                self.step_began = Instant::now();
-                match self.step(s).await {
-                    Ok(()) => {}
-                    Err(Stop { closed: true }) if self.may_reconnect(s) => {
-                        self.reconnect(None).await?;
-                        // A call whose answer the closed connection lost is sent again (Meteor
-                        // resends it), unless the scenario says `noRetry`.
-                        if let StepKind::Call(Call { no_retry: true, .. }) = s.kind {
-                            return Err(Stop { closed: true });
-                        }
-                        if matches!(s.kind, StepKind::Call(_) | StepKind::Login(_)) {
-                            self.rec().second.resent += 1;
-                        }
-                        self.step_began = Instant::now();
-                        self.resending = true;
-                        let again = self.step(s).await;
-                        self.resending = false;
-                        again?;
+
+    /// Runs `steps` in order (a loop's are boxed where it recurses: the future a user holds is
+    /// the size of one step's, not of the deepest loop's).
+    async fn steps(&mut self, steps: &[Step]) -> Result<(), Stop> {
+        for s in steps {
+            self.step_began = Instant::now();
+            match self.step(s).await {
+                Ok(()) => {}
+                Err(Stop { closed: true }) if self.may_reconnect(s) => {
+                    // Boxed: held only while reconnecting.
+                    Box::pin(self.reconnect(None)).await?;
+                    // A call whose answer the closed connection lost is sent again (Meteor
+                    // resends it), unless the scenario says `noRetry`.
+                    if let StepKind::Call(Call { no_retry: true, .. }) = s.kind {
+                        return Err(Stop { closed: true });
                     }
-                    Err(stop) => return Err(stop),
+                    if matches!(s.kind, StepKind::Call(_) | StepKind::Login(_)) {
+                        self.rec().second.resent += 1;
+                    }
+                    self.step_began = Instant::now();
+                    self.resending = true;
+                    let again = self.step(s).await;
+                    self.resending = false;
+                    again?;
                 }
+                Err(stop) => return Err(stop),
             }
-            Ok(())
-        })
+        }
+        Ok(())
     }
 
     fn fail(&self, step: &Step, f: &impl Failure) -> Stop {
@@ -1018,7 +1021,7 @@ impl<S: Session> Vu<'_, S> {
                         while Instant::now() < until {
                             self.vars.insert("$loopIndex".into(), Value::from(i));
                             self.vars.insert("$loopCount".into(), Value::from(i + 1));
-                            self.steps(&l.steps).await?;
+                            Box::pin(self.steps(&l.steps)).await?;
                             i += 1;
                         }
                         return Ok(());
@@ -1036,7 +1039,7 @@ impl<S: Session> Vu<'_, S> {
                     self.vars.insert("$loopIndex".into(), Value::from(i));
                     self.vars.insert("$loopCount".into(), Value::from(i + 1));
                     self.vars.insert("$loopElement".into(), item);
-                    self.steps(&l.steps).await?;
+                    Box::pin(self.steps(&l.steps)).await?;
                 }
             }
             StepKind::Call(c) => {
@@ -1108,15 +1111,19 @@ impl<S: Session> Vu<'_, S> {
                 let channel = text_of(&l.channel, &self.vars);
                 let namespace = l.namespace.as_ref().map(|n| text_of(n, &self.vars));
                 let conn = self.conn(step)?;
-                conn.listen(namespace.as_deref(), &channel, l.count, timeout).await.map_err(|f| self.fail(step, &f))?;
+                // Boxed: a Socket.IO listen's future (3 KB) is held only while it listens.
+                Box::pin(conn.listen(namespace.as_deref(), &channel, l.count, timeout))
+                    .await
+                    .map_err(|f| self.fail(step, &f))?;
                 self.ok(step, began.elapsed());
             }
             StepKind::Execute(x) => {
                 let variables = x.variables.as_ref().map(|v| template::render(v, &self.vars));
                 let timeout = self.timeout(x.timeout);
                 let conn = self.conn(step)?;
+                // Boxed, as the live subscription below: held only while it runs.
                 let (sent, done, result) =
-                    conn.execute(&x.query, variables, timeout).await.map_err(|f| self.fail(step, &f))?;
+                    Box::pin(conn.execute(&x.query, variables, timeout)).await.map_err(|f| self.fail(step, &f))?;
                 self.last_write = Some(sent);
                 if let Some(cap) = &x.capture {
                     self.capture(cap, result.get("data").cloned().unwrap_or(Value::Null));
@@ -1127,8 +1134,9 @@ impl<S: Session> Vu<'_, S> {
                 let variables = g.variables.as_ref().map(|v| template::render(v, &self.vars));
                 let timeout = self.timeout(g.timeout);
                 let conn = self.conn(step)?;
-                let (id, to_first) =
-                    conn.live(&g.query, variables, g.count, timeout).await.map_err(|f| self.fail(step, &f))?;
+                let (id, to_first) = Box::pin(conn.live(&g.query, variables, g.count, timeout))
+                    .await
+                    .map_err(|f| self.fail(step, &f))?;
                 let key = g.capture.clone().unwrap_or_else(|| step.name.clone());
                 if let Some(var) = &g.capture {
                     self.vars.insert(var.clone(), Value::String(id.clone()));
@@ -1226,7 +1234,7 @@ impl<S: Session> Vu<'_, S> {
                 Ok(p) => {
                     let n = self.w.pages.open.fetch_add(1, Ordering::SeqCst) + 1;
                     self.w.pages.peak.fetch_max(n, Ordering::SeqCst);
-                    self.page = Some(p);
+                    self.page = Some(Box::new(p));
                 }
                 Err(f) => {
                     self.rec().browser.crashes += 1;
@@ -1327,7 +1335,7 @@ impl<S: Session> Vu<'_, S> {
     }
 
     /// A browser user's end: the last page's timings, then its context closed.
-    async fn leave(&mut self, page: crate::browser::page::Page) {
+    async fn leave(&mut self, page: Box<crate::browser::page::Page>) {
         self.page = Some(page);
         self.page_left().await;
         if let Some(p) = self.page.take() {

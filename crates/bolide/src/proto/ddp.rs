@@ -20,9 +20,10 @@ use ddp::message::{DdpError, Fields, Message, ParseError};
 use ddp::ws::{self, Deflate, Incoming, Opcode};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::Notify;
 
 use super::http::{self, tls::Connector, Stream};
+use super::outbox;
 use super::read::read_appending;
 
 /// The DDP versions a browser's Meteor client supports, preferred first.
@@ -271,7 +272,8 @@ pub struct Call {
 #[derive(Debug, Clone)]
 struct Sub {
     ready_at: Option<Instant>,
-    nosub: Option<Option<DdpError>>,
+    /// `nosub`, with its error if any (boxed: a live subscription holds 8 bytes for it, not 200).
+    nosub: Option<Option<Box<DdpError>>>,
     /// Wall-clock time the `sub` was sent, ms since the epoch: a document stamped earlier was
     /// written before this subscriber asked, so its age is no fan-out.
     sent_ms: f64,
@@ -368,7 +370,7 @@ pub struct State {
     /// The connection ended because the server broke the protocol (bad frame, bad compression).
     pub protocol_broken: bool,
     calls: HashMap<String, Call>,
-    subs: HashMap<String, Sub>,
+    subs: crate::vecmap::VecMap<String, Sub>,
     /// collection -> id -> document (when caching).
     pub collections: HashMap<Rc<str>, HashMap<Rc<str>, Doc>>,
     /// Interned collection names.
@@ -404,7 +406,7 @@ pub(super) enum Outgoing {
 /// An open DDP session.
 pub struct Conn {
     shared: Rc<Shared>,
-    tx: mpsc::UnboundedSender<Outgoing>,
+    tx: outbox::Sender<Outgoing>,
     /// The connection's task; taken by `close`, which lets it end by itself.
     task: Option<tokio::task::JoinHandle<()>>,
     /// When the WebSocket was open and `connected` arrived, measured from the start of `connect`.
@@ -449,7 +451,11 @@ pub(super) async fn read_head(stream: &mut Stream) -> Result<(String, Vec<u8>), 
         if buf.len() > 64 * 1024 {
             return Err(DdpFailure::Connect("response head over 64 KiB".into()));
         }
-        buf.reserve(4096);
+        // A handshake's answer is a few hundred bytes: the first read fits in 1 KB (thousands of
+        // users in their handshakes at once each hold this buffer).
+        if buf.capacity() - buf.len() < 256 {
+            buf.reserve(4096);
+        }
         let n =
             stream.read_buf(&mut buf).await.map_err(|e| DdpFailure::Connect(format!("reading the handshake: {e}")))?;
         if n == 0 {
@@ -809,7 +815,7 @@ async fn handshake(
                     for rest in &texts[i + 1..] {
                         handle(rest, &shared, cfg, traffic, &mut replies);
                     }
-                    let (tx, rx) = mpsc::unbounded_channel();
+                    let (tx, rx) = outbox::channel();
                     for r in replies {
                         let _ = tx.send(Outgoing::Ddp(r));
                     }
@@ -968,7 +974,7 @@ pub(super) async fn send_close(stream: &mut Stream, framer: &mut Framer) {
 async fn run(
     mut stream: Stream,
     mut framer: Framer,
-    mut rx: mpsc::UnboundedReceiver<Outgoing>,
+    mut rx: outbox::Receiver<Outgoing>,
     shared: Rc<Shared>,
     cfg: ClientConfig,
     traffic: Rc<RefCell<Traffic>>,
@@ -1060,15 +1066,15 @@ async fn run(
                     let mut closing = false;
                     loop {
                         match rx.try_recv() {
-                            Ok(Outgoing::Ddp(more)) => {
+                            Some(Outgoing::Ddp(more)) => {
                                 frame(&mut wire, &more, cfg.transport, deflate);
                                 messages += 1;
                             }
-                            Ok(Outgoing::Close) => {
+                            Some(Outgoing::Close) => {
                                 closing = true;
                                 break;
                             }
-                            Err(_) => break,
+                            None => break,
                         }
                     }
                     if let Err(e) = stream.write_all(&wire).await {
@@ -1192,7 +1198,7 @@ fn handle(text: &str, shared: &Shared, cfg: &ClientConfig, traffic: &RefCell<Tra
         }
         Message::Nosub { id, error } => {
             if let Some(s) = st.subs.get_mut(&id) {
-                s.nosub = Some(error);
+                s.nosub = Some(error.map(Box::new));
             }
         }
         Message::Added { collection, id, fields } | Message::AddedBefore { collection, id, fields, .. } => {
@@ -1309,7 +1315,7 @@ impl Conn {
     /// A session whose task another transport runs (`proto::xhr`).
     pub(super) fn from_parts(
         shared: Rc<Shared>,
-        tx: mpsc::UnboundedSender<Outgoing>,
+        tx: outbox::Sender<Outgoing>,
         task: tokio::task::JoinHandle<()>,
         handshake: Duration,
     ) -> Conn {
@@ -1423,9 +1429,9 @@ impl Conn {
             Ok(at) => Ok((id, at - sent)),
             Err(error) => {
                 self.shared.state.borrow_mut().subs.remove(&id);
-                Err(DdpFailure::Nosub(Box::new(
-                    error.unwrap_or_else(|| DdpError::meteor("nosub", "subscription stopped")),
-                )))
+                Err(DdpFailure::Nosub(
+                    error.unwrap_or_else(|| Box::new(DdpError::meteor("nosub", "subscription stopped"))),
+                ))
             }
         }
     }

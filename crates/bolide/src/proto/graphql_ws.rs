@@ -9,7 +9,6 @@
 //! do.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -57,8 +56,8 @@ struct Op {
     first: Option<Instant>,
     nexts: u64,
     taken: u64,
-    /// A query's or mutation's result (`payload`).
-    result: Option<Value>,
+    /// A query's or mutation's result (`payload`; boxed: a live subscription holds 8 bytes for it).
+    result: Option<Box<Value>>,
     errors: Option<String>,
     complete: bool,
 }
@@ -66,7 +65,8 @@ struct Op {
 #[derive(Default)]
 pub struct State {
     acked: Option<Instant>,
-    ops: HashMap<String, Op>,
+    /// Operations in flight and live subscriptions by id (a handful: a list, not a table).
+    ops: crate::vecmap::VecMap<String, Op>,
     /// Subscriptions bolide completed: a `next` the server sent before it saw the `complete`
     /// still gives its fan-out latency.
     completed: std::collections::HashSet<String>,
@@ -126,7 +126,7 @@ impl Shared {
                 if op.subscription {
                     self.fanout(Some(&payload));
                 } else {
-                    op.result = Some(payload);
+                    op.result = Some(Box::new(payload));
                 }
             }
             "error" => {
@@ -289,7 +289,7 @@ impl GqlConn {
         if let Some(e) = op.errors {
             return Err(Failure::new("graphql", e));
         }
-        Ok((sent, Instant::now(), op.result.unwrap_or(Value::Null)))
+        Ok((sent, Instant::now(), op.result.map_or(Value::Null, |r| *r)))
     }
 
     /// Starts a subscription without waiting for anything: its id.
@@ -396,10 +396,10 @@ mod tests {
         shared.message("not json", &mut replies);
         let st = shared.state.borrow();
         assert!(st.acked.is_some());
-        assert_eq!(st.ops["1"].nexts, 1);
-        assert_eq!(st.ops["1"].errors.as_deref(), Some("boom"));
-        assert_eq!(st.ops["2"].result.as_ref().unwrap()["data"]["x"], 1);
-        assert!(st.ops["2"].complete);
+        assert_eq!(st.ops.get("1").unwrap().nexts, 1);
+        assert_eq!(st.ops.get("1").unwrap().errors.as_deref(), Some("boom"));
+        assert_eq!(st.ops.get("2").unwrap().result.as_ref().unwrap()["data"]["x"], 1);
+        assert!(st.ops.get("2").unwrap().complete);
         assert_eq!(shared.traffic.borrow().fanout_us.len(), 1);
         assert_eq!(shared.traffic.borrow().protocol_errors, 1);
     }

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use ddp::ws::{self, Opcode};
 use tokio::io::AsyncWriteExt;
-use tokio::sync::mpsc;
 
 use super::ddp::{self as wire, ClientConfig, DdpFailure, Endpoint, Framer, Frames, Outgoing, Traffic};
 use super::http::{tls::Connector, Stream};
+use super::outbox;
 use super::read::read_appending;
 
 /// A failed operation of a realtime protocol other than DDP: its class in the result document's
@@ -58,7 +58,7 @@ pub struct Opening<'a> {
 
 /// An open link; dropping it aborts its task (the socket closes without a closing handshake).
 pub struct Link {
-    tx: mpsc::UnboundedSender<Outgoing>,
+    tx: outbox::Sender<Outgoing>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -87,7 +87,7 @@ impl Link {
         // Binary messages (Socket.IO's attachments) are handed over as such, not read as text.
         framer.raw = true;
         let deflate = socket.deflate.map(|d| d.own_max_window_bits);
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = outbox::channel();
         let task = tokio::task::spawn_local(run(socket.stream, framer, rx, receiver, traffic, deflate));
         Ok(Link { tx, task: Some(task) })
     }
@@ -115,7 +115,7 @@ fn frame(out: &mut Vec<u8>, text: &str, deflate: Option<u8>) {
 async fn run(
     mut stream: Stream,
     mut framer: Framer,
-    mut rx: mpsc::UnboundedReceiver<Outgoing>,
+    mut rx: outbox::Receiver<Outgoing>,
     receiver: Rc<dyn Receiver>,
     traffic: Rc<RefCell<Traffic>>,
     deflate: Option<u8>,
@@ -191,15 +191,15 @@ async fn run(
                     let (mut messages, mut closing) = (1, false);
                     loop {
                         match rx.try_recv() {
-                            Ok(Outgoing::Ddp(more)) => {
+                            Some(Outgoing::Ddp(more)) => {
                                 frame(&mut wire_bytes, &more, deflate);
                                 messages += 1;
                             }
-                            Ok(Outgoing::Close) => {
+                            Some(Outgoing::Close) => {
                                 closing = true;
                                 break;
                             }
-                            Err(_) => break,
+                            None => break,
                         }
                     }
                     if let Err(e) = stream.write_all(&wire_bytes).await {

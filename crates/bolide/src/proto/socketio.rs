@@ -17,11 +17,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::Notify;
 
 use super::ddp::{self as wire, Endpoint, Outgoing, Traffic};
 use super::http::tls::Connector;
 use super::link::{self, Failure, Link, Opening};
+use super::outbox;
 
 /// How Engine.IO reaches the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -315,7 +316,7 @@ fn event_packet(nsp: &str, id: Option<u64>, args: &[Value]) -> String {
 
 enum Out {
     Ws(Link),
-    Polling { tx: mpsc::UnboundedSender<Outgoing>, task: Option<tokio::task::JoinHandle<()>> },
+    Polling { tx: outbox::Sender<Outgoing>, task: Option<tokio::task::JoinHandle<()>> },
 }
 
 /// One namespace's connection.
@@ -499,7 +500,7 @@ async fn by_polling(
         }
         traffic.borrow_mut().count("socketio.failed_upgrades", 1);
     }
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = outbox::channel();
     let task =
         tokio::task::spawn_local(polling(ep.clone(), tls.cloned(), polled, cfg.headers.clone(), Rc::clone(shared), rx));
     Ok(Out::Polling { tx, task: Some(task) })
@@ -545,7 +546,7 @@ async fn polling(
     path: String,
     headers: Vec<(String, String)>,
     shared: Rc<Shared>,
-    mut rx: mpsc::UnboundedReceiver<Outgoing>,
+    mut rx: outbox::Receiver<Outgoing>,
 ) {
     let poll = |ep: Endpoint,
                 tls: Option<Connector>,
@@ -583,7 +584,7 @@ async fn polling(
                 Some(Outgoing::Ddp(p)) => {
                     let mut packets = vec![p];
                     let mut closing = false;
-                    while let Ok(more) = rx.try_recv() {
+                    while let Some(more) = rx.try_recv() {
                         match more {
                             Outgoing::Ddp(p) => packets.push(p),
                             Outgoing::Close => closing = true,
@@ -793,7 +794,7 @@ impl SioConn {
     /// Disconnects the namespace (`41`) and closes the connection, as a page's `socket.close()`.
     pub fn close(mut self) -> Option<tokio::task::JoinHandle<()>> {
         let _ = self.send(if self.nsp == "/" { "1".into() } else { format!("1{},", self.nsp) });
-        match std::mem::replace(&mut self.out, Out::Polling { tx: mpsc::unbounded_channel().0, task: None }) {
+        match std::mem::replace(&mut self.out, Out::Polling { tx: outbox::channel().0, task: None }) {
             Out::Ws(l) => l.close(),
             Out::Polling { tx, task } => {
                 let _ = tx.send(Outgoing::Close);

@@ -14,10 +14,11 @@ use std::time::{Duration, Instant};
 
 use ddp::sockjs::ServerFrame;
 use tokio::io::AsyncWriteExt;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::Notify;
 
 use super::ddp::{handle_text, ClientConfig, Conn, DdpFailure, Endpoint, Outgoing, Shared, State, Traffic, Transport};
 use super::http::tls::Connector;
+use super::outbox;
 use super::read::read_appending;
 
 /// The largest answer bolide reads from one poll (sockjs streams end at 128 KB).
@@ -180,7 +181,7 @@ pub async fn connect(
 ) -> Result<Conn, DdpFailure> {
     let begin = Instant::now();
     let shared = Rc::new(Shared { state: RefCell::new(State::default()), notify: Notify::new() });
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = outbox::channel();
     let opened = async {
         super::ddp::sockjs_info(ep, tls, false).await?;
         let base = base(ep);
@@ -221,12 +222,12 @@ async fn run(
     ep: Endpoint,
     tls: Option<Connector>,
     base: String,
-    mut rx: mpsc::UnboundedReceiver<Outgoing>,
+    mut rx: outbox::Receiver<Outgoing>,
     shared: Rc<Shared>,
     cfg: ClientConfig,
     traffic: Rc<RefCell<Traffic>>,
 ) {
-    let (reply_tx, mut replies_rx) = mpsc::unbounded_channel::<String>();
+    let (reply_tx, mut replies_rx) = outbox::channel::<String>();
     // Nothing is sent before the server opened the session (its `o`): it does not know it yet.
     let open = std::cell::Cell::new(false);
     let opened = Notify::new();
@@ -279,15 +280,15 @@ async fn run(
             let mut closing = false;
             loop {
                 match rx.try_recv() {
-                    Ok(Outgoing::Ddp(more)) => batch.push(more),
-                    Ok(Outgoing::Close) => {
+                    Some(Outgoing::Ddp(more)) => batch.push(more),
+                    Some(Outgoing::Close) => {
                         closing = true;
                         break;
                     }
-                    Err(_) => break,
+                    None => break,
                 }
             }
-            while let Ok(r) = replies_rx.try_recv() {
+            while let Some(r) = replies_rx.try_recv() {
                 batch.push(r);
             }
             let body = serde_json::to_string(&batch).unwrap_or_default();
