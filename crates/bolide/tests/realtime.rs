@@ -8,63 +8,13 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use bolide::stats::vu::DdpDoc;
 use common::*;
 use serde_json::Value;
 
-const PEERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/peers");
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-
-/// A server of `tests/peers` (a node script that prints `{"port": N}` once it listens), killed
-/// when dropped.
-struct Peer {
-    child: Child,
-    port: u16,
-}
-
-impl Peer {
-    fn start(script: &str) -> Peer {
-        assert!(
-            std::path::Path::new(&format!("{PEERS}/node_modules/socket.io")).exists(),
-            "the peers' npm packages are missing: cd crates/bolide/tests/peers && npm ci"
-        );
-        let mut child = Command::new("node")
-            .arg(format!("{PEERS}/{script}"))
-            .arg("0")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("node runs the peer servers");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let port = serde_json::from_str::<Value>(&line).ok().and_then(|v| v["port"].as_u64()).unwrap_or_else(|| {
-            let _ = child.kill();
-            panic!("{script} did not say its port: {line:?}")
-        }) as u16;
-        Peer { child, port }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    /// The server's own counts (`GET /counts`, on a connection that closes).
-    fn counts(&self) -> Value {
-        let text = get(self.port, "/counts");
-        let body = text.split("\r\n\r\n").nth(1).unwrap_or_default();
-        serde_json::from_str(body).unwrap_or_else(|_| panic!("counts: {text}"))
-    }
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Runs `bolide run FILE --json TMP ARGS...`; the outcome and the document (checked against its
 /// schema).

@@ -165,6 +165,7 @@ impl Generator {
             cpu_s: None,
             cpu_us_per_request: None,
             cpu_us_per_message: None,
+            peak_rss_bytes: None,
         }
     }
 }
@@ -204,6 +205,11 @@ pub struct GeneratorResult {
     /// DDP: that CPU time per DDP message (received and sent), microseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_us_per_message: Option<f64>,
+    /// bolide's peak resident memory when the run ended (the kernel's high-water mark of the
+    /// process, VmHWM), bytes; a merged run's is the sum of its segments' (every process at its
+    /// peak). Absent where the kernel does not say (and in documents made before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_bytes: Option<u64>,
 }
 
 impl GeneratorResult {
@@ -231,6 +237,7 @@ impl GeneratorResult {
     /// Records the load threads' CPU time (`cpu_ns`) and what it was spent on: `units` requests
     /// (HTTP) or messages (DDP, `per_message`).
     pub fn set_cpu(&mut self, cpu_ns: u64, units: u64, per_message: bool) {
+        self.peak_rss_bytes = own_peak_rss();
         if cpu_ns == 0 {
             return;
         }
@@ -242,6 +249,14 @@ impl GeneratorResult {
             self.cpu_us_per_request = per;
         }
     }
+}
+
+/// This process's peak resident memory so far (`VmHWM` of /proc/self/status), bytes.
+pub fn own_peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    let kb: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    Some(kb * 1024)
 }
 
 #[cfg(test)]

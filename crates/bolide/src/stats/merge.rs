@@ -309,6 +309,7 @@ fn merge_generators(segments: &[SegmentInfo]) -> Option<GeneratorResult> {
         cpu_s: cpu.map(|(s, _, _)| s),
         cpu_us_per_request: cpu.and_then(|(s, n, message)| (!message && n > 0.0).then(|| s * 1e6 / n)),
         cpu_us_per_message: cpu.and_then(|(s, n, message)| (message && n > 0.0).then(|| s * 1e6 / n)),
+        peak_rss_bytes: gens.iter().map(|(_, g)| g.peak_rss_bytes).sum(),
     })
 }
 

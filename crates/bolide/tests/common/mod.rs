@@ -7,7 +7,7 @@ pub mod meteor;
 pub mod prom;
 pub mod schema;
 
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -257,4 +257,59 @@ pub fn get(port: u16, path: &str) -> String {
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     out
+}
+
+/// The npm servers of `tests/peers`.
+pub const PEERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/peers");
+
+/// A server of `tests/peers` (a node script that prints `{"port": N}` once it listens), killed
+/// when dropped.
+pub struct Peer {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl Peer {
+    pub fn start(script: &str) -> Peer {
+        assert!(
+            std::path::Path::new(&format!("{PEERS}/node_modules/socket.io")).exists(),
+            "the peers' npm packages are missing: cd crates/bolide/tests/peers && npm ci"
+        );
+        let mut child = std::process::Command::new("node")
+            .arg(format!("{PEERS}/{script}"))
+            .arg("0")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("node runs the peer servers");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let port = serde_json::from_str::<serde_json::Value>(&line)
+            .ok()
+            .and_then(|v| v["port"].as_u64())
+            .unwrap_or_else(|| {
+                let _ = child.kill();
+                panic!("{script} did not say its port: {line:?}")
+            }) as u16;
+        Peer { child, port }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// The server's own counts (`GET /counts`, on a connection that closes).
+    pub fn counts(&self) -> serde_json::Value {
+        let text = get(self.port, "/counts");
+        let body = text.split("\r\n\r\n").nth(1).unwrap_or_default();
+        serde_json::from_str(body).unwrap_or_else(|_| panic!("counts: {text}"))
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
