@@ -368,6 +368,52 @@ pub struct Deflate {
 
 const TAIL: [u8; 4] = [0, 0, 0xff, 0xff];
 
+/// Messages up to this size, compressed with no context, are one block of literals in DEFLATE's
+/// fixed Huffman code, written here: resetting zlib's compressor clears its 128 KiB hash table,
+/// which cost more than the message (a DDP method call: memset was 22% of the generator's
+/// samples). A small JSON message has few repeats to find; it stays real DEFLATE, which the
+/// peer decodes as it decodes a browser's.
+const LITERALS_MAX: usize = 512;
+
+/// `data` as one non-final fixed-Huffman block of literals and the empty stored block of a sync
+/// flush, less that block's `00 00 ff ff` (RFC 1951 §3.2.6; RFC 7692 §7.2.1).
+fn fixed_literals(data: &[u8], out: &mut Vec<u8>) {
+    /// Bits waiting for a whole byte, least significant first.
+    struct Bits<'a> {
+        out: &'a mut Vec<u8>,
+        acc: u64,
+        n: u32,
+    }
+    impl Bits<'_> {
+        fn put(&mut self, value: u32, len: u32) {
+            self.acc |= u64::from(value) << self.n;
+            self.n += len;
+            while self.n >= 8 {
+                self.out.push(self.acc as u8);
+                self.acc >>= 8;
+                self.n -= 8;
+            }
+        }
+    }
+    // Huffman codes go most significant bit first into a stream read least significant first.
+    let code = |bits: u32, len: u32| bits.reverse_bits() >> (32 - len);
+    out.reserve(data.len() + data.len() / 8 + 3);
+    let mut w = Bits { out, acc: 0, n: 0 };
+    // BFINAL 0, BTYPE 01 (fixed Huffman).
+    w.put(0b010, 3);
+    for &b in data {
+        let (bits, len) = if b < 144 { (0x30 + u32::from(b), 8) } else { (0x190 + u32::from(b) - 144, 9) };
+        w.put(code(bits, len), len);
+    }
+    // End of block (256: seven zero bits), then the stored block's header (BFINAL 0, BTYPE 00),
+    // padded to a byte; its LEN and NLEN are the tail the wire leaves off.
+    w.put(0, 7);
+    w.put(0, 3);
+    if w.n > 0 {
+        w.put(0, 8 - w.n);
+    }
+}
+
 impl Deflate {
     /// `level` 0-9 (Meteor 3.1.1: 1, fastest); `window_bits` 9-15 for what we compress (Meteor:
     /// the smallest); what we decompress may use any window.
@@ -380,6 +426,10 @@ impl Deflate {
 
     /// Compresses one message; `reset` for no context takeover.
     pub fn compress(&mut self, data: &[u8], reset: bool, out: &mut Vec<u8>) {
+        if reset && data.len() <= LITERALS_MAX {
+            fixed_literals(data, out);
+            return;
+        }
         if reset {
             self.compress.reset();
         }
@@ -439,6 +489,32 @@ impl Deflate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn small_messages_are_fixed_huffman_literals_that_inflate_back() {
+        let mut d = Deflate::new(1, 15);
+        let every: Vec<u8> = (0..=255u8).collect();
+        let json = br#"{"msg":"method","id":"12","method":"fetchTasks","params":[]}"#.to_vec();
+        for data in [Vec::new(), b"a".to_vec(), json, every, vec![b'x'; LITERALS_MAX]] {
+            let mut out = Vec::new();
+            d.compress(&data, true, &mut out);
+            // A fixed block: BTYPE 01 in the first byte's bits 1-2.
+            assert_eq!(out[0] & 0b110, 0b010, "{data:?}");
+            assert_eq!(d.decompress(&out, true, 1 << 20).unwrap(), data);
+            // zlib reads it as well (a fresh inflater, the tail put back).
+            let mut z = Decompress::new_with_window_bits(false, 15);
+            let mut back = Vec::with_capacity(data.len() + 64);
+            let whole = [&out[..], &TAIL[..]].concat();
+            z.decompress_vec(&whole, &mut back, FlushDecompress::Sync).unwrap();
+            assert_eq!(back, data);
+        }
+        // Larger messages, or a compressor that keeps its context, go through zlib.
+        let big = vec![b'y'; LITERALS_MAX + 1];
+        let mut out = Vec::new();
+        d.compress(&big, true, &mut out);
+        assert!(out.len() < 50, "repeats found: {}", out.len());
+        assert_eq!(d.decompress(&out, true, 1 << 20).unwrap(), big);
+    }
 
     #[test]
     fn accept_key_of_rfc_6455_example() {
