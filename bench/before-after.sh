@@ -11,10 +11,15 @@
 #   c1000   peak RSS (GNU time) of `bolide http -c 1000` against nginx for RSS_SECONDS
 #   s10000  peak RSS of SESSIONS subscribed DDP sessions held by one generator thread (arrivals
 #           over 10 s, each held HOLD s) against `bolide serve` on both cores
+#   sio     CPU per Socket.IO message: bench/socketio-work.yml (echoes and acknowledgements) on one
+#           generator thread (core 1) against the real socket.io 4 server of tests/peers (core 0)
+#   gql     CPU per GraphQL message: bench/graphql-work.yml (subscriptions fed by mutations) on one
+#           generator thread against the real graphql-ws server of tests/peers (core 0)
 #
 # Usage: OLD=/path/to/bolide-before bench/before-after.sh   (NEW: this tree's release build;
 #        REPS=5 CONNS=50 DURATION=8 CALLERS=50 RSS_SECONDS=5 SESSIONS=10000 HOLD=10
-#        MODES="h1 h2 ddp c1000 s10000")
+#        MODES="h1 h2 ddp c1000 s10000 sio gql"; sio and gql need `npm ci` in
+#        crates/bolide/tests/peers)
 # Traffic goes to 127.0.0.1 only; every run is bounded by its duration.
 set -euo pipefail
 
@@ -25,7 +30,8 @@ CALLERS=${CALLERS:-50}
 RSS_SECONDS=${RSS_SECONDS:-5}
 SESSIONS=${SESSIONS:-10000}
 HOLD=${HOLD:-10}
-MODES=${MODES:-h1 h2 ddp c1000 s10000}
+MODES=${MODES:-h1 h2 ddp c1000 s10000 sio gql}
+PEER_PORT=${PEER_PORT:-3220}
 DDP_PORT=${DDP_PORT:-3210}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -35,7 +41,23 @@ mkdir -p "$OUT"
 : "${OLD:?OLD=path to the bolide binary to compare with}"
 # shellcheck source=bench/lib.sh
 . "$HERE/lib.sh"
-trap 'stop_nginx; stop_server' EXIT
+PEER_PID=""
+# A node server of tests/peers on PEER_PORT, pinned to core 0.
+start_peer() { # script
+    taskset -c 0 node "$ROOT/crates/bolide/tests/peers/$1" "$PEER_PORT" >"$OUT/peer.log" 2>&1 &
+    PEER_PID=$!
+    for _ in $(seq 100); do
+        grep -q port "$OUT/peer.log" 2>/dev/null && return 0
+        sleep 0.05
+    done
+    log "the peer $1 did not start"
+    exit 1
+}
+stop_peer() {
+    if [ -n "$PEER_PID" ]; then kill "$PEER_PID" 2>/dev/null || true; wait "$PEER_PID" 2>/dev/null || true; fi
+    PEER_PID=""
+}
+trap 'stop_nginx; stop_server; stop_peer' EXIT
 export NGINX_H2C_PORT=8082
 has() { case " $MODES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
@@ -79,6 +101,10 @@ scenarios:
       - disconnect
 YML
 
+# The realtime protocols' workloads, aimed at the peer.
+sed "s#http://127.0.0.1:3000#http://127.0.0.1:$PEER_PORT#" "$HERE/socketio-work.yml" >"$OUT/sio.yml"
+sed "s#http://127.0.0.1:4000#http://127.0.0.1:$PEER_PORT#" "$HERE/graphql-work.yml" >"$OUT/gql.yml"
+
 # One run of `mode` by `bin`, its document in $OUT/mode-which-i.json (and .time: user, system,
 # wall, peak RSS in KB).
 run_one() { # mode which bin i
@@ -91,14 +117,18 @@ run_one() { # mode which bin i
     ddp) taskset -c 1 "$bin" run "$OUT/calls.yml" -t 1 -q --json "$json" ;;
     c1000) "${timed[@]}" "$bin" http -c 1000 -d "${RSS_SECONDS}s" -q --json "$json" http://127.0.0.1:8080/ ;;
     s10000) taskset -c 1 "${timed[@]}" "$bin" run "$OUT/hold.yml" -t 1 -q --json "$json" || true ;;
+    sio) taskset -c 1 "$bin" run "$OUT/sio.yml" -t 1 -q --json "$json" ;;
+    gql) taskset -c 1 "$bin" run "$OUT/gql.yml" -t 1 -q --json "$json" ;;
     esac >/dev/null
 }
 
-for mode in h1 h2 ddp c1000 s10000; do
+for mode in h1 h2 ddp c1000 s10000 sio gql; do
     has "$mode" || continue
     case $mode in
     ddp) start_server 0 --threads 1 ;;
     s10000) start_server 0-1 --max-sessions $((SESSIONS * 2)) ;;
+    sio) start_peer sio-server.mjs ;;
+    gql) start_peer gql-server.mjs ;;
     esac
     for i in $(seq "$REPS"); do
         order=(old new)
@@ -111,6 +141,7 @@ for mode in h1 h2 ddp c1000 s10000; do
         done
     done
     stop_server
+    stop_peer
 done
 
 python3 - "$OUT" "$REPS" "$MODES" <<'PY' | tee "$OUT/summary.md"
@@ -122,6 +153,8 @@ names = {
     "ddp": "DDP calls, CPU per message",
     "c1000": "HTTP/1.1, 1,000 connections, peak RSS",
     "s10000": "DDP, 10,000 held sessions, peak RSS",
+    "sio": "Socket.IO echoes and acks, CPU per message",
+    "gql": "GraphQL subscriptions and mutations, CPU per message",
 }
 print("| what | bolide | median | runs | errors | also (median) |")
 print("|---|---|---|---|---|---|")
@@ -136,7 +169,7 @@ for mode in modes:
             vals = [d["generator"]["cpu_us_per_request"] for d in docs]
             unit, also = "µs", f"{statistics.median(d['summary']['requests_per_s'] for d in docs):,.0f} req/s"
             errors = sum(d["summary"]["errors"] for d in docs)
-        elif mode == "ddp":
+        elif mode in ("ddp", "sio", "gql"):
             vals = [d["generator"]["cpu_us_per_message"] for d in docs]
             msgs = [d["summary"]["messages_in"] + d["summary"]["messages_out"] for d in docs]
             unit, also = "µs", f"{statistics.median(msgs):,.0f} messages"
