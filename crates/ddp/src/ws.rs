@@ -364,12 +364,14 @@ pub fn client_accept_deflate(response_header: Option<&str>) -> Result<Option<Def
 pub struct Deflate {
     compress: Compress,
     decompress: Decompress,
+    /// Small messages with no context as literals ([`Deflate::writing_literals`]).
+    literals: bool,
 }
 
 const TAIL: [u8; 4] = [0, 0, 0xff, 0xff];
 
-/// Messages up to this size, compressed with no context, are one block of literals in DEFLATE's
-/// fixed Huffman code, written here: resetting zlib's compressor clears its 128 KiB hash table,
+/// A client's messages up to this size, compressed with no context, are one block of literals in
+/// DEFLATE's fixed Huffman code, written here: resetting zlib's compressor clears its 128 KiB hash table,
 /// which cost more than the message (a DDP method call: memset was 22% of the generator's
 /// samples). A small JSON message has few repeats to find; it stays real DEFLATE, which the
 /// peer decodes as it decodes a browser's.
@@ -421,12 +423,21 @@ impl Deflate {
         Deflate {
             compress: Compress::new_with_window_bits(Compression::new(level), false, window_bits.clamp(9, 15)),
             decompress: Decompress::new_with_window_bits(false, 15),
+            literals: false,
         }
+    }
+
+    /// A client's compressor: a message of [`LITERALS_MAX`] bytes or less, compressed with no
+    /// context, is one block of literals in the fixed Huffman code, written without zlib. A
+    /// server's stays zlib's throughout, as Meteor's does (its CPU is what a benchmark measures).
+    pub fn writing_literals(mut self) -> Deflate {
+        self.literals = true;
+        self
     }
 
     /// Compresses one message; `reset` for no context takeover.
     pub fn compress(&mut self, data: &[u8], reset: bool, out: &mut Vec<u8>) {
-        if reset && data.len() <= LITERALS_MAX {
+        if self.literals && reset && data.len() <= LITERALS_MAX {
             fixed_literals(data, out);
             return;
         }
@@ -492,7 +503,7 @@ mod tests {
 
     #[test]
     fn small_messages_are_fixed_huffman_literals_that_inflate_back() {
-        let mut d = Deflate::new(1, 15);
+        let mut d = Deflate::new(1, 15).writing_literals();
         let every: Vec<u8> = (0..=255u8).collect();
         let json = br#"{"msg":"method","id":"12","method":"fetchTasks","params":[]}"#.to_vec();
         for data in [Vec::new(), b"a".to_vec(), json, every, vec![b'x'; LITERALS_MAX]] {
@@ -508,6 +519,10 @@ mod tests {
             z.decompress_vec(&whole, &mut back, FlushDecompress::Sync).unwrap();
             assert_eq!(back, data);
         }
+        // A server's compressor finds the repeats of a small message too.
+        let mut zlib = Vec::new();
+        Deflate::new(1, 15).compress(&[b'z'; 100], true, &mut zlib);
+        assert!(zlib.len() < 20, "{}", zlib.len());
         // Larger messages, or a compressor that keeps its context, go through zlib.
         let big = vec![b'y'; LITERALS_MAX + 1];
         let mut out = Vec::new();

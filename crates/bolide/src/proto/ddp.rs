@@ -424,7 +424,7 @@ impl Drop for Conn {
 thread_local! {
     /// Compressor for what we send (we never keep context) and decompressor for peers that do not
     /// keep theirs: one per thread for every connection.
-    static DEFLATE: RefCell<Deflate> = RefCell::new(Deflate::new(1, 15));
+    static DEFLATE: RefCell<Deflate> = RefCell::new(Deflate::new(1, 15).writing_literals());
     /// Compressors for servers that allow less than a 15-bit window (9 to 14 bits).
     static SMALL_WINDOWS: RefCell<[Option<Deflate>; 6]> = const { RefCell::new([None, None, None, None, None, None]) };
 }
@@ -591,7 +591,7 @@ pub(super) fn compress(payload: &[u8], window_bits: u8, out: &mut Vec<u8>) {
     SMALL_WINDOWS.with(|all| {
         let mut all = all.borrow_mut();
         let slot = &mut all[usize::from(window_bits.saturating_sub(9)).min(5)];
-        slot.get_or_insert_with(|| Deflate::new(1, window_bits)).compress(payload, true, out);
+        slot.get_or_insert_with(|| Deflate::new(1, window_bits).writing_literals()).compress(payload, true, out);
     });
 }
 
