@@ -24,6 +24,7 @@ use crate::plan::DdpPlan;
 use crate::proto::ddp::{Conn, Traffic};
 use crate::proto::graphql_ws::GqlConn;
 use crate::proto::http::tls::Connector;
+use crate::proto::socketio::Want;
 use crate::scenario::arrivals::Schedule;
 use crate::scenario::template::{self, Vars};
 use crate::scenario::{
@@ -625,6 +626,13 @@ async fn user<S: Session>(
         }
     }
     ahead.set(false);
+    // A connection that died after the last step that used it (and that nothing makes again)
+    // fails its user all the same, as one that died before a step.
+    if let Some(why) = vu.conn.as_ref().and_then(Session::gone).filter(|_| ok && !S::RECONNECTS) {
+        ok = false;
+        let mut r = w.recs[target].borrow_mut();
+        r.count_user_error("disconnect", &format!("the connection closed after the user's last step on it: {why}"));
+    }
     if let Some(c) = vu.conn.take() {
         w.close(c);
     }
@@ -709,17 +717,6 @@ fn brief(v: &Value) -> String {
     match text.char_indices().nth(200) {
         Some((cut, _)) => format!("{}...", &text[..cut]),
         None => text,
-    }
-}
-
-/// Whether an answer's arguments are what Artillery's `data` asks: a list, every argument; a
-/// mapping or a number, the last argument; text, part of the last argument.
-fn answers(got: &[Value], want: &Value) -> bool {
-    match (want, got.last()) {
-        (Value::Array(all), _) => got == all.as_slice(),
-        (Value::String(part), Some(Value::String(last))) => last.contains(part.as_str()),
-        (w, Some(last)) => last == w,
-        (_, None) => false,
     }
 }
 
@@ -877,6 +874,7 @@ impl<S: Session> Vu<'_, S> {
         // Logged in again with the user's token, then subscribed again, as Meteor's client does;
         // the new session's cache holds what the server sends again, nothing else.
         if let Some(token) = self.vars.get("loginToken").cloned() {
+            crate::redact::sent_payload(&token);
             let login = serde_json::json!({ "resume": token });
             let _write = self.w.audit.as_deref().map(super::audit::Shared::write);
             conn.call("login", vec![login], deadline.saturating_sub(began.elapsed()))
@@ -1175,8 +1173,7 @@ impl<S: Session> Vu<'_, S> {
             Reply::None => None,
             Reply::Ack(a) | Reply::Event { answer: a, .. } => Some(a),
         };
-        let want = answer.and_then(|a| a.data.as_ref()).map(|d| template::render(d, &self.vars));
-        let done = |got: &[Value]| want.as_ref().is_none_or(|w| answers(got, w));
+        let want = Want::new(answer.and_then(|a| a.data.as_ref()).map(|d| template::render(d, &self.vars)));
         let channel = match &e.reply {
             Reply::Event { channel, .. } => text_of(channel, &self.vars),
             _ => String::new(),
@@ -1184,13 +1181,13 @@ impl<S: Session> Vu<'_, S> {
         let reply = match &e.reply {
             Reply::None => super::session::Await::Nothing,
             Reply::Ack(_) => super::session::Await::Ack,
-            Reply::Event { .. } => super::session::Await::Event { channel: &channel, done: &done },
+            Reply::Event { .. } => super::session::Await::Event { channel: &channel, want: want.clone() },
         };
         let namespace = e.namespace.as_ref().map(|n| text_of(n, &self.vars));
         let conn = self.conn(step)?;
         let out = conn.emit(namespace.as_deref(), args, reply, timeout).await.map_err(|f| self.fail(step, &f))?;
         if let Some(a) = answer {
-            if matches!(e.reply, Reply::Ack(_)) && !done(&out.args) {
+            if matches!(e.reply, Reply::Ack(_)) && !want.answers(&out.args) {
                 let got = brief(&Value::Array(out.args.clone()));
                 return Err(self.fail_with(
                     step,
@@ -1292,11 +1289,11 @@ impl<S: Session> Vu<'_, S> {
             for (s, us) in &happened.subs {
                 r.browser.sub(s, *us);
             }
-            r.browser.console_errors += happened.console_errors.len() as u64;
-            r.browser.failed_requests += happened.failed_requests.len() as u64;
-            if let Some(e) = happened.console_errors.first() {
+            r.browser.console_errors += happened.console_errors.count;
+            r.browser.failed_requests += happened.failed_requests.count;
+            if let Some(e) = happened.console_errors.first.first() {
                 trouble = Some(("console", format!("the page logged an error: {e}")));
-            } else if let Some(e) = happened.failed_requests.first() {
+            } else if let Some(e) = happened.failed_requests.first.first() {
                 trouble = Some(("request", format!("a request of the page failed: {e}")));
             }
         }
@@ -1445,6 +1442,7 @@ impl<S: Session> Vu<'_, S> {
     fn login_params(&self, l: &crate::scenario::Login) -> Value {
         let render = |v: &Option<Value>| v.as_ref().map(|v| template::render(v, &self.vars));
         if let Some(token) = render(&l.resume) {
+            crate::redact::sent_payload(&token);
             return serde_json::json!({ "resume": token });
         }
         let user = match render(&l.user) {
@@ -1460,7 +1458,11 @@ impl<S: Session> Vu<'_, S> {
         let digest = password.map(|p| {
             use sha2::Digest;
             let hash = sha2::Sha256::digest(p.as_bytes());
-            hash.iter().map(|b| format!("{b:02x}")).collect::<String>()
+            let digest = hash.iter().map(|b| format!("{b:02x}")).collect::<String>();
+            // Meteor takes the digest for the password: neither is shown as a server echoes it.
+            crate::redact::sent_secret(&p);
+            crate::redact::sent_secret(&digest);
+            digest
         });
         serde_json::json!({ "user": user, "password": { "digest": digest, "algorithm": "sha-256" } })
     }

@@ -112,11 +112,88 @@ pub struct State {
     pub last_data: Option<Instant>,
 }
 
+/// What an answer must carry (Artillery's `data`): a list, every argument of the events since
+/// the emit one after another; a mapping or a number, the last argument of an event; text, part of
+/// the last argument of an event; nothing, any event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Want {
+    Any,
+    All(Vec<Value>),
+    Contains(String),
+    Equals(Value),
+}
+
+impl Want {
+    pub fn new(data: Option<Value>) -> Want {
+        match data {
+            None => Want::Any,
+            Some(Value::Array(all)) => Want::All(all),
+            Some(Value::String(part)) => Want::Contains(part),
+            Some(v) => Want::Equals(v),
+        }
+    }
+
+    /// Whether one answer's arguments (an acknowledgement's, or all a response's) are wanted.
+    pub fn answers(&self, got: &[Value]) -> bool {
+        match (self, got.last()) {
+            (Want::Any, _) => true,
+            (Want::All(all), _) => got == all.as_slice(),
+            (Want::Contains(part), Some(Value::String(last))) => last.contains(part.as_str()),
+            (Want::Equals(w), Some(last)) => last == w,
+            (_, _) => false,
+        }
+    }
+}
+
+/// The events a `response` watches, judged one at a time as they come: it keeps what the judge
+/// needs (the answer so far, the last event for the error), never every event, so a server
+/// sending endless events that do not answer costs one event's memory.
 struct Watch {
     channel: String,
-    args: Vec<Value>,
+    want: Want,
+    /// The answer: its arguments (a list's, those that matched so far).
+    kept: Vec<Value>,
+    /// A list's events no longer match it: no later event can.
+    spoiled: bool,
+    /// The last event's arguments, when they did not answer (for the error at the timeout).
+    last_args: Vec<Value>,
     events: u64,
-    last: Option<Instant>,
+    answered: Option<Instant>,
+}
+
+impl Watch {
+    fn new(channel: String, want: Want) -> Watch {
+        Watch { channel, want, kept: Vec::new(), spoiled: false, last_args: Vec::new(), events: 0, answered: None }
+    }
+
+    /// One event of the channel: judged now.
+    fn event(&mut self, args: Vec<Value>, now: Instant) {
+        self.events += 1;
+        if self.answered.is_some() {
+            return;
+        }
+        let answers = match &self.want {
+            Want::All(all) => {
+                let at = self.kept.len();
+                if !self.spoiled && all.get(at..at + args.len()) == Some(args.as_slice()) {
+                    self.kept.extend(args.iter().cloned());
+                } else {
+                    self.spoiled = true;
+                    self.kept = Vec::new();
+                }
+                !self.spoiled && self.kept.len() == all.len()
+            }
+            want => want.answers(&args),
+        };
+        if answers {
+            if !matches!(self.want, Want::All(_)) {
+                self.kept = args;
+            }
+            self.answered = Some(now);
+        } else {
+            self.last_args = args;
+        }
+    }
 }
 
 /// A connection's state and what it needs to read packets.
@@ -125,6 +202,8 @@ pub struct Shared {
     pub notify: Notify,
     traffic: Rc<RefCell<Traffic>>,
     fanout_field: Option<String>,
+    /// The namespace this connection joined.
+    nsp: String,
 }
 
 impl Shared {
@@ -165,6 +244,12 @@ impl Shared {
             self.traffic.borrow_mut().protocol_errors += 1;
             return;
         };
+        // A connection is one namespace's: what a server says on another is not this user's
+        // (counted, dropped).
+        if parsed.nsp != self.nsp && !matches!(parsed.kind, b'5' | b'6') {
+            self.traffic.borrow_mut().count("socketio.foreign_namespace_packets", 1);
+            return;
+        }
         match parsed.kind {
             b'0' => st.connected = Some(Ok(now)),
             b'1' => {
@@ -192,9 +277,7 @@ impl Shared {
                     }
                 }
                 if let Some(w) = st.watch.as_mut().filter(|w| w.channel == name) {
-                    w.args.extend(args);
-                    w.events += 1;
-                    w.last = Some(now);
+                    w.event(args, now);
                 }
                 // Names a server makes up are counted up to a bound (listen waits for named ones).
                 if st.counts.len() < MAX_EVENT_NAMES || st.counts.contains_key(&name) {
@@ -272,13 +355,15 @@ impl link::Receiver for Probe {
 }
 
 /// A Socket.IO packet's parts: `<type>[<attachments>-][/<nsp>,][<id>][<json>]`.
-struct Packet {
+struct Packet<'a> {
     kind: u8,
+    /// Its namespace (`/` when it names none).
+    nsp: &'a str,
     id: Option<u64>,
     data: Option<Value>,
 }
 
-fn parse_packet(p: &str) -> Option<Packet> {
+fn parse_packet(p: &str) -> Option<Packet<'_>> {
     let kind = *p.as_bytes().first()?;
     if !(b'0'..=b'6').contains(&kind) {
         return None;
@@ -286,17 +371,19 @@ fn parse_packet(p: &str) -> Option<Packet> {
     let mut rest = &p[1..];
     if matches!(kind, b'5' | b'6') {
         // Binary packets: their placeholders are not read (counted as protocol errors).
-        return Some(Packet { kind, id: None, data: None });
+        return Some(Packet { kind, nsp: "/", id: None, data: None });
     }
+    let mut nsp = "/";
     if rest.starts_with('/') {
         let end = rest.find(',').unwrap_or(rest.len());
+        nsp = &rest[..end];
         rest = rest.get(end + 1..).unwrap_or_default();
     }
     let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
     let id = (digits > 0).then(|| rest[..digits].parse().ok()).flatten();
     rest = &rest[digits..];
     let data = if rest.is_empty() { None } else { Some(serde_json::from_str(rest).ok()?) };
-    Some(Packet { kind, id, data })
+    Some(Packet { kind, nsp, id, data })
 }
 
 /// The Socket.IO packet of an event (with an acknowledgement id when one is asked) on `nsp`, as
@@ -368,11 +455,20 @@ pub async fn connect(
     timeout: Duration,
 ) -> Result<SioConn, Failure> {
     let begin = Instant::now();
+    // A server that echoes the auth payload, a query token or a header back does not get them
+    // shown.
+    if let Some(a) = &cfg.auth {
+        crate::redact::sent_payload(a);
+    }
+    for (name, value) in cfg.headers.iter().chain(&cfg.query) {
+        crate::redact::sent_header(name, value);
+    }
     let shared = Rc::new(Shared {
         state: RefCell::new(State::default()),
         notify: Notify::new(),
         traffic: Rc::clone(&traffic),
         fanout_field: cfg.fanout_field.clone(),
+        nsp: nsp.to_string(),
     });
     let opening = async {
         let out = match cfg.transports.first() {
@@ -488,10 +584,15 @@ async fn by_polling(
         // socket.io-client leaves it.
         let path = request_path(cfg, "websocket", Some(&sid));
         let how = Opening { path: &path, headers: &cfg.headers, protocol: None, compression: cfg.compression };
-        let probe = Duration::from_secs(10).min(timeout);
-        if let Ok(l) = Link::open(ep, &how, tls, Rc::clone(traffic), Rc::new(Probe(Rc::clone(shared)))).await {
+        // The opening and the probe take at most half of what the connect has left (10 s at
+        // most), so a server that never answers them leaves the session time to go on polling.
+        let probe = Duration::from_secs(10).min(end.saturating_duration_since(Instant::now()) / 2);
+        let probe_end = Instant::now() + probe;
+        let opened = Link::open(ep, &how, tls, Rc::clone(traffic), Rc::new(Probe(Rc::clone(shared))));
+        if let Ok(Ok(l)) = tokio::time::timeout(probe, opened).await {
             l.send("2probe".into());
-            if wait(shared, probe, "the upgrade's 3probe", |st| st.probed.then_some(())).await.is_ok() {
+            let left = probe_end.saturating_duration_since(Instant::now());
+            if wait(shared, left, "the upgrade's 3probe", |st| st.probed.then_some(())).await.is_ok() {
                 shared.state.borrow_mut().upgraded = true;
                 l.send("5".into());
                 return Ok(Out::Ws(l));
@@ -728,43 +829,34 @@ impl SioConn {
         Ok((sent, at, got))
     }
 
-    /// Emits an event and waits until the events named `channel` that came since (their arguments
-    /// one after another) satisfy `done`: when it was sent, when the last came, their arguments.
-    /// At the timeout: "response timeout" when none came, else the arguments that did not do.
+    /// Emits an event and waits until the events named `channel` that came since answer it
+    /// (`want`, judged as each comes): when it was sent, when the answer came, its arguments. At
+    /// the timeout: "response timeout" when none came, else the last that did not do.
     pub async fn emit_for_response(
         &self,
         args: &[Value],
         channel: &str,
-        done: &dyn Fn(&[Value]) -> bool,
+        want: Want,
         timeout: Duration,
     ) -> Result<(Instant, Instant, Vec<Value>), Failure> {
-        self.shared.state.borrow_mut().watch =
-            Some(Watch { channel: channel.to_string(), args: Vec::new(), events: 0, last: None });
+        self.shared.state.borrow_mut().watch = Some(Watch::new(channel.to_string(), want));
         let sent = Instant::now();
         let waited = match self.send_event(None, args) {
-            Ok(()) => {
-                wait(&self.shared, timeout, "the response", |st| {
-                    let w = st.watch.as_ref()?;
-                    (w.events > 0 && done(&w.args)).then(|| w.last.unwrap_or(sent))
-                })
-                .await
-            }
+            Ok(()) => wait(&self.shared, timeout, "the response", |st| st.watch.as_ref()?.answered).await,
             Err(f) => Err(f),
         };
         let watch = self.shared.state.borrow_mut().watch.take();
         match (waited, watch) {
-            (Ok(at), Some(w)) => Ok((sent, at, w.args)),
+            (Ok(at), Some(w)) => Ok((sent, at, w.kept)),
             (Ok(at), None) => Ok((sent, at, Vec::new())),
             (Err(f), Some(w)) if f.class == "timeout" && w.events > 0 => {
-                let got = Value::Array(w.args).to_string();
+                let got = Value::Array(w.last_args).to_string();
                 let got = match got.char_indices().nth(200) {
                     Some((cut, _)) => format!("{}...", &got[..cut]),
                     None => got,
                 };
-                Err(Failure::new(
-                    "response",
-                    format!("data is not valid: {channel} came {} times with {got}", w.events),
-                ))
+                let times = if w.events == 1 { "once".to_string() } else { format!("{} times", w.events) };
+                Err(Failure::new("response", format!("data is not valid: {channel} came {times}, the last with {got}")))
             }
             (Err(f), _) if f.class == "timeout" => {
                 Err(Failure::new("timeout", format!("response timeout: no {channel} event within {timeout:?}")))
@@ -832,15 +924,17 @@ mod tests {
             notify: Notify::new(),
             traffic: Rc::new(RefCell::new(Traffic::default())),
             fanout_field: Some("sentAt".into()),
+            nsp: "/".into(),
         };
         let mut replies = Vec::new();
         shared.packet(r#"0{"sid":"s1","upgrades":["websocket"],"pingInterval":300,"pingTimeout":200}"#, &mut replies);
         shared.packet("2", &mut replies);
         assert_eq!(replies, vec!["3".to_string()]);
-        shared.state.borrow_mut().watch = Some(Watch { channel: "r".into(), args: vec![], events: 0, last: None });
+        shared.state.borrow_mut().watch = Some(Watch::new("r".into(), Want::Any));
         let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() - 5;
         shared.packet(&format!(r#"42["r",{{"sentAt":{stamp}}}]"#), &mut replies);
         shared.packet(r#"42["other",1]"#, &mut replies);
+        shared.packet(r#"42/chat,["r",1]"#, &mut replies);
         // An acknowledgement is kept only while someone waits for it.
         shared.state.borrow_mut().acks.insert(1, None);
         shared.packet(r#"431["done"]"#, &mut replies);
@@ -855,5 +949,44 @@ mod tests {
         assert!(!st.acks.contains_key(&9));
         assert_eq!(st.closed.as_deref(), Some("io server disconnect"));
         assert_eq!(shared.traffic.borrow().fanout_us.len(), 1);
+        assert_eq!(shared.traffic.borrow().events["socketio.foreign_namespace_packets"], 1);
+    }
+
+    /// A watch judges each event as it comes and keeps one event's arguments at most beyond the
+    /// answer: 10,000 events that do not answer leave it as small as one.
+    #[test]
+    fn a_watch_keeps_what_its_judge_needs() {
+        use serde_json::json;
+        let now = Instant::now();
+        let big = json!("x".repeat(1000));
+        let mut w = Watch::new("r".into(), Want::new(Some(json!({"ok": true}))));
+        for _ in 0..10_000 {
+            w.event(vec![big.clone()], now);
+        }
+        assert_eq!((w.events, w.kept.len(), w.last_args.len(), w.answered), (10_000, 0, 1, None));
+        w.event(vec![json!(1), json!({"ok": true})], now);
+        assert_eq!((w.answered, w.kept.len()), (Some(now), 2));
+        w.event(vec![big.clone()], now);
+        assert_eq!((w.events, w.kept.len()), (10_002, 2), "the answer stays the first");
+
+        // A list: the events' arguments one after another, spoiled for good by one that differs.
+        let mut w = Watch::new("r".into(), Want::new(Some(json!([1, 2, 3]))));
+        w.event(vec![json!(1)], now);
+        w.event(vec![json!(2), json!(3)], now);
+        assert_eq!((w.answered, w.kept), (Some(now), vec![json!(1), json!(2), json!(3)]));
+        let mut w = Watch::new("r".into(), Want::new(Some(json!([1, 2]))));
+        w.event(vec![json!(1), json!(9)], now);
+        w.event(vec![json!(1), json!(2)], now);
+        assert_eq!((w.answered, w.kept.len(), w.spoiled), (None, 0, true));
+
+        // Text: part of the last argument; nothing: the first event.
+        let mut w = Watch::new("r".into(), Want::new(Some(json!("ell"))));
+        w.event(vec![json!("nope")], now);
+        w.event(vec![json!(1), json!("hello")], now);
+        assert_eq!(w.kept, vec![json!(1), json!("hello")]);
+        let mut w = Watch::new("r".into(), Want::Any);
+        w.event(vec![], now);
+        assert_eq!(w.answered, Some(now));
+        assert!(Want::Any.answers(&[]) && !Want::new(Some(json!(1))).answers(&[]));
     }
 }

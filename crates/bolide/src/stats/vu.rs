@@ -350,6 +350,13 @@ impl VuRecorder {
         }
     }
 
+    /// An error of the user, not of a step (its connection closed once its steps were done).
+    pub fn count_user_error(&mut self, class: &str, detail: &str) {
+        if !self.first_errors.iter().any(|(c, _)| c == class) {
+            self.first_errors.push((class.to_string(), crate::redact::printable(detail).into_owned()));
+        }
+    }
+
     pub fn merge(&mut self, o: &VuRecorder) {
         for (a, b) in self.steps.iter_mut().zip(&o.steps) {
             a.merge(b);

@@ -56,10 +56,10 @@ pub enum Await<'a> {
     Nothing,
     /// The server's acknowledgement.
     Ack,
-    /// Events named `channel`, until their arguments (one after another) satisfy `done`.
+    /// Events named `channel`, until they answer `want`.
     Event {
         channel: &'a str,
-        done: &'a dyn Fn(&[Value]) -> bool,
+        want: crate::proto::socketio::Want,
     },
 }
 

@@ -127,7 +127,7 @@ impl super::Session for SioSession {
                 (sent, sent, Vec::new())
             }
             Await::Ack => conn.emit_with_ack(&args, left).await?,
-            Await::Event { channel, done } => conn.emit_for_response(&args, channel, done, left).await?,
+            Await::Event { channel, want } => conn.emit_for_response(&args, channel, want, left).await?,
         };
         Ok(Emitted { sent, answered, args })
     }
