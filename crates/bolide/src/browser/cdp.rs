@@ -33,6 +33,10 @@ pub const NO_ANSWER: &str = "no answer from the browser within";
 /// thinking reads none for a while): false drops the event.
 pub type Keep = fn(&str, &mut Value) -> bool;
 
+/// At most this many events wait to be read (a page that logs errors without end while its user
+/// thinks): past it, events are counted by kind and dropped.
+pub const MAX_QUEUED: usize = 50_000;
+
 /// What a command waiting on a page that crashed is answered.
 pub const CRASHED: &str = "the page crashed";
 
@@ -42,6 +46,8 @@ struct Shared {
     /// Commands waiting for their answer: the session each went to, and where the answer goes.
     waiting: RefCell<HashMap<u64, (Option<String>, Answer)>>,
     events: RefCell<VecDeque<Event>>,
+    /// Events past [`MAX_QUEUED`], by session and method: counted, not kept.
+    dropped: RefCell<HashMap<(Option<String>, String), u64>>,
     /// Sessions whose page crashed: a command to one is answered at once.
     crashed: RefCell<std::collections::HashSet<Option<String>>>,
     /// Why the connection ended (the browser died, or closed it).
@@ -166,6 +172,17 @@ impl Cdp {
         }
     }
 
+    /// How many events of each kind for `session` (or for none) came past the queue's bound
+    /// since the last call.
+    pub fn take_dropped(&self, session: &str) -> Vec<(String, u64)> {
+        let mut dropped = self.shared.dropped.borrow_mut();
+        if dropped.is_empty() {
+            return Vec::new();
+        }
+        let mine: Vec<_> = dropped.keys().filter(|(s, _)| s.as_deref().is_none_or(|s| s == session)).cloned().collect();
+        mine.into_iter().filter_map(|k| dropped.remove(&k).map(|n| (k.1, n))).collect()
+    }
+
     /// The events that arrived so far, in order.
     pub fn take_events(&self) -> VecDeque<Event> {
         std::mem::take(&mut *self.shared.events.borrow_mut())
@@ -241,6 +258,12 @@ fn dispatch(payload: &[u8], s: &Shared) {
     if s.keep.is_some_and(|keep| !keep(&method, &mut params)) {
         return;
     }
-    s.events.borrow_mut().push_back(Event { method, session, params });
+    let mut events = s.events.borrow_mut();
+    if events.len() >= MAX_QUEUED {
+        *s.dropped.borrow_mut().entry((session, method)).or_default() += 1;
+    } else {
+        events.push_back(Event { method, session, params });
+    }
+    drop(events);
     s.arrived.notify_one();
 }

@@ -49,9 +49,30 @@ pub struct Happened {
     /// Subscriptions made ready: name, microseconds from `sub` to `ready`.
     pub subs: Vec<(String, u64)>,
     /// Console errors and uncaught exceptions, as the page said them.
-    pub console_errors: Vec<String>,
+    pub console_errors: Noted,
     /// Requests that failed (no answer, or a status of 400 or more).
-    pub failed_requests: Vec<String>,
+    pub failed_requests: Noted,
+}
+
+/// How many times something happened, and the first few as they were said: a page logging
+/// 20,000 errors a second costs a count, not their text.
+#[derive(Debug, Default, PartialEq)]
+pub struct Noted {
+    pub count: u64,
+    pub first: Vec<String>,
+}
+
+impl Noted {
+    /// The first ones kept.
+    pub const KEPT: usize = 3;
+
+    /// One more; its text is made only when it is kept.
+    fn note(&mut self, text: impl FnOnce() -> String) {
+        self.count += 1;
+        if self.first.len() < Noted::KEPT {
+            self.first.push(text());
+        }
+    }
 }
 
 /// A method the page sent: its name, when it was sent, its `result` and its `updated` (the
@@ -132,6 +153,15 @@ impl Page {
                 continue;
             }
             self.state.event(e);
+        }
+        // What came past the queue's bound still counts.
+        for (method, n) in self.cdp.take_dropped(&self.session) {
+            let happened = &mut self.state.happened;
+            match method.as_str() {
+                "Runtime.consoleAPICalled" | "Runtime.exceptionThrown" => happened.console_errors.count += n,
+                "Network.loadingFailed" => happened.failed_requests.count += n,
+                _ => {}
+            }
         }
     }
 
@@ -369,7 +399,36 @@ impl Page {
 }
 
 fn first_line(s: &str) -> String {
-    crate::redact::printable(s.lines().next().unwrap_or_default()).into_owned()
+    let line = s.lines().next().unwrap_or_default();
+    // A page's line is kept to 300 characters.
+    let line = match line.char_indices().nth(300) {
+        Some((cut, _)) => &line[..cut],
+        None => line,
+    };
+    crate::redact::printable(line).into_owned()
+}
+
+/// An uncaught exception's words, first line.
+fn exception_text(params: &Value) -> String {
+    let d = &params["exceptionDetails"];
+    let text = d["exception"]["description"].as_str().or(d["text"].as_str()).unwrap_or("an exception");
+    format!("uncaught {}", first_line(text))
+}
+
+/// A console error's words: its arguments' values (or descriptions), first line.
+fn console_text(params: &Value) -> String {
+    let args: Vec<String> = params["args"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|x| match x["value"].as_str() {
+                    Some(s) => s.to_string(),
+                    None => x["description"].as_str().map_or_else(|| x["value"].to_string(), str::to_string),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    first_line(&args.join(" "))
 }
 
 /// What `waitForSelector` and `expect` look for, rendered.
@@ -410,7 +469,9 @@ impl State {
                 self.methods.retain(|(s, _), _| s != socket);
                 self.subs.retain(|(s, _), _| s != socket);
             }
-            "Network.requestWillBeSent" => {
+            // Requests in flight, for the URL of one that fails: at most 10,000 (a page that
+            // never lets its requests finish names fewer).
+            "Network.requestWillBeSent" if self.requests.len() < 10_000 => {
                 let id = p["requestId"].as_str().unwrap_or_default().to_string();
                 self.requests.insert(id, p["request"]["url"].as_str().unwrap_or_default().to_string());
             }
@@ -423,7 +484,7 @@ impl State {
                 // The browser asks for the site's icon by itself: that is not the app's request.
                 if status >= 400 && !url.ends_with("/favicon.ico") {
                     let url = crate::redact::text(url);
-                    self.happened.failed_requests.push(format!("{url} answered {status}"));
+                    self.happened.failed_requests.note(|| format!("{url} answered {status}"));
                 }
             }
             "Network.loadingFinished" => {
@@ -434,29 +495,17 @@ impl State {
                 if p["canceled"].as_bool() != Some(true) && !url.ends_with("/favicon.ico") {
                     let why = p["errorText"].as_str().unwrap_or("failed");
                     let url = crate::redact::text(&url);
-                    self.happened.failed_requests.push(format!("{url}: {}", crate::redact::printable(why)));
+                    self.happened.failed_requests.note(|| format!("{url}: {}", crate::redact::printable(why)));
                 }
             }
+            // Made small as they came ([`keep`]): their first line.
             "Runtime.consoleAPICalled" if p["type"].as_str() == Some("error") => {
-                let args: Vec<String> = p["args"]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .map(|x| match x["value"].as_str() {
-                                Some(s) => s.to_string(),
-                                None => {
-                                    x["description"].as_str().map_or_else(|| x["value"].to_string(), str::to_string)
-                                }
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                self.happened.console_errors.push(first_line(&args.join(" ")));
+                let text = p["text"].as_str().map_or_else(|| console_text(p), str::to_string);
+                self.happened.console_errors.note(|| text);
             }
             "Runtime.exceptionThrown" => {
-                let d = &p["exceptionDetails"];
-                let text = d["exception"]["description"].as_str().or(d["text"].as_str()).unwrap_or("an exception");
-                self.happened.console_errors.push(format!("uncaught {}", first_line(text)));
+                let text = p["text"].as_str().map_or_else(|| exception_text(p), str::to_string);
+                self.happened.console_errors.note(|| text);
             }
             "Inspector.targetCrashed" => self.crashed = Some("the page crashed".into()),
             "Inspector.detached" => {
@@ -563,13 +612,20 @@ fn keep(method: &str, params: &mut Value) -> bool {
             *params = json!({ "type": params["type"].take(), "response": { "status": status, "url": url } });
             true
         }
-        "Runtime.consoleAPICalled" => params["type"].as_str() == Some("error"),
+        // Their first lines only: a page logging without end queues little while a user thinks.
+        "Runtime.consoleAPICalled" if params["type"].as_str() == Some("error") => {
+            *params = json!({ "type": "error", "text": console_text(params) });
+            true
+        }
+        "Runtime.exceptionThrown" => {
+            *params = json!({ "text": exception_text(params) });
+            true
+        }
         "Page.loadEventFired"
         | "Page.frameNavigated"
         | "Network.webSocketClosed"
         | "Network.loadingFinished"
         | "Network.loadingFailed"
-        | "Runtime.exceptionThrown"
         | "Inspector.targetCrashed"
         | "Inspector.detached" => true,
         _ => false,
@@ -696,11 +752,16 @@ mod tests {
             json!({ "type": "log", "args": [{ "type": "string", "value": "fine" }] }),
         ));
         assert_eq!(
-            s.happened.failed_requests,
+            s.happened.failed_requests.first,
             ["http://h/api answered 500", "http://h/x.js: net::ERR_CONNECTION_REFUSED"]
         );
-        assert_eq!(s.happened.console_errors.len(), 1);
-        assert!(!s.happened.console_errors[0].contains('\u{1b}'), "a page's words are escaped");
+        assert_eq!(s.happened.console_errors.count, 1);
+        assert!(!s.happened.console_errors.first[0].contains('\u{1b}'), "a page's words are escaped");
+        // A page that logs errors without end: counted, the first few kept.
+        for i in 0..10_000 {
+            s.event(ev("Runtime.consoleAPICalled", json!({ "type": "error", "args": [{ "value": format!("e{i}") }] })));
+        }
+        assert_eq!((s.happened.console_errors.count, s.happened.console_errors.first.len()), (10_001, Noted::KEPT));
     }
 
     #[test]
