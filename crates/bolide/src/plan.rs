@@ -549,6 +549,12 @@ fn target(raw: &str, spec: &RequestSpec, http2: bool) -> Result<Target, String> 
         let value = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(credentials));
         spec.headers.push(("Authorization".into(), value));
     }
+    for (name, value) in &spec.headers {
+        crate::redact::sent_header(name, value);
+    }
+    if let Some(p) = url.password() {
+        crate::redact::sent_secret(&percent_decode(p));
+    }
     let mut shown = url.clone();
     if shown.password().is_some() {
         let _ = shown.set_password(Some(crate::redact::MASK));
@@ -652,6 +658,9 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
     let redactor = crate::redact::Redactor::new(&args.redact);
     let headers: Vec<(String, String)> =
         args.headers.iter().filter_map(|h| header(h, &redactor).map_err(|e| check(Err(e))).ok()).collect();
+    for (_, value) in headers.iter().filter(|(n, _)| redactor.sensitive(n)) {
+        crate::redact::sent_secret(value);
+    }
     let body = match (&args.body, &args.body_file) {
         (Some(b), _) => b.clone().into_bytes(),
         (None, Some(path)) => files::read_limited(path, files::MAX_INPUT_BYTES)

@@ -72,6 +72,7 @@ impl Redactor {
                 Some("header") => self.header_arg(arg),
                 Some("user") => user_arg(arg),
                 Some("env") => env_arg(arg),
+                Some("spawn") => spawn_command(arg),
                 _ => {
                     if arg == "-H" || arg == "--header" {
                         next_is = Some("header");
@@ -82,6 +83,11 @@ impl Redactor {
                     } else if arg == "--spawn-env" {
                         next_is = Some("env");
                         arg.clone()
+                    } else if arg == "--spawn" {
+                        next_is = Some("spawn");
+                        arg.clone()
+                    } else if let Some(c) = arg.strip_prefix("--spawn=") {
+                        format!("--spawn={}", spawn_command(c))
                     } else if let Some(e) = arg.strip_prefix("--spawn-env=") {
                         format!("--spawn-env={}", env_arg(e))
                     } else if let Some(h) = arg.strip_prefix("--header=") {
@@ -111,6 +117,42 @@ fn env_arg(raw: &str) -> String {
         Some((name, _)) if secret_name(name) => format!("{name}={MASK}"),
         _ => text(raw),
     }
+}
+
+/// A `--spawn` shell command as it may be shown: the value of every assignment whose name says
+/// it is a secret (`API_PASSWORD=x exec server`, `export TOKEN="a b"`) hidden, URL passwords
+/// hidden.
+pub fn spawn_command(command: &str) -> String {
+    let b = command.as_bytes();
+    let mut out = String::with_capacity(command.len());
+    let (mut i, mut copied) = (0, 0);
+    while i < b.len() {
+        let starts_word = i == 0 || matches!(b[i - 1], b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(');
+        let name_len = b[i..].iter().take_while(|c| c.is_ascii_alphanumeric() || **c == b'_').count();
+        let is_name = name_len > 0 && !b[i].is_ascii_digit();
+        if !(starts_word && is_name && b.get(i + name_len) == Some(&b'=')) {
+            i += 1;
+            continue;
+        }
+        let value = i + name_len + 1;
+        // The value: quoted up to its closing quote, else up to a blank or a separator.
+        let mut end = value;
+        while end < b.len() && !matches!(b[end], b' ' | b'\t' | b'\n' | b';' | b'&' | b'|') {
+            if let q @ (b'\'' | b'"') = b[end] {
+                end = b[end + 1..].iter().position(|&c| c == q).map_or(b.len(), |p| end + 1 + p + 1);
+            } else {
+                end += 1;
+            }
+        }
+        if secret_name(&command[i..i + name_len]) {
+            out.push_str(&command[copied..value]);
+            out.push_str(MASK);
+            copied = end;
+        }
+        i = end.max(i + 1);
+    }
+    out.push_str(&command[copied..]);
+    text(&out)
 }
 
 /// Whether an environment variable's name says it holds a secret.
@@ -155,11 +197,112 @@ pub fn text(s: &str) -> String {
     out
 }
 
+/// The credentials bolide sent in this process, in any protocol (header values that are
+/// secrets, Socket.IO `auth` payloads and query tokens, GraphQL `connectionParams`, DDP login
+/// passwords, digests and resume tokens), lowercased: a server that echoes one back in its text
+/// has it masked wherever the text is shown ([`printable`]).
+struct Sent {
+    values: std::collections::HashSet<String>,
+    /// The lengths of the values, longest first (text is searched for each length at each place).
+    lengths: Vec<usize>,
+}
+
+static SENT: std::sync::RwLock<Option<Sent>> = std::sync::RwLock::new(None);
+
+/// At most this many credentials are kept (a distinct token per user of a large run): past it,
+/// the first ones still are.
+const MAX_SENT: usize = 200_000;
+
+/// Shorter values are not taken for credentials (masking `1` or `yes` everywhere hides data).
+const MIN_SECRET: usize = 4;
+
+/// Records a credential bolide is about to send: it will never be shown as a server echoes it.
+pub fn sent_secret(value: &str) {
+    let value = value.trim();
+    if value.len() < MIN_SECRET {
+        return;
+    }
+    let lower = value.to_ascii_lowercase();
+    if SENT.read().is_ok_and(|s| s.as_ref().is_some_and(|s| s.values.contains(&lower))) {
+        return;
+    }
+    let Ok(mut guard) = SENT.write() else { return };
+    let sent = guard.get_or_insert_with(|| Sent { values: Default::default(), lengths: Vec::new() });
+    if sent.values.len() >= MAX_SENT {
+        return;
+    }
+    if !sent.lengths.contains(&lower.len()) {
+        sent.lengths.push(lower.len());
+        sent.lengths.sort_unstable_by(|a, b| b.cmp(a));
+    }
+    sent.values.insert(lower);
+}
+
+/// Records a header's value as a credential when its name says it is one (and, for `Bearer x`,
+/// `x` alone too).
+pub fn sent_header(name: &str, value: &str) {
+    if Redactor::default().sensitive(name) {
+        sent_secret(value);
+        if let Some((_, rest)) = value.trim().split_once(' ') {
+            sent_secret(rest);
+        }
+    }
+}
+
+/// Records every text and number in a payload bolide sends as a credential (an `auth` payload,
+/// `connectionParams`).
+pub fn sent_payload(v: &serde_json::Value) {
+    match v {
+        serde_json::Value::String(s) => sent_secret(s),
+        serde_json::Value::Number(n) => sent_secret(&n.to_string()),
+        serde_json::Value::Array(items) => items.iter().for_each(sent_payload),
+        serde_json::Value::Object(m) => m.values().for_each(sent_payload),
+        _ => {}
+    }
+}
+
+/// `text` with every credential bolide sent (ASCII case ignored) replaced by the mask, when it
+/// holds one.
+fn unsent(text: &str) -> Option<String> {
+    let guard = SENT.read().ok()?;
+    let sent = guard.as_ref()?;
+    if text.len() < MIN_SECRET {
+        return None;
+    }
+    let lower = text.to_ascii_lowercase();
+    let mut out: Option<String> = None;
+    let (mut at, mut copied) = (0, 0);
+    while at < lower.len() {
+        let found = sent.lengths.iter().find(|&&n| lower.get(at..at + n).is_some_and(|w| sent.values.contains(w)));
+        match found {
+            Some(&n) => {
+                let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
+                o.push_str(&text[copied..at]);
+                o.push_str(MASK);
+                at += n;
+                copied = at;
+            }
+            None => at += lower[at..].chars().next().map_or(1, char::len_utf8),
+        }
+    }
+    let mut o = out?;
+    o.push_str(&text[copied..]);
+    Some(o)
+}
+
 /// Text a peer sent (an error reason, a status line, a receiver's message, a label value), as it
-/// may reach a terminal, a document, a report or a log: control characters (C0, DEL, C1: an
-/// escape sequence would retitle or clear a terminal) and the bidirectional overrides (which
-/// reorder what a reader sees) written as escapes (`\n`, `\u{1b}`); everything else as it is.
+/// may reach a terminal, a document, a report or a log: every credential bolide sent masked (a
+/// server may echo a token back), control characters (C0, DEL, C1: an escape sequence would
+/// retitle or clear a terminal) and the bidirectional overrides (which reorder what a reader
+/// sees) written as escapes (`\n`, `\u{1b}`); everything else as it is.
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    match unsent(text) {
+        Some(masked) => std::borrow::Cow::Owned(escaped(&masked).into_owned()),
+        None => escaped(text),
+    }
+}
+
+fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
     let unsafe_char = |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
     if !text.chars().any(unsafe_char) {
         return std::borrow::Cow::Borrowed(text);
@@ -232,6 +375,40 @@ mod tests {
         let sent = vec![("Authorization".to_string(), "Bearer s3cr3t-token".to_string())];
         let kept = unechoed("bad auth for Bearer s3cr3t-token (token S3CR3T-TOKEN)\u{1b}[2J", &sent);
         assert_eq!(kept, "bad auth for <redacted> (token <redacted>)\\u{1b}[2J");
+    }
+
+    #[test]
+    fn credentials_bolide_sent_are_masked_in_what_a_server_says() {
+        sent_header("Authorization", "Bearer tok-AbC123xyz");
+        sent_header("X-Trace", "not-a-secret-value");
+        sent_payload(&serde_json::json!({"token": "auth-Tok-99", "n": 98765431, "ok": true, "s": "ab"}));
+        let said = "refused: {\"token\":\"AUTH-TOK-99\"} Bearer tok-abc123xyz / 98765431 not-a-secret-value ab \u{1b}";
+        assert_eq!(
+            printable(said),
+            "refused: {\"token\":\"<redacted>\"} <redacted> / <redacted> not-a-secret-value ab \\u{1b}"
+        );
+        assert!(matches!(printable("nothing sent here"), std::borrow::Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_spawn_commands_secret_assignments_are_hidden() {
+        let rows = [
+            ("API_PASSWORD=hunter22 exec node server.js", "API_PASSWORD=<redacted> exec node server.js"),
+            (
+                "export TOKEN='a b;c' PORT=3000; MONGO_URL=mongodb://u:pw@h/db exec x --secret=no",
+                "export TOKEN=<redacted> PORT=3000; MONGO_URL=mongodb://u:<redacted>@h/db exec x --secret=no",
+            ),
+            (
+                "cd app && METEOR_SETTINGS=\"{\\\"k\\\": 1}\" exec main",
+                "cd app && METEOR_SETTINGS=<redacted> exec main",
+            ),
+            ("exec server a=b 9X=1", "exec server a=b 9X=1"),
+        ];
+        for (from, shown) in rows {
+            assert_eq!(spawn_command(from), shown, "{from}");
+        }
+        let line = Redactor::command_line(&["--spawn".into(), "PASS=x exec s".into(), "--spawn=KEY=y s".into()]);
+        assert_eq!(line, ["--spawn", "PASS=<redacted> exec s", "--spawn=KEY=<redacted> s"]);
     }
 
     #[test]

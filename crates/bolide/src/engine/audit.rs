@@ -469,6 +469,7 @@ async fn read_once<S: Session>(
     let (conn, _) = S::open(to, left()).await.map_err(|f| (format!("{}: {}", f.class(), f.detail()), cut(&f)))?;
     let result = async {
         if let Some(token) = ask.token {
+            crate::redact::sent_payload(token);
             let login = serde_json::json!({ "resume": token });
             conn.call("login", vec![login], left()).await.map_err(|f| (format!("login: {}", f.detail()), cut(&f)))?;
         }

@@ -167,8 +167,9 @@ pub fn start(plan: &SpawnPlan, cancel: &CancellationToken) -> Result<Spawned, Sp
             Ok(())
         });
     }
-    let child =
-        spawn_child(command).map_err(|e| SpawnError(format!("--spawn {:?}: cannot start sh: {e}", plan.command)))?;
+    let child = spawn_child(command).map_err(|e| {
+        SpawnError(format!("--spawn {:?}: cannot start sh: {e}", crate::redact::spawn_command(&plan.command)))
+    })?;
     let pid = child.id();
     let mut s = Spawned { child, log, pid, mark };
     let begin = Instant::now();
@@ -176,7 +177,7 @@ pub fn start(plan: &SpawnPlan, cancel: &CancellationToken) -> Result<Spawned, Sp
         if let Ok(Some(status)) = s.child.try_wait() {
             return Err(SpawnError(format!(
                 "--spawn {:?} ended ({status}) before {} answered{}",
-                plan.command,
+                crate::redact::spawn_command(&plan.command),
                 plan.ready.url,
                 s.tail()
             )));
@@ -189,7 +190,7 @@ pub fn start(plan: &SpawnPlan, cancel: &CancellationToken) -> Result<Spawned, Sp
             Ok(code) if begin.elapsed() >= plan.timeout => {
                 return Err(SpawnError(format!(
                     "--spawn {:?}: {} still answers {code}, not 2xx, after {:?}{}",
-                    plan.command,
+                    crate::redact::spawn_command(&plan.command),
                     plan.ready.url,
                     plan.timeout,
                     s.tail()
@@ -198,7 +199,7 @@ pub fn start(plan: &SpawnPlan, cancel: &CancellationToken) -> Result<Spawned, Sp
             Err(e) if begin.elapsed() >= plan.timeout => {
                 return Err(SpawnError(format!(
                     "--spawn {:?}: {} not ready after {:?} (last try: {e}){}",
-                    plan.command,
+                    crate::redact::spawn_command(&plan.command),
                     plan.ready.url,
                     plan.timeout,
                     s.tail()
