@@ -271,6 +271,11 @@ pub struct Peer {
 
 impl Peer {
     pub fn start(script: &str) -> Peer {
+        Peer::start_with(script, &[])
+    }
+
+    /// A peer given arguments after its port (a hostile server's mode).
+    pub fn start_with(script: &str, args: &[&str]) -> Peer {
         assert!(
             std::path::Path::new(&format!("{PEERS}/node_modules/socket.io")).exists(),
             "the peers' npm packages are missing: cd crates/bolide/tests/peers && npm ci"
@@ -278,6 +283,7 @@ impl Peer {
         let mut child = std::process::Command::new("node")
             .arg(format!("{PEERS}/{script}"))
             .arg("0")
+            .args(args)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())
