@@ -194,6 +194,13 @@ pub async fn connect(
     timeout: Duration,
 ) -> Result<GqlConn, Failure> {
     let begin = Instant::now();
+    // A server that echoes connectionParams or a header back does not get them shown.
+    if let Some(p) = &cfg.init {
+        crate::redact::sent_payload(p);
+    }
+    for (name, value) in &cfg.headers {
+        crate::redact::sent_header(name, value);
+    }
     let shared = Rc::new(Shared {
         state: RefCell::new(State::default()),
         notify: Notify::new(),
