@@ -52,6 +52,9 @@ pub struct Happened {
     pub console_errors: Vec<String>,
     /// Requests that failed (no answer, or a status of 400 or more).
     pub failed_requests: Vec<String>,
+    /// Dialogs the page opened (alert, confirm, prompt, beforeunload), each answered with OK as
+    /// it opened (`cdp`): its type and message.
+    pub dialogs: Vec<String>,
 }
 
 /// A method the page sent: its name, when it was sent, its `result` and its `updated` (the
@@ -458,6 +461,11 @@ impl State {
                 let text = d["exception"]["description"].as_str().or(d["text"].as_str()).unwrap_or("an exception");
                 self.happened.console_errors.push(format!("uncaught {}", first_line(text)));
             }
+            "Page.javascriptDialogOpening" => {
+                let kind = p["type"].as_str().unwrap_or("dialog");
+                let message = first_line(p["message"].as_str().unwrap_or_default());
+                self.happened.dialogs.push(format!("{kind}: {message}"));
+            }
             "Inspector.targetCrashed" => self.crashed = Some("the page crashed".into()),
             "Inspector.detached" => {
                 self.crashed
@@ -564,6 +572,10 @@ fn keep(method: &str, params: &mut Value) -> bool {
             true
         }
         "Runtime.consoleAPICalled" => params["type"].as_str() == Some("error"),
+        "Page.javascriptDialogOpening" => {
+            *params = json!({ "type": params["type"].take(), "message": params["message"].take() });
+            true
+        }
         "Page.loadEventFired"
         | "Page.frameNavigated"
         | "Network.webSocketClosed"

@@ -1294,6 +1294,7 @@ impl<S: Session> Vu<'_, S> {
             }
             r.browser.console_errors += happened.console_errors.len() as u64;
             r.browser.failed_requests += happened.failed_requests.len() as u64;
+            r.browser.dialogs += happened.dialogs.len() as u64;
             if let Some(e) = happened.console_errors.first() {
                 trouble = Some(("console", format!("the page logged an error: {e}")));
             } else if let Some(e) = happened.failed_requests.first() {
