@@ -151,6 +151,18 @@
       cursor: { drag: { x: true, y: false } },
       legend: { live: true },
     };
+    // A page read without a pointer (a static report, a print, a screenshot) shows the last
+    // point's values in the legend rather than uPlot's "-" for every series, and so does the
+    // legend once the pointer leaves the chart.
+    const last = () => {
+      for (let i = data[0].length - 1; i >= 0; i--) if (data.some((s, k) => k > 0 && s[i] != null)) return i;
+      return null;
+    };
+    const showLast = (u) => {
+      const i = last();
+      if (i != null && u.cursor.idx == null) u.setLegend({ idx: i });
+    };
+    opts.hooks = { ready: [showLast], setCursor: [showLast] };
     // Slanted names run right of their tick: room for the last one.
     if (named) opts.padding = [null, 70, null, null];
     const plot = new uPlot(opts, data, fig);

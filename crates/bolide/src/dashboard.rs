@@ -29,6 +29,8 @@ const MAX_READING: usize = 64;
 const HEAD_DEADLINE: Duration = Duration::from_secs(2);
 /// A write to a page that does not read gives up after this.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(1);
+/// A page with more than this sent to it and unread is skipped until it reads (bytes).
+const MAX_BACKLOG: usize = 256 << 10;
 /// How long the end of the run waits for open pages to fetch the final report.
 const FINAL_GRACE: Duration = Duration::from_secs(5);
 /// A comment on the event stream this often keeps proxies and browsers from closing it.
@@ -250,7 +252,10 @@ fn unread_bytes(stream: &TcpStream) -> usize {
         let mut n: libc::c_int = 0;
         // SAFETY: TIOCOUTQ writes one int into `n`, which lives through the call.
         let ours = if unsafe { libc::ioctl(stream.as_raw_fd(), libc::TIOCOUTQ, &mut n) } == 0 { n.max(0) } else { 0 };
-        let theirs = match (stream.peer_addr(), stream.local_addr()) {
+        // A dashboard listening on `[::]` sees a client of 127.0.0.1 as ::ffff:127.0.0.1, while
+        // the client's own socket is an IPv4 one: both sides are read in their plain form.
+        let plain = |a: SocketAddr| SocketAddr::new(a.ip().to_canonical(), a.port());
+        let theirs = match (stream.peer_addr().map(plain), stream.local_addr().map(plain)) {
             (Ok(peer), Ok(me)) if peer.ip().is_loopback() => receive_queue(peer, me).unwrap_or(0),
             _ => 0,
         };
@@ -279,18 +284,27 @@ fn receive_queue(local: SocketAddr, remote: SocketAddr) -> Option<usize> {
         let ip: String = words.iter().map(|w| format!("{w:08X}")).collect();
         format!("{ip}:{:04X}", addr.port())
     }
-    let file = if local.is_ipv4() { "/proc/net/tcp" } else { "/proc/net/tcp6" };
-    let (want_local, want_remote) = (hex(local), hex(remote));
-    let table = std::fs::read_to_string(file).ok()?;
-    table.lines().skip(1).find_map(|line| {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() > 4 && f[1] == want_local && f[2] == want_remote {
-            let rx = f[4].split_once(':')?.1;
-            usize::from_str_radix(rx, 16).ok()
-        } else {
-            None
-        }
-    })
+    let find = |file: &str, local: SocketAddr, remote: SocketAddr| -> Option<usize> {
+        let (want_local, want_remote) = (hex(local), hex(remote));
+        let table = std::fs::read_to_string(file).ok()?;
+        table.lines().skip(1).find_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() > 4 && f[1] == want_local && f[2] == want_remote {
+                let rx = f[4].split_once(':')?.1;
+                usize::from_str_radix(rx, 16).ok()
+            } else {
+                None
+            }
+        })
+    };
+    match (local, remote) {
+        // An IPv4 peer's socket is an IPv4 one, or a dual-stack IPv6 one with mapped addresses.
+        (SocketAddr::V4(l), SocketAddr::V4(r)) => find("/proc/net/tcp", local, remote).or_else(|| {
+            let mapped = |a: std::net::SocketAddrV4| SocketAddr::new(a.ip().to_ipv6_mapped().into(), a.port());
+            find("/proc/net/tcp6", mapped(l), mapped(r))
+        }),
+        _ => find("/proc/net/tcp6", local, remote),
+    }
 }
 
 fn respond(mut stream: &TcpStream, status: &str, kind: &str, body: &[u8]) -> std::io::Result<()> {
@@ -354,6 +368,9 @@ fn events(mut stream: TcpStream, browser: bool, shared: &Shared) -> std::io::Res
                 (snapshot, st.final_page.is_some())
             };
             match &snapshot {
+                // A page still holding an earlier snapshot unread is not sent another (each is
+                // whole): its thread never blocks behind it, and it gets the newest once it reads.
+                Some(_) if unread_bytes(&stream) > MAX_BACKLOG => {}
                 Some(json) => write!(stream, "event: snapshot\ndata: {json}\n\n")?,
                 None if !done => stream.write_all(b": still running\n\n")?,
                 None => {}
@@ -418,9 +435,19 @@ pub fn start_for(addr: Option<SocketAddr>, title: &str, io: &mut Io) -> Result<O
 mod tests {
     #[test]
     fn a_local_peer_s_unread_bytes_are_seen() {
+        unread_bytes_seen("127.0.0.1:0");
+        // On [::], a client of 127.0.0.1 is ::ffff:127.0.0.1 (its unread bytes were not seen,
+        // and the end of a run waited its whole grace for such a page).
+        if std::net::TcpListener::bind("[::]:0").is_ok() {
+            unread_bytes_seen("[::]:0");
+        }
+    }
+
+    fn unread_bytes_seen(listen: &str) {
         use std::io::{Read, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let listener = std::net::TcpListener::bind(listen).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         let (mut server, _) = listener.accept().unwrap();
         assert_eq!(super::unread_bytes(&server), 0);
         server.write_all(&[b'x'; 1000]).unwrap();

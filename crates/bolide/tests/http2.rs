@@ -174,6 +174,18 @@ fn run(args: &[&str]) -> (common::Outcome, bolide::stats::result::ResultDoc) {
     (o, serde_json::from_str(&text).unwrap())
 }
 
+/// `bolide http ARGS... --json TMP` for a run that cannot start: exit 3, and no document.
+fn cannot_start(args: &[&str]) -> common::Outcome {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let mut all = vec!["http", "--json", json.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let o = common::bolide(&all);
+    assert_eq!(o.code, 3, "{}\n{}", o.out, o.err);
+    assert!(!json.exists(), "a run that could not start writes no document");
+    o
+}
+
 #[test]
 fn streams_run_at_once_on_one_connection() {
     let s = server(Behaviour::Slow(Duration::from_millis(200)), None);
@@ -269,11 +281,11 @@ fn alpn_h2_over_tls_and_a_server_that_refuses_it() {
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
     assert_eq!((doc.summary.responses, doc.summary.errors), (200, 0));
     assert_eq!(doc.settings.protocol.as_deref(), Some("h2"));
-    // A TLS server that does not take part in ALPN (an HTTP/1.1 one): a TLS error that says so.
+    // A TLS server that does not take part in ALPN (an HTTP/1.1 one): no request could succeed,
+    // so the first refusal ends the run as one that could not start, saying why.
     let old = server(Behaviour::Slow(Duration::ZERO), Some(vec![]));
-    let (o, doc) = run(&["--http2", "--insecure", "-c", "1", "-n", "3", &old.url("https")]);
-    assert_eq!(doc.summary.errors_by_class["tls"], 3, "{}\n{}", o.out, o.err);
-    assert!(format!("{}{}", o.out, o.err).contains("did not agree to HTTP/2"), "{}\n{}", o.out, o.err);
+    let o = cannot_start(&["--http2", "--insecure", "-c", "1", "-n", "3", &old.url("https")]);
+    assert!(o.err.contains("did not agree to HTTP/2"), "{}\n{}", o.out, o.err);
     // One that offers only http/1.1: the handshake itself fails, a TLS error too.
     let h1 = server(Behaviour::Slow(Duration::ZERO), Some(vec![b"http/1.1".to_vec()]));
     let (o, doc) = run(&["--http2", "--insecure", "-c", "1", "-n", "3", &h1.url("https")]);
@@ -507,7 +519,6 @@ fn hostile_http2_peers_are_counted_once_per_attempt_and_backed_off() {
         (Hostile::DataOnStreamZero, "malformed", "broke HTTP/2 (PROTOCOL_ERROR)"),
         (Hostile::BadSettings, "malformed", "broke HTTP/2 (PROTOCOL_ERROR)"),
         (Hostile::PushFlood, "malformed", "broke HTTP/2 (PROTOCOL_ERROR)"),
-        (Hostile::Http1, "malformed", "answered in HTTP/1.1, not HTTP/2"),
     ] {
         let (url, connections) = hostile(mode);
         let (o, doc) = run(&["--h2c", "-c", "4", "--streams", "2", "-d", "1s", "--timeout", "2s", &url]);
@@ -549,15 +560,18 @@ fn a_connection_whose_stream_timed_out_is_replaced() {
     assert_eq!(settled(&s.seen.connections, sum.connects), sum.connects, "{context}");
 }
 
-/// `--http2` against a server that speaks HTTP/1.1 only, in clear: the failure names the server's
-/// protocol; the server sent no GOAWAY, and bolide does not say it did.
+/// `--http2` against a server that speaks HTTP/1.1 only, in clear: the first answer ends the run
+/// as one that could not start (exit 3, as when nothing answers), naming the server's protocol;
+/// the server sent no GOAWAY, and bolide does not say it did. So does the hostile peer's HTTP/1.1
+/// answer, however many connections and streams the run has.
 #[test]
 fn an_http1_server_is_named_as_such() {
     let server = refserver::Server::start(refserver::Config::default()).unwrap();
     let url = format!("{}/ok", server.base_url());
-    let (o, doc) = run(&["--http2", "-c", "1", "-n", "3", &url]);
-    assert_eq!((doc.summary.responses, doc.summary.errors), (0, 3), "{}\n{}", o.out, o.err);
-    assert_eq!(doc.summary.errors_by_class["malformed"], 3);
+    let o = cannot_start(&["--http2", "-c", "1", "-n", "3", &url]);
     assert!(o.err.contains("the server answered in HTTP/1.1, not HTTP/2"), "{}", o.err);
     assert!(!o.err.contains("GOAWAY"), "{}", o.err);
+    let (url, _) = hostile(Hostile::Http1);
+    let o = cannot_start(&["--h2c", "-c", "4", "--streams", "2", "-d", "1s", "--timeout", "2s", &url]);
+    assert!(o.err.contains("answered in HTTP/1.1, not HTTP/2"), "{}", o.err);
 }

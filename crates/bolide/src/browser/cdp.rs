@@ -54,6 +54,8 @@ struct Shared {
     closed: RefCell<Option<String>>,
     arrived: Notify,
     keep: Option<Keep>,
+    /// Where the reader's own commands go (a dialog's answer): the writer's queue.
+    tx: Option<mpsc::UnboundedSender<Vec<u8>>>,
 }
 
 /// A DevTools connection.
@@ -112,8 +114,9 @@ impl Cdp {
         }
         let leftover = buf[end..].to_vec();
         let (mut read, mut write) = stream.into_split();
-        let shared = Rc::new(Shared { next_id: Cell::new(1), keep: Some(keep), ..Shared::default() });
         let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        let shared =
+            Rc::new(Shared { next_id: Cell::new(1), keep: Some(keep), tx: Some(tx.clone()), ..Shared::default() });
         let writer = tokio::task::spawn_local(async move {
             while let Some(frame) = rx.recv().await {
                 if write.write_all(&frame).await.is_err() {
@@ -148,16 +151,9 @@ impl Cdp {
         if self.shared.crashed.borrow().contains(&session.map(str::to_string)) {
             return Err(format!("{method}: {CRASHED}"));
         }
-        let id = self.shared.next_id.get();
-        self.shared.next_id.set(id + 1);
-        let mut msg = json!({ "id": id, "method": method, "params": params });
-        if let Some(s) = session {
-            msg["sessionId"] = Value::String(s.to_string());
-        }
+        let (id, frame) = command(&self.shared, method, params, session);
         let (answer, answered) = oneshot::channel();
         self.shared.waiting.borrow_mut().insert(id, (session.map(str::to_string), answer));
-        let mut frame = Vec::new();
-        ws::encode_frame(&mut frame, Opcode::Text, false, msg.to_string().as_bytes(), Some(rand::random()));
         if self.tx.send(frame).is_err() {
             self.shared.waiting.borrow_mut().remove(&id);
             return Err("the browser's DevTools connection is closed".into());
@@ -200,6 +196,19 @@ impl Cdp {
     pub fn closed(&self) -> Option<String> {
         self.shared.closed.borrow().clone()
     }
+}
+
+/// A command's id and its frame, ready to send.
+fn command(s: &Shared, method: &str, params: Value, session: Option<&str>) -> (u64, Vec<u8>) {
+    let id = s.next_id.get();
+    s.next_id.set(id + 1);
+    let mut msg = json!({ "id": id, "method": method, "params": params });
+    if let Some(s) = session {
+        msg["sessionId"] = Value::String(s.to_string());
+    }
+    let mut frame = Vec::new();
+    ws::encode_frame(&mut frame, Opcode::Text, false, msg.to_string().as_bytes(), Some(rand::random()));
+    (id, frame)
 }
 
 async fn read_loop(read: &mut tokio::net::tcp::OwnedReadHalf, mut buf: Vec<u8>, s: &Shared) -> String {
@@ -253,6 +262,22 @@ fn dispatch(payload: &[u8], s: &Shared) {
             if let Some((_, answer)) = waiting.remove(&id) {
                 let _ = answer.send(Err(CRASHED.to_string()));
             }
+        }
+    }
+    // A dialog (alert, confirm, prompt, beforeunload) holds the page's script, its load and any
+    // input sent to it until it is answered: it is answered here, at once, as a user pressing OK
+    // would (a prompt with its default text), whatever the page's user is waiting for. Its answer
+    // matches no waiting command and is dropped.
+    if method == "Page.javascriptDialogOpening" {
+        let text = params["defaultPrompt"].as_str().unwrap_or_default().to_string();
+        let (_, frame) = command(
+            s,
+            "Page.handleJavaScriptDialog",
+            json!({ "accept": true, "promptText": text }),
+            session.as_deref(),
+        );
+        if let Some(tx) = &s.tx {
+            let _ = tx.send(frame);
         }
     }
     if s.keep.is_some_and(|keep| !keep(&method, &mut params)) {

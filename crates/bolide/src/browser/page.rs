@@ -52,6 +52,9 @@ pub struct Happened {
     pub console_errors: Noted,
     /// Requests that failed (no answer, or a status of 400 or more).
     pub failed_requests: Noted,
+    /// Dialogs the page opened (alert, confirm, prompt, beforeunload), each answered with OK as
+    /// it opened (`cdp`): their type and message.
+    pub dialogs: Noted,
 }
 
 /// How many times something happened, and the first few as they were said: a page logging
@@ -507,6 +510,11 @@ impl State {
                 let text = p["text"].as_str().map_or_else(|| exception_text(p), str::to_string);
                 self.happened.console_errors.note(|| text);
             }
+            "Page.javascriptDialogOpening" => {
+                let kind = p["type"].as_str().unwrap_or("dialog");
+                let message = first_line(p["message"].as_str().unwrap_or_default());
+                self.happened.dialogs.note(|| format!("{kind}: {message}"));
+            }
             "Inspector.targetCrashed" => self.crashed = Some("the page crashed".into()),
             "Inspector.detached" => {
                 self.crashed
@@ -619,6 +627,11 @@ fn keep(method: &str, params: &mut Value) -> bool {
         }
         "Runtime.exceptionThrown" => {
             *params = json!({ "text": exception_text(params) });
+            true
+        }
+        "Page.javascriptDialogOpening" => {
+            let message = first_line(params["message"].as_str().unwrap_or_default());
+            *params = json!({ "type": params["type"].take(), "message": message });
             true
         }
         "Page.loadEventFired"

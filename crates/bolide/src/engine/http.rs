@@ -308,6 +308,11 @@ struct Worker {
     rec: RefCell<WorkerRecorder>,
     gnuplot: RefCell<Option<PartWriter>>,
     gnuplot_error: RefCell<Option<String>>,
+    /// The workers' stop: a target that does not speak the protocol asked for stops them all.
+    stop: CancellationToken,
+    /// Why the run could not go on (a target answered `--http2` in HTTP/1.1): the run ends as
+    /// one that could not start, naming it.
+    fatal: RefCell<Option<String>>,
 }
 
 impl Worker {
@@ -392,6 +397,8 @@ fn worker_main(
         reserved: Cell::new(0),
         gnuplot: RefCell::new(gnuplot),
         gnuplot_error: RefCell::new(None),
+        stop: cancel.clone(),
+        fatal: RefCell::new(None),
     });
     // Ticks at whole seconds since the common start; the last, partial one at the end.
     let mut ticks_sent = 0u32;
@@ -458,7 +465,8 @@ fn worker_main(
     };
     let rec = Box::new(worker.rec.into_inner());
     let cpu_ns = crate::engine::thread_cpu_ns();
-    let _ = tx.send(Msg::Done(Done { worker: index, rec, part, error: None, cpu_ns }));
+    let error = worker.fatal.into_inner();
+    let _ = tx.send(Msg::Done(Done { worker: index, rec, part, error, cpu_ns }));
     drop(rt);
 }
 
@@ -747,6 +755,17 @@ async fn h2_stream_loop(w: &Worker, target_index: usize, slot: &H2Slot) {
                     None => {}
                 }
                 w.rec.borrow_mut().record_error(target_index, failure.class, &failure.detail);
+                if failure.wrong_protocol {
+                    // The first such answer ends the run: every other request would fail alike.
+                    w.fatal.borrow_mut().get_or_insert_with(|| {
+                        format!(
+                            "{} does not speak HTTP/2, nothing was measured: {}",
+                            crate::redact::text(&target.url),
+                            failure.detail
+                        )
+                    });
+                    w.stop.cancel();
+                }
             }
             Err(_elapsed) => {
                 // The stream is given up (dropping it resets it), and so is its connection: a

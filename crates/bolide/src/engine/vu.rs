@@ -1291,6 +1291,7 @@ impl<S: Session> Vu<'_, S> {
             }
             r.browser.console_errors += happened.console_errors.count;
             r.browser.failed_requests += happened.failed_requests.count;
+            r.browser.dialogs += happened.dialogs.count;
             if let Some(e) = happened.console_errors.first.first() {
                 trouble = Some(("console", format!("the page logged an error: {e}")));
             } else if let Some(e) = happened.failed_requests.first.first() {

@@ -281,7 +281,15 @@ fn listen_and_record(
             Err(e) => return Err(usage(io, format!("--duration {d}: {e} (a duration such as 60s or 5m)"))),
         },
     };
-    let p = proxy::Proxy::bind(listen, upstream.clone()).map_err(|e| usage(io, e))?;
+    if std::net::ToSocketAddrs::to_socket_addrs(listen).is_err() {
+        return Err(usage(io, format!("--listen {listen}: not an address to listen on, such as 127.0.0.1:3100")));
+    }
+    // An address that cannot be bound (a port in use, say) is a run that could not start, as
+    // for `bolide serve`: exit 3.
+    let p = proxy::Proxy::bind(listen, upstream.clone()).map_err(|e| {
+        let _ = writeln!(io.err, "error: cannot listen: {e}");
+        exit::RUN
+    })?;
     if !p.addr.ip().is_loopback() {
         let _ = writeln!(
             io.err,

@@ -100,28 +100,68 @@ impl Proxy {
         let listener = TcpListener::bind(listen).map_err(|e| format!("--listen {listen}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| format!("--listen {listen}: {e}"))?;
         listener.set_nonblocking(true).map_err(|e| format!("--listen {listen}: {e}"))?;
+        // std listens with a queue of 128: a page's burst of connections beyond it would wait
+        // for the kernel's retries (1 s, 3 s, ...). Listening again sets a longer one (the kernel
+        // caps it at net.core.somaxconn); where it cannot, the shorter stays.
+        {
+            use std::os::fd::AsRawFd;
+            // SAFETY: listen(2) on the listener's own descriptor, which it keeps open.
+            let _ = unsafe { libc::listen(listener.as_raw_fd(), ACCEPT_QUEUE) };
+        }
         Ok(Proxy { addr, listener, upstream, log: Arc::default() })
     }
 
-    /// Accepts and forwards until `stop` says so (checked every 50 ms) or `until` passes; then
-    /// the HAR of what passed (connections still open are cut where they are).
+    /// Accepts and forwards until `stop` says so (checked at least every 50 ms) or `until`
+    /// passes; then the HAR of what passed (connections still open are cut where they are).
+    /// Accepting is driven by the listener's readiness: a connection is taken the moment it
+    /// arrives, and a burst is taken whole before waiting again.
     pub fn run(self, stop: impl Fn() -> bool, until: Option<Instant>) -> (Value, Log) {
         while !stop() && until.is_none_or(|u| Instant::now() < u) {
-            match self.listener.accept() {
-                Ok((client, _)) => {
-                    let (upstream, log) = (self.upstream.clone(), self.log.clone());
-                    log.lock().map(|mut l| l.connections += 1).ok();
-                    let _ = std::thread::Builder::new()
-                        .name("bolide-record".into())
-                        .spawn(move || serve(client, &upstream, &log));
+            let wait = until.map_or(STOP_CHECK, |u| u.saturating_duration_since(Instant::now()).min(STOP_CHECK));
+            if !readable(&self.listener, wait) {
+                continue;
+            }
+            // Every connection waiting now, until the queue is empty.
+            loop {
+                match self.listener.accept() {
+                    Ok((client, _)) => {
+                        let (upstream, log) = (self.upstream.clone(), self.log.clone());
+                        log.lock().map(|mut l| l.connections += 1).ok();
+                        let _ = std::thread::Builder::new()
+                            .name("bolide-record".into())
+                            .spawn(move || serve(client, &upstream, &log));
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    // The queue is empty.
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    // Out of descriptors, say: the queue stays readable, so a short pause keeps
+                    // this loop from spinning until a connection ends.
+                    Err(_) => {
+                        std::thread::sleep(Duration::from_millis(10));
+                        break;
+                    }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(50)),
-                Err(_) => std::thread::sleep(Duration::from_millis(50)),
             }
         }
         let log = std::mem::take(&mut *self.log.lock().unwrap_or_else(|p| p.into_inner()));
         (har(&log.entries, &self.upstream), log)
     }
+}
+
+/// The listener's queue of connections not yet accepted.
+const ACCEPT_QUEUE: libc::c_int = 4096;
+/// How often the accept loop looks at its stop, at the latest.
+const STOP_CHECK: Duration = Duration::from_millis(50);
+
+/// Waits until `listener` has a connection to accept, at most `wait`; false when none came (or
+/// the wait was interrupted by a signal).
+fn readable(listener: &TcpListener, wait: Duration) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut fd = libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let ms = wait.as_millis().min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: one pollfd that lives through the call, and its count.
+    let n = unsafe { libc::poll(&mut fd, 1, ms) };
+    n > 0 && fd.revents & (libc::POLLIN | libc::POLLERR) != 0
 }
 
 /// Bytes read from a socket and not yet used.

@@ -46,8 +46,13 @@ fn cost(b: &BrowserSection) -> Option<String> {
 }
 
 fn errors(b: &BrowserSection) -> String {
+    let dialogs = match b.dialogs {
+        0 => String::new(),
+        1 => "; 1 dialog answered (OK)".to_string(),
+        n => format!("; {} dialogs answered (OK)", count(n)),
+    };
     format!(
-        "{} console errors, {} failed requests, {} crashed pages or browsers",
+        "{} console errors, {} failed requests, {} crashed pages or browsers{dialogs}",
         count(b.console_errors),
         count(b.failed_requests),
         count(b.crashes)
@@ -121,10 +126,16 @@ pub fn blocks(b: &BrowserSection, out: &mut Vec<Block>) {
     let mut t =
         Table::new(&["Page timing", "Step", "Count", "p50", "p75", "p95", "p99", "max"]).right(&[2, 3, 4, 5, 6, 7]);
     for m in VITALS {
-        for v in b.vitals.iter().filter(|v| v.metric == m) {
+        // One step that navigated: its row is every navigation's too, shown once.
+        let steps = b.vitals.iter().filter(|v| v.metric == m && v.step.is_some()).count();
+        for v in b.vitals.iter().filter(|v| v.metric == m && !(steps == 1 && v.step.is_none())) {
             t.row(vec![
                 label(&v.metric),
-                v.step.clone().unwrap_or_else(|| "every navigation".into()),
+                match (&v.step, steps) {
+                    (Some(step), 1) => format!("{step} (every navigation)"),
+                    (Some(step), _) => step.clone(),
+                    (None, _) => "every navigation".into(),
+                },
                 count(v.count),
                 value(m, v.p50),
                 value(m, v.p75),

@@ -199,7 +199,13 @@ pub fn single_run(doc: &Doc) -> Vec<Chart> {
 }
 
 pub(super) fn http_charts(d: &ResultDoc) -> Vec<Chart> {
-    let secs = &d.timeline;
+    // The run's last, partial second (a `-d 3s` run's last millisecond) is scaled by its span
+    // below; one shorter than half a second holds too few requests to say a rate or a
+    // percentile, and is left off rather than drawn as a collapse.
+    let secs = match d.timeline.split_last() {
+        Some((last, rest)) if !rest.is_empty() && last.span_s < 0.5 => rest,
+        _ => &d.timeline[..],
+    };
     let x: Vec<f64> = secs.iter().map(|s| f64::from(s.t)).collect();
     let per_s = |v: u64, span: f64| Some(if span > 0.0 { v as f64 / span } else { 0.0 });
     let mut rate = Chart::new("throughput", "Responses and errors per second", "seconds", "per second", XKind::Seconds);

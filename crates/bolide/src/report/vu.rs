@@ -34,10 +34,17 @@ impl super::Shown for DdpDoc {
         let users = Fact::new("Users", format!("{} of {} completed", count(u.completed), count(u.launched)))
             .detail(format!("{} failed; Time {:.1} s", count(u.failed), d.summary.total_time_s));
         out.push(if u.failed > 0 { users.tone(Tone::Bad) } else { users });
-        if let Some(p99) = m.p99_ms {
-            let p50 = all_steps_p50(d);
-            out.push(Fact::new("Step latency p50", p50.map(lat).unwrap_or_else(|| "n/a".into())));
-            out.push(Fact::new("Step latency p99", us(p99 * 1000.0)).detail("every step together"));
+        match &d.browser {
+            // A browser's steps are of every size (a waitFor of microseconds, a click of a
+            // round trip): together they tell nothing. The page's own figures instead.
+            Some(b) => browser_facts(d, b, out),
+            None => {
+                if let Some(p99) = m.p99_ms {
+                    let p50 = all_steps_p50(d);
+                    out.push(Fact::new("Step latency p50", p50.map(lat).unwrap_or_else(|| "n/a".into())));
+                    out.push(Fact::new("Step latency p99", us(p99 * 1000.0)).detail("every step together"));
+                }
+            }
         }
         if let Some(r) = &d.summary.reactive {
             out.push(Fact::new("Reactive p99", lat(r.p99_us)).detail(format!("p50 {}", lat(r.p50_us))));
@@ -231,6 +238,38 @@ pub fn header(set: &crate::stats::vu::DdpRunSettings) -> String {
     )
 }
 
+/// The band's cards of a run with browser users: LCP and INP over every navigation (p75, the
+/// web's own statistic), the page's DDP methods together (method to result and updated), and the
+/// slowest step by its p99, named.
+fn browser_facts(d: &DdpDoc, b: &crate::stats::browser::BrowserSection, out: &mut Vec<Fact>) {
+    for metric in ["lcp", "inp"] {
+        if let Some(v) = b.vitals.iter().find(|v| v.metric == metric && v.step.is_none()) {
+            let detail = format!("p50 {}; {} pages", super::browser::value(metric, v.p50), count(v.count));
+            out.push(
+                Fact::new(format!("{} p75", super::browser::label(metric)), super::browser::value(metric, v.p75))
+                    .detail(detail),
+            );
+        }
+    }
+    let mut methods: Option<hdrhistogram::Histogram<u64>> = None;
+    for m in &b.methods {
+        if let Ok(h) = crate::stats::hist::decode(&m.histogram) {
+            let _ = methods.get_or_insert_with(crate::stats::hist::latency_us).add(&h);
+        }
+    }
+    if let Some(h) = methods.filter(|h| !h.is_empty()) {
+        let names =
+            if b.methods.len() == 1 { b.methods[0].name.clone() } else { format!("{} methods", b.methods.len()) };
+        let detail = format!("p50 {}; {} calls of {names}", lat(h.value_at_quantile(0.5)), count(h.len()));
+        out.push(Fact::new("In-page method p99", lat(h.value_at_quantile(0.99))).detail(detail));
+    }
+    let slowest = d.steps.iter().filter_map(|s| s.latency.as_ref().map(|l| (s, l.p99_us))).max_by_key(|(_, p99)| *p99);
+    if let Some((s, p99)) = slowest {
+        let name = crate::redact::printable(&s.name).into_owned();
+        out.push(Fact::new("Slowest step p99", lat(p99)).detail(format!("{name}, {} attempts", count(s.count))));
+    }
+}
+
 pub fn summary(doc: &DdpDoc) -> String {
     let s = &doc.summary;
     let set = &doc.settings;
@@ -276,7 +315,8 @@ pub fn summary(doc: &DdpDoc) -> String {
             if set.segment.is_some() { " in this segment" } else { "" }
         );
     }
-    let _ = writeln!(out, "  {:<14}{} from the first arrival to the last user done", "Time", minutes(s.total_time_s));
+    let until = if doc.interrupted { "the stop signal" } else { "the last user done" };
+    let _ = writeln!(out, "  {:<14}{} from the first arrival to {until}", "Time", minutes(s.total_time_s));
     let _ = writeln!(
         out,
         "  {:<14}{} done, {} failed ({:.2}%)",

@@ -37,6 +37,8 @@ pub struct BrowserRec {
     pub subs: BTreeMap<String, Histogram<u64>>,
     pub console_errors: u64,
     pub failed_requests: u64,
+    /// Dialogs (alert, confirm, prompt, beforeunload) the pages opened, each answered with OK.
+    pub dialogs: u64,
     /// Pages that crashed and users whose browser died under them.
     pub crashes: u64,
     /// This second's timings by vital index, handed over at every tick.
@@ -88,6 +90,7 @@ impl BrowserRec {
         }
         self.console_errors += o.console_errors;
         self.failed_requests += o.failed_requests;
+        self.dialogs += o.dialogs;
         self.crashes += o.crashes;
     }
 
@@ -150,6 +153,7 @@ impl BrowserRec {
             subscriptions: calls(&self.subs, false),
             console_errors: self.console_errors,
             failed_requests: self.failed_requests,
+            dialogs: self.dialogs,
             crashes: self.crashes,
             cost,
         }
@@ -168,6 +172,7 @@ impl BrowserSection {
             rec.users += p.users;
             rec.console_errors += p.console_errors;
             rec.failed_requests += p.failed_requests;
+            rec.dialogs += p.dialogs;
             rec.crashes += p.crashes;
             for v in p.vitals.iter().filter(|v| v.step.is_some()) {
                 let Some(i) = VITALS.iter().position(|m| *m == v.metric) else { continue };
@@ -246,6 +251,10 @@ pub struct BrowserSection {
     pub console_errors: u64,
     /// Requests that failed or answered 400 or more (each also fails its step).
     pub failed_requests: u64,
+    /// Dialogs (alert, confirm, prompt, beforeunload) the pages opened, each answered as a user
+    /// pressing OK would (a prompt with its default text); the page goes on.
+    #[serde(default)]
+    pub dialogs: u64,
     /// Pages that crashed, and users whose browser died.
     pub crashes: u64,
     /// What the browsers' processes cost.

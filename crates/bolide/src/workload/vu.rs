@@ -293,7 +293,10 @@ fn document(plan: &DdpPlan, o: &VuOutput) -> DdpDoc {
     let (steps_total, step_errors) = rec.step_totals();
     let errors_by_class = rec.errors_by_class();
     let error_rate_pct = if steps_total > 0 { step_errors as f64 * 100.0 / steps_total as f64 } else { 0.0 };
+    // A run stopped by a signal ends at the stop, whoever was still walking (and whoever had
+    // finished before: an interrupted run is not 0.0 s long).
     let total_time_s = match (rec.first_arrival_s, rec.last_finish_s) {
+        (Some(a), b) if o.interrupted || b.is_none() => (b.unwrap_or(0.0).max(duration_s) - a).max(0.0),
         (Some(a), Some(b)) if b >= a => b - a,
         _ => 0.0,
     };

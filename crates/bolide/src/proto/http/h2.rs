@@ -136,7 +136,8 @@ pub async fn connect(target: &Target, tls: Option<&tls::Connector>) -> Result<Se
             return Err(Failure::new(
                 ErrorClass::Tls,
                 "the server did not agree to HTTP/2 (ALPN h2); drop --http2 to load it over HTTP/1.1",
-            ));
+            )
+            .wrong_protocol());
         }
     }
     let peer = Rc::new(Peer::default());
@@ -222,7 +223,8 @@ fn failure(e: &::h2::Error, during: &str, peer: &Peer) -> Failure {
             format!(
                 "{during}: the server answered in HTTP/1.1, not HTTP/2; drop --http2/--h2c to load it over HTTP/1.1"
             ),
-        );
+        )
+        .wrong_protocol();
     }
     let reason = || e.reason().map(|r| format!("{r:?}")).unwrap_or_default();
     if e.is_go_away() && e.is_remote() {

@@ -100,11 +100,19 @@ pub struct Failure {
     /// HTTP/2: the request never reached the connection (no stream was free, or the connection
     /// had ended): nothing of it was sent.
     pub unsent: bool,
+    /// The server does not speak the protocol asked for (`--http2` answered in HTTP/1.1, or no
+    /// ALPN h2): no request can succeed, and the run ends as one that could not start.
+    pub wrong_protocol: bool,
 }
 
 impl Failure {
     pub fn new(class: ErrorClass, detail: impl Into<String>) -> Self {
-        Failure { class, detail: detail.into(), stale: false, unsent: false }
+        Failure { class, detail: detail.into(), stale: false, unsent: false, wrong_protocol: false }
+    }
+
+    pub(crate) fn wrong_protocol(mut self) -> Self {
+        self.wrong_protocol = true;
+        self
     }
 
     fn stale(mut self) -> Self {
