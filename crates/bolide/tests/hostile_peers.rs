@@ -267,3 +267,27 @@ fn a_page_logging_errors_without_end_is_counted_in_flat_memory() {
     let peak_kb = r.doc.generator.as_ref().and_then(|g| g.peak_rss_bytes).expect("generator.peak_rss_bytes") / 1024;
     assert!(peak_kb < BUDGET_KB, "bolide took {peak_kb} kB");
 }
+
+/// What the server sent before it saw the user's close still counts: the answer to the poll that
+/// was pending (2,000 events in one), and binary frames during the WebSocket's closing handshake.
+#[test]
+fn what_arrives_while_a_connection_closes_is_counted() {
+    let server = Peer::start_with("hostile.mjs", &["sio-burst"]);
+    let dir = tempfile::tempdir().unwrap();
+    // (The think lets the user's next poll reach the server and wait there.)
+    let flow =
+        "      - emit: { channel: ack, data: 1 }\n        acknowledge: {}\n      - think: 0.5\n      - disconnect\n";
+    let config = "  socketio: { transports: [polling] }\n";
+    let r = run(&scenario(dir.path(), &sio(&server.url(""), 1, config, flow)), &[]);
+    assert_eq!(r.doc.summary.users.completed, 1, "{}\n{}", r.out, r.err);
+    assert_eq!(server.counts()["burst_sent"], 2000);
+    assert_eq!(event(&r.doc, "socketio.events_received"), 2000, "{}", r.out);
+
+    // Binary frames during the closing handshake: counted as the link counts them at any other
+    // time (as protocol errors: binary events are not read yet).
+    let flow = "      - emit: { channel: ack, data: 1 }\n        acknowledge: {}\n      - disconnect\n";
+    let config = "  socketio: { transports: [websocket] }\n";
+    let r = run(&scenario(dir.path(), &sio(&server.url(""), 1, config, flow)), &[]);
+    assert_eq!(server.counts()["binary_sent"], 5);
+    assert_eq!(r.doc.summary.protocol_errors, 5, "{}\n{}", r.out, r.err);
+}

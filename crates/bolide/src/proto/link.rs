@@ -254,6 +254,12 @@ async fn close_reading(stream: &mut Stream, framer: &mut Framer, receiver: &dyn 
                         traffic.borrow_mut().messages_in += 1;
                         receiver.text(&String::from_utf8_lossy(&bytes), &mut Vec::new());
                     }
+                    // A binary message: counted as the link's loop counts one.
+                    Ok(Some(Frames::Raw(true, _))) => {
+                        let mut t = traffic.borrow_mut();
+                        t.messages_in += 1;
+                        t.protocol_errors += 1;
+                    }
                     Ok(Some(Frames::Close(_))) | Err(_) => return,
                     Ok(Some(_)) => {}
                 }

@@ -663,6 +663,7 @@ async fn polling(
         }
     };
     let mut pending = Box::pin(poll(ep.clone(), tls.clone(), path.clone(), headers.clone(), Rc::clone(&shared)));
+    let mut ours = false;
     let why = loop {
         tokio::select! {
             got = &mut pending => match got {
@@ -698,16 +699,25 @@ async fn polling(
                         break format!("transport error: {}", f.detail);
                     }
                     if closing {
+                        ours = true;
                         break "closed by the client".into();
                     }
                 }
                 Some(Outgoing::Close) | None => {
                     let _ = post(&ep, tls.as_ref(), &path, &headers, &["1".to_string()], &shared.traffic).await;
+                    ours = true;
                     break "closed by the client".into();
                 }
             },
         }
     };
+    // The poll still pending when the user closed: the server answers it with what it had sent
+    // before it saw the close, which counts as received (a server's last burst is not lost).
+    if ours {
+        if let Ok(Ok(body)) = tokio::time::timeout(wire::CLOSING_HANDSHAKE, &mut pending).await {
+            apply_payload(&shared, &body, &mut Vec::new());
+        }
+    }
     link::Receiver::ended(&*shared, why);
 }
 

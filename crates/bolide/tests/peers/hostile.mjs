@@ -6,6 +6,8 @@
 //                and the Authorization and Cookie headers
 //   sio-foreign  sends 50 `tick` events on a namespace the user never joined, then 2 on its own
 //   sio-dies     closes the connection 300 ms after a `bye` event
+//   sio-burst    as the user disconnects, writes 2,000 events into the pending poll, or 5
+//                binary frames on its WebSocket
 //   sio-noprobe  offers the upgrade, opens the WebSocket and never answers its probe
 //   gql-secrets  a graphql-transport-ws server that closes every connection_init with a reason
 //                repeating connectionParams' token and the Authorization header, and answers a
@@ -71,6 +73,24 @@ if (mode.startsWith("sio-")) {
       }, 100);
     }
     if (mode === "sio-dies") socket.on("bye", () => setTimeout(() => socket.conn.close(), 300));
+    if (mode === "sio-burst") {
+      // As the user's namespace disconnect arrives (before its Engine.IO close, in the same
+      // POST; Engine.IO's message event comes at once, socket.io's own a tick later, after the
+      // close), 2,000 events written into the poll that is pending, in one answer.
+      socket.conn.on("message", (data) => {
+        if (data !== "1" || socket.conn.transport.name !== "polling") return;
+        for (let i = 0; i < 2000; i++) socket.conn.writeBuffer.push({ type: "message", data: `2["b",${i}]` });
+        counts.burst_sent = (counts.burst_sent || 0) + 2000;
+        socket.conn.flush();
+      });
+      // Five binary frames as the user's namespace disconnect arrives, before its close.
+      socket.conn.on("message", (data) => {
+        if (data !== "1" || socket.conn.transport.name !== "websocket") return;
+        for (let i = 0; i < 5; i++) socket.conn.writeBuffer.push({ type: "message", data: Buffer.from([i, 1, 2, 3]) });
+        socket.conn.flush();
+        counts.binary_sent = (counts.binary_sent || 0) + 5;
+      });
+    }
     socket.on("ack", (arg, cb) => { if (typeof cb === "function") cb({ ok: true }); });
   });
   if (mode === "sio-noprobe") {
