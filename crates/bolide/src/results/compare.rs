@@ -318,8 +318,12 @@ pub struct Comparison {
     pub targets: Vec<TargetRow>,
     /// Settings that differ between the two workloads, compared on purpose
     /// (`--allow-different-workloads`); empty when they are the same workload.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub differences: Vec<String>,
+    /// Two values of one `bench --parameter-list`, as their documents record it: the values that
+    /// differ (`d: 10 against 11`); compared as bench compared them, without the flag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameter: Option<String>,
 }
 
 /// The whole comparison, as `--format json` writes it.
@@ -634,6 +638,7 @@ fn compare_one(workload: &str, base_name: &str, base: &[&Doc], name: &str, new: 
         steps: step_rows(base, new),
         targets: target_rows(base, new),
         differences: Vec::new(),
+        parameter: None,
     }
 }
 
@@ -758,6 +763,20 @@ fn http_column(series: &str, docs: &[&Doc]) -> Option<HttpColumn> {
     })
 }
 
+/// When two series are two values of one `bench --parameter-list` (every run of each recording
+/// the same command line and label): the values that differ, in words.
+fn parameter_between(base: &Series, other: &Series) -> Option<String> {
+    fn one(s: &Series) -> Option<(&[String], &str)> {
+        let (_, first) = s.runs.first()?;
+        let (line, label) = (first.envelope().command_line, first.label()?);
+        s.runs
+            .iter()
+            .all(|(_, d)| d.envelope().command_line == line && d.label() == Some(label))
+            .then_some((line, label))
+    }
+    super::parameters::between(one(base)?, one(other)?)
+}
+
 /// Builds the report: every workload of the baseline against every other series.
 pub fn build(series: &[Series], baseline: usize, skipped: Vec<Skipped>) -> Report {
     build_with(series, baseline, skipped, false)
@@ -785,18 +804,26 @@ pub fn build_with(series: &[Series], baseline: usize, skipped: Vec<Skipped>, all
             if i == baseline {
                 continue;
             }
+            let parameter = parameter_between(base, s);
+            let allowed = allow_different || parameter.is_some();
             let mut runs = runs_of(s, w);
             // Compared on purpose, a series of one workload stands against a baseline of one,
             // whatever their names (a parameter list's `/delay/0` against `/delay/3`).
-            if runs.is_empty() && allow_different && workloads.len() == 1 && single_workload(s) {
+            if runs.is_empty() && allowed && workloads.len() == 1 && single_workload(s) {
                 runs = s.runs.iter().map(|(_, d)| d).collect();
             }
             if runs.is_empty() {
-                refused.push(format!("{w}: {} has no runs of it", s.name));
+                // The flag would compare them when each side is one workload.
+                let hint = if workloads.len() == 1 && single_workload(s) {
+                    format!(" (it ran {}; --allow-different-workloads compares them anyway)", s.runs[0].1.workload())
+                } else {
+                    String::new()
+                };
+                refused.push(format!("{w}: {} has no runs of it{hint}", s.name));
                 continue;
             }
             let diff = differences(&parts, &runs[0].workload_parts());
-            if !diff.is_empty() && !allow_different {
+            if !diff.is_empty() && !allowed {
                 refused.push(format!(
                     "{w}: {} ran a different workload than {} ({}); not compared (--allow-different-workloads \
                      compares them anyway)",
@@ -821,6 +848,7 @@ pub fn build_with(series: &[Series], baseline: usize, skipped: Vec<Skipped>, all
             columns.extend(http_column(&s.name, &same));
             let mut c = compare_one(w, &base.name, &base_runs, &s.name, &same);
             c.differences = diff;
+            c.parameter = parameter;
             comparisons.push(c);
         }
         if columns.len() > 1 {
@@ -828,7 +856,8 @@ pub fn build_with(series: &[Series], baseline: usize, skipped: Vec<Skipped>, all
         }
     }
     for s in series.iter().filter(|s| s.name != base.name) {
-        if allow_different && workloads.len() == 1 && single_workload(s) {
+        let allowed = allow_different || parameter_between(base, s).is_some();
+        if allowed && workloads.len() == 1 && single_workload(s) {
             continue;
         }
         for (_, d) in &s.runs {
@@ -1055,7 +1084,13 @@ pub fn blocks(r: &Report, watched: &str) -> Vec<Block> {
         if c.pairs.is_some() || c.baseline_runs.iter().chain(&c.runs).any(|r| r.suspect.is_some()) {
             notes.push(design_note(c));
         }
-        if !c.differences.is_empty() {
+        if let Some(p) = &c.parameter {
+            notes.push(format!(
+                "{} and {} are two values of one bench --parameter-list ({p}), as their documents record: compared \
+                 as bench compared them.",
+                c.series, c.baseline
+            ));
+        } else if !c.differences.is_empty() {
             notes.push(format!(
                 "Different workloads, compared on purpose: {} against {}: {}.",
                 c.series,
@@ -1427,7 +1462,13 @@ pub fn compare_into(
                 let _ = writeln!(io.err, "not compared: {x}");
             }
         }
-        let _ = writeln!(io.err, "error: nothing comparable between the series");
+        // Refused for their workloads: the flag that compares them anyway is named.
+        let hint = if report.refused.iter().any(|r| r.contains("--allow-different-workloads")) {
+            ": they ran different workloads; --allow-different-workloads compares them anyway"
+        } else {
+            ""
+        };
+        let _ = writeln!(io.err, "error: nothing comparable between the series{hint}");
         return (exit::USAGE, None);
     }
     let code = match report.gate_outcome {

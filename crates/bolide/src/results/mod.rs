@@ -8,6 +8,7 @@ pub mod compare;
 pub mod gate;
 pub mod merge;
 pub mod paired;
+pub mod parameters;
 pub mod report;
 pub mod stats;
 
