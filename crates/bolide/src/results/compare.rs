@@ -15,6 +15,7 @@ use crate::report::blocks::Block;
 use crate::report::table::{
     change_pct, faster_slower, less_more, meteor_bytes, meteor_cpu, meteor_time, more_fewer, ms, Table, Tone,
 };
+use crate::report::term::grouped;
 use crate::stats::doc::{differences, Doc};
 
 /// One series: a directory from `bench`, or one file.
@@ -897,7 +898,7 @@ fn fmt_metric(metric: &str, v: f64) -> String {
     } else if metric.starts_with("Error") {
         format!("{v:.2}%")
     } else {
-        format!("{v:.1}")
+        grouped(v, 1)
     }
 }
 
@@ -979,16 +980,16 @@ fn http_table(t: &HttpTable) -> Table {
     let mut tab = Table::new(&hdr).right(&(1..header.len()).collect::<Vec<_>>());
     type Cell = fn(&HttpColumn) -> String;
     let rows: [(&str, Cell); 10] = [
-        ("Requests", |c| format!("{:.0}", c.requests)),
-        ("Time taken (s)", |c| format!("{:.3}", c.time_taken_s)),
-        ("Requests per second", |c| format!("{:.2}", c.requests_per_s)),
-        ("Time per request (ms) (mean, across all concurrent requests)", |c| format!("{:.3}", c.time_per_request_ms)),
-        ("Transfer rate (Kbytes/sec)", |c| format!("{:.2}", c.transfer_kbytes_per_s)),
-        ("Latency p50 (ms)", |c| format!("{:.3}", c.p50_ms)),
-        ("Latency p90 (ms)", |c| format!("{:.3}", c.p90_ms)),
-        ("Latency p99 (ms)", |c| format!("{:.3}", c.p99_ms)),
-        ("Latency p99.9 (ms)", |c| format!("{:.3}", c.p99_9_ms)),
-        ("Latency max (ms)", |c| format!("{:.3}", c.max_ms)),
+        ("Requests", |c| grouped(c.requests, 0)),
+        ("Time taken (s)", |c| grouped(c.time_taken_s, 3)),
+        ("Requests per second", |c| grouped(c.requests_per_s, 2)),
+        ("Time per request (ms) (mean, across all concurrent requests)", |c| grouped(c.time_per_request_ms, 3)),
+        ("Transfer rate (Kbytes/sec)", |c| grouped(c.transfer_kbytes_per_s, 2)),
+        ("Latency p50 (ms)", |c| grouped(c.p50_ms, 3)),
+        ("Latency p90 (ms)", |c| grouped(c.p90_ms, 3)),
+        ("Latency p99 (ms)", |c| grouped(c.p99_ms, 3)),
+        ("Latency p99.9 (ms)", |c| grouped(c.p99_9_ms, 3)),
+        ("Latency max (ms)", |c| grouped(c.max_ms, 3)),
     ];
     for (name, cell) in rows {
         let mut row = vec![name.to_string()];
@@ -1035,11 +1036,9 @@ pub fn blocks(r: &Report, watched: &str) -> Vec<Block> {
             c.series, c.baseline
         )));
         out.push(Block::table(metrics_table(c)));
+        // How significance was judged, said once under the table, not in every row.
+        out.extend(significance_lines(c).into_iter().map(Block::text));
         out.extend(detection_lines(c).map(Block::text));
-        // Too few runs to tell noise from a change: said once under the table, not in every row.
-        if let Some(m) = c.metrics.iter().find(|m| m.verdict.starts_with("cannot tell from noise")) {
-            out.push(Block::text(format!("Significance: {}.", m.verdict)));
-        }
         if !c.steps.is_empty() {
             out.push(Block::text("Per-step latency (median over the runs of each run's p50 and p99):"));
             let heads = [
@@ -1195,6 +1194,78 @@ fn detection_lines(c: &Comparison) -> impl Iterator<Item = String> {
     lines.into_iter()
 }
 
+/// A metric's significance in a few words, for its row: `significant, p = 0.004`, `not
+/// significant, p = 0.186`, `no difference`, `too few runs`, `no verdict`; the test and what the
+/// row leaves out are said once under the table ([`significance_lines`]).
+fn significance_mark(m: &MetricRow) -> String {
+    let v = m.verdict.as_str();
+    let p = m.p_value.map(|p| format!(", {}", stats::p_text(p))).unwrap_or_default();
+    let word = if v.starts_with("significant") {
+        "significant"
+    } else if v.starts_with("not significant") {
+        "not significant"
+    } else if v.starts_with("no difference") {
+        return "no difference".into();
+    } else if v.starts_with("cannot tell from noise") {
+        return "too few runs".into();
+    } else {
+        "no verdict"
+    };
+    let more = if v.contains("; ") || word == "no verdict" { " (see below)" } else { "" };
+    format!("{word}{p}{more}")
+}
+
+/// The significance column's long sentence, once: the test the comparison used and, for paired
+/// runs, each metric's estimated change and its interval; then each row's own caveat (pairs left
+/// out, no verdict and why).
+fn significance_lines(c: &Comparison) -> Vec<String> {
+    let name = |m: &MetricRow| m.metric.split(" (").next().unwrap_or(&m.metric).to_lowercase();
+    let mut out = Vec::new();
+    if let Some(m) = c.metrics.iter().find(|m| m.verdict.starts_with("cannot tell from noise")) {
+        out.push(format!("Significance: {}.", m.verdict));
+    }
+    let tested: Vec<&MetricRow> =
+        c.metrics.iter().filter(|m| m.p_value.is_some() && significance_mark(m).contains("significant")).collect();
+    if !tested.is_empty() {
+        let how = match c.pairs {
+            Some(n) => format!(
+                "a paired t-test on {n} interleaved pairs (on their log ratios, or their differences where a value is not positive)"
+            ),
+            None => "Welch's t-test on the runs that are not suspect (error rates on every run)".to_string(),
+        };
+        let mut line = format!("Significance: {how}; p < {} is significant.", stats::ALPHA);
+        let estimates: Vec<String> = tested
+            .iter()
+            .filter_map(|m| {
+                let (e, [lo, hi]) = (m.change_estimate_pct?, m.change_interval_pct?);
+                Some(format!("{} {} [{} to {}]", name(m), paired::pct(e), paired::pct(lo), paired::pct(hi)))
+            })
+            .collect();
+        if !estimates.is_empty() {
+            line.push_str(&format!(" Estimated change [95% CI]: {}.", estimates.join(", ")));
+        }
+        out.push(line);
+    }
+    // Each caveat once, with the metrics it is about.
+    let mut caveats: Vec<(String, Vec<&str>)> = Vec::new();
+    for m in &c.metrics {
+        let (v, metric) = (m.verdict.as_str(), m.metric.split(" (").next().unwrap_or(&m.metric));
+        let caveat = if significance_mark(m).starts_with("no verdict") {
+            v
+        } else if let Some((_, caveat)) = v.split_once("; ") {
+            caveat
+        } else {
+            continue;
+        };
+        match caveats.iter_mut().find(|(c, _)| c == caveat) {
+            Some((_, metrics)) => metrics.push(metric),
+            None => caveats.push((caveat.to_string(), vec![metric])),
+        }
+    }
+    out.extend(caveats.into_iter().map(|(caveat, metrics)| format!("{}: {caveat}.", metrics.join(", "))));
+    out
+}
+
 /// A comparison's metrics: median (range) on each side, the change, the significance; the change
 /// and the verdict coloured by the judgement.
 fn metrics_table(c: &Comparison) -> Table {
@@ -1216,8 +1287,8 @@ fn metrics_table(c: &Comparison) -> Table {
             spread(m.baseline_median, m.baseline_min, m.baseline_max),
             spread(m.median, m.min, m.max),
             m.words.clone(),
-            // The long sentence of too few runs is said once under the table.
-            if m.verdict.starts_with("cannot tell from noise") { "too few runs".into() } else { m.verdict.clone() },
+            // The test's long sentence is said once under the table.
+            significance_mark(m),
             m.detectable_pct.map(|d| format!("±{}", pct_text(d))).unwrap_or_else(|| "n/a".into()),
         ]);
         let row = tab.rows.len() - 1;
@@ -1244,8 +1315,8 @@ fn targets_table(c: &Comparison) -> Table {
     let hr: Vec<&str> = heads.iter().map(String::as_str).collect();
     let mut tab = Table::new(&hr).right(&[1, 2, 3, 4, 5, 6, 8]);
     let o = |v: Option<f64>| v.map(ms).unwrap_or_else(|| "n/a".into());
-    let rate = |v: Option<f64>| v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "n/a".into());
-    let whole = |v: Option<f64>| v.map(|v| format!("{v:.0}")).unwrap_or_else(|| "n/a".into());
+    let rate = |v: Option<f64>| v.map(|v| grouped(v, 1)).unwrap_or_else(|| "n/a".into());
+    let whole = |v: Option<f64>| v.map(|v| grouped(v, 0)).unwrap_or_else(|| "n/a".into());
     for t in &c.targets {
         let change = match (t.baseline_p99_ms, t.p99_ms) {
             (Some(a), Some(b)) => less_more(a, b, "p99").replace(" p99", ""),

@@ -15,6 +15,7 @@ pub mod stats;
 use serde::{Deserialize, Serialize};
 
 use crate::report::table::{meteor_bytes, meteor_cpu, meteor_time, ms, Table};
+use crate::report::term::grouped;
 use crate::stats::doc::{Doc, Measures};
 
 /// Value of the `format` field of a bench summary.
@@ -185,13 +186,13 @@ pub fn runs_table(runs: &[RunEntry], mean: Option<&RunEntry>, extra: Option<(&st
     let mut t = Table::new(&header).right(&if http || rate.is_some() { vec![2, 5] } else { vec![4] });
     let na = || "n/a".to_string();
     let cells = |name: String, r: &RunEntry| {
-        let errors = if r.errors.fract() == 0.0 { format!("{}", r.errors) } else { format!("{:.1}", r.errors) };
+        let errors = if r.errors.fract() == 0.0 { grouped(r.errors, 0) } else { grouped(r.errors, 1) };
         let mut row = vec![name, meteor_time(r.time_s)];
         if http {
-            row.push(r.requests_per_s.map(|v| format!("{v:.1}")).unwrap_or_else(na));
+            row.push(r.requests_per_s.map(|v| grouped(v, 1)).unwrap_or_else(na));
         }
         if rate.is_some() {
-            row.push(r.per_s.map(|v| format!("{v:.1}")).unwrap_or_else(na));
+            row.push(r.per_s.map(|v| grouped(v, 1)).unwrap_or_else(na));
         }
         row.extend([
             r.cpu_pct.map(meteor_cpu).unwrap_or_else(na),
@@ -207,7 +208,7 @@ pub fn runs_table(runs: &[RunEntry], mean: Option<&RunEntry>, extra: Option<(&st
             row.push(r.gc_ms.map(ms).unwrap_or_else(na));
         }
         if bolide_cpu {
-            row.push(r.bolide_cpu_us.map(|v| format!("{v:.2}")).unwrap_or_else(na));
+            row.push(r.bolide_cpu_us.map(|v| grouped(v, 2)).unwrap_or_else(na));
         }
         row
     };
