@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::paired::{self, Role, Trust};
 use super::stats;
@@ -28,7 +28,7 @@ pub struct Series {
 }
 
 /// A file left out, and why.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Skipped {
     pub file: String,
     pub reason: String,
@@ -85,6 +85,11 @@ pub fn load_series(input: &Path, skipped: &mut Vec<Skipped>) -> Result<Series, S
                 Some("bolide.bench") => serde_json::from_str::<super::BenchSummary>(&text).ok(),
                 _ => None,
             };
+            // A capacity ladder's or a comparison's summary beside the runs: no run either.
+            let other_summary = ["bolide.capacity", "bolide.comparison", "bolide.bench-parameters", "bolide.levels"];
+            if head.format.as_deref().is_some_and(|f| other_summary.contains(&f)) {
+                continue;
+            }
             if let Some(summary) = summary {
                 // A bench summary: its listed runs must be here.
                 for r in &summary.runs {
@@ -133,7 +138,7 @@ fn runs_of<'a>(s: &'a Series, workload: &str) -> Vec<&'a Doc> {
 }
 
 /// A metric compared between two series.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct MetricRow {
     pub metric: String,
     pub baseline_median: f64,
@@ -150,11 +155,11 @@ pub struct MetricRow {
     /// with fewer than two runs or pairs).
     pub p_value: Option<f64>,
     /// `paired` (interleaved runs, judged within pairs) or `welch` (two samples).
-    pub test: &'static str,
+    pub test: String,
     /// Paired: the estimated change, percent, and its 95% confidence interval.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change_estimate_pct: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change_interval_pct: Option<[f64; 2]>,
     pub verdict: String,
     /// The verdict in one word: better, worse, same (no difference, or within run-to-run
@@ -168,7 +173,7 @@ pub struct MetricRow {
     #[serde(skip)]
     pub spread: Option<Noise>,
     /// With `--detect`: the runs a side that would detect that change.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detect: Option<Detect>,
 }
 
@@ -200,7 +205,7 @@ impl Noise {
 }
 
 /// How many runs a side would detect a given change of a metric (`--detect`).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Detect {
     pub change_pct: f64,
     /// None: more than [`stats::MAX_RUNS`], or no spread measured to tell.
@@ -208,7 +213,7 @@ pub struct Detect {
 }
 
 /// A metric's verdict in one word.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Judgement {
     Better,
@@ -266,7 +271,7 @@ impl Judgement {
 }
 
 /// Per-step latency side by side (DDP).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct StepRow {
     pub step: String,
     pub baseline_p50_ms: Option<f64>,
@@ -277,7 +282,7 @@ pub struct StepRow {
 
 /// One target's figures side by side (DDP runs over several servers), matched by position in
 /// the target list: medians over the runs.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TargetRow {
     /// `#N URL` (the series' URL, and the baseline's when it differs).
     pub target: String,
@@ -293,7 +298,7 @@ pub struct TargetRow {
 }
 
 /// One series against the baseline on one workload.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Comparison {
     pub workload: String,
     pub kind: String,
@@ -307,7 +312,7 @@ pub struct Comparison {
     pub on_means: String,
     /// Interleaved (`bench --parameter-list`): the runs judged in this many pairs, run `i` of
     /// each side together; absent when the series ran one after the other (two samples).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pairs: Option<usize>,
     /// Those pairs: (baseline run, series run), as indices into the runs.
     #[serde(skip)]
@@ -315,7 +320,7 @@ pub struct Comparison {
     pub metrics: Vec<MetricRow>,
     pub steps: Vec<StepRow>,
     /// Per target, when the runs spread their users over several servers.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetRow>,
     /// Settings that differ between the two workloads, compared on purpose
     /// (`--allow-different-workloads`); empty when they are the same workload.
@@ -328,7 +333,7 @@ pub struct Comparison {
 }
 
 /// The whole comparison, as `--format json` writes it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Report {
     pub format: String,
     pub version: u32,
@@ -341,17 +346,17 @@ pub struct Report {
     /// HTTP workloads: the ab-style table, one column per series.
     pub http_tables: Vec<HttpTable>,
     /// `--fail-on`: every rule judged on every comparison (absent without rules).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gate: Vec<super::gate::GateResult>,
     /// The gate's outcome over every rule: pass, fail or inconclusive (absent without --fail-on).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate_outcome: Option<super::gate::Outcome>,
     /// `--allow-inconclusive` was given: an inconclusive gate exits 0.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_inconclusive: bool,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SeriesInfo {
     pub name: String,
     pub source: String,
@@ -359,13 +364,13 @@ pub struct SeriesInfo {
 }
 
 /// The Node-vs-nginx form: one column per series (means over its runs).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct HttpTable {
     pub workload: String,
     pub columns: Vec<HttpColumn>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct HttpColumn {
     pub series: String,
     pub runs: usize,
@@ -481,7 +486,7 @@ fn metric(name: &str, a: &[f64], b: &[f64], how: How, role: Role, words: impl Fn
         change_of_means_pct: change_pct(ma, mb),
         words: words(ma, mb),
         p_value: None,
-        test: "welch",
+        test: "welch".into(),
         change_estimate_pct: None,
         change_interval_pct: None,
         verdict: String::new(),
@@ -492,7 +497,7 @@ fn metric(name: &str, a: &[f64], b: &[f64], how: How, role: Role, words: impl Fn
     if let Some((pairs, ta, tb)) = how.paired {
         let chosen = paired::choose(a, b, ta, tb, pairs, role);
         let judged = paired::judge(&chosen, role);
-        row.test = "paired";
+        row.test = "paired".into();
         row.verdict = judged.verdict;
         if let Some(t) = judged.test {
             row.p_value = Some(t.p);

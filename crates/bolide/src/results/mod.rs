@@ -6,6 +6,8 @@
 
 pub mod compare;
 pub mod gate;
+pub mod ladder;
+pub mod levels;
 pub mod merge;
 pub mod paired;
 pub mod parameters;
@@ -103,6 +105,33 @@ impl RunEntry {
             per_s: m.rate.as_ref().map(|r| r.1),
             unit: m.rate.as_ref().map(|r| r.0.clone()),
             browser: m.browser.clone(),
+        }
+    }
+
+    /// The run's figures as the tables and charts read them, back from a summary that kept them
+    /// (what a summary does not keep, such as the error count's exact type, as near as it has).
+    pub fn measures(&self) -> Measures {
+        Measures {
+            time_s: self.time_s,
+            speed_s: match self.requests_per_s {
+                Some(r) if r > 0.0 => 1.0 / r,
+                _ => self.time_s,
+            },
+            requests_per_s: self.requests_per_s,
+            cpu_pct: self.cpu_pct,
+            ram_bytes: self.ram_bytes,
+            errors: self.errors.max(0.0).round() as u64,
+            error_rate_pct: self.error_rate_pct,
+            mean_ms: self.mean_ms,
+            p99_ms: self.p99_ms,
+            suspect: self.suspect.clone(),
+            saturated: self.saturated,
+            interrupted: self.interrupted,
+            eventloop_p99_ms: self.eventloop_p99_ms,
+            gc_ms: self.gc_ms,
+            bolide_cpu_us: self.bolide_cpu_us,
+            rate: self.unit.clone().zip(self.per_s),
+            browser: self.browser.clone(),
         }
     }
 
