@@ -236,6 +236,16 @@ fn a_parameter_grid_past_the_bound_is_refused_and_a_stop_while_planning_runs_not
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("(20 x 13 values); at most 256"), "{err}");
     assert!(!out.exists());
+    // A value that stands in a typed flag (`-c {c}`): the bound is still what is said, not a
+    // flag that cannot read `{c}`.
+    let c: Vec<String> = (1..=300).map(|i| i.to_string()).collect();
+    let (code, _, err) = binary(
+        tmp.path(),
+        &["bench", "http", "-L", "c", &c.join(","), "-c", "{c}", "--out", "grid", "http://127.0.0.1:9/"],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("more than 256 series (300 values)"), "{err}");
+    assert!(!out.exists());
     // A stop before the series are planned: nothing runs, nothing is written.
     let stopped = tokio_util::sync::CancellationToken::new();
     stopped.cancel();

@@ -122,10 +122,24 @@ pub fn substitute(args: &[String], values: &[(String, String)]) -> Vec<String> {
     out
 }
 
-/// The first combination's (name, value) pairs (none when the lists are wrong: their error
-/// comes when they are read).
+/// The first combination's (name, value) pairs. When the lists are refused (their error comes
+/// when they are read), each list's first value as given, so that a typed flag (`-c {c}`) still
+/// parses and the lists' own error is the one said; none when a first value is empty.
 pub fn first_values(pairs: &[String]) -> Vec<(String, String)> {
-    lists(pairs).ok().and_then(|l| combinations(&l).into_iter().next()).map(|c| c.1).unwrap_or_default()
+    if let Some((_, values)) = lists(pairs).ok().and_then(|l| combinations(&l).into_iter().next()) {
+        return values;
+    }
+    let firsts: Vec<(String, String)> = pairs
+        .chunks(2)
+        .filter_map(|p| match p {
+            [name, values] => Some((name.clone(), values.split(',').next().unwrap_or_default().trim().to_string())),
+            _ => None,
+        })
+        .collect();
+    if firsts.iter().any(|(_, v)| v.is_empty()) {
+        return Vec::new();
+    }
+    firsts
 }
 
 /// The command line as its first combination of `--parameter-list` values has it (unchanged
@@ -133,11 +147,11 @@ pub fn first_values(pairs: &[String]) -> Vec<(String, String)> {
 pub fn first_combination(args: &[std::ffi::OsString]) -> Vec<std::ffi::OsString> {
     let text: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     let pairs = raw_pairs(&text);
-    let first = lists(&pairs).ok().and_then(|l| combinations(&l).into_iter().next());
-    match first {
-        Some((_, values)) if !pairs.is_empty() => substitute(&text, &values).into_iter().map(Into::into).collect(),
-        _ => args.to_vec(),
+    let values = first_values(&pairs);
+    if pairs.is_empty() || values.is_empty() {
+        return args.to_vec();
     }
+    substitute(&text, &values).into_iter().map(Into::into).collect()
 }
 
 /// The workloads of every combination, each parsed again from its own command line: (label,
