@@ -71,7 +71,8 @@
       v == null ? "-" : percentile ? percentileLabel(v) : named ? nameOf(v) : seconds ? secondsText(v) : number(v);
     const series = [{ label: chart.x_label, value: (u, v) => xValue(v) }];
     chart.series.forEach((s, i) => {
-      const colour = PALETTE[i % PALETTE.length];
+      // A series that means a verdict comes with its tone's colour.
+      const colour = (chart.colours || [])[i] || PALETTE[i % PALETTE.length];
       const points = s.style === "points" || s.style === "dots";
       const bars = s.style === "bars";
       // Thousands of dots: translucent, so that where they pile up reads darker (density).

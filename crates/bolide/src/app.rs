@@ -67,8 +67,13 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
                     // --parameter-list: the command line again for each value.
                     let argv: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
                     let variants = crate::load::params::lists(&opts.parameter_list)
-                        .and_then(|lists| crate::load::params::variants(&argv, &lists));
+                        .and_then(|lists| crate::load::params::variants(&argv, &lists, cancel));
                     match variants {
+                        Ok(_) if cancel.is_cancelled() => {
+                            // Stopped while planning: nothing ran, nothing was written.
+                            let _ = writeln!(io.err, "bench: stopped while planning the series; nothing ran");
+                            exit::OK
+                        }
                         Ok(v) => crate::load::bench_series(v, &opts, junit.as_deref(), io, cancel),
                         Err(e) => {
                             let _ = writeln!(io.err, "error: {}", e.trim_start_matches("error: ").trim_end());

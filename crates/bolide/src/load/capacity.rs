@@ -9,24 +9,10 @@ use tokio_util::sync::CancellationToken;
 use super::{parse_pause, pause, Workload};
 use crate::cli::{CapacityWorkload, LadderOpts, Unit};
 use crate::console::{exit, Io};
-use crate::report::html::Section;
-use crate::report::table::{meteor_bytes, meteor_cpu, meteor_time, Table, Tone};
+use crate::report::table::Table;
+use crate::results::ladder::{self, Rung};
+pub use crate::results::ladder::{CapacitySummary, LevelEntry, Verdict, SUMMARY_FORMAT};
 use crate::stats::doc::Doc;
-
-/// How a level went.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Verdict {
-    Pass,
-    /// The server failed the criteria, for these reasons.
-    Fail(Vec<String>),
-    /// bolide itself, the machine, or the load's own shape was the limit: no verdict on the
-    /// server. The text says which and what to change.
-    NotTheServer(String),
-    /// Nothing was measured at this level (no response, no user): no verdict either way.
-    Unmeasured(String),
-    /// Ctrl-C stopped it.
-    Interrupted,
-}
 
 /// The criteria a level must meet.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -168,59 +154,6 @@ fn plan_at(base: &Workload, per_s: f64) -> Result<Workload, String> {
     let mut w = base.clone();
     w.part_mut().at_rate(per_s)?;
     Ok(w)
-}
-
-/// Value of the `format` field of a capacity summary.
-pub const SUMMARY_FORMAT: &str = "bolide.capacity";
-
-/// The ladder as `--json` writes it: every level tried, its verdict and measures, and the
-/// conclusion.
-#[derive(Debug, Clone, serde::Serialize, PartialEq)]
-pub struct CapacitySummary {
-    pub format: String,
-    pub version: u32,
-    pub workload: String,
-    /// `Requests` (HTTP rates) or `Connections` (user arrival rates).
-    pub kind: String,
-    /// `per second` or `per minute`.
-    pub unit: String,
-    pub command_line: Vec<String>,
-    pub levels: Vec<LevelEntry>,
-    /// The highest level that passed (absent when none did).
-    pub highest_passing: Option<f64>,
-    /// In words, as the terminal shows it.
-    pub conclusion: String,
-    pub interrupted: bool,
-}
-
-/// One level of the ladder.
-#[derive(Debug, Clone, serde::Serialize, PartialEq)]
-pub struct LevelEntry {
-    pub level: f64,
-    /// `pass`, `fail`, `no verdict` (the limit was not the server, or nothing was measured) or
-    /// `interrupted`.
-    pub verdict: String,
-    /// Why it failed, or why there is no verdict.
-    pub why: Vec<String>,
-    /// The level's measures (absent when it did not run).
-    pub measures: Option<super::RunEntry>,
-}
-
-impl LevelEntry {
-    fn of(level: f64, doc: Option<&Doc>, v: &Verdict) -> LevelEntry {
-        let (verdict, why) = match v {
-            Verdict::Pass => ("pass", vec![]),
-            Verdict::Fail(why) => ("fail", why.clone()),
-            Verdict::NotTheServer(why) | Verdict::Unmeasured(why) => ("no verdict", vec![why.clone()]),
-            Verdict::Interrupted => ("interrupted", vec![]),
-        };
-        let measures = doc.map(|d| {
-            let mut e = entry(d);
-            e.thresholds = d.thresholds().to_vec();
-            e
-        });
-        LevelEntry { level, verdict: verdict.into(), why, measures }
-    }
 }
 
 /// The ladder as a JUnit suite: a case per level (a failed level fails, a level without a verdict
@@ -431,7 +364,7 @@ fn climb(
         rows.push((*level, outcome.doc, verdict));
         if let Some(d) = &dashboard {
             // Under the current level, the ladder so far.
-            d.keep(vec![ladder_section(&rows, kind, unit, "the ladder so far".into(), String::new())]);
+            d.keep(vec![ladder::section(&rungs(&rows), kind, unit, "the ladder so far".into(), String::new())]);
         }
         if stop {
             break;
@@ -460,10 +393,24 @@ fn climb(
     if let Some(dir) = &opts.out {
         let _ = writeln!(io.out, "Result documents: {}", dir.display());
     }
+    // Beside the levels' documents, the ladder itself: `bolide report DIR` draws it from there.
+    let mut kept = exit::OK;
+    if let (Some(dir), Some(s)) = (&opts.out, summary.as_ref()) {
+        let path = dir.join(format!("{slug}-capacity.json"));
+        let written = crate::files::write_atomically(&path, |w| {
+            serde_json::to_writer_pretty(&mut *w, s).map_err(std::io::Error::other)?;
+            std::io::Write::write_all(w, b"\n")
+        });
+        if let Err(e) = written {
+            let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
+            kept = exit::RUN;
+        }
+    }
     // A server that fails even the first level breaks the ladder's criteria: a gate for CI. A
     // ladder that stopped without a verdict (the limit was not the server, or nothing was
     // measured) found no knee: inconclusive, as every other command says it.
     let mut gate = match (rows.first().map(|r| &r.2), rows.last().map(|r| &r.2)) {
+        _ if kept != exit::OK => kept,
         (Some(Verdict::Fail(_)), _) => exit::THRESHOLDS,
         (_, Some(Verdict::NotTheServer(_) | Verdict::Unmeasured(_))) => exit::INCONCLUSIVE,
         _ => exit::OK,
@@ -490,7 +437,7 @@ fn climb(
         return gate;
     }
     {
-        let ladder = ladder_section(&rows, kind, unit, conclusion(&rows, &levels, unit), notes);
+        let ladder = ladder::section(&rungs(&rows), kind, unit, conclusion(&rows, &levels, unit), notes);
         // Each level is a series of its own (levels are no repetitions of one run): their time
         // series overlaid, then each level's run.
         let series: Vec<crate::results::compare::Series> = rows
@@ -522,176 +469,32 @@ fn climb(
     }
 }
 
-/// The ladder's section of a report: its table, `note` (the verdict in words), its charts.
-fn ladder_section(rows: &[(f64, Option<Doc>, Verdict)], kind: &str, unit: &str, note: String, more: String) -> Section {
-    use crate::report::charts::Level;
-    let outcome = |v: &Verdict| match v {
-        Verdict::Pass => Level::Passed,
-        Verdict::Fail(_) => Level::Failed,
-        Verdict::NotTheServer(_) | Verdict::Unmeasured(_) | Verdict::Interrupted => Level::NoVerdict,
-    };
-    let measured: Vec<(f64, crate::stats::doc::Measures, Level)> = rows
-        .iter()
-        .filter_map(|(level, doc, verdict)| doc.as_ref().map(|d| (*level, d.measures(), outcome(verdict))))
-        .collect();
-    let mut blocks = vec![crate::report::blocks::Block::table(ladder_table(kind, rows))];
-    if !more.is_empty() {
-        blocks.push(crate::report::blocks::Block::Lines { lines: more.lines().map(str::to_string).collect() });
-    }
-    Section {
-        kind: "capacity",
-        title: "Capacity ladder".into(),
-        notes: vec![note],
-        band: knee_facts(rows, unit),
-        blocks,
-        text: String::new(),
-        charts: crate::report::charts::ladder(&measured, &format!("level ({unit})")),
-        folded: false,
-    }
-}
-
-/// The ladder's answer first: the highest level that held, the level where it broke and why,
-/// and what the limit was (the server, or bolide and the machine: then no verdict on the server).
-pub(super) fn knee_facts(rows: &[(f64, Option<Doc>, Verdict)], unit: &str) -> Vec<crate::report::band::Fact> {
-    use crate::report::band::Fact;
-    let level = |l: f64| if l.fract() == 0.0 { format!("{l:.0} {unit}") } else { format!("{l} {unit}") };
-    let held = rows.iter().filter(|r| r.2 == Verdict::Pass).map(|r| r.0).reduce(f64::max);
-    // No level held: because the first failed, or because it has no verdict on the server (the
-    // machine or bolide was the limit, nothing measured, a stop): said as it was.
-    let first = rows.first().map(|r| &r.2);
-    let mut out = vec![match (held, first) {
-        (Some(l), _) => Fact::new("Held up to", level(l)).tone(Tone::Good),
-        (None, Some(Verdict::Fail(_))) => {
-            Fact::new("Held up to", "no level").detail("the first level already failed").tone(Tone::Bad)
-        }
-        (None, Some(_)) => Fact::new("Held up to", "no verdict")
-            .detail("the first level has no verdict on the server")
-            .tone(Tone::Warn),
-        (None, None) => Fact::new("Held up to", "no level").detail("no level ran").tone(Tone::Warn),
-    }];
-    let last = rows.last();
-    out.push(match last {
-        Some((l, _, Verdict::Fail(why))) => Fact::new("Broke at", level(*l)).detail(why.join("; ")).tone(Tone::Bad),
-        Some((l, _, Verdict::NotTheServer(why))) => {
-            Fact::new("Stopped at", level(*l)).detail(format!("no verdict: {why}")).tone(Tone::Warn)
-        }
-        Some((l, _, Verdict::Unmeasured(why))) => {
-            Fact::new("Stopped at", level(*l)).detail(format!("nothing measured: {why}")).tone(Tone::Warn)
-        }
-        Some((l, _, Verdict::Interrupted)) => Fact::new("Stopped at", level(*l)).detail("interrupted").tone(Tone::Warn),
-        Some((_, _, Verdict::Pass)) => Fact::new("Broke at", "not reached").detail("every level passed: raise --to"),
-        None => Fact::new("Broke at", "no level ran"),
-    });
-    let limit = match last.map(|r| &r.2) {
-        Some(Verdict::Fail(_)) => {
-            Fact::new("Limit", "the server").detail("its criteria broke, bolide and the machine had room")
-        }
-        Some(Verdict::NotTheServer(why)) => {
-            let which = if why.contains("machine") { "the machine" } else { "the generator" };
-            Fact::new("Limit", which).detail("the server's limit is at or above this level").tone(Tone::Warn)
-        }
-        _ => Fact::new("Limit", "not found").detail("no level failed on the server"),
-    };
-    out.push(limit);
-    let suspect = rows.iter().filter(|r| r.1.as_ref().is_some_and(|d| d.measures().suspect.is_some())).count();
-    out.push(if suspect == 0 {
-        Fact::new("Trust", "clean").detail(format!("{} levels, none suspect", rows.len())).tone(Tone::Good)
-    } else {
-        Fact::new("Trust", format!("{suspect} suspect"))
-            .detail(format!("of {} levels: see the notes", rows.len()))
-            .tone(Tone::Warn)
-    });
-    out
-}
-
 fn entry(d: &Doc) -> super::RunEntry {
     crate::results::RunEntry::of(1, None, &d.measures())
 }
 
-/// The reports' ladder table.
+/// The levels run so far as the ladder shows them.
+fn rungs(rows: &[(f64, Option<Doc>, Verdict)]) -> Vec<Rung> {
+    rows.iter().map(|(level, doc, v)| (*level, doc.as_ref().map(Doc::measures), v.clone())).collect()
+}
+
+/// The reports' ladder table ([`ladder::table`]) of the levels run.
 pub fn ladder_table(kind: &str, rows: &[(f64, Option<Doc>, Verdict)]) -> Table {
-    // The level's unit: HTTP levels are rates (requests per second); the Meteor reports' "#
-    // Connections" counts arrivals at the level's rate.
-    let head = match kind {
-        "Requests" => "Requests/s".to_string(),
-        k => format!("# {k}"),
-    };
-    let mut t = Table::new(&[&head, "Time", "CPU", "RAM", "Result"]);
-    for (level, doc, verdict) in rows {
-        let level = if level.fract() == 0.0 { format!("{level:.0}") } else { format!("{level}") };
-        let x = || "x".to_string();
-        let (time, cpu, ram) = match (verdict, doc) {
-            (Verdict::Pass, Some(d)) => {
-                let m = d.measures();
-                let na = || "n/a".to_string();
-                (
-                    meteor_time(m.time_s),
-                    m.cpu_pct.map(meteor_cpu).unwrap_or_else(na),
-                    m.ram_bytes.map(meteor_bytes).unwrap_or_else(na),
-                )
-            }
-            _ => (x(), x(), x()),
-        };
-        let suspect = doc.as_ref().is_some_and(|d| d.measures().suspect.is_some());
-        let result = match verdict {
-            Verdict::Pass if suspect => "ok (suspect: see below)".to_string(),
-            Verdict::Pass => "ok".to_string(),
-            Verdict::Fail(why) => format!("x ({})", why.join("; ")),
-            Verdict::NotTheServer(_) => "no verdict (limit not the server: see below)".to_string(),
-            Verdict::Unmeasured(why) => format!("no verdict ({why})"),
-            Verdict::Interrupted => "interrupted".to_string(),
-        };
-        t.row(vec![level, time, cpu, ram, result]);
-        match verdict {
-            Verdict::Pass if suspect => t.tone(t.rows.len() - 1, 4, Tone::Warn),
-            Verdict::Pass => t.tone(t.rows.len() - 1, 4, Tone::Good),
-            Verdict::Fail(_) => t.tone_last_row(Tone::Bad),
-            _ => t.tone_last_row(Tone::Warn),
-        }
-    }
-    t
+    ladder::table(kind, &rungs(rows))
 }
 
-/// The "(suspect: see below)" of the level lines, explained: one line per suspect level.
+/// The ladder's answer first ([`ladder::knee_facts`]).
+#[cfg(test)]
+pub(super) fn knee_facts(rows: &[(f64, Option<Doc>, Verdict)], unit: &str) -> Vec<crate::report::band::Fact> {
+    ladder::knee_facts(&rungs(rows), unit)
+}
+
+/// The "(suspect: see below)" of the level lines, explained ([`ladder::suspect_notes`]).
 pub fn suspect_notes(rows: &[(f64, Option<Doc>, Verdict)], unit: &str) -> String {
-    let mut out = String::new();
-    for (level, doc, _) in rows {
-        if let Some(why) = doc.as_ref().and_then(|d| d.measures().suspect) {
-            out.push_str(&format!("Level {level} {unit} is suspect: {why}.\n"));
-        }
-    }
-    out
+    ladder::suspect_notes(&rungs(rows), unit)
 }
 
-/// One sentence: the highest passing level, and what stopped the ladder.
+/// One sentence: the highest passing level, and what stopped the ladder ([`ladder::conclusion`]).
 pub fn conclusion(rows: &[(f64, Option<Doc>, Verdict)], levels: &[f64], unit: &str) -> String {
-    let passed = rows
-        .iter()
-        .filter(|r| r.2 == Verdict::Pass)
-        .map(|r| r.0)
-        .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
-    let highest = match passed {
-        Some(p) => format!("Highest passing level: {p} {unit}."),
-        None => "No level passed.".to_string(),
-    };
-    let why = match rows.last().map(|r| &r.2) {
-        Some(Verdict::Fail(_)) => {
-            format!(" The server failed at {} {unit}.", rows.last().map(|r| r.0).unwrap_or_default())
-        }
-        Some(Verdict::NotTheServer(why)) => format!(
-            " At {} {unit} the limit was not the server: {why}. The server's limit is at or above this level; no \
-             verdict on it (exit code 4).",
-            rows.last().map(|r| r.0).unwrap_or_default()
-        ),
-        Some(Verdict::Unmeasured(why)) => format!(
-            " At {} {unit} nothing was measured ({why}); the ladder stopped without a verdict (exit code 4).",
-            rows.last().map(|r| r.0).unwrap_or_default()
-        ),
-        Some(Verdict::Interrupted) => " Interrupted before the ladder ended.".to_string(),
-        Some(Verdict::Pass) if rows.len() == levels.len() => {
-            " Every level passed: the limit is above the last level; raise --to.".to_string()
-        }
-        _ => String::new(),
-    };
-    format!("{highest}{why}")
+    ladder::conclusion(&rungs(rows), levels, unit)
 }

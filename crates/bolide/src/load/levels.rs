@@ -5,55 +5,13 @@
 
 use std::path::PathBuf;
 
-use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::console::{exit, Io};
-use crate::report::table::{meteor_bytes, meteor_cpu, ms, Table};
+use crate::report::table::ms;
+pub use crate::results::levels::{table, Level, LevelsDoc, FORMAT};
 use crate::stats::doc::Doc;
 use crate::workload::Workload;
-
-/// One level's figures.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Level {
-    /// Users (ddp-calls) or sessions per burst (ddp-connect).
-    pub level: u64,
-    /// The step measured: `call METHOD` or `connect`.
-    pub step: String,
-    /// Its successes per second of the run.
-    pub per_s: f64,
-    pub ok: u64,
-    pub errors: u64,
-    pub p50_ms: Option<f64>,
-    pub p99_ms: Option<f64>,
-    pub p99_9_ms: Option<f64>,
-    /// The watched server's average CPU, percent of one core.
-    pub cpu_pct: Option<f64>,
-    /// The watched server's resident memory: mean and peak over the samples, bytes.
-    pub rss_mean_bytes: Option<f64>,
-    pub rss_max_bytes: Option<u64>,
-    /// Samples of the server's memory behind those figures (every --monitor-interval).
-    pub rss_samples: usize,
-    /// The level's result document, when written (--out DIR).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-    /// Why the level's figures may measure the machine rather than the server.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub suspect: Option<String>,
-}
-
-/// The levels document (`--json`).
-#[derive(Debug, Clone, Serialize)]
-pub struct LevelsDoc {
-    pub format: &'static str,
-    pub version: u32,
-    pub scenario: String,
-    /// `users` or `burst`.
-    pub by: &'static str,
-    pub command_line: Vec<String>,
-    pub interrupted: bool,
-    pub levels: Vec<Level>,
-}
 
 /// A level's figures from its document: the step that is the workload's unit (`call ...` for
 /// ddp-calls, `connect` for ddp-connect).
@@ -81,32 +39,6 @@ pub fn level_of(level: u64, scenario: &str, doc: &Doc) -> Option<Level> {
         file: None,
         suspect: doc.measures().suspect,
     })
-}
-
-/// The team's table: one row per level.
-pub fn table(scenario: &str, levels: &[Level]) -> Table {
-    let (who, what) = if scenario == "ddp-connect" { ("Burst", "Connects/s") } else { ("Clients", "Calls/s") };
-    let mut t = Table::new(&[who, what, "p50", "p99", "p99.9", "Errors", "Server CPU", "Server RSS (mean / peak)"])
-        .right(&[0, 1, 2, 3, 4, 5, 6]);
-    let o = |v: Option<f64>| v.map(ms).unwrap_or_else(|| "n/a".into());
-    for l in levels {
-        let rss = match (l.rss_mean_bytes, l.rss_max_bytes) {
-            (Some(a), Some(b)) => format!("{} / {}", meteor_bytes(a), meteor_bytes(b as f64)),
-            _ => "n/a".into(),
-        };
-        let mark = if l.suspect.is_some() { " (suspect)" } else { "" };
-        t.row(vec![
-            format!("{}{mark}", l.level),
-            format!("{:.1}", l.per_s),
-            o(l.p50_ms),
-            o(l.p99_ms),
-            o(l.p99_9_ms),
-            l.errors.to_string(),
-            l.cpu_pct.map(meteor_cpu).unwrap_or_else(|| "n/a".into()),
-            rss,
-        ]);
-    }
-    t
 }
 
 /// Whether `run` takes these arguments as levels, one run each.
@@ -210,10 +142,10 @@ pub fn run(args: &crate::cli::RunArgs, command_line: Vec<String>, io: &mut Io, c
             let _ = writeln!(io.out, "\nEach level's result document: {}", d.display());
         }
         let doc = LevelsDoc {
-            format: "bolide.levels",
+            format: FORMAT.into(),
             version: 1,
             scenario: scenario.clone(),
-            by: if by_burst { "burst" } else { "users" },
+            by: if by_burst { "burst" } else { "users" }.into(),
             command_line,
             interrupted,
             levels,

@@ -538,10 +538,10 @@ pub fn thresholds_table(runs: &[RunEntry]) -> Option<String> {
 pub fn run_line(r: &RunEntry) -> String {
     let mut s = meteor_time(r.time_s);
     if let Some(rps) = r.requests_per_s {
-        s.push_str(&format!(", {rps:.1} requests/s"));
+        s.push_str(&format!(", {} requests/s", crate::report::term::rate(rps)));
     }
     if let (Some(v), Some(unit)) = (r.per_s, &r.unit) {
-        s.push_str(&format!(", {v:.1} {unit}/s"));
+        s.push_str(&format!(", {} {unit}/s", crate::report::term::rate(v)));
     }
     if let (Some(c), Some(m)) = (r.cpu_pct, r.ram_bytes) {
         s.push_str(&format!(", CPU {}, RAM {}", meteor_cpu(c), meteor_bytes(m)));

@@ -3,9 +3,16 @@
 //! labelled `NAME=value`. The interleaving and the comparison are `bench`'s.
 
 use clap::Parser;
+use tokio_util::sync::CancellationToken;
 
 use crate::cli::{Cli, Command};
+use crate::results::parameters::raw_pairs;
 use crate::workload::Workload;
+
+/// The most series one `--parameter-list` grid may make (the product of its lists' lengths): each
+/// series is a directory, a command line parsed again and at least one run, all planned before the
+/// first starts; a larger grid is refused at once rather than planned for minutes.
+pub const MAX_SERIES: usize = 256;
 
 /// One list: a name and its values, in the order given.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,7 +48,16 @@ pub fn lists(pairs: &[String]) -> Result<Vec<List>, String> {
         }
         out.push(List { name: name.clone(), values });
     }
-    let combos: usize = out.iter().map(|l| l.values.len()).product();
+    // Checked: many long lists would overflow the product itself.
+    let combos = out.iter().try_fold(1usize, |n, l| n.checked_mul(l.values.len()).filter(|n| *n <= MAX_SERIES));
+    let Some(combos) = combos else {
+        let sizes: Vec<String> = out.iter().map(|l| l.values.len().to_string()).collect();
+        return Err(format!(
+            "--parameter-list makes more than {MAX_SERIES} series ({} values); at most {MAX_SERIES}: split the grid \
+             into several benches, or give fewer values",
+            sizes.join(" x ")
+        ));
+    };
     if combos < 2 {
         return Err("--parameter-list needs at least two values to compare (an A/A test gives one twice: v a,a)".into());
     }
@@ -106,25 +122,24 @@ pub fn substitute(args: &[String], values: &[(String, String)]) -> Vec<String> {
     out
 }
 
-/// The `--parameter-list` (`-L`) pairs of a raw command line, as given.
-fn raw_pairs(args: &[String]) -> Vec<String> {
-    let mut pairs = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        if (args[i] == "--parameter-list" || args[i] == "-L") && i + 2 < args.len() {
-            pairs.extend([args[i + 1].clone(), args[i + 2].clone()]);
-            i += 3;
-        } else {
-            i += 1;
-        }
-    }
-    pairs
-}
-
-/// The first combination's (name, value) pairs (none when the lists are wrong: their error
-/// comes when they are read).
+/// The first combination's (name, value) pairs. When the lists are refused (their error comes
+/// when they are read), each list's first value as given, so that a typed flag (`-c {c}`) still
+/// parses and the lists' own error is the one said; none when a first value is empty.
 pub fn first_values(pairs: &[String]) -> Vec<(String, String)> {
-    lists(pairs).ok().and_then(|l| combinations(&l).into_iter().next()).map(|c| c.1).unwrap_or_default()
+    if let Some((_, values)) = lists(pairs).ok().and_then(|l| combinations(&l).into_iter().next()) {
+        return values;
+    }
+    let firsts: Vec<(String, String)> = pairs
+        .chunks(2)
+        .filter_map(|p| match p {
+            [name, values] => Some((name.clone(), values.split(',').next().unwrap_or_default().trim().to_string())),
+            _ => None,
+        })
+        .collect();
+    if firsts.iter().any(|(_, v)| v.is_empty()) {
+        return Vec::new();
+    }
+    firsts
 }
 
 /// The command line as its first combination of `--parameter-list` values has it (unchanged
@@ -132,19 +147,23 @@ pub fn first_values(pairs: &[String]) -> Vec<(String, String)> {
 pub fn first_combination(args: &[std::ffi::OsString]) -> Vec<std::ffi::OsString> {
     let text: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     let pairs = raw_pairs(&text);
-    let first = lists(&pairs).ok().and_then(|l| combinations(&l).into_iter().next());
-    match first {
-        Some((_, values)) if !pairs.is_empty() => substitute(&text, &values).into_iter().map(Into::into).collect(),
-        _ => args.to_vec(),
+    let values = first_values(&pairs);
+    if pairs.is_empty() || values.is_empty() {
+        return args.to_vec();
     }
+    substitute(&text, &values).into_iter().map(Into::into).collect()
 }
 
 /// The workloads of every combination, each parsed again from its own command line: (label,
 /// workload, the command line as recorded, without secrets). Scenarios get each value as a
-/// variable of the same name.
-pub fn variants(args: &[String], lists: &[List]) -> Result<Vec<super::Variant>, String> {
+/// variable of the same name. A stop (`cancel`) ends the planning: the combinations planned so
+/// far come back, and the caller sees the token.
+pub fn variants(args: &[String], lists: &[List], cancel: &CancellationToken) -> Result<Vec<super::Variant>, String> {
     let mut out = Vec::new();
     for (label, values) in combinations(lists) {
+        if cancel.is_cancelled() {
+            break;
+        }
         let argv = substitute(args, &values);
         let cli = Cli::try_parse_from(&argv).map_err(|e| format!("{label}: {}", e.render()))?;
         let Command::Bench(b) = cli.command else { return Err("--parameter-list belongs to bench".into()) };
@@ -203,6 +222,17 @@ mod tests {
         assert!(lists(&s(&["v", "a/b,c"])).unwrap_err().contains("no slashes"));
         assert!(lists(&s(&["a b", "1,2"])).unwrap_err().contains("a name is"));
         assert!(lists(&s(&["v", "1,2", "v", "3,4"])).unwrap_err().contains("twice"));
+        // A grid past the bound is refused with the bound, before any combination is made.
+        let thousand: Vec<String> = (0..1000).map(|i| i.to_string()).collect();
+        let e = lists(&s(&["a", &thousand.join(","), "b", "1,2"])).unwrap_err();
+        assert!(e.contains("more than 256 series (1000 x 2 values)"), "{e}");
+        // 257 = the bound plus one; the bound itself is allowed.
+        let values = |n: usize| (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+        assert!(lists(&s(&["a", &values(257)])).is_err());
+        assert_eq!(combinations(&lists(&s(&["a", &values(128), "b", "x,y"])).unwrap()).len(), MAX_SERIES);
+        // Lists whose product overflows a usize are refused too, not wrapped.
+        let many: Vec<String> = (0..12).flat_map(|i| [format!("n{i}"), values(100)]).collect();
+        assert!(lists(&many).unwrap_err().contains("at most 256"));
     }
 
     #[test]

@@ -676,7 +676,7 @@ fn interleaved_runs_are_judged_in_pairs_through_a_busy_machine() {
     let c = &r.comparisons[0];
     assert_eq!(c.pairs, Some(4));
     let mean = c.metrics.iter().find(|m| m.metric == "Mean latency (ms)").unwrap();
-    assert_eq!((mean.test, mean.judgement), ("paired", Judgement::Worse), "{mean:?}");
+    assert_eq!((mean.test.as_str(), mean.judgement), ("paired", Judgement::Worse), "{mean:?}");
     assert!(
         mean.verdict.starts_with("significant (p = 0.002, paired t-test on the log ratios of 4 interleaved pairs"),
         "{}",
@@ -696,7 +696,7 @@ fn interleaved_runs_are_judged_in_pairs_through_a_busy_machine() {
     let c = &r.comparisons[0];
     assert_eq!(c.pairs, None);
     let mean = c.metrics.iter().find(|m| m.metric == "Mean latency (ms)").unwrap();
-    assert_eq!((mean.test, mean.judgement), ("welch", Judgement::Inconclusive), "{mean:?}");
+    assert_eq!((mean.test.as_str(), mean.judgement), ("welch", Judgement::Inconclusive), "{mean:?}");
     let g = gate(&rule, ("w", "d=0", "d=3"), &c.baseline_runs, &c.runs, c.pairing.as_deref(), false);
     assert_eq!(g.outcome, Outcome::Inconclusive, "{}", g.verdict);
     // An A/A on the busy machine: paired, within the noise; the gate passes or says why not.

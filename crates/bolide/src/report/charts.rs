@@ -70,6 +70,10 @@ pub struct Chart {
     /// internals of one endpoint), when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// A colour per series (CSS `#rrggbb`), where a series means a verdict and is drawn in its
+    /// tone (a ladder's passed, failed, no verdict); empty: the palette in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub colours: Vec<String>,
 }
 
 /// How a long series is bucketed.
@@ -92,6 +96,7 @@ impl Chart {
             series: Vec::new(),
             empty: None,
             group: None,
+            colours: Vec::new(),
         }
     }
 
@@ -915,20 +920,28 @@ pub enum Level {
     NoVerdict,
 }
 
+/// The report's tones as chart colours (`report.css`'s `tone-good`, `tone-bad`, `tone-warn`).
+const TONE_GOOD: &str = "#0072B2";
+const TONE_BAD: &str = "#D55E00";
+const TONE_WARN: &str = "#B07800";
+
 pub fn ladder(levels: &[(f64, crate::stats::doc::Measures, Level)], unit: &str) -> Vec<Chart> {
     let mut out = Vec::new();
     // A level with no verdict (the limit was bolide or the machine) is a series of its own, never
     // drawn as failed; the series appears only when such a level exists.
-    let mut kinds = vec![(Level::Passed, "passed"), (Level::Failed, "failed")];
+    // Each in the tone the ladder's table gives it: good, bad, warn (never the palette's green,
+    // which would read as passed).
+    let mut kinds = vec![(Level::Passed, "passed", TONE_GOOD), (Level::Failed, "failed", TONE_BAD)];
     if levels.iter().any(|l| l.2 == Level::NoVerdict) {
-        kinds.push((Level::NoVerdict, "no verdict"));
+        kinds.push((Level::NoVerdict, "no verdict", TONE_WARN));
     }
     for (id, title, y, pick) in MEASURES {
         let mut c = Chart::new(&format!("ladder-{id}"), title, unit, y, XKind::Level);
         c.x = levels.iter().map(|l| l.0).collect();
-        for (kind, label) in &kinds {
+        for (kind, label, colour) in &kinds {
             let values = levels.iter().map(|(_, m, k)| if k == kind { pick(m) } else { None }).collect();
             c.series.push(Series { label: (*label).into(), style: Style::Points, values });
+            c.colours.push((*colour).into());
         }
         if c.points() > 0 {
             out.push(c);

@@ -206,7 +206,7 @@ pub fn chart(c: &Chart) -> String {
     // The series: lines broken where a value is missing (joined across gaps for spectra, whose
     // series have values only at their own percentiles), or marks.
     for (i, s) in c.series.iter().enumerate() {
-        let colour = PALETTE[i % PALETTE.len()];
+        let colour = c.colours.get(i).map_or(PALETTE[i % PALETTE.len()], String::as_str);
         let points: Vec<Option<(f64, f64)>> =
             c.x.iter().zip(&s.values).map(|(xv, v)| v.map(|v| (x.at(*xv), y.at(v)))).collect();
         match s.style {
@@ -273,7 +273,7 @@ pub fn chart(c: &Chart) -> String {
     // The legend, in rows under the axis label.
     let (mut lx, mut ly) = (LEFT, height - 20.0);
     for (i, s) in c.series.iter().enumerate() {
-        let colour = PALETTE[i % PALETTE.len()];
+        let colour = c.colours.get(i).map_or(PALETTE[i % PALETTE.len()], String::as_str);
         let w = 22.0 + 6.5 * s.label.chars().count() as f64;
         if lx + w > plot_right && lx > LEFT {
             lx = LEFT;

@@ -188,7 +188,9 @@ pub fn meteor_bytes(bytes: f64) -> String {
 
 /// A latency in milliseconds, with sensible precision.
 pub fn ms(v: f64) -> String {
-    if v >= 100.0 {
+    if v >= 1000.0 {
+        format!("{} ms", crate::report::term::grouped(v, 0))
+    } else if v >= 100.0 {
         format!("{v:.0} ms")
     } else if v >= 10.0 {
         format!("{v:.1} ms")

@@ -17,8 +17,24 @@ pub fn us(v: f64) -> String {
 
 /// `171,800.8`: a rate with grouped digits and one decimal.
 pub fn rate(v: f64) -> String {
-    let tenths = (v * 10.0).round() as u64;
-    format!("{}.{}", count(tenths / 10), tenths % 10)
+    grouped(v, 1)
+}
+
+/// `26,825`, `1,312.50`: a number with `decimals` places and its whole part's digits grouped by
+/// thousands (a negative one keeps its sign; what is not finite is written as it is).
+pub fn grouped(v: f64, decimals: usize) -> String {
+    if !v.is_finite() {
+        return format!("{v}");
+    }
+    let text = format!("{:.decimals$}", v.abs());
+    let (whole, fraction) = text.split_once('.').map_or((text.as_str(), None), |(w, f)| (w, Some(f)));
+    // The whole part as written (rounded with the decimals), grouped; past u64 it stays as it is.
+    let whole = whole.parse::<u64>().map_or_else(|_| whole.to_string(), count);
+    let sign = if v < 0.0 && text.chars().any(|c| c.is_ascii_digit() && c != '0') { "-" } else { "" };
+    match fraction {
+        Some(f) => format!("{sign}{whole}.{f}"),
+        None => format!("{sign}{whole}"),
+    }
 }
 
 /// `1.23 MB` (decimal units, as the rates are).
@@ -219,5 +235,15 @@ mod tests {
         assert_eq!(bytes(999.0), "999 B");
         assert_eq!(rate(171_800.84), "171,800.8");
         assert_eq!(rate(0.0), "0.0");
+        // Grouped at any precision; rounding carries into the whole part; a sign only on a
+        // number that is not zero as written.
+        assert_eq!(grouped(26825.0, 0), "26,825");
+        assert_eq!(grouped(1312.456, 2), "1,312.46");
+        assert_eq!(grouped(999.96, 1), "1,000.0");
+        assert_eq!(grouped(-1234.5, 1), "-1,234.5");
+        assert_eq!(grouped(-0.01, 1), "0.0");
+        assert_eq!(grouped(f64::NAN, 1), "NaN");
+        assert_eq!(crate::report::table::ms(1312.4), "1,312 ms");
+        assert_eq!(crate::report::table::ms(12.34), "12.3 ms");
     }
 }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::paired::{self, Role, Trust};
 use super::stats;
@@ -15,6 +15,7 @@ use crate::report::blocks::Block;
 use crate::report::table::{
     change_pct, faster_slower, less_more, meteor_bytes, meteor_cpu, meteor_time, more_fewer, ms, Table, Tone,
 };
+use crate::report::term::grouped;
 use crate::stats::doc::{differences, Doc};
 
 /// One series: a directory from `bench`, or one file.
@@ -27,7 +28,7 @@ pub struct Series {
 }
 
 /// A file left out, and why.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Skipped {
     pub file: String,
     pub reason: String,
@@ -84,6 +85,11 @@ pub fn load_series(input: &Path, skipped: &mut Vec<Skipped>) -> Result<Series, S
                 Some("bolide.bench") => serde_json::from_str::<super::BenchSummary>(&text).ok(),
                 _ => None,
             };
+            // A capacity ladder's or a comparison's summary beside the runs: no run either.
+            let other_summary = ["bolide.capacity", "bolide.comparison", "bolide.bench-parameters", "bolide.levels"];
+            if head.format.as_deref().is_some_and(|f| other_summary.contains(&f)) {
+                continue;
+            }
             if let Some(summary) = summary {
                 // A bench summary: its listed runs must be here.
                 for r in &summary.runs {
@@ -132,7 +138,7 @@ fn runs_of<'a>(s: &'a Series, workload: &str) -> Vec<&'a Doc> {
 }
 
 /// A metric compared between two series.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct MetricRow {
     pub metric: String,
     pub baseline_median: f64,
@@ -149,11 +155,11 @@ pub struct MetricRow {
     /// with fewer than two runs or pairs).
     pub p_value: Option<f64>,
     /// `paired` (interleaved runs, judged within pairs) or `welch` (two samples).
-    pub test: &'static str,
+    pub test: String,
     /// Paired: the estimated change, percent, and its 95% confidence interval.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change_estimate_pct: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change_interval_pct: Option<[f64; 2]>,
     pub verdict: String,
     /// The verdict in one word: better, worse, same (no difference, or within run-to-run
@@ -167,7 +173,7 @@ pub struct MetricRow {
     #[serde(skip)]
     pub spread: Option<Noise>,
     /// With `--detect`: the runs a side that would detect that change.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detect: Option<Detect>,
 }
 
@@ -199,7 +205,7 @@ impl Noise {
 }
 
 /// How many runs a side would detect a given change of a metric (`--detect`).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Detect {
     pub change_pct: f64,
     /// None: more than [`stats::MAX_RUNS`], or no spread measured to tell.
@@ -207,7 +213,7 @@ pub struct Detect {
 }
 
 /// A metric's verdict in one word.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Judgement {
     Better,
@@ -265,7 +271,7 @@ impl Judgement {
 }
 
 /// Per-step latency side by side (DDP).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct StepRow {
     pub step: String,
     pub baseline_p50_ms: Option<f64>,
@@ -276,7 +282,7 @@ pub struct StepRow {
 
 /// One target's figures side by side (DDP runs over several servers), matched by position in
 /// the target list: medians over the runs.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TargetRow {
     /// `#N URL` (the series' URL, and the baseline's when it differs).
     pub target: String,
@@ -292,7 +298,7 @@ pub struct TargetRow {
 }
 
 /// One series against the baseline on one workload.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Comparison {
     pub workload: String,
     pub kind: String,
@@ -306,7 +312,7 @@ pub struct Comparison {
     pub on_means: String,
     /// Interleaved (`bench --parameter-list`): the runs judged in this many pairs, run `i` of
     /// each side together; absent when the series ran one after the other (two samples).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pairs: Option<usize>,
     /// Those pairs: (baseline run, series run), as indices into the runs.
     #[serde(skip)]
@@ -314,16 +320,20 @@ pub struct Comparison {
     pub metrics: Vec<MetricRow>,
     pub steps: Vec<StepRow>,
     /// Per target, when the runs spread their users over several servers.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetRow>,
     /// Settings that differ between the two workloads, compared on purpose
     /// (`--allow-different-workloads`); empty when they are the same workload.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub differences: Vec<String>,
+    /// Two values of one `bench --parameter-list`, as their documents record it: the values that
+    /// differ (`d: 10 against 11`); compared as bench compared them, without the flag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameter: Option<String>,
 }
 
 /// The whole comparison, as `--format json` writes it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Report {
     pub format: String,
     pub version: u32,
@@ -336,17 +346,17 @@ pub struct Report {
     /// HTTP workloads: the ab-style table, one column per series.
     pub http_tables: Vec<HttpTable>,
     /// `--fail-on`: every rule judged on every comparison (absent without rules).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gate: Vec<super::gate::GateResult>,
     /// The gate's outcome over every rule: pass, fail or inconclusive (absent without --fail-on).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate_outcome: Option<super::gate::Outcome>,
     /// `--allow-inconclusive` was given: an inconclusive gate exits 0.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_inconclusive: bool,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SeriesInfo {
     pub name: String,
     pub source: String,
@@ -354,13 +364,13 @@ pub struct SeriesInfo {
 }
 
 /// The Node-vs-nginx form: one column per series (means over its runs).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct HttpTable {
     pub workload: String,
     pub columns: Vec<HttpColumn>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct HttpColumn {
     pub series: String,
     pub runs: usize,
@@ -476,7 +486,7 @@ fn metric(name: &str, a: &[f64], b: &[f64], how: How, role: Role, words: impl Fn
         change_of_means_pct: change_pct(ma, mb),
         words: words(ma, mb),
         p_value: None,
-        test: "welch",
+        test: "welch".into(),
         change_estimate_pct: None,
         change_interval_pct: None,
         verdict: String::new(),
@@ -487,7 +497,7 @@ fn metric(name: &str, a: &[f64], b: &[f64], how: How, role: Role, words: impl Fn
     if let Some((pairs, ta, tb)) = how.paired {
         let chosen = paired::choose(a, b, ta, tb, pairs, role);
         let judged = paired::judge(&chosen, role);
-        row.test = "paired";
+        row.test = "paired".into();
         row.verdict = judged.verdict;
         if let Some(t) = judged.test {
             row.p_value = Some(t.p);
@@ -634,6 +644,7 @@ fn compare_one(workload: &str, base_name: &str, base: &[&Doc], name: &str, new: 
         steps: step_rows(base, new),
         targets: target_rows(base, new),
         differences: Vec::new(),
+        parameter: None,
     }
 }
 
@@ -758,6 +769,20 @@ fn http_column(series: &str, docs: &[&Doc]) -> Option<HttpColumn> {
     })
 }
 
+/// When two series are two values of one `bench --parameter-list` (every run of each recording
+/// the same command line and label): the values that differ, in words.
+fn parameter_between(base: &Series, other: &Series) -> Option<String> {
+    fn one(s: &Series) -> Option<(&[String], &str)> {
+        let (_, first) = s.runs.first()?;
+        let (line, label) = (first.envelope().command_line, first.label()?);
+        s.runs
+            .iter()
+            .all(|(_, d)| d.envelope().command_line == line && d.label() == Some(label))
+            .then_some((line, label))
+    }
+    super::parameters::between(one(base)?, one(other)?)
+}
+
 /// Builds the report: every workload of the baseline against every other series.
 pub fn build(series: &[Series], baseline: usize, skipped: Vec<Skipped>) -> Report {
     build_with(series, baseline, skipped, false)
@@ -785,18 +810,26 @@ pub fn build_with(series: &[Series], baseline: usize, skipped: Vec<Skipped>, all
             if i == baseline {
                 continue;
             }
+            let parameter = parameter_between(base, s);
+            let allowed = allow_different || parameter.is_some();
             let mut runs = runs_of(s, w);
             // Compared on purpose, a series of one workload stands against a baseline of one,
             // whatever their names (a parameter list's `/delay/0` against `/delay/3`).
-            if runs.is_empty() && allow_different && workloads.len() == 1 && single_workload(s) {
+            if runs.is_empty() && allowed && workloads.len() == 1 && single_workload(s) {
                 runs = s.runs.iter().map(|(_, d)| d).collect();
             }
             if runs.is_empty() {
-                refused.push(format!("{w}: {} has no runs of it", s.name));
+                // The flag would compare them when each side is one workload.
+                let hint = if workloads.len() == 1 && single_workload(s) {
+                    format!(" (it ran {}; --allow-different-workloads compares them anyway)", s.runs[0].1.workload())
+                } else {
+                    String::new()
+                };
+                refused.push(format!("{w}: {} has no runs of it{hint}", s.name));
                 continue;
             }
             let diff = differences(&parts, &runs[0].workload_parts());
-            if !diff.is_empty() && !allow_different {
+            if !diff.is_empty() && !allowed {
                 refused.push(format!(
                     "{w}: {} ran a different workload than {} ({}); not compared (--allow-different-workloads \
                      compares them anyway)",
@@ -821,6 +854,7 @@ pub fn build_with(series: &[Series], baseline: usize, skipped: Vec<Skipped>, all
             columns.extend(http_column(&s.name, &same));
             let mut c = compare_one(w, &base.name, &base_runs, &s.name, &same);
             c.differences = diff;
+            c.parameter = parameter;
             comparisons.push(c);
         }
         if columns.len() > 1 {
@@ -828,7 +862,8 @@ pub fn build_with(series: &[Series], baseline: usize, skipped: Vec<Skipped>, all
         }
     }
     for s in series.iter().filter(|s| s.name != base.name) {
-        if allow_different && workloads.len() == 1 && single_workload(s) {
+        let allowed = allow_different || parameter_between(base, s).is_some();
+        if allowed && workloads.len() == 1 && single_workload(s) {
             continue;
         }
         for (_, d) in &s.runs {
@@ -868,7 +903,7 @@ fn fmt_metric(metric: &str, v: f64) -> String {
     } else if metric.starts_with("Error") {
         format!("{v:.2}%")
     } else {
-        format!("{v:.1}")
+        grouped(v, 1)
     }
 }
 
@@ -950,16 +985,16 @@ fn http_table(t: &HttpTable) -> Table {
     let mut tab = Table::new(&hdr).right(&(1..header.len()).collect::<Vec<_>>());
     type Cell = fn(&HttpColumn) -> String;
     let rows: [(&str, Cell); 10] = [
-        ("Requests", |c| format!("{:.0}", c.requests)),
-        ("Time taken (s)", |c| format!("{:.3}", c.time_taken_s)),
-        ("Requests per second", |c| format!("{:.2}", c.requests_per_s)),
-        ("Time per request (ms) (mean, across all concurrent requests)", |c| format!("{:.3}", c.time_per_request_ms)),
-        ("Transfer rate (Kbytes/sec)", |c| format!("{:.2}", c.transfer_kbytes_per_s)),
-        ("Latency p50 (ms)", |c| format!("{:.3}", c.p50_ms)),
-        ("Latency p90 (ms)", |c| format!("{:.3}", c.p90_ms)),
-        ("Latency p99 (ms)", |c| format!("{:.3}", c.p99_ms)),
-        ("Latency p99.9 (ms)", |c| format!("{:.3}", c.p99_9_ms)),
-        ("Latency max (ms)", |c| format!("{:.3}", c.max_ms)),
+        ("Requests", |c| grouped(c.requests, 0)),
+        ("Time taken (s)", |c| grouped(c.time_taken_s, 3)),
+        ("Requests per second", |c| grouped(c.requests_per_s, 2)),
+        ("Time per request (ms) (mean, across all concurrent requests)", |c| grouped(c.time_per_request_ms, 3)),
+        ("Transfer rate (Kbytes/sec)", |c| grouped(c.transfer_kbytes_per_s, 2)),
+        ("Latency p50 (ms)", |c| grouped(c.p50_ms, 3)),
+        ("Latency p90 (ms)", |c| grouped(c.p90_ms, 3)),
+        ("Latency p99 (ms)", |c| grouped(c.p99_ms, 3)),
+        ("Latency p99.9 (ms)", |c| grouped(c.p99_9_ms, 3)),
+        ("Latency max (ms)", |c| grouped(c.max_ms, 3)),
     ];
     for (name, cell) in rows {
         let mut row = vec![name.to_string()];
@@ -1006,11 +1041,9 @@ pub fn blocks(r: &Report, watched: &str) -> Vec<Block> {
             c.series, c.baseline
         )));
         out.push(Block::table(metrics_table(c)));
+        // How significance was judged, said once under the table, not in every row.
+        out.extend(significance_lines(c).into_iter().map(Block::text));
         out.extend(detection_lines(c).map(Block::text));
-        // Too few runs to tell noise from a change: said once under the table, not in every row.
-        if let Some(m) = c.metrics.iter().find(|m| m.verdict.starts_with("cannot tell from noise")) {
-            out.push(Block::text(format!("Significance: {}.", m.verdict)));
-        }
         if !c.steps.is_empty() {
             out.push(Block::text("Per-step latency (median over the runs of each run's p50 and p99):"));
             let heads = [
@@ -1055,7 +1088,13 @@ pub fn blocks(r: &Report, watched: &str) -> Vec<Block> {
         if c.pairs.is_some() || c.baseline_runs.iter().chain(&c.runs).any(|r| r.suspect.is_some()) {
             notes.push(design_note(c));
         }
-        if !c.differences.is_empty() {
+        if let Some(p) = &c.parameter {
+            notes.push(format!(
+                "{} and {} are two values of one bench --parameter-list ({p}), as their documents record: compared \
+                 as bench compared them.",
+                c.series, c.baseline
+            ));
+        } else if !c.differences.is_empty() {
             notes.push(format!(
                 "Different workloads, compared on purpose: {} against {}: {}.",
                 c.series,
@@ -1160,6 +1199,78 @@ fn detection_lines(c: &Comparison) -> impl Iterator<Item = String> {
     lines.into_iter()
 }
 
+/// A metric's significance in a few words, for its row: `significant, p = 0.004`, `not
+/// significant, p = 0.186`, `no difference`, `too few runs`, `no verdict`; the test and what the
+/// row leaves out are said once under the table ([`significance_lines`]).
+fn significance_mark(m: &MetricRow) -> String {
+    let v = m.verdict.as_str();
+    let p = m.p_value.map(|p| format!(", {}", stats::p_text(p))).unwrap_or_default();
+    let word = if v.starts_with("significant") {
+        "significant"
+    } else if v.starts_with("not significant") {
+        "not significant"
+    } else if v.starts_with("no difference") {
+        return "no difference".into();
+    } else if v.starts_with("cannot tell from noise") {
+        return "too few runs".into();
+    } else {
+        "no verdict"
+    };
+    let more = if v.contains("; ") || word == "no verdict" { " (see below)" } else { "" };
+    format!("{word}{p}{more}")
+}
+
+/// The significance column's long sentence, once: the test the comparison used and, for paired
+/// runs, each metric's estimated change and its interval; then each row's own caveat (pairs left
+/// out, no verdict and why).
+fn significance_lines(c: &Comparison) -> Vec<String> {
+    let name = |m: &MetricRow| m.metric.split(" (").next().unwrap_or(&m.metric).to_lowercase();
+    let mut out = Vec::new();
+    if let Some(m) = c.metrics.iter().find(|m| m.verdict.starts_with("cannot tell from noise")) {
+        out.push(format!("Significance: {}.", m.verdict));
+    }
+    let tested: Vec<&MetricRow> =
+        c.metrics.iter().filter(|m| m.p_value.is_some() && significance_mark(m).contains("significant")).collect();
+    if !tested.is_empty() {
+        let how = match c.pairs {
+            Some(n) => format!(
+                "a paired t-test on {n} interleaved pairs (on their log ratios, or their differences where a value is not positive)"
+            ),
+            None => "Welch's t-test on the runs that are not suspect (error rates on every run)".to_string(),
+        };
+        let mut line = format!("Significance: {how}; p < {} is significant.", stats::ALPHA);
+        let estimates: Vec<String> = tested
+            .iter()
+            .filter_map(|m| {
+                let (e, [lo, hi]) = (m.change_estimate_pct?, m.change_interval_pct?);
+                Some(format!("{} {} [{} to {}]", name(m), paired::pct(e), paired::pct(lo), paired::pct(hi)))
+            })
+            .collect();
+        if !estimates.is_empty() {
+            line.push_str(&format!(" Estimated change [95% CI]: {}.", estimates.join(", ")));
+        }
+        out.push(line);
+    }
+    // Each caveat once, with the metrics it is about.
+    let mut caveats: Vec<(String, Vec<&str>)> = Vec::new();
+    for m in &c.metrics {
+        let (v, metric) = (m.verdict.as_str(), m.metric.split(" (").next().unwrap_or(&m.metric));
+        let caveat = if significance_mark(m).starts_with("no verdict") {
+            v
+        } else if let Some((_, caveat)) = v.split_once("; ") {
+            caveat
+        } else {
+            continue;
+        };
+        match caveats.iter_mut().find(|(c, _)| c == caveat) {
+            Some((_, metrics)) => metrics.push(metric),
+            None => caveats.push((caveat.to_string(), vec![metric])),
+        }
+    }
+    out.extend(caveats.into_iter().map(|(caveat, metrics)| format!("{}: {caveat}.", metrics.join(", "))));
+    out
+}
+
 /// A comparison's metrics: median (range) on each side, the change, the significance; the change
 /// and the verdict coloured by the judgement.
 fn metrics_table(c: &Comparison) -> Table {
@@ -1181,8 +1292,8 @@ fn metrics_table(c: &Comparison) -> Table {
             spread(m.baseline_median, m.baseline_min, m.baseline_max),
             spread(m.median, m.min, m.max),
             m.words.clone(),
-            // The long sentence of too few runs is said once under the table.
-            if m.verdict.starts_with("cannot tell from noise") { "too few runs".into() } else { m.verdict.clone() },
+            // The test's long sentence is said once under the table.
+            significance_mark(m),
             m.detectable_pct.map(|d| format!("±{}", pct_text(d))).unwrap_or_else(|| "n/a".into()),
         ]);
         let row = tab.rows.len() - 1;
@@ -1209,8 +1320,8 @@ fn targets_table(c: &Comparison) -> Table {
     let hr: Vec<&str> = heads.iter().map(String::as_str).collect();
     let mut tab = Table::new(&hr).right(&[1, 2, 3, 4, 5, 6, 8]);
     let o = |v: Option<f64>| v.map(ms).unwrap_or_else(|| "n/a".into());
-    let rate = |v: Option<f64>| v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "n/a".into());
-    let whole = |v: Option<f64>| v.map(|v| format!("{v:.0}")).unwrap_or_else(|| "n/a".into());
+    let rate = |v: Option<f64>| v.map(|v| grouped(v, 1)).unwrap_or_else(|| "n/a".into());
+    let whole = |v: Option<f64>| v.map(|v| grouped(v, 0)).unwrap_or_else(|| "n/a".into());
     for t in &c.targets {
         let change = match (t.baseline_p99_ms, t.p99_ms) {
             (Some(a), Some(b)) => less_more(a, b, "p99").replace(" p99", ""),
@@ -1427,7 +1538,13 @@ pub fn compare_into(
                 let _ = writeln!(io.err, "not compared: {x}");
             }
         }
-        let _ = writeln!(io.err, "error: nothing comparable between the series");
+        // Refused for their workloads: the flag that compares them anyway is named.
+        let hint = if report.refused.iter().any(|r| r.contains("--allow-different-workloads")) {
+            ": they ran different workloads; --allow-different-workloads compares them anyway"
+        } else {
+            ""
+        };
+        let _ = writeln!(io.err, "error: nothing comparable between the series{hint}");
         return (exit::USAGE, None);
     }
     let code = match report.gate_outcome {

@@ -139,7 +139,7 @@ pub fn parse(text: &str) -> Result<Rule, String> {
 }
 
 /// What a rule says of one comparison: one of three, and inconclusive is never a pass.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     /// The change stayed within the bound.
@@ -163,7 +163,7 @@ impl Outcome {
 }
 
 /// A rule judged on one comparison.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct GateResult {
     pub rule: String,
     pub workload: String,

@@ -6,14 +6,18 @@
 
 pub mod compare;
 pub mod gate;
+pub mod ladder;
+pub mod levels;
 pub mod merge;
 pub mod paired;
+pub mod parameters;
 pub mod report;
 pub mod stats;
 
 use serde::{Deserialize, Serialize};
 
 use crate::report::table::{meteor_bytes, meteor_cpu, meteor_time, ms, Table};
+use crate::report::term::grouped;
 use crate::stats::doc::{Doc, Measures};
 
 /// Value of the `format` field of a bench summary.
@@ -104,6 +108,33 @@ impl RunEntry {
         }
     }
 
+    /// The run's figures as the tables and charts read them, back from a summary that kept them
+    /// (what a summary does not keep, such as the error count's exact type, as near as it has).
+    pub fn measures(&self) -> Measures {
+        Measures {
+            time_s: self.time_s,
+            speed_s: match self.requests_per_s {
+                Some(r) if r > 0.0 => 1.0 / r,
+                _ => self.time_s,
+            },
+            requests_per_s: self.requests_per_s,
+            cpu_pct: self.cpu_pct,
+            ram_bytes: self.ram_bytes,
+            errors: self.errors.max(0.0).round() as u64,
+            error_rate_pct: self.error_rate_pct,
+            mean_ms: self.mean_ms,
+            p99_ms: self.p99_ms,
+            suspect: self.suspect.clone(),
+            saturated: self.saturated,
+            interrupted: self.interrupted,
+            eventloop_p99_ms: self.eventloop_p99_ms,
+            gc_ms: self.gc_ms,
+            bolide_cpu_us: self.bolide_cpu_us,
+            rate: self.unit.clone().zip(self.per_s),
+            browser: self.browser.clone(),
+        }
+    }
+
     /// The means of `runs` (None when empty).
     pub fn mean_of(runs: &[RunEntry]) -> Option<RunEntry> {
         if runs.is_empty() {
@@ -184,13 +215,13 @@ pub fn runs_table(runs: &[RunEntry], mean: Option<&RunEntry>, extra: Option<(&st
     let mut t = Table::new(&header).right(&if http || rate.is_some() { vec![2, 5] } else { vec![4] });
     let na = || "n/a".to_string();
     let cells = |name: String, r: &RunEntry| {
-        let errors = if r.errors.fract() == 0.0 { format!("{}", r.errors) } else { format!("{:.1}", r.errors) };
+        let errors = if r.errors.fract() == 0.0 { grouped(r.errors, 0) } else { grouped(r.errors, 1) };
         let mut row = vec![name, meteor_time(r.time_s)];
         if http {
-            row.push(r.requests_per_s.map(|v| format!("{v:.1}")).unwrap_or_else(na));
+            row.push(r.requests_per_s.map(|v| grouped(v, 1)).unwrap_or_else(na));
         }
         if rate.is_some() {
-            row.push(r.per_s.map(|v| format!("{v:.1}")).unwrap_or_else(na));
+            row.push(r.per_s.map(|v| grouped(v, 1)).unwrap_or_else(na));
         }
         row.extend([
             r.cpu_pct.map(meteor_cpu).unwrap_or_else(na),
@@ -206,7 +237,7 @@ pub fn runs_table(runs: &[RunEntry], mean: Option<&RunEntry>, extra: Option<(&st
             row.push(r.gc_ms.map(ms).unwrap_or_else(na));
         }
         if bolide_cpu {
-            row.push(r.bolide_cpu_us.map(|v| format!("{v:.2}")).unwrap_or_else(na));
+            row.push(r.bolide_cpu_us.map(|v| grouped(v, 2)).unwrap_or_else(na));
         }
         row
     };

@@ -1,7 +1,7 @@
 //! `bolide report`: saved runs (result documents, bench directories) as one HTML file with charts,
 //! or as Markdown. Reads documents only, as `compare` does, and never runs anything.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use super::compare::{self, Series};
@@ -361,6 +361,18 @@ pub fn markdown(
     requests: &[html::Requests],
     images: Option<(&Path, &str)>,
 ) -> std::io::Result<String> {
+    markdown_of(title, &sections(series, requests), series, requests, images)
+}
+
+/// [`markdown`] of sections already made (`all`: a summary's first, then the series'); a
+/// summary's own sections (a ladder, a comparison without its runs) come first, whole.
+fn markdown_of(
+    title: &str,
+    all: &[Section],
+    series: &[Series],
+    requests: &[html::Requests],
+    images: Option<(&Path, &str)>,
+) -> std::io::Result<String> {
     let mut out = format!("# {}\n\n", md_text(title));
     let mut n = 0;
     let mut show = |out: &mut String, charts: &[crate::report::charts::Chart]| -> std::io::Result<()> {
@@ -373,7 +385,19 @@ pub fn markdown(
         }
         Ok(())
     };
-    let all = sections(series, requests);
+    // What only a summary holds: its sections before the series' own (a ladder, a comparison
+    // without its runs).
+    let own = all.iter().take_while(|s| s.kind != "summary");
+    for s in own.clone() {
+        out.push_str(&format!("## {}\n\n", md_text(&s.title)));
+        for n in &s.notes {
+            out.push_str(&format!("- {}\n", md_text(n)));
+        }
+        out.push('\n');
+        out.push_str(&crate::report::blocks::render(&s.blocks, true));
+        show(&mut out, &s.charts)?;
+    }
+    let all: Vec<&Section> = all.iter().skip(own.count()).collect();
     if let Some(c) = all.iter().find(|s| s.kind == "comparison") {
         out.push_str(&crate::report::blocks::render(&c.blocks, true));
         show(&mut out, &c.charts)?;
@@ -407,9 +431,8 @@ fn chart_files(sections: &[Section]) -> Vec<(String, &crate::report::charts::Cha
 }
 
 /// `--format svg`: one chart (`--chart ID`) to a file or stdout, or every chart into a directory.
-fn write_svg(args: &ReportArgs, series: &[Series], requests: &[html::Requests], io: &mut Io) -> i32 {
-    let all = sections(series, requests);
-    let files = chart_files(&all);
+fn write_svg(args: &ReportArgs, all: &[Section], io: &mut Io) -> i32 {
+    let files = chart_files(all);
     if let Some(id) = &args.chart {
         let Some((_, c)) = files.iter().find(|(_, c)| &c.id == id) else {
             let mut ids: Vec<&str> = files.iter().map(|(_, c)| c.id.as_str()).collect();
@@ -562,25 +585,58 @@ pub fn report(args: &ReportArgs, io: &mut Io) -> i32 {
         }
     }
     let requests = read;
-    let mut series = match compare::load_inputs(&docs, io) {
+    // The summaries bolide writes (a comparison, a bench's or a ladder's): their own sections
+    // first, and the result documents they name where those are here.
+    let (mut front, mut named) = (Vec::new(), Vec::new());
+    let (mut inputs, mut kept, mut others) = (Vec::new(), None, false);
+    for input in docs {
+        let Some(file) = summary_file(&input) else {
+            others = true;
+            inputs.push(input);
+            continue;
+        };
+        match read_summary(&file) {
+            Ok(read) => {
+                // Named in the title by its first section (the ladder, the levels, the comparison).
+                named.extend(read.sections.first().map(|s| s.title.clone()));
+                front.extend(read.sections);
+                inputs.extend(read.inputs);
+                kept = kept.or(read.comparison);
+            }
+            Err(e) => {
+                let _ = writeln!(io.err, "error: {e}");
+                return exit::USAGE;
+            }
+        }
+    }
+    let mut series = match compare::load_inputs(&inputs, io) {
         Ok((series, _)) => series,
         Err(code) => return code,
     };
     if args.order == crate::cli::ReportOrder::Time {
         by_start_time(&mut series);
     }
-    if series.is_empty() && requests.is_empty() {
+    if series.is_empty() && requests.is_empty() && front.is_empty() {
         let _ =
             writeln!(io.err, "error: nothing to report: no input holds a bolide result document or a per-request file");
         return exit::USAGE;
     }
     let title = args.title.clone().unwrap_or_else(|| {
-        let mut names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
+        let mut names = named;
+        names.extend(series.iter().map(|s| s.name.clone()));
         names.extend(requests.iter().map(|(p, _)| file_name(p)));
         format!("bolide report: {}", names.join(", "))
     });
+    let mut all = front;
+    if !series.is_empty() || !requests.is_empty() {
+        // A kept comparison is the series' own when nothing else was given beside its summary.
+        all.extend(match kept.filter(|_| !others) {
+            Some(report) => sections_with(&series, &requests, Some(report)),
+            None => sections(&series, &requests),
+        });
+    }
     let text = match args.format {
-        ReportFormat::Html => html::page(&title, &sections(&series, &requests)),
+        ReportFormat::Html => html::page(&title, &all),
         ReportFormat::Csv => {
             let mut text = crate::report::csv::HEADER.to_string();
             for s in &series {
@@ -590,7 +646,7 @@ pub fn report(args: &ReportArgs, io: &mut Io) -> i32 {
             }
             text
         }
-        ReportFormat::Svg => return write_svg(args, &series, &requests, io),
+        ReportFormat::Svg => return write_svg(args, &all, io),
         ReportFormat::Md => {
             // Written to a file, its charts go beside it as SVG images (FILE.md -> FILE-charts/).
             let images = output.as_deref().filter(|p| !files::is_stdout(p)).map(|p| {
@@ -604,7 +660,8 @@ pub fn report(args: &ReportArgs, io: &mut Io) -> i32 {
                     return exit::RUN;
                 }
             }
-            match markdown(&title, &series, &requests, images.as_ref().map(|(d, r)| (d.as_path(), r.as_str()))) {
+            match markdown_of(&title, &all, &series, &requests, images.as_ref().map(|(d, r)| (d.as_path(), r.as_str())))
+            {
                 Ok(t) => t,
                 Err(e) => {
                     let _ = writeln!(io.err, "error: cannot write the Markdown report's charts: {e}");
@@ -626,4 +683,214 @@ pub fn report(args: &ReportArgs, io: &mut Io) -> i32 {
         }
     }
     exit::OK
+}
+
+/// The summaries bolide writes beside (or instead of) result documents: a comparison
+/// (`comparison.json`, `compare --format json`), a `bench --parameter-list`'s `--json`, a bench
+/// series' summary (`*-summary.json`, `bench --json`), a capacity ladder's (`capacity --json`,
+/// `*-capacity.json` in its `--out DIR`) and the levels of `run ddp-calls --users 1,10,50`
+/// (`--json`). None of them is a run; each is read back here.
+const SUMMARY_FORMATS: [&str; 5] = [
+    "bolide.comparison",
+    "bolide.bench-parameters",
+    super::SUMMARY_FORMAT,
+    super::ladder::SUMMARY_FORMAT,
+    super::levels::FORMAT,
+];
+
+/// A summary read back: sections of its own (a ladder, a comparison whose runs are gone), the
+/// directories of result documents it names that are here, and the comparison it kept.
+#[derive(Default)]
+struct FromSummary {
+    sections: Vec<Section>,
+    inputs: Vec<PathBuf>,
+    comparison: Option<compare::Report>,
+}
+
+/// The summary an input is or holds: a file of one of [`SUMMARY_FORMATS`], or a directory with a
+/// comparison (a `bench --parameter-list`'s out directory) or a capacity ladder's summary in it.
+/// None for result documents and their directories.
+fn summary_file(input: &Path) -> Option<PathBuf> {
+    if input.is_dir() {
+        let entries = std::fs::read_dir(input).ok()?;
+        // A bounded look at the names only: the documents themselves are read later, once.
+        let mut names: Vec<PathBuf> = entries.flatten().take(100_000).map(|e| e.path()).collect();
+        names.sort();
+        let runs_here = names.iter().any(|p| {
+            let n = file_name(p);
+            n.ends_with(".json") && n != "comparison.json" && !n.ends_with("-capacity.json")
+        });
+        return names.into_iter().find(|p| {
+            let n = file_name(p);
+            (n.ends_with("-capacity.json") || (n == "comparison.json" && !runs_here)) && summary_format(p).is_some()
+        });
+    }
+    summary_format(input).map(|_| input.to_path_buf())
+}
+
+/// The format of a summary file (one of [`SUMMARY_FORMATS`]); None for anything else.
+fn summary_format(path: &Path) -> Option<&'static str> {
+    if !path.is_file() || path.extension().and_then(|e| e.to_str()) != Some("json") {
+        return None;
+    }
+    // The format comes first in every document bolide writes: a result document (which may be
+    // large) is told apart by its first bytes, never read twice.
+    let mut head = Vec::new();
+    std::fs::File::open(path).ok()?.take(4096).read_to_end(&mut head).ok()?;
+    let head = String::from_utf8_lossy(&head);
+    if !SUMMARY_FORMATS.iter().any(|f| head.contains(&format!("\"{f}\""))) {
+        return None;
+    }
+    let bytes = files::read_limited(path, crate::stats::doc::MAX_DOC_BYTES).ok()?;
+    let head = crate::stats::result::Head::of(std::str::from_utf8(&bytes).ok()?).ok()?;
+    SUMMARY_FORMATS.into_iter().find(|f| head.format.as_deref() == Some(*f))
+}
+
+/// Where a directory a summary names is now: as recorded (relative to where the command ran),
+/// else beside the summary (a bench's out directory moved whole). None when it is in neither.
+fn locate(recorded: &Path, beside: &Path) -> Option<PathBuf> {
+    if recorded.is_dir() {
+        return Some(recorded.to_path_buf());
+    }
+    let moved = beside.join(recorded.file_name()?);
+    moved.is_dir().then_some(moved)
+}
+
+/// Reads the summary at `path` back into what the report draws.
+fn read_summary(path: &Path) -> Result<FromSummary, String> {
+    let shown = path.display();
+    let bytes = files::read_limited(path, crate::stats::doc::MAX_DOC_BYTES).map_err(|e| format!("{shown}: {e}"))?;
+    let text = String::from_utf8(bytes).map_err(|_| format!("{shown}: not UTF-8 text"))?;
+    let beside = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let bad = |e: serde_json::Error| format!("{shown}: not a summary this bolide reads ({e})");
+    let format = crate::stats::result::Head::of(&text).ok().and_then(|h| h.format).unwrap_or_default();
+    match format.as_str() {
+        "bolide.comparison" => {
+            let report: compare::Report = serde_json::from_str(&text).map_err(bad)?;
+            Ok(compared(report, beside, &shown.to_string()))
+        }
+        "bolide.bench-parameters" => {
+            #[derive(serde::Deserialize)]
+            struct Parameters {
+                series: Vec<super::BenchSummary>,
+                comparison: Option<compare::Report>,
+            }
+            let p: Parameters = serde_json::from_str(&text).map_err(bad)?;
+            match p.comparison {
+                Some(report) => Ok(compared(report, beside, &shown.to_string())),
+                // No comparison (the grid stopped early): each series' runs as the summary keeps them.
+                None => Ok(FromSummary {
+                    sections: p.series.iter().map(|s| bench_section(s, "no comparison was made")).collect(),
+                    ..FromSummary::default()
+                }),
+            }
+        }
+        super::SUMMARY_FORMAT => {
+            let s: super::BenchSummary = serde_json::from_str(&text).map_err(bad)?;
+            // Beside its runs (its series' directory): the runs themselves.
+            let all_here =
+                !s.runs.is_empty() && s.runs.iter().all(|r| r.file.as_ref().is_some_and(|f| beside.join(f).is_file()));
+            if all_here {
+                return Ok(FromSummary { inputs: vec![beside.to_path_buf()], ..FromSummary::default() });
+            }
+            Ok(FromSummary {
+                sections: vec![bench_section(&s, "its runs' documents are not beside it")],
+                ..FromSummary::default()
+            })
+        }
+        super::ladder::SUMMARY_FORMAT => {
+            let s: super::ladder::CapacitySummary = serde_json::from_str(&text).map_err(bad)?;
+            let ladder = s.section().map_err(|e| format!("{shown}: {e}"))?;
+            // The levels' documents, where its --out DIR kept them beside it.
+            let mut levels = Vec::new();
+            for l in &s.levels {
+                let file = beside.join(format!("{}-level-{}.json", s.workload, l.level));
+                if let Ok(d) = crate::stats::doc::Doc::load(&file) {
+                    let name = format!("level {} {}", l.level, s.unit);
+                    levels.push(Series { name: name.clone(), source: file, runs: vec![(PathBuf::from(name), d)] });
+                }
+            }
+            let mut sections = vec![ladder];
+            sections.extend(runs_sections(&levels));
+            Ok(FromSummary { sections, ..FromSummary::default() })
+        }
+        super::levels::FORMAT => {
+            let d: super::levels::LevelsDoc = serde_json::from_str(&text).map_err(bad)?;
+            // Each level's document, where its --out DIR kept it beside the levels document.
+            let levels: Vec<Series> = d
+                .levels
+                .iter()
+                .filter_map(|l| {
+                    // As recorded (relative to where it ran), else beside the levels document.
+                    let recorded = Path::new(l.file.as_deref()?);
+                    let file =
+                        if recorded.is_file() { recorded.to_path_buf() } else { beside.join(recorded.file_name()?) };
+                    let doc = crate::stats::doc::Doc::load(&file).ok()?;
+                    let name = format!("{} {}", d.by, l.level);
+                    Some(Series { name: name.clone(), source: file, runs: vec![(PathBuf::from(name), doc)] })
+                })
+                .collect();
+            let mut notes = vec![format!("{} levels of {} by {}", d.levels.len(), d.scenario, d.by)];
+            if d.interrupted {
+                notes.push("interrupted before the last level".into());
+            }
+            if d.levels.iter().any(|l| l.suspect.is_some()) {
+                notes.push("(suspect): bolide or the machine was the limit at that level; see its document".into());
+            }
+            let table = Section {
+                kind: "levels",
+                title: format!("{} levels", d.scenario),
+                notes,
+                blocks: vec![crate::report::blocks::Block::table(super::levels::table(&d.scenario, &d.levels))],
+                ..Section::default()
+            };
+            let mut sections = vec![table];
+            sections.extend(runs_sections(&levels));
+            Ok(FromSummary { sections, ..FromSummary::default() })
+        }
+        _ => Err(format!("{shown}: not a summary this bolide reads (format {format:?})")),
+    }
+}
+
+/// A comparison read back: with its series' directories when they are all here (the page then
+/// has their runs and charts too), else its own tables alone.
+fn compared(report: compare::Report, beside: &Path, shown: &str) -> FromSummary {
+    let dirs: Option<Vec<PathBuf>> = report.series.iter().map(|s| locate(Path::new(&s.source), beside)).collect();
+    if let Some(dirs) = dirs.filter(|d| d.len() >= 2) {
+        return FromSummary { inputs: dirs, comparison: Some(report), ..FromSummary::default() };
+    }
+    let names: Vec<&str> = report.series.iter().map(|s| s.name.as_str()).collect();
+    let baseline = report.baseline.clone();
+    let others: Vec<&str> = names.iter().filter(|n| **n != baseline).copied().collect();
+    let sources: Vec<&str> = report.series.iter().map(|s| s.source.as_str()).collect();
+    FromSummary {
+        sections: vec![Section {
+            kind: "comparison",
+            title: format!("{} compared with {baseline}", others.join(", ")),
+            notes: vec![format!(
+                "from {shown}; the series' result documents ({}) are not here: the comparison's tables without \
+                 the runs' charts",
+                sources.join(", ")
+            )],
+            blocks: compare::blocks(&report, "the server"),
+            ..Section::default()
+        }],
+        ..FromSummary::default()
+    }
+}
+
+/// A bench series' summary alone: its runs' table and notes, and why there is no more.
+fn bench_section(s: &super::BenchSummary, why: &str) -> Section {
+    use crate::report::blocks::Block;
+    let mut lines = super::table_notes(&s.runs, "the server", None);
+    if s.interrupted {
+        lines.push(format!("Interrupted: {} of {} runs finished.", s.runs.len(), s.runs_planned));
+    }
+    Section {
+        kind: "runs",
+        title: format!("{} ({})", s.label, s.workload),
+        notes: vec![format!("{} runs, from the series' summary ({why})", s.runs.len())],
+        blocks: vec![Block::table(super::runs_table(&s.runs, s.mean.as_ref(), None)), Block::Lines { lines }],
+        ..Section::default()
+    }
 }
