@@ -546,7 +546,7 @@ pub fn run_line(r: &RunEntry) -> String {
     if let (Some(c), Some(m)) = (r.cpu_pct, r.ram_bytes) {
         s.push_str(&format!(", CPU {}, RAM {}", meteor_cpu(c), meteor_bytes(m)));
     }
-    s.push_str(&format!(", {} errors", r.errors));
+    s.push_str(&format!(", {} errors", crate::report::term::grouped(r.errors, 0)));
     if let Some(p) = r.p99_ms {
         s.push_str(&format!(", p99 {}", ms(p)));
     }

@@ -84,7 +84,13 @@ pub fn combinations(lists: &[List]) -> Vec<(String, Vec<(String, String)>)> {
     combos
         .into_iter()
         .map(|c| {
-            let base = c.iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join(",");
+            // Shown on screens and in file names: a value's control characters and bidirectional
+            // overrides escaped (the command line gets the value as it was given).
+            let base = c
+                .iter()
+                .map(|(n, v)| crate::redact::printable(&format!("{n}={v}")).into_owned())
+                .collect::<Vec<_>>()
+                .join(",");
             let mut label = base.clone();
             let mut k = 1;
             while labels.contains(&label) {
@@ -213,6 +219,10 @@ mod tests {
         let l = lists(&s(&["v", "a,a"])).unwrap();
         let labels: Vec<String> = combinations(&l).into_iter().map(|c| c.0).collect();
         assert_eq!(labels, ["v=a", "v=a#2"]);
+        // A value that would reorder or colour what a terminal shows is shown escaped.
+        let l = vec![List { name: "v".into(), values: vec!["a\u{202e}b".into(), "\u{1b}[2Jc".into()] }];
+        let labels: Vec<String> = combinations(&l).into_iter().map(|c| c.0).collect();
+        assert_eq!(labels, ["v=a\\u{202e}b", "v=\\u{1b}[2Jc"]);
     }
 
     #[test]

@@ -338,19 +338,23 @@ pub fn summary(doc: &DdpDoc) -> String {
     );
     out.push_str(&protocol_rows(&s.events));
     out.push('\n');
+    // The names' column fits the longest name (a method's whole name), up to 64 characters.
+    let w = doc.steps.iter().map(|s| s.name.chars().count() + 1).max().unwrap_or(0).clamp(32, 64);
     let _ = writeln!(
         out,
-        "  {:<32}{:>9}{:>8}{:>10}{:>10}{:>10}{:>10}{:>12}{:>12}",
+        "  {:<w$}{:>9}{:>8}{:>10}{:>10}{:>10}{:>10}{:>12}{:>12}",
         "Step", "count", "errors", "p50", "p90", "p99", "max", "result p50", "updated p50"
     );
     for st in &doc.steps {
         let opt = |x: &Option<Latency>| x.as_ref().map_or("-".to_string(), |l| us(l.p50_us as f64));
         let Some(l) = &st.latency else {
-            // No attempt succeeded: no percentile to show (never 0µs).
+            // No attempt succeeded: no percentile to show (never 0µs); a step no user reached
+            // (the run could not connect, say) is said to be that.
+            let why = if st.count == 0 { "not attempted" } else { "no sample: no attempt succeeded" };
             let _ = writeln!(
                 out,
-                "  {:<32}{:>9}{:>8}  no sample: no attempt succeeded",
-                truncate(&st.name, 31),
+                "  {:<w$}{:>9}{:>8}  {why}",
+                truncate(&st.name, w - 1),
                 count(st.count),
                 count(st.errors)
             );
@@ -358,8 +362,8 @@ pub fn summary(doc: &DdpDoc) -> String {
         };
         let _ = writeln!(
             out,
-            "  {:<32}{:>9}{:>8}{:>10}{:>10}{:>10}{:>10}{:>12}{:>12}",
-            truncate(&st.name, 31),
+            "  {:<w$}{:>9}{:>8}{:>10}{:>10}{:>10}{:>10}{:>12}{:>12}",
+            truncate(&st.name, w - 1),
             count(st.count),
             count(st.errors),
             us(l.p50_us as f64),
@@ -629,5 +633,25 @@ mod tests {
         assert!(!super::summary(&doc).contains("cut by the stop"));
         doc.interrupted = true;
         assert!(super::summary(&doc).contains("10 launched, 4 completed, 1 failed, 5 cut by the stop"));
+    }
+
+    #[test]
+    fn step_names_are_shown_whole_and_a_step_nobody_reached_says_so() {
+        use crate::stats::vu::StepSummary;
+        let mut doc = DdpDoc::default();
+        let long = "call /taskCollection/updateAsync";
+        doc.steps = vec![
+            StepSummary { name: "connect".into(), count: 2, errors: 2, ..Default::default() },
+            StepSummary { name: long.into(), count: 0, ..Default::default() },
+        ];
+        let text = super::summary(&doc);
+        let row = text.lines().find(|l| l.contains(long)).unwrap_or_else(|| panic!("{text}"));
+        assert!(row.contains("not attempted"), "{row}");
+        let row = text.lines().find(|l| l.trim_start().starts_with("connect")).unwrap();
+        assert!(row.contains("no sample: no attempt succeeded"), "{row}");
+        // The header's columns line up with the rows' past the longer name.
+        let header = text.lines().find(|l| l.trim_start().starts_with("Step ")).unwrap();
+        let end = header.find("count").unwrap() + 4;
+        assert_eq!(&row[end..=end], "2", "{header}\n{row}");
     }
 }

@@ -93,7 +93,7 @@ pub fn between(base: (&[String], &str), other: (&[String], &str)) -> Option<Stri
         .iter()
         .zip(&b)
         .filter(|(x, y)| x.1 != y.1)
-        .map(|((n, va), (_, vb))| format!("{n}: {va} against {vb}"))
+        .map(|((n, va), (_, vb))| crate::redact::printable(&format!("{n}: {va} against {vb}")).into_owned())
         .collect();
     Some(if changed.is_empty() { "the same values (an A/A test)".to_string() } else { changed.join(", ") })
 }
