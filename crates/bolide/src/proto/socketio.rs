@@ -865,7 +865,10 @@ impl SioConn {
                     Some((cut, _)) => format!("{}...", &got[..cut]),
                     None => got,
                 };
-                let times = if w.events == 1 { "once".to_string() } else { format!("{} times", w.events) };
+                let times = match w.events {
+                    1 => "once".to_string(),
+                    n => format!("{} times", crate::report::term::count(n)),
+                };
                 Err(Failure::new("response", format!("data is not valid: {channel} came {times}, the last with {got}")))
             }
             (Err(f), _) if f.class == "timeout" => {

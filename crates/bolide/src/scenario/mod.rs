@@ -487,6 +487,24 @@ pub struct Selector {
     pub timeout: Option<Duration>,
 }
 
+impl Selector {
+    /// What the step checks beyond the element being there, as its name says it: two checks of
+    /// one selector (5 shown, then none) are two rows, not one.
+    fn check(&self) -> String {
+        let text = |v: &Value| match v {
+            Value::String(t) => format!("{t:?}"),
+            other => other.to_string(),
+        };
+        match (self.count, &self.text, self.state) {
+            (Some(n), _, _) => format!(" count {n}"),
+            (None, Some(t), _) => format!(" text {}", text(t)),
+            (None, None, Visibility::Hidden) => " hidden".into(),
+            (None, None, Visibility::Attached) => " attached".into(),
+            (None, None, Visibility::Visible) => String::new(),
+        }
+    }
+}
+
 /// Which elements count as there (Playwright's `state`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Visibility {
@@ -516,8 +534,8 @@ impl Action {
             Action::Click(s) => format!("click {s}"),
             Action::Fill { selector, .. } => format!("fill {selector}"),
             Action::Press { selector, key } => format!("press {selector} {key}"),
-            Action::WaitForSelector(s) => format!("waitForSelector {}", s.selector),
-            Action::Expect(s) => format!("expect {}", s.selector),
+            Action::WaitForSelector(s) => format!("waitForSelector {}{}", s.selector, s.check()),
+            Action::Expect(s) => format!("expect {}{}", s.selector, s.check()),
         }
     }
 }
@@ -796,6 +814,37 @@ impl Scenario {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_checks_of_one_selector_are_two_names() {
+        let sel = |count, text: Option<&str>, state| Selector {
+            selector: "#tasks li".into(),
+            count,
+            text: text.map(|t| Value::String(t.into())),
+            state,
+            timeout: None,
+        };
+        let names: Vec<String> = [
+            Action::Expect(sel(Some(5), None, Visibility::Visible)),
+            Action::Expect(sel(None, None, Visibility::Hidden)),
+            Action::Expect(sel(None, Some("ok"), Visibility::Visible)),
+            Action::WaitForSelector(sel(None, None, Visibility::Visible)),
+            Action::WaitForSelector(sel(None, None, Visibility::Attached)),
+        ]
+        .iter()
+        .map(Action::name)
+        .collect();
+        assert_eq!(
+            names,
+            [
+                "expect #tasks li count 5",
+                "expect #tasks li hidden",
+                "expect #tasks li text \"ok\"",
+                "waitForSelector #tasks li",
+                "waitForSelector #tasks li attached"
+            ]
+        );
+    }
 
     fn phase(secs: u64, kind: PhaseKind) -> Phase {
         Phase { name: None, duration: Duration::from_secs(secs), kind }
