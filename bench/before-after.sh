@@ -15,11 +15,15 @@
 #           generator thread (core 1) against the real socket.io 4 server of tests/peers (core 0)
 #   gql     CPU per GraphQL message: bench/graphql-work.yml (subscriptions fed by mutations) on one
 #           generator thread against the real graphql-ws server of tests/peers (core 0)
+#   flood   peak RSS of one Socket.IO user whose `response` meets endless 64 KB events that never
+#           answer (tests/peers/hostile.mjs sio-flood), for its 5 s step timeout
+#   noisy   bolide's own peak RSS (generator.peak_rss_bytes: wait4's would count Chromium) for one
+#           browser user on a page logging 20,000 errors a second while it thinks 8 s
 #
 # Usage: OLD=/path/to/bolide-before bench/before-after.sh   (NEW: this tree's release build;
 #        REPS=5 CONNS=50 DURATION=8 CALLERS=50 RSS_SECONDS=5 SESSIONS=10000 HOLD=10
-#        MODES="h1 h2 ddp c1000 s10000 sio gql"; sio and gql need `npm ci` in
-#        crates/bolide/tests/peers)
+#        MODES="h1 h2 ddp c1000 s10000 sio gql flood noisy"; sio, gql and flood need `npm ci` in
+#        crates/bolide/tests/peers, noisy Chromium)
 # Traffic goes to 127.0.0.1 only; every run is bounded by its duration.
 set -euo pipefail
 
@@ -43,8 +47,8 @@ mkdir -p "$OUT"
 . "$HERE/lib.sh"
 PEER_PID=""
 # A node server of tests/peers on PEER_PORT, pinned to core 0.
-start_peer() { # script
-    taskset -c 0 node "$ROOT/crates/bolide/tests/peers/$1" "$PEER_PORT" >"$OUT/peer.log" 2>&1 &
+start_peer() { # script [mode]
+    taskset -c 0 node "$ROOT/crates/bolide/tests/peers/$1" "$PEER_PORT" ${2:+"$2"} >"$OUT/peer.log" 2>&1 &
     PEER_PID=$!
     for _ in $(seq 100); do
         grep -q port "$OUT/peer.log" 2>/dev/null && return 0
@@ -105,6 +109,35 @@ YML
 sed "s#http://127.0.0.1:3000#http://127.0.0.1:$PEER_PORT#" "$HERE/socketio-work.yml" >"$OUT/sio.yml"
 sed "s#http://127.0.0.1:4000#http://127.0.0.1:$PEER_PORT#" "$HERE/graphql-work.yml" >"$OUT/gql.yml"
 
+cat >"$OUT/flood.yml" <<YML
+config:
+  target: http://127.0.0.1:$PEER_PORT
+  phases: [{duration: 1, arrivalCount: 1}]
+  timeout: 5
+scenarios:
+  - engine: socketio
+    flow:
+      - emit: {channel: echo, data: {count: -1}}
+        response: {channel: echoed, data: {done: true}}
+YML
+mkdir -p "$OUT/noisy"
+cat >"$OUT/noisy/index.html" <<'HTML'
+<!doctype html><title>noisy</title><p id=up>up</p><script>
+setInterval(() => { for (let i = 0; i < 200; i++) console.error('boom ' + i + ' ' + 'x'.repeat(1000)); }, 10);
+</script>
+HTML
+cat >"$OUT/noisy.yml" <<YML
+config:
+  target: http://127.0.0.1:$PEER_PORT
+  phases: [{duration: 1, arrivalCount: 1}]
+scenarios:
+  - engine: browser
+    flow:
+      - goto: /
+      - think: 8
+      - waitForSelector: "#up"
+YML
+
 # One run of `mode` by `bin`, its document in $OUT/mode-which-i.json (and .time: user, system,
 # wall, peak RSS in KB).
 run_one() { # mode which bin i
@@ -119,12 +152,20 @@ run_one() { # mode which bin i
     s10000) taskset -c 1 "${timed[@]}" "$bin" run "$OUT/hold.yml" -t 1 -q --json "$json" || true ;;
     sio) taskset -c 1 "$bin" run "$OUT/sio.yml" -t 1 -q --json "$json" ;;
     gql) taskset -c 1 "$bin" run "$OUT/gql.yml" -t 1 -q --json "$json" ;;
+    flood) "${timed[@]}" "$bin" run "$OUT/flood.yml" -q --json "$json" || true ;;
+    noisy) "$bin" run "$OUT/noisy.yml" -q --json "$json" || true ;;
     esac >/dev/null
 }
 
-for mode in h1 h2 ddp c1000 s10000 sio gql; do
+for mode in h1 h2 ddp c1000 s10000 sio gql flood noisy; do
     has "$mode" || continue
     case $mode in
+    flood) start_peer hostile.mjs sio-flood ;;
+    noisy)
+        (cd "$OUT/noisy" && exec python3 -m http.server "$PEER_PORT" --bind 127.0.0.1) >"$OUT/peer.log" 2>&1 &
+        PEER_PID=$!
+        sleep 1
+        ;;
     ddp) start_server 0 --threads 1 ;;
     s10000) start_server 0-1 --max-sessions $((SESSIONS * 2)) ;;
     sio) start_peer sio-server.mjs ;;
@@ -155,6 +196,8 @@ names = {
     "s10000": "DDP, 10,000 held sessions, peak RSS",
     "sio": "Socket.IO echoes and acks, CPU per message",
     "gql": "GraphQL subscriptions and mutations, CPU per message",
+    "flood": "Socket.IO response flooded by events that never answer, peak RSS",
+    "noisy": "browser page logging 20,000 errors/s, bolide's own peak RSS",
 }
 print("| what | bolide | median | runs | errors | also (median) |")
 print("|---|---|---|---|---|---|")
@@ -173,6 +216,14 @@ for mode in modes:
             vals = [d["generator"]["cpu_us_per_message"] for d in docs]
             msgs = [d["summary"]["messages_in"] + d["summary"]["messages_out"] for d in docs]
             unit, also = "µs", f"{statistics.median(msgs):,.0f} messages"
+            errors = sum(d["summary"]["step_errors"] for d in docs)
+        elif mode == "flood":
+            vals, unit = times, "MB"
+            also = f"{statistics.median(d['summary']['events'].get('socketio.events_received', 0) for d in docs):,.0f} events read"
+            errors = sum(d["summary"]["step_errors"] for d in docs)
+        elif mode == "noisy":
+            vals, unit = [d["generator"]["peak_rss_bytes"] / 1048576 for d in docs], "MB"
+            also = f"{statistics.median(d['browser']['console_errors'] for d in docs):,.0f} console errors counted"
             errors = sum(d["summary"]["step_errors"] for d in docs)
         else:
             vals = times
