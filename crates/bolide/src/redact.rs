@@ -127,7 +127,8 @@ pub fn spawn_command(command: &str) -> String {
     let mut out = String::with_capacity(command.len());
     let (mut i, mut copied) = (0, 0);
     while i < b.len() {
-        let starts_word = i == 0 || matches!(b[i - 1], b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(');
+        let starts_word =
+            i == 0 || matches!(b[i - 1], b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b'{' | b'`' | b'\'' | b'"');
         let name_len = b[i..].iter().take_while(|c| c.is_ascii_alphanumeric() || **c == b'_').count();
         let is_name = name_len > 0 && !b[i].is_ascii_digit();
         if !(starts_word && is_name && b.get(i + name_len) == Some(&b'=')) {
@@ -203,15 +204,20 @@ pub fn text(s: &str) -> String {
 /// has it masked wherever the text is shown ([`printable`]).
 struct Sent {
     values: std::collections::HashSet<String>,
-    /// The lengths of the values, longest first (text is searched for each length at each place).
+    /// The values' first four bytes: a place in a text is looked at further only when its four
+    /// bytes begin a value (one lookup a byte, whatever the values' lengths).
+    heads: std::collections::HashSet<[u8; 4]>,
+    /// The lengths of the values, longest first.
     lengths: Vec<usize>,
+    /// The values' bytes in all.
+    bytes: usize,
 }
 
 static SENT: std::sync::RwLock<Option<Sent>> = std::sync::RwLock::new(None);
 
-/// At most this many credentials are kept (a distinct token per user of a large run): past it,
-/// the first ones still are.
-const MAX_SENT: usize = 200_000;
+/// At most this many bytes of credentials are kept (a distinct token per user of a large run):
+/// past it, the first ones still are.
+const MAX_SENT_BYTES: usize = 8 << 20;
 
 /// Shorter values are not taken for credentials (masking `1` or `yes` everywhere hides data).
 const MIN_SECRET: usize = 4;
@@ -227,36 +233,72 @@ pub fn sent_secret(value: &str) {
         return;
     }
     let Ok(mut guard) = SENT.write() else { return };
-    let sent = guard.get_or_insert_with(|| Sent { values: Default::default(), lengths: Vec::new() });
-    if sent.values.len() >= MAX_SENT {
+    let sent = guard.get_or_insert_with(|| Sent {
+        values: Default::default(),
+        heads: Default::default(),
+        lengths: Vec::new(),
+        bytes: 0,
+    });
+    if sent.bytes + lower.len() > MAX_SENT_BYTES {
         return;
     }
     if !sent.lengths.contains(&lower.len()) {
         sent.lengths.push(lower.len());
         sent.lengths.sort_unstable_by(|a, b| b.cmp(a));
     }
+    let b = lower.as_bytes();
+    sent.heads.insert([b[0], b[1], b[2], b[3]]);
+    sent.bytes += lower.len();
     sent.values.insert(lower);
 }
 
-/// Records a header's value as a credential when its name says it is one (and, for `Bearer x`,
-/// `x` alone too).
-pub fn sent_header(name: &str, value: &str) {
-    if Redactor::default().sensitive(name) {
-        sent_secret(value);
-        if let Some((_, rest)) = value.trim().split_once(' ') {
+/// Records a credential as it is sent, and, for `Bearer x` (or any scheme word before it), `x`
+/// alone too; a `Cookie`'s `a=x; b=y`, each cookie's value too.
+fn sent_credential(value: &str) {
+    let value = value.trim();
+    sent_secret(value);
+    if let Some((scheme, rest)) = value.split_once(' ') {
+        if scheme.chars().all(|c| c.is_ascii_alphabetic()) {
             sent_secret(rest);
+        }
+    }
+    if value.contains('=') {
+        for pair in value.split(';') {
+            if let Some((_, v)) = pair.split_once('=') {
+                sent_secret(v);
+            }
         }
     }
 }
 
-/// Records every text and number in a payload bolide sends as a credential (an `auth` payload,
-/// `connectionParams`).
+/// Whether a name (a header's, a query parameter's, a payload's key) says its value is a secret.
+fn secret_key(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    Redactor::default().sensitive(&n)
+        || ["key", "jwt", "session", "sig", "pass", "credential", "bearer"].iter().any(|w| n.contains(w))
+}
+
+/// Records a header's (or a query parameter's) value as a credential when its name says it is one.
+pub fn sent_header(name: &str, value: &str) {
+    if secret_key(name) {
+        sent_credential(value);
+    }
+}
+
+/// Records the credentials of a payload bolide sends (an `auth` payload, `connectionParams`): the
+/// values under a key that says it holds a secret, and any text long enough to be a token (a short
+/// word like `user` is not masked everywhere it appears).
 pub fn sent_payload(v: &serde_json::Value) {
+    payload(None, v);
+}
+
+fn payload(key: Option<&str>, v: &serde_json::Value) {
+    let secret = key.is_some_and(secret_key);
     match v {
-        serde_json::Value::String(s) => sent_secret(s),
-        serde_json::Value::Number(n) => sent_secret(&n.to_string()),
-        serde_json::Value::Array(items) => items.iter().for_each(sent_payload),
-        serde_json::Value::Object(m) => m.values().for_each(sent_payload),
+        serde_json::Value::String(s) if secret || s.trim().len() >= 12 => sent_credential(s),
+        serde_json::Value::Number(n) if secret => sent_secret(&n.to_string()),
+        serde_json::Value::Array(items) => items.iter().for_each(|i| payload(key, i)),
+        serde_json::Value::Object(m) => m.iter().for_each(|(k, v)| payload(Some(k), v)),
         _ => {}
     }
 }
@@ -264,18 +306,22 @@ pub fn sent_payload(v: &serde_json::Value) {
 /// `text` with every credential bolide sent (ASCII case ignored) replaced by the mask, when it
 /// holds one.
 fn unsent(text: &str) -> Option<String> {
-    let guard = SENT.read().ok()?;
-    let sent = guard.as_ref()?;
     if text.len() < MIN_SECRET {
         return None;
     }
+    let guard = SENT.read().ok()?;
+    let sent = guard.as_ref()?;
     let lower = text.to_ascii_lowercase();
+    let b = lower.as_bytes();
     let mut out: Option<String> = None;
     let (mut at, mut copied) = (0, 0);
-    while at < lower.len() {
-        let found = sent.lengths.iter().find(|&&n| lower.get(at..at + n).is_some_and(|w| sent.values.contains(w)));
-        match found {
-            Some(&n) => {
+    while at + MIN_SECRET <= b.len() {
+        let head = [b[at], b[at + 1], b[at + 2], b[at + 3]];
+        let found = sent.heads.contains(&head).then(|| {
+            sent.lengths.iter().copied().find(|&n| lower.get(at..at + n).is_some_and(|w| sent.values.contains(w)))
+        });
+        match found.flatten() {
+            Some(n) => {
                 let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
                 o.push_str(&text[copied..at]);
                 o.push_str(MASK);
@@ -381,13 +427,22 @@ mod tests {
     fn credentials_bolide_sent_are_masked_in_what_a_server_says() {
         sent_header("Authorization", "Bearer tok-AbC123xyz");
         sent_header("X-Trace", "not-a-secret-value");
-        sent_payload(&serde_json::json!({"token": "auth-Tok-99", "n": 98765431, "ok": true, "s": "ab"}));
-        let said = "refused: {\"token\":\"AUTH-TOK-99\"} Bearer tok-abc123xyz / 98765431 not-a-secret-value ab \u{1b}";
+        sent_header("Cookie", "sid=ck-77aa55; theme=dark-mode-on");
+        sent_payload(&serde_json::json!({
+            "token": "auth-Tok-99", "apiKey": 98765431, "user": "someone", "n": 12345678,
+            "note": "a-long-opaque-value-xyz", "ok": true
+        }));
+        let said = "refused: {\"token\":\"AUTH-TOK-99\"} Bearer tok-abc123xyz / 98765431 \
+            not-a-secret-value someone 12345678 ck-77aa55 a-long-opaque-value-xyz \u{1b}";
         assert_eq!(
             printable(said),
-            "refused: {\"token\":\"<redacted>\"} <redacted> / <redacted> not-a-secret-value ab \\u{1b}"
+            "refused: {\"token\":\"<redacted>\"} <redacted> / <redacted> not-a-secret-value someone 12345678 \
+             <redacted> <redacted> \\u{1b}"
         );
+        // A short word of a payload is not masked wherever it appears.
+        assert!(matches!(printable("the user's last step"), std::borrow::Cow::Borrowed(_)));
         assert!(matches!(printable("nothing sent here"), std::borrow::Cow::Borrowed(_)));
+        assert!(matches!(printable("ünï"), std::borrow::Cow::Borrowed(_)));
     }
 
     #[test]
@@ -403,6 +458,7 @@ mod tests {
                 "cd app && METEOR_SETTINGS=<redacted> exec main",
             ),
             ("exec server a=b 9X=1", "exec server a=b 9X=1"),
+            ("sh -c 'TOKEN=x node s'", "sh -c 'TOKEN=<redacted> node s'"),
         ];
         for (from, shown) in rows {
             assert_eq!(spawn_command(from), shown, "{from}");

@@ -208,10 +208,13 @@ fn a_connection_that_dies_after_the_last_step_fails_its_user() {
     let u = &r.doc.summary.users;
     assert_eq!((u.launched, u.completed, u.failed), (2, 0, 2), "{}\n{}", r.out, r.err);
     assert!(r.err.contains("the connection closed after the user's last step on it"), "{}", r.err);
-    // The same flow without the server closing: both complete.
-    let flow = "      - emit: { channel: ack, data: 1 }\n      - think: 0.5\n";
-    let r = run(&scenario(dir.path(), &sio(&server.url(""), 2, "", flow)), &[]);
-    assert_eq!(r.doc.summary.users.completed, 2, "{}\n{}", r.out, r.err);
+    // The same flow without the server closing, or with the server ending the session on purpose
+    // (its DISCONNECT): both complete.
+    for channel in ["ack", "leave"] {
+        let flow = format!("      - emit: {{ channel: {channel}, data: 1 }}\n      - think: 2\n");
+        let r = run(&scenario(dir.path(), &sio(&server.url(""), 2, "", &flow)), &[]);
+        assert_eq!(r.doc.summary.users.completed, 2, "{channel}: {}\n{}", r.out, r.err);
+    }
 }
 
 /// An upgrade whose probe is never answered leaves the session on polling within the connect's
@@ -276,7 +279,7 @@ fn what_arrives_while_a_connection_closes_is_counted() {
     let dir = tempfile::tempdir().unwrap();
     // (The think lets the user's next poll reach the server and wait there.)
     let flow =
-        "      - emit: { channel: ack, data: 1 }\n        acknowledge: {}\n      - think: 0.5\n      - disconnect\n";
+        "      - emit: { channel: ack, data: 1 }\n        acknowledge: {}\n      - think: 2\n      - disconnect\n";
     let config = "  socketio: { transports: [polling] }\n";
     let r = run(&scenario(dir.path(), &sio(&server.url(""), 1, config, flow)), &[]);
     assert_eq!(r.doc.summary.users.completed, 1, "{}\n{}", r.out, r.err);

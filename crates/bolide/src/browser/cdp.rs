@@ -280,15 +280,24 @@ fn dispatch(payload: &[u8], s: &Shared) {
             let _ = tx.send(frame);
         }
     }
+    // Past the bound, an event is counted by kind before anything is made of it; what the page's
+    // state hangs on (its load, a navigation, its end) is never dropped.
+    let state = matches!(
+        method.as_str(),
+        "Page.loadEventFired"
+            | "Page.frameNavigated"
+            | "Inspector.targetCrashed"
+            | "Inspector.detached"
+            | "Network.webSocketClosed"
+    );
+    if !state && s.events.borrow().len() >= MAX_QUEUED {
+        *s.dropped.borrow_mut().entry((session, method)).or_default() += 1;
+        s.arrived.notify_one();
+        return;
+    }
     if s.keep.is_some_and(|keep| !keep(&method, &mut params)) {
         return;
     }
-    let mut events = s.events.borrow_mut();
-    if events.len() >= MAX_QUEUED {
-        *s.dropped.borrow_mut().entry((session, method)).or_default() += 1;
-    } else {
-        events.push_back(Event { method, session, params });
-    }
-    drop(events);
+    s.events.borrow_mut().push_back(Event { method, session, params });
     s.arrived.notify_one();
 }

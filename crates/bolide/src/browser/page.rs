@@ -163,6 +163,7 @@ impl Page {
             match method.as_str() {
                 "Runtime.consoleAPICalled" | "Runtime.exceptionThrown" => happened.console_errors.count += n,
                 "Network.loadingFailed" => happened.failed_requests.count += n,
+                "Page.javascriptDialogOpening" => happened.dialogs.count += n,
                 _ => {}
             }
         }
@@ -402,13 +403,13 @@ impl Page {
 }
 
 fn first_line(s: &str) -> String {
-    let line = s.lines().next().unwrap_or_default();
-    // A page's line is kept to 300 characters.
-    let line = match line.char_indices().nth(300) {
-        Some((cut, _)) => &line[..cut],
+    // Masked and escaped before the cut (a credential across it would show its beginning), then
+    // kept to 300 characters.
+    let line = crate::redact::printable(s.lines().next().unwrap_or_default()).into_owned();
+    match line.char_indices().nth(300) {
+        Some((cut, _)) => line[..cut].to_string(),
         None => line,
-    };
-    crate::redact::printable(line).into_owned()
+    }
 }
 
 /// An uncaught exception's words, first line.

@@ -627,8 +627,10 @@ async fn user<S: Session>(
     }
     ahead.set(false);
     // A connection that died after the last step that used it (and that nothing makes again)
-    // fails its user all the same, as one that died before a step.
-    if let Some(why) = vu.conn.as_ref().and_then(Session::gone).filter(|_| ok && !S::RECONNECTS) {
+    // fails its user all the same, as one that died before a step; a server that ended the
+    // session on purpose (Socket.IO's DISCONNECT) did not drop it.
+    let dropped = vu.conn.as_ref().and_then(Session::gone).filter(|why| !why.starts_with("io server disconnect"));
+    if let Some(why) = dropped.filter(|_| ok && !S::RECONNECTS) {
         ok = false;
         let mut r = w.recs[target].borrow_mut();
         r.count_user_error("disconnect", &format!("the connection closed after the user's last step on it: {why}"));
@@ -713,7 +715,8 @@ fn text_of(s: &str, vars: &Vars) -> String {
 
 /// A value as JSON text, cut at 200 characters (a server's answer in an error's detail).
 fn brief(v: &Value) -> String {
-    let text = v.to_string();
+    // Masked before the cut: a credential across it would show its beginning.
+    let text = crate::redact::printable(&v.to_string()).into_owned();
     match text.char_indices().nth(200) {
         Some((cut, _)) => format!("{}...", &text[..cut]),
         None => text,

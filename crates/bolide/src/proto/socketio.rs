@@ -551,6 +551,8 @@ async fn by_polling(
     shared: &Rc<Shared>,
     timeout: Duration,
 ) -> Result<Out, Failure> {
+    // The connect's whole budget counts from here (the handshake's requests take from it too).
+    let end = Instant::now() + timeout;
     let traffic = &shared.traffic;
     let body = exchange(ep, tls, "GET", &request_path(cfg, "polling", None), &cfg.headers, b"", traffic)
         .await
@@ -564,7 +566,6 @@ async fn by_polling(
         .await
         .map_err(connect_failure)?;
     // Polls until the namespace answers (pings that come meanwhile answered).
-    let end = Instant::now() + timeout;
     while shared.state.borrow().connected.is_none() && Instant::now() < end {
         let body = exchange(ep, tls, "GET", &polled, &cfg.headers, b"", traffic).await.map_err(connect_failure)?;
         let mut replies = Vec::new();
@@ -860,7 +861,8 @@ impl SioConn {
             (Ok(at), Some(w)) => Ok((sent, at, w.kept)),
             (Ok(at), None) => Ok((sent, at, Vec::new())),
             (Err(f), Some(w)) if f.class == "timeout" && w.events > 0 => {
-                let got = Value::Array(w.last_args).to_string();
+                // Masked before the cut: a credential across it would show its beginning.
+                let got = crate::redact::printable(&Value::Array(w.last_args).to_string()).into_owned();
                 let got = match got.char_indices().nth(200) {
                     Some((cut, _)) => format!("{}...", &got[..cut]),
                     None => got,

@@ -5,7 +5,8 @@
 //   sio-secrets  refuses every CONNECT with an error that repeats the auth payload, the query
 //                and the Authorization and Cookie headers
 //   sio-foreign  sends 50 `tick` events on a namespace the user never joined, then 2 on its own
-//   sio-dies     closes the connection 300 ms after a `bye` event
+//   sio-dies     closes the connection 300 ms after a `bye` event, disconnects the user on
+//                purpose 300 ms after a `leave`
 //   sio-burst    as the user disconnects, writes 2,000 events into the pending poll, or 5
 //                binary frames on its WebSocket
 //   sio-noprobe  offers the upgrade, opens the WebSocket and never answers its probe
@@ -72,7 +73,12 @@ if (mode.startsWith("sio-")) {
         for (let i = 0; i < 2; i++) { socket.emit("tick", i); counts.own_sent++; }
       }, 100);
     }
-    if (mode === "sio-dies") socket.on("bye", () => setTimeout(() => socket.conn.close(), 300));
+    if (mode === "sio-dies") {
+      // `bye`: the connection dropped (its transport closed); `leave`: the server ends the
+      // session on purpose (Socket.IO's DISCONNECT).
+      socket.on("bye", () => setTimeout(() => socket.conn.close(), 300));
+      socket.on("leave", () => setTimeout(() => socket.disconnect(true), 300));
+    }
     if (mode === "sio-burst") {
       // As the user's namespace disconnect arrives (before its Engine.IO close, in the same
       // POST; Engine.IO's message event comes at once, socket.io's own a tick later, after the
