@@ -351,6 +351,7 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
                     .into_iter()
                     .chain(args.spawn_env.iter().filter_map(|e| match e.split_once('=') {
                         Some((name, value)) if !name.is_empty() && !name.contains(char::is_whitespace) => {
+                            crate::redact::sent_env(name, value);
                             Some((name.to_string(), value.to_string()))
                         }
                         _ => {

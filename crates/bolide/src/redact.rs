@@ -278,6 +278,14 @@ fn secret_key(name: &str) -> bool {
         || ["key", "jwt", "session", "sig", "pass", "credential", "bearer"].iter().any(|w| n.contains(w))
 }
 
+/// Records a `--spawn-env` value as a credential when its name says it is one: the spawned
+/// server's last lines, shown when it fails, do not show it.
+pub fn sent_env(name: &str, value: &str) {
+    if secret_name(name) {
+        sent_secret(value);
+    }
+}
+
 /// Records a header's (or a query parameter's) value as a credential when its name says it is one.
 pub fn sent_header(name: &str, value: &str) {
     if secret_key(name) {
@@ -465,6 +473,13 @@ mod tests {
         }
         let line = Redactor::command_line(&["--spawn".into(), "PASS=x exec s".into(), "--spawn=KEY=y s".into()]);
         assert_eq!(line, ["--spawn", "PASS=<redacted> exec s", "--spawn=KEY=<redacted> s"]);
+    }
+
+    #[test]
+    fn a_spawned_servers_secret_in_its_last_lines_is_masked() {
+        sent_env("MONTI_APP_SECRET", "m0nti-s3cr3t-value");
+        sent_env("PORT", "31337");
+        assert_eq!(printable("boot with m0nti-s3cr3t-value on 31337"), "boot with <redacted> on 31337");
     }
 
     #[test]
