@@ -356,6 +356,16 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// A server's value as JSON text in an error's detail: made [`printable`] (masked before the cut,
+/// so a credential across it does not show its beginning), then cut at 200 characters.
+pub fn brief(v: &serde_json::Value) -> String {
+    let text = printable(&v.to_string()).into_owned();
+    match text.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text,
+    }
+}
+
 fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
     let unsafe_char = |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
     if !text.chars().any(unsafe_char) {

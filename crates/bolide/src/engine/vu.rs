@@ -713,14 +713,8 @@ fn text_of(s: &str, vars: &Vars) -> String {
     }
 }
 
-/// A value as JSON text, cut at 200 characters (a server's answer in an error's detail).
 fn brief(v: &Value) -> String {
-    // Masked before the cut: a credential across it would show its beginning.
-    let text = crate::redact::printable(&v.to_string()).into_owned();
-    match text.char_indices().nth(200) {
-        Some((cut, _)) => format!("{}...", &text[..cut]),
-        None => text,
-    }
+    crate::redact::brief(v)
 }
 
 /// The value at a JSON path (`$.0.name`, `$[0].name`, `$.data.task.id`) of `v`.

@@ -861,12 +861,7 @@ impl SioConn {
             (Ok(at), Some(w)) => Ok((sent, at, w.kept)),
             (Ok(at), None) => Ok((sent, at, Vec::new())),
             (Err(f), Some(w)) if f.class == "timeout" && w.events > 0 => {
-                // Masked before the cut: a credential across it would show its beginning.
-                let got = crate::redact::printable(&Value::Array(w.last_args).to_string()).into_owned();
-                let got = match got.char_indices().nth(200) {
-                    Some((cut, _)) => format!("{}...", &got[..cut]),
-                    None => got,
-                };
+                let got = crate::redact::brief(&Value::Array(w.last_args));
                 let times = match w.events {
                     1 => "once".to_string(),
                     n => format!("{} times", crate::report::term::count(n)),
