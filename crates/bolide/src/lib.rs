@@ -20,6 +20,7 @@ pub mod load;
 pub mod manual;
 pub mod monitor;
 pub mod plan;
+pub mod problem;
 pub mod proto;
 pub mod record;
 pub mod redact;
