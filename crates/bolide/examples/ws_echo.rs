@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use bolide::proto::ddp::echo;
+use bolide::realtime::ddp::wire::echo;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -8,7 +8,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::monitor::spawn::{SpawnPlan, Spawned};
-use crate::proto::ddp::Drops;
+use crate::proto::ws::Drops;
 pub use crate::stats::faults::FaultRecord;
 
 /// What a fault does.

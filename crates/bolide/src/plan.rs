@@ -769,7 +769,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
 pub struct DdpTarget {
     pub url: String,
     pub weight: u32,
-    pub endpoint: crate::proto::ddp::Endpoint,
+    pub endpoint: crate::proto::ws::Endpoint,
 }
 
 impl DdpPlan {
@@ -797,7 +797,7 @@ pub struct DdpPlan {
     pub targets: Vec<DdpTarget>,
     /// The target of user k is `targets[cycle[k % cycle.len()]]` (smooth weighted round-robin).
     pub cycle: Vec<usize>,
-    pub client: crate::proto::ddp::ClientConfig,
+    pub client: crate::proto::ws::ClientConfig,
     pub threads: usize,
     pub insecure: bool,
     /// What every run has: outputs, the server under test, the segment of the users, the
@@ -849,7 +849,7 @@ impl std::fmt::Display for RunPlanError {
 }
 
 /// Where a DDP app lives, from its `http(s)://host:port[/prefix]` URL.
-pub fn endpoint(target: &str) -> Result<crate::proto::ddp::Endpoint, String> {
+pub fn endpoint(target: &str) -> Result<crate::proto::ws::Endpoint, String> {
     let url = url::Url::parse(target).map_err(|e| format!("target {target:?} is not a URL: {e}"))?;
     let tls = match url.scheme() {
         "http" | "ws" => false,
@@ -870,7 +870,7 @@ pub fn endpoint(target: &str) -> Result<crate::proto::ddp::Endpoint, String> {
             prefix = p.to_string();
         }
     }
-    Ok(crate::proto::ddp::Endpoint { host, port, addrs, tls, prefix })
+    Ok(crate::proto::ws::Endpoint { host, port, addrs, tls, prefix })
 }
 
 /// Several targets on this machine: a watched port (`--monitor NAME=:PORT`) that is no target's
@@ -1089,10 +1089,10 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     }
     if let Some(t) = args.transport {
         scenario.config.ddp.transport = match t {
-            crate::cli::TransportArg::Websocket => crate::proto::ddp::Transport::WebSocket,
-            crate::cli::TransportArg::Sockjs => crate::proto::ddp::Transport::SockJs,
-            crate::cli::TransportArg::XhrPolling => crate::proto::ddp::Transport::XhrPolling,
-            crate::cli::TransportArg::XhrStreaming => crate::proto::ddp::Transport::XhrStreaming,
+            crate::cli::TransportArg::Websocket => crate::proto::ws::Transport::WebSocket,
+            crate::cli::TransportArg::Sockjs => crate::proto::ws::Transport::SockJs,
+            crate::cli::TransportArg::XhrPolling => crate::proto::ws::Transport::XhrPolling,
+            crate::cli::TransportArg::XhrStreaming => crate::proto::ws::Transport::XhrStreaming,
         };
     }
     if args.no_compression {
@@ -1175,7 +1175,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         return Err(RunPlanError::Config(ConfigError(problems)));
     }
     let d = &scenario.config.ddp;
-    let client = crate::proto::ddp::ClientConfig {
+    let client = crate::proto::ws::ClientConfig {
         transport: d.transport,
         compression: d.compression,
         cache: d.cache,
@@ -1183,8 +1183,8 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         drops: faults
             .iter()
             .any(|f| matches!(f.kind, crate::fault::Kind::Drop(_)))
-            .then(|| std::sync::Arc::new(crate::proto::ddp::Drops::default())),
-        ..crate::proto::ddp::ClientConfig::default()
+            .then(|| std::sync::Arc::new(crate::proto::ws::Drops::default())),
+        ..crate::proto::ws::ClientConfig::default()
     };
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     // Each user holds a connection; how many at once is not known before the run.

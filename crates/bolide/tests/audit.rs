@@ -376,7 +376,7 @@ fn a_loss_every_connection_shares_is_seen_only_by_a_truth_read_around_the_proxy(
     let a = audit(&doc);
     assert!(!proxy.lost.lock().unwrap().is_empty(), "the proxy lost the Task 3 documents");
     assert_eq!((a.agreed, a.failed, a.differences), (a.checks, 0, 0), "{}\n{a:?}", o.out);
-    let absent = doc.summary.events.get(bolide::proto::ddp::VIOLATION_REMOVED_ABSENT).copied().unwrap_or(0);
+    let absent = doc.summary.events.get(bolide::realtime::ddp::wire::VIOLATION_REMOVED_ABSENT).copied().unwrap_or(0);
     assert!(absent > 0 && a.violations == absent, "{a:?} {:?}", doc.summary.events);
     assert_eq!((o.code, a.outcome), (1, Outcome::Failed), "{}\n{a:?}", o.out);
     assert!(o.out.contains("protocol violation(s)"), "{}", o.out);
@@ -477,8 +477,8 @@ fn every_injected_server_bug_is_caught_over_websocket_and_sockjs_and_an_honest_s
             // Each is caught by what it breaks: a protocol rule Meteor's client throws on, or the
             // cache against the truth, named.
             match bug {
-                Bug::ReadyTwice => assert!(events(bolide::proto::ddp::VIOLATION_READY_TWICE) > 0, "{what}"),
-                Bug::DupAdded => assert!(events(bolide::proto::ddp::VIOLATION_ADDED_PRESENT) > 0, "{what}"),
+                Bug::ReadyTwice => assert!(events(bolide::realtime::ddp::wire::VIOLATION_READY_TWICE) > 0, "{what}"),
+                Bug::DupAdded => assert!(events(bolide::realtime::ddp::wire::VIOLATION_ADDED_PRESENT) > 0, "{what}"),
                 Bug::LostChanged | Bug::StaleAfterReconnect => {
                     assert!(
                         differences.iter().any(|d| d.kind == Kind::Field && d.field.as_deref() == Some("description")),

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::session::{Failure, Session, Target};
 use crate::plan::DdpPlan;
-use crate::proto::ddp::Traffic;
+use crate::proto::ws::Traffic;
 use crate::scenario::Audit;
+use crate::session::{Failure, Session, Target};
 use crate::stats::audit::{compare, Check, Snapshot, KEPT_DIFFERENCES, TRUTH_CHANGED};
 
 /// How often a waiting check looks again when nothing wakes it (a user that died changes the

@@ -5,7 +5,6 @@ pub mod audit;
 pub mod coordinator;
 pub mod http;
 pub mod pacer;
-pub mod session;
 pub mod timer;
 pub mod vu;
 

@@ -17,20 +17,21 @@ use serde_json::Value;
 use tokio::task::LocalSet;
 use tokio_util::sync::CancellationToken;
 
-use super::session::socketio::SioSession;
-use super::session::{matches_fields, Failure, Session, Target};
 use super::timer::{self, Timer};
 use crate::plan::DdpPlan;
-use crate::proto::ddp::{Conn, Traffic};
-use crate::proto::graphql_ws::GqlConn;
 use crate::proto::http::tls::Connector;
-use crate::proto::socketio::Want;
+use crate::proto::ws::Traffic;
+use crate::realtime::ddp::wire::Conn;
+use crate::realtime::graphql::wire::GqlConn;
+use crate::realtime::socketio::session::SioSession;
+use crate::realtime::socketio::wire::Want;
 use crate::scenario::arrivals::Schedule;
 use crate::scenario::template::{self, Vars};
 use crate::scenario::{
     Audit, Call, Capture, Emit, Engine, Expect, Flow, HttpStep, LoopOver, Reply, Scenario, Step, StepKind, Think,
     WaitFor,
 };
+use crate::session::{matches_fields, Failure, Session, Target};
 use crate::stats::audit::Check;
 use crate::stats::vu::{DdpSecond, SecondLatencies, TickLatency, VuRecorder, VuSecond};
 
@@ -459,7 +460,7 @@ fn worker(
                     let _ = task.await;
                 }
             };
-            let _ = tokio::time::timeout(2 * crate::proto::ddp::CLOSING_HANDSHAKE, all).await;
+            let _ = tokio::time::timeout(2 * crate::proto::ws::CLOSING_HANDSHAKE, all).await;
         }));
     }
     drop(local);
@@ -742,7 +743,7 @@ impl<S: Session> Vu<'_, S> {
         self.w.recs[self.target].borrow_mut()
     }
 
-    fn endpoint(&self) -> &crate::proto::ddp::Endpoint {
+    fn endpoint(&self) -> &crate::proto::ws::Endpoint {
         &self.w.plan.targets[self.target].endpoint
     }
 
@@ -1176,9 +1177,9 @@ impl<S: Session> Vu<'_, S> {
             _ => String::new(),
         };
         let reply = match &e.reply {
-            Reply::None => super::session::Await::Nothing,
-            Reply::Ack(_) => super::session::Await::Ack,
-            Reply::Event { .. } => super::session::Await::Event { channel: &channel, want: want.clone() },
+            Reply::None => crate::session::Await::Nothing,
+            Reply::Ack(_) => crate::session::Await::Ack,
+            Reply::Event { .. } => crate::session::Await::Event { channel: &channel, want: want.clone() },
         };
         let namespace = e.namespace.as_ref().map(|n| text_of(n, &self.vars));
         let conn = self.conn(step)?;

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use ddp::ws::{self, Opcode};
 use tokio::io::AsyncWriteExt;
 
-use super::ddp::{self as wire, ClientConfig, DdpFailure, Endpoint, Framer, Frames, Outgoing, Traffic};
 use super::http::{tls::Connector, Stream};
 use super::outbox;
 use super::read::read_appending;
+use super::ws::{self as wire, ClientConfig, DdpFailure, Endpoint, Framer, Frames, Outgoing, Traffic};
 
 /// A failed operation of a realtime protocol other than DDP: its class in the result document's
 /// `errors_by_class` (`connect`, `timeout`, `disconnect`, `closed`, `protocol`, ...) and what failed,

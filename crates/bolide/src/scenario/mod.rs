@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::proto::ddp::Transport;
+use crate::proto::ws::Transport;
 
 /// The longest duration a flag or a scenario file may give: a run, a phase, a think time, a
 /// timeout. Longer ones are refused with this range rather than overflowing a clock.
@@ -73,9 +73,9 @@ pub struct Config {
     /// `config.browser`: where browser flows' Chromium comes from.
     pub browser: crate::browser::BrowserPlan,
     /// `config.socketio`: how Socket.IO flows' users connect.
-    pub socketio: crate::proto::socketio::SocketIoConfig,
+    pub socketio: crate::realtime::socketio::wire::SocketIoConfig,
     /// `config.graphql`: how graphql-ws flows' users connect.
-    pub graphql: crate::proto::graphql_ws::GraphqlConfig,
+    pub graphql: crate::realtime::graphql::wire::GraphqlConfig,
     /// `config.audit.truth`: where the audit reads the truth (one URL, or one per target);
     /// empty: through the users' own targets.
     pub audit_truth: Vec<String>,

@@ -265,7 +265,7 @@ pub fn settings(plan: &DdpPlan) -> DdpRunSettings {
 /// How the run's users reach their server: DDP's transport, and the other protocols' (`websocket`,
 /// `socketio polling+websocket`, `graphql-ws`, joined by ` + ` in a run that mixes them).
 fn protocols(plan: &DdpPlan) -> String {
-    use crate::proto::socketio::SioTransport;
+    use crate::realtime::socketio::wire::SioTransport;
     use crate::scenario::Engine;
     let s = &plan.scenario;
     let mut parts = Vec::new();
@@ -344,7 +344,7 @@ fn document(plan: &DdpPlan, o: &VuOutput) -> DdpDoc {
             let (apart, at) = if plan.truth.is_empty() { (false, &plan.targets) } else { (true, &plan.truth) };
             let urls = at.iter().map(|t| crate::redact::text(&t.url)).collect();
             a.truth = Some(crate::stats::audit::TruthPath { urls, apart });
-            let violation = |k: &&str| k.starts_with(crate::proto::ddp::VIOLATION);
+            let violation = |k: &&str| k.starts_with(crate::realtime::ddp::wire::VIOLATION);
             a.violations = o.traffic.events.iter().filter(|(k, _)| violation(k)).map(|(_, n)| n).sum();
             a.judge();
             a

@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
-use super::ddp::{Endpoint, Traffic};
-use super::http::tls::Connector;
-use super::link::{self, Failure, Link, Opening};
+use crate::proto::http::tls::Connector;
+use crate::proto::link::{self, Failure, Link, Opening};
+use crate::proto::ws::{Endpoint, Traffic};
 
 /// The subprotocol graphql-ws speaks.
 pub const SUBPROTOCOL: &str = "graphql-transport-ws";

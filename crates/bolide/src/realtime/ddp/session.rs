@@ -6,11 +6,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{matches_fields, Called, Target};
-use crate::proto::ddp::{self as client, Conn, DdpFailure};
+use crate::proto::ws::DdpFailure;
+use crate::realtime::ddp::wire::{self as client, Conn};
 use crate::scenario::{Until, WaitFor};
+use crate::session::{matches_fields, Called, Target};
 
-impl super::Failure for DdpFailure {
+impl crate::session::Failure for DdpFailure {
     fn class(&self) -> &'static str {
         DdpFailure::class(self)
     }
@@ -24,7 +25,7 @@ impl super::Failure for DdpFailure {
     }
 }
 
-impl super::Session for Conn {
+impl crate::session::Session for Conn {
     type Failure = DdpFailure;
 
     async fn open(to: Target<'_>, timeout: Duration) -> Result<(Conn, Duration), DdpFailure> {
@@ -34,14 +35,14 @@ impl super::Session for Conn {
         let resumed;
         let cfg = match to.resume {
             Some(id) => {
-                resumed = client::ClientConfig { resume: Some(id.to_string()), ..cfg.clone() };
+                resumed = crate::proto::ws::ClientConfig { resume: Some(id.to_string()), ..cfg.clone() };
                 &resumed
             }
             None => cfg,
         };
         let conn = match cfg.transport {
-            client::Transport::XhrPolling | client::Transport::XhrStreaming => {
-                crate::proto::xhr::connect(endpoint, cfg, to.tls, traffic, timeout).await?
+            crate::proto::ws::Transport::XhrPolling | crate::proto::ws::Transport::XhrStreaming => {
+                crate::realtime::ddp::xhr::connect(endpoint, cfg, to.tls, traffic, timeout).await?
             }
             _ => client::connect(endpoint, cfg, to.tls, traffic, timeout).await?,
         };

@@ -19,10 +19,10 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Notify;
 
-use super::ddp::{self as wire, Endpoint, Outgoing, Traffic};
-use super::http::tls::Connector;
-use super::link::{self, Failure, Link, Opening};
-use super::outbox;
+use crate::proto::http::tls::Connector;
+use crate::proto::link::{self, Failure, Link, Opening};
+use crate::proto::outbox;
+use crate::proto::ws::{self as wire, Endpoint, Outgoing, Traffic};
 
 /// How Engine.IO reaches the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -776,7 +776,7 @@ async fn exchange(
     }
     if chunked {
         let mut body = Vec::new();
-        super::xhr::dechunk(&mut rest, &mut body).map_err(Failure::from_wire)?;
+        crate::realtime::ddp::xhr::dechunk(&mut rest, &mut body).map_err(Failure::from_wire)?;
         return Ok(body);
     }
     if let Some(n) = length {

@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{Await, Emitted, Target};
-use crate::proto::ddp::{Endpoint, Traffic};
 use crate::proto::http::tls::Connector;
 use crate::proto::link::Failure;
-use crate::proto::socketio::{self, SioConn, SocketIoConfig};
+use crate::proto::ws::{Endpoint, Traffic};
+use crate::realtime::socketio::wire::{self, SioConn, SocketIoConfig};
+use crate::session::{Await, Emitted, Target};
 
 /// What a user's later namespaces connect with.
 struct Ctx {
@@ -41,8 +41,7 @@ impl SioSession {
             return Ok(Rc::clone(c));
         }
         let c = &self.ctx;
-        let conn =
-            Rc::new(socketio::connect(&c.ep, &c.cfg, &nsp, c.tls.as_ref(), Rc::clone(&c.traffic), timeout).await?);
+        let conn = Rc::new(wire::connect(&c.ep, &c.cfg, &nsp, c.tls.as_ref(), Rc::clone(&c.traffic), timeout).await?);
         self.conns.borrow_mut().push((nsp, Rc::clone(&conn)));
         Ok(conn)
     }
@@ -66,7 +65,7 @@ fn rendered(cfg: &SocketIoConfig, vars: Option<&crate::scenario::template::Vars>
     c
 }
 
-impl super::Session for SioSession {
+impl crate::session::Session for SioSession {
     type Failure = Failure;
     const RECONNECTS: bool = false;
 

@@ -16,10 +16,11 @@ use ddp::sockjs::ServerFrame;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Notify;
 
-use super::ddp::{handle_text, ClientConfig, Conn, DdpFailure, Endpoint, Outgoing, Shared, State, Traffic, Transport};
-use super::http::tls::Connector;
-use super::outbox;
-use super::read::read_appending;
+use super::wire::{handle_text, Conn, Shared, State};
+use crate::proto::http::tls::Connector;
+use crate::proto::outbox;
+use crate::proto::read::read_appending;
+use crate::proto::ws::{ClientConfig, DdpFailure, Endpoint, Outgoing, Traffic, Transport};
 
 /// The largest answer bolide reads from one poll (sockjs streams end at 128 KB).
 const MAX_BODY: usize = 16 << 20;
@@ -30,7 +31,7 @@ const SILENCE: Duration = Duration::from_secs(35);
 /// A session's URL base: `<prefix>/sockjs/<server>/<session>`.
 fn base(ep: &Endpoint) -> String {
     let server: u16 = rand::random::<u16>() % 1000;
-    format!("{}/sockjs/{server:03}/{}", ep.prefix, super::ddp::random_lower(8))
+    format!("{}/sockjs/{server:03}/{}", ep.prefix, crate::proto::ws::random_lower(8))
 }
 
 /// Sends `POST path` with `body` on a new connection; the stream, with the answer's head read
@@ -41,7 +42,7 @@ async fn post(
     path: &str,
     body: &[u8],
     traffic: &RefCell<Traffic>,
-) -> Result<(super::http::Stream, bool, Vec<u8>), DdpFailure> {
+) -> Result<(crate::proto::http::Stream, bool, Vec<u8>), DdpFailure> {
     match tokio::time::timeout(SILENCE, post_within(ep, tls, path, body, traffic)).await {
         Ok(r) => r,
         Err(_) => Err(DdpFailure::Closed(format!("POST {path}: no answer within {SILENCE:?}"))),
@@ -54,11 +55,11 @@ async fn post_within(
     path: &str,
     body: &[u8],
     traffic: &RefCell<Traffic>,
-) -> Result<(super::http::Stream, bool, Vec<u8>), DdpFailure> {
-    let mut s = super::ddp::open(ep, tls).await?;
+) -> Result<(crate::proto::http::Stream, bool, Vec<u8>), DdpFailure> {
+    let mut s = crate::proto::ws::open(ep, tls).await?;
     let req = format!(
         "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: text/plain;charset=UTF-8\r\nContent-Length: {}\r\nConnection: close\r\nUser-Agent: bolide/{}\r\n\r\n",
-        super::ddp::host_header(ep),
+        crate::proto::ws::host_header(ep),
         body.len(),
         env!("CARGO_PKG_VERSION")
     );
@@ -66,7 +67,7 @@ async fn post_within(
     wire.extend_from_slice(body);
     s.write_all(&wire).await.map_err(|e| DdpFailure::Closed(format!("POST {path}: {e}")))?;
     traffic.borrow_mut().bytes_out += wire.len() as u64;
-    let (head, rest) = super::ddp::read_head(&mut s).await.map_err(|e| match e {
+    let (head, rest) = crate::proto::ws::read_head(&mut s).await.map_err(|e| match e {
         DdpFailure::Connect(why) => DdpFailure::Closed(format!("POST {path}: {why}")),
         other => other,
     })?;
@@ -75,12 +76,13 @@ async fn post_within(
     if !(status.starts_with("HTTP/1.1 2") || status.starts_with("HTTP/1.0 2")) {
         return Err(DdpFailure::Closed(format!("POST {path} answered {}", crate::redact::printable(status))));
     }
-    let chunked = super::ddp::header(&head, "transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
+    let chunked =
+        crate::proto::ws::header(&head, "transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
     Ok((s, chunked, rest))
 }
 
 /// Takes what whole chunks `raw` holds into `out`; true once the last chunk came.
-pub(super) fn dechunk(raw: &mut Vec<u8>, out: &mut Vec<u8>) -> Result<bool, DdpFailure> {
+pub(crate) fn dechunk(raw: &mut Vec<u8>, out: &mut Vec<u8>) -> Result<bool, DdpFailure> {
     loop {
         let Some(eol) = memchr::memmem::find(raw, b"\r\n") else { return Ok(false) };
         let line = String::from_utf8_lossy(&raw[..eol]);
@@ -107,7 +109,7 @@ pub(super) fn dechunk(raw: &mut Vec<u8>, out: &mut Vec<u8>) -> Result<bool, DdpF
 /// Reads an answer's body as it comes, handing each whole line (a SockJS frame) to `line`; until
 /// its end (or `line` says stop).
 async fn frames(
-    mut s: super::http::Stream,
+    mut s: crate::proto::http::Stream,
     chunked: bool,
     first: Vec<u8>,
     traffic: &RefCell<Traffic>,
@@ -183,12 +185,12 @@ pub async fn connect(
     let shared = Rc::new(Shared { state: RefCell::new(State::default()), notify: Notify::new() });
     let (tx, rx) = outbox::channel();
     let opened = async {
-        super::ddp::sockjs_info(ep, tls, false).await?;
+        crate::proto::ws::sockjs_info(ep, tls, false).await?;
         let base = base(ep);
         let connect = ddp::message::Message::Connect {
             session: cfg.resume.clone(),
-            version: super::ddp::SUPPORTED[0].to_string(),
-            support: super::ddp::SUPPORTED.map(String::from).to_vec(),
+            version: super::wire::SUPPORTED[0].to_string(),
+            support: super::wire::SUPPORTED.map(String::from).to_vec(),
         };
         let _ = tx.send(Outgoing::Ddp(connect.to_json()));
         let task = tokio::task::spawn_local(run(

@@ -8,10 +8,6 @@
 //! other protocols have are methods whose defaults refuse), its steps' YAML in `scenario/`, and
 //! its `scenario::Engine` chosen in `engine/vu.rs`'s `iteration`.
 
-pub mod ddp;
-pub mod graphql;
-pub mod socketio;
-
 use std::cell::RefCell;
 use std::future::Future;
 use std::rc::Rc;
@@ -20,8 +16,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::plan::DdpPlan;
-use crate::proto::ddp::Traffic;
 use crate::proto::http::tls::Connector;
+use crate::proto::ws::Traffic;
 use crate::scenario::WaitFor;
 
 /// A failed operation, as the recorder counts it.
@@ -59,7 +55,7 @@ pub enum Await<'a> {
     /// Events named `channel`, until they answer `want`.
     Event {
         channel: &'a str,
-        want: crate::proto::socketio::Want,
+        want: crate::realtime::socketio::wire::Want,
     },
 }
 
@@ -74,7 +70,7 @@ pub struct Emitted {
 /// A call's answer and its times: to the answer, to the data the call changed being sent (DDP's
 /// `updated`), and to both (when a browser's callback would run). The client's own type, so that a
 /// session hands it over as it is (no wrapping future: a user's future stays as small as it was).
-pub use crate::proto::ddp::CallOutcome as Called;
+pub use crate::realtime::ddp::wire::CallOutcome as Called;
 
 /// Where a session goes and what it counts into: the plan's target `target`, the worker's TLS
 /// connector and its traffic counters; the user's variables, for settings that hold `{{ }}` (a

@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::Target;
-use crate::proto::graphql_ws::{self, GqlConn};
 use crate::proto::link::Failure;
+use crate::realtime::graphql::wire::{self, GqlConn};
+use crate::session::Target;
 
-impl super::Session for GqlConn {
+impl crate::session::Session for GqlConn {
     type Failure = Failure;
     const RECONNECTS: bool = false;
 
@@ -31,7 +31,7 @@ impl super::Session for GqlConn {
         let cfg = &cfg;
         // The target's URL may name the endpoint (`http://host/graphql`); else the configured path.
         let path = if endpoint.prefix.is_empty() { cfg.path.clone() } else { endpoint.prefix.clone() };
-        let conn = graphql_ws::connect(endpoint, cfg, &path, to.tls, std::rc::Rc::clone(to.traffic), timeout).await?;
+        let conn = wire::connect(endpoint, cfg, &path, to.tls, std::rc::Rc::clone(to.traffic), timeout).await?;
         let handshake = conn.handshake;
         Ok((conn, handshake))
     }
