@@ -1,12 +1,12 @@
-//! The seam a realtime protocol implements: one virtual user's session with its server. The VU
-//! engine (`engine/vu.rs`: arrivals, users walking their flows, every step timed and recorded,
-//! thinks, loops, captured values, reconnects with the user's subscriptions, HTTP steps) talks to
-//! a session only through [`Session`]: open it, call, subscribe and unsubscribe, wait for the data
-//! the server pushes to show something, close it. DDP's is `ddp.rs` (`proto::ddp::Conn`, its
-//! local collections behind `waitFor`); Socket.IO's is `socketio.rs` and graphql-ws's
-//! `graphql.rs`. A new realtime protocol is a client under `proto/`, a `Session` here (the steps
-//! other protocols have are methods whose defaults refuse), its steps' YAML in `scenario/`, and
-//! its `scenario::Engine` chosen in `engine/vu.rs`'s `iteration`.
+//! The seam between the engine and the realtime protocols, below both. The VU engine
+//! (`engine/vu.rs` and `engine/user.rs`: arrivals, users walking their flows, every step timed and
+//! recorded, thinks, loops, captured values, reconnects, HTTP steps, audit checkpoints) holds a
+//! user's [`Session`] and knows only what every protocol has: open it, whether it is gone and
+//! since when, when data last came, what data it holds, what it must do again after a
+//! reconnection, close it. A protocol's own steps (DDP's call, Socket.IO's emit, GraphQL's
+//! execute) are performed by the protocol (`realtime::Steps::perform`), on its own session type,
+//! through what a [`User`] lends them: its variables, its timeouts, its recorder, its failures.
+//! A new realtime protocol is a folder under `realtime/` implementing both.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -18,7 +18,8 @@ use serde_json::Value;
 use crate::plan::DdpPlan;
 use crate::proto::http::tls::Connector;
 use crate::proto::ws::Traffic;
-use crate::scenario::WaitFor;
+use crate::scenario::template::Vars;
+use crate::scenario::{Capture, Step};
 
 /// A failed operation, as the recorder counts it.
 pub trait Failure {
@@ -26,11 +27,6 @@ pub trait Failure {
     fn class(&self) -> &'static str;
     /// What failed, for people (a server's words in it made printable).
     fn detail(&self) -> String;
-    /// A step this protocol has no such operation for (the scenario reader keeps each flow's
-    /// steps to its engine's, so this is a mistake of ours, said as such).
-    fn unsupported(what: &str) -> Self
-    where
-        Self: Sized;
 }
 
 impl Failure for crate::proto::link::Failure {
@@ -41,30 +37,6 @@ impl Failure for crate::proto::link::Failure {
     fn detail(&self) -> String {
         self.detail.clone()
     }
-
-    fn unsupported(what: &str) -> Self {
-        crate::proto::link::Failure::new("scenario", format!("{what} is not a step of this protocol's flows"))
-    }
-}
-
-/// What an emit waits for after it is sent.
-pub enum Await<'a> {
-    Nothing,
-    /// The server's acknowledgement.
-    Ack,
-    /// Events named `channel`, until they answer `want`.
-    Event {
-        channel: &'a str,
-        want: crate::realtime::socketio::wire::Want,
-    },
-}
-
-/// An emit: when it was sent, when its answer came (when it was sent, for one that waits for
-/// nothing), and the answer's arguments.
-pub struct Emitted {
-    pub sent: Instant,
-    pub answered: Instant,
-    pub args: Vec<Value>,
 }
 
 /// A call's answer and its times: to the answer, to the data the call changed being sent (DDP's
@@ -80,141 +52,108 @@ pub struct Target<'a> {
     pub target: usize,
     pub tls: Option<&'a Connector>,
     pub traffic: &'a Rc<RefCell<Traffic>>,
-    pub vars: Option<&'a crate::scenario::template::Vars>,
+    pub vars: Option<&'a Vars>,
     /// The previous session's id, for a session that resumes it (a reconnection).
     pub resume: Option<&'a str>,
 }
 
-/// One user's session with its server.
+/// A failed step: already recorded; the user stops (or reconnects, when the connection closed
+/// and the scenario says so).
+#[derive(Debug)]
+pub struct Stop {
+    pub closed: bool,
+}
+
+/// One user's session with its server: what every realtime protocol has.
 pub trait Session: Sized + 'static {
     type Failure: Failure;
 
     /// Whether a session closed under a user is made again with its subscriptions
     /// (`config.ddp.reconnect`, Meteor's client's behaviour); other protocols' users fail.
-    const RECONNECTS: bool = true;
+    const RECONNECTS: bool;
 
     /// Opens a session (transport and the protocol's handshake) within `timeout`; how long the
     /// handshake took.
     fn open(to: Target<'_>, timeout: Duration) -> impl Future<Output = Result<(Self, Duration), Self::Failure>>;
 
-    /// Calls a method (DDP `method`) and waits for its answer and its data.
-    fn call(
-        &self,
-        method: &str,
-        params: Vec<Value>,
-        timeout: Duration,
-    ) -> impl Future<Output = Result<Called, Self::Failure>> {
-        let _ = (method, params, timeout);
-        async { Err(Self::Failure::unsupported("call")) }
-    }
-
-    /// Subscribes and waits until the server says the first data is sent (DDP `ready`); the
-    /// subscription's id and the time it took.
-    fn subscribe(
-        &self,
-        name: &str,
-        params: Vec<Value>,
-        timeout: Duration,
-    ) -> impl Future<Output = Result<(String, Duration), Self::Failure>> {
-        let _ = (name, params, timeout);
-        async { Err(Self::Failure::unsupported("a DDP subscribe")) }
-    }
-
-    /// Stops a subscription.
-    fn unsubscribe(&self, id: &str) -> Result<(), Self::Failure> {
-        let _ = id;
-        Err(Self::Failure::unsupported("unsubscribe"))
-    }
-
-    /// Waits until the data the server pushed shows what `wf` asks (`want`: its fields rendered),
-    /// counting changes from `since` (the user's last call); when it was seen. A timeout's failure
-    /// says what the data held instead; `began` is when the step began.
-    fn wait_for(
-        &self,
-        wf: &WaitFor,
-        want: &[(String, Value)],
-        since: Instant,
-        began: Instant,
-        timeout: Duration,
-    ) -> impl Future<Output = Result<Instant, Self::Failure>> {
-        let _ = (wf, want, since, began, timeout);
-        async { Err(Self::Failure::unsupported("waitFor")) }
-    }
-
     /// When the server last sent data (a heartbeat aside), if it has: an audit's quiet time.
     fn last_data(&self) -> Option<Instant>;
-
-    /// The data the server pushed, as the session holds it now (one collection or every one).
-    fn snapshot(&self, collection: Option<&str>) -> crate::stats::audit::Snapshot {
-        let _ = collection;
-        Default::default()
-    }
 
     /// Whether the session is gone, and why.
     fn gone(&self) -> Option<String>;
 
     /// When the session closed, where the protocol keeps it.
-    fn gone_at(&self) -> Option<Instant> {
-        None
-    }
+    fn gone_at(&self) -> Option<Instant>;
 
     /// The server's id of the session, where the protocol has one (DDP's `connected`).
-    fn session_id(&self) -> Option<String> {
-        None
-    }
+    fn session_id(&self) -> Option<String>;
+
+    /// The data the server pushed, as the session holds it now (one collection or every one);
+    /// empty for a protocol that keeps none.
+    fn snapshot(&self, collection: Option<&str>) -> crate::stats::audit::Snapshot;
+
+    /// Makes a new session hold what a user's held: logged in again with its token, its
+    /// subscriptions (name and params) made again; their new ids, in order. A reconnection and
+    /// the audit's read of the truth both ask it. A failure says what failed (`login`,
+    /// `subscribe NAME`) beside the protocol's failure.
+    fn restore(
+        &self,
+        token: Option<&Value>,
+        subs: &[(String, Vec<Value>)],
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Vec<String>, (String, Self::Failure)>>;
 
     /// Closes the session as a browser's page does; the task finishing the close, when one is
     /// left to await.
     fn close(self) -> Option<tokio::task::JoinHandle<()>>;
+}
 
-    /// Sends an event (Socket.IO's emit: its name first in `args`) on namespace `to` (the target's
-    /// own when None), then waits for what `reply` asks.
-    fn emit(
-        &self,
-        to: Option<&str>,
-        args: Vec<Value>,
-        reply: Await<'_>,
-        timeout: Duration,
-    ) -> impl Future<Output = Result<Emitted, Self::Failure>> {
-        let _ = (to, args, reply, timeout);
-        async { Err(Self::Failure::unsupported("emit")) }
+/// What a protocol's step may ask of the user performing it. The engine's user implements it;
+/// the protocols' steps (`realtime/*/steps.rs`) see nothing else of the engine.
+pub trait User {
+    type Session: Session;
+
+    /// The user's open session; a step before any `connect` fails (recorded) and stops it.
+    fn session(&self, step: &Step) -> Result<&Self::Session, Stop>;
+    /// The user's variables.
+    fn vars(&self) -> &Vars;
+    /// The user's variables, to set.
+    fn vars_mut(&mut self) -> &mut Vars;
+    /// A step's timeout, or the scenario's default.
+    fn timeout(&self, t: Option<Duration>) -> Duration;
+    /// The step succeeded in `latency`.
+    fn ok(&self, step: &Step, latency: Duration);
+    /// A call succeeded: its times to both, to the result and to the data.
+    fn called(&self, step: &Step, out: &Called);
+    /// A reactive latency (a write to the data it changed arriving), in microseconds.
+    fn reactive(&self, micros: u64);
+    /// The step failed as `f` says; recorded, unless a reconnection resends it.
+    fn fail(&self, step: &Step, f: &impl Failure) -> Stop {
+        self.fail_with(step, f.class(), &f.detail())
     }
+    /// The step failed with this class and detail.
+    fn fail_with(&self, step: &Step, class: &str, detail: &str) -> Stop;
+    /// A value captured into the user's variables.
+    fn capture(&mut self, cap: &Capture, value: Value);
+    /// The user's live subscriptions by name: their ids and params.
+    fn subs(&mut self) -> &mut crate::vecmap::VecMap<String, (String, Vec<Value>)>;
+    /// When the user last wrote (sent a method), the start of a reactive latency.
+    fn last_write(&self) -> Option<Instant>;
+    /// The user writes now (at `at`).
+    fn wrote(&mut self, at: Instant);
+    /// Held while a write is in flight: an audit's checkpoint waits for writes to end.
+    fn writing(&self) -> impl Sized + '_;
 
-    /// Waits until `count` events named `channel` on namespace `to` came that no earlier listen
-    /// counted, and counts them; when the last was there.
-    fn listen(
-        &self,
-        to: Option<&str>,
-        channel: &str,
-        count: u64,
-        timeout: Duration,
-    ) -> impl Future<Output = Result<Instant, Self::Failure>> {
-        let _ = (to, channel, count, timeout);
-        async { Err(Self::Failure::unsupported("listen")) }
+    /// A value with the user's `{{ }}` rendered.
+    fn render(&self, v: &Value) -> Value {
+        crate::scenario::template::render(v, self.vars())
     }
-
-    /// A GraphQL query or mutation: when it was sent and completed, its result.
-    fn execute(
-        &self,
-        query: &str,
-        variables: Option<Value>,
-        timeout: Duration,
-    ) -> impl Future<Output = Result<(Instant, Instant, Value), Self::Failure>> {
-        let _ = (query, variables, timeout);
-        async { Err(Self::Failure::unsupported("execute")) }
-    }
-
-    /// A GraphQL subscription started and its first `count` `next` messages waited for: its id
-    /// and the time to the first.
-    fn live(
-        &self,
-        query: &str,
-        variables: Option<Value>,
-        count: u64,
-        timeout: Duration,
-    ) -> impl Future<Output = Result<(String, Duration), Self::Failure>> {
-        let _ = (query, variables, count, timeout);
-        async { Err(Self::Failure::unsupported("subscribe")) }
+    /// A text with the user's `{{ }}` rendered.
+    fn text(&self, s: &str) -> String {
+        match crate::scenario::template::render_str(s, self.vars()) {
+            Value::String(t) => t,
+            other => other.to_string(),
+        }
     }
 }
 

@@ -5,7 +5,9 @@ pub mod audit;
 pub mod coordinator;
 pub mod http;
 pub mod pacer;
+mod page;
 pub mod timer;
+mod user;
 pub mod vu;
 
 /// The CPU time the calling thread has used, nanoseconds (its own clock: exact, whatever the

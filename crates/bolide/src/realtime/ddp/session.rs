@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::proto::ws::DdpFailure;
 use crate::realtime::ddp::wire::{self as client, Conn};
 use crate::scenario::{Until, WaitFor};
-use crate::session::{matches_fields, Called, Target};
+use crate::session::{matches_fields, Target};
 
 impl crate::session::Failure for DdpFailure {
     fn class(&self) -> &'static str {
@@ -19,14 +19,11 @@ impl crate::session::Failure for DdpFailure {
     fn detail(&self) -> String {
         DdpFailure::detail(self)
     }
-
-    fn unsupported(what: &str) -> Self {
-        DdpFailure::Protocol(format!("{what} is not a step of a DDP flow"))
-    }
 }
 
 impl crate::session::Session for Conn {
     type Failure = DdpFailure;
+    const RECONNECTS: bool = true;
 
     async fn open(to: Target<'_>, timeout: Duration) -> Result<(Conn, Duration), DdpFailure> {
         let endpoint = &to.plan.targets[to.target].endpoint;
@@ -50,31 +47,61 @@ impl crate::session::Session for Conn {
         Ok((conn, handshake))
     }
 
-    // Delegations without an async wrapper of their own: a call or a subscription is awaited
-    // inline in a user's step, so its future's size is every waiting user's.
-    fn call(
+    fn last_data(&self) -> Option<Instant> {
+        self.shared().state.borrow().last_data
+    }
+
+    fn snapshot(&self, collection: Option<&str>) -> crate::stats::audit::Snapshot {
+        Conn::snapshot(self, collection)
+    }
+
+    fn gone(&self) -> Option<String> {
+        self.closed()
+    }
+
+    fn gone_at(&self) -> Option<Instant> {
+        self.closed_at()
+    }
+
+    fn session_id(&self) -> Option<String> {
+        Conn::session_id(self)
+    }
+
+    /// Meteor's client after a reconnection: logged in again with the user's resume token, then
+    /// subscribed again; the new session's cache holds what the server sends again, nothing else.
+    async fn restore(
         &self,
-        method: &str,
-        params: Vec<Value>,
+        token: Option<&Value>,
+        subs: &[(String, Vec<Value>)],
         timeout: Duration,
-    ) -> impl std::future::Future<Output = Result<Called, DdpFailure>> {
-        Conn::call(self, method, params, timeout)
+    ) -> Result<Vec<String>, (String, DdpFailure)> {
+        let began = Instant::now();
+        let left = || timeout.saturating_sub(began.elapsed());
+        if let Some(token) = token {
+            crate::redact::sent_payload(token);
+            let login = serde_json::json!({ "resume": token });
+            self.call("login", vec![login], left()).await.map_err(|f| ("login".to_string(), f))?;
+        }
+        let mut ids = Vec::with_capacity(subs.len());
+        for (name, params) in subs {
+            let (id, _) =
+                self.subscribe(name, params.clone(), left()).await.map_err(|f| (format!("subscribe {name}"), f))?;
+            ids.push(id);
+        }
+        Ok(ids)
     }
 
-    fn subscribe(
-        &self,
-        name: &str,
-        params: Vec<Value>,
-        timeout: Duration,
-    ) -> impl std::future::Future<Output = Result<(String, Duration), DdpFailure>> {
-        Conn::subscribe(self, name, params, timeout)
+    fn close(self) -> Option<tokio::task::JoinHandle<()>> {
+        Conn::close(self)
     }
+}
 
-    fn unsubscribe(&self, id: &str) -> Result<(), DdpFailure> {
-        Conn::unsubscribe(self, id)
-    }
-
-    async fn wait_for(
+/// DDP's `waitFor`, over the session's local collections.
+impl Conn {
+    /// Waits until the data the server pushed shows what `wf` asks (`want`: its fields rendered),
+    /// counting changes from `since` (the user's last call); when it was seen. A timeout's failure
+    /// says what the data held instead; `began` is when the step began.
+    pub async fn wait_for(
         &self,
         wf: &WaitFor,
         want: &[(String, Value)],
@@ -166,30 +193,6 @@ impl crate::session::Session for Conn {
             }
             other => other,
         }
-    }
-
-    fn last_data(&self) -> Option<Instant> {
-        self.shared().state.borrow().last_data
-    }
-
-    fn snapshot(&self, collection: Option<&str>) -> crate::stats::audit::Snapshot {
-        Conn::snapshot(self, collection)
-    }
-
-    fn gone(&self) -> Option<String> {
-        self.closed()
-    }
-
-    fn gone_at(&self) -> Option<Instant> {
-        self.closed_at()
-    }
-
-    fn session_id(&self) -> Option<String> {
-        Conn::session_id(self)
-    }
-
-    fn close(self) -> Option<tokio::task::JoinHandle<()>> {
-        Conn::close(self)
     }
 }
 

@@ -2,4 +2,5 @@
 //! steps its flows take (`steps.rs`).
 
 pub mod session;
+pub mod steps;
 pub mod wire;

@@ -36,10 +36,6 @@ impl crate::session::Session for GqlConn {
         Ok((conn, handshake))
     }
 
-    fn unsubscribe(&self, id: &str) -> Result<(), Failure> {
-        self.complete(id)
-    }
-
     fn last_data(&self) -> Option<Instant> {
         self.shared().state.borrow().last_data
     }
@@ -52,16 +48,41 @@ impl crate::session::Session for GqlConn {
         GqlConn::close(self)
     }
 
-    fn execute(
-        &self,
-        query: &str,
-        variables: Option<Value>,
-        timeout: Duration,
-    ) -> impl std::future::Future<Output = Result<(Instant, Instant, Value), Failure>> {
-        GqlConn::execute(self, query, variables, timeout)
+    fn gone_at(&self) -> Option<Instant> {
+        None
     }
 
-    async fn live(
+    fn session_id(&self) -> Option<String> {
+        None
+    }
+
+    fn snapshot(&self, _collection: Option<&str>) -> crate::stats::audit::Snapshot {
+        Default::default()
+    }
+
+    /// A graphql-ws session is never made again (its users fail when it closes): its live
+    /// subscriptions are not restored.
+    async fn restore(
+        &self,
+        _: Option<&Value>,
+        subs: &[(String, Vec<Value>)],
+        _: Duration,
+    ) -> Result<Vec<String>, (String, Failure)> {
+        match subs.is_empty() {
+            true => Ok(Vec::new()),
+            false => Err((
+                "subscribe".into(),
+                Failure::new("closed", "graphql-ws subscriptions are not made again on a new connection"),
+            )),
+        }
+    }
+}
+
+/// graphql-ws's own verbs, which its steps (`steps.rs`) use.
+impl GqlConn {
+    /// A subscription started and its first `count` `next` messages waited for: its id and
+    /// the time to the first.
+    pub async fn live(
         &self,
         query: &str,
         variables: Option<Value>,

@@ -2,4 +2,5 @@
 //! session on it (`session.rs`) and the steps its flows take (`steps.rs`).
 
 pub mod session;
+pub mod steps;
 pub mod wire;

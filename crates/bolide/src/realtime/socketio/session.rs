@@ -12,7 +12,27 @@ use crate::proto::http::tls::Connector;
 use crate::proto::link::Failure;
 use crate::proto::ws::{Endpoint, Traffic};
 use crate::realtime::socketio::wire::{self, SioConn, SocketIoConfig};
-use crate::session::{Await, Emitted, Target};
+use crate::session::Target;
+
+/// What an emit waits for after it is sent.
+pub enum Await<'a> {
+    Nothing,
+    /// The server's acknowledgement.
+    Ack,
+    /// Events named `channel`, until they answer `want`.
+    Event {
+        channel: &'a str,
+        want: wire::Want,
+    },
+}
+
+/// An emit: when it was sent, when its answer came (when it was sent, for one that waits for
+/// nothing), and the answer's arguments.
+pub struct Emitted {
+    pub sent: Instant,
+    pub answered: Instant,
+    pub args: Vec<Value>,
+}
 
 /// What a user's later namespaces connect with.
 struct Ctx {
@@ -110,7 +130,33 @@ impl crate::session::Session for SioSession {
         }))
     }
 
-    async fn emit(
+    fn gone_at(&self) -> Option<Instant> {
+        None
+    }
+
+    fn session_id(&self) -> Option<String> {
+        None
+    }
+
+    fn snapshot(&self, _collection: Option<&str>) -> crate::stats::audit::Snapshot {
+        Default::default()
+    }
+
+    /// A Socket.IO session is never made again (its users fail when it closes), and has no
+    /// login or subscriptions to restore.
+    async fn restore(
+        &self,
+        _: Option<&Value>,
+        _: &[(String, Vec<Value>)],
+        _: Duration,
+    ) -> Result<Vec<String>, (String, Failure)> {
+        Ok(Vec::new())
+    }
+}
+
+/// Socket.IO's own verbs, which its steps (`steps.rs`) use.
+impl SioSession {
+    pub async fn emit(
         &self,
         to: Option<&str>,
         args: Vec<Value>,
@@ -131,7 +177,13 @@ impl crate::session::Session for SioSession {
         Ok(Emitted { sent, answered, args })
     }
 
-    async fn listen(&self, to: Option<&str>, channel: &str, count: u64, timeout: Duration) -> Result<Instant, Failure> {
+    pub async fn listen(
+        &self,
+        to: Option<&str>,
+        channel: &str,
+        count: u64,
+        timeout: Duration,
+    ) -> Result<Instant, Failure> {
         let began = Instant::now();
         let conn = self.namespace(to, timeout).await?;
         conn.take_events(channel, count, timeout.saturating_sub(began.elapsed())).await
