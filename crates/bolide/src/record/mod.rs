@@ -128,8 +128,12 @@ pub fn record(args: &RecordArgs, io: &mut Io, cancel: &tokio_util::sync::Cancell
         let this = match har::target(&conn.url) {
             Ok(t) => t,
             Err(e) => {
-                let _ =
-                    writeln!(io.err, "error: {}: connection {pick}: {}", har_path.display(), crate::redact::text(&e));
+                let _ = writeln!(
+                    io.err,
+                    "error: {}: connection {pick}: {}",
+                    har_path.display(),
+                    crate::redact::text(&e.to_string())
+                );
                 return exit::USAGE;
             }
         };
@@ -273,7 +277,7 @@ fn listen_and_record(
     let Some(to) = &args.to else {
         return Err(usage(io, "--listen forwards to the app's server: give it with --to http://127.0.0.1:3000".into()));
     };
-    let upstream = proxy::Upstream::parse(to).map_err(|e| usage(io, e))?;
+    let upstream = proxy::Upstream::parse(to).map_err(|e| usage(io, e.to_string()))?;
     let until = match &args.duration {
         None => None,
         Some(d) => match humantime::parse_duration(d) {

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{json, Value};
 
+use crate::problem::Problem;
 use crate::redact::{Redactor, MASK};
 
 /// The largest request or response head read (browsers send a few KiB).
@@ -37,7 +38,7 @@ pub struct Upstream {
 
 impl Upstream {
     /// `http://host:port` (a path is ignored); https is refused with the reason.
-    pub fn parse(to: &str) -> Result<Upstream, String> {
+    pub fn parse(to: &str) -> Result<Upstream, Problem> {
         let u =
             url::Url::parse(to).map_err(|e| format!("--to {to:?} is not a URL: {e} (e.g. http://127.0.0.1:3000)"))?;
         match u.scheme() {
@@ -46,9 +47,10 @@ impl Upstream {
                 return Err(format!(
                     "--to {to:?}: the recording proxy forwards to plain http:// servers only (run the app \
                      without TLS locally, or record a HAR in the browser instead)"
-                ))
+                )
+                .into())
             }
-            other => return Err(format!("--to {to:?}: the scheme {other:?} is not http")),
+            other => return Err(format!("--to {to:?}: the scheme {other:?} is not http").into()),
         }
         let host = u.host_str().ok_or_else(|| format!("--to {to:?} names no host"))?;
         let port = u.port().unwrap_or(80);
@@ -96,7 +98,7 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    pub fn bind(listen: &str, upstream: Upstream) -> Result<Proxy, String> {
+    pub fn bind(listen: &str, upstream: Upstream) -> Result<Proxy, Problem> {
         let listener = TcpListener::bind(listen).map_err(|e| format!("--listen {listen}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| format!("--listen {listen}: {e}"))?;
         listener.set_nonblocking(true).map_err(|e| format!("--listen {listen}: {e}"))?;
@@ -741,8 +743,8 @@ mod tests {
         assert_eq!((u.addr.as_str(), u.authority.as_str()), ("127.0.0.1:3000", "127.0.0.1:3000"));
         let u = Upstream::parse("http://[::1]").unwrap();
         assert_eq!((u.addr.as_str(), u.authority.as_str()), ("[::1]:80", "[::1]"));
-        assert!(Upstream::parse("https://127.0.0.1").unwrap_err().contains("plain http://"));
-        assert!(Upstream::parse("nope").unwrap_err().contains("not a URL"));
+        assert!(Upstream::parse("https://127.0.0.1").unwrap_err().to_string().contains("plain http://"));
+        assert!(Upstream::parse("nope").unwrap_err().to_string().contains("not a URL"));
         let login = r#"{"msg":"method","method":"login","params":[{"user":{"username":"u1"},"password":{"digest":"abc","algorithm":"sha-256"}}],"id":"1"}"#;
         let kept = masked_frame(login);
         assert!(!kept.contains("abc") && kept.contains("u1") && kept.contains(MASK), "{kept}");
