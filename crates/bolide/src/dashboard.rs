@@ -13,6 +13,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::console::{exit, Io};
+use crate::problem::Problem;
 use crate::report::html::{self, Section};
 
 /// Where the dashboard listens when `--dashboard` names no address (k6's port).
@@ -77,13 +78,13 @@ pub struct Dashboard {
 impl Dashboard {
     /// Listens on `addr` and serves in the background. When the default address is taken (another
     /// bolide is serving its dashboard), any free loopback port is used instead.
-    pub fn start(addr: SocketAddr, title: &str) -> Result<Dashboard, String> {
+    pub fn start(addr: SocketAddr, title: &str) -> Result<Dashboard, Problem> {
         let listener = match TcpListener::bind(addr) {
             Ok(l) => l,
             Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && addr.to_string() == DEFAULT_ADDR => {
                 TcpListener::bind((addr.ip(), 0)).map_err(|e| format!("--dashboard: cannot listen on {addr}: {e}"))?
             }
-            Err(e) => return Err(format!("--dashboard: cannot listen on {addr}: {e}")),
+            Err(e) => return Err(format!("--dashboard: cannot listen on {addr}: {e}").into()),
         };
         let addr = listener.local_addr().map_err(|e| format!("--dashboard: {e}"))?;
         let shared = Arc::new(Shared {

@@ -8,6 +8,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::monitor::spawn::{SpawnPlan, Spawned};
+use crate::problem::Problem;
 use crate::proto::ws::Drops;
 pub use crate::stats::faults::FaultRecord;
 
@@ -38,11 +39,14 @@ pub struct Fault {
 impl Fault {
     /// Reads `kill@T`, `restart@T`, `stall@T:D` or `drop@T:P%`, its durations with `duration`
     /// (the flags' reader: `duration(flag, text)`).
-    pub fn parse(text: &str, duration: fn(&str, &str) -> Result<Duration, String>) -> Result<Fault, String> {
+    pub fn parse<E: std::fmt::Display>(
+        text: &str,
+        duration: fn(&str, &str) -> Result<Duration, E>,
+    ) -> Result<Fault, Problem> {
         let t = text.trim();
         let form = "kill@T, restart@T, stall@T:DURATION or drop@T:PERCENT% (e.g. restart@20s, drop@10s:25%)";
         let Some((what, rest)) = t.split_once('@') else {
-            return Err(format!("--fault {t:?}: expected {form}"));
+            return Err(format!("--fault {t:?}: expected {form}").into());
         };
         let (at, arg) = match rest.split_once(':') {
             Some((a, b)) => (a, Some(b)),
@@ -55,20 +59,20 @@ impl Fault {
             ("stall", Some(d)) => {
                 let d = duration("--fault stall", d).map_err(|e| format!("{e} (in {t:?})"))?;
                 if d.is_zero() {
-                    return Err(format!("--fault {t:?}: a stall lasts longer than 0"));
+                    return Err(format!("--fault {t:?}: a stall lasts longer than 0").into());
                 }
                 Kind::Stall(d)
             }
             ("drop", Some(p)) => match p.strip_suffix('%').and_then(|n| n.trim().parse::<f64>().ok()) {
                 Some(pct) if pct > 0.0 && pct <= 100.0 => Kind::Drop(pct / 100.0),
-                _ => return Err(format!("--fault {t:?}: drop takes a share from 1% to 100%, e.g. drop@10s:25%")),
+                _ => return Err(format!("--fault {t:?}: drop takes a share from 1% to 100%, e.g. drop@10s:25%").into()),
             },
-            ("stall", None) => return Err(format!("--fault {t:?}: stall needs how long, e.g. stall@20s:2s")),
-            ("drop", None) => return Err(format!("--fault {t:?}: drop needs a share, e.g. drop@20s:10%")),
+            ("stall", None) => return Err(format!("--fault {t:?}: stall needs how long, e.g. stall@20s:2s").into()),
+            ("drop", None) => return Err(format!("--fault {t:?}: drop needs a share, e.g. drop@20s:10%").into()),
             ("kill" | "restart", Some(_)) => {
-                return Err(format!("--fault {t:?}: {what} takes only a time: {what}@20s"))
+                return Err(format!("--fault {t:?}: {what} takes only a time: {what}@20s").into())
             }
-            _ => return Err(format!("--fault {t:?}: unknown fault {what:?}; expected {form}")),
+            _ => return Err(format!("--fault {t:?}: unknown fault {what:?}; expected {form}").into()),
         };
         Ok(Fault { at, kind, text: t.to_string() })
     }
@@ -273,7 +277,7 @@ mod tests {
             ("kill@2s:1s", "takes only a time"),
             ("kill@soon", "--fault"),
         ] {
-            let e = Fault::parse(bad, duration).unwrap_err();
+            let e = Fault::parse(bad, duration).unwrap_err().to_string();
             assert!(e.contains(words), "{bad}: {e}");
         }
     }

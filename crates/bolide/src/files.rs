@@ -13,6 +13,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use crate::problem::Problem;
+
 /// The most bytes of a request body or payload file: far more than a load test sends or cycles
 /// through, far less than a machine holds several times over.
 pub const MAX_INPUT_BYTES: u64 = 64 << 20;
@@ -86,12 +88,12 @@ pub fn sibling(dest: &Path, tag: &str) -> PathBuf {
 }
 
 /// Checks that `dest` can be written, by creating and removing a sibling; names the path on error.
-pub fn check_writable(dest: &Path) -> Result<(), String> {
+pub fn check_writable(dest: &Path) -> Result<(), Problem> {
     if is_stdout(dest) {
         return Ok(());
     }
     if dest.is_dir() {
-        return Err(format!("{} is a directory", dest.display()));
+        return Err(format!("{} is a directory", dest.display()).into());
     }
     if is_stream(dest) {
         // Opening a FIFO would wait for its reader; the write at the end says if it fails.
@@ -103,7 +105,7 @@ pub fn check_writable(dest: &Path) -> Result<(), String> {
             let _ = std::fs::remove_file(&probe);
             Ok(())
         }
-        Err(e) => Err(format!("cannot write {}: {e}", dest.display())),
+        Err(e) => Err(format!("cannot write {}: {e}", dest.display()).into()),
     }
 }
 
@@ -175,9 +177,9 @@ mod tests {
     fn unwritable_paths_are_named() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("no/such/dir/r.json");
-        let msg = check_writable(&missing).unwrap_err();
+        let msg = check_writable(&missing).unwrap_err().to_string();
         assert!(msg.contains("no/such/dir"), "{msg}");
-        assert!(check_writable(dir.path()).unwrap_err().contains("is a directory"));
+        assert!(check_writable(dir.path()).unwrap_err().to_string().contains("is a directory"));
         assert!(check_writable(&dir.path().join("ok.json")).is_ok());
     }
 }

@@ -9,6 +9,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crate::problem::Problem;
 use crate::stats::merge::{LOG_BEGIN, LOG_END};
 
 /// Where the scenario files are mounted in each pod.
@@ -216,7 +217,7 @@ pub fn prepare(args: &[String]) -> Result<(Vec<String>, Files), Vec<String>> {
                     }
                     files = f;
                 }
-                Err(e) => problems.push(e),
+                Err(e) => problems.push(e.to_string()),
             }
         }
     }
@@ -228,13 +229,14 @@ pub fn prepare(args: &[String]) -> Result<(Vec<String>, Files), Vec<String>> {
 }
 
 /// A scenario file and the payload CSV beside it: (name in the ConfigMap, content).
-fn scenario_files(path: &Path) -> Result<Files, String> {
+fn scenario_files(path: &Path) -> Result<Files, Problem> {
     let shown = path.display();
     let scenario = crate::scenario::yaml::load_file(path).map_err(|e| e.to_string())?;
-    let read = |p: &Path| -> Result<String, String> {
+    let read = |p: &Path| -> Result<String, Problem> {
         let bytes =
             crate::files::read_limited(p, MAX_CONFIG_BYTES as u64).map_err(|e| format!("{}: {e}", p.display()))?;
-        String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text, which a ConfigMap's data holds", p.display()))
+        String::from_utf8(bytes)
+            .map_err(|_| Problem::from(format!("{}: not UTF-8 text, which a ConfigMap's data holds", p.display())))
     };
     let key = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let mut files = vec![(key(path), read(path)?)];
@@ -244,7 +246,8 @@ fn scenario_files(path: &Path) -> Result<Files, String> {
             return Err(format!(
                 "{shown}: payload {:?} must be a file beside the scenario (a plain name) to travel in the ConfigMap",
                 p.path
-            ));
+            )
+            .into());
         }
         let full = path.parent().unwrap_or(Path::new(".")).join(rel);
         files.push((p.path.clone(), read(&full)?));
@@ -254,7 +257,8 @@ fn scenario_files(path: &Path) -> Result<Files, String> {
         return Err(format!(
             "{shown}: the scenario and its payload weigh {total} bytes, more than a ConfigMap holds (1 MiB); build \
              them into the image or mount a volume"
-        ));
+        )
+        .into());
     }
     Ok(files)
 }
@@ -267,18 +271,18 @@ pub fn command(a: &crate::cli::K8sArgs, io: &mut crate::console::Io) -> i32 {
         problems.push(format!("--segments must be 1 to {}", crate::segment::MAX_SEGMENTS));
     }
     if let Err(e) = check_name(&a.name) {
-        problems.push(e);
+        problems.push(e.to_string());
     }
     let now = std::time::SystemTime::now();
     let start = match &a.start_at {
         Some(t) => crate::segment::parse_start_at(t, now),
         None => crate::segment::parse_start_at(&format!("+{}", a.start_in.trim()), now)
-            .map_err(|e| e.replace("--start-at +", "--start-in ")),
+            .map_err(|e| Problem::from(e.to_string().replace("--start-at +", "--start-in "))),
     };
-    let start = start.map_err(|e| problems.push(e)).ok();
+    let start = start.map_err(|e| problems.push(e.to_string())).ok();
     let prepared = prepare(&a.command).map_err(|e| problems.extend(e)).ok();
     if let Err(e) = crate::files::check_writable(&a.output) {
-        problems.push(e);
+        problems.push(e.to_string());
     }
     let (Some(start), Some((args, files)), true) = (start, prepared, problems.is_empty()) else {
         for p in problems {
@@ -320,7 +324,7 @@ pub fn command(a: &crate::cli::K8sArgs, io: &mut crate::console::Io) -> i32 {
 }
 
 /// Whether `name` is a Kubernetes object name (a DNS-1123 label, short enough for the pods' names).
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), Problem> {
     let ok = !name.is_empty()
         && name.len() <= 52
         && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
@@ -332,7 +336,8 @@ pub fn check_name(name: &str) -> Result<(), String> {
         Err(format!(
             "--name {name:?}: a Job name is lowercase letters, digits and '-', at most 52 characters, starting and \
              ending with a letter or digit"
-        ))
+        )
+        .into())
     }
 }
 

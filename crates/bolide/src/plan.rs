@@ -102,7 +102,7 @@ pub fn common(args: &crate::cli::CommonArgs, problems: &mut Vec<String>) -> Comm
             continue;
         }
         if let Err(e) = files::check_writable(path) {
-            problems.push(e);
+            problems.push(e.into());
         }
     }
     common
@@ -126,12 +126,11 @@ pub struct Spread {
 
 /// Reads `--segment` and `--start-at`, adding problems to `problems`.
 pub fn spread(args: &crate::cli::SegmentArgs, problems: &mut Vec<String>) -> Spread {
-    let segment = args
-        .segment
-        .as_deref()
-        .and_then(|s| crate::segment::Segment::parse(s, |v| std::env::var(v).ok()).map_err(|e| problems.push(e)).ok());
+    let segment = args.segment.as_deref().and_then(|s| {
+        crate::segment::Segment::parse(s, |v| std::env::var(v).ok()).map_err(|e| problems.push(e.into())).ok()
+    });
     let start_at = args.start_at.as_deref().and_then(|t| {
-        crate::segment::parse_start_at(t, std::time::SystemTime::now()).map_err(|e| problems.push(e)).ok()
+        crate::segment::parse_start_at(t, std::time::SystemTime::now()).map_err(|e| problems.push(e.into())).ok()
     });
     Spread { segment, start_at }
 }
@@ -175,7 +174,7 @@ pub fn thresholds(
     let names = crate::threshold::Names { steps, processes: &processes, scraped: &scraped };
     let mut out = Vec::new();
     for t in given.iter().cloned().map(Ok).chain(flags.iter().map(|f| crate::threshold::parse_flag(f))) {
-        match t.and_then(|t| crate::threshold::check(&t, &names).map(|()| t)) {
+        match t.and_then(|t| crate::threshold::check(&t, &names).map(|()| t)).map_err(String::from) {
             Ok(t) => out.push(t),
             Err(e) if e.starts_with("--threshold") => problems.push(e),
             Err(e) => problems.push(format!("threshold {e}")),
@@ -279,8 +278,11 @@ pub fn outputs(outs: &[String]) -> Result<Outputs, String> {
 /// Reads `--monitor`, `--monitor-interval` and `--spawn` with its options, adding problems to
 /// `problems`.
 pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) -> ServerPlan {
-    let monitors =
-        args.monitors.iter().filter_map(|s| crate::monitor::parse_spec(s).map_err(|e| problems.push(e)).ok()).collect();
+    let monitors = args
+        .monitors
+        .iter()
+        .filter_map(|s| crate::monitor::parse_spec(s).map_err(|e| problems.push(e.into())).ok())
+        .collect();
     let interval = parse_duration("--monitor-interval", &args.monitor_interval)
         .map_err(|e| problems.push(e))
         .unwrap_or(Duration::from_secs(1));
@@ -288,7 +290,7 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
         .map_err(|e| problems.push(e))
         .unwrap_or(Duration::from_secs(30));
     let monti = args.monti.as_deref().and_then(|a| {
-        let addr = crate::monitor::monti::parse_addr(Some(a)).map_err(|e| problems.push(e)).ok()?;
+        let addr = crate::monitor::monti::parse_addr(Some(a)).map_err(|e| problems.push(e.into())).ok()?;
         // The app's own id and secret when bolide has them; for a spawned app, ones of bolide's.
         let credentials = crate::monitor::monti::Credentials::from_env()
             .or_else(|| args.spawn.is_some().then(crate::monitor::monti::Credentials::for_spawn));
@@ -362,7 +364,7 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
                     .collect(),
             }),
             Err(e) => {
-                problems.push(e);
+                problems.push(e.into());
                 None
             }
         },
@@ -371,13 +373,13 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
     let mut scrapes: Vec<crate::monitor::scrape::Spec> = args
         .scrapes
         .iter()
-        .filter_map(|s| crate::monitor::scrape::parse_spec(s).map_err(|e| problems.push(e)).ok())
+        .filter_map(|s| crate::monitor::scrape::parse_spec(s).map_err(|e| problems.push(e.into())).ok())
         .collect();
     // `--probe NAME=HOST:PORT`: bolide-probe's endpoint, read like any other.
     for p in &probes {
         match crate::monitor::scrape::probe_spec(p) {
             Ok(s) => scrapes.push(s),
-            Err(e) => problems.push(e),
+            Err(e) => problems.push(e.into()),
         }
     }
     for (i, s) in scrapes.iter().enumerate() {
@@ -670,7 +672,7 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
         (None, None) => Vec::new(),
     };
     if let Some(path) = &args.gnuplot {
-        check(files::check_writable(path));
+        check(files::check_writable(path).map_err(String::from));
     }
     let spec = RequestSpec { method: method.clone(), headers: headers.clone(), body, keep_alive: !args.no_keepalive };
     let http2 = args.http2 || args.h2c;
@@ -1116,14 +1118,14 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     }
     if scenario.has_browsers() {
         if let Err(e) = crate::browser::executable(&scenario.config.browser) {
-            problems.push(e);
+            problems.push(e.into());
         }
     }
     let mut faults = Vec::new();
     for text in &args.fault {
         match crate::fault::Fault::parse(text, parse_duration) {
             Ok(f) => faults.push(f),
-            Err(e) => problems.push(e),
+            Err(e) => problems.push(e.into()),
         }
     }
     if let Some(f) = faults.iter().find(|f| f.on_server()).filter(|_| args.common.server.spawn.is_none()) {

@@ -10,6 +10,8 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+use crate::problem::Problem;
+
 /// Segment `index` (1-based) of `count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Segment {
@@ -32,13 +34,13 @@ impl std::fmt::Display for Segment {
 impl Segment {
     /// Reads `I/N` (1 <= I <= N), or `auto/N`, which takes the index from Kubernetes'
     /// `JOB_COMPLETION_INDEX` (0-based: pod 0 runs segment 1) as `env` returns it.
-    pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<Segment, String> {
+    pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<Segment, Problem> {
         let bad = |why: &str| format!("--segment {text}: {why}; give I/N, e.g. --segment 2/3 (the second of three)");
         let (i, n) = text.trim().split_once('/').ok_or_else(|| bad("not I/N"))?;
         // Read wide, so that a number too large is named as such, not as "not a whole number".
         let count: u64 = n.trim().parse().map_err(|_| bad("N is not a whole number"))?;
         if count == 0 || count > u64::from(MAX_SEGMENTS) {
-            return Err(bad(&format!("N must be 1 to {MAX_SEGMENTS}, not {count}")));
+            return Err(bad(&format!("N must be 1 to {MAX_SEGMENTS}, not {count}")).into());
         }
         let count = count as u32;
         let index = if i.trim() == "auto" {
@@ -54,13 +56,14 @@ impl Segment {
                     "--segment {text}: {K8S_INDEX_VAR}={zero} is out of range: pods are numbered 0 to {} for {count} \
                      segments; the Job's completions and auto/N must be the same number",
                     count - 1
-                ));
+                )
+                .into());
             }
             zero as u32 + 1
         } else {
             let index: u64 = i.trim().parse().map_err(|_| bad("I is not a whole number"))?;
             if index == 0 || index > u64::from(count) {
-                return Err(bad(&format!("I must be 1 to {count}")));
+                return Err(bad(&format!("I must be 1 to {count}")).into());
             }
             index as u32
         };
@@ -95,7 +98,7 @@ impl Segment {
 /// days ahead is a mistake (a wrong year or zone) that would leave the instances waiting.
 pub const MAX_START_AHEAD: Duration = Duration::from_secs(24 * 3600);
 
-pub fn parse_start_at(text: &str, now: SystemTime) -> Result<SystemTime, String> {
+pub fn parse_start_at(text: &str, now: SystemTime) -> Result<SystemTime, Problem> {
     let t = text.trim();
     let bad = |why: String| {
         format!("--start-at {text}: {why}; give an RFC 3339 time (2026-11-23T10:00:00Z) or +DURATION (+5s)")
@@ -123,7 +126,8 @@ pub fn parse_start_at(text: &str, now: SystemTime) -> Result<SystemTime, String>
             "{} is more than a day ahead (now is {}); a shared start is minutes away",
             format_start(at),
             format_start(now)
-        )));
+        ))
+        .into());
     }
     Ok(at)
 }
@@ -206,12 +210,12 @@ mod tests {
             ("99999999999/3", "I must be 1 to 3"),
             ("auto/3", "JOB_COMPLETION_INDEX, which is not set"),
         ] {
-            let e = Segment::parse(text, no_env).unwrap_err();
+            let e = Segment::parse(text, no_env).unwrap_err().to_string();
             assert!(e.contains(says), "{text}: {e}");
         }
-        let e = Segment::parse("auto/2", |_| Some("2".into())).unwrap_err();
+        let e = Segment::parse("auto/2", |_| Some("2".into())).unwrap_err().to_string();
         assert!(e.contains("JOB_COMPLETION_INDEX=2 is out of range: pods are numbered 0 to 1 for 2 segments"), "{e}");
-        let e = Segment::parse("auto/2", |_| Some("99999999999".into())).unwrap_err();
+        let e = Segment::parse("auto/2", |_| Some("99999999999".into())).unwrap_err().to_string();
         assert!(e.contains("JOB_COMPLETION_INDEX=99999999999 is out of range"), "{e}");
     }
 
@@ -256,15 +260,15 @@ mod tests {
         assert_eq!(z.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs(), 1_795_428_000);
         assert_eq!(format_start(z), "2026-11-23T10:00:00Z");
         // The second probe: the year 9999 was accepted, and a time without a zone read as UTC.
-        let e = parse_start_at("9999-01-01T00:00:00Z", now).unwrap_err();
+        let e = parse_start_at("9999-01-01T00:00:00Z", now).unwrap_err().to_string();
         assert!(e.contains("9999-01-01T00:00:00Z is more than a day ahead (now is 2026-11-23T07:46:40Z"), "{e}");
-        assert!(parse_start_at("+2d", now).unwrap_err().contains("more than a day ahead"));
+        assert!(parse_start_at("+2d", now).unwrap_err().to_string().contains("more than a day ahead"));
         assert!(parse_start_at("+23h", now).is_ok());
-        let e = parse_start_at("2026-11-23T10:00:00", now).unwrap_err();
+        let e = parse_start_at("2026-11-23T10:00:00", now).unwrap_err().to_string();
         assert!(e.contains("no time zone: end it with Z for UTC"), "{e}");
         for bad in ["tomorrow", "+soon", "2026-13-01T00:00:00Z", "2026-11-23T10:00:00+25:00", "+99999999999999999999y"]
         {
-            let e = parse_start_at(bad, now).unwrap_err();
+            let e = parse_start_at(bad, now).unwrap_err().to_string();
             assert!(e.contains("--start-at") && e.contains("RFC 3339"), "{bad}: {e}");
         }
     }

@@ -6,6 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::ServeArgs;
 use crate::console::{exit, Io};
+use crate::problem::Problem;
 use crate::report::term;
 
 /// Hands back to the system the memory this thread's heap holds free. mimalloc keeps the pages
@@ -168,12 +169,12 @@ pub fn serve(args: &ServeArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
 }
 
 /// A peer of `--balance`: `http://HOST:PORT` (or `HOST:PORT`), resolved to one address.
-fn peer_addr(text: &str) -> Result<std::net::SocketAddr, String> {
+fn peer_addr(text: &str) -> Result<std::net::SocketAddr, Problem> {
     use std::net::ToSocketAddrs;
     let full = if text.contains("://") { text.to_string() } else { format!("http://{text}") };
     let url = url::Url::parse(&full).map_err(|e| format!("{text:?} is not a peer's URL (http://HOST:PORT): {e}"))?;
     if url.scheme() != "http" {
-        return Err(format!("{text:?}: a peer is reached over http://, not {}://", url.scheme()));
+        return Err(format!("{text:?}: a peer is reached over http://, not {}://", url.scheme()).into());
     }
     let host = url.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']').to_string();
     let port = url.port().ok_or_else(|| format!("{text:?} has no port (http://HOST:PORT)"))?;
@@ -181,5 +182,5 @@ fn peer_addr(text: &str) -> Result<std::net::SocketAddr, String> {
         .to_socket_addrs()
         .ok()
         .and_then(|mut a| a.next())
-        .ok_or_else(|| format!("{text:?}: cannot resolve {host:?}"))
+        .ok_or_else(|| Problem::from(format!("{text:?}: cannot resolve {host:?}")))
 }

@@ -12,6 +12,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::problem::Problem;
+
 /// The metrics, as the error messages list them.
 pub const METRICS: &str = "p50, p90, p95, p99, p99.9 (any pN), min, mean, max (latency: us, ms, s; a bare number \
     is ms), error_rate (%), errors (a count), rps (per second), step[\"NAME\"].p95 and the other latency \
@@ -527,10 +529,10 @@ fn show(v: f64, unit: &str) -> String {
 
 impl Threshold {
     /// The verdict on a measured value, or on the reason there is none (which fails).
-    pub fn judge(&self, ddp: bool, value: Result<f64, String>) -> ThresholdResult {
+    pub fn judge(&self, ddp: bool, value: Result<f64, Problem>) -> ThresholdResult {
         let (value, why) = match value {
             Ok(v) => (Some(v), None),
-            Err(why) => (None, Some(why)),
+            Err(why) => (None, Some(why.to_string())),
         };
         ThresholdResult {
             threshold: self.text.clone(),
@@ -562,7 +564,7 @@ pub fn parse(text: &str, source: Source) -> Result<Threshold, ParseError> {
     p.skip_space();
     let unit_at = p.at;
     let unit: String = p.chars[p.at..].iter().collect::<String>().trim_end().to_string();
-    let scale = unit_scale(&metric, &unit).map_err(|m| ParseError { column: unit_at + 1, message: m })?;
+    let scale = unit_scale(&metric, &unit).map_err(|m| ParseError { column: unit_at + 1, message: m.to_string() })?;
     let bound = number * scale;
     if !bound.is_finite() {
         return Err(ParseError { column: start + 1, message: "the bound is not a finite number".into() });
@@ -571,12 +573,12 @@ pub fn parse(text: &str, source: Source) -> Result<Threshold, ParseError> {
 }
 
 /// Parses an expression and says which one failed and why.
-pub fn parse_flag(text: &str) -> Result<Threshold, String> {
-    parse(text, Source::Flag).map_err(|e| format!("--threshold {text:?}: {e}"))
+pub fn parse_flag(text: &str) -> Result<Threshold, Problem> {
+    parse(text, Source::Flag).map_err(|e| Problem::from(format!("--threshold {text:?}: {e}")))
 }
 
 /// What one unit of the bound is in the metric's own unit; Err when the unit does not fit.
-fn unit_scale(metric: &Metric, unit: &str) -> Result<f64, String> {
+fn unit_scale(metric: &Metric, unit: &str) -> Result<f64, Problem> {
     let dim = metric.dim();
     let scale = match (dim, unit) {
         (Dim::Time, "" | "ms") => Some(1.0),
@@ -604,7 +606,7 @@ fn unit_scale(metric: &Metric, unit: &str) -> Result<f64, String> {
             Dim::Bytes => "B, KB, MB, GB, KiB, MiB or GiB (memory needs a unit)",
         };
         let what = if unit.is_empty() { "no unit".to_string() } else { format!("unit {unit:?}") };
-        format!("{what} does not fit {}: it takes {fits}", metric.describe(false))
+        Problem::from(format!("{what} does not fit {}: it takes {fits}", metric.describe(false)))
     })
 }
 
@@ -1034,7 +1036,7 @@ pub struct Names<'a> {
 }
 
 /// Whether a threshold can be judged on a workload with these names; the reason when not.
-pub fn check(t: &Threshold, names: &Names) -> Result<(), String> {
+pub fn check(t: &Threshold, names: &Names) -> Result<(), Problem> {
     let list = |names: &[String]| {
         if names.is_empty() {
             "none".to_string()
@@ -1045,16 +1047,20 @@ pub fn check(t: &Threshold, names: &Names) -> Result<(), String> {
     if let Metric::Latency { step: Some(step), .. } = &t.metric {
         match names.steps {
             None => {
-                return Err(format!("{}: step[...] applies to DDP runs (bolide run); an HTTP run has no steps", t.text))
+                return Err(
+                    format!("{}: step[...] applies to DDP runs (bolide run); an HTTP run has no steps", t.text).into()
+                )
             }
             Some(steps) if !steps.iter().any(|s| s == step) => {
-                return Err(format!("{}: no step is named {step:?}; the steps are {}", t.text, list(steps)))
+                return Err(format!("{}: no step is named {step:?}; the steps are {}", t.text, list(steps)).into())
             }
             Some(_) => {}
         }
     }
     if matches!(t.metric, Metric::Fanout(_)) && names.steps.is_none() {
-        return Err(format!("{}: fanout applies to realtime runs (bolide run); an HTTP run pushes nothing", t.text));
+        return Err(
+            format!("{}: fanout applies to realtime runs (bolide run); an HTTP run pushes nothing", t.text).into()
+        );
     }
     if let Metric::Server(f) = &t.metric {
         if !names.scraped.contains(&f.endpoint) {
@@ -1063,7 +1069,7 @@ pub fn check(t: &Threshold, names: &Names) -> Result<(), String> {
             } else {
                 format!("add --probe {}=HOST:PORT", f.endpoint)
             };
-            return Err(format!("{}: {} is not read in this run; {add}", t.text, f.endpoint));
+            return Err(format!("{}: {} is not read in this run; {add}", t.text, f.endpoint).into());
         }
     }
     if let Metric::Scrape { endpoint, .. } = &t.metric {
@@ -1072,7 +1078,8 @@ pub fn check(t: &Threshold, names: &Names) -> Result<(), String> {
                 "{}: no endpoint named {endpoint:?} is scraped (scraped: {}); add --scrape {endpoint}=URL",
                 t.text,
                 list(names.scraped)
-            ));
+            )
+            .into());
         }
     }
     if let Some(p) = t.metric.process() {
@@ -1081,7 +1088,8 @@ pub fn check(t: &Threshold, names: &Names) -> Result<(), String> {
                 "{}: no process named {p:?} is watched (watched: {}); add --monitor {p}=PID or {p}=:PORT",
                 t.text,
                 list(names.processes)
-            ));
+            )
+            .into());
         }
     }
     Ok(())
@@ -1241,8 +1249,8 @@ mod tests {
         assert_eq!(f.labels, vec![("kind".to_string(), "rss".to_string())]);
         let names = Names { steps: None, processes: &[], scraped: &["app".to_string()] };
         assert!(check(&ok("probe.app.gc<100ms"), &names).is_ok());
-        assert!(check(&ok("probe.db.gc<100ms"), &names).unwrap_err().contains("add --probe db=HOST:PORT"));
-        assert!(check(&ok("monti.system.sessions<10"), &names).unwrap_err().contains("add --monti"));
+        assert!(check(&ok("probe.db.gc<100ms"), &names).unwrap_err().to_string().contains("add --probe db=HOST:PORT"));
+        assert!(check(&ok("monti.system.sessions<10"), &names).unwrap_err().to_string().contains("add --monti"));
     }
 
     #[test]
@@ -1301,7 +1309,7 @@ mod tests {
         assert!(parse(&huge, Source::Flag).unwrap_err().message.contains("finite"));
         assert_eq!(
             parse_flag("p99").unwrap_err(),
-            "--threshold \"p99\": column 4: expected <, <=, > or >= and a bound after the metric"
+            "--threshold \"p99\": column 4: expected <, <=, > or >= and a bound after the metric".into()
         );
     }
 
@@ -1330,17 +1338,17 @@ mod tests {
         let ddp = Names { steps: Some(&steps), processes: &processes, scraped: &[] };
         let http = Names { steps: None, processes: &[], scraped: &[] };
         assert!(check(&ok("step[\"call insertTask\"].p95<1s"), &ddp).is_ok());
-        let e = check(&ok("step[\"call insertTsk\"].p95<1s"), &ddp).unwrap_err();
+        let e = check(&ok("step[\"call insertTsk\"].p95<1s"), &ddp).unwrap_err().to_string();
         assert!(
             e.contains("no step is named \"call insertTsk\"; the steps are \"connect\", \"call insertTask\""),
             "{e}"
         );
-        let e = check(&ok("step[\"a\"].p95<1s"), &http).unwrap_err();
+        let e = check(&ok("step[\"a\"].p95<1s"), &http).unwrap_err().to_string();
         assert!(e.contains("applies to DDP runs"), "{e}");
         assert!(check(&ok("cpu.app<80%"), &ddp).is_ok());
-        let e = check(&ok("rss.db<1GB"), &ddp).unwrap_err();
+        let e = check(&ok("rss.db<1GB"), &ddp).unwrap_err().to_string();
         assert!(e.contains("no process named \"db\" is watched (watched: \"app\"); add --monitor db=PID"), "{e}");
-        let e = check(&ok("cpu.app<80%"), &http).unwrap_err();
+        let e = check(&ok("cpu.app<80%"), &http).unwrap_err().to_string();
         assert!(e.contains("(watched: none)"), "{e}");
         assert!(check(&ok("p99<1s"), &http).is_ok());
     }

@@ -249,7 +249,7 @@ fn a_missing_chromium_is_a_clear_error_before_anything_runs() {
     // Without one on the PATH, the package is named.
     let e = bolide::browser::executable(&Default::default());
     if let Err(e) = e {
-        assert!(e.contains("apt-get install chromium"), "{e}");
+        assert!(e.to_string().contains("apt-get install chromium"), "{e}");
     }
 }
 

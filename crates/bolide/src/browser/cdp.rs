@@ -13,6 +13,8 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, Notify};
 
+use crate::problem::Problem;
+
 /// The largest DevTools message accepted (a page's big frames and evaluations fit).
 const MAX_MESSAGE: usize = 64 << 20;
 
@@ -24,7 +26,7 @@ pub struct Event {
     pub params: Value,
 }
 
-type Answer = oneshot::Sender<Result<Value, String>>;
+type Answer = oneshot::Sender<Result<Value, Problem>>;
 
 /// What a command the browser did not answer in time says.
 pub const NO_ANSWER: &str = "no answer from the browser within";
@@ -76,14 +78,14 @@ impl Drop for Cdp {
 impl Cdp {
     /// Connects to `ws://127.0.0.1:PORT/PATH` (the browser's endpoint) within `timeout`, keeping
     /// the events `keep` keeps.
-    pub async fn connect(port: u16, path: &str, keep: Keep, timeout: Duration) -> Result<Cdp, String> {
+    pub async fn connect(port: u16, path: &str, keep: Keep, timeout: Duration) -> Result<Cdp, Problem> {
         match tokio::time::timeout(timeout, Cdp::open(port, path, keep)).await {
             Ok(r) => r,
-            Err(_) => Err(format!("the browser's DevTools endpoint did not answer within {timeout:?}")),
+            Err(_) => Err(format!("the browser's DevTools endpoint did not answer within {timeout:?}").into()),
         }
     }
 
-    async fn open(port: u16, path: &str, keep: Keep) -> Result<Cdp, String> {
+    async fn open(port: u16, path: &str, keep: Keep) -> Result<Cdp, Problem> {
         let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await
             .map_err(|e| format!("the browser's DevTools endpoint refused: {e}"))?;
@@ -106,7 +108,7 @@ impl Cdp {
         let head = String::from_utf8_lossy(&buf[..end]).to_string();
         if !head.starts_with("HTTP/1.1 101") {
             let status = head.lines().next().unwrap_or_default();
-            return Err(format!("DevTools refused the WebSocket: {}", crate::redact::printable(status)));
+            return Err(format!("DevTools refused the WebSocket: {}", crate::redact::printable(status)).into());
         }
         let accept = ws::accept_key(&key);
         if !head.lines().any(|l| l.to_ascii_lowercase().starts_with("sec-websocket-accept:") && l.contains(&accept)) {
@@ -129,7 +131,7 @@ impl Cdp {
             let why = read_loop(&mut read, leftover, &s).await;
             s.closed.replace(Some(why.clone()));
             for (_, (_, answer)) in s.waiting.borrow_mut().drain() {
-                let _ = answer.send(Err(why.clone()));
+                let _ = answer.send(Err(why.clone().into()));
             }
             s.arrived.notify_one();
         });
@@ -144,12 +146,12 @@ impl Cdp {
         params: Value,
         session: Option<&str>,
         timeout: Duration,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, Problem> {
         if let Some(why) = self.closed() {
-            return Err(why);
+            return Err(why.into());
         }
         if self.shared.crashed.borrow().contains(&session.map(str::to_string)) {
-            return Err(format!("{method}: {CRASHED}"));
+            return Err(format!("{method}: {CRASHED}").into());
         }
         let (id, frame) = command(&self.shared, method, params, session);
         let (answer, answered) = oneshot::channel();
@@ -159,11 +161,11 @@ impl Cdp {
             return Err("the browser's DevTools connection is closed".into());
         }
         match tokio::time::timeout(timeout, answered).await {
-            Ok(Ok(r)) => r.map_err(|e| format!("{method}: {e}")),
+            Ok(Ok(r)) => r.map_err(|e| Problem::from(format!("{method}: {e}"))),
             Ok(Err(_)) => Err("the browser's DevTools connection is closed".into()),
             Err(_) => {
                 self.shared.waiting.borrow_mut().remove(&id);
-                Err(format!("{method}: {NO_ANSWER} {timeout:?}"))
+                Err(format!("{method}: {NO_ANSWER} {timeout:?}").into())
             }
         }
     }
@@ -246,7 +248,7 @@ fn dispatch(payload: &[u8], s: &Shared) {
                 }
                 None => Ok(v.get_mut("result").map(Value::take).unwrap_or(Value::Null)),
             };
-            let _ = answer.send(r);
+            let _ = answer.send(r.map_err(Problem::from));
         }
         return;
     }
@@ -260,7 +262,7 @@ fn dispatch(payload: &[u8], s: &Shared) {
         let gone: Vec<u64> = waiting.iter().filter(|(_, (on, _))| *on == session).map(|(id, _)| *id).collect();
         for id in gone {
             if let Some((_, answer)) = waiting.remove(&id) {
-                let _ = answer.send(Err(CRASHED.to_string()));
+                let _ = answer.send(Err(CRASHED.into()));
             }
         }
     }

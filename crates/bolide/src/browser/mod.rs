@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::problem::Problem;
+
 /// Where a run's browser comes from (a scenario's `config.browser`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct BrowserPlan {
@@ -33,19 +35,19 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The browser's executable: the scenario's, or the first Chromium on the PATH; a clear error
 /// naming the package otherwise.
-pub fn executable(plan: &BrowserPlan) -> Result<PathBuf, String> {
+pub fn executable(plan: &BrowserPlan) -> Result<PathBuf, Problem> {
     if let Some(given) = &plan.executable {
         let found = if given.contains('/') { Some(PathBuf::from(given)) } else { on_path(given) };
         return match found.filter(|p| is_executable(p)) {
             Some(p) => Ok(p),
-            None => Err(format!("config.browser.executable {given:?}: no such executable file")),
+            None => Err(format!("config.browser.executable {given:?}: no such executable file").into()),
         };
     }
     NAMES.iter().find_map(|n| on_path(n)).ok_or_else(|| {
         "a browser flow (engine: browser) needs Chromium, and none is on the PATH (chromium, chromium-browser, \
          google-chrome); install Debian's package with `apt-get install chromium`, or give its path as \
          config.browser.executable"
-            .to_string()
+            .into()
     })
 }
 
@@ -79,7 +81,7 @@ pub struct Browser {
 impl Browser {
     /// Starts Chromium headless with a fresh profile, waits for its DevTools endpoint, and
     /// watches its processes every `interval`.
-    pub fn launch(plan: &BrowserPlan, interval: Duration) -> Result<Browser, String> {
+    pub fn launch(plan: &BrowserPlan, interval: Duration) -> Result<Browser, Problem> {
         let mut b = Browser::start(plan)?;
         let mut watched = crate::monitor::Watched::new("browser", b.pid);
         // Chromium's processes share most of their pages: their proportional share is counted.
@@ -102,7 +104,7 @@ impl Browser {
         run
     }
 
-    fn start(plan: &BrowserPlan) -> Result<Browser, String> {
+    fn start(plan: &BrowserPlan) -> Result<Browser, Problem> {
         let exe = executable(plan)?;
         remove_stale_profiles();
         static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
@@ -176,7 +178,8 @@ impl Browser {
                     "{} ended ({status}) before it opened DevTools{}",
                     b.executable.display(),
                     b.tail()
-                ));
+                )
+                .into());
             }
             if let Ok(text) = std::fs::read_to_string(&active) {
                 let mut lines = text.lines();
@@ -192,7 +195,8 @@ impl Browser {
                     "{} did not open DevTools within {START_TIMEOUT:?}{}",
                     b.executable.display(),
                     b.tail()
-                ));
+                )
+                .into());
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -303,9 +307,10 @@ mod tests {
 
     #[test]
     fn a_missing_browser_is_named_with_its_package() {
-        let e = executable(&BrowserPlan { executable: Some("/nonexistent/chromium".into()) }).unwrap_err();
+        let e = executable(&BrowserPlan { executable: Some("/nonexistent/chromium".into()) }).unwrap_err().to_string();
         assert!(e.contains("/nonexistent/chromium") && e.contains("no such executable"), "{e}");
-        let e = executable(&BrowserPlan { executable: Some("no-such-browser-anywhere".into()) }).unwrap_err();
+        let e =
+            executable(&BrowserPlan { executable: Some("no-such-browser-anywhere".into()) }).unwrap_err().to_string();
         assert!(e.contains("no-such-browser-anywhere"), "{e}");
     }
 }

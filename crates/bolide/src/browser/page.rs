@@ -142,8 +142,8 @@ impl Page {
         self.cdp.call(method, params, Some(&self.session), timeout).await.map_err(|e| match self.cdp.closed() {
             // The browser is gone (its connection closed): nothing more comes from it.
             Some(why) => failed("browser", why),
-            None if e.ends_with(super::cdp::CRASHED) => failed("crash", super::cdp::CRASHED),
-            None if e.contains(super::cdp::NO_ANSWER) => failed("timeout", e),
+            None if e.what.ends_with(super::cdp::CRASHED) => failed("crash", super::cdp::CRASHED),
+            None if e.what.contains(super::cdp::NO_ANSWER) => failed("timeout", e),
             // The page refused the command (its context gone with a navigation, say).
             None => failed("page", e),
         })

@@ -6,6 +6,8 @@ use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::problem::Problem;
+
 /// Why a POST got no answer, and whether trying again may help (a refused or reset connection
 /// may; a certificate the receiver's name does not match will not).
 #[derive(Debug, Clone, PartialEq)]
@@ -28,13 +30,13 @@ impl From<&str> for Failure {
 
 /// A TLS client for https:// receivers: the Mozilla roots, and the certificates of the PEM file
 /// `ca_file` when given (a private CA's); an unreadable file or one without a certificate is said.
-pub fn tls_config(ca_file: Option<&std::path::Path>) -> Result<Arc<rustls::ClientConfig>, String> {
+pub fn tls_config(ca_file: Option<&std::path::Path>) -> Result<Arc<rustls::ClientConfig>, Problem> {
     let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
     if let Some(path) = ca_file {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let certs = pem_certificates(&text);
         if certs.is_empty() {
-            return Err(format!("{}: no PEM certificate in it", path.display()));
+            return Err(format!("{}: no PEM certificate in it", path.display()).into());
         }
         for c in certs {
             roots.add(c).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -211,7 +213,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let empty = dir.path().join("empty.pem");
         std::fs::write(&empty, "nothing").unwrap();
-        assert!(tls_config(Some(&empty)).unwrap_err().contains("no PEM certificate"));
+        assert!(tls_config(Some(&empty)).unwrap_err().to_string().contains("no PEM certificate"));
         assert!(tls_config(Some(&dir.path().join("absent.pem"))).is_err());
         assert!(tls_config(None).is_ok());
     }

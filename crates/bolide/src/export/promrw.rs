@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 
 use super::proto::{bytes, double, int, sint32, string, uint, varint, zigzag};
 
+use crate::problem::Problem;
+
 /// Native histogram schema: bucket i holds values in (2^((i-1)/8), 2^(i/8)].
 pub const SCHEMA: i32 = 3;
 
@@ -196,12 +198,12 @@ impl Auth {
 }
 
 /// POSTs a compressed request to an http:// URL; the status, or why there is none.
-pub fn post(url: &url::Url, body: &[u8], timeout: std::time::Duration) -> Result<u16, String> {
+pub fn post(url: &url::Url, body: &[u8], timeout: std::time::Duration) -> Result<u16, Problem> {
     post_as(url, &Auth::None, body, timeout)
 }
 
 /// The same, identified as `auth` says.
-pub fn post_as(url: &url::Url, auth: &Auth, body: &[u8], timeout: std::time::Duration) -> Result<u16, String> {
+pub fn post_as(url: &url::Url, auth: &Auth, body: &[u8], timeout: std::time::Duration) -> Result<u16, Problem> {
     let authorization = auth.value();
     let mut headers = vec![
         ("Content-Encoding", "snappy"),
@@ -211,7 +213,7 @@ pub fn post_as(url: &url::Url, auth: &Auth, body: &[u8], timeout: std::time::Dur
     if let Some(a) = authorization.as_deref() {
         headers.push(("Authorization", a));
     }
-    super::post::post(url, None, &headers, body, timeout).map(|a| a.code).map_err(|f| f.why)
+    super::post::post(url, None, &headers, body, timeout).map(|a| a.code).map_err(|f| Problem::from(f.why))
 }
 
 /// Prometheus remote write (`--out prometheus-rw=URL`): protobuf `WriteRequest`, snappy, version

@@ -192,12 +192,12 @@ pub fn bench_series(
     }
     for rule in &opts.fail_on {
         if let Err(e) = crate::results::gate::parse(rule) {
-            problems.push(e);
+            problems.push(e.into());
         }
     }
     if let Some(d) = &opts.detect {
         if let Err(e) = crate::results::compare::parse_detect(d) {
-            problems.push(e);
+            problems.push(e.into());
         }
     }
     if !grid && (opts.baseline.is_some() || !opts.fail_on.is_empty() || opts.detect.is_some()) {

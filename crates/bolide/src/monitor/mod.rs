@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::problem::Problem;
+
 pub mod generator;
 pub mod monti;
 pub mod probe;
@@ -25,7 +27,7 @@ pub enum Spec {
 }
 
 /// Parses `NAME=PID` or `NAME=:PORT`.
-pub fn parse_spec(text: &str) -> Result<(String, Spec), String> {
+pub fn parse_spec(text: &str) -> Result<(String, Spec), Problem> {
     let (name, what) = text
         .split_once('=')
         .filter(|(n, _)| !n.is_empty())
@@ -162,17 +164,18 @@ pub fn pid_listening_on(port: u16) -> Option<u32> {
 }
 
 /// Resolves a spec to a live process id, or says why not.
-pub fn resolve(name: &str, spec: &Spec) -> Result<u32, String> {
+pub fn resolve(name: &str, spec: &Spec) -> Result<u32, Problem> {
     match spec {
         Spec::Pid(pid) => {
             if stat(*pid).is_some() {
                 Ok(*pid)
             } else {
-                Err(format!("--monitor {name}={pid}: no process {pid}"))
+                Err(format!("--monitor {name}={pid}: no process {pid}").into())
             }
         }
-        Spec::Port(port) => pid_listening_on(*port)
-            .ok_or_else(|| format!("--monitor {name}=:{port}: nobody (visible to this user) listens on port {port}")),
+        Spec::Port(port) => pid_listening_on(*port).ok_or_else(|| {
+            Problem::from(format!("--monitor {name}=:{port}: nobody (visible to this user) listens on port {port}"))
+        }),
     }
 }
 
@@ -473,7 +476,7 @@ mod tests {
         assert!(rss_bytes(me).unwrap() > 1 << 20);
         assert_eq!(tree(me)[0], me);
         assert!(tree(u32::MAX - 1).is_empty());
-        assert!(resolve("x", &Spec::Pid(u32::MAX - 1)).unwrap_err().contains("no process"));
+        assert!(resolve("x", &Spec::Pid(u32::MAX - 1)).unwrap_err().to_string().contains("no process"));
     }
 
     #[test]
@@ -483,6 +486,6 @@ mod tests {
         assert_eq!(pid_listening_on(port), Some(std::process::id()));
         drop(l);
         assert_eq!(pid_listening_on(port), None);
-        assert!(resolve("x", &Spec::Port(port)).unwrap_err().contains("nobody"));
+        assert!(resolve("x", &Spec::Port(port)).unwrap_err().to_string().contains("nobody"));
     }
 }

@@ -32,6 +32,8 @@ use serde_json::Value;
 
 use super::scrape::{dechunk_prefix, Kind, ScrapeResult, Scraper};
 
+use crate::problem::Problem;
+
 /// Where the endpoint listens when `--monti` names no address.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:11011";
 /// The endpoint's name in the result document and in thresholds (`monti.pub["NAME"]...`).
@@ -103,11 +105,11 @@ impl Credentials {
 }
 
 /// Parses `--monti`'s address: loopback unless it says otherwise (then with a warning).
-pub fn parse_addr(text: Option<&str>) -> Result<SocketAddr, String> {
+pub fn parse_addr(text: Option<&str>) -> Result<SocketAddr, Problem> {
     let text = text.filter(|t| !t.is_empty()).unwrap_or(DEFAULT_ADDR);
-    text.parse::<SocketAddr>()
-        .or_else(|_| format!("127.0.0.1:{text}").parse::<SocketAddr>())
-        .map_err(|_| format!("--monti {text:?}: not HOST:PORT with an IP address (127.0.0.1:11011) or a port"))
+    text.parse::<SocketAddr>().or_else(|_| format!("127.0.0.1:{text}").parse::<SocketAddr>()).map_err(|_| {
+        Problem::from(format!("--monti {text:?}: not HOST:PORT with an IP address (127.0.0.1:11011) or a port"))
+    })
 }
 
 /// What came in, as the series are built from it.
@@ -150,7 +152,7 @@ pub struct Monti {
 
 impl Monti {
     /// Listens on `addr` and serves in the background.
-    pub fn start(addr: SocketAddr, credentials: Option<Credentials>, limit: usize) -> Result<Monti, String> {
+    pub fn start(addr: SocketAddr, credentials: Option<Credentials>, limit: usize) -> Result<Monti, Problem> {
         let listener = TcpListener::bind(addr).map_err(|e| format!("--monti: cannot listen on {addr}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| format!("--monti: {e}"))?;
         listener.set_nonblocking(true).map_err(|e| format!("--monti: {e}"))?;

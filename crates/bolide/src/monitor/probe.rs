@@ -5,6 +5,8 @@
 
 use std::path::PathBuf;
 
+use crate::problem::Problem;
+
 /// The probe's source, as `npm/bolide-probe/index.js` has it.
 pub const SOURCE: &str = include_str!("../../../../npm/bolide-probe/index.js");
 
@@ -28,11 +30,11 @@ fn path_under(cache: &std::path::Path) -> PathBuf {
 
 /// Writes the probe where [`path`] says, unless it is there already with the same bytes; the
 /// path, or why it could not be written.
-pub fn write() -> Result<PathBuf, String> {
+pub fn write() -> Result<PathBuf, Problem> {
     write_at(path())
 }
 
-fn write_at(path: PathBuf) -> Result<PathBuf, String> {
+fn write_at(path: PathBuf) -> Result<PathBuf, Problem> {
     if std::fs::read(&path).is_ok_and(|b| b == SOURCE.as_bytes()) {
         return Ok(path);
     }

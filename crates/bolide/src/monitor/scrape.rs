@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::problem::Problem;
+
 /// The most of one `/metrics` answer read (a big exporter's is a few hundred KiB).
 pub const MAX_BODY: usize = 16 << 20;
 /// Series kept per endpoint unless `--scrape-limit` says otherwise.
@@ -34,14 +36,16 @@ pub struct Spec {
 }
 
 /// Parses `NAME=URL` (an http:// URL; `/metrics` when it names no path).
-pub fn parse_spec(text: &str) -> Result<Spec, String> {
+pub fn parse_spec(text: &str) -> Result<Spec, Problem> {
     let (name, url) = text
         .split_once('=')
         .filter(|(n, u)| !n.is_empty() && !u.is_empty())
         .ok_or_else(|| format!("--scrape {text:?} must look like NAME=URL (app=http://127.0.0.1:9100/metrics)"))?;
     let u = url::Url::parse(url).map_err(|e| format!("--scrape {name}={url}: not a URL: {e}"))?;
     if u.scheme() != "http" {
-        return Err(format!("--scrape {name}={url}: only http:// endpoints are read (the scheme is {:?})", u.scheme()));
+        return Err(
+            format!("--scrape {name}={url}: only http:// endpoints are read (the scheme is {:?})", u.scheme()).into()
+        );
     }
     let host = u.host_str().ok_or_else(|| format!("--scrape {name}={url}: the URL names no host"))?;
     let port = u.port().unwrap_or(80);
@@ -57,7 +61,7 @@ pub fn parse_spec(text: &str) -> Result<Spec, String> {
 }
 
 /// Parses `--probe NAME=HOST:PORT`: bolide-probe's `/metrics` on a loopback address.
-pub fn probe_spec(text: &str) -> Result<Spec, String> {
+pub fn probe_spec(text: &str) -> Result<Spec, Problem> {
     let (name, addr) = text
         .split_once('=')
         .filter(|(n, a)| !n.is_empty() && !a.is_empty())
@@ -66,7 +70,7 @@ pub fn probe_spec(text: &str) -> Result<Spec, String> {
         .parse()
         .map_err(|_| format!("--probe {name}={addr}: not HOST:PORT with an IP address (127.0.0.1:9465, [::1]:9465)"))?;
     if !sock.ip().is_loopback() {
-        return Err(format!("--probe {name}={addr}: bolide-probe serves loopback addresses only"));
+        return Err(format!("--probe {name}={addr}: bolide-probe serves loopback addresses only").into());
     }
     let mut s = parse_spec(&format!("{name}=http://{sock}/metrics"))?;
     s.name = name.to_string();
@@ -74,7 +78,7 @@ pub fn probe_spec(text: &str) -> Result<Spec, String> {
 }
 
 /// GETs the endpoint once: its body, or why not.
-pub fn fetch(spec: &Spec) -> Result<String, String> {
+pub fn fetch(spec: &Spec) -> Result<String, Problem> {
     let addrs: Vec<std::net::SocketAddr> =
         std::net::ToSocketAddrs::to_socket_addrs(&spec.addr).map_err(|e| format!("{}: {e}", spec.addr))?.collect();
     let addr = addrs.first().ok_or_else(|| format!("{}: no address", spec.addr))?;
@@ -93,14 +97,14 @@ pub fn fetch(spec: &Spec) -> Result<String, String> {
     let mut chunk = [0u8; 64 * 1024];
     loop {
         if Instant::now() > deadline {
-            return Err(format!("no whole answer within {} s", TIMEOUT.as_secs()));
+            return Err(format!("no whole answer within {} s", TIMEOUT.as_secs()).into());
         }
         match s.read(&mut chunk) {
             Ok(0) => break,
             Ok(n) => {
                 raw.extend_from_slice(&chunk[..n]);
                 if raw.len() > MAX_BODY + 64 * 1024 {
-                    return Err(format!("the answer is larger than {} MiB", MAX_BODY >> 20));
+                    return Err(format!("the answer is larger than {} MiB", MAX_BODY >> 20).into());
                 }
                 // A server that keeps the connection open after a whole answer is not waited for.
                 if whole(&raw) {
@@ -108,9 +112,9 @@ pub fn fetch(spec: &Spec) -> Result<String, String> {
                 }
             }
             Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-                return Err(format!("no whole answer within {} s", TIMEOUT.as_secs()))
+                return Err(format!("no whole answer within {} s", TIMEOUT.as_secs()).into())
             }
-            Err(e) => return Err(format!("reading the answer: {e}")),
+            Err(e) => return Err(format!("reading the answer: {e}").into()),
         }
     }
     let mut headers = [httparse::EMPTY_HEADER; 64];
@@ -121,7 +125,7 @@ pub fn fetch(spec: &Spec) -> Result<String, String> {
     };
     let status = res.code.unwrap_or(0);
     if status != 200 {
-        return Err(format!("HTTP {status} {}", crate::redact::printable(res.reason.unwrap_or(""))));
+        return Err(format!("HTTP {status} {}", crate::redact::printable(res.reason.unwrap_or(""))).into());
     }
     let chunked = res.headers.iter().any(|h| {
         h.name.eq_ignore_ascii_case("transfer-encoding") && String::from_utf8_lossy(h.value).contains("chunked")
@@ -132,7 +136,8 @@ pub fn fetch(spec: &Spec) -> Result<String, String> {
         return Err(format!(
             "the answer is {}-encoded (bolide asks for plain text)",
             crate::redact::printable(&encoding)
-        ));
+        )
+        .into());
     }
     // The body in place (no copy of up to 16 MiB), or the chunks' data (the raw answer freed).
     let body = if chunked {
@@ -141,7 +146,7 @@ pub fn fetch(spec: &Spec) -> Result<String, String> {
         raw.drain(..head);
         raw
     };
-    String::from_utf8(body).map_err(|_| "the answer is not UTF-8 text".to_string())
+    String::from_utf8(body).map_err(|_| Problem::from("the answer is not UTF-8 text"))
 }
 
 /// Whether `raw` holds a whole answer: its head, and its body by `Content-Length` or a chunked
@@ -190,7 +195,7 @@ pub(super) fn dechunk_prefix(data: &[u8]) -> Result<Option<(Vec<u8>, usize)>, &'
 }
 
 /// A whole chunked body: its data, or why not.
-fn dechunk(data: &[u8]) -> Result<Vec<u8>, String> {
+fn dechunk(data: &[u8]) -> Result<Vec<u8>, Problem> {
     match dechunk_prefix(data)? {
         Some((body, _)) => Ok(body),
         None => Err("a chunked answer cut short".into()),
@@ -307,7 +312,7 @@ pub struct Sample {
 
 /// Parses an exposition text into series values (all of them: for small texts and tests; a
 /// scrape goes through [`each_sample`] and keeps only what its limit allows).
-pub fn parse(text: &str) -> Result<Parsed, String> {
+pub fn parse(text: &str) -> Result<Parsed, Problem> {
     let mut out = Vec::new();
     each_sample(text, &mut |s| out.push((s.metric, s.labels, s.kind, s.value, s.buckets)));
     Ok(out)
@@ -491,7 +496,7 @@ fn sample_value(text: &str) -> Option<f64> {
 }
 
 /// Reads an endpoint once.
-pub fn read(spec: &Spec) -> Result<String, String> {
+pub fn read(spec: &Spec) -> Result<String, Problem> {
     fetch(spec)
 }
 
@@ -549,7 +554,7 @@ impl Scraper {
 
     /// Takes in an answer read `t` seconds into the run: its samples are read a line at a time
     /// and kept within the limit as they are read.
-    pub fn take_text(&mut self, t: f64, read: Result<String, String>) {
+    pub fn take_text(&mut self, t: f64, read: Result<String, Problem>) {
         self.result.scrapes += 1;
         match read {
             Ok(text) => {
@@ -560,19 +565,19 @@ impl Scraper {
             }
             Err(e) => {
                 self.result.errors += 1;
-                self.result.last_error = Some(e);
+                self.result.last_error = Some(e.to_string());
             }
         }
     }
 
     /// Takes in a reading made `t` seconds into the run.
-    pub fn take(&mut self, t: f64, read: Result<Parsed, String>) {
+    pub fn take(&mut self, t: f64, read: Result<Parsed, Problem>) {
         self.result.scrapes += 1;
         match read {
             Ok(parsed) => self.add(t, parsed),
             Err(e) => {
                 self.result.errors += 1;
-                self.result.last_error = Some(e);
+                self.result.last_error = Some(e.to_string());
             }
         }
     }

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::problem::Problem;
+
 /// What `--spawn`, `--ready-url` and `--ready-timeout` asked for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpawnPlan {
@@ -32,10 +34,10 @@ pub struct ReadyUrl {
 }
 
 impl ReadyUrl {
-    pub fn parse(text: &str) -> Result<ReadyUrl, String> {
+    pub fn parse(text: &str) -> Result<ReadyUrl, Problem> {
         let u = url::Url::parse(text).map_err(|e| format!("--ready-url {text:?} is not a URL: {e}"))?;
         if u.scheme() != "http" {
-            return Err(format!("--ready-url {text:?}: only http:// URLs are polled"));
+            return Err(format!("--ready-url {text:?}: only http:// URLs are polled").into());
         }
         let host = u.host_str().ok_or_else(|| format!("--ready-url {text:?} has no host"))?.to_string();
         let port = u.port_or_known_default().unwrap_or(80);
@@ -51,7 +53,7 @@ impl ReadyUrl {
     }
 
     /// The status code of one GET, or why there was none.
-    pub fn status(&self, timeout: Duration) -> Result<u16, String> {
+    pub fn status(&self, timeout: Duration) -> Result<u16, Problem> {
         let mut last = String::from("no address");
         for a in &self.addrs {
             match self.get(a, timeout) {
@@ -59,7 +61,7 @@ impl ReadyUrl {
                 Err(e) => last = e.to_string(),
             }
         }
-        Err(last)
+        Err(last.into())
     }
 
     fn get(&self, addr: &SocketAddr, timeout: Duration) -> std::io::Result<u16> {
@@ -380,8 +382,8 @@ mod tests {
         let r = ReadyUrl::parse("http://127.0.0.1:9/health?x=1").unwrap();
         assert_eq!(r.path, "/health?x=1");
         assert_eq!(r.host, "127.0.0.1:9");
-        assert!(ReadyUrl::parse("https://127.0.0.1/").unwrap_err().contains("only http://"));
-        assert!(ReadyUrl::parse("nope").unwrap_err().contains("not a URL"));
+        assert!(ReadyUrl::parse("https://127.0.0.1/").unwrap_err().to_string().contains("only http://"));
+        assert!(ReadyUrl::parse("nope").unwrap_err().to_string().contains("not a URL"));
         assert_eq!(ReadyUrl::parse("http://[::1]:8/").unwrap().addrs[0], "[::1]:8".parse().unwrap());
     }
 }

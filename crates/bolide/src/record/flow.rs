@@ -407,8 +407,27 @@ pub fn build(messages: &[Message], http: &[HttpAction], opts: &Options) -> Recor
     // At most a think, a set, the step and a waitFor each: reserved once (pages never written to
     // cost nothing), so a long session's steps are not copied as they grow.
     rec.steps.reserve(2 * (messages.len() + http.len()) + 2);
-    // Ids the browser made: how often each appears in what it sent (the one that recurs most is
-    // the user's own, `$vuId`; one that appears once is new each time, `$randomId`).
+    let mut flow = Flow::new(rec, made_ids(messages), opts);
+    for event in in_time_order(messages, http).into_iter().map(Some).chain(std::iter::once(None)) {
+        let action = match event {
+            None | Some(Ok(_)) => true,
+            Some(Err(m)) => m.sent && !matches!(m.kind().as_str(), "ping" | "pong"),
+        };
+        if action {
+            flow.wait_for_touched();
+        }
+        match event {
+            None => break,
+            Some(Ok(h)) => flow.http(h),
+            Some(Err(m)) => flow.message(m),
+        }
+    }
+    flow.finish()
+}
+
+/// The ids the browser made: how often each appears in what it sent (the one that recurs most is
+/// the user's own, `$vuId`; one that appears once is new each time, `$randomId`).
+fn made_ids(messages: &[Message]) -> Made {
     let mut returned: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut made: BTreeMap<String, usize> = BTreeMap::new();
     // Made ids a document was given (its `_id`): new each time, never the page's own.
@@ -456,17 +475,11 @@ pub fn build(messages: &[Message], http: &[HttpAction], opts: &Options) -> Recor
         .filter(|(id, n)| **n >= 2 && !doc_ids.contains(*id))
         .max_by_key(|(_, n)| **n)
         .map(|(id, _)| id.clone());
-    let made = Made { own, returned: returned.into_iter().filter(|r| made.contains_key(r)).collect(), count: made };
-    let mut known: HashMap<String, Source> = HashMap::new();
-    let mut calls: HashMap<String, usize> = HashMap::new();
-    let mut login_call: Option<String> = None;
-    let mut subs: HashMap<String, String> = HashMap::new();
-    let mut per_method: HashMap<String, usize> = HashMap::new();
-    let mut said: Said = Said::new();
-    let mut last: Option<f64> = None;
-    let mut connected = false;
-    let (mut skipped_subs, mut other) = (0usize, BTreeMap::<String, usize>::new());
-    // The page's plain requests and the connection's messages, in time order.
+    Made { own, returned: returned.into_iter().filter(|r| made.contains_key(r)).collect(), count: made }
+}
+
+/// The page's plain requests and the connection's messages, in time order.
+fn in_time_order<'a>(messages: &'a [Message], http: &'a [HttpAction]) -> Vec<Result<&'a HttpAction, &'a Message>> {
     let mut requests = http.iter().peekable();
     let mut events: Vec<Result<&HttpAction, &Message>> = Vec::with_capacity(messages.len() + http.len());
     for m in messages {
@@ -476,212 +489,279 @@ pub fn build(messages: &[Message], http: &[HttpAction], opts: &Options) -> Recor
         events.push(Err(m));
     }
     events.extend(requests.map(Ok));
-    // The last call (its label, the strings it sent and the one it got back, its DDP id) and the
-    // documents added or removed since: a `waitFor` where the page's next action came after the
-    // call's own document arrived or left.
-    let mut last_call: Option<(String, Vec<String>, String)> = None;
-    let mut touched: Vec<(String, String, bool)> = Vec::new();
-    let mut waits = 0;
-    for event in events.into_iter().map(Some).chain(std::iter::once(None)) {
-        let action = match event {
-            None | Some(Ok(_)) => true,
-            Some(Err(m)) => m.sent && !matches!(m.kind().as_str(), "ping" | "pong"),
-        };
-        if action {
-            if let (Some((label, ids, _)), true) = (last_call.take(), opts.correlate) {
-                let mut seen: Vec<&str> = Vec::new();
-                for id in &ids {
-                    let Some((collection, _, gone)) = touched.iter().rev().find(|(_, d, _)| d == id) else { continue };
-                    if seen.contains(&id.as_str()) {
-                        continue;
-                    }
-                    seen.push(id);
-                    let id = substitute(
-                        Value::String(id.clone()),
-                        &format!("waitFor after {label}"),
-                        &mut rec,
-                        &known,
-                        &made,
-                        opts,
-                        &mut said,
-                    );
-                    rec.steps.push(Step::WaitFor { collection: collection.clone(), id, gone: *gone });
-                    waits += 1;
-                }
-            }
-            touched.clear();
+    events
+}
+
+/// The flow [`build`] writes as it reads one event at a time, and what it keeps between them.
+struct Flow<'a> {
+    rec: Recorded,
+    made: Made,
+    opts: &'a Options,
+    /// Values the server sent, by where they came from.
+    known: HashMap<String, Source>,
+    /// The calls not yet answered: their DDP id and their step.
+    calls: HashMap<String, usize>,
+    login_call: Option<String>,
+    /// The subscriptions by their DDP id.
+    subs: HashMap<String, String>,
+    per_method: HashMap<String, usize>,
+    said: Said,
+    last: Option<f64>,
+    connected: bool,
+    skipped_subs: usize,
+    other: BTreeMap<String, usize>,
+    /// The last call (its label, the strings it sent and the one it got back, its DDP id) and the
+    /// documents added or removed since: a `waitFor` where the page's next action came after the
+    /// call's own document arrived or left.
+    last_call: Option<(String, Vec<String>, String)>,
+    touched: Vec<(String, String, bool)>,
+    waits: usize,
+}
+
+impl<'a> Flow<'a> {
+    fn new(rec: Recorded, made: Made, opts: &'a Options) -> Flow<'a> {
+        Flow {
+            rec,
+            made,
+            opts,
+            known: HashMap::new(),
+            calls: HashMap::new(),
+            login_call: None,
+            subs: HashMap::new(),
+            per_method: HashMap::new(),
+            said: Said::new(),
+            last: None,
+            connected: false,
+            skipped_subs: 0,
+            other: BTreeMap::new(),
+            last_call: None,
+            touched: Vec::new(),
+            waits: 0,
         }
-        let Some(event) = event else { break };
-        let m = match event {
-            Ok(h) => {
-                if connected {
-                    think(&mut rec, last.map(|t| h.time_s - t), opts);
+    }
+
+    /// Before the page's next action: a `waitFor` for each document the last call made arrive
+    /// (or leave) since.
+    fn wait_for_touched(&mut self) {
+        if let (Some((label, ids, _)), true) = (self.last_call.take(), self.opts.correlate) {
+            let mut seen: Vec<&str> = Vec::new();
+            for id in &ids {
+                let Some((collection, _, gone)) = self.touched.iter().rev().find(|(_, d, _)| d == id) else { continue };
+                if seen.contains(&id.as_str()) {
+                    continue;
                 }
-                rec.steps.push(Step::Http {
-                    method: h.method.clone(),
-                    url: h.url.clone(),
-                    body: h.body.clone().map(Box::new),
-                });
-                last = Some(h.end_s);
-                continue;
+                seen.push(id);
+                let id = substitute(
+                    Value::String(id.clone()),
+                    &format!("waitFor after {label}"),
+                    &mut self.rec,
+                    &self.known,
+                    &self.made,
+                    self.opts,
+                    &mut self.said,
+                );
+                self.rec.steps.push(Step::WaitFor { collection: collection.clone(), id, gone: *gone });
+                self.waits += 1;
             }
-            Err(m) => m,
-        };
+        }
+        self.touched.clear();
+    }
+
+    /// A plain request of the page's.
+    fn http(&mut self, h: &HttpAction) {
+        if self.connected {
+            think(&mut self.rec, self.last.map(|t| h.time_s - t), self.opts);
+        }
+        self.rec.steps.push(Step::Http {
+            method: h.method.clone(),
+            url: h.url.clone(),
+            body: h.body.clone().map(Box::new),
+        });
+        self.last = Some(h.end_s);
+    }
+
+    /// A DDP message, sent or received.
+    fn message(&mut self, m: &Message) {
         let msg = m.msg();
         let k = kind(&msg);
         if matches!(k, "ping" | "pong") {
-            continue; // heartbeats: bolide answers and sends its own
+            return; // heartbeats: bolide answers and sends its own
         }
         if m.sent {
-            if connected && k != "connect" {
-                think(&mut rec, last.map(|t| m.time_s - t), opts);
+            if self.connected && k != "connect" {
+                think(&mut self.rec, self.last.map(|t| m.time_s - t), self.opts);
             }
-            match k {
-                "connect" if !connected => {
-                    rec.steps.push(Step::Connect);
-                    connected = true;
-                }
-                "connect" => rec.notes.push("the browser connected again on this connection; kept once".into()),
-                "sub" => {
-                    let id = msg.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
-                    let name = msg.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
-                    if let std::collections::hash_map::Entry::Vacant(slot) = subs.entry(id) {
-                        slot.insert(name.clone());
-                        let params = msg.get("params").cloned().unwrap_or(Value::Array(vec![]));
-                        let params =
-                            substitute(params, &format!("subscribe {name}"), &mut rec, &known, &made, opts, &mut said);
-                        let params = hide_secrets(params, &format!("subscribe {name}"), &mut rec);
-                        rec.steps.push(Step::Subscribe { name, params: params.to_string() });
-                    } else {
-                        skipped_subs += 1;
-                    }
-                }
-                "unsub" => {
-                    let id = msg.get("id").and_then(Value::as_str).unwrap_or_default();
-                    if let Some(name) = subs.get(id) {
-                        rec.steps.push(Step::Unsubscribe(name.clone()));
-                    }
-                }
-                "method" => {
-                    let method = msg.get("method").and_then(Value::as_str).unwrap_or_default().to_string();
-                    let id = msg.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
-                    let params = msg.get("params").cloned().unwrap_or(Value::Array(vec![]));
-                    if method == "login" {
-                        let first = params.get(0).cloned().unwrap_or(Value::Null);
-                        if first.get("resume").is_some() {
-                            rec.steps.push(Step::LoginResume);
-                            need_column(&mut rec, "loginToken");
-                            rec.substitutions.push(
-                                "login: the resume token became {{ loginToken }}, a column of the payload file (the recorded token is not written)".into(),
-                            );
-                        } else {
-                            rec.steps.push(Step::LoginPassword);
-                            // Added to what the flow needs already: a second login keeps the first's.
-                            need_column(&mut rec, "username");
-                            need_column(&mut rec, "password");
-                            let user = first.get("user");
-                            rec.username = user
-                                .and_then(|u| u.get("username").or_else(|| u.get("email")))
-                                .and_then(Value::as_str)
-                                .map(str::to_string);
-                            rec.substitutions.push(
-                                "login: the user and password became {{ username }} and {{ password }}, columns of the payload file (the recorded digest is not written)".into(),
-                            );
-                        }
-                        login_call = Some(id);
-                    } else {
-                        let n = per_method.entry(method.clone()).or_default();
-                        *n += 1;
-                        let what = format!("call {method} #{n}");
-                        let params_raw = params.clone();
-                        let params = substitute(params, &what, &mut rec, &known, &made, opts, &mut said);
-                        let params = hide_secrets(params, &method, &mut rec);
-                        let mut sent = Vec::new();
-                        strings(&params_raw, &mut sent);
-                        last_call = Some((what.clone(), sent.into_iter().map(str::to_string).collect(), id.clone()));
-                        calls.insert(id, rec.steps.len());
-                        rec.steps.push(Step::Call { method, params: params.to_string(), capture: None, nth: *n });
-                    }
-                    if msg.contains_key("randomSeed") && opts.correlate {
-                        note_once(
-                            &mut rec,
-                            &mut said,
-                            "randomSeed: bolide's calls send none; the server makes its own ids for inserts",
-                        );
-                    }
-                }
-                other_kind => *other.entry(format!("sent {other_kind}")).or_default() += 1,
-            }
+            self.sent(&msg, k);
         } else {
-            match k {
-                "result" => {
-                    let id = msg.get("id").and_then(Value::as_str).unwrap_or_default();
-                    let result = msg.get("result");
-                    if login_call.as_deref() == Some(id) {
-                        for (field, source) in [("token", Source::LoginToken), ("id", Source::UserId)] {
-                            if let Some(v) = result.and_then(|r| r.get(field)).and_then(Value::as_str) {
-                                // A value the recording proxy masked is no token of this session.
-                                if v != crate::redact::MASK {
-                                    known.insert(v.to_string(), source);
-                                }
+            self.received(&msg, k);
+        }
+        self.last = Some(m.time_s);
+    }
+
+    /// A message the browser sent.
+    fn sent(&mut self, msg: &serde_json::Map<String, Value>, k: &str) {
+        match k {
+            "connect" if !self.connected => {
+                self.rec.steps.push(Step::Connect);
+                self.connected = true;
+            }
+            "connect" => self.rec.notes.push("the browser connected again on this connection; kept once".into()),
+            "sub" => self.subscribe(msg),
+            "unsub" => {
+                let id = msg.get("id").and_then(Value::as_str).unwrap_or_default();
+                if let Some(name) = self.subs.get(id) {
+                    self.rec.steps.push(Step::Unsubscribe(name.clone()));
+                }
+            }
+            "method" => self.method(msg),
+            other_kind => *self.other.entry(format!("sent {other_kind}")).or_default() += 1,
+        }
+    }
+
+    fn subscribe(&mut self, msg: &serde_json::Map<String, Value>) {
+        let id = msg.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+        let name = msg.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.subs.entry(id) {
+            slot.insert(name.clone());
+            let params = msg.get("params").cloned().unwrap_or(Value::Array(vec![]));
+            let what = format!("subscribe {name}");
+            let params = substitute(params, &what, &mut self.rec, &self.known, &self.made, self.opts, &mut self.said);
+            let params = hide_secrets(params, &what, &mut self.rec);
+            self.rec.steps.push(Step::Subscribe { name, params: params.to_string() });
+        } else {
+            self.skipped_subs += 1;
+        }
+    }
+
+    fn method(&mut self, msg: &serde_json::Map<String, Value>) {
+        let method = msg.get("method").and_then(Value::as_str).unwrap_or_default().to_string();
+        let id = msg.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+        let params = msg.get("params").cloned().unwrap_or(Value::Array(vec![]));
+        if method == "login" {
+            self.login(params.get(0).cloned().unwrap_or(Value::Null));
+            self.login_call = Some(id);
+        } else {
+            let n = self.per_method.entry(method.clone()).or_default();
+            *n += 1;
+            let n = *n;
+            let what = format!("call {method} #{n}");
+            let params_raw = params.clone();
+            let params = substitute(params, &what, &mut self.rec, &self.known, &self.made, self.opts, &mut self.said);
+            let params = hide_secrets(params, &method, &mut self.rec);
+            let mut sent = Vec::new();
+            strings(&params_raw, &mut sent);
+            self.last_call = Some((what.clone(), sent.into_iter().map(str::to_string).collect(), id.clone()));
+            self.calls.insert(id, self.rec.steps.len());
+            self.rec.steps.push(Step::Call { method, params: params.to_string(), capture: None, nth: n });
+        }
+        if msg.contains_key("randomSeed") && self.opts.correlate {
+            note_once(
+                &mut self.rec,
+                &mut self.said,
+                "randomSeed: bolide's calls send none; the server makes its own ids for inserts",
+            );
+        }
+    }
+
+    /// A login call, its first parameter `first`: a resume token or a user and password.
+    fn login(&mut self, first: Value) {
+        let rec = &mut self.rec;
+        if first.get("resume").is_some() {
+            rec.steps.push(Step::LoginResume);
+            need_column(rec, "loginToken");
+            rec.substitutions.push(
+                "login: the resume token became {{ loginToken }}, a column of the payload file (the recorded token is not written)".into(),
+            );
+        } else {
+            rec.steps.push(Step::LoginPassword);
+            // Added to what the flow needs already: a second login keeps the first's.
+            need_column(rec, "username");
+            need_column(rec, "password");
+            let user = first.get("user");
+            rec.username = user
+                .and_then(|u| u.get("username").or_else(|| u.get("email")))
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            rec.substitutions.push(
+                "login: the user and password became {{ username }} and {{ password }}, columns of the payload file (the recorded digest is not written)".into(),
+            );
+        }
+    }
+
+    /// A message the server sent.
+    fn received(&mut self, msg: &serde_json::Map<String, Value>, k: &str) {
+        match k {
+            "result" => {
+                let id = msg.get("id").and_then(Value::as_str).unwrap_or_default();
+                let result = msg.get("result");
+                if self.login_call.as_deref() == Some(id) {
+                    for (field, source) in [("token", Source::LoginToken), ("id", Source::UserId)] {
+                        if let Some(v) = result.and_then(|r| r.get(field)).and_then(Value::as_str) {
+                            // A value the recording proxy masked is no token of this session.
+                            if v != crate::redact::MASK {
+                                self.known.insert(v.to_string(), source);
                             }
                         }
-                    } else if let (Some(step), Some(Value::String(v))) = (calls.remove(id), result) {
-                        known.insert(v.clone(), Source::Result(step));
-                        if let Some((_, ids, _)) = last_call.as_mut().filter(|c| c.2 == id) {
-                            ids.push(v.clone());
-                        }
+                    }
+                } else if let (Some(step), Some(Value::String(v))) = (self.calls.remove(id), result) {
+                    self.known.insert(v.clone(), Source::Result(step));
+                    if let Some((_, ids, _)) = self.last_call.as_mut().filter(|c| c.2 == id) {
+                        ids.push(v.clone());
                     }
                 }
-                "added" | "removed" => {
-                    if let (Some(id), Some(c)) =
-                        (msg.get("id").and_then(Value::as_str), msg.get("collection").and_then(Value::as_str))
-                    {
-                        if k == "added" {
-                            known.entry(id.to_string()).or_insert_with(|| Source::Added(c.to_string()));
-                        }
-                        touched.push((c.to_string(), id.to_string(), k == "removed"));
-                    }
-                }
-                _ => {}
             }
+            "added" | "removed" => {
+                if let (Some(id), Some(c)) =
+                    (msg.get("id").and_then(Value::as_str), msg.get("collection").and_then(Value::as_str))
+                {
+                    if k == "added" {
+                        self.known.entry(id.to_string()).or_insert_with(|| Source::Added(c.to_string()));
+                    }
+                    self.touched.push((c.to_string(), id.to_string(), k == "removed"));
+                }
+            }
+            _ => {}
         }
-        last = Some(m.time_s);
     }
-    if connected {
-        // Neither HAR format says when the page closed: a short pause after the last message (as
-        // a person reads what arrived), said, instead of a disconnect right on the last send.
-        let before = rec.steps.len();
-        think(&mut rec, Some(CLOSE_PAUSE_S), opts);
-        if rec.steps.len() > before {
+
+    /// The flow with its disconnect, its repeats folded and its notes on what was left out.
+    fn finish(self) -> Recorded {
+        let Flow { mut rec, opts, connected, waits, skipped_subs, other, .. } = self;
+        if connected {
+            // Neither HAR format says when the page closed: a short pause after the last message (as
+            // a person reads what arrived), said, instead of a disconnect right on the last send.
+            let before = rec.steps.len();
+            think(&mut rec, Some(CLOSE_PAUSE_S), opts);
+            if rec.steps.len() > before {
+                rec.notes.push(format!(
+                    "disconnect: the HAR does not say when the page closed; a {CLOSE_PAUSE_S:.0} s pause is written before it (edit it to taste)"
+                ));
+            }
+            rec.steps.push(Step::Disconnect);
+        }
+        let (steps, folded) = fold(std::mem::take(&mut rec.steps));
+        rec.steps = steps;
+        if folded > 0 {
+            let loops = rec.steps.iter().filter(|s| matches!(s, Step::Loop { .. })).count();
             rec.notes.push(format!(
-                "disconnect: the HAR does not say when the page closed; a {CLOSE_PAUSE_S:.0} s pause is written before it (edit it to taste)"
+                "{folded} steps that repeated the same steps in a row folded into {loops} loop{} (each loop's thinks the mean of those it stands for)",
+                if loops == 1 { "" } else { "s" }
             ));
         }
-        rec.steps.push(Step::Disconnect);
+        if waits > 0 {
+            rec.notes.push(format!(
+                "{waits} waitFor steps: after a call, the page acted again once the document the call made had \
+                 arrived (or the one it removed had gone); each user waits for its own"
+            ));
+        }
+        if skipped_subs > 0 {
+            rec.notes.push(format!("{skipped_subs} repeated sub messages (an id already subscribed) kept once"));
+        }
+        for (what, n) in other {
+            rec.notes.push(format!("{n} {what} messages left out"));
+        }
+        rec
     }
-    let (steps, folded) = fold(std::mem::take(&mut rec.steps));
-    rec.steps = steps;
-    if folded > 0 {
-        let loops = rec.steps.iter().filter(|s| matches!(s, Step::Loop { .. })).count();
-        rec.notes.push(format!(
-            "{folded} steps that repeated the same steps in a row folded into {loops} loop{} (each loop's thinks the mean of those it stands for)",
-            if loops == 1 { "" } else { "s" }
-        ));
-    }
-    if waits > 0 {
-        rec.notes.push(format!(
-            "{waits} waitFor steps: after a call, the page acted again once the document the call made had \
-             arrived (or the one it removed had gone); each user waits for its own"
-        ));
-    }
-    if skipped_subs > 0 {
-        rec.notes.push(format!("{skipped_subs} repeated sub messages (an id already subscribed) kept once"));
-    }
-    for (what, n) in other {
-        rec.notes.push(format!("{n} {what} messages left out"));
-    }
-    rec
 }
 
 /// The longest run of steps [`fold`] looks for repeats of.

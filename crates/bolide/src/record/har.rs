@@ -7,6 +7,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::problem::Problem;
+
 /// The largest HAR bolide reads (1 GiB): a browser session of hours; more is refused at once.
 pub const MAX_HAR_BYTES: u64 = 1 << 30;
 
@@ -159,36 +161,38 @@ impl Message {
 /// requests. The error says why the file is not a HAR (with the line and column of broken JSON).
 /// A file is read as a stream, twice (its JSON first, then what bolide keeps of it), so that what
 /// it holds besides the frames and requests (response bodies, headers, timings) costs no memory.
-pub fn read(path: &Path) -> Result<Har, String> {
+pub fn read(path: &Path) -> Result<Har, Problem> {
     let at = |e: std::io::Error| format!("{}: {e}", path.display());
     let open = || std::fs::File::open(path).map(std::io::BufReader::new).map_err(at);
     let meta = std::fs::metadata(path).map_err(at)?;
     if !meta.is_file() {
         // A pipe or a device: read once, within the limit.
         let bytes = crate::files::read_limited(path, MAX_HAR_BYTES).map_err(at)?;
-        return parse(&bytes).map_err(|e| format!("{}:{e}", path.display()));
+        return parse(&bytes).map_err(|e| Problem::from(format!("{}:{e}", path.display())));
     }
     if meta.len() > MAX_HAR_BYTES {
-        return Err(format!("{}: larger than {} MiB, the most bolide reads", path.display(), MAX_HAR_BYTES >> 20));
+        return Err(
+            format!("{}: larger than {} MiB, the most bolide reads", path.display(), MAX_HAR_BYTES >> 20).into()
+        );
     }
     let syntax = serde_json::from_reader::<_, serde::de::IgnoredAny>(open()?);
     let kept = syntax
         .map_err(json_error)
         .and_then(|_| serde_json::from_reader::<_, HarFile>(open()?).map_err(json_error).and_then(HarFile::into_har));
-    kept.map_err(|e| format!("{}:{e}", path.display()))
+    kept.map_err(|e| Problem::from(format!("{}:{e}", path.display())))
 }
 
 /// [`read`] on the file's bytes; errors start with `LINE:COLUMN: ` where they have a place.
-pub fn parse(bytes: &[u8]) -> Result<Har, String> {
+pub fn parse(bytes: &[u8]) -> Result<Har, Problem> {
     serde_json::from_slice::<serde::de::IgnoredAny>(bytes).map_err(json_error)?;
     serde_json::from_slice::<HarFile>(bytes).map_err(json_error)?.into_har()
 }
 
-fn json_error(e: serde_json::Error) -> String {
+fn json_error(e: serde_json::Error) -> Problem {
     let what = if e.is_eof() { "the file ends inside its JSON (truncated?)".to_string() } else { e.to_string() };
     // serde_json's own words end with " at line L column C": the place is said first.
     let what = what.split(" at line ").next().unwrap_or(&what).to_string();
-    format!("{}:{}: not a HAR: {what}", e.line(), e.column())
+    Problem::from(format!("{}:{}: not a HAR: {what}", e.line(), e.column()))
 }
 
 /// What bolide reads of a HAR file; anything else in it is skipped as it is read.
@@ -406,7 +410,7 @@ impl<'de> serde::Deserialize<'de> for Frames {
 }
 
 impl HarFile {
-    fn into_har(self) -> Result<Har, String> {
+    fn into_har(self) -> Result<Har, Problem> {
         let entries = self.log.and_then(|l| l.entries).ok_or_else(|| {
             " not a HAR: no log.entries (a HAR is JSON with {\"log\": {\"entries\": [...]}})".to_string()
         })?;
@@ -507,12 +511,12 @@ pub fn transport(url: &str) -> Transport {
 
 /// The server a connection's URL belongs to, as a scenario's target: `ws://host:3000/websocket`
 /// -> `http://host:3000`; an error when the URL is none.
-pub fn target(url: &str) -> Result<String, String> {
+pub fn target(url: &str) -> Result<String, Problem> {
     let u = url::Url::parse(url).map_err(|e| format!("the connection's URL {url:?} is not a URL: {e}"))?;
     let scheme = match u.scheme() {
         "wss" | "https" => "https",
         "ws" | "http" => "http",
-        other => return Err(format!("the connection's URL {url:?} has the scheme {other:?}, not ws or wss")),
+        other => return Err(format!("the connection's URL {url:?} has the scheme {other:?}, not ws or wss").into()),
     };
     let host = u.host_str().ok_or_else(|| format!("the connection's URL {url:?} names no host"))?;
     Ok(match u.port() {
@@ -657,13 +661,13 @@ mod tests {
 
     #[test]
     fn broken_files_say_where_and_why() {
-        let e = parse(b"{\"log\": {\"entries\": [").unwrap_err();
+        let e = parse(b"{\"log\": {\"entries\": [").unwrap_err().to_string();
         assert!(e.starts_with("1:") && e.contains(": not a HAR: the file ends inside its JSON"), "{e}");
-        let e = parse(b"{\n  \"log\": 3,\n}").unwrap_err();
+        let e = parse(b"{\n  \"log\": 3,\n}").unwrap_err().to_string();
         assert!(e.starts_with("3:1: not a HAR"), "{e}");
-        assert!(target("ws://120.0000001.0.0.1:3000/websocket").unwrap_err().contains("is not a URL"));
+        assert!(target("ws://120.0000001.0.0.1:3000/websocket").unwrap_err().to_string().contains("is not a URL"));
         assert_eq!(target("ws://[::1]:3000/websocket"), Ok("http://[::1]:3000".to_string()));
-        let e = parse(b"{\"log\": {}}").unwrap_err();
+        let e = parse(b"{\"log\": {}}").unwrap_err().to_string();
         assert!(e.contains("no log.entries"), "{e}");
         assert!(parse(b"{\"log\": {\"entries\": []}}").unwrap().connections.is_empty());
     }

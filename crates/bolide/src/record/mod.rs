@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::cli::RecordArgs;
 use crate::console::{exit, Io};
+use crate::problem::Problem;
 use flow::{Options, Recorded, Step};
 
 /// mimalloc's option `purge_delay` (its number in mimalloc.h): milliseconds before freed memory
@@ -27,61 +28,122 @@ pub fn record(args: &RecordArgs, io: &mut Io, cancel: &tokio_util::sync::Cancell
     // made, and its messages as its steps are (BENCHMARKS.md: memory within 2x the HAR's size).
     // SAFETY: sets one option by its number (`mi_option_purge_delay`); allowed at any time.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
-    let think_max = match humantime::parse_duration(&args.think_max) {
-        // A think past what a scenario may hold would make a scenario `bolide run` refuses.
-        Ok(d) if d > crate::scenario::MAX_DURATION => {
-            let _ =
-                writeln!(io.err, "error: --think-max {}: at most 30 days (a scenario's longest pause)", args.think_max);
-            return exit::USAGE;
+    match run(args, io, cancel) {
+        Ok(code) => code,
+        Err(stop) => {
+            stop.problem.print(io.err);
+            stop.code
         }
-        Ok(d) => d,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: --think-max {}: {e} (a duration such as 10s or 500ms)", args.think_max);
-            return exit::USAGE;
-        }
-    };
-    if !(args.think_scale.is_finite() && args.think_scale >= 0.0) {
-        let _ =
-            writeln!(io.err, "error: --think-scale {}: a factor of 0 or more (0 drops the thinks)", args.think_scale);
-        return exit::USAGE;
     }
+}
+
+/// Why `bolide record` stops before it writes a scenario: the problem, said once by [`record`],
+/// and the exit code.
+struct Stop {
+    problem: Problem,
+    code: i32,
+}
+
+impl Stop {
+    /// A problem with what the user gave (exit 2).
+    fn usage(problem: impl Into<Problem>) -> Stop {
+        Stop { problem: problem.into(), code: exit::USAGE }
+    }
+
+    /// A problem while recording or writing (exit 3).
+    fn run(problem: impl Into<Problem>) -> Stop {
+        Stop { problem: problem.into(), code: exit::RUN }
+    }
+}
+
+/// The DDP connections of a session, each with its messages, in the HAR's order.
+type Connections = Vec<(har::Connection, Vec<har::Message>)>;
+
+/// [`record`]'s stages: the options read, the session read (from a file or through the proxy),
+/// its DDP connections made flows, the scenario checked, written, and what was done said.
+fn run(args: &RecordArgs, io: &mut Io, cancel: &tokio_util::sync::CancellationToken) -> Result<i32, Stop> {
+    let opts = options(args)?;
     let output = args.output.clone().unwrap_or_else(|| "-".into());
     let to_stdout = crate::files::is_stdout(&output);
     for path in std::iter::once(&output).chain(args.har_out.as_ref()) {
-        if let Err(e) = crate::files::check_writable(path) {
-            let _ = writeln!(io.err, "error: {e}");
-            return exit::USAGE;
-        }
+        crate::files::check_writable(path).map_err(Stop::usage)?;
     }
-    let (recorded, har_path) = if let Some(listen) = &args.listen {
-        match listen_and_record(args, listen, io, cancel) {
-            Ok(Some(conns)) => (conns, args.har_out.clone().unwrap_or_else(|| "the proxy".into())),
-            Ok(None) => return exit::OK,
-            Err(code) => return code,
+    let Some((recorded, har_path)) = session(args, io, cancel)? else { return Ok(exit::OK) };
+    let har_path = &har_path;
+    let ddp = ddp_connections(recorded.connections, har_path)?;
+    let picks = picks(args, ddp.len())?;
+    let choice = flow::HttpChoice { ddp_only: args.ddp_only, keep_static: args.keep_static };
+    let (flows, target) = flows(&ddp, &recorded.requests, &picks, &opts, choice, har_path)?;
+    let text = checked_scenario(&flows, &ddp[picks[0] - 1].0, &target, har_path, ddp.len())?;
+    let said = summary(args, &ddp, &picks, &flows, har_path);
+    if to_stdout {
+        let _ = write!(io.out, "{text}");
+        let _ = write!(io.err, "{said}");
+        return Ok(exit::OK);
+    }
+    crate::files::write_atomically(&output, |w| w.write_all(text.as_bytes()))
+        .map_err(|e| Stop::run(format!("cannot write {}: {e}", output.display())))?;
+    let _ = write!(io.out, "{said}");
+    let _ = writeln!(
+        io.out,
+        "Scenario: {} (run it: bolide run {} --arrival-rate 5 -d 30s)",
+        output.display(),
+        output.display()
+    );
+    Ok(exit::OK)
+}
+
+/// The flow's options: `--no-correlate`, `--think-scale` and `--think-max`.
+fn options(args: &RecordArgs) -> Result<Options, Stop> {
+    let think_max = match humantime::parse_duration(&args.think_max) {
+        // A think past what a scenario may hold would make a scenario `bolide run` refuses.
+        Ok(d) if d > crate::scenario::MAX_DURATION => {
+            return Err(Stop::usage(format!(
+                "--think-max {}: at most 30 days (a scenario's longest pause)",
+                args.think_max
+            )));
         }
-    } else {
-        let Some(har_path) = &args.har else {
-            let _ = writeln!(
-                io.err,
-                "error: give the HAR file to turn into a scenario (bolide record session.har -o s.yml), or record \
-                 through the proxy (bolide record --listen 127.0.0.1:3100 --to http://127.0.0.1:3000 -o s.yml)"
-            );
-            return exit::USAGE;
-        };
-        match har::read(har_path) {
-            Ok(c) => (c, har_path.clone()),
-            Err(e) => {
-                let _ = writeln!(io.err, "error: {e}");
-                return exit::USAGE;
-            }
+        Ok(d) => d,
+        Err(e) => {
+            return Err(Stop::usage(format!("--think-max {}: {e} (a duration such as 10s or 500ms)", args.think_max)));
         }
     };
-    let har_path = &har_path;
-    let total = recorded.connections.len();
-    // The DDP connections, in the HAR's order (their frames become messages as they go).
+    if !(args.think_scale.is_finite() && args.think_scale >= 0.0) {
+        return Err(Stop::usage(format!(
+            "--think-scale {}: a factor of 0 or more (0 drops the thinks)",
+            args.think_scale
+        )));
+    }
+    Ok(Options { correlate: !args.no_correlate, think_scale: args.think_scale, think_max })
+}
+
+/// The session and where it came from: the HAR file, or what passed through the proxy (None:
+/// nothing passed, said).
+fn session(
+    args: &RecordArgs,
+    io: &mut Io,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<Option<(har::Har, std::path::PathBuf)>, Stop> {
+    if let Some(listen) = &args.listen {
+        let conns = listen_and_record(args, listen, io, cancel)?;
+        return Ok(conns.map(|c| (c, args.har_out.clone().unwrap_or_else(|| "the proxy".into()))));
+    }
+    let Some(har_path) = &args.har else {
+        return Err(Stop::usage(
+            "give the HAR file to turn into a scenario (bolide record session.har -o s.yml), or record \
+             through the proxy (bolide record --listen 127.0.0.1:3100 --to http://127.0.0.1:3000 -o s.yml)",
+        ));
+    };
+    let c = har::read(har_path).map_err(Stop::usage)?;
+    Ok(Some((c, har_path.clone())))
+}
+
+/// The DDP connections, in the HAR's order (their frames become messages as they go); none is a
+/// problem that says why.
+fn ddp_connections(connections: Vec<har::Connection>, har_path: &Path) -> Result<Connections, Stop> {
+    let total = connections.len();
     let mut other = 0;
-    let ddp: Vec<(har::Connection, Vec<har::Message>)> = recorded
-        .connections
+    let ddp: Connections = connections
         .into_iter()
         .map(|mut c| {
             let m = har::messages(&mut c, &mut other);
@@ -97,46 +159,47 @@ pub fn record(args: &RecordArgs, io: &mut Io, cancel: &tokio_util::sync::Cancell
         } else {
             format!("none of its {total} WebSocket connections speaks DDP (no connect message from the browser)")
         };
-        let _ = writeln!(io.err, "error: {}: {why}", har_path.display());
-        return exit::USAGE;
+        return Err(Stop::usage(format!("{}: {why}", har_path.display())));
     }
-    // Which connections: one (the first by default), or all of them as flows of their own.
-    let picks: Vec<usize> = match args.connection.as_deref().map(str::trim) {
-        None => vec![1],
-        Some("all") => (1..=ddp.len()).collect(),
-        Some(n) => match n.parse::<usize>() {
-            Ok(pick) if pick >= 1 && pick <= ddp.len() => vec![pick],
-            _ => {
-                let _ = writeln!(
-                    io.err,
-                    "error: --connection {n}: the HAR has {} DDP connections (1 to {}, or all)",
-                    ddp.len(),
-                    ddp.len()
-                );
-                return exit::USAGE;
-            }
+    Ok(ddp)
+}
+
+/// Which connections (numbered from 1): one (the first by default), or all of them as flows of
+/// their own.
+fn picks(args: &RecordArgs, n: usize) -> Result<Vec<usize>, Stop> {
+    match args.connection.as_deref().map(str::trim) {
+        None => Ok(vec![1]),
+        Some("all") => Ok((1..=n).collect()),
+        Some(text) => match text.parse::<usize>() {
+            Ok(pick) if pick >= 1 && pick <= n => Ok(vec![pick]),
+            _ => Err(Stop::usage(format!("--connection {text}: the HAR has {n} DDP connections (1 to {n}, or all)"))),
         },
-    };
-    let opts = Options { correlate: !args.no_correlate, think_scale: args.think_scale, think_max };
-    let choice = flow::HttpChoice { ddp_only: args.ddp_only, keep_static: args.keep_static };
+    }
+}
+
+/// The flow of each picked connection, with the page's plain requests of its time, and the
+/// scenario's target (the first connection's).
+fn flows(
+    ddp: &Connections,
+    requests: &[har::Request],
+    picks: &[usize],
+    opts: &Options,
+    choice: flow::HttpChoice,
+    har_path: &Path,
+) -> Result<(Vec<(usize, Recorded)>, String), Stop> {
     // The page's plain requests of a connection's time: after the one before it ended, up to its end.
     let end = |i: usize| ddp[i].0.last_s.unwrap_or(f64::INFINITY);
     let mut flows: Vec<(usize, Recorded)> = Vec::new();
     let mut target = String::new();
-    for &pick in &picks {
+    for &pick in picks {
         let conn = &ddp[pick - 1].0;
-        let this = match har::target(&conn.url) {
-            Ok(t) => t,
-            Err(e) => {
-                let _ =
-                    writeln!(io.err, "error: {}: connection {pick}: {}", har_path.display(), crate::redact::text(&e));
-                return exit::USAGE;
-            }
-        };
+        let this = har::target(&conn.url).map_err(|e| {
+            Stop::usage(format!("{}: connection {pick}: {}", har_path.display(), crate::redact::text(&e.to_string())))
+        })?;
         let from = if pick >= 2 { end(pick - 2) } else { f64::NEG_INFINITY };
         let mut http_notes = Vec::new();
-        let http = flow::pick_requests(&recorded.requests, &this, from, end(pick - 1), choice, &mut http_notes);
-        let mut rec = flow::build(&ddp[pick - 1].1, &http, &opts);
+        let http = flow::pick_requests(requests, &this, from, end(pick - 1), choice, &mut http_notes);
+        let mut rec = flow::build(&ddp[pick - 1].1, &http, opts);
         rec.notes.extend(http_notes);
         if target.is_empty() {
             target = this;
@@ -148,8 +211,18 @@ pub fn record(args: &RecordArgs, io: &mut Io, cancel: &tokio_util::sync::Cancell
         }
         flows.push((pick, rec));
     }
-    let conn = &ddp[picks[0] - 1].0;
-    let text = scenario(&flows, conn, &target, har_path, ddp.len(), false);
+    Ok((flows, target))
+}
+
+/// The scenario's text, once `bolide run` would take it.
+fn checked_scenario(
+    flows: &[(usize, Recorded)],
+    conn: &har::Connection,
+    target: &str,
+    har_path: &Path,
+    of: usize,
+) -> Result<String, Stop> {
+    let text = scenario(flows, conn, target, har_path, of, false);
     // What `bolide run` would say of it, with the payload's columns as variables: a scenario it
     // refuses is never written. Too large for a scenario (in bytes or in values) is the session's
     // size, said as such; anything else would be a bug of bolide's.
@@ -157,7 +230,7 @@ pub fn record(args: &RecordArgs, io: &mut Io, cancel: &tokio_util::sync::Cancell
     let refused = if text.len() > limit {
         None
     } else {
-        let check = scenario(&flows, conn, &target, har_path, ddp.len(), true);
+        let check = scenario(flows, conn, target, har_path, of, true);
         crate::scenario::yaml::load_str(&check, "the recorded scenario", Path::new(".")).err()
     };
     let too_many =
@@ -169,23 +242,30 @@ pub fn record(args: &RecordArgs, io: &mut Io, cancel: &tokio_util::sync::Cancell
         } else {
             format!("more than the {} values a scenario may hold", crate::scenario::yaml::MAX_NODES)
         };
-        let _ = writeln!(
-            io.err,
-            "error: {}: the session makes a scenario of {steps} steps (its repeats already folded into loops), \
+        return Err(Stop::usage(format!(
+            "{}: the session makes a scenario of {steps} steps (its repeats already folded into loops), \
              {what}; nothing written. Record a shorter session, or one connection of several (--connection N)",
             har_path.display(),
-        );
-        return exit::USAGE;
+        )));
     }
     if let Some(e) = refused {
-        let _ = writeln!(
-            io.err,
-            "error: bolide record made a scenario bolide run refuses (a bug of bolide's; nothing written):\n{}",
+        return Err(Stop::run(format!(
+            "bolide record made a scenario bolide run refuses (a bug of bolide's; nothing written):\n{}",
             crate::redact::printable(&e.to_string())
-        );
-        return exit::RUN;
+        )));
     }
-    // What was done, on stderr when the scenario goes to stdout.
+    Ok(text)
+}
+
+/// What was done, for stdout (stderr when the scenario goes to stdout): the connections, each
+/// flow's substitutions and notes, and the payload columns the flows need.
+fn summary(
+    args: &RecordArgs,
+    ddp: &Connections,
+    picks: &[usize],
+    flows: &[(usize, Recorded)],
+    har_path: &Path,
+) -> String {
     let mut said = String::new();
     if ddp.len() > 1 {
         said.push_str(&format!("bolide record: {} DDP connections in {}:\n", ddp.len(), har_path.display()));
@@ -199,7 +279,7 @@ pub fn record(args: &RecordArgs, io: &mut Io, cancel: &tokio_util::sync::Cancell
         });
     }
     let mut payload: Vec<&str> = Vec::new();
-    for (pick, rec) in &flows {
+    for (pick, rec) in flows {
         let (c, messages) = &ddp[pick - 1];
         said.push_str(&format!(
             "bolide record: connection {pick} of {} ({}, {}), {} DDP messages -> {} steps\n",
@@ -239,23 +319,7 @@ pub fn record(args: &RecordArgs, io: &mut Io, cancel: &tokio_util::sync::Cancell
             payload.join(",")
         ));
     }
-    if to_stdout {
-        let _ = write!(io.out, "{text}");
-        let _ = write!(io.err, "{said}");
-        return exit::OK;
-    }
-    if let Err(e) = crate::files::write_atomically(&output, |w| w.write_all(text.as_bytes())) {
-        let _ = writeln!(io.err, "error: cannot write {}: {e}", output.display());
-        return exit::RUN;
-    }
-    let _ = write!(io.out, "{said}");
-    let _ = writeln!(
-        io.out,
-        "Scenario: {} (run it: bolide run {} --arrival-rate 5 -d 30s)",
-        output.display(),
-        output.display()
-    );
-    exit::OK
+    said
 }
 
 /// The recording proxy: listens, forwards until Ctrl-C or `--duration`, writes the HAR when
@@ -265,31 +329,24 @@ fn listen_and_record(
     listen: &str,
     io: &mut Io,
     cancel: &tokio_util::sync::CancellationToken,
-) -> Result<Option<har::Har>, i32> {
-    let usage = |io: &mut Io, text: String| {
-        let _ = writeln!(io.err, "error: {text}");
-        exit::USAGE
-    };
+) -> Result<Option<har::Har>, Stop> {
     let Some(to) = &args.to else {
-        return Err(usage(io, "--listen forwards to the app's server: give it with --to http://127.0.0.1:3000".into()));
+        return Err(Stop::usage("--listen forwards to the app's server: give it with --to http://127.0.0.1:3000"));
     };
-    let upstream = proxy::Upstream::parse(to).map_err(|e| usage(io, e))?;
+    let upstream = proxy::Upstream::parse(to).map_err(Stop::usage)?;
     let until = match &args.duration {
         None => None,
         Some(d) => match humantime::parse_duration(d) {
             Ok(d) => Some(std::time::Instant::now() + d),
-            Err(e) => return Err(usage(io, format!("--duration {d}: {e} (a duration such as 60s or 5m)"))),
+            Err(e) => return Err(Stop::usage(format!("--duration {d}: {e} (a duration such as 60s or 5m)"))),
         },
     };
     if std::net::ToSocketAddrs::to_socket_addrs(listen).is_err() {
-        return Err(usage(io, format!("--listen {listen}: not an address to listen on, such as 127.0.0.1:3100")));
+        return Err(Stop::usage(format!("--listen {listen}: not an address to listen on, such as 127.0.0.1:3100")));
     }
     // An address that cannot be bound (a port in use, say) is a run that could not start, as
     // for `bolide serve`: exit 3.
-    let p = proxy::Proxy::bind(listen, upstream.clone()).map_err(|e| {
-        let _ = writeln!(io.err, "error: cannot listen: {e}");
-        exit::RUN
-    })?;
+    let p = proxy::Proxy::bind(listen, upstream.clone()).map_err(|e| Stop::run(format!("cannot listen: {e}")))?;
     if !p.addr.ip().is_loopback() {
         let _ = writeln!(
             io.err,
@@ -310,14 +367,12 @@ fn listen_and_record(
     }
     let text = serde_json::to_vec_pretty(&doc).unwrap_or_default();
     if let Some(path) = &args.har_out {
-        if let Err(e) = crate::files::write_atomically(path, |w| w.write_all(&text)) {
-            let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
-            return Err(exit::RUN);
-        }
+        crate::files::write_atomically(path, |w| w.write_all(&text))
+            .map_err(|e| Stop::run(format!("cannot write {}: {e}", path.display())))?;
         let entries = doc["log"]["entries"].as_array().map_or(0, Vec::len);
         let _ = writeln!(io.out, "HAR: {} ({entries} requests, secrets masked)", path.display());
     }
-    let conns = har::parse(&text).map_err(|e| usage(io, format!("the proxy's own HAR: {e}")))?;
+    let conns = har::parse(&text).map_err(|e| Stop::usage(e.context("the proxy's own HAR")))?;
     if log.connections == 0 {
         let _ = writeln!(io.err, "bolide record: nothing passed through http://{addr}/; no scenario written");
         return Ok(None);

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{json, Value};
 
+use crate::problem::Problem;
 use crate::redact::{Redactor, MASK};
 
 /// The largest request or response head read (browsers send a few KiB).
@@ -37,7 +38,7 @@ pub struct Upstream {
 
 impl Upstream {
     /// `http://host:port` (a path is ignored); https is refused with the reason.
-    pub fn parse(to: &str) -> Result<Upstream, String> {
+    pub fn parse(to: &str) -> Result<Upstream, Problem> {
         let u =
             url::Url::parse(to).map_err(|e| format!("--to {to:?} is not a URL: {e} (e.g. http://127.0.0.1:3000)"))?;
         match u.scheme() {
@@ -46,9 +47,10 @@ impl Upstream {
                 return Err(format!(
                     "--to {to:?}: the recording proxy forwards to plain http:// servers only (run the app \
                      without TLS locally, or record a HAR in the browser instead)"
-                ))
+                )
+                .into())
             }
-            other => return Err(format!("--to {to:?}: the scheme {other:?} is not http")),
+            other => return Err(format!("--to {to:?}: the scheme {other:?} is not http").into()),
         }
         let host = u.host_str().ok_or_else(|| format!("--to {to:?} names no host"))?;
         let port = u.port().unwrap_or(80);
@@ -96,7 +98,7 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    pub fn bind(listen: &str, upstream: Upstream) -> Result<Proxy, String> {
+    pub fn bind(listen: &str, upstream: Upstream) -> Result<Proxy, Problem> {
         let listener = TcpListener::bind(listen).map_err(|e| format!("--listen {listen}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| format!("--listen {listen}: {e}"))?;
         listener.set_nonblocking(true).map_err(|e| format!("--listen {listen}: {e}"))?;
@@ -319,117 +321,17 @@ fn serve(client: TcpStream, upstream: &Upstream, log: &Mutex<Log>) {
     let Ok(mut client_w) = client.try_clone() else { return };
     let mut client = Buffered { stream: client, buf: Vec::new() };
     let mut server: Option<(Buffered, TcpStream)> = None;
-    loop {
-        let head = match client.head() {
-            Ok(Some(h)) => h,
-            Ok(None) => break,
-            Err(e) => {
-                problem(log, format!("a browser's request could not be read: {e}"));
-                break;
-            }
-        };
-        let mut raw = [httparse::EMPTY_HEADER; 128];
-        let mut req = httparse::Request::new(&mut raw);
-        if !matches!(req.parse(&head), Ok(httparse::Status::Complete(_))) {
-            let _ = client_w.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-            problem(log, "a browser sent a request that is not HTTP/1.x; answered 400".into());
-            break;
-        }
-        let started = SystemTime::now();
-        let clock = Instant::now();
-        let mut entry = Entry {
-            started: Some(started),
-            method: req.method.unwrap_or("GET").to_string(),
-            target: req.path.unwrap_or("/").to_string(),
-            version: format!("HTTP/1.{}", req.version.unwrap_or(1)),
-            request_headers: parse_headers(req.headers),
-            ..Entry::default()
-        };
-        let keep_alive_req = req.version == Some(1) && !has_token(&entry.request_headers, "connection", "close");
-        let body = if has_token(&entry.request_headers, "transfer-encoding", "chunked") {
-            Body::Chunked
-        } else {
-            match header(&entry.request_headers, "content-length").map(|v| v.trim().parse::<usize>()) {
-                Some(Ok(n)) => Body::Length(n),
-                Some(Err(_)) => {
-                    let _ = client_w
-                        .write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-                    break;
-                }
-                None => Body::None,
-            }
-        };
+    while let Some(Request { mut entry, keep_alive, body, clock }) = read_request(&mut client, &mut client_w, log) {
         if server.is_none() {
-            match TcpStream::connect(&upstream.addr) {
-                Ok(s) => {
-                    let _ = s.set_nodelay(true);
-                    let Ok(w) = s.try_clone() else { break };
-                    server = Some((Buffered { stream: s, buf: Vec::new() }, w));
-                }
-                Err(e) => {
-                    let text = format!("bolide record: the server {} refused: {e}\n", upstream.addr);
-                    let _ = client_w.write_all(
-                        format!(
-                            "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
-                            text.len()
-                        )
-                        .as_bytes(),
-                    );
-                    problem(log, format!("the server {} refused a connection: {e}", upstream.addr));
-                    break;
-                }
-            }
+            let Some(s) = connect(upstream, &mut client_w, log) else { break };
+            server = Some(s);
         }
         let Some((from_server, to_server)) = server.as_mut() else { break };
-        // The request as the browser sent it, named for the server it goes to.
-        let mut headers = entry.request_headers.clone();
-        for (n, v) in headers.iter_mut() {
-            if n.eq_ignore_ascii_case("host") {
-                *v = upstream.authority.clone();
-            }
+        if !forward_request(&mut client, to_server, &mut entry, body, upstream, log) {
+            break;
         }
-        let first = format!("{} {} {}", entry.method, entry.target, entry.version);
-        let mut kept = Vec::new();
-        let sent = write_head(to_server, &first, &headers)
-            .and_then(|_| copy_body(&mut client, to_server, body, Some(&mut kept)));
-        match sent {
-            Ok(n) => entry.body_size = n,
-            Err(e) => {
-                problem(log, format!("{} {}: the request could not be forwarded: {e}", entry.method, entry.target));
-                break;
-            }
-        }
-        // A body cut at the limit cannot be read for its secrets (its JSON or form is not whole):
-        // its text is left out of the HAR, its size kept.
-        if !kept.is_empty() && kept.len() >= entry.body_size && kept.len() < MAX_KEPT_BODY {
-            let mime = header(&entry.request_headers, "content-type").unwrap_or("").to_string();
-            entry.body = Some((mime, String::from_utf8_lossy(&kept).into_owned()));
-        }
-        // The answer (1xx other than 101 passed on, then the real one).
-        let (status, reason, response_headers) = loop {
-            let head = match from_server.head() {
-                Ok(Some(h)) => h,
-                Ok(None) | Err(_) => {
-                    problem(log, format!("{} {}: the server closed without an answer", entry.method, entry.target));
-                    let _ = client_w.shutdown(Shutdown::Both);
-                    return;
-                }
-            };
-            let mut raw = [httparse::EMPTY_HEADER; 128];
-            let mut res = httparse::Response::new(&mut raw);
-            if !matches!(res.parse(&head), Ok(httparse::Status::Complete(_))) {
-                problem(log, format!("{} {}: the server's answer is not HTTP", entry.method, entry.target));
-                let _ = client_w.shutdown(Shutdown::Both);
-                return;
-            }
-            if client_w.write_all(&head).is_err() {
-                return;
-            }
-            let status = res.code.unwrap_or(0);
-            if (100..200).contains(&status) && status != 101 {
-                continue;
-            }
-            break (status, res.reason.unwrap_or("").to_string(), parse_headers(res.headers));
+        let Some((status, reason, response_headers)) = answer_head(from_server, &mut client_w, &entry, log) else {
+            return;
         };
         entry.status = status;
         entry.reason = reason;
@@ -448,30 +350,7 @@ fn serve(client: TcpStream, upstream: &Upstream, log: &Mutex<Log>) {
             tunnel(client, client_w, from_server, to_server, deflate, index, log);
             return;
         }
-        let no_body = entry.method == "HEAD" || status == 204 || status == 304;
-        let kind = if no_body {
-            Body::None
-        } else if has_token(&entry.response_headers, "transfer-encoding", "chunked") {
-            Body::Chunked
-        } else {
-            match header(&entry.response_headers, "content-length").and_then(|v| v.trim().parse().ok()) {
-                Some(n) => Body::Length(n),
-                None => Body::UntilClose,
-            }
-        };
-        match copy_body(from_server, &mut client_w, kind, None) {
-            Ok(n) => entry.response_size = n,
-            Err(e) => {
-                problem(log, format!("{} {}: the answer could not be passed on: {e}", entry.method, entry.target));
-                break;
-            }
-        }
-        entry.elapsed_ms = clock.elapsed().as_secs_f64() * 1000.0;
-        let keep_alive =
-            keep_alive_req && kind != Body::UntilClose && !has_token(&entry.response_headers, "connection", "close");
-        if let Ok(mut l) = log.lock() {
-            l.entries.push(entry);
-        }
+        let Some(keep_alive) = pass_answer(from_server, &mut client_w, entry, keep_alive, clock, log) else { break };
         if !keep_alive {
             break;
         }
@@ -480,6 +359,194 @@ fn serve(client: TcpStream, upstream: &Upstream, log: &Mutex<Log>) {
     if let Some((_, s)) = server {
         let _ = s.shutdown(Shutdown::Both);
     }
+}
+
+/// A browser's request as read: its entry so far, whether the browser keeps the connection,
+/// how its body is delimited, and when it arrived.
+struct Request {
+    entry: Entry,
+    keep_alive: bool,
+    body: Body,
+    clock: Instant,
+}
+
+/// Reads a browser's request head (None: the connection ends, a 400 answered where it is not
+/// HTTP/1.x).
+fn read_request(client: &mut Buffered, client_w: &mut TcpStream, log: &Mutex<Log>) -> Option<Request> {
+    let head = match client.head() {
+        Ok(Some(h)) => h,
+        Ok(None) => return None,
+        Err(e) => {
+            problem(log, format!("a browser's request could not be read: {e}"));
+            return None;
+        }
+    };
+    let mut raw = [httparse::EMPTY_HEADER; 128];
+    let mut req = httparse::Request::new(&mut raw);
+    if !matches!(req.parse(&head), Ok(httparse::Status::Complete(_))) {
+        let _ = client_w.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        problem(log, "a browser sent a request that is not HTTP/1.x; answered 400".into());
+        return None;
+    }
+    let started = SystemTime::now();
+    let clock = Instant::now();
+    let entry = Entry {
+        started: Some(started),
+        method: req.method.unwrap_or("GET").to_string(),
+        target: req.path.unwrap_or("/").to_string(),
+        version: format!("HTTP/1.{}", req.version.unwrap_or(1)),
+        request_headers: parse_headers(req.headers),
+        ..Entry::default()
+    };
+    let keep_alive = req.version == Some(1) && !has_token(&entry.request_headers, "connection", "close");
+    let body = if has_token(&entry.request_headers, "transfer-encoding", "chunked") {
+        Body::Chunked
+    } else {
+        match header(&entry.request_headers, "content-length").map(|v| v.trim().parse::<usize>()) {
+            Some(Ok(n)) => Body::Length(n),
+            Some(Err(_)) => {
+                let _ =
+                    client_w.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                return None;
+            }
+            None => Body::None,
+        }
+    };
+    Some(Request { entry, keep_alive, body, clock })
+}
+
+/// The upstream connection (its reader and writer); None where the server refused, answered 502.
+fn connect(upstream: &Upstream, client_w: &mut TcpStream, log: &Mutex<Log>) -> Option<(Buffered, TcpStream)> {
+    match TcpStream::connect(&upstream.addr) {
+        Ok(s) => {
+            let _ = s.set_nodelay(true);
+            let w = s.try_clone().ok()?;
+            Some((Buffered { stream: s, buf: Vec::new() }, w))
+        }
+        Err(e) => {
+            let text = format!("bolide record: the server {} refused: {e}\n", upstream.addr);
+            let _ = client_w.write_all(
+                format!(
+                    "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                    text.len()
+                )
+                .as_bytes(),
+            );
+            problem(log, format!("the server {} refused a connection: {e}", upstream.addr));
+            None
+        }
+    }
+}
+
+/// Sends the request on to the server, named for it, keeping the start of its body in `entry`
+/// (false: it could not be sent, said).
+fn forward_request(
+    client: &mut Buffered,
+    to_server: &mut TcpStream,
+    entry: &mut Entry,
+    body: Body,
+    upstream: &Upstream,
+    log: &Mutex<Log>,
+) -> bool {
+    // The request as the browser sent it, named for the server it goes to.
+    let mut headers = entry.request_headers.clone();
+    for (n, v) in headers.iter_mut() {
+        if n.eq_ignore_ascii_case("host") {
+            *v = upstream.authority.clone();
+        }
+    }
+    let first = format!("{} {} {}", entry.method, entry.target, entry.version);
+    let mut kept = Vec::new();
+    let sent =
+        write_head(to_server, &first, &headers).and_then(|_| copy_body(client, to_server, body, Some(&mut kept)));
+    match sent {
+        Ok(n) => entry.body_size = n,
+        Err(e) => {
+            problem(log, format!("{} {}: the request could not be forwarded: {e}", entry.method, entry.target));
+            return false;
+        }
+    }
+    // A body cut at the limit cannot be read for its secrets (its JSON or form is not whole):
+    // its text is left out of the HAR, its size kept.
+    if !kept.is_empty() && kept.len() >= entry.body_size && kept.len() < MAX_KEPT_BODY {
+        let mime = header(&entry.request_headers, "content-type").unwrap_or("").to_string();
+        entry.body = Some((mime, String::from_utf8_lossy(&kept).into_owned()));
+    }
+    true
+}
+
+/// An answer's status, reason and headers.
+type Answer = (u16, String, Vec<(String, String)>);
+
+/// The answer's head, passed on to the browser (1xx other than 101 passed on, then the real
+/// one): its status, reason and headers. None: the connection is over (said where the server
+/// failed).
+fn answer_head(
+    from_server: &mut Buffered,
+    client_w: &mut TcpStream,
+    entry: &Entry,
+    log: &Mutex<Log>,
+) -> Option<Answer> {
+    loop {
+        let head = match from_server.head() {
+            Ok(Some(h)) => h,
+            Ok(None) | Err(_) => {
+                problem(log, format!("{} {}: the server closed without an answer", entry.method, entry.target));
+                let _ = client_w.shutdown(Shutdown::Both);
+                return None;
+            }
+        };
+        let mut raw = [httparse::EMPTY_HEADER; 128];
+        let mut res = httparse::Response::new(&mut raw);
+        if !matches!(res.parse(&head), Ok(httparse::Status::Complete(_))) {
+            problem(log, format!("{} {}: the server's answer is not HTTP", entry.method, entry.target));
+            let _ = client_w.shutdown(Shutdown::Both);
+            return None;
+        }
+        client_w.write_all(&head).ok()?;
+        let status = res.code.unwrap_or(0);
+        if (100..200).contains(&status) && status != 101 {
+            continue;
+        }
+        return Some((status, res.reason.unwrap_or("").to_string(), parse_headers(res.headers)));
+    }
+}
+
+/// Passes the answer's body on and logs the exchange; whether the connection stays open for
+/// another request (None: the body could not be passed on, said).
+fn pass_answer(
+    from_server: &mut Buffered,
+    client_w: &mut TcpStream,
+    mut entry: Entry,
+    keep_alive_req: bool,
+    clock: Instant,
+    log: &Mutex<Log>,
+) -> Option<bool> {
+    let no_body = entry.method == "HEAD" || entry.status == 204 || entry.status == 304;
+    let kind = if no_body {
+        Body::None
+    } else if has_token(&entry.response_headers, "transfer-encoding", "chunked") {
+        Body::Chunked
+    } else {
+        match header(&entry.response_headers, "content-length").and_then(|v| v.trim().parse().ok()) {
+            Some(n) => Body::Length(n),
+            None => Body::UntilClose,
+        }
+    };
+    match copy_body(from_server, client_w, kind, None) {
+        Ok(n) => entry.response_size = n,
+        Err(e) => {
+            problem(log, format!("{} {}: the answer could not be passed on: {e}", entry.method, entry.target));
+            return None;
+        }
+    }
+    entry.elapsed_ms = clock.elapsed().as_secs_f64() * 1000.0;
+    let keep_alive =
+        keep_alive_req && kind != Body::UntilClose && !has_token(&entry.response_headers, "connection", "close");
+    if let Ok(mut l) = log.lock() {
+        l.entries.push(entry);
+    }
+    Some(keep_alive)
 }
 
 /// A WebSocket after its 101: bytes copied both ways as they come, and each direction's frames
@@ -741,8 +808,8 @@ mod tests {
         assert_eq!((u.addr.as_str(), u.authority.as_str()), ("127.0.0.1:3000", "127.0.0.1:3000"));
         let u = Upstream::parse("http://[::1]").unwrap();
         assert_eq!((u.addr.as_str(), u.authority.as_str()), ("[::1]:80", "[::1]"));
-        assert!(Upstream::parse("https://127.0.0.1").unwrap_err().contains("plain http://"));
-        assert!(Upstream::parse("nope").unwrap_err().contains("not a URL"));
+        assert!(Upstream::parse("https://127.0.0.1").unwrap_err().to_string().contains("plain http://"));
+        assert!(Upstream::parse("nope").unwrap_err().to_string().contains("not a URL"));
         let login = r#"{"msg":"method","method":"login","params":[{"user":{"username":"u1"},"password":{"digest":"abc","algorithm":"sha-256"}}],"id":"1"}"#;
         let kept = masked_frame(login);
         assert!(!kept.contains("abc") && kept.contains("u1") && kept.contains(MASK), "{kept}");

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use crate::monitor::generator::{GeneratorResult, MACHINE_IDLE_FLOOR_PCT, SATURATED_THREAD_PCT};
 use crate::monitor::MonitorResult;
+use crate::problem::Problem;
 use crate::stats::doc::Doc;
 use crate::stats::result::ResultDoc;
 use crate::stats::vu::DdpDoc;
@@ -517,7 +518,7 @@ pub fn every_request_in(path: &std::path::Path) -> Chart {
     match crate::stats::gnuplot::sample(path, REQUEST_POINTS) {
         Ok(sample) => every_request(&sample),
         Err(why) => Chart::new("every-request", "Every request's response time", "seconds", "ms", XKind::Seconds)
-            .empty_because(&why),
+            .empty_because(&why.to_string()),
     }
 }
 
@@ -525,7 +526,7 @@ pub fn every_request_in(path: &std::path::Path) -> Chart {
 const SPECTRUM_MAX_X: f64 = 100_000.0;
 
 /// The (x, ms) points of a histogram's percentile spectrum, or why there are none.
-fn spectrum_points(encoded: &str) -> Result<Vec<(f64, f64)>, String> {
+fn spectrum_points(encoded: &str) -> Result<Vec<(f64, f64)>, Problem> {
     if encoded.is_empty() {
         return Err("no histogram in the document".into());
     }
@@ -560,7 +561,7 @@ fn spectrum_points(encoded: &str) -> Result<Vec<(f64, f64)>, String> {
 fn spectrum(encoded: &str, id: &str, title: &str) -> Chart {
     let mut c = Chart::new(id, title, "percentile", "ms", XKind::Percentile);
     match spectrum_points(encoded) {
-        Err(why) => c.empty_because(&why),
+        Err(why) => c.empty_because(&why.to_string()),
         Ok(points) => {
             c.x = points.iter().map(|p| p.0).collect();
             c.line("latency", points.iter().map(|p| Some(p.1)).collect());

@@ -17,6 +17,7 @@
 
 use std::fmt::Write as _;
 
+use crate::problem::Problem;
 use crate::stats::doc::Doc;
 
 /// The header line.
@@ -72,13 +73,13 @@ fn num(v: f64) -> String {
 }
 
 /// Writes `HEADER` and `rows` to `path` whole (or not at all).
-pub fn write(path: &std::path::Path, rows: &str) -> Result<(), String> {
+pub fn write(path: &std::path::Path, rows: &str) -> Result<(), Problem> {
     crate::files::write_atomically(path, |w| {
         use std::io::Write;
         w.write_all(HEADER.as_bytes())?;
         w.write_all(rows.as_bytes())
     })
-    .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    .map_err(|e| Problem::from(format!("cannot write {}: {e}", path.display())))
 }
 
 #[cfg(test)]

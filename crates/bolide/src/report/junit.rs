@@ -11,6 +11,7 @@
 use std::fmt::Write as _;
 use std::time::SystemTime;
 
+use crate::problem::Problem;
 use crate::stats::doc::Doc;
 use crate::threshold::ThresholdResult;
 
@@ -229,10 +230,10 @@ pub fn xml(suites: &[Suite]) -> String {
 }
 
 /// Writes the suites to `path` whole (or not at all).
-pub fn write(path: &std::path::Path, suites: &[Suite]) -> Result<(), String> {
+pub fn write(path: &std::path::Path, suites: &[Suite]) -> Result<(), Problem> {
     let body = xml(suites);
     crate::files::write_atomically(path, |w| std::io::Write::write_all(w, body.as_bytes()))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+        .map_err(|e| Problem::from(format!("cannot write {}: {e}", path.display())))
 }
 
 /// A time JUnit reads: finite and not negative.

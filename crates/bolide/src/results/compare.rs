@@ -11,6 +11,7 @@ use super::paired::{self, Role, Trust};
 use super::stats;
 use super::{runs_table, table_notes, watched_names, RunEntry};
 use crate::cli::Format;
+use crate::problem::Problem;
 use crate::report::blocks::Block;
 use crate::report::table::{
     change_pct, faster_slower, less_more, meteor_bytes, meteor_cpu, meteor_time, more_fewer, ms, Table, Tone,
@@ -46,7 +47,7 @@ fn natural_key(p: &Path) -> (String, u64) {
 }
 
 /// Reads one input into a series; files that are not usable results are named in `skipped`.
-pub fn load_series(input: &Path, skipped: &mut Vec<Skipped>) -> Result<Series, String> {
+pub fn load_series(input: &Path, skipped: &mut Vec<Skipped>) -> Result<Series, Problem> {
     let mut runs = Vec::new();
     let name_of_input =
         input.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| input.display().to_string());
@@ -106,16 +107,16 @@ pub fn load_series(input: &Path, skipped: &mut Vec<Skipped>) -> Result<Series, S
             }
             match Doc::from_json(&text) {
                 Ok(d) => runs.push((f.clone(), d)),
-                Err(reason) => skipped.push(Skipped { file: f.display().to_string(), reason }),
+                Err(reason) => skipped.push(Skipped { file: f.display().to_string(), reason: reason.to_string() }),
             }
         }
     } else if input.exists() {
         match Doc::load(input) {
             Ok(d) => runs.push((input.to_path_buf(), d)),
-            Err(reason) => skipped.push(Skipped { file: input.display().to_string(), reason }),
+            Err(reason) => skipped.push(Skipped { file: input.display().to_string(), reason: reason.to_string() }),
         }
     } else {
-        return Err(format!("{}: no such file or directory", input.display()));
+        return Err(format!("{}: no such file or directory", input.display()).into());
     }
     // The series is named by its runs' label when they agree, else by the directory or file.
     let labels: Vec<&str> = runs.iter().filter_map(|(_, d)| d.label()).collect();
@@ -1371,12 +1372,12 @@ pub fn load_inputs(inputs: &[PathBuf], io: &mut crate::console::Io) -> Result<(V
 }
 
 /// `--detect 5%`: the change to find the runs needed for, percent (positive).
-pub fn parse_detect(text: &str) -> Result<f64, String> {
+pub fn parse_detect(text: &str) -> Result<f64, Problem> {
     let t = text.trim();
     let number = t.strip_suffix('%').unwrap_or(t).trim().trim_start_matches(['+', '-']);
     match number.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v < 1000.0 => Ok(v),
-        _ => Err(format!("--detect {text:?} is not a change in percent, e.g. 5%")),
+        _ => Err(format!("--detect {text:?} is not a change in percent, e.g. 5%").into()),
     }
 }
 

@@ -12,6 +12,8 @@ use super::paired::{self, Role, Trust};
 use super::stats;
 use super::RunEntry;
 
+use crate::problem::Problem;
+
 /// The metrics a rule may name, as errors list them.
 pub const METRICS: &str = "time (DDP: the Meteor reports' Time; HTTP: time per request), rps (HTTP), cpu, ram, \
     p99, mean (latency), error_rate, and with browser users lcp, inp (their pages' p75) and browser_cpu (per \
@@ -101,7 +103,7 @@ pub struct Rule {
 }
 
 /// Parses `METRIC>+N%` or `METRIC<-N%`.
-pub fn parse(text: &str) -> Result<Rule, String> {
+pub fn parse(text: &str) -> Result<Rule, Problem> {
     let bad = |column: usize, what: String| format!("--fail-on {text:?}: column {column}: {what}");
     let t = text.trim();
     let lead = text.len() - text.trim_start().len();
@@ -120,14 +122,14 @@ pub fn parse(text: &str) -> Result<Rule, String> {
         "lcp" => GateMetric::Lcp,
         "inp" => GateMetric::Inp,
         "browser_cpu" => GateMetric::BrowserCpu,
-        other => return Err(bad(lead + 1, format!("unknown metric {other:?}; the metrics are {METRICS}"))),
+        other => return Err(bad(lead + 1, format!("unknown metric {other:?}; the metrics are {METRICS}")).into()),
     };
     let above = t[split..].starts_with('>');
     let rest = t[split + 1..].trim_start_matches('=');
     let rest_at = lead + t.len() - rest.len() + 1;
     let rest = rest.trim();
     let Some(number) = rest.strip_suffix('%') else {
-        return Err(bad(rest_at, format!("expected a change in percent such as +10%, found {rest:?}")));
+        return Err(bad(rest_at, format!("expected a change in percent such as +10%, found {rest:?}")).into());
     };
     let bound_pct: f64 = number
         .trim()
@@ -454,13 +456,13 @@ mod tests {
         let r = parse(" rps < -5.5% ").unwrap();
         assert_eq!((r.metric, r.above, r.bound_pct, r.text.as_str()), (GateMetric::Rps, false, -5.5, "rps < -5.5%"));
         assert_eq!(parse("p99>=20%").unwrap().bound_pct, 20.0);
-        let e = parse("latency>+10%").unwrap_err();
+        let e = parse("latency>+10%").unwrap_err().to_string();
         assert!(e.contains("column 1: unknown metric \"latency\"; the metrics are time"), "{e}");
-        let e = parse("time+10%").unwrap_err();
+        let e = parse("time+10%").unwrap_err().to_string();
         assert!(e.contains("column 9: expected > or <"), "{e}");
-        let e = parse("time>+10").unwrap_err();
+        let e = parse("time>+10").unwrap_err().to_string();
         assert!(e.contains("column 6: expected a change in percent"), "{e}");
-        let e = parse("cpu>+x%").unwrap_err();
+        let e = parse("cpu>+x%").unwrap_err().to_string();
         assert!(e.contains("\"+x\" is not a number"), "{e}");
     }
 

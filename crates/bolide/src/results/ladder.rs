@@ -3,6 +3,7 @@
 //! documents), and the ladder's table, figures, notes and charts, drawn alike by `capacity` from
 //! its levels and by `report` from a summary read back.
 
+use crate::problem::Problem;
 use crate::report::html::Section;
 use crate::report::table::{meteor_bytes, meteor_cpu, meteor_time, Table, Tone};
 use crate::stats::doc::{Doc, Measures};
@@ -85,7 +86,7 @@ impl LevelEntry {
     }
 
     /// The level read back from a summary: its rung of the ladder, or why it cannot be one.
-    pub fn rung(&self) -> Result<Rung, String> {
+    pub fn rung(&self) -> Result<Rung, Problem> {
         let why = || self.why.join("; ");
         let verdict = match self.verdict.as_str() {
             "pass" => Verdict::Pass,
@@ -93,7 +94,7 @@ impl LevelEntry {
             "no verdict" if self.nothing_measured => Verdict::Unmeasured(why()),
             "no verdict" => Verdict::NotTheServer(why()),
             "interrupted" => Verdict::Interrupted,
-            other => return Err(format!("level {}: unknown verdict {other:?}", self.level)),
+            other => return Err(format!("level {}: unknown verdict {other:?}", self.level).into()),
         };
         Ok((self.level, self.measures.as_ref().map(super::RunEntry::measures), verdict))
     }
@@ -101,12 +102,12 @@ impl LevelEntry {
 
 impl CapacitySummary {
     /// The summary's levels as rungs of the ladder.
-    pub fn rungs(&self) -> Result<Vec<Rung>, String> {
+    pub fn rungs(&self) -> Result<Vec<Rung>, Problem> {
         self.levels.iter().map(LevelEntry::rung).collect()
     }
 
     /// The ladder's section of a report, from the summary alone.
-    pub fn section(&self) -> Result<Section, String> {
+    pub fn section(&self) -> Result<Section, Problem> {
         let rungs = self.rungs()?;
         Ok(section(&rungs, &self.kind, &self.unit, self.conclusion.clone(), suspect_notes(&rungs, &self.unit)))
     }

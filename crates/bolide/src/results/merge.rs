@@ -5,6 +5,7 @@ use std::path::Path;
 
 use crate::cli::MergeArgs;
 use crate::console::{exit, Io};
+use crate::problem::Problem;
 use crate::stats::doc::Doc;
 use crate::stats::merge::{documents_in_log, merge as merge_docs};
 
@@ -70,26 +71,31 @@ pub fn merge(args: &MergeArgs, command_line: Vec<String>, io: &mut Io) -> i32 {
 
 /// One input: a result document, or a log with documents between the marker lines (each named
 /// `FILE#k`).
-fn read(path: &Path) -> Result<Vec<(String, Doc)>, String> {
+fn read(path: &Path) -> Result<Vec<(String, Doc)>, Problem> {
     let shown = path.display().to_string();
     let bytes = crate::files::read_limited(path, MAX_INPUT).map_err(|e| format!("{shown}: cannot read: {e}"))?;
     let text = String::from_utf8_lossy(&bytes);
     if text.trim_start().starts_with('{') {
-        return Doc::from_json(&text).map(|d| vec![(shown.clone(), d)]).map_err(|e| format!("{shown}: {e}"));
+        return Doc::from_json(&text)
+            .map(|d| vec![(shown.clone(), d)])
+            .map_err(|e| Problem::from(format!("{shown}: {e}")));
     }
     let blocks = documents_in_log(&text);
     if blocks.is_empty() {
         return Err(format!(
             "{shown}: neither a result document nor a log holding one (between `{}` lines)",
             crate::stats::merge::LOG_BEGIN
-        ));
+        )
+        .into());
     }
     blocks
         .into_iter()
         .enumerate()
         .map(|(k, b)| {
             let name = format!("{shown}#{}", k + 1);
-            b.and_then(|text| Doc::from_json(&text)).map(|d| (name.clone(), d)).map_err(|e| format!("{name}: {e}"))
+            b.and_then(|text| Doc::from_json(&text))
+                .map(|d| (name.clone(), d))
+                .map_err(|e| Problem::from(format!("{name}: {e}")))
         })
         .collect()
 }

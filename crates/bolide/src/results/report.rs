@@ -8,6 +8,7 @@ use super::compare::{self, Series};
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::console::{exit, Io};
 use crate::files;
+use crate::problem::Problem;
 use crate::report::html::{self, Section};
 use crate::report::svg;
 use crate::report::table::{md_fence, md_text};
@@ -479,7 +480,7 @@ fn write_svg(args: &ReportArgs, all: &[Section], io: &mut Io) -> i32 {
 }
 
 /// The HTML report of the result documents in `dir` (a bench series); None when it holds none.
-pub fn dir_page(dir: &Path, title: &str) -> Result<Option<String>, String> {
+pub fn dir_page(dir: &Path, title: &str) -> Result<Option<String>, Problem> {
     let mut skipped = Vec::new();
     let series = compare::load_series(dir, &mut skipped)?;
     Ok((!series.runs.is_empty()).then(|| html::page(title, &sections(&[series], &[]))))
@@ -757,7 +758,7 @@ fn locate(recorded: &Path, beside: &Path) -> Option<PathBuf> {
 }
 
 /// Reads the summary at `path` back into what the report draws.
-fn read_summary(path: &Path) -> Result<FromSummary, String> {
+fn read_summary(path: &Path) -> Result<FromSummary, Problem> {
     let shown = path.display();
     let bytes = files::read_limited(path, crate::stats::doc::MAX_DOC_BYTES).map_err(|e| format!("{shown}: {e}"))?;
     let text = String::from_utf8(bytes).map_err(|_| format!("{shown}: not UTF-8 text"))?;
@@ -848,7 +849,7 @@ fn read_summary(path: &Path) -> Result<FromSummary, String> {
             sections.extend(runs_sections(&levels));
             Ok(FromSummary { sections, ..FromSummary::default() })
         }
-        _ => Err(format!("{shown}: not a summary this bolide reads (format {format:?})")),
+        _ => Err(format!("{shown}: not a summary this bolide reads (format {format:?})").into()),
     }
 }
 

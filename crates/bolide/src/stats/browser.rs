@@ -13,6 +13,8 @@ use super::hist;
 use super::result::Latency;
 use super::summary::latency;
 
+use crate::problem::Problem;
+
 /// The page timings, in the order reports show them (named where the threshold grammar names them).
 pub use crate::threshold::VITALS;
 
@@ -165,7 +167,7 @@ impl BrowserSection {
     /// their histograms, exactly; the counts added; the browsers' costs added (each segment ran
     /// its own), per user over the pages open at once in all. The protocol users' latency beside a
     /// method is the first segment's (their histograms are the steps').
-    pub fn merge(parts: &[&BrowserSection]) -> Result<BrowserSection, String> {
+    pub fn merge(parts: &[&BrowserSection]) -> Result<BrowserSection, Problem> {
         let mut rec = BrowserRec::default();
         let decode = |text: &str| hist::decode(text);
         for p in parts {

@@ -9,6 +9,8 @@ use super::result::ResultDoc;
 use super::view::Reading;
 use super::vu::DdpDoc;
 
+use crate::problem::Problem;
+
 /// A result document of either kind (written as the document itself).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(untagged)]
@@ -110,7 +112,7 @@ impl Doc {
     /// document, so memory holds the typed document alone (about the file's size, never a copy of
     /// the text or a `Value` tree besides). A pipe is read whole (up to the limit) once its first
     /// byte says JSON, so `/dev/zero` is refused at once.
-    pub fn load(path: &Path) -> Result<Doc, String> {
+    pub fn load(path: &Path) -> Result<Doc, Problem> {
         use std::io::{BufReader, Read};
         let cannot = |e: std::io::Error| format!("cannot read: {e}");
         let open = || std::fs::File::open(path).map(|f| BufReader::with_capacity(1 << 16, f.take(MAX_DOC_BYTES + 1)));
@@ -129,18 +131,18 @@ impl Doc {
             let mut text = vec![b'{'];
             reader.read_to_end(&mut text).map_err(cannot)?;
             if text.len() as u64 > MAX_DOC_BYTES {
-                return Err(cannot(crate::files::too_large(MAX_DOC_BYTES)));
+                return Err(cannot(crate::files::too_large(MAX_DOC_BYTES)).into());
             }
             let text = String::from_utf8(text).map_err(|_| "not a bolide result (not UTF-8 text)".to_string())?;
             return Doc::from_json(&text);
         }
         if meta.len() > MAX_DOC_BYTES {
-            return Err(cannot(crate::files::too_large(MAX_DOC_BYTES)));
+            return Err(cannot(crate::files::too_large(MAX_DOC_BYTES)).into());
         }
         let head: super::result::Head =
             serde_json::from_reader(open().map_err(cannot)?).map_err(|e| format!("not JSON ({e})"))?;
         let kind = head.check()?;
-        let typed = |e: serde_json::Error| format!("malformed result: {e}");
+        let typed = |e: serde_json::Error| Problem::from(format!("malformed result: {e}"));
         match kind {
             "http" => serde_json::from_reader(open().map_err(cannot)?)
                 .map(|d: ResultDoc| Doc::Http(Box::new(d.counted_as_now())))
@@ -149,8 +151,8 @@ impl Doc {
         }
     }
 
-    pub fn from_json(text: &str) -> Result<Doc, String> {
-        let typed = |e: serde_json::Error| format!("malformed result: {e}");
+    pub fn from_json(text: &str) -> Result<Doc, Problem> {
+        let typed = |e: serde_json::Error| Problem::from(format!("malformed result: {e}"));
         match super::result::Head::of(text)?.check()? {
             "http" => {
                 serde_json::from_str(text).map(|d: ResultDoc| Doc::Http(Box::new(d.counted_as_now()))).map_err(typed)

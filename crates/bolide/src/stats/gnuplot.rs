@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::files;
+use crate::problem::Problem;
 
 /// ab's header line.
 pub const HEADER: &str = "starttime\tseconds\tctime\tdtime\tttime\twait\n";
@@ -163,7 +164,7 @@ impl Rng {
 
 /// Calls `each(second, total ms)` for every request of a per-request file; errors name the file
 /// and line.
-fn read_requests(path: &Path, mut each: impl FnMut(u64, u32)) -> Result<(), String> {
+fn read_requests(path: &Path, mut each: impl FnMut(u64, u32)) -> Result<(), Problem> {
     use std::io::BufRead;
     let file = File::open(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
     let mut lines = io::BufReader::new(file).lines();
@@ -173,7 +174,8 @@ fn read_requests(path: &Path, mut each: impl FnMut(u64, u32)) -> Result<(), Stri
             "{}:1: not a per-request file (ab -g layout): the first line should be {:?}",
             path.display(),
             HEADER.trim_end()
-        ));
+        )
+        .into());
     }
     for (n, line) in lines.enumerate() {
         let line = line.map_err(|e| format!("{}:{}: cannot read: {e}", path.display(), n + 2))?;
@@ -191,7 +193,8 @@ fn read_requests(path: &Path, mut each: impl FnMut(u64, u32)) -> Result<(), Stri
                  whole numbers for seconds and ttime",
                 path.display(),
                 n + 2
-            ));
+            )
+            .into());
         };
         each(second, total_ms);
     }
@@ -203,7 +206,7 @@ fn read_requests(path: &Path, mut each: impl FnMut(u64, u32)) -> Result<(), Stri
 /// requests (reservoir sampling), and always its slowest, so that stalls and outliers stay
 /// visible when there are millions. Two passes: the first counts the seconds, so that the second
 /// keeps no more than it draws. Errors name the file and line.
-pub fn sample(path: &Path, budget: usize) -> Result<RequestSample, String> {
+pub fn sample(path: &Path, budget: usize) -> Result<RequestSample, Problem> {
     let mut seconds = std::collections::BTreeSet::new();
     let mut requests = 0u64;
     read_requests(path, |second, _| {
@@ -284,10 +287,10 @@ mod tests {
     fn sample_names_the_bad_line() {
         let dir = tempfile::tempdir().unwrap();
         let p = write_file(dir.path(), "x\t100\t0\t1\t1\t0\nx\t100\tzero\n");
-        let e = sample(&p, 100).unwrap_err();
+        let e = sample(&p, 100).unwrap_err().to_string();
         assert!(e.ends_with(":3: expected six tab-separated columns (starttime, seconds, ctime, dtime, ttime, wait) with whole numbers for seconds and ttime"), "{e}");
         std::fs::write(&p, "{}").unwrap();
-        assert!(sample(&p, 100).unwrap_err().contains(":1: not a per-request file"));
+        assert!(sample(&p, 100).unwrap_err().to_string().contains(":1: not a per-request file"));
         assert!(!is_requests_file(&p));
     }
 

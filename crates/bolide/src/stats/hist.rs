@@ -5,6 +5,8 @@ use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
+use crate::problem::Problem;
+
 /// Highest latency a histogram holds, in microseconds (one hour); larger values saturate.
 pub const MAX_LATENCY_US: u64 = 3_600_000_000;
 
@@ -48,11 +50,13 @@ pub fn encode(h: &Histogram<u64>) -> String {
 }
 
 /// Reads back what [`encode`] wrote (or any V2 / V2 deflate histogram in base64).
-pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
+pub fn decode(text: &str) -> Result<Histogram<u64>, Problem> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text.trim())
         .map_err(|e| format!("histogram is not base64: {e}"))?;
-    Deserializer::new().deserialize(&mut bytes.as_slice()).map_err(|e| format!("histogram does not decode: {e:?}"))
+    Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| Problem::from(format!("histogram does not decode: {e:?}")))
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use super::vu::{DdpDoc, DdpSecond, DdpTargetSummary, StepSummary, Users};
 use super::{hist, vu};
 use crate::monitor::generator::GeneratorResult;
 use crate::monitor::MonitorResult;
+use crate::problem::Problem;
 use crate::segment::Segment;
 
 /// The lines around a result document in a log (a Kubernetes pod's, read with `kubectl logs`):
@@ -25,7 +26,7 @@ pub const LOG_END: &str = "=== bolide result end ===";
 
 /// The documents between [`LOG_BEGIN`] and [`LOG_END`] lines in `text`, in order; a block left
 /// open at the end (a pod cut off) is reported as Err with its line number.
-pub fn documents_in_log(text: &str) -> Vec<Result<String, String>> {
+pub fn documents_in_log(text: &str) -> Vec<Result<String, Problem>> {
     let mut out = Vec::new();
     let mut open: Option<(usize, String)> = None;
     for (no, line) in text.lines().enumerate() {
@@ -39,7 +40,10 @@ pub fn documents_in_log(text: &str) -> Vec<Result<String, String>> {
                 open = None;
             }
             (Some((at, _)), LOG_BEGIN) => {
-                out.push(Err(format!("line {at}: a result that never ended (a new one begins at line {})", no + 1)));
+                out.push(Err(Problem::from(format!(
+                    "line {at}: a result that never ended (a new one begins at line {})",
+                    no + 1
+                ))));
                 open = Some((no + 1, String::new()));
             }
             (Some((_, doc)), _) => {
@@ -50,7 +54,9 @@ pub fn documents_in_log(text: &str) -> Vec<Result<String, String>> {
         }
     }
     if let Some((at, _)) = open {
-        out.push(Err(format!("line {at}: a result that never ended (the log stops first; was the pod cut off?)")));
+        out.push(Err(Problem::from(format!(
+            "line {at}: a result that never ended (the log stops first; was the pod cut off?)"
+        ))));
     }
     out
 }
@@ -63,7 +69,7 @@ pub struct Merged {
 
 /// Merges the segment documents `inputs` (source, document). Err when they are not segments of
 /// one plan, naming the difference.
-pub fn merge(inputs: Vec<(String, Doc)>, command_line: Vec<String>) -> Result<Merged, String> {
+pub fn merge(inputs: Vec<(String, Doc)>, command_line: Vec<String>) -> Result<Merged, Problem> {
     if inputs.is_empty() {
         return Err("no documents to merge".into());
     }
@@ -83,7 +89,8 @@ pub fn merge(inputs: Vec<(String, Doc)>, command_line: Vec<String>) -> Result<Me
         return Err(format!(
             "{src} is segment {s} and {} is segment {}: segments of different splits of a plan do not merge",
             segs[0].0, segs[0].1
-        ));
+        )
+        .into());
     }
     let first_kind = inputs[0].1.kind();
     for (src, d) in &inputs[1..] {
@@ -92,11 +99,14 @@ pub fn merge(inputs: Vec<(String, Doc)>, command_line: Vec<String>) -> Result<Me
                 "{src} is a {} result and {} a {first_kind} one: not the same plan",
                 d.kind(),
                 inputs[0].0
-            ));
+            )
+            .into());
         }
         let diff = plan_differences(&inputs[0].1, d);
         if !diff.is_empty() {
-            return Err(format!("{src} and {} are not segments of the same plan: {}", inputs[0].0, diff.join("; ")));
+            return Err(
+                format!("{src} and {} are not segments of the same plan: {}", inputs[0].0, diff.join("; ")).into()
+            );
         }
     }
     // Segment order; the first document of a segment given twice is kept.
@@ -320,9 +330,9 @@ fn add_map(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
 }
 
 /// Decodes and adds a histogram into `into`.
-fn add_hist(into: &mut Histogram<u64>, text: &str, what: &str) -> Result<(), String> {
+fn add_hist(into: &mut Histogram<u64>, text: &str, what: &str) -> Result<(), Problem> {
     let h = hist::decode(text).map_err(|e| format!("{what}: {e}"))?;
-    into.add(&h).map_err(|e| format!("{what}: {e:?}"))
+    into.add(&h).map_err(|e| Problem::from(format!("{what}: {e:?}")))
 }
 
 /// The run's length once merged: the latest segment end after the earliest start.
@@ -330,7 +340,7 @@ fn span(parts: impl Iterator<Item = (f64, f64)>) -> f64 {
     parts.map(|(off, d)| off + d).fold(0.0, f64::max)
 }
 
-fn merge_http(parts: &[(&ResultDoc, u32, f64)]) -> Result<ResultDoc, String> {
+fn merge_http(parts: &[(&ResultDoc, u32, f64)]) -> Result<ResultDoc, Problem> {
     let first = parts[0].0;
     let mut m = first.clone();
     m.settings.segment = None;
@@ -428,7 +438,7 @@ fn merge_http(parts: &[(&ResultDoc, u32, f64)]) -> Result<ResultDoc, String> {
     Ok(m)
 }
 
-fn merge_ddp(parts: &[(&DdpDoc, u32, f64)]) -> Result<DdpDoc, String> {
+fn merge_ddp(parts: &[(&DdpDoc, u32, f64)]) -> Result<DdpDoc, Problem> {
     let first = parts[0].0;
     let mut m = first.clone();
     m.settings.segment = None;
@@ -544,7 +554,7 @@ enum Lat {
 }
 
 impl Lat {
-    fn add(&mut self, x: Option<&vu::SecondLatency>) -> Result<(), String> {
+    fn add(&mut self, x: Option<&vu::SecondLatency>) -> Result<(), Problem> {
         let Some(x) = x else { return Ok(()) };
         match (&mut *self, &x.histogram) {
             (Lat::Lost, _) => {}
@@ -568,7 +578,7 @@ impl Lat {
 }
 
 impl SecondHists {
-    fn add(&mut self, sec: &DdpSecond) -> Result<(), String> {
+    fn add(&mut self, sec: &DdpSecond) -> Result<(), Problem> {
         self.all.add(sec.latency.as_ref())?;
         self.reactive.add(sec.reactive.as_ref())?;
         self.fanout.add(sec.fanout.as_ref())?;
@@ -599,7 +609,7 @@ fn add_users(into: &mut Users, x: &Users) {
 }
 
 /// Steps by name, in the first document's order (names only some segments saw follow).
-fn merge_steps(lists: &[&[StepSummary]], duration_s: f64) -> Result<Vec<StepSummary>, String> {
+fn merge_steps(lists: &[&[StepSummary]], duration_s: f64) -> Result<Vec<StepSummary>, Problem> {
     let mut names: Vec<&str> = Vec::new();
     for l in lists {
         for s in l.iter() {
@@ -639,7 +649,7 @@ fn merge_steps(lists: &[&[StepSummary]], duration_s: f64) -> Result<Vec<StepSumm
 
 /// One target's summaries from the segments, each with its segment's duration (its per-minute
 /// figures were counted over it).
-fn merge_target(mine: &[(&DdpTargetSummary, f64)], duration_s: f64) -> Result<DdpTargetSummary, String> {
+fn merge_target(mine: &[(&DdpTargetSummary, f64)], duration_s: f64) -> Result<DdpTargetSummary, Problem> {
     let first = mine.first().map(|(t, _)| *t).ok_or("a target no segment measured")?;
     let mut out = DdpTargetSummary {
         url: first.url.clone(),
@@ -710,7 +720,7 @@ mod tests {
         assert_eq!(found.len(), 3);
         assert_eq!(found[0].as_deref(), Ok("{\"a\": 1}\n"));
         assert_eq!(found[1].as_deref(), Ok("{\"b\": 2}\n"));
-        assert!(found[2].as_ref().unwrap_err().contains("line 9"), "{:?}", found[2]);
+        assert!(found[2].as_ref().unwrap_err().to_string().contains("line 9"), "{:?}", found[2]);
         assert!(documents_in_log("no documents here").is_empty());
     }
 

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::problem::Problem;
 use crate::proto::http::expect::StatusSet;
 
 pub use super::envelope::{Host, OutputResult, Tool, FORMAT, OLDEST_VERSION, VERSION};
@@ -259,14 +260,16 @@ impl ResultDoc {
     }
 
     /// Reads a document, refusing other formats and newer versions with a clear reason.
-    pub fn from_json(text: &str) -> Result<ResultDoc, String> {
+    pub fn from_json(text: &str) -> Result<ResultDoc, Problem> {
         let head = Head::of(text)?;
         match head.format.as_deref() {
             Some(FORMAT) => {}
-            other => return Err(format!("not a bolide result (format is {other:?})")),
+            other => return Err(format!("not a bolide result (format is {other:?})").into()),
         }
         check_version(head.version)?;
-        serde_json::from_str(text).map(ResultDoc::counted_as_now).map_err(|e| format!("malformed result: {e}"))
+        serde_json::from_str(text)
+            .map(ResultDoc::counted_as_now)
+            .map_err(|e| Problem::from(format!("malformed result: {e}")))
     }
 }
 
@@ -290,21 +293,21 @@ pub struct Head {
 }
 
 impl Head {
-    pub fn of(text: &str) -> Result<Head, String> {
-        serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))
+    pub fn of(text: &str) -> Result<Head, Problem> {
+        serde_json::from_str(text).map_err(|e| Problem::from(format!("not JSON ({e})")))
     }
 
     /// A result document this bolide reads: its kind, `"http"` or `"ddp"`; else why not.
-    pub fn check(&self) -> Result<&'static str, String> {
+    pub fn check(&self) -> Result<&'static str, Problem> {
         match self.format.as_deref() {
             Some(FORMAT) => {}
-            Some(other) => return Err(format!("not a bolide result (format {other:?})")),
+            Some(other) => return Err(format!("not a bolide result (format {other:?})").into()),
             None => return Err("not a bolide result (no \"format\" field)".into()),
         }
         let kind = match self.kind.as_deref() {
             Some("http") => "http",
             Some("ddp") => "ddp",
-            other => return Err(format!("a result of unknown kind {other:?}")),
+            other => return Err(format!("a result of unknown kind {other:?}").into()),
         };
         check_version(self.version)?;
         Ok(kind)
@@ -317,15 +320,15 @@ fn lenient_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D:
 }
 
 /// Whether this bolide reads a result document's format version; the reason when it does not.
-pub fn check_version(version: Option<u64>) -> Result<(), String> {
+pub fn check_version(version: Option<u64>) -> Result<(), Problem> {
     match version {
         Some(v) if (u64::from(OLDEST_VERSION)..=u64::from(VERSION)).contains(&v) => Ok(()),
         Some(v) if v > u64::from(VERSION) => Err(format!(
             "written by a newer bolide (result format version {v}; this one reads versions {OLDEST_VERSION} to {VERSION}): upgrade bolide to read it"
-        )),
+        ).into()),
         Some(v) => Err(format!(
             "result format version {v} is older than any this bolide reads (versions {OLDEST_VERSION} to {VERSION})"
-        )),
+        ).into()),
         None => Err("the document has no format version (\"version\")".into()),
     }
 }
@@ -398,11 +401,11 @@ impl super::view::Reading for ResultDoc {
         "no response completed"
     }
 
-    fn step_latency(&self, _name: &str) -> Result<hdrhistogram::Histogram<u64>, String> {
+    fn step_latency(&self, _name: &str) -> Result<hdrhistogram::Histogram<u64>, Problem> {
         Err("an HTTP run has no steps".into())
     }
 
-    fn units_per_s(&self) -> Result<f64, String> {
+    fn units_per_s(&self) -> Result<f64, Problem> {
         super::view::per_second(self.summary.responses, self.summary.duration_s)
     }
 

@@ -5,6 +5,7 @@
 use hdrhistogram::Histogram;
 
 use super::doc::Doc;
+use crate::problem::Problem;
 use crate::threshold::{Metric, Stat, Threshold, ThresholdResult};
 
 /// Every threshold's verdict on `doc`.
@@ -35,17 +36,18 @@ pub fn exit_code(doc: &Doc, held: bool) -> i32 {
 }
 
 /// The thresholds a document was judged on, parsed again (to judge a merge of such documents).
-pub fn thresholds_of(doc: &Doc) -> Result<Vec<Threshold>, String> {
+pub fn thresholds_of(doc: &Doc) -> Result<Vec<Threshold>, Problem> {
     doc.thresholds()
         .iter()
         .map(|r| {
-            crate::threshold::parse(&r.threshold, r.source).map_err(|e| format!("threshold {:?}: {e}", r.threshold))
+            crate::threshold::parse(&r.threshold, r.source)
+                .map_err(|e| Problem::from(format!("threshold {:?}: {e}", r.threshold)))
         })
         .collect()
 }
 
 /// The value of `metric` in `doc`, in the metric's unit; Err says why there is none.
-pub fn value(doc: &Doc, metric: &Metric) -> Result<f64, String> {
+pub fn value(doc: &Doc, metric: &Metric) -> Result<f64, Problem> {
     match (metric, doc) {
         (Metric::Latency { step: None, stat }, doc) => {
             let v = doc.view();
@@ -53,7 +55,8 @@ pub fn value(doc: &Doc, metric: &Metric) -> Result<f64, String> {
         }
         (Metric::Latency { step: Some(name), stat }, doc) => {
             let h = doc.view().step_latency(name)?;
-            latency(&h, *stat).ok_or_else(|| format!("no sample of {name} (it never completed or never ran)"))
+            latency(&h, *stat)
+                .ok_or_else(|| Problem::from(format!("no sample of {name} (it never completed or never ran)")))
         }
         (Metric::Fanout(stat), doc) => {
             let d = doc.ddp().ok_or("fanout applies to realtime runs (bolide run)")?;
@@ -91,28 +94,29 @@ pub fn value(doc: &Doc, metric: &Metric) -> Result<f64, String> {
 
 /// A statistic of a scraped series: the series named exactly (`metric{label="v"}` as the
 /// summary writes it), or the only series of a metric named without labels.
-fn scraped(doc: &Doc, endpoint: &str, series: &str, stat: crate::threshold::ScrapeStat) -> Result<f64, String> {
+fn scraped(doc: &Doc, endpoint: &str, series: &str, stat: crate::threshold::ScrapeStat) -> Result<f64, Problem> {
     use crate::monitor::scrape::series_name;
     let r = endpoint_read(doc, endpoint)?;
     let exact: Vec<_> = r.series.iter().filter(|s| series_name(s) == series).collect();
     let of_metric: Vec<_> = r.series.iter().filter(|s| s.metric == series).collect();
     let s = match (exact.as_slice(), of_metric.as_slice()) {
         ([one], _) | ([], [one]) => *one,
-        ([], []) => return Err(format!("{endpoint} has no series {series}")),
+        ([], []) => return Err(format!("{endpoint} has no series {series}").into()),
         (_, many) => {
             let names: Vec<String> = many.iter().take(5).map(|s| series_name(s)).collect();
             return Err(format!(
                 "{endpoint} has {} series of {series}; name one with its labels: {}",
                 many.len(),
                 names.join(", ")
-            ));
+            )
+            .into());
         }
     };
     statistic(s, series, stat)
 }
 
 /// An endpoint of the document that was read at least once.
-fn endpoint_read<'a>(doc: &'a Doc, endpoint: &str) -> Result<&'a crate::monitor::scrape::ScrapeResult, String> {
+fn endpoint_read<'a>(doc: &'a Doc, endpoint: &str) -> Result<&'a crate::monitor::scrape::ScrapeResult, Problem> {
     let r = doc
         .scrape()
         .iter()
@@ -120,7 +124,7 @@ fn endpoint_read<'a>(doc: &'a Doc, endpoint: &str) -> Result<&'a crate::monitor:
         .ok_or_else(|| format!("no endpoint named {endpoint} was read (--scrape, --probe or --monti)"))?;
     if r.t.is_empty() {
         let why = r.last_error.as_deref().unwrap_or(if r.via.is_some() { "nothing was posted" } else { "no answer" });
-        return Err(format!("{endpoint} was never read ({why})"));
+        return Err(format!("{endpoint} was never read ({why})").into());
     }
     Ok(r)
 }
@@ -130,15 +134,18 @@ fn statistic(
     s: &crate::monitor::scrape::Series,
     name: &str,
     stat: crate::threshold::ScrapeStat,
-) -> Result<f64, String> {
+) -> Result<f64, Problem> {
     use crate::threshold::ScrapeStat as S;
-    let kind = |what: &str| format!("{name} has no {} (it is a {:?} series; {what})", stat.name(), s.kind);
+    let kind =
+        |what: &str| Problem::from(format!("{name} has no {} (it is a {:?} series; {what})", stat.name(), s.kind));
     match stat {
         S::Increase => s.increase.ok_or_else(|| kind("increase and rate are for counters and histograms")),
         S::Rate => s.rate_per_s.ok_or_else(|| kind("rate needs a counter or histogram read twice or more")),
         S::Mean => s.mean.ok_or_else(|| kind("mean and max are for gauges")),
         S::Max => s.max.ok_or_else(|| kind("mean and max are for gauges")),
-        S::Last => s.values.iter().rev().flatten().next().copied().ok_or_else(|| format!("{name} has no value")),
+        S::Last => {
+            s.values.iter().rev().flatten().next().copied().ok_or_else(|| Problem::from(format!("{name} has no value")))
+        }
         S::Quantile(p) => {
             let none = || kind("quantiles are for histograms with observations during the run");
             if s.kind != Some(crate::monitor::scrape::Kind::Histogram) {
@@ -154,9 +161,9 @@ fn statistic(
 
 /// A named figure of bolide-probe or the Monti agent: its series (of one metric, with the
 /// figure's labels) summed, the statistic read, scaled into the figure's unit.
-fn figure(doc: &Doc, f: &crate::threshold::Figure) -> Result<f64, String> {
+fn figure(doc: &Doc, f: &crate::threshold::Figure) -> Result<f64, Problem> {
     let r = endpoint_read(doc, &f.endpoint)?;
-    let of = |metric: &str| -> Result<crate::monitor::scrape::Series, String> {
+    let of = |metric: &str| -> Result<crate::monitor::scrape::Series, Problem> {
         let chosen: Vec<_> = r
             .series
             .iter()
@@ -165,7 +172,7 @@ fn figure(doc: &Doc, f: &crate::threshold::Figure) -> Result<f64, String> {
         if chosen.is_empty() {
             let labels: Vec<String> = f.labels.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
             let with = if labels.is_empty() { String::new() } else { format!(" with {}", labels.join(", ")) };
-            return Err(format!("{} has no series {metric}{with}", f.endpoint));
+            return Err(format!("{} has no series {metric}{with}", f.endpoint).into());
         }
         Ok(crate::monitor::scrape::combine(&chosen))
     };
@@ -174,7 +181,7 @@ fn figure(doc: &Doc, f: &crate::threshold::Figure) -> Result<f64, String> {
         Some(per) => {
             let whole = statistic(&of(per)?, per, f.stat)?;
             if whole <= 0.0 {
-                return Err(format!("{per} did not grow during the run"));
+                return Err(format!("{per} did not grow during the run").into());
             }
             value / whole
         }
@@ -184,17 +191,17 @@ fn figure(doc: &Doc, f: &crate::threshold::Figure) -> Result<f64, String> {
 }
 
 /// A watched process with samples; Err when it was not watched or never sampled.
-fn watched<'a>(doc: &'a Doc, name: &str) -> Result<&'a crate::monitor::MonitorResult, String> {
+fn watched<'a>(doc: &'a Doc, name: &str) -> Result<&'a crate::monitor::MonitorResult, Problem> {
     let m =
         doc.monitor().iter().find(|m| m.name == name).ok_or_else(|| format!("no process named {name} was watched"))?;
     if m.samples.is_empty() {
-        return Err(format!("{name} was never sampled (not found, or gone before the first sample)"));
+        return Err(format!("{name} was never sampled (not found, or gone before the first sample)").into());
     }
     Ok(m)
 }
 
 /// A figure of the browser users.
-fn browser(doc: &Doc, f: &crate::threshold::BrowserFigure) -> Result<f64, String> {
+fn browser(doc: &Doc, f: &crate::threshold::BrowserFigure) -> Result<f64, Problem> {
     use crate::threshold::BrowserFigure;
     let b = doc.ddp().and_then(|d| d.browser.as_ref()).ok_or("the run had no browser users (engine: browser)")?;
     let cost = || b.cost.as_ref().ok_or("the browsers' processes were not watched");

@@ -11,6 +11,8 @@ use hdrhistogram::Histogram;
 
 use super::envelope::Enveloped;
 
+use crate::problem::Problem;
+
 /// A per-second series a chart overlays across runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OverTime {
@@ -55,9 +57,9 @@ pub trait Reading: Enveloped {
     /// Why there is no latency: `no response completed`, `no step completed`.
     fn no_latency(&self) -> &'static str;
     /// One step's latency (a workload without steps says so).
-    fn step_latency(&self, name: &str) -> Result<Histogram<u64>, String>;
+    fn step_latency(&self, name: &str) -> Result<Histogram<u64>, Problem>;
     /// Units of work done per second over the run (responses, steps).
-    fn units_per_s(&self) -> Result<f64, String>;
+    fn units_per_s(&self) -> Result<f64, Problem>;
     /// The Meteor reports' "Time": the run's length (HTTP), from the first arrival to the last
     /// user's end (DDP).
     fn time_s(&self) -> f64;
@@ -104,7 +106,7 @@ pub struct Behind {
 }
 
 /// `n` over `duration_s` seconds, per second; Err for a run of no length.
-pub fn per_second(n: u64, duration_s: f64) -> Result<f64, String> {
+pub fn per_second(n: u64, duration_s: f64) -> Result<f64, Problem> {
     if duration_s > 0.0 {
         Ok(n as f64 / duration_s)
     } else {

@@ -10,6 +10,8 @@ use super::hist;
 use super::result::Latency;
 use super::summary::latency;
 
+use crate::problem::Problem;
+
 /// Measurements of one step name.
 #[derive(Debug, Clone)]
 pub struct StepRec {
@@ -657,16 +659,16 @@ pub fn step_summaries(rec: &VuRecorder, duration_s: f64) -> Vec<StepSummary> {
 
 impl DdpDoc {
     /// Reads a DDP result document, refusing other kinds with a reason.
-    pub fn from_json(text: &str) -> Result<DdpDoc, String> {
+    pub fn from_json(text: &str) -> Result<DdpDoc, Problem> {
         let head = super::result::Head::of(text)?;
         if head.format.as_deref() != Some(super::result::FORMAT) {
             return Err("not a bolide result".into());
         }
         if head.kind.as_deref() != Some("ddp") {
-            return Err(format!("a {:?} result, not a DDP one", head.kind));
+            return Err(format!("a {:?} result, not a DDP one", head.kind).into());
         }
         super::result::check_version(head.version)?;
-        serde_json::from_str(text).map_err(|e| format!("malformed result: {e}"))
+        serde_json::from_str(text).map_err(|e| Problem::from(format!("malformed result: {e}")))
     }
 }
 
@@ -783,17 +785,17 @@ impl super::view::Reading for DdpDoc {
         "no step completed"
     }
 
-    fn step_latency(&self, name: &str) -> Result<Histogram<u64>, String> {
+    fn step_latency(&self, name: &str) -> Result<Histogram<u64>, Problem> {
         let no_sample = || format!("no sample of {name} (it never completed or never ran)");
-        let Some(s) = self.steps.iter().find(|s| s.name == name) else { return Err(no_sample()) };
+        let Some(s) = self.steps.iter().find(|s| s.name == name) else { return Err(no_sample().into()) };
         let h = hist::decode(&s.latency_histogram)?;
         if h.is_empty() {
-            return Err(no_sample());
+            return Err(no_sample().into());
         }
         Ok(h)
     }
 
-    fn units_per_s(&self) -> Result<f64, String> {
+    fn units_per_s(&self) -> Result<f64, Problem> {
         super::view::per_second(self.summary.steps, self.summary.duration_s)
     }
 
