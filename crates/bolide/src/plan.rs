@@ -975,11 +975,35 @@ fn json_array(text: Option<&str>, example: &str) -> Result<Vec<serde_json::Value
     }
 }
 
-/// Builds the plan for `bolide run`, or every reason it cannot be built.
+/// Builds the plan for `bolide run`, or every reason it cannot be built: the flags checked, the
+/// scenario made (a built-in from its knobs, or a file) and changed by the flags, the faults, then
+/// the targets and what every run has.
 pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
-    use crate::scenario::builtin;
     let mut problems = Problems::default();
-    let is_builtin = builtin::is_builtin(&args.scenario);
+    run_flags(args, &mut problems);
+    // --arrival-rate and --duration: the built-ins' knobs, or a file's phases shortened or
+    // re-rated (see override_phases).
+    let rate = args.arrival_rate.and_then(|r| {
+        crate::scenario::check_rate(r).map_err(|why| problems.push(format!("--arrival-rate {why}"))).ok()
+    });
+    let duration =
+        args.duration.as_deref().and_then(|d| read_duration("-d/--duration", d).map_err(|e| problems.push(e)).ok());
+    if !crate::scenario::builtin::is_builtin(&args.scenario) && args.publication.is_some() {
+        problems
+            .push("--publication: a scenario file names its own subscriptions (it is for sub-churn and cluster-churn)");
+    }
+    let mut scenario = match crate::scenario::builtin::is_builtin(&args.scenario) {
+        true => builtin_scenario(args, rate, duration, &mut problems),
+        false => file_scenario(args, rate, duration, &mut problems)?,
+    };
+    let duplicates = apply_run_flags(args, &mut scenario, &mut problems);
+    let faults = faults(args, &mut scenario, &mut problems);
+    ddp_plan(args, scenario, faults, duplicates, problems)
+}
+
+/// The flags that belong to some scenarios only, or that `run` takes as levels.
+fn run_flags(args: &crate::cli::RunArgs, problems: &mut Problems) {
+    use crate::scenario::builtin;
     // Levels (--users 1,10,50, --burst 1,10,100) are run one after another by `run`; a plan is one.
     for (flag, levels) in [("--users", &args.users), ("--burst", &args.burst)] {
         if levels.len() > 1 {
@@ -991,7 +1015,6 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
             ));
         }
     }
-    let users = args.users.first().copied();
     let protocol = builtin::PROTOCOL.contains(&args.scenario.as_str());
     for (flag, set, owner) in [
         ("--method", args.method.is_some(), "ddp-calls"),
@@ -1013,110 +1036,129 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     if args.scenario == "ddp-connect" && !args.users.is_empty() {
         problems.push("ddp-connect: the sessions per burst are --burst N, not --users");
     }
-    // --arrival-rate and --duration: the built-ins' knobs, or a file's phases shortened or
-    // re-rated (see override_phases).
-    let rate = args.arrival_rate.and_then(|r| {
-        crate::scenario::check_rate(r).map_err(|why| problems.push(format!("--arrival-rate {why}"))).ok()
-    });
-    let duration =
-        args.duration.as_deref().and_then(|d| read_duration("-d/--duration", d).map_err(|e| problems.push(e)).ok());
-    if !is_builtin && args.publication.is_some() {
-        problems
-            .push("--publication: a scenario file names its own subscriptions (it is for sub-churn and cluster-churn)");
+}
+
+/// A built-in scenario made from its knobs (`--arrival-rate`, `--users`, `--method`, `--burst`,
+/// `--login`, `-d`, `--think`, `--tasks`, `--publication`).
+fn builtin_scenario(
+    args: &crate::cli::RunArgs,
+    rate: Option<f64>,
+    duration: Option<Duration>,
+    problems: &mut Problems,
+) -> crate::scenario::Scenario {
+    use crate::scenario::builtin;
+    let users = args.users.first().copied();
+    let mut knobs = builtin::Knobs { arrival_rate: rate, users, ..builtin::Knobs::default() };
+    if let Some(method) = &args.method {
+        if method.trim().is_empty() {
+            problems.push("--method is empty; give the method's name");
+        }
+        match json_array(args.params.as_deref(), "'[\"hello\"]'") {
+            Ok(params) => knobs.method = Some((method.clone(), params)),
+            Err(why) => problems.push(format!("--params {why}")),
+        }
+    } else if args.params.is_some() {
+        problems.push("--params goes with --method");
     }
-    let mut scenario = if is_builtin {
-        let mut knobs = builtin::Knobs { arrival_rate: rate, users, ..builtin::Knobs::default() };
-        if let Some(method) = &args.method {
-            if method.trim().is_empty() {
-                problems.push("--method is empty; give the method's name");
-            }
-            match json_array(args.params.as_deref(), "'[\"hello\"]'") {
-                Ok(params) => knobs.method = Some((method.clone(), params)),
-                Err(why) => problems.push(format!("--params {why}")),
-            }
-        } else if args.params.is_some() {
-            problems.push("--params goes with --method");
+    match args.burst.first() {
+        Some(0) => problems.push("--burst must be at least 1"),
+        Some(n) if *n > crate::scenario::MAX_ARRIVAL_COUNT => {
+            problems.push(format!("--burst must be at most {}, not {n}", crate::scenario::MAX_ARRIVAL_COUNT))
         }
-        match args.burst.first() {
-            Some(0) => problems.push("--burst must be at least 1"),
-            Some(n) if *n > crate::scenario::MAX_ARRIVAL_COUNT => {
-                problems.push(format!("--burst must be at most {}, not {n}", crate::scenario::MAX_ARRIVAL_COUNT))
-            }
-            b => knobs.burst = b.copied(),
+        b => knobs.burst = b.copied(),
+    }
+    if let Some(login) = &args.login {
+        match login.split_once(':') {
+            Some((user, password)) if !user.is_empty() => knobs.login = Some((user.to_string(), password.to_string())),
+            _ => problems.push("--login is NAME:PASSWORD"),
         }
-        if let Some(login) = &args.login {
-            match login.split_once(':') {
-                Some((user, password)) if !user.is_empty() => {
-                    knobs.login = Some((user.to_string(), password.to_string()))
-                }
-                _ => problems.push("--login is NAME:PASSWORD"),
-            }
+    }
+    if let Some(d) = duration {
+        knobs.duration = d;
+    }
+    if let Some(t) = &args.think {
+        // 0 is allowed here (no pause), unlike other durations.
+        match t.trim().parse::<f64>() {
+            Ok(0.0) => knobs.think = Duration::ZERO,
+            _ => match read_duration("--think", t) {
+                Ok(d) => knobs.think = d,
+                Err(e) => problems.push(e),
+            },
         }
-        if let Some(d) = duration {
-            knobs.duration = d;
-        }
-        if let Some(t) = &args.think {
-            // 0 is allowed here (no pause), unlike other durations.
-            match t.trim().parse::<f64>() {
-                Ok(0.0) => knobs.think = Duration::ZERO,
-                _ => match read_duration("--think", t) {
-                    Ok(d) => knobs.think = d,
-                    Err(e) => problems.push(e),
-                },
-            }
-        }
-        if let Some(n) = args.tasks {
-            knobs.tasks = n;
-        }
-        if let Some(name) = &args.publication {
-            if !builtin::CHURN.contains(&args.scenario.as_str()) && args.scenario != "ddp-connect" {
-                problems.push(format!(
-                    "--publication: {} does not take it (sub-churn, cluster-churn and ddp-connect do; a scenario file \
-                     names its own)",
-                    args.scenario
-                ));
-            }
-            match json_array(args.publication_args.as_deref(), "'[\"room-1\", 50]'") {
-                Ok(params) => knobs.publication = Some((name.clone(), params)),
-                Err(why) => problems.push(format!("--publication-args {why}")),
-            }
-        }
-        builtin::by_name(&args.scenario, &knobs).expect("a known built-in")
-    } else {
-        let path = std::path::Path::new(&args.scenario);
-        if !path.exists() {
-            let close = builtin::NAMES.iter().find(|n| {
-                let (a, b) = (n.as_bytes(), args.scenario.as_bytes());
-                a.iter().zip(b).filter(|(x, y)| x != y).count() + a.len().abs_diff(b.len()) <= 3
-            });
-            let hint = match close {
-                Some(n) => format!("; did you mean the built-in {n:?}?"),
-                None => format!("; built-ins: {}, {}", builtin::NAMES.join(", "), builtin::PROTOCOL.join(", ")),
-            };
-            return Err(RunPlanError::Config(ConfigError(vec![Problem::new(format!(
-                "{:?} is neither a built-in scenario nor a file{hint}",
+    }
+    if let Some(n) = args.tasks {
+        knobs.tasks = n;
+    }
+    if let Some(name) = &args.publication {
+        if !builtin::CHURN.contains(&args.scenario.as_str()) && args.scenario != "ddp-connect" {
+            problems.push(format!(
+                "--publication: {} does not take it (sub-churn, cluster-churn and ddp-connect do; a scenario file \
+                 names its own)",
                 args.scenario
-            ))])));
+            ));
         }
-        for (flag, set) in [("--think", args.think.is_some()), ("--tasks", args.tasks.is_some())] {
-            if set {
-                problems.push(format!("{flag} is for built-in scenarios; a scenario file sets it in its flow"));
-            }
+        match json_array(args.publication_args.as_deref(), "'[\"room-1\", 50]'") {
+            Ok(params) => knobs.publication = Some((name.clone(), params)),
+            Err(why) => problems.push(format!("--publication-args {why}")),
         }
-        let given: Vec<String> = args.variables.iter().map(|(name, _)| name.clone()).collect();
-        let mut scenario = crate::scenario::yaml::load_file_with(path, &given).map_err(RunPlanError::Scenario)?;
-        crate::scenario::override_phases(&mut scenario.config.phases, rate, duration);
-        if let Some(n) = users {
-            // One closed phase as long as the phases were (after --duration).
-            let length = crate::scenario::arrivals::Schedule::new(&scenario.config.phases).length();
-            scenario.config.phases = vec![crate::scenario::Phase {
-                name: Some("users".into()),
-                duration: length,
-                kind: crate::scenario::PhaseKind::Users(n),
-            }];
+    }
+    builtin::by_name(&args.scenario, &knobs).expect("a known built-in")
+}
+
+/// A scenario file read, its phases shortened, re-rated or made one closed phase by the flags;
+/// Err when there is no such file, or for the file's own problems.
+fn file_scenario(
+    args: &crate::cli::RunArgs,
+    rate: Option<f64>,
+    duration: Option<Duration>,
+    problems: &mut Problems,
+) -> Result<crate::scenario::Scenario, RunPlanError> {
+    use crate::scenario::builtin;
+    let users = args.users.first().copied();
+    let path = std::path::Path::new(&args.scenario);
+    if !path.exists() {
+        let close = builtin::NAMES.iter().find(|n| {
+            let (a, b) = (n.as_bytes(), args.scenario.as_bytes());
+            a.iter().zip(b).filter(|(x, y)| x != y).count() + a.len().abs_diff(b.len()) <= 3
+        });
+        let hint = match close {
+            Some(n) => format!("; did you mean the built-in {n:?}?"),
+            None => format!("; built-ins: {}, {}", builtin::NAMES.join(", "), builtin::PROTOCOL.join(", ")),
+        };
+        return Err(RunPlanError::Config(ConfigError(vec![Problem::new(format!(
+            "{:?} is neither a built-in scenario nor a file{hint}",
+            args.scenario
+        ))])));
+    }
+    for (flag, set) in [("--think", args.think.is_some()), ("--tasks", args.tasks.is_some())] {
+        if set {
+            problems.push(format!("{flag} is for built-in scenarios; a scenario file sets it in its flow"));
         }
-        scenario
-    };
+    }
+    let given: Vec<String> = args.variables.iter().map(|(name, _)| name.clone()).collect();
+    let mut scenario = crate::scenario::yaml::load_file_with(path, &given).map_err(RunPlanError::Scenario)?;
+    crate::scenario::override_phases(&mut scenario.config.phases, rate, duration);
+    if let Some(n) = users {
+        // One closed phase as long as the phases were (after --duration).
+        let length = crate::scenario::arrivals::Schedule::new(&scenario.config.phases).length();
+        scenario.config.phases = vec![crate::scenario::Phase {
+            name: Some("users".into()),
+            duration: length,
+            kind: crate::scenario::PhaseKind::Users(n),
+        }];
+    }
+    Ok(scenario)
+}
+
+/// What the flags change in a scenario of either kind: its variables, targets, transport,
+/// compression and audit; true when `--target` names a server twice.
+fn apply_run_flags(
+    args: &crate::cli::RunArgs,
+    scenario: &mut crate::scenario::Scenario,
+    problems: &mut Problems,
+) -> bool {
+    use crate::scenario::builtin;
+    let users = args.users.first().copied();
     // `bench --parameter-list`: each value is the variable of its name, one value only.
     for (name, value) in &args.variables {
         let vars = &mut scenario.config.variables;
@@ -1130,20 +1172,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         }
         _ => {}
     }
-    let mut duplicates = false;
-    if !args.target.is_empty() {
-        let given: Vec<_> = args.target.iter().map(|t| crate::scenario::TargetSpec::parse(t)).collect();
-        for e in given.iter().filter_map(|g| g.as_ref().err()) {
-            problems.push(format!("--{e}"));
-        }
-        let specs: Vec<_> = given.into_iter().flatten().collect();
-        let repeated = crate::scenario::check_targets(&specs);
-        duplicates = !repeated.is_empty();
-        problems.extend(repeated.into_iter().map(|e| format!("--{e}")));
-        if !specs.is_empty() {
-            scenario.config.targets = specs;
-        }
-    }
+    let duplicates = target_flags(args, scenario, problems);
     if let Some(t) = args.transport {
         scenario.config.ddp.transport = match t {
             crate::cli::TransportArg::Websocket => crate::proto::ddp::Transport::WebSocket,
@@ -1176,6 +1205,34 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
             problems.push(e);
         }
     }
+    duplicates
+}
+
+/// `--target`s, each checked, in place of the scenario's; true when one is named twice.
+fn target_flags(args: &crate::cli::RunArgs, scenario: &mut crate::scenario::Scenario, problems: &mut Problems) -> bool {
+    if args.target.is_empty() {
+        return false;
+    }
+    let given: Vec<_> = args.target.iter().map(|t| crate::scenario::TargetSpec::parse(t)).collect();
+    for e in given.iter().filter_map(|g| g.as_ref().err()) {
+        problems.push(format!("--{e}"));
+    }
+    let specs: Vec<_> = given.into_iter().flatten().collect();
+    let repeated = crate::scenario::check_targets(&specs);
+    let duplicates = !repeated.is_empty();
+    problems.extend(repeated.into_iter().map(|e| format!("--{e}")));
+    if !specs.is_empty() {
+        scenario.config.targets = specs;
+    }
+    duplicates
+}
+
+/// `--fault`s, checked against the server bolide starts.
+fn faults(
+    args: &crate::cli::RunArgs,
+    scenario: &mut crate::scenario::Scenario,
+    problems: &mut Problems,
+) -> Vec<crate::fault::Fault> {
     let mut faults = Vec::new();
     for text in &args.fault {
         match crate::fault::Fault::parse(text, parse_duration) {
@@ -1193,8 +1250,12 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     if !faults.is_empty() {
         scenario.config.ddp.reconnect = true;
     }
-    let mut common = common(&args.common, &mut problems);
-    let spread = common.spread;
+    faults
+}
+
+/// Each distinct target URL resolved once (a list of the same URL repeated is refused with the
+/// flags, and must not cost a resolution, nor a /proc scan, per repetition).
+fn resolve_targets(scenario: &crate::scenario::Scenario, problems: &mut Problems) -> Vec<DdpTarget> {
     let mut targets = Vec::new();
     // Each distinct URL is resolved once (a list of the same URL repeated is refused above, and
     // must not cost a resolution, nor a /proc scan below, per repetition).
@@ -1209,6 +1270,37 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
             Err(_) => {}
         }
     }
+    targets
+}
+
+/// The DDP client's settings: the scenario's, and the switch a `--fault drop` throws.
+fn client(scenario: &crate::scenario::Scenario, faults: &[crate::fault::Fault]) -> crate::proto::ddp::ClientConfig {
+    let d = &scenario.config.ddp;
+    crate::proto::ddp::ClientConfig {
+        transport: d.transport,
+        compression: d.compression,
+        cache: d.cache,
+        fanout_field: d.fanout_field.clone(),
+        drops: faults
+            .iter()
+            .any(|f| matches!(f.kind, crate::fault::Kind::Drop(_)))
+            .then(|| std::sync::Arc::new(crate::proto::ddp::Drops::default())),
+        ..crate::proto::ddp::ClientConfig::default()
+    }
+}
+
+/// The plan once the scenario is made: what every run has, the targets and the audit's truth,
+/// the thresholds, the segment; or every problem found.
+fn ddp_plan(
+    args: &crate::cli::RunArgs,
+    mut scenario: crate::scenario::Scenario,
+    faults: Vec<crate::fault::Fault>,
+    duplicates: bool,
+    mut problems: Problems,
+) -> Result<DdpPlan, RunPlanError> {
+    let mut common = common(&args.common, &mut problems);
+    let spread = common.spread;
+    let targets = resolve_targets(&scenario, &mut problems);
     if !args.audit_truth.is_empty() {
         scenario.config.audit_truth = args.audit_truth.clone();
     }
@@ -1231,18 +1323,7 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     if !problems.is_empty() {
         return Err(RunPlanError::Config(ConfigError::of(problems)));
     }
-    let d = &scenario.config.ddp;
-    let client = crate::proto::ddp::ClientConfig {
-        transport: d.transport,
-        compression: d.compression,
-        cache: d.cache,
-        fanout_field: d.fanout_field.clone(),
-        drops: faults
-            .iter()
-            .any(|f| matches!(f.kind, crate::fault::Kind::Drop(_)))
-            .then(|| std::sync::Arc::new(crate::proto::ddp::Drops::default())),
-        ..crate::proto::ddp::ClientConfig::default()
-    };
+    let client = client(&scenario, &faults);
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     // Each user holds a connection; how many at once is not known before the run.
     descriptor_room_all();
