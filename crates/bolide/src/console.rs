@@ -89,7 +89,7 @@ pub fn with_document<T: serde::Serialize>(
     match crate::files::write_json(dest, &mut *io.out, &doc) {
         Ok(()) => code,
         Err(e) => {
-            let _ = writeln!(io.err, "error: cannot write {}: {e}", dest.display());
+            Problem::new(format!("cannot write {}: {e}", dest.display())).print(io.err);
             exit::RUN
         }
     }

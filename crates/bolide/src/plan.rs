@@ -988,11 +988,12 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     });
     let duration =
         args.duration.as_deref().and_then(|d| read_duration("-d/--duration", d).map_err(|e| problems.push(e)).ok());
-    if !crate::scenario::builtin::is_builtin(&args.scenario) && args.publication.is_some() {
+    let is_builtin = crate::scenario::builtin::is_builtin(&args.scenario);
+    if !is_builtin && args.publication.is_some() {
         problems
             .push("--publication: a scenario file names its own subscriptions (it is for sub-churn and cluster-churn)");
     }
-    let mut scenario = match crate::scenario::builtin::is_builtin(&args.scenario) {
+    let mut scenario = match is_builtin {
         true => builtin_scenario(args, rate, duration, &mut problems),
         false => file_scenario(args, rate, duration, &mut problems)?,
     };

@@ -475,7 +475,7 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> Result<
     for (path, bytes) in [(md.clone(), page.into_bytes()), (dir.join("cluster.json"), figures.to_string().into_bytes())]
     {
         if let Err(e) = crate::files::write_atomically(&path, |w| w.write_all(&bytes)) {
-            let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
+            Problem::new(format!("cannot write {}: {e}", path.display())).print(io.err);
             code = exit::RUN;
         }
     }
@@ -486,7 +486,7 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> Result<
             let _ = writeln!(io.out, "HTML report: {}", html.display());
         }
         Err(e) => {
-            let _ = writeln!(io.err, "error: cannot write {}: {e}", html.display());
+            Problem::new(format!("cannot write {}: {e}", html.display())).print(io.err);
             code = exit::RUN;
         }
     }

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 
 use crate::console::{exit, Failed, Io};
+use crate::problem::Problem;
 use crate::report::table::ms;
 pub use crate::results::levels::{table, Level, LevelsDoc, FORMAT};
 use crate::stats::doc::Doc;
@@ -92,7 +93,8 @@ pub fn run(
             w.set_output(file.clone(), Some(format!("{flag}={n}")), true);
             let outcome = w.execute(command_line.clone(), io, cancel, None);
             let Some(doc) = outcome.doc else {
-                let _ = writeln!(io.err, "error: the level {flag} {n} could not complete; the levels stop here");
+                let stops = format!("the level {flag} {n} could not complete; the levels stop here");
+                Problem::new(stops).print(io.err);
                 code = exit::RUN;
                 break;
             };
