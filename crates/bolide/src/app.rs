@@ -17,10 +17,13 @@ use crate::workload::Workload;
 /// fails returns its problems here, the one place they are printed.
 pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32 {
     let args = capacity_shorthand(args);
+    if let Some((arg, hint)) = misread_by_clap(&args) {
+        let misread = Problem::new(format!("unexpected argument '{arg}' found")).hint(hint);
+        return say(io, Failed::usage([misread]));
+    }
     let cli = match parse(&args, io) {
-        Ok(Ok(cli)) => cli,
-        Ok(Err(code)) => return code,
-        Err(failed) => return say(io, failed),
+        Ok(cli) => cli,
+        Err(code) => return code,
     };
     match dispatch(cli, &args, io, cancel) {
         Ok(code) => code,
@@ -39,15 +42,13 @@ fn say(io: &mut Io, failed: Failed) -> i32 {
     failed.code
 }
 
-/// The command line read by clap; Ok(Err(code)) when clap said why not (or printed the help).
-fn parse(args: &[OsString], io: &mut Io) -> Result<Result<Cli, i32>, Failed> {
-    if let Some((arg, hint)) = misread_by_clap(args) {
-        return Err(Failed::usage([Problem::new(format!("unexpected argument '{arg}' found")).hint(hint)]));
-    }
+/// The command line read by clap; Err(exit code) when clap said why not (or printed the help or
+/// the version), in clap's own words.
+fn parse(args: &[OsString], io: &mut Io) -> Result<Cli, i32> {
     // With --parameter-list, `{NAME}` may stand in a typed flag (`--users {n}`, `-c {c}`): the
     // command line is read as its first combination has it (each is read again before it runs).
     let e = match Cli::try_parse_from(crate::load::params::first_combination(args)) {
-        Ok(cli) => return Ok(Ok(cli)),
+        Ok(cli) => return Ok(cli),
         Err(e) => e,
     };
     use clap::error::ErrorKind;
@@ -65,7 +66,7 @@ fn parse(args: &[OsString], io: &mut Io) -> Result<Result<Cli, i32>, Failed> {
         text = lines.join("\n").replace("\n\n\n", "\n\n") + "\n";
     }
     let _ = if code == exit::OK { write!(io.out, "{text}") } else { write!(io.err, "{text}") };
-    Ok(Err(code))
+    Err(code)
 }
 
 /// Each subcommand to the room that owns it.
