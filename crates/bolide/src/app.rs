@@ -294,6 +294,31 @@ mod tests {
     }
 
     #[test]
+    fn a_command_s_problems_are_said_once_each_and_a_scenario_file_s_in_its_own_words() {
+        let run = |args: &[&str]| {
+            let (mut out, mut err) = (Vec::new(), Vec::new());
+            let argv: Vec<OsString> = ["bolide"].iter().chain(args).map(OsString::from).collect();
+            let code = main(argv, &mut Io::plain(&mut out, &mut err), &CancellationToken::new());
+            (code, String::from_utf8(err).unwrap())
+        };
+        // Every flag's problem at once, each on its line with "error: " once.
+        let (code, err) = run(&["http", "-c", "0", "--streams", "0", "http://127.0.0.1:9/"]);
+        assert_eq!(code, exit::USAGE);
+        assert_eq!(err, "error: -c/--connections must be at least 1\nerror: --streams must be at least 1\n");
+        // A scenario file's problems start with its file:line:column, as docs/run.md shows them.
+        let file = std::env::temp_dir().join(format!("bolide-app-test-{}.yml", std::process::id()));
+        std::fs::write(&file, "- just\n- a list\n").unwrap();
+        let (code, err) = run(&["run", file.to_str().unwrap()]);
+        let _ = std::fs::remove_file(&file);
+        assert_eq!(code, exit::USAGE);
+        assert!(!err.starts_with("error:") && err.contains(":1:1: the scenario file must be a mapping"), "{err}");
+        // A bench refused before its first run: said once, nothing ran.
+        let (code, err) = run(&["bench", "http", "--runs", "0", "http://127.0.0.1:9/"]);
+        assert_eq!(code, exit::USAGE);
+        assert_eq!(err.matches("error: --runs must be at least 1").count(), 1, "{err}");
+    }
+
+    #[test]
     fn flags_of_other_tools_get_bolide_s_answer_not_clap_s_tip() {
         // Each row: the flag as people type it for ab, wrk, wrk2, oha or hey; what the answer says.
         let rows = [

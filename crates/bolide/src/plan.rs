@@ -883,7 +883,8 @@ impl DdpPlan {
     }
 }
 
-/// Why a `bolide run` cannot start: usage errors (exit 2) or a scenario file's problems.
+/// Why a workload cannot be planned (`http`, `run`, and the commands that repeat them): its flags'
+/// problems, or its scenario file's (exit 2 either way).
 #[derive(Debug)]
 pub enum RunPlanError {
     Config(ConfigError),
