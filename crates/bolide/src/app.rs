@@ -9,84 +9,78 @@ use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{Cli, Command};
-use crate::console::{exit, Io};
+use crate::console::{exit, Failed, Io};
+use crate::problem::Problem;
 use crate::workload::Workload;
 
-/// Runs the command line `args` (program name first); returns the exit code.
+/// Runs the command line `args` (program name first); returns the exit code. A command that
+/// fails returns its problems here, the one place they are printed.
 pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32 {
     let args = capacity_shorthand(args);
     if let Some((arg, hint)) = misread_by_clap(&args) {
-        let _ = write!(io.err, "error: unexpected argument '{arg}' found\n\n  hint: {hint}\n");
-        return exit::USAGE;
+        let misread = Problem::new(format!("unexpected argument '{arg}' found")).hint(hint);
+        return say(io, Failed::usage([misread]));
     }
+    let cli = match parse(&args, io) {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
+    match dispatch(cli, &args, io, cancel) {
+        Ok(code) => code,
+        Err(failed) => say(io, failed),
+    }
+}
+
+/// Prints what a command failed on, the one place it is printed, and returns its exit code.
+fn say(io: &mut Io, failed: Failed) -> i32 {
+    for p in &failed.problems {
+        p.print(io.err);
+    }
+    if let Some(file) = &failed.file {
+        let _ = writeln!(io.err, "{file}");
+    }
+    failed.code
+}
+
+/// The command line read by clap; Err(exit code) when clap said why not (or printed the help or
+/// the version), in clap's own words.
+fn parse(args: &[OsString], io: &mut Io) -> Result<Cli, i32> {
     // With --parameter-list, `{NAME}` may stand in a typed flag (`--users {n}`, `-c {c}`): the
     // command line is read as its first combination has it (each is read again before it runs).
-    let cli = match Cli::try_parse_from(crate::load::params::first_combination(&args)) {
-        Ok(cli) => cli,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            let code = match e.kind() {
-                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => exit::OK,
-                _ => exit::USAGE,
-            };
-            let text = e.render().ansi().to_string();
-            let mut text = if io.color { text } else { e.render().to_string() };
-            if let Some(hint) = other_tools_flag(&e) {
-                // Clap's "use -- -k" tip is wrong for these: what the flag means in bolide instead.
-                let lines: Vec<&str> = text.lines().filter(|l| !l.trim_start().starts_with("tip:")).collect();
-                let mut lines: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
-                lines.insert(1, format!("\n  hint: {hint}"));
-                text = lines.join("\n").replace("\n\n\n", "\n\n") + "\n";
-            }
-            let _ = if code == exit::OK { write!(io.out, "{text}") } else { write!(io.err, "{text}") };
-            return code;
-        }
+    let e = match Cli::try_parse_from(crate::load::params::first_combination(args)) {
+        Ok(cli) => return Ok(cli),
+        Err(e) => e,
     };
+    use clap::error::ErrorKind;
+    let code = match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => exit::OK,
+        _ => exit::USAGE,
+    };
+    let text = e.render().ansi().to_string();
+    let mut text = if io.color { text } else { e.render().to_string() };
+    if let Some(hint) = other_tools_flag(&e) {
+        // Clap's "use -- -k" tip is wrong for these: what the flag means in bolide instead.
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim_start().starts_with("tip:")).collect();
+        let mut lines: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        lines.insert(1, format!("\n  hint: {hint}"));
+        text = lines.join("\n").replace("\n\n\n", "\n\n") + "\n";
+    }
+    let _ = if code == exit::OK { write!(io.out, "{text}") } else { write!(io.err, "{text}") };
+    Err(code)
+}
+
+/// Each subcommand to the room that owns it.
+fn dispatch(cli: Cli, args: &[OsString], io: &mut Io, cancel: &CancellationToken) -> Result<i32, Failed> {
     // Recorded in result documents, so without secrets.
     let command_line = crate::redact::Redactor::command_line(
         &args.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
     );
-    match cli.command {
-        Command::Http(a) => once(one_run(Workload::http(&a), &a.common), command_line, io, cancel),
-        Command::Run(a) if crate::load::levels::wanted(&a) => crate::load::levels::run(&a, command_line, io, cancel),
-        Command::Run(a) => once(one_run(Workload::ddp(&a), &a.common), command_line, io, cancel),
+    Ok(match cli.command {
+        Command::Http(a) => once(one_run(Workload::http(&a), &a.common)?, command_line, io, cancel),
+        Command::Run(a) if crate::load::levels::wanted(&a) => crate::load::levels::run(&a, command_line, io, cancel)?,
+        Command::Run(a) => once(one_run(Workload::ddp(&a), &a.common)?, command_line, io, cancel),
         Command::Serve(a) => crate::serve::serve(&a, io, cancel),
-        Command::Bench(a) => {
-            // With --parameter-list, as its first combination has it (each is made again later).
-            let first = crate::load::params::first_values(&a.workload.opts().parameter_list);
-            match Workload::bench(&a.workload, &first) {
-                Ok(w) => {
-                    // --out DIR is the series' directory, --out csv=PATH its rows.
-                    let mut opts = a.workload.opts().clone();
-                    let c = w.common();
-                    (opts.out, opts.csv) = (c.dir.clone(), c.csv.clone());
-                    let junit = c.junit.clone();
-                    if opts.parameter_list.is_empty() {
-                        return crate::load::bench(w, &opts, junit.as_deref(), command_line, io, cancel);
-                    }
-                    // --parameter-list: the command line again for each value.
-                    let argv: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-                    let variants = crate::load::params::lists(&opts.parameter_list)
-                        .and_then(|lists| crate::load::params::variants(&argv, &lists, cancel));
-                    match variants {
-                        Ok(_) if cancel.is_cancelled() => {
-                            // Stopped while planning: nothing ran, nothing was written.
-                            let _ = writeln!(io.err, "bench: stopped while planning the series; nothing ran");
-                            exit::OK
-                        }
-                        Ok(v) => crate::load::bench_series(v, &opts, junit.as_deref(), io, cancel),
-                        Err(e) => {
-                            let _ = writeln!(io.err, "error: {}", e.trim_start_matches("error: ").trim_end());
-                            exit::USAGE
-                        }
-                    }
-                }
-                Err(e) => {
-                    let _ = writeln!(io.err, "{e}");
-                    exit::USAGE
-                }
-            }
-        }
+        Command::Bench(a) => bench(&a, args, command_line, io, cancel)?,
         Command::Compare(a) => crate::results::compare::compare(&a, io),
         Command::Report(a) => crate::results::report::report(&a, io),
         Command::Merge(a) => crate::results::merge::merge(&a, command_line, io),
@@ -99,25 +93,52 @@ pub fn main(args: Vec<OsString>, io: &mut Io, cancel: &CancellationToken) -> i32
                 let ladder = w.ladder_mut();
                 (ladder.out, ladder.csv) = (o.dir, o.csv);
             }
-            crate::load::capacity::capacity(&w, command_line, io, cancel)
+            crate::load::capacity::capacity(&w, command_line, io, cancel)?
         }
-        Command::Demo(a) if a.which == crate::cli::DemoWhich::Cluster => crate::load::cluster::demo(&a, io, cancel),
-        Command::Demo(a) => crate::load::demo::demo(&a, io, cancel),
+        Command::Demo(a) if a.which == crate::cli::DemoWhich::Cluster => crate::load::cluster::demo(&a, io, cancel)?,
+        Command::Demo(a) => crate::load::demo::demo(&a, io, cancel)?,
         Command::Probe(a) => match a.what {
-            crate::cli::ProbeCommand::Path => match crate::monitor::probe::write() {
-                Ok(path) => {
-                    let _ = writeln!(io.out, "{}", path.display());
-                    exit::OK
-                }
-                Err(e) => {
-                    let _ = writeln!(io.err, "error: {e}");
-                    exit::RUN
-                }
-            },
+            crate::cli::ProbeCommand::Path => {
+                let path = crate::monitor::probe::write().map_err(Failed::run)?;
+                let _ = writeln!(io.out, "{}", path.display());
+                exit::OK
+            }
         },
         Command::Completions(a) => crate::manual::completions(a.shell, io),
         Command::Man(a) => crate::manual::man(a.dir.as_deref(), io),
+    })
+}
+
+/// `bolide bench`: one series, or with --parameter-list one per combination of values.
+fn bench(
+    a: &crate::cli::BenchArgs,
+    args: &[OsString],
+    command_line: Vec<String>,
+    io: &mut Io,
+    cancel: &CancellationToken,
+) -> Result<i32, Failed> {
+    // With --parameter-list, as its first combination has it (each is made again later).
+    let first = crate::load::params::first_values(&a.workload.opts().parameter_list);
+    let w = Workload::bench(&a.workload, &first)?;
+    // --out DIR is the series' directory, --out csv=PATH its rows.
+    let mut opts = a.workload.opts().clone();
+    let c = w.common();
+    (opts.out, opts.csv) = (c.dir.clone(), c.csv.clone());
+    let junit = c.junit.clone();
+    if opts.parameter_list.is_empty() {
+        return crate::load::bench(w, &opts, junit.as_deref(), command_line, io, cancel);
     }
+    // --parameter-list: the command line again for each value.
+    let argv: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    let variants = crate::load::params::lists(&opts.parameter_list)
+        .and_then(|lists| crate::load::params::variants(&argv, &lists, cancel))
+        .map_err(|e| Failed::usage([e]))?;
+    if cancel.is_cancelled() {
+        // Stopped while planning: nothing ran, nothing was written.
+        let _ = writeln!(io.err, "bench: stopped while planning the series; nothing ran");
+        return Ok(exit::OK);
+    }
+    crate::load::bench_series(variants, &opts, junit.as_deref(), io, cancel)
 }
 
 /// The exit code of a command that a stop signal (number `signal`, 0 for none) ended: a run,
@@ -210,28 +231,24 @@ pub fn capacity_shorthand(mut args: Vec<OsString>) -> Vec<OsString> {
     args
 }
 
-/// A single run's workload: a plain `--out DIR` belongs to bench and capacity.
-fn one_run(workload: Result<Workload, String>, common: &crate::cli::CommonArgs) -> Result<Workload, String> {
+/// A single run's workload: a plain `--out DIR` belongs to bench and capacity (said before the
+/// plan's own problems).
+fn one_run(
+    workload: Result<Workload, crate::plan::RunPlanError>,
+    common: &crate::cli::CommonArgs,
+) -> Result<Workload, Failed> {
     match crate::plan::outputs(&common.output.outs) {
-        Ok(o) if o.dir.is_some() => Err(format!(
-            "error: --out {}: a directory is where bench and capacity keep their result documents; one run \
+        Ok(o) if o.dir.is_some() => Err(Failed::usage([format!(
+            "--out {}: a directory is where bench and capacity keep their result documents; one run \
              writes its document with --json FILE (and --out csv=PATH for its seconds as CSV)",
             o.dir.unwrap_or_default().display()
-        )),
-        _ => workload,
+        )])),
+        _ => Ok(workload?),
     }
 }
 
-/// `bolide http` and `bolide run`: a workload planned from its flags, run once; a planning error
-/// is a usage error.
-fn once(workload: Result<Workload, String>, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> i32 {
-    let w = match workload {
-        Ok(w) => w,
-        Err(e) => {
-            let _ = writeln!(io.err, "{e}");
-            return exit::USAGE;
-        }
-    };
+/// `bolide http` and `bolide run`: a workload planned from its flags, run once.
+fn once(w: Workload, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> i32 {
     let dashboard = match crate::dashboard::start_for(w.common().dashboard, &format!("bolide {} (live)", w.slug()), io)
     {
         Ok(d) => d,
@@ -274,6 +291,31 @@ mod tests {
         }
         assert!(stops_at_once(&argv("compare")) && stops_at_once(&argv("report")) && stops_at_once(&argv("merge")));
         assert!(!stops_at_once(&argv("http")) && !stops_at_once(&argv("serve")));
+    }
+
+    #[test]
+    fn a_command_s_problems_are_said_once_each_and_a_scenario_file_s_in_its_own_words() {
+        let run = |args: &[&str]| {
+            let (mut out, mut err) = (Vec::new(), Vec::new());
+            let argv: Vec<OsString> = ["bolide"].iter().chain(args).map(OsString::from).collect();
+            let code = main(argv, &mut Io::plain(&mut out, &mut err), &CancellationToken::new());
+            (code, String::from_utf8(err).unwrap())
+        };
+        // Every flag's problem at once, each on its line with "error: " once.
+        let (code, err) = run(&["http", "-c", "0", "--streams", "0", "http://127.0.0.1:9/"]);
+        assert_eq!(code, exit::USAGE);
+        assert_eq!(err, "error: -c/--connections must be at least 1\nerror: --streams must be at least 1\n");
+        // A scenario file's problems start with its file:line:column, as docs/run.md shows them.
+        let file = std::env::temp_dir().join(format!("bolide-app-test-{}.yml", std::process::id()));
+        std::fs::write(&file, "- just\n- a list\n").unwrap();
+        let (code, err) = run(&["run", file.to_str().unwrap()]);
+        let _ = std::fs::remove_file(&file);
+        assert_eq!(code, exit::USAGE);
+        assert!(!err.starts_with("error:") && err.contains(":1:1: the scenario file must be a mapping"), "{err}");
+        // A bench refused before its first run: said once, nothing ran.
+        let (code, err) = run(&["bench", "http", "--runs", "0", "http://127.0.0.1:9/"]);
+        assert_eq!(code, exit::USAGE);
+        assert_eq!(err.matches("error: --runs must be at least 1").count(), 1, "{err}");
     }
 
     #[test]

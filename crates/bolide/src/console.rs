@@ -3,6 +3,8 @@
 
 use std::io::Write;
 
+use crate::problem::Problem;
+
 /// Exit codes, the same for every command (see the README).
 pub mod exit {
     /// The run was done.
@@ -18,6 +20,31 @@ pub mod exit {
     /// runs, too few runs, a change within the noise); `--allow-inconclusive` makes it 0. And an
     /// audit that could not check every checkpoint: an infrastructure failure is never a pass.
     pub const INCONCLUSIVE: i32 = 4;
+}
+
+/// How a command ended before its work was done: what went wrong, and the exit code that follows
+/// ([`exit::USAGE`] when nothing ran, [`exit::RUN`] when it could not start). `app` prints it, the
+/// one place a command's problems are printed.
+#[derive(Debug)]
+pub struct Failed {
+    pub code: i32,
+    /// Each printed as `error: ...` ([`Problem::print`]).
+    pub problems: Vec<Problem>,
+    /// A scenario file's problems in its own words (`FILE:LINE:COLUMN: ...`, each hint indented
+    /// under its line), printed as they are.
+    pub file: Option<String>,
+}
+
+impl Failed {
+    /// Refused before anything ran: exit 2.
+    pub fn usage(problems: impl IntoIterator<Item = impl Into<Problem>>) -> Failed {
+        Failed { code: exit::USAGE, problems: problems.into_iter().map(Into::into).collect(), file: None }
+    }
+
+    /// Could not start or complete: exit 3.
+    pub fn run(problem: impl Into<Problem>) -> Failed {
+        Failed { code: exit::RUN, problems: vec![problem.into()], file: None }
+    }
 }
 
 /// Where a command writes: results on `out`, diagnostics on `err`.
@@ -62,7 +89,7 @@ pub fn with_document<T: serde::Serialize>(
     match crate::files::write_json(dest, &mut *io.out, &doc) {
         Ok(()) => code,
         Err(e) => {
-            let _ = writeln!(io.err, "error: cannot write {}: {e}", dest.display());
+            Problem::new(format!("cannot write {}: {e}", dest.display())).print(io.err);
             exit::RUN
         }
     }

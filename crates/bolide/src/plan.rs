@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::cli::HttpArgs;
 use crate::engine::pacer::{Pacer, Slice, Stop};
 use crate::files;
+use crate::problem::Problem;
 use crate::proto::http::{build_request, RequestSpec, Target};
 use crate::stats::result::HttpSettings;
 use crate::threshold::Threshold;
@@ -75,7 +76,7 @@ pub struct Common {
 
 /// Reads the flags every run shares, adding problems to `problems`; the thresholds are left to
 /// the workload (they are checked against its steps, [`thresholds`]).
-pub fn common(args: &crate::cli::CommonArgs, problems: &mut Vec<String>) -> Common {
+pub fn common(args: &crate::cli::CommonArgs, problems: &mut Problems) -> Common {
     let o = &args.output;
     let dashboard = o.dashboard.as_deref().and_then(|a| dashboard_addr(a).map_err(|e| problems.push(e)).ok());
     let server = server_plan(&args.server, problems);
@@ -102,7 +103,7 @@ pub fn common(args: &crate::cli::CommonArgs, problems: &mut Vec<String>) -> Comm
             continue;
         }
         if let Err(e) = files::check_writable(path) {
-            problems.push(e.into());
+            problems.push(e);
         }
     }
     common
@@ -125,12 +126,13 @@ pub struct Spread {
 }
 
 /// Reads `--segment` and `--start-at`, adding problems to `problems`.
-pub fn spread(args: &crate::cli::SegmentArgs, problems: &mut Vec<String>) -> Spread {
-    let segment = args.segment.as_deref().and_then(|s| {
-        crate::segment::Segment::parse(s, |v| std::env::var(v).ok()).map_err(|e| problems.push(e.into())).ok()
-    });
+pub fn spread(args: &crate::cli::SegmentArgs, problems: &mut Problems) -> Spread {
+    let segment = args
+        .segment
+        .as_deref()
+        .and_then(|s| crate::segment::Segment::parse(s, |v| std::env::var(v).ok()).map_err(|e| problems.push(e)).ok());
     let start_at = args.start_at.as_deref().and_then(|t| {
-        crate::segment::parse_start_at(t, std::time::SystemTime::now()).map_err(|e| problems.push(e.into())).ok()
+        crate::segment::parse_start_at(t, std::time::SystemTime::now()).map_err(|e| problems.push(e)).ok()
     });
     Spread { segment, start_at }
 }
@@ -161,7 +163,7 @@ pub fn thresholds(
     given: &[Threshold],
     steps: Option<&[String]>,
     server: &ServerPlan,
-    problems: &mut Vec<String>,
+    problems: &mut Problems,
 ) -> Vec<Threshold> {
     let mut processes: Vec<String> = server.monitors.iter().map(|(name, _)| name.clone()).collect();
     if server.spawn.is_some() {
@@ -176,8 +178,10 @@ pub fn thresholds(
     for t in given.iter().cloned().map(Ok).chain(flags.iter().map(|f| crate::threshold::parse_flag(f))) {
         match t.and_then(|t| crate::threshold::check(&t, &names).map(|()| t)).map_err(String::from) {
             Ok(t) => out.push(t),
-            Err(e) if e.starts_with("--threshold") => problems.push(e),
-            Err(e) => problems.push(format!("threshold {e}")),
+            Err(e) => match Problem::from(e) {
+                e if e.to_string().starts_with("--threshold") => problems.push(e),
+                e => problems.push(format!("threshold {e}")),
+            },
         }
     }
     out
@@ -226,7 +230,7 @@ pub struct Outputs {
 }
 
 /// Reads `--out` values: `csv=PATH`, or a directory.
-pub fn outputs(outs: &[String]) -> Result<Outputs, String> {
+pub fn outputs(outs: &[String]) -> Result<Outputs, Problem> {
     let mut o = Outputs::default();
     for text in outs {
         let kind = text
@@ -251,18 +255,20 @@ pub fn outputs(outs: &[String]) -> Result<Outputs, String> {
                     other => {
                         return Err(format!(
                             "--out {name}={url}: receivers are http:// or https:// (the scheme is {other:?})"
-                        ))
+                        )
+                        .into())
                     }
                 }
                 if o.exports.iter().any(|(k, _)| *k == kind) {
-                    return Err(format!("--out {name}=URL is given twice; one receiver of a kind per run"));
+                    return Err(format!("--out {name}=URL is given twice; one receiver of a kind per run").into());
                 }
                 o.exports.push((kind, u));
             }
             Some((k, _)) => {
                 return Err(format!(
                     "--out {text:?}: {k:?} is no kind of output; the kinds are csv=PATH, prometheus-rw=URL and otlp=URL"
-                ))
+                )
+                .into())
             }
             None if text.is_empty() => return Err("--out needs KIND=DEST or a directory".into()),
             None => {
@@ -277,20 +283,17 @@ pub fn outputs(outs: &[String]) -> Result<Outputs, String> {
 
 /// Reads `--monitor`, `--monitor-interval` and `--spawn` with its options, adding problems to
 /// `problems`.
-pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) -> ServerPlan {
-    let monitors = args
-        .monitors
-        .iter()
-        .filter_map(|s| crate::monitor::parse_spec(s).map_err(|e| problems.push(e.into())).ok())
-        .collect();
-    let interval = parse_duration("--monitor-interval", &args.monitor_interval)
+pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Problems) -> ServerPlan {
+    let monitors =
+        args.monitors.iter().filter_map(|s| crate::monitor::parse_spec(s).map_err(|e| problems.push(e)).ok()).collect();
+    let interval = read_duration("--monitor-interval", &args.monitor_interval)
         .map_err(|e| problems.push(e))
         .unwrap_or(Duration::from_secs(1));
-    let timeout = parse_duration("--ready-timeout", &args.ready_timeout)
+    let timeout = read_duration("--ready-timeout", &args.ready_timeout)
         .map_err(|e| problems.push(e))
         .unwrap_or(Duration::from_secs(30));
     let monti = args.monti.as_deref().and_then(|a| {
-        let addr = crate::monitor::monti::parse_addr(Some(a)).map_err(|e| problems.push(e.into())).ok()?;
+        let addr = crate::monitor::monti::parse_addr(Some(a)).map_err(|e| problems.push(e)).ok()?;
         // The app's own id and secret when bolide has them; for a spawned app, ones of bolide's.
         let credentials = crate::monitor::monti::Credentials::from_env()
             .or_else(|| args.spawn.is_some().then(crate::monitor::monti::Credentials::for_spawn));
@@ -328,8 +331,7 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
     if bare > 1 || (bare == 1 && args.probes.first().is_some_and(|p| p.contains('='))) {
         problems.push(
             "--probe NAME without an address loads the probe into the spawned server: give one such --probe, first, \
-             and the others with their addresses (NAME=HOST:PORT)"
-                .into(),
+             and the others with their addresses (NAME=HOST:PORT)",
         );
     }
     let loaded_by_us = args.spawn.is_some() && args.probes.first().is_some_and(|p| !p.contains('='));
@@ -364,7 +366,7 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
                     .collect(),
             }),
             Err(e) => {
-                problems.push(e.into());
+                problems.push(e);
                 None
             }
         },
@@ -373,13 +375,13 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
     let mut scrapes: Vec<crate::monitor::scrape::Spec> = args
         .scrapes
         .iter()
-        .filter_map(|s| crate::monitor::scrape::parse_spec(s).map_err(|e| problems.push(e.into())).ok())
+        .filter_map(|s| crate::monitor::scrape::parse_spec(s).map_err(|e| problems.push(e)).ok())
         .collect();
     // `--probe NAME=HOST:PORT`: bolide-probe's endpoint, read like any other.
     for p in &probes {
         match crate::monitor::scrape::probe_spec(p) {
             Ok(s) => scrapes.push(s),
-            Err(e) => problems.push(e.into()),
+            Err(e) => problems.push(e),
         }
     }
     for (i, s) in scrapes.iter().enumerate() {
@@ -387,8 +389,7 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
             problems.push(format!("{} is named twice among --scrape and --probe: give each its own name", s.name));
         }
         if monti.is_some() && s.name == crate::monitor::monti::NAME {
-            problems
-                .push("monti is the name of --monti's series: give the other --scrape or --probe another name".into());
+            problems.push("monti is the name of --monti's series: give the other --scrape or --probe another name");
         }
     }
     if let Some(m) = &args.scrape_match {
@@ -397,7 +398,7 @@ pub fn server_plan(args: &crate::cli::ServerArgs, problems: &mut Vec<String>) ->
         }
     }
     if args.scrape_limit == 0 {
-        problems.push("--scrape-limit 0 would keep nothing; leave --scrape out instead".into());
+        problems.push("--scrape-limit 0 would keep nothing; leave --scrape out instead");
     }
     ServerPlan {
         monitors,
@@ -448,7 +449,7 @@ fn descriptor_overhead(threads: usize) -> u64 {
 
 /// Makes room for `need` open files: raises the soft limit towards the hard one when it is
 /// lower (as servers and load tools do at start), and says what stands in the way otherwise.
-pub fn descriptor_room(need: u64) -> Result<(), String> {
+pub fn descriptor_room(need: u64) -> Result<(), Problem> {
     // SAFETY: getrlimit/setrlimit only read and write the struct handed to them.
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
@@ -467,7 +468,8 @@ pub fn descriptor_room(need: u64) -> Result<(), String> {
         "needs about {need} open files, and this process may open {now} (hard limit {}); raise it \
          with `ulimit -n {need}` (as root, or in /etc/security/limits.conf), or use fewer connections",
         lim.rlim_max
-    ))
+    )
+    .into())
 }
 
 /// Raises the soft open-file limit to the hard one (for runs whose connection count is not
@@ -476,9 +478,46 @@ pub fn descriptor_room_all() {
     let _ = descriptor_room(u64::MAX);
 }
 
+/// Every problem planning found, gathered so that all are said at once. A problem is pushed as
+/// a [`Problem`] or as the words of a parser that returns text.
+#[derive(Debug, Default)]
+pub struct Problems(pub Vec<Problem>);
+
+impl Problems {
+    pub fn push(&mut self, p: impl Into<Problem>) {
+        self.0.push(p.into());
+    }
+
+    pub fn extend<P: Into<Problem>>(&mut self, ps: impl IntoIterator<Item = P>) {
+        self.0.extend(ps.into_iter().map(Into::into));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// Configuration problems, all of them; shown one per line.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ConfigError(pub Vec<String>);
+pub struct ConfigError(pub Vec<Problem>);
+
+impl ConfigError {
+    /// The problems, each with what a URL in it may carry (a password) masked.
+    pub fn of(problems: Problems) -> ConfigError {
+        let mask = |t: &str| crate::redact::text(t);
+        ConfigError(
+            problems
+                .0
+                .into_iter()
+                .map(|p| Problem {
+                    what: mask(&p.what),
+                    flag: p.flag.as_deref().map(mask),
+                    hint: p.hint.as_deref().map(mask),
+                })
+                .collect(),
+        )
+    }
+}
 
 impl std::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -486,16 +525,21 @@ impl std::fmt::Display for ConfigError {
             if i > 0 {
                 writeln!(f)?;
             }
-            // A URL in a problem may carry a password.
-            write!(f, "error: {}", crate::redact::text(p))?;
+            write!(f, "error: {p}")?;
         }
         Ok(())
     }
 }
 
 /// Parses `30s`, `2m`, `1m30s`, `500ms`; a bare number means seconds. Longer than
-/// [`crate::scenario::MAX_DURATION`] is refused with the allowed range.
-pub fn parse_duration(flag: &str, text: &str) -> Result<Duration, String> {
+/// [`crate::scenario::MAX_DURATION`] is refused with the allowed range. The error is a
+/// [`Problem`], or its words for a caller that still gathers text (`serve`, `fault`).
+pub fn parse_duration<E: From<Problem>>(flag: &str, text: &str) -> Result<Duration, E> {
+    read_duration(flag, text).map_err(E::from)
+}
+
+/// [`parse_duration`], its problem as a value.
+pub fn read_duration(flag: &str, text: &str) -> Result<Duration, Problem> {
     use crate::scenario::{duration_range, MAX_DURATION};
     let text = text.trim();
     let parsed = match text.parse::<f64>() {
@@ -506,17 +550,19 @@ pub fn parse_duration(flag: &str, text: &str) -> Result<Duration, String> {
         Err(_) => humantime::parse_duration(text).map_err(|e| e.to_string()),
     };
     match parsed {
-        Ok(d) if d.is_zero() => Err(format!("{flag} {text:?} must be longer than zero")),
+        Ok(d) if d.is_zero() => Err(Problem::new(format!("{flag} {text:?} must be longer than zero"))),
         Ok(d) if d > MAX_DURATION => {
-            Err(format!("{flag} {text:?} is out of range: a duration must be {}", duration_range()))
+            Err(Problem::new(format!("{flag} {text:?} is out of range: a duration must be {}", duration_range())))
         }
         Ok(d) => Ok(d),
-        Err(why) => Err(format!("{flag} {text:?} is not a duration ({why}); use e.g. 30s, 2m, 1m30s, 500ms")),
+        Err(why) => {
+            Err(Problem::new(format!("{flag} {text:?} is not a duration ({why}); use e.g. 30s, 2m, 1m30s, 500ms")))
+        }
     }
 }
 
 /// Checks and resolves one URL.
-fn target(raw: &str, spec: &RequestSpec, http2: bool) -> Result<Target, String> {
+fn target(raw: &str, spec: &RequestSpec, http2: bool) -> Result<Target, Problem> {
     let url = url::Url::parse(raw).map_err(|e| {
         if !raw.contains("://") {
             format!("URL {raw:?} has no scheme; did you mean http://{raw} ?")
@@ -528,9 +574,9 @@ fn target(raw: &str, spec: &RequestSpec, http2: bool) -> Result<Target, String> 
         "http" => false,
         "https" => true,
         other if !raw.contains("://") => {
-            return Err(format!("URL {raw:?} has no scheme ({other:?} read as one); did you mean http://{raw} ?"))
+            return Err(format!("URL {raw:?} has no scheme ({other:?} read as one); did you mean http://{raw} ?").into())
         }
-        other => return Err(format!("URL {raw:?}: scheme {other}:// is not supported; use http:// or https://")),
+        other => return Err(format!("URL {raw:?}: scheme {other}:// is not supported; use http:// or https://").into()),
     };
     let host = url.host_str().filter(|h| !h.is_empty()).ok_or_else(|| format!("URL {raw:?} has no host"))?;
     let port = url.port_or_known_default().unwrap_or(80);
@@ -539,7 +585,7 @@ fn target(raw: &str, spec: &RequestSpec, http2: bool) -> Result<Target, String> 
     let addrs: Vec<_> =
         (bare, port).to_socket_addrs().map_err(|e| format!("cannot resolve host {bare:?} of {raw:?}: {e}"))?.collect();
     if addrs.is_empty() {
-        return Err(format!("host {bare:?} of {raw:?} resolves to no address"));
+        return Err(format!("host {bare:?} of {raw:?} resolves to no address").into());
     }
     // user:password@ in the URL becomes Basic auth, as curl does (unless -H Authorization says
     // otherwise); the password is never shown.
@@ -576,7 +622,7 @@ fn target(raw: &str, spec: &RequestSpec, http2: bool) -> Result<Target, String> 
     })
 }
 
-fn header(raw: &str, redactor: &crate::redact::Redactor) -> Result<(String, String), String> {
+fn header(raw: &str, redactor: &crate::redact::Redactor) -> Result<(String, String), Problem> {
     let shown = redactor.header_arg(raw);
     match raw.split_once(':') {
         Some((name, value)) if is_token(name.trim()) => {
@@ -585,11 +631,12 @@ fn header(raw: &str, redactor: &crate::redact::Redactor) -> Result<(String, Stri
                 return Err(format!(
                     "header {shown:?}: its value holds a control character (CR, LF, NUL...), which would end the \
                      header line on the wire; send each header with its own -H"
-                ));
+                )
+                .into());
             }
             Ok((name.trim().to_string(), value.trim().to_string()))
         }
-        _ => Err(format!("header {shown:?} must look like 'Name: value'")),
+        _ => Err(format!("header {shown:?} must look like 'Name: value'").into()),
     }
 }
 
@@ -620,80 +667,80 @@ fn is_token(s: &str) -> bool {
 
 /// Builds the plan for `bolide http`, or every reason it cannot be built.
 pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
-    let mut problems = Vec::new();
-    let mut check = |r: Result<(), String>| {
-        if let Err(p) = r {
-            problems.push(p);
-        }
-    };
+    let mut problems = Problems::default();
 
     if args.connections == 0 {
-        check(Err("-c/--connections must be at least 1".into()));
+        problems.push("-c/--connections must be at least 1");
     }
     if args.threads == Some(0) {
-        check(Err("-t/--threads must be at least 1".into()));
+        problems.push("-t/--threads must be at least 1");
     }
     if args.requests == Some(0) {
-        check(Err("-n/--requests must be at least 1".into()));
+        problems.push("-n/--requests must be at least 1");
     }
     if let Some(r) = args.rps {
-        check(crate::scenario::check_rate(r).map(drop).map_err(|why| format!("--rps {why}")));
+        if let Err(why) = crate::scenario::check_rate(r) {
+            problems.push(format!("--rps {why}"));
+        }
     }
     let method = args.method.trim().to_string();
     if !is_token(&method) {
-        check(Err(format!("-m/--method {method:?} is not an HTTP method")));
+        problems.push(format!("-m/--method {method:?} is not an HTTP method"));
     } else if method.bytes().all(|b| b.is_ascii_digit()) {
         // h2load's -m N is streams per connection; here it would send N as the method.
-        check(Err(format!(
+        problems.push(format!(
             "-m/--method {method:?} is not an HTTP method (GET, POST, ...); streams per connection (h2load's -m) \
              is --streams {method}"
-        )));
+        ));
     }
     let duration = match &args.duration {
-        Some(text) => parse_duration("-d/--duration", text).map_err(|e| check(Err(e))).ok(),
+        Some(text) => read_duration("-d/--duration", text).map_err(|e| problems.push(e)).ok(),
         None if args.requests.is_none() => Some(DEFAULT_DURATION),
         None => None,
     };
-    let timeout = parse_duration("--timeout", &args.timeout).map_err(|e| check(Err(e))).ok();
+    let timeout = read_duration("--timeout", &args.timeout).map_err(|e| problems.push(e)).ok();
     let expect_status = crate::proto::http::expect::StatusSet::parse(&args.expect_status)
-        .map_err(|e| check(Err(format!("--expect-status {e}"))))
+        .map_err(|e| problems.push(format!("--expect-status {e}")))
         .unwrap_or_default();
     let redactor = crate::redact::Redactor::new(&args.redact);
     let headers: Vec<(String, String)> =
-        args.headers.iter().filter_map(|h| header(h, &redactor).map_err(|e| check(Err(e))).ok()).collect();
+        args.headers.iter().filter_map(|h| header(h, &redactor).map_err(|e| problems.push(e)).ok()).collect();
     for (_, value) in headers.iter().filter(|(n, _)| redactor.sensitive(n)) {
         crate::redact::sent_secret(value);
     }
     let body = match (&args.body, &args.body_file) {
         (Some(b), _) => b.clone().into_bytes(),
         (None, Some(path)) => files::read_limited(path, files::MAX_INPUT_BYTES)
-            .map_err(|e| check(Err(format!("--body-file {}: {e}", path.display()))))
+            .map_err(|e| problems.push(format!("--body-file {}: {e}", path.display())))
             .unwrap_or_default(),
         (None, None) => Vec::new(),
     };
     if let Some(path) = &args.gnuplot {
-        check(files::check_writable(path).map_err(String::from));
+        if let Err(e) = files::check_writable(path) {
+            problems.push(e);
+        }
     }
     let spec = RequestSpec { method: method.clone(), headers: headers.clone(), body, keep_alive: !args.no_keepalive };
     let http2 = args.http2 || args.h2c;
     if args.streams == 0 {
-        check(Err("--streams must be at least 1".into()));
+        problems.push("--streams must be at least 1");
     } else if args.streams > 1 && !http2 {
-        check(Err(format!(
+        problems.push(format!(
             "--streams {} is for HTTP/2 (several requests at once on one connection); add --http2 (or --h2c)",
             args.streams
-        )));
+        ));
     }
     if http2 && args.no_keepalive {
-        check(Err("--no-keepalive is HTTP/1.1's; an HTTP/2 connection carries many requests".into()));
+        problems.push("--no-keepalive is HTTP/1.1's; an HTTP/2 connection carries many requests");
     }
     if args.h2c {
         if let Some(u) = args.urls.iter().find(|u| u.starts_with("https://")) {
-            check(Err(format!("--h2c is HTTP/2 in clear (prior knowledge); {u} is https://: use --http2 (ALPN h2)")));
+            problems
+                .push(format!("--h2c is HTTP/2 in clear (prior knowledge); {u} is https://: use --http2 (ALPN h2)"));
         }
     }
     let targets: Vec<Target> =
-        args.urls.iter().filter_map(|u| target(u, &spec, http2).map_err(|e| check(Err(e))).ok()).collect();
+        args.urls.iter().filter_map(|u| target(u, &spec, http2).map_err(|e| problems.push(e)).ok()).collect();
     let mut common = common(&args.common, &mut problems);
     common.thresholds = thresholds(&args.common.gate.thresholds, &[], None, &common.server, &mut problems);
     let spread = common.spread;
@@ -715,14 +762,14 @@ pub fn http_plan(args: &HttpArgs) -> Result<HttpPlan, ConfigError> {
     }
 
     if !problems.is_empty() {
-        return Err(ConfigError(problems));
+        return Err(ConfigError::of(problems));
     }
     let connections = args.connections;
     let mine = spread.segment.map_or(connections, |s| s.connections(connections).1);
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let threads = args.threads.unwrap_or(cores).min(mine);
     descriptor_room(mine as u64 + descriptor_overhead(threads))
-        .map_err(|why| ConfigError(vec![format!("-c/--connections {connections} {why}")]))?;
+        .map_err(|why| ConfigError(vec![Problem::new(format!("-c/--connections {connections} {why}"))]))?;
     let timeout = timeout.expect("checked above");
     let idempotent = matches!(method.as_str(), "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS" | "TRACE");
     let retry_closed = idempotent || args.retry_non_idempotent;
@@ -813,7 +860,7 @@ pub struct DdpPlan {
 }
 
 /// Reads `--dashboard`'s address: `IP:PORT`, `:PORT` or `PORT` (loopback).
-pub fn dashboard_addr(text: &str) -> Result<std::net::SocketAddr, String> {
+pub fn dashboard_addr(text: &str) -> Result<std::net::SocketAddr, Problem> {
     let t = text.trim();
     let full = if t.parse::<u16>().is_ok() {
         format!("127.0.0.1:{t}")
@@ -823,7 +870,9 @@ pub fn dashboard_addr(text: &str) -> Result<std::net::SocketAddr, String> {
         t.to_string()
     };
     full.parse().map_err(|_| {
-        format!("--dashboard={text}: not an address to listen on; give PORT, :PORT or IP:PORT (e.g. 127.0.0.1:5665)")
+        Problem::new(format!(
+            "--dashboard={text}: not an address to listen on; give PORT, :PORT or IP:PORT (e.g. 127.0.0.1:5665)"
+        ))
     })
 }
 
@@ -834,11 +883,19 @@ impl DdpPlan {
     }
 }
 
-/// Why a `bolide run` cannot start: usage errors (exit 2) or a scenario file's problems.
+/// Why a workload cannot be planned (`http`, `run`, and the commands that repeat them): its flags'
+/// problems, or its scenario file's (exit 2 either way).
 #[derive(Debug)]
 pub enum RunPlanError {
     Config(ConfigError),
     Scenario(crate::scenario::yaml::LoadError),
+}
+
+/// The problems as one, in their words as printed (for a command that says them inside its own).
+impl From<RunPlanError> for Problem {
+    fn from(e: RunPlanError) -> Problem {
+        Problem::new(e.to_string())
+    }
 }
 
 impl std::fmt::Display for RunPlanError {
@@ -851,12 +908,12 @@ impl std::fmt::Display for RunPlanError {
 }
 
 /// Where a DDP app lives, from its `http(s)://host:port[/prefix]` URL.
-pub fn endpoint(target: &str) -> Result<crate::proto::ws::Endpoint, String> {
+pub fn endpoint(target: &str) -> Result<crate::proto::ws::Endpoint, Problem> {
     let url = url::Url::parse(target).map_err(|e| format!("target {target:?} is not a URL: {e}"))?;
     let tls = match url.scheme() {
         "http" | "ws" => false,
         "https" | "wss" => true,
-        other => return Err(format!("target {target:?}: scheme {other}:// is not http(s):// or ws(s)://")),
+        other => return Err(format!("target {target:?}: scheme {other}:// is not http(s):// or ws(s)://").into()),
     };
     let host = url.host_str().filter(|h| !h.is_empty()).ok_or_else(|| format!("target {target:?} has no host"))?;
     let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
@@ -879,7 +936,7 @@ pub fn endpoint(target: &str) -> Result<crate::proto::ws::Endpoint, String> {
 /// and where nothing listens is a mistake (exit 2, the targets' ports named); without any
 /// `--monitor`, the process listening on each target's port is watched as `s1`, `s2`, ... when
 /// each is a process of its own (in-process test servers share one, and are not).
-fn tie_local_targets(targets: &[DdpTarget], server: &mut ServerPlan, problems: &mut Vec<String>) {
+fn tie_local_targets(targets: &[DdpTarget], server: &mut ServerPlan, problems: &mut Problems) {
     use crate::monitor::{pid_listening_on, Spec};
     let local: Vec<(usize, u16)> = targets
         .iter()
@@ -910,20 +967,45 @@ fn tie_local_targets(targets: &[DdpTarget], server: &mut ServerPlan, problems: &
 
 /// A flag's JSON array (`--params`, `--publication-args`): empty when not given; the error says
 /// what is wrong, with an `example`.
-fn json_array(text: Option<&str>, example: &str) -> Result<Vec<serde_json::Value>, String> {
+fn json_array(text: Option<&str>, example: &str) -> Result<Vec<serde_json::Value>, Problem> {
     match text.map(serde_json::from_str::<serde_json::Value>) {
         None => Ok(Vec::new()),
         Some(Ok(serde_json::Value::Array(items))) => Ok(items),
-        Some(Ok(_)) => Err(format!("must be a JSON array, e.g. {example}")),
-        Some(Err(e)) => Err(format!("is not JSON ({e})")),
+        Some(Ok(_)) => Err(format!("must be a JSON array, e.g. {example}").into()),
+        Some(Err(e)) => Err(format!("is not JSON ({e})").into()),
     }
 }
 
-/// Builds the plan for `bolide run`, or every reason it cannot be built.
+/// Builds the plan for `bolide run`, or every reason it cannot be built: the flags checked, the
+/// scenario made (a built-in from its knobs, or a file) and changed by the flags, the faults, then
+/// the targets and what every run has.
 pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
+    let mut problems = Problems::default();
+    run_flags(args, &mut problems);
+    // --arrival-rate and --duration: the built-ins' knobs, or a file's phases shortened or
+    // re-rated (see override_phases).
+    let rate = args.arrival_rate.and_then(|r| {
+        crate::scenario::check_rate(r).map_err(|why| problems.push(format!("--arrival-rate {why}"))).ok()
+    });
+    let duration =
+        args.duration.as_deref().and_then(|d| read_duration("-d/--duration", d).map_err(|e| problems.push(e)).ok());
+    let is_builtin = crate::scenario::builtin::is_builtin(&args.scenario);
+    if !is_builtin && args.publication.is_some() {
+        problems
+            .push("--publication: a scenario file names its own subscriptions (it is for sub-churn and cluster-churn)");
+    }
+    let mut scenario = match is_builtin {
+        true => builtin_scenario(args, rate, duration, &mut problems),
+        false => file_scenario(args, rate, duration, &mut problems)?,
+    };
+    let duplicates = apply_run_flags(args, &mut scenario, &mut problems);
+    let faults = faults(args, &mut scenario, &mut problems);
+    ddp_plan(args, scenario, faults, duplicates, problems)
+}
+
+/// The flags that belong to some scenarios only, or that `run` takes as levels.
+fn run_flags(args: &crate::cli::RunArgs, problems: &mut Problems) {
     use crate::scenario::builtin;
-    let mut problems = Vec::new();
-    let is_builtin = builtin::is_builtin(&args.scenario);
     // Levels (--users 1,10,50, --burst 1,10,100) are run one after another by `run`; a plan is one.
     for (flag, levels) in [("--users", &args.users), ("--burst", &args.burst)] {
         if levels.len() > 1 {
@@ -935,7 +1017,6 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
             ));
         }
     }
-    let users = args.users.first().copied();
     let protocol = builtin::PROTOCOL.contains(&args.scenario.as_str());
     for (flag, set, owner) in [
         ("--method", args.method.is_some(), "ddp-calls"),
@@ -955,113 +1036,131 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         ));
     }
     if args.scenario == "ddp-connect" && !args.users.is_empty() {
-        problems.push("ddp-connect: the sessions per burst are --burst N, not --users".into());
+        problems.push("ddp-connect: the sessions per burst are --burst N, not --users");
     }
-    // --arrival-rate and --duration: the built-ins' knobs, or a file's phases shortened or
-    // re-rated (see override_phases).
-    let rate = args.arrival_rate.and_then(|r| {
-        crate::scenario::check_rate(r).map_err(|why| problems.push(format!("--arrival-rate {why}"))).ok()
-    });
-    let duration =
-        args.duration.as_deref().and_then(|d| parse_duration("-d/--duration", d).map_err(|e| problems.push(e)).ok());
-    if !is_builtin && args.publication.is_some() {
-        problems.push(
-            "--publication: a scenario file names its own subscriptions (it is for sub-churn and cluster-churn)".into(),
-        );
+}
+
+/// A built-in scenario made from its knobs (`--arrival-rate`, `--users`, `--method`, `--burst`,
+/// `--login`, `-d`, `--think`, `--tasks`, `--publication`).
+fn builtin_scenario(
+    args: &crate::cli::RunArgs,
+    rate: Option<f64>,
+    duration: Option<Duration>,
+    problems: &mut Problems,
+) -> crate::scenario::Scenario {
+    use crate::scenario::builtin;
+    let users = args.users.first().copied();
+    let mut knobs = builtin::Knobs { arrival_rate: rate, users, ..builtin::Knobs::default() };
+    if let Some(method) = &args.method {
+        if method.trim().is_empty() {
+            problems.push("--method is empty; give the method's name");
+        }
+        match json_array(args.params.as_deref(), "'[\"hello\"]'") {
+            Ok(params) => knobs.method = Some((method.clone(), params)),
+            Err(why) => problems.push(format!("--params {why}")),
+        }
+    } else if args.params.is_some() {
+        problems.push("--params goes with --method");
     }
-    let mut scenario = if is_builtin {
-        let mut knobs = builtin::Knobs { arrival_rate: rate, users, ..builtin::Knobs::default() };
-        if let Some(method) = &args.method {
-            if method.trim().is_empty() {
-                problems.push("--method is empty; give the method's name".into());
-            }
-            match json_array(args.params.as_deref(), "'[\"hello\"]'") {
-                Ok(params) => knobs.method = Some((method.clone(), params)),
-                Err(why) => problems.push(format!("--params {why}")),
-            }
-        } else if args.params.is_some() {
-            problems.push("--params goes with --method".into());
+    match args.burst.first() {
+        Some(0) => problems.push("--burst must be at least 1"),
+        Some(n) if *n > crate::scenario::MAX_ARRIVAL_COUNT => {
+            problems.push(format!("--burst must be at most {}, not {n}", crate::scenario::MAX_ARRIVAL_COUNT))
         }
-        match args.burst.first() {
-            Some(0) => problems.push("--burst must be at least 1".into()),
-            Some(n) if *n > crate::scenario::MAX_ARRIVAL_COUNT => {
-                problems.push(format!("--burst must be at most {}, not {n}", crate::scenario::MAX_ARRIVAL_COUNT))
-            }
-            b => knobs.burst = b.copied(),
+        b => knobs.burst = b.copied(),
+    }
+    if let Some(login) = &args.login {
+        match login.split_once(':') {
+            Some((user, password)) if !user.is_empty() => knobs.login = Some((user.to_string(), password.to_string())),
+            _ => problems.push("--login is NAME:PASSWORD"),
         }
-        if let Some(login) = &args.login {
-            match login.split_once(':') {
-                Some((user, password)) if !user.is_empty() => {
-                    knobs.login = Some((user.to_string(), password.to_string()))
-                }
-                _ => problems.push("--login is NAME:PASSWORD".into()),
-            }
+    }
+    if let Some(d) = duration {
+        knobs.duration = d;
+    }
+    if let Some(t) = &args.think {
+        // 0 is allowed here (no pause), unlike other durations.
+        match t.trim().parse::<f64>() {
+            Ok(0.0) => knobs.think = Duration::ZERO,
+            _ => match read_duration("--think", t) {
+                Ok(d) => knobs.think = d,
+                Err(e) => problems.push(e),
+            },
         }
-        if let Some(d) = duration {
-            knobs.duration = d;
-        }
-        if let Some(t) = &args.think {
-            // 0 is allowed here (no pause), unlike other durations.
-            match t.trim().parse::<f64>() {
-                Ok(0.0) => knobs.think = Duration::ZERO,
-                _ => match parse_duration("--think", t) {
-                    Ok(d) => knobs.think = d,
-                    Err(e) => problems.push(e),
-                },
-            }
-        }
-        if let Some(n) = args.tasks {
-            knobs.tasks = n;
-        }
-        if let Some(name) = &args.publication {
-            if !builtin::CHURN.contains(&args.scenario.as_str()) && args.scenario != "ddp-connect" {
-                problems.push(format!(
-                    "--publication: {} does not take it (sub-churn, cluster-churn and ddp-connect do; a scenario file \
-                     names its own)",
-                    args.scenario
-                ));
-            }
-            match json_array(args.publication_args.as_deref(), "'[\"room-1\", 50]'") {
-                Ok(params) => knobs.publication = Some((name.clone(), params)),
-                Err(why) => problems.push(format!("--publication-args {why}")),
-            }
-        }
-        builtin::by_name(&args.scenario, &knobs).expect("a known built-in")
-    } else {
-        let path = std::path::Path::new(&args.scenario);
-        if !path.exists() {
-            let close = builtin::NAMES.iter().find(|n| {
-                let (a, b) = (n.as_bytes(), args.scenario.as_bytes());
-                a.iter().zip(b).filter(|(x, y)| x != y).count() + a.len().abs_diff(b.len()) <= 3
-            });
-            let hint = match close {
-                Some(n) => format!("; did you mean the built-in {n:?}?"),
-                None => format!("; built-ins: {}, {}", builtin::NAMES.join(", "), builtin::PROTOCOL.join(", ")),
-            };
-            return Err(RunPlanError::Config(ConfigError(vec![format!(
-                "{:?} is neither a built-in scenario nor a file{hint}",
+    }
+    if let Some(n) = args.tasks {
+        knobs.tasks = n;
+    }
+    if let Some(name) = &args.publication {
+        if !builtin::CHURN.contains(&args.scenario.as_str()) && args.scenario != "ddp-connect" {
+            problems.push(format!(
+                "--publication: {} does not take it (sub-churn, cluster-churn and ddp-connect do; a scenario file \
+                 names its own)",
                 args.scenario
-            )])));
+            ));
         }
-        for (flag, set) in [("--think", args.think.is_some()), ("--tasks", args.tasks.is_some())] {
-            if set {
-                problems.push(format!("{flag} is for built-in scenarios; a scenario file sets it in its flow"));
-            }
+        match json_array(args.publication_args.as_deref(), "'[\"room-1\", 50]'") {
+            Ok(params) => knobs.publication = Some((name.clone(), params)),
+            Err(why) => problems.push(format!("--publication-args {why}")),
         }
-        let given: Vec<String> = args.variables.iter().map(|(name, _)| name.clone()).collect();
-        let mut scenario = crate::scenario::yaml::load_file_with(path, &given).map_err(RunPlanError::Scenario)?;
-        crate::scenario::override_phases(&mut scenario.config.phases, rate, duration);
-        if let Some(n) = users {
-            // One closed phase as long as the phases were (after --duration).
-            let length = crate::scenario::arrivals::Schedule::new(&scenario.config.phases).length();
-            scenario.config.phases = vec![crate::scenario::Phase {
-                name: Some("users".into()),
-                duration: length,
-                kind: crate::scenario::PhaseKind::Users(n),
-            }];
+    }
+    builtin::by_name(&args.scenario, &knobs).expect("a known built-in")
+}
+
+/// A scenario file read, its phases shortened, re-rated or made one closed phase by the flags;
+/// Err when there is no such file, or for the file's own problems.
+fn file_scenario(
+    args: &crate::cli::RunArgs,
+    rate: Option<f64>,
+    duration: Option<Duration>,
+    problems: &mut Problems,
+) -> Result<crate::scenario::Scenario, RunPlanError> {
+    use crate::scenario::builtin;
+    let users = args.users.first().copied();
+    let path = std::path::Path::new(&args.scenario);
+    if !path.exists() {
+        let close = builtin::NAMES.iter().find(|n| {
+            let (a, b) = (n.as_bytes(), args.scenario.as_bytes());
+            a.iter().zip(b).filter(|(x, y)| x != y).count() + a.len().abs_diff(b.len()) <= 3
+        });
+        let hint = match close {
+            Some(n) => format!("; did you mean the built-in {n:?}?"),
+            None => format!("; built-ins: {}, {}", builtin::NAMES.join(", "), builtin::PROTOCOL.join(", ")),
+        };
+        return Err(RunPlanError::Config(ConfigError(vec![Problem::new(format!(
+            "{:?} is neither a built-in scenario nor a file{hint}",
+            args.scenario
+        ))])));
+    }
+    for (flag, set) in [("--think", args.think.is_some()), ("--tasks", args.tasks.is_some())] {
+        if set {
+            problems.push(format!("{flag} is for built-in scenarios; a scenario file sets it in its flow"));
         }
-        scenario
-    };
+    }
+    let given: Vec<String> = args.variables.iter().map(|(name, _)| name.clone()).collect();
+    let mut scenario = crate::scenario::yaml::load_file_with(path, &given).map_err(RunPlanError::Scenario)?;
+    crate::scenario::override_phases(&mut scenario.config.phases, rate, duration);
+    if let Some(n) = users {
+        // One closed phase as long as the phases were (after --duration).
+        let length = crate::scenario::arrivals::Schedule::new(&scenario.config.phases).length();
+        scenario.config.phases = vec![crate::scenario::Phase {
+            name: Some("users".into()),
+            duration: length,
+            kind: crate::scenario::PhaseKind::Users(n),
+        }];
+    }
+    Ok(scenario)
+}
+
+/// What the flags change in a scenario of either kind: its variables, targets, transport,
+/// compression and audit; true when `--target` names a server twice.
+fn apply_run_flags(
+    args: &crate::cli::RunArgs,
+    scenario: &mut crate::scenario::Scenario,
+    problems: &mut Problems,
+) -> bool {
+    use crate::scenario::builtin;
+    let users = args.users.first().copied();
     // `bench --parameter-list`: each value is the variable of its name, one value only.
     for (name, value) in &args.variables {
         let vars = &mut scenario.config.variables;
@@ -1069,26 +1168,13 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         vars.push((name.clone(), vec![serde_json::Value::String(value.clone())]));
     }
     match users {
-        Some(0) => problems.push("--users must be at least 1".into()),
+        Some(0) => problems.push("--users must be at least 1"),
         Some(n) if n > crate::scenario::MAX_ARRIVAL_COUNT => {
             problems.push(format!("--users must be at most {}, not {n}", crate::scenario::MAX_ARRIVAL_COUNT))
         }
         _ => {}
     }
-    let mut duplicates = false;
-    if !args.target.is_empty() {
-        let given: Vec<_> = args.target.iter().map(|t| crate::scenario::TargetSpec::parse(t)).collect();
-        for e in given.iter().filter_map(|g| g.as_ref().err()) {
-            problems.push(format!("--{e}"));
-        }
-        let specs: Vec<_> = given.into_iter().flatten().collect();
-        let repeated = crate::scenario::check_targets(&specs);
-        duplicates = !repeated.is_empty();
-        problems.extend(repeated.into_iter().map(|e| format!("--{e}")));
-        if !specs.is_empty() {
-            scenario.config.targets = specs;
-        }
-    }
+    let duplicates = target_flags(args, scenario, problems);
     if let Some(t) = args.transport {
         scenario.config.ddp.transport = match t {
             crate::cli::TransportArg::Websocket => crate::proto::ws::Transport::WebSocket,
@@ -1107,25 +1193,53 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         }
         scenario.add_audits();
         if !scenario.audits() {
-            problems.push("--audit: no flow subscribes, so no user has a cache to check".into());
+            problems.push("--audit: no flow subscribes, so no user has a cache to check");
         }
     }
     if scenario.audits() && !scenario.config.ddp.cache {
-        problems.push("the audit compares each user's local cache: it needs config.ddp.cache (not false)".into());
+        problems.push("the audit compares each user's local cache: it needs config.ddp.cache (not false)");
     }
     if args.threads == Some(0) {
-        problems.push("-t/--threads must be at least 1".into());
+        problems.push("-t/--threads must be at least 1");
     }
     if scenario.has_browsers() {
         if let Err(e) = crate::browser::executable(&scenario.config.browser) {
-            problems.push(e.into());
+            problems.push(e);
         }
     }
+    duplicates
+}
+
+/// `--target`s, each checked, in place of the scenario's; true when one is named twice.
+fn target_flags(args: &crate::cli::RunArgs, scenario: &mut crate::scenario::Scenario, problems: &mut Problems) -> bool {
+    if args.target.is_empty() {
+        return false;
+    }
+    let given: Vec<_> = args.target.iter().map(|t| crate::scenario::TargetSpec::parse(t)).collect();
+    for e in given.iter().filter_map(|g| g.as_ref().err()) {
+        problems.push(format!("--{e}"));
+    }
+    let specs: Vec<_> = given.into_iter().flatten().collect();
+    let repeated = crate::scenario::check_targets(&specs);
+    let duplicates = !repeated.is_empty();
+    problems.extend(repeated.into_iter().map(|e| format!("--{e}")));
+    if !specs.is_empty() {
+        scenario.config.targets = specs;
+    }
+    duplicates
+}
+
+/// `--fault`s, checked against the server bolide starts.
+fn faults(
+    args: &crate::cli::RunArgs,
+    scenario: &mut crate::scenario::Scenario,
+    problems: &mut Problems,
+) -> Vec<crate::fault::Fault> {
     let mut faults = Vec::new();
     for text in &args.fault {
-        match crate::fault::Fault::parse(text, parse_duration) {
+        match crate::fault::Fault::parse(text, read_duration) {
             Ok(f) => faults.push(f),
-            Err(e) => problems.push(e.into()),
+            Err(e) => problems.push(e),
         }
     }
     if let Some(f) = faults.iter().find(|f| f.on_server()).filter(|_| args.common.server.spawn.is_none()) {
@@ -1138,12 +1252,16 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
     if !faults.is_empty() {
         scenario.config.ddp.reconnect = true;
     }
-    let mut common = common(&args.common, &mut problems);
-    let spread = common.spread;
+    faults
+}
+
+/// Each distinct target URL resolved once (a list of the same URL repeated is refused with the
+/// flags, and must not cost a resolution, nor a /proc scan, per repetition).
+fn resolve_targets(scenario: &crate::scenario::Scenario, problems: &mut Problems) -> Vec<DdpTarget> {
     let mut targets = Vec::new();
     // Each distinct URL is resolved once (a list of the same URL repeated is refused above, and
     // must not cost a resolution, nor a /proc scan below, per repetition).
-    let mut resolved: std::collections::HashMap<&str, Result<_, String>> = std::collections::HashMap::new();
+    let mut resolved: std::collections::HashMap<&str, Result<_, Problem>> = std::collections::HashMap::new();
     for spec in &scenario.config.targets {
         let first = !resolved.contains_key(spec.url.as_str());
         match resolved.entry(spec.url.as_str()).or_insert_with(|| endpoint(&spec.url)) {
@@ -1154,6 +1272,37 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
             Err(_) => {}
         }
     }
+    targets
+}
+
+/// The DDP client's settings: the scenario's, and the switch a `--fault drop` throws.
+fn client(scenario: &crate::scenario::Scenario, faults: &[crate::fault::Fault]) -> crate::proto::ws::ClientConfig {
+    let d = &scenario.config.ddp;
+    crate::proto::ws::ClientConfig {
+        transport: d.transport,
+        compression: d.compression,
+        cache: d.cache,
+        fanout_field: d.fanout_field.clone(),
+        drops: faults
+            .iter()
+            .any(|f| matches!(f.kind, crate::fault::Kind::Drop(_)))
+            .then(|| std::sync::Arc::new(crate::proto::ws::Drops::default())),
+        ..crate::proto::ws::ClientConfig::default()
+    }
+}
+
+/// The plan once the scenario is made: what every run has, the targets and the audit's truth,
+/// the thresholds, the segment; or every problem found.
+fn ddp_plan(
+    args: &crate::cli::RunArgs,
+    mut scenario: crate::scenario::Scenario,
+    faults: Vec<crate::fault::Fault>,
+    duplicates: bool,
+    mut problems: Problems,
+) -> Result<DdpPlan, RunPlanError> {
+    let mut common = common(&args.common, &mut problems);
+    let spread = common.spread;
+    let targets = resolve_targets(&scenario, &mut problems);
     if !args.audit_truth.is_empty() {
         scenario.config.audit_truth = args.audit_truth.clone();
     }
@@ -1174,20 +1323,9 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
         }
     }
     if !problems.is_empty() {
-        return Err(RunPlanError::Config(ConfigError(problems)));
+        return Err(RunPlanError::Config(ConfigError::of(problems)));
     }
-    let d = &scenario.config.ddp;
-    let client = crate::proto::ws::ClientConfig {
-        transport: d.transport,
-        compression: d.compression,
-        cache: d.cache,
-        fanout_field: d.fanout_field.clone(),
-        drops: faults
-            .iter()
-            .any(|f| matches!(f.kind, crate::fault::Kind::Drop(_)))
-            .then(|| std::sync::Arc::new(crate::proto::ws::Drops::default())),
-        ..crate::proto::ws::ClientConfig::default()
-    };
+    let client = client(&scenario, &faults);
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     // Each user holds a connection; how many at once is not known before the run.
     descriptor_room_all();
@@ -1209,14 +1347,14 @@ pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
 fn truth_targets(
     scenario: &crate::scenario::Scenario,
     targets: &[DdpTarget],
-    problems: &mut Vec<String>,
+    problems: &mut Problems,
 ) -> Vec<DdpTarget> {
     let urls = &scenario.config.audit_truth;
     if urls.is_empty() {
         return Vec::new();
     }
     if !scenario.audits() {
-        problems.push("--audit-truth: the run has no audit to read a truth for (give --audit or audit steps)".into());
+        problems.push("--audit-truth: the run has no audit to read a truth for (give --audit or audit steps)");
         return Vec::new();
     }
     if urls.len() != 1 && urls.len() != targets.len() {
@@ -1270,7 +1408,7 @@ mod tests {
             ("5 parsecs", None),
         ];
         for (text, want) in rows {
-            let got = parse_duration("-d", text).ok().map(|d| d.as_secs_f64());
+            let got = read_duration("-d", text).ok().map(|d| d.as_secs_f64());
             assert_eq!(got, want, "{text}");
         }
     }

@@ -4,13 +4,15 @@
 //! assembles from its workers' parts) is said here, or why it failed. Each was checked
 //! before the run (`plan::Common::artifacts`, every problem at once); each is written whole or not
 //! at all (`files`), said on the terminal unless quiet, and a file that cannot be written is said
-//! on stderr and makes the exit code 3 (the others are still written).
+//! on stderr and makes the exit code 3 (the others are still written). The writers return what
+//! went wrong as a [`Problem`]; the run's stage that called them says it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::console::{exit, Io};
 use crate::plan::Common;
+use crate::problem::Problem;
 use crate::stats::doc::Doc;
 
 /// Where people's lines go: stdout, or stderr when stdout carries the document (`--json -`).
@@ -22,37 +24,32 @@ pub(super) fn human<'a>(io: &'a mut Io, json: Option<&Path>) -> &'a mut dyn Writ
     }
 }
 
-/// The result document to `json` (none: nothing to write); false when it could not be written.
-pub fn document(io: &mut Io, quiet: bool, json: Option<&Path>, doc: &Doc) -> bool {
-    let Some(path) = json else { return true };
+/// The result document to `json` (none: nothing to write); the problem when it could not be
+/// written.
+pub fn document(io: &mut Io, quiet: bool, json: Option<&Path>, doc: &Doc) -> Result<(), Problem> {
+    let Some(path) = json else { return Ok(()) };
     let to_stdout = crate::files::is_stdout(path);
     match crate::files::write_json(path, &mut *io.out, doc) {
-        Ok(()) if to_stdout => true,
-        Err(e) if to_stdout => {
-            let _ = writeln!(io.err, "error: cannot write the result document to stdout: {e}");
-            false
-        }
+        Ok(()) if to_stdout => Ok(()),
+        Err(e) if to_stdout => Err(Problem::new(format!("cannot write the result document to stdout: {e}"))),
         Ok(()) => {
             if !quiet {
                 let _ = writeln!(io.out, "\nResult document: {}", path.display());
             }
-            true
+            Ok(())
         }
-        Err(e) => {
-            let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
-            false
-        }
+        Err(e) => Err(Problem::new(format!("cannot write {}: {e}", path.display()))),
     }
 }
 
 /// The files a finished run writes besides its document, in order: the workload's own (`own`:
 /// what it is and where, or why it could not be written), the HTML report, the CSV seconds. The
-/// exit code `code`, made 3 when one could not be written.
+/// exit code `code`, made 3 when one could not be written (each such problem said).
 pub fn after_run(
     io: &mut Io,
     c: &Common,
     doc: &Doc,
-    own: Result<Option<(&'static str, PathBuf)>, String>,
+    own: Result<Option<(&'static str, PathBuf)>, Problem>,
     mut code: i32,
 ) -> i32 {
     let requests = match own {
@@ -63,23 +60,24 @@ pub fn after_run(
             Some(path)
         }
         Ok(None) => None,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: {e}");
+        Err(p) => {
+            p.print(io.err);
             code = exit::RUN;
             None
         }
     };
-    if !report(io, c.quiet, c.json.as_deref(), c.html.as_deref(), doc, requests.as_deref()) {
-        code = exit::RUN;
-    }
-    if !seconds(io, c.csv.as_deref(), doc) {
-        code = exit::RUN;
+    let report = report(io, c.quiet, c.json.as_deref(), c.html.as_deref(), doc, requests.as_deref());
+    for written in [report, seconds(c.csv.as_deref(), doc)] {
+        if let Err(p) = written {
+            p.print(io.err);
+            code = exit::RUN;
+        }
     }
     code
 }
 
 /// `--junit`: the run's verdicts (the run itself, then each threshold); the exit code `code`, made 3
-/// when the file could not be written and the run had nothing worse to say.
+/// when the file could not be written (said) and the run had nothing worse to say.
 pub fn verdicts(
     io: &mut Io,
     c: &Common,
@@ -90,57 +88,43 @@ pub fn verdicts(
 ) -> i32 {
     let Some(path) = &c.junit else { return code };
     let suite = crate::report::junit::for_run(doc, code, command_line, started);
-    match junit(io, path, &[suite]) {
-        true => code,
-        false if code == exit::OK => exit::RUN,
-        false => code,
+    match junit(path, &[suite]) {
+        Ok(()) => code,
+        Err(p) => {
+            p.print(io.err);
+            if code == exit::OK {
+                exit::RUN
+            } else {
+                code
+            }
+        }
     }
 }
 
-/// `--junit`: `suites` (a run's, a series' runs', a ladder's), whole or not at all; false (said)
-/// when it cannot be written.
-pub fn junit(io: &mut Io, path: &Path, suites: &[crate::report::junit::Suite]) -> bool {
-    match crate::report::junit::write(path, suites) {
-        Ok(()) => true,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: --junit: {e}");
-            false
-        }
-    }
+/// `--junit`: `suites` (a run's, a series' runs', a ladder's), whole or not at all.
+pub fn junit(path: &Path, suites: &[crate::report::junit::Suite]) -> Result<(), Problem> {
+    crate::report::junit::write(path, suites).map_err(|e| e.context("--junit"))
 }
 
 /// `--out csv=PATH`: `rows` (a run's seconds, a series' runs', a ladder's levels'), whole or not
-/// at all; false (said) when it cannot be written.
-pub fn csv(io: &mut Io, path: &Path, rows: &str) -> bool {
-    match crate::report::csv::write(path, rows) {
-        Ok(()) => true,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: --out csv: {e}");
-            false
-        }
-    }
+/// at all.
+pub fn csv(path: &Path, rows: &str) -> Result<(), Problem> {
+    crate::report::csv::write(path, rows).map_err(|e| e.context("--out csv"))
 }
 
 /// An HTML report to `path`, whole or not at all; said on the terminal unless `quiet` (on stderr
-/// when stdout carries the document, `json` being `-`); false (said) when it cannot be written.
-pub fn page(io: &mut Io, quiet: bool, json: Option<&Path>, path: &Path, page: &str) -> bool {
-    match crate::files::write_atomically(path, |w| w.write_all(page.as_bytes())) {
-        Ok(()) => {
-            if !quiet {
-                let _ = writeln!(human(io, json), "HTML report: {}", path.display());
-            }
-            true
-        }
-        Err(e) => {
-            let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
-            false
-        }
+/// when stdout carries the document, `json` being `-`).
+pub fn page(io: &mut Io, quiet: bool, json: Option<&Path>, path: &Path, page: &str) -> Result<(), Problem> {
+    crate::files::write_atomically(path, |w| w.write_all(page.as_bytes()))
+        .map_err(|e| Problem::new(format!("cannot write {}: {e}", path.display())))?;
+    if !quiet {
+        let _ = writeln!(human(io, json), "HTML report: {}", path.display());
     }
+    Ok(())
 }
 
-/// Writes the HTML report of one run to `path`, whole or not at all; false when it could not be
-/// written (the reason is on stderr). With `requests` (the per-request file of `--gnuplot`), the
-/// report shows every request's response time as well.
+/// Writes the HTML report of one run to `path`, whole or not at all. With `requests` (the
+/// per-request file of `--gnuplot`), the report shows every request's response time as well.
 fn report(
     io: &mut Io,
     quiet: bool,
@@ -148,13 +132,13 @@ fn report(
     path: Option<&Path>,
     doc: &Doc,
     requests: Option<&Path>,
-) -> bool {
-    let Some(path) = path else { return true };
+) -> Result<(), Problem> {
+    let Some(path) = path else { return Ok(()) };
     page(io, quiet, json, path, &super::run_page(doc, requests))
 }
 
-/// `--out csv=PATH`: the run's seconds as CSV; false (said) when it cannot be written.
-fn seconds(io: &mut Io, path: Option<&Path>, doc: &Doc) -> bool {
-    let Some(path) = path else { return true };
-    csv(io, path, &crate::report::csv::rows(doc, "1"))
+/// `--out csv=PATH`: the run's seconds as CSV.
+fn seconds(path: Option<&Path>, doc: &Doc) -> Result<(), Problem> {
+    let Some(path) = path else { return Ok(()) };
+    csv(path, &crate::report::csv::rows(doc, "1"))
 }

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::console::{exit, Io};
 use crate::dashboard::Dashboard;
 use crate::plan;
+use crate::problem::Problem;
 use crate::stats::doc::Doc;
 use crate::stats::envelope::Enveloped;
 use crate::workload::{Part, Workload};
@@ -61,7 +62,7 @@ fn spawn_server(
     match crate::monitor::spawn::start(spawn, cancel) {
         Ok(s) => Ok(Some(s)),
         Err(e) => {
-            let _ = writeln!(io.err, "error: {e}");
+            Problem::new(e.to_string()).print(io.err);
             Err(exit::RUN)
         }
     }
@@ -102,7 +103,7 @@ fn watched<T, E: std::fmt::Display>(
             match crate::monitor::monti::Monti::start(*addr, credentials.clone(), server.scrape_limit) {
                 Ok(m) => Some(m),
                 Err(e) => {
-                    let _ = writeln!(io.err, "error: {e}");
+                    e.print(io.err);
                     return Err(exit::RUN);
                 }
             }
@@ -163,7 +164,7 @@ fn watched<T, E: std::fmt::Display>(
     let out = match out {
         Ok(o) => o,
         Err(e) => {
-            let _ = writeln!(io.err, "error: {e}");
+            Problem::new(e.to_string()).print(io.err);
             return Err(exit::RUN);
         }
     };
@@ -285,7 +286,7 @@ fn run<W: Part>(
         false => exit::RUN,
         true => crate::stats::verdict::exit_code(&doc, held),
     };
-    let code = artifacts::after_run(io, c, &doc, w.extra_files(&output), code);
+    let code = artifacts::after_run(io, c, &doc, w.extra_files(&output).map_err(Problem::from), code);
     Outcome { code, doc: Some(doc) }
 }
 
@@ -356,7 +357,13 @@ fn present<'e>(
         let suspect = doc.generator().and_then(|g| g.suspect.as_deref());
         let _ = write!(io.err, "{}", crate::report::term::threshold_rows(doc.thresholds(), suspect));
     }
-    artifacts::document(io, quiet, json, doc)
+    match artifacts::document(io, quiet, json, doc) {
+        Ok(()) => true,
+        Err(p) => {
+            p.print(io.err);
+            false
+        }
+    }
 }
 
 /// Sends the dashboard the run so far: `doc` makes the partial document (the timeline so far, with

@@ -14,7 +14,8 @@ use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{Cli, DemoArgs};
-use crate::console::{exit, Io};
+use crate::console::{exit, Failed, Io};
+use crate::problem::Problem;
 use crate::report::table::{meteor_bytes, meteor_cpu, ms, Table};
 use crate::report::term::count;
 use crate::stats::doc::Doc;
@@ -319,7 +320,7 @@ fn subscriptions(port: u16) -> Option<u64> {
 }
 
 /// Starts a shape's servers and waits until each answers `/ok`.
-fn start(exe: &Path, shape: &Shape, cancel: &CancellationToken) -> Result<Servers, String> {
+fn start(exe: &Path, shape: &Shape, cancel: &CancellationToken) -> Result<Servers, Problem> {
     let ports = super::demo::free_ports(shape.servers)?;
     let mut servers = Servers { children: Vec::new(), ports: ports.clone() };
     for (i, port) in ports.iter().enumerate() {
@@ -346,7 +347,9 @@ fn start(exe: &Path, shape: &Shape, cancel: &CancellationToken) -> Result<Server
     for port in &ports {
         while get(*port, "/ok").map(|(s, _)| s) != Some(200) {
             if Instant::now() > deadline || cancel.is_cancelled() {
-                return Err(format!("the reference server on port {port} did not answer /ok within 15 s"));
+                return Err(Problem::new(format!(
+                    "the reference server on port {port} did not answer /ok within 15 s"
+                )));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -371,7 +374,7 @@ fn run_shape(
     json: &Path,
     io: &mut Io,
     cancel: &CancellationToken,
-) -> Result<ShapeRow, String> {
+) -> Result<ShapeRow, Problem> {
     let servers = start(exe, shape, cancel)?;
     let (users, secs) = scale(quick);
     let users = users.to_string();
@@ -393,7 +396,7 @@ fn run_shape(
     let outcome = workload.execute(argv.clone(), io, cancel, None);
     let suspect = outcome.doc.as_ref().and_then(|d| d.measures().suspect);
     let Some(doc) = outcome.doc.as_ref().and_then(Doc::ddp) else {
-        return Err(format!("the {} run did not finish (exit {})", shape.name, outcome.code));
+        return Err(Problem::new(format!("the {} run did not finish (exit {})", shape.name, outcome.code)));
     };
     let mut figures = Vec::new();
     for (i, port) in servers.ports.iter().enumerate() {
@@ -422,14 +425,11 @@ fn run_shape(
 }
 
 /// `bolide demo cluster`.
-pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
-    let Some(exe) = super::demo::own_exe(io) else { return exit::RUN };
+pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> Result<i32, Failed> {
+    let exe = super::demo::own_exe().map_err(Failed::run)?;
     let label = super::default_label();
     let dir = args.out.clone().unwrap_or_else(|| Path::new("bolide-demo").join(format!("cluster-{label}")));
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        let _ = writeln!(io.err, "error: cannot create {}: {e}", dir.display());
-        return exit::RUN;
-    }
+    std::fs::create_dir_all(&dir).map_err(|e| Failed::run(format!("cannot create {}: {e}", dir.display())))?;
     let (users, secs) = scale(args.quick);
     let _ = writeln!(
         io.out,
@@ -450,16 +450,8 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
         let _ = io.out.flush();
         let row = run_shape(&exe, shape, args.quick, &json, io, cancel);
         io.stage.clear();
-        match row {
-            Ok(r) => {
-                rows.push(r);
-                docs.push(json);
-            }
-            Err(e) => {
-                let _ = writeln!(io.err, "error: {e}");
-                return exit::RUN;
-            }
-        }
+        rows.push(row.map_err(Failed::run)?);
+        docs.push(json);
     }
     let text = table(&rows).markdown();
     let _ = writeln!(io.out, "\n{text}");
@@ -483,7 +475,7 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
     for (path, bytes) in [(md.clone(), page.into_bytes()), (dir.join("cluster.json"), figures.to_string().into_bytes())]
     {
         if let Err(e) = crate::files::write_atomically(&path, |w| w.write_all(&bytes)) {
-            let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
+            Problem::new(format!("cannot write {}: {e}", path.display())).print(io.err);
             code = exit::RUN;
         }
     }
@@ -494,12 +486,12 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
             let _ = writeln!(io.out, "HTML report: {}", html.display());
         }
         Err(e) => {
-            let _ = writeln!(io.err, "error: cannot write {}: {e}", html.display());
+            Problem::new(format!("cannot write {}: {e}", html.display())).print(io.err);
             code = exit::RUN;
         }
     }
     let _ = writeln!(io.out, "Results: {} (the table: {})", dir.display(), md.display());
-    code
+    Ok(code)
 }
 
 #[cfg(test)]

@@ -4,37 +4,28 @@ use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{Cli, Command, DemoArgs};
-use crate::console::{exit, Io};
+use crate::console::{exit, Failed, Io};
+use crate::problem::Problem;
 use crate::workload::Workload;
 
-/// bolide's own executable, which the demos start reference servers from (the reason on stderr
-/// when it cannot be found).
-pub(super) fn own_exe(io: &mut Io) -> Option<std::path::PathBuf> {
+/// bolide's own executable, which the demos start reference servers from.
+pub(super) fn own_exe() -> Result<std::path::PathBuf, Problem> {
     std::env::current_exe()
-        .map_err(|e| {
-            let _ = writeln!(io.err, "error: cannot find bolide's own executable to start the servers: {e}");
-        })
-        .ok()
+        .map_err(|e| Problem::new(format!("cannot find bolide's own executable to start the servers: {e}")))
 }
 
 /// `n` different ports free on 127.0.0.1 now (bound together, then let go for the servers).
-pub(super) fn free_ports(n: usize) -> Result<Vec<u16>, String> {
+pub(super) fn free_ports(n: usize) -> Result<Vec<u16>, Problem> {
     let held = (0..n).map(|_| std::net::TcpListener::bind("127.0.0.1:0")).collect::<Result<Vec<_>, _>>();
     let ports = held.and_then(|h| h.iter().map(|l| l.local_addr().map(|a| a.port())).collect());
-    ports.map_err(|e| format!("no free port on 127.0.0.1: {e}"))
+    ports.map_err(|e| Problem::new(format!("no free port on 127.0.0.1: {e}")))
 }
 
 /// `bolide demo`: the reference server as a watched child process (poll reactivity, as in the
 /// Meteor reports), the Meteor benchmark's two workloads against it, and the reports' tables.
-pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
-    let Some(exe) = own_exe(io) else { return exit::RUN };
-    let port = match free_ports(1) {
-        Ok(p) => p[0],
-        Err(e) => {
-            let _ = writeln!(io.err, "error: {e}");
-            return exit::RUN;
-        }
-    };
+pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> Result<i32, Failed> {
+    let exe = own_exe().map_err(Failed::run)?;
+    let port = free_ports(1).map_err(Failed::run)?[0];
     let quoted = format!("'{}'", exe.display().to_string().replace('\'', r"'\''"));
     let spawn = format!("exec {quoted} serve --port {port} --reactivity poll");
     let target = format!("http://127.0.0.1:{port}");
@@ -83,13 +74,7 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
             Ok(Command::Run(a)) => a,
             _ => unreachable!("the demo's own command line parses"),
         };
-        let workload = match Workload::ddp(&run_args) {
-            Ok(w) => w,
-            Err(e) => {
-                let _ = writeln!(io.err, "error: {e}");
-                return exit::RUN;
-            }
-        };
+        let workload = Workload::ddp(&run_args).map_err(|e| Failed::run(Problem::from(e)))?;
         let opts = crate::cli::BenchOpts {
             runs: 1,
             label: Some(label.clone()),
@@ -105,8 +90,9 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
         };
         let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
         io.stage = format!("demo {}/{} {scenario}, ", k + 1, scenarios.len());
-        code = code.max(super::bench(workload, &opts, None, argv, io, cancel));
+        let series = super::bench(workload, &opts, None, argv, io, cancel);
         io.stage.clear();
+        code = code.max(series?);
         let _ = writeln!(io.out);
     }
     let html = args.html.clone().unwrap_or_else(|| dir.join("report.html"));
@@ -122,5 +108,5 @@ pub fn demo(args: &DemoArgs, io: &mut Io, cancel: &CancellationToken) -> i32 {
         dir.display(),
         dir.with_file_name("<later>").display()
     );
-    code
+    Ok(code)
 }

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::console::{exit, Io};
+use crate::console::{exit, Failed, Io};
+use crate::problem::Problem;
 use crate::report::table::ms;
 pub use crate::results::levels::{table, Level, LevelsDoc, FORMAT};
 use crate::stats::doc::Doc;
@@ -51,7 +52,12 @@ pub fn wanted(args: &crate::cli::RunArgs) -> bool {
 }
 
 /// Runs each level of `args` (`--users` or `--burst` with several values) and prints the table.
-pub fn run(args: &crate::cli::RunArgs, command_line: Vec<String>, io: &mut Io, cancel: &CancellationToken) -> i32 {
+pub fn run(
+    args: &crate::cli::RunArgs,
+    command_line: Vec<String>,
+    io: &mut Io,
+    cancel: &CancellationToken,
+) -> Result<i32, Failed> {
     let by_burst = args.scenario == "ddp-connect";
     let (flag, values) = if by_burst { ("burst", args.burst.clone()) } else { ("users", args.users.clone()) };
     // Every level is checked before the first runs.
@@ -63,24 +69,16 @@ pub fn run(args: &crate::cli::RunArgs, command_line: Vec<String>, io: &mut Io, c
         } else {
             a.users = vec![n];
         }
-        match Workload::ddp(&a) {
-            Ok(w) => workloads.push((n, w)),
-            Err(e) => {
-                let _ = writeln!(io.err, "{e}");
-                return exit::USAGE;
-            }
-        }
+        workloads.push((n, Workload::ddp(&a)?));
     }
-    let Some((_, first)) = workloads.first() else { return exit::USAGE };
+    let Some((_, first)) = workloads.first() else { return Ok(exit::USAGE) };
     let (dir, json) = (first.common().dir.clone(), first.common().json.clone());
     if let Some(d) = &dir {
-        if let Err(e) = std::fs::create_dir_all(d) {
-            let _ = writeln!(io.err, "error: --out {}: cannot create it: {e}", d.display());
-            return exit::USAGE;
-        }
+        std::fs::create_dir_all(d)
+            .map_err(|e| Failed::usage([format!("--out {}: cannot create it: {e}", d.display())]))?;
     }
     let scenario = args.scenario.clone();
-    crate::console::with_document(io, json.as_deref(), |io| {
+    Ok(crate::console::with_document(io, json.as_deref(), |io| {
         let shown: Vec<String> = values.iter().map(u64::to_string).collect();
         let _ = writeln!(io.out, "bolide run {scenario}: --{flag} {}, one run each\n", shown.join(","));
         let mut levels = Vec::new();
@@ -95,7 +93,8 @@ pub fn run(args: &crate::cli::RunArgs, command_line: Vec<String>, io: &mut Io, c
             w.set_output(file.clone(), Some(format!("{flag}={n}")), true);
             let outcome = w.execute(command_line.clone(), io, cancel, None);
             let Some(doc) = outcome.doc else {
-                let _ = writeln!(io.err, "error: the level {flag} {n} could not complete; the levels stop here");
+                let stops = format!("the level {flag} {n} could not complete; the levels stop here");
+                Problem::new(stops).print(io.err);
                 code = exit::RUN;
                 break;
             };
@@ -151,5 +150,5 @@ pub fn run(args: &crate::cli::RunArgs, command_line: Vec<String>, io: &mut Io, c
             levels,
         };
         (code, Some(doc))
-    })
+    }))
 }

@@ -6,6 +6,7 @@ use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{Cli, Command};
+use crate::problem::Problem;
 use crate::results::parameters::raw_pairs;
 use crate::workload::Workload;
 
@@ -22,7 +23,7 @@ pub struct List {
 }
 
 /// Reads `--parameter-list` pairs (name, comma-separated values).
-pub fn lists(pairs: &[String]) -> Result<Vec<List>, String> {
+pub fn lists(pairs: &[String]) -> Result<Vec<List>, Problem> {
     let mut out: Vec<List> = Vec::new();
     for pair in pairs.chunks(2) {
         let [name, values] = pair else {
@@ -30,21 +31,23 @@ pub fn lists(pairs: &[String]) -> Result<Vec<List>, String> {
         };
         let ok = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.';
         if name.is_empty() || !name.chars().all(ok) {
-            return Err(format!(
+            return Err(Problem::new(format!(
                 "--parameter-list {name:?}: a name is letters, digits, '_', '-' or '.' (it is written {{{name}}})"
-            ));
+            )));
         }
         if out.iter().any(|l| &l.name == name) {
-            return Err(format!("--parameter-list {name} is given twice: give each name once, with all its values"));
+            return Err(Problem::new(format!(
+                "--parameter-list {name} is given twice: give each name once, with all its values"
+            )));
         }
         let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
         if values.iter().any(String::is_empty) {
-            return Err(format!("--parameter-list {name} {:?}: a value is empty", values.join(",")));
+            return Err(Problem::new(format!("--parameter-list {name} {:?}: a value is empty", values.join(","))));
         }
         if let Some(v) = values.iter().find(|v| v.contains(['/', '\\']) || v.chars().any(char::is_control)) {
-            return Err(format!(
+            return Err(Problem::new(format!(
                 "--parameter-list {name}: the value {v:?} names a directory of results; no slashes or control characters"
-            ));
+            )));
         }
         out.push(List { name: name.clone(), values });
     }
@@ -52,11 +55,11 @@ pub fn lists(pairs: &[String]) -> Result<Vec<List>, String> {
     let combos = out.iter().try_fold(1usize, |n, l| n.checked_mul(l.values.len()).filter(|n| *n <= MAX_SERIES));
     let Some(combos) = combos else {
         let sizes: Vec<String> = out.iter().map(|l| l.values.len().to_string()).collect();
-        return Err(format!(
+        return Err(Problem::new(format!(
             "--parameter-list makes more than {MAX_SERIES} series ({} values); at most {MAX_SERIES}: split the grid \
              into several benches, or give fewer values",
             sizes.join(" x ")
-        ));
+        )));
     };
     if combos < 2 {
         return Err("--parameter-list needs at least two values to compare (an A/A test gives one twice: v a,a)".into());
@@ -164,7 +167,7 @@ pub fn first_combination(args: &[std::ffi::OsString]) -> Vec<std::ffi::OsString>
 /// workload, the command line as recorded, without secrets). Scenarios get each value as a
 /// variable of the same name. A stop (`cancel`) ends the planning: the combinations planned so
 /// far come back, and the caller sees the token.
-pub fn variants(args: &[String], lists: &[List], cancel: &CancellationToken) -> Result<Vec<super::Variant>, String> {
+pub fn variants(args: &[String], lists: &[List], cancel: &CancellationToken) -> Result<Vec<super::Variant>, Problem> {
     let mut out = Vec::new();
     for (label, values) in combinations(lists) {
         if cancel.is_cancelled() {
@@ -187,11 +190,11 @@ pub fn variants(args: &[String], lists: &[List], cancel: &CancellationToken) -> 
         };
         for (name, value) in &values {
             if outside(&argv, value) && !outside(&recorded, value) {
-                return Err(format!(
+                return Err(Problem::new(format!(
                     "--parameter-list {name}: its value goes where a secret goes (a password, a token, a secret's \
                      variable); a value names its series, its directory and its documents, so a secret cannot be \
                      one: give it in the environment instead"
-                ));
+                )));
             }
         }
         out.push((Some(label), workload, recorded));
@@ -227,22 +230,22 @@ mod tests {
 
     #[test]
     fn bad_lists_are_named() {
-        assert!(lists(&s(&["v", "a"])).unwrap_err().contains("at least two values"));
-        assert!(lists(&s(&["v", "a,,b"])).unwrap_err().contains("empty"));
-        assert!(lists(&s(&["v", "a/b,c"])).unwrap_err().contains("no slashes"));
-        assert!(lists(&s(&["a b", "1,2"])).unwrap_err().contains("a name is"));
-        assert!(lists(&s(&["v", "1,2", "v", "3,4"])).unwrap_err().contains("twice"));
+        assert!(lists(&s(&["v", "a"])).unwrap_err().what.contains("at least two values"));
+        assert!(lists(&s(&["v", "a,,b"])).unwrap_err().what.contains("empty"));
+        assert!(lists(&s(&["v", "a/b,c"])).unwrap_err().what.contains("no slashes"));
+        assert!(lists(&s(&["a b", "1,2"])).unwrap_err().what.contains("a name is"));
+        assert!(lists(&s(&["v", "1,2", "v", "3,4"])).unwrap_err().what.contains("twice"));
         // A grid past the bound is refused with the bound, before any combination is made.
         let thousand: Vec<String> = (0..1000).map(|i| i.to_string()).collect();
         let e = lists(&s(&["a", &thousand.join(","), "b", "1,2"])).unwrap_err();
-        assert!(e.contains("more than 256 series (1000 x 2 values)"), "{e}");
+        assert!(e.what.contains("more than 256 series (1000 x 2 values)"), "{e}");
         // 257 = the bound plus one; the bound itself is allowed.
         let values = |n: usize| (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
         assert!(lists(&s(&["a", &values(257)])).is_err());
         assert_eq!(combinations(&lists(&s(&["a", &values(128), "b", "x,y"])).unwrap()).len(), MAX_SERIES);
         // Lists whose product overflows a usize are refused too, not wrapped.
         let many: Vec<String> = (0..12).flat_map(|i| [format!("n{i}"), values(100)]).collect();
-        assert!(lists(&many).unwrap_err().contains("at most 256"));
+        assert!(lists(&many).unwrap_err().what.contains("at most 256"));
     }
 
     #[test]

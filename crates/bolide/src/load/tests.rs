@@ -578,7 +578,7 @@ fn shared_starts_give_every_run_of_a_series_its_own_slot() {
     assert_eq!(super::shared_starts(None, 2, None, Duration::ZERO).unwrap(), [None, None]);
     assert_eq!(super::shared_starts(Some(t0), 1, None, Duration::ZERO).unwrap(), [at(1_000)]);
     let e = super::shared_starts(Some(t0), 2, None, Duration::ZERO).unwrap_err();
-    assert!(e.contains("planned length"), "{e}");
+    assert!(e.what.contains("planned length"), "{e}");
 }
 
 #[test]

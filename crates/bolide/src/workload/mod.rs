@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::console::Io;
-use crate::plan::{Common, DdpPlan, HttpPlan};
+use crate::console::{Failed, Io};
+use crate::plan::{Common, DdpPlan, HttpPlan, RunPlanError};
+use crate::problem::Problem;
 use crate::report::progress::Bar;
 use crate::stats::doc::Doc;
 
@@ -26,17 +27,18 @@ pub enum Workload {
 }
 
 impl Workload {
-    pub fn http(args: &crate::cli::HttpArgs) -> Result<Workload, String> {
-        crate::plan::http_plan(args).map(|p| Workload::Http(Box::new(p))).map_err(|e| e.to_string())
+    pub fn http(args: &crate::cli::HttpArgs) -> Result<Workload, RunPlanError> {
+        let plan = crate::plan::http_plan(args).map_err(RunPlanError::Config)?;
+        Ok(Workload::Http(Box::new(plan)))
     }
 
-    pub fn ddp(args: &crate::cli::RunArgs) -> Result<Workload, String> {
-        crate::plan::run_plan(args).map(|p| Workload::Ddp(Box::new(p))).map_err(|e| e.to_string())
+    pub fn ddp(args: &crate::cli::RunArgs) -> Result<Workload, RunPlanError> {
+        crate::plan::run_plan(args).map(|p| Workload::Ddp(Box::new(p)))
     }
 
     /// The workload `bench` repeats (`bench http` or `bench run`); a scenario gets `variables`
     /// (a `--parameter-list` combination's values) as variables of their names.
-    pub fn bench(b: &crate::cli::BenchWorkload, variables: &[(String, String)]) -> Result<Workload, String> {
+    pub fn bench(b: &crate::cli::BenchWorkload, variables: &[(String, String)]) -> Result<Workload, RunPlanError> {
         match b {
             crate::cli::BenchWorkload::Http(h) => Workload::http(&h.args),
             crate::cli::BenchWorkload::Run(r) => {
@@ -92,6 +94,16 @@ impl Workload {
         // A repeated workload's report, CSV and verdicts cover every run; the command writes them
         // at the end.
         (c.json, c.html, c.csv, c.junit, c.label, c.quiet) = (json, None, None, None, label, quiet);
+    }
+}
+
+/// A plan refused: its flags' problems, or its scenario file's (exit 2).
+impl From<RunPlanError> for Failed {
+    fn from(e: RunPlanError) -> Failed {
+        match e {
+            RunPlanError::Config(c) => Failed::usage(c.0),
+            RunPlanError::Scenario(s) => Failed { file: Some(s.to_string()), ..Failed::usage(Vec::<Problem>::new()) },
+        }
     }
 }
 
