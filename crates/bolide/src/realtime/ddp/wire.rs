@@ -11,6 +11,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -419,50 +420,13 @@ async fn run(
             break 'conn "dropped by bolide (--fault drop)".to_string();
         }
         // Process whatever complete frames are buffered, then wake the user once.
-        let mut woke = false;
-        loop {
-            match framer.next() {
-                Ok(None) => break,
-                Ok(Some(Frames::Nothing | Frames::Raw(..))) => {}
-                Ok(Some(Frames::Ping(p))) => {
-                    let mut pong = Vec::new();
-                    ws::encode_frame(&mut pong, Opcode::Pong, false, &p, Some(rand::random()));
-                    if stream.write_all(&pong).await.is_err() {
-                        break 'conn "write failed".to_string();
-                    }
-                    // A WebSocket control frame: bytes on the wire, not a DDP message.
-                    traffic.borrow_mut().bytes_out += pong.len() as u64;
-                }
-                Ok(Some(Frames::Close(why))) => {
-                    send_close(&mut stream, &mut framer).await;
-                    break 'conn why;
-                }
-                Ok(Some(Frames::Ddp(texts))) => {
-                    heard = true;
-                    ping_sent = None;
-                    let mut replies = Vec::new();
-                    for t in texts {
-                        handle(&t, &shared, &cfg, &traffic, &mut replies);
-                    }
-                    for r in replies {
-                        let mut wire = Vec::new();
-                        frame(&mut wire, &r, cfg.transport, deflate);
-                        if stream.write_all(&wire).await.is_err() {
-                            break 'conn "write failed".to_string();
-                        }
-                        let mut t = traffic.borrow_mut();
-                        t.messages_out += 1;
-                        t.bytes_out += wire.len() as u64;
-                    }
-                    woke = true;
-                }
-                Err(e) => {
-                    send_close(&mut stream, &mut framer).await;
-                    traffic.borrow_mut().protocol_errors += 1;
-                    shared.state.borrow_mut().protocol_broken = true;
-                    break 'conn e.detail();
-                }
-            }
+        let woke = match drain(&mut stream, &mut framer, &shared, &cfg, &traffic, deflate).await {
+            ControlFlow::Continue(woke) => woke,
+            ControlFlow::Break(why) => break 'conn why,
+        };
+        if woke {
+            heard = true;
+            ping_sent = None;
         }
         if woke {
             shared.notify.notify_waiters();
@@ -484,36 +448,8 @@ async fn run(
             },
             out = rx.recv() => match out {
                 Some(Outgoing::Ddp(text)) => {
-                    let mut wire = Vec::new();
-                    frame(&mut wire, &text, cfg.transport, deflate);
-                    let mut messages = 1;
-                    // What else is queued goes in the same write; a close queued behind it follows.
-                    let mut closing = false;
-                    loop {
-                        match rx.try_recv() {
-                            Some(Outgoing::Ddp(more)) => {
-                                frame(&mut wire, &more, cfg.transport, deflate);
-                                messages += 1;
-                            }
-                            Some(Outgoing::Close) => {
-                                closing = true;
-                                break;
-                            }
-                            None => break,
-                        }
-                    }
-                    if let Err(e) = stream.write_all(&wire).await {
-                        break 'conn format!("write: {e}");
-                    }
-                    // Counted once written: a message that never left is not a message sent.
-                    {
-                        let mut t = traffic.borrow_mut();
-                        t.messages_out += messages;
-                        t.bytes_out += wire.len() as u64;
-                    }
-                    if closing {
-                        close_politely(&mut stream, &mut framer, &traffic).await;
-                        break 'conn "closed by the client".to_string();
+                    if let ControlFlow::Break(why) = send(&mut stream, &mut framer, &mut rx, text, &cfg, &traffic, deflate).await {
+                        break 'conn why;
                     }
                 }
                 Some(Outgoing::Close) | None => {
@@ -535,15 +471,9 @@ async fn run(
                 if now >= next_tick {
                     next_tick += cfg.heartbeat_interval;
                     if !heard && ping_sent.is_none() {
-                        let mut wire = Vec::new();
-                        frame(&mut wire, r#"{"msg":"ping"}"#, cfg.transport, deflate);
-                        if stream.write_all(&wire).await.is_err() {
-                            break 'conn "write failed".to_string();
+                        if let ControlFlow::Break(why) = ping(&mut stream, &cfg, &traffic, deflate).await {
+                            break 'conn why;
                         }
-                        let mut t = traffic.borrow_mut();
-                        t.messages_out += 1;
-                        t.bytes_out += wire.len() as u64;
-                        t.pings_sent += 1;
                         ping_sent = Some(now);
                     }
                     heard = false;
@@ -557,6 +487,125 @@ async fn run(
         st.closed_at = Some(std::time::Instant::now());
     }
     shared.notify.notify_waiters();
+}
+
+/// Handles the complete frames in the buffer: pings answered, DDP messages applied to the shared
+/// state and answered; whether any DDP message came (the user is woken once), or why the
+/// connection ends (`Break`).
+async fn drain(
+    stream: &mut Stream,
+    framer: &mut Framer,
+    shared: &Shared,
+    cfg: &ClientConfig,
+    traffic: &RefCell<Traffic>,
+    deflate: Option<u8>,
+) -> ControlFlow<String, bool> {
+    let mut woke = false;
+    loop {
+        match framer.next() {
+            Ok(None) => return ControlFlow::Continue(woke),
+            Ok(Some(Frames::Nothing | Frames::Raw(..))) => {}
+            Ok(Some(Frames::Ping(p))) => {
+                let mut pong = Vec::new();
+                ws::encode_frame(&mut pong, Opcode::Pong, false, &p, Some(rand::random()));
+                if stream.write_all(&pong).await.is_err() {
+                    return ControlFlow::Break("write failed".to_string());
+                }
+                // A WebSocket control frame: bytes on the wire, not a DDP message.
+                traffic.borrow_mut().bytes_out += pong.len() as u64;
+            }
+            Ok(Some(Frames::Close(why))) => {
+                send_close(stream, framer).await;
+                return ControlFlow::Break(why);
+            }
+            Ok(Some(Frames::Ddp(texts))) => {
+                let mut replies = Vec::new();
+                for t in texts {
+                    handle(&t, shared, cfg, traffic, &mut replies);
+                }
+                for r in replies {
+                    let mut wire = Vec::new();
+                    frame(&mut wire, &r, cfg.transport, deflate);
+                    if stream.write_all(&wire).await.is_err() {
+                        return ControlFlow::Break("write failed".to_string());
+                    }
+                    let mut t = traffic.borrow_mut();
+                    t.messages_out += 1;
+                    t.bytes_out += wire.len() as u64;
+                }
+                woke = true;
+            }
+            Err(e) => {
+                send_close(stream, framer).await;
+                traffic.borrow_mut().protocol_errors += 1;
+                shared.state.borrow_mut().protocol_broken = true;
+                return ControlFlow::Break(e.detail());
+            }
+        }
+    }
+}
+
+/// Writes the user's message and whatever else is queued in one write; a close queued behind
+/// them follows (`Break`: why the connection ends).
+async fn send(
+    stream: &mut Stream,
+    framer: &mut Framer,
+    rx: &mut outbox::Receiver<Outgoing>,
+    text: String,
+    cfg: &ClientConfig,
+    traffic: &RefCell<Traffic>,
+    deflate: Option<u8>,
+) -> ControlFlow<String> {
+    let mut wire = Vec::new();
+    frame(&mut wire, &text, cfg.transport, deflate);
+    let mut messages = 1;
+    let mut closing = false;
+    loop {
+        match rx.try_recv() {
+            Some(Outgoing::Ddp(more)) => {
+                frame(&mut wire, &more, cfg.transport, deflate);
+                messages += 1;
+            }
+            Some(Outgoing::Close) => {
+                closing = true;
+                break;
+            }
+            None => break,
+        }
+    }
+    if let Err(e) = stream.write_all(&wire).await {
+        return ControlFlow::Break(format!("write: {e}"));
+    }
+    // Counted once written: a message that never left is not a message sent.
+    {
+        let mut t = traffic.borrow_mut();
+        t.messages_out += messages;
+        t.bytes_out += wire.len() as u64;
+    }
+    if closing {
+        close_politely(stream, framer, traffic).await;
+        return ControlFlow::Break("closed by the client".to_string());
+    }
+    ControlFlow::Continue(())
+}
+
+/// Meteor's heartbeat ping, after a tick of silence.
+async fn ping(
+    stream: &mut Stream,
+    cfg: &ClientConfig,
+    traffic: &RefCell<Traffic>,
+    deflate: Option<u8>,
+) -> ControlFlow<String> {
+    let mut wire = Vec::new();
+    frame(&mut wire, r#"{"msg":"ping"}"#, cfg.transport, deflate);
+    if stream.write_all(&wire).await.is_err() {
+        return ControlFlow::Break("write failed".to_string());
+    }
+    let mut t = traffic.borrow_mut();
+    t.messages_out += 1;
+    t.bytes_out += wire.len() as u64;
+    t.pings_sent += 1;
+    ControlFlow::Continue(())
 }
 
 /// Applies one message from the server to the shared state (for another transport's task).
