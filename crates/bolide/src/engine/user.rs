@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::vu::Worker;
 use crate::realtime::Steps;
 use crate::scenario::template::{self, Vars};
-use crate::scenario::{Call, Capture, HttpStep, LoopOver, Step, StepKind, Think};
+use crate::scenario::{Capture, HttpStep, LoopOver, Step, StepKind, Think};
 use crate::session::{Called, Failure, Session, Stop, Target, User};
 use crate::stats::vu::VuRecorder;
 
@@ -112,10 +112,10 @@ impl<S: Steps> Vu<'_, S> {
                     Box::pin(self.reconnect(None)).await?;
                     // A call whose answer the closed connection lost is sent again (Meteor
                     // resends it), unless the scenario says `noRetry`.
-                    if let StepKind::Call(Call { no_retry: true, .. }) = s.kind {
+                    if s.kind.no_retry() {
                         return Err(Stop { closed: true });
                     }
-                    if matches!(s.kind, StepKind::Call(_) | StepKind::Login(_)) {
+                    if s.kind.is_call() {
                         self.rec().second.resent += 1;
                     }
                     self.step_began = Instant::now();
@@ -175,7 +175,7 @@ impl<S: Steps> Vu<'_, S> {
     /// Whether a step that failed on a closed connection will be made again after reconnecting
     /// (then its cut is no failure: the step counts as what its second try gets).
     fn will_resend(&self, step: &Step) -> bool {
-        self.may_reconnect(step) && !matches!(step.kind, StepKind::Call(Call { no_retry: true, .. }))
+        self.may_reconnect(step) && !step.kind.no_retry()
     }
 
     /// A new session, with the user's live subscriptions started again (as Meteor's client does).
@@ -383,23 +383,7 @@ impl<S: Steps> Vu<'_, S> {
     }
 
     pub(super) fn capture(&mut self, cap: &Capture, result: Value) {
-        let mut v = result;
-        if let Some(path) = &cap.path {
-            for part in path.split('.') {
-                v = match (&v, part.parse::<usize>()) {
-                    (Value::Array(a), Ok(i)) => a.get(i).cloned().unwrap_or(Value::Null),
-                    _ => v.get(part).cloned().unwrap_or(Value::Null),
-                };
-            }
-        }
-        if cap.append {
-            match self.vars.entry(cap.var.clone()).or_insert_with(|| Value::Array(vec![])) {
-                Value::Array(list) => list.push(v),
-                slot => *slot = Value::Array(vec![v]),
-            }
-        } else {
-            self.vars.insert(cap.var.clone(), v);
-        }
+        capture_into(&mut self.vars, cap, result);
     }
 
     async fn http(&mut self, step: &Step, h: &HttpStep) -> Result<(), Stop> {
@@ -537,5 +521,65 @@ impl<S: Steps> User for Vu<'_, S> {
 
     fn writing(&self) -> impl Sized + '_ {
         self.w.audit.as_deref().map(super::audit::Shared::write)
+    }
+}
+
+/// A captured value into the user's variables: the part at the capture's path (`a.0.b`), set, or
+/// appended to a list with `append`.
+fn capture_into(vars: &mut Vars, cap: &Capture, result: Value) {
+    let mut v = result;
+    if let Some(path) = &cap.path {
+        for part in path.split('.') {
+            v = match (&v, part.parse::<usize>()) {
+                (Value::Array(a), Ok(i)) => a.get(i).cloned().unwrap_or(Value::Null),
+                _ => v.get(part).cloned().unwrap_or(Value::Null),
+            };
+        }
+    }
+    if cap.append {
+        match vars.entry(cap.var.clone()).or_insert_with(|| Value::Array(vec![])) {
+            Value::Array(list) => list.push(v),
+            slot => *slot = Value::Array(vec![v]),
+        }
+    } else {
+        vars.insert(cap.var.clone(), v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cap(var: &str, path: Option<&str>, append: bool) -> Capture {
+        Capture { var: var.into(), path: path.map(String::from), append }
+    }
+
+    #[test]
+    fn a_capture_takes_its_path_and_sets_or_appends() {
+        let mut vars = Vars::new();
+        let result = json!([{ "_id": "a1", "tags": ["x", "y"] }]);
+        capture_into(&mut vars, &cap("id", Some("0._id"), false), result.clone());
+        assert_eq!(vars["id"], json!("a1"));
+        capture_into(&mut vars, &cap("tag", Some("0.tags.1"), false), result.clone());
+        assert_eq!(vars["tag"], json!("y"));
+        capture_into(&mut vars, &cap("none", Some("3.x"), false), result.clone());
+        assert_eq!(vars["none"], Value::Null, "a path that leads nowhere captures null");
+        capture_into(&mut vars, &cap("ids", Some("0._id"), true), result.clone());
+        capture_into(&mut vars, &cap("ids", Some("0._id"), true), result.clone());
+        assert_eq!(vars["ids"], json!(["a1", "a1"]));
+        // Appending to a value that is not a list makes it a list of the new value.
+        capture_into(&mut vars, &cap("id", None, true), json!(5));
+        assert_eq!(vars["id"], json!([5]));
+    }
+
+    #[test]
+    fn reconnections_wait_as_meteors_client_does() {
+        assert_eq!(retry_wait(0), Duration::from_millis(10));
+        assert_eq!(retry_wait(1), Duration::from_millis(10));
+        for (attempt, base) in [(2, 4.84), (3, 10.648), (30, 300.0)] {
+            let w = retry_wait(attempt).as_secs_f64();
+            assert!((base * 0.75..=base * 1.25).contains(&w), "attempt {attempt}: {w} s");
+        }
     }
 }

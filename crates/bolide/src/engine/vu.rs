@@ -28,7 +28,7 @@ use crate::realtime::socketio::session::SioSession;
 use crate::realtime::Steps;
 use crate::scenario::arrivals::Schedule;
 use crate::scenario::template::Vars;
-use crate::scenario::{Engine, Flow, Scenario, Step, StepKind};
+use crate::scenario::{Engine, Flow, StepKind};
 use crate::session::Session;
 
 use crate::stats::vu::{DdpSecond, SecondLatencies, TickLatency, VuRecorder, VuSecond};
@@ -90,53 +90,6 @@ struct Done {
 
 type Msg = super::coordinator::Report<Tick, Done>;
 
-/// Calls `f` with every step of the scenario's flows, loops' steps included, in order.
-fn each_step<'s>(s: &'s Scenario, f: &mut dyn FnMut(&'s Step)) {
-    for flow in &s.flows {
-        each_in(&flow.steps, f);
-    }
-}
-
-/// Calls `f` with every step of `steps`, loops' steps included, in order.
-fn each_in<'s>(steps: &'s [Step], f: &mut dyn FnMut(&'s Step)) {
-    for s in steps {
-        if let StepKind::Loop(l) = &s.kind {
-            each_in(&l.steps, f);
-        } else {
-            f(s);
-        }
-    }
-}
-
-/// Step names with whether each is a method call (whose result and updated times are kept).
-pub fn step_names(s: &Scenario) -> Vec<(String, bool)> {
-    let mut out: Vec<(String, bool)> = Vec::new();
-    each_step(s, &mut |step| {
-        // A checkpoint is no step of the server's: its time (a barrier, quiet, the truth) is the
-        // audit's, kept out of the steps' latency.
-        let measured = !matches!(step.kind, StepKind::Think(_) | StepKind::Set(_) | StepKind::Audit(_));
-        if measured && !out.iter().any(|(n, _)| n == &step.name) {
-            out.push((step.name.clone(), matches!(step.kind, StepKind::Call(_) | StepKind::Login(_))));
-        }
-    });
-    if s.config.ddp.reconnect {
-        out.push(("reconnect".into(), false));
-    }
-    out
-}
-
-/// The names of the subscribe steps, and of the method-call steps (login included): what
-/// subscriptions and calls per minute count.
-pub fn subscribe_and_call_steps(s: &Scenario) -> (Vec<String>, Vec<String>) {
-    let (mut subs, mut calls) = (Vec::new(), Vec::new());
-    each_step(s, &mut |step| match step.kind {
-        StepKind::Subscribe { .. } => subs.push(step.name.clone()),
-        StepKind::Call(_) | StepKind::Login(_) => calls.push(step.name.clone()),
-        _ => {}
-    });
-    (subs, calls)
-}
-
 /// Runs the plan; `progress` is called about once a second.
 pub fn run(
     plan: &DdpPlan,
@@ -155,7 +108,7 @@ pub fn run(
     // With a segment, this instance's users are every N-th arrival; they keep their global index.
     let seg = plan.common.spread.segment.unwrap_or(crate::segment::Segment { index: 1, count: 1 });
     let threads = plan.threads.clamp(1, seg.arrivals(schedule.total()).max(1) as usize);
-    let names = step_names(&plan.scenario);
+    let names = plan.scenario.recorded_steps();
     let alive = Arc::new(AtomicU64::new(0));
     let started_at = SystemTime::now();
     let start = Instant::now();
@@ -527,32 +480,28 @@ async fn iteration(w: &Worker, k: u64, target: usize, until: Option<Instant>, us
 /// The flow arrival `k` walks, by the flows' weights.
 fn pick_flow(w: &Worker, arrival: u64) -> &Flow {
     let flows = &w.plan.scenario.flows;
-    match w.flow_cycle.is_empty() {
-        // Arrival k takes the k-th flow of the weights' smooth round-robin cycle: any N users
-        // split as evenly as the weights allow (3:20 over 23 users is 3 and 20, not 3 on average).
-        // The flow turns once per turn of the targets' cycle, so that flows and targets do not
-        // pair up (2 flows over 2 targets: each target gets both).
-        false => {
-            let turn = arrival / w.plan.targets_cycle_len().max(1);
-            &flows[w.flow_cycle[(turn % w.flow_cycle.len() as u64) as usize]]
-        }
-        // Weights too large for a cycle: picked at random in proportion.
-        true => {
-            let total: u64 = flows.iter().map(|f| u64::from(f.weight)).sum();
-            let mut pick = rand::rng().random_range(0..total.max(1));
-            flows
-                .iter()
-                .find(|f| {
-                    if pick < u64::from(f.weight) {
-                        true
-                    } else {
-                        pick -= u64::from(f.weight);
-                        false
-                    }
-                })
-                .unwrap_or(&flows[0])
-        }
+    let turn = arrival / w.plan.targets_cycle_len().max(1);
+    &flows[flow_of(flows, &w.flow_cycle, turn, || rand::rng().random_range(0..u64::MAX))]
+}
+
+/// The flow (its index) for the user arriving at `turn` of the targets' cycle: the turn-th of
+/// the weights' smooth round-robin cycle, so that any N users split as evenly as the weights
+/// allow (3:20 over 23 users is 3 and 20, not 3 on average); the flow turns once per turn of the
+/// targets' cycle, so that flows and targets do not pair up (2 flows over 2 targets: each target
+/// gets both). Weights too large for a cycle: picked from `random` in proportion.
+fn flow_of(flows: &[Flow], cycle: &[usize], turn: u64, random: impl FnOnce() -> u64) -> usize {
+    if !cycle.is_empty() {
+        return cycle[(turn % cycle.len() as u64) as usize];
     }
+    let total: u64 = flows.iter().map(|f| u64::from(f.weight)).sum();
+    let mut pick = random() % total.max(1);
+    for (i, f) in flows.iter().enumerate() {
+        if pick < u64::from(f.weight) {
+            return i;
+        }
+        pick -= u64::from(f.weight);
+    }
+    0
 }
 
 /// A virtual user: gets its variables, walks its flow against its target. True when every step
@@ -604,7 +553,7 @@ async fn user<S: Steps>(
     // did not reach every checkpoint.
     let last_checkpoint = flow.steps.iter().rposition(|s| {
         let mut found = false;
-        each_in(std::slice::from_ref(s), &mut |s| found |= matches!(s.kind, StepKind::Audit(_)));
+        crate::scenario::each_in(std::slice::from_ref(s), &mut |s| found |= matches!(s.kind, StepKind::Audit(_)));
         found
     });
     // The barrier waits for the closed phase's users walking a flow with checkpoints.
@@ -642,4 +591,41 @@ async fn user<S: Steps>(
         Box::pin(vu.leave(page)).await;
     }
     ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flows(weights: &[u32]) -> Vec<Flow> {
+        let mut s = crate::scenario::builtin::ddp_calls(&Default::default());
+        let one = s.flows.remove(0);
+        weights.iter().map(|&weight| Flow { weight, ..one.clone() }).collect()
+    }
+
+    #[test]
+    fn users_split_over_flows_as_evenly_as_their_weights_allow() {
+        let f = flows(&[3, 20]);
+        let cycle = flow_cycle(&f);
+        assert_eq!(cycle.len(), 23);
+        let mut counts = [0; 2];
+        for turn in 0..23 {
+            counts[flow_of(&f, &cycle, turn, || unreachable!("a cycle needs no chance"))] += 1;
+        }
+        assert_eq!(counts, [3, 20]);
+        // The cycle repeats: the next 23 users split the same way.
+        let again: Vec<usize> = (23..46).map(|t| flow_of(&f, &cycle, t, || 0)).collect();
+        assert_eq!(again, (0..23).map(|t| flow_of(&f, &cycle, t, || 0)).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn weights_too_large_for_a_cycle_are_picked_in_proportion() {
+        let f = flows(&[6_000, 6_000]);
+        assert!(flow_cycle(&f).is_empty(), "12,000 is above the cycle's bound");
+        assert_eq!(flow_of(&f, &[], 0, || 5_999), 0);
+        assert_eq!(flow_of(&f, &[], 0, || 6_000), 1);
+        assert_eq!(flow_of(&f, &[], 0, || 12_000 + 6_001), 1, "a draw wraps around the total");
+        assert!(flow_cycle(&flows(&[0, 0])).is_empty());
+        assert_eq!(flow_of(&flows(&[0, 0]), &[], 0, || 7), 0, "weights of 0 fall back to the first flow");
+    }
 }

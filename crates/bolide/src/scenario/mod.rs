@@ -692,6 +692,67 @@ impl Scenario {
         }
         out
     }
+
+    /// Calls `f` with every step of the flows, loops' steps included, in order.
+    pub fn each_step<'s>(&'s self, f: &mut dyn FnMut(&'s Step)) {
+        for flow in &self.flows {
+            each_in(&flow.steps, f);
+        }
+    }
+
+    /// The recorders' step names with whether each is a method call (whose result and updated
+    /// times are kept); a run that reconnects has a `reconnect` step too.
+    pub fn recorded_steps(&self) -> Vec<(String, bool)> {
+        let mut out: Vec<(String, bool)> = Vec::new();
+        self.each_step(&mut |step| {
+            // A checkpoint is no step of the server's: its time (a barrier, quiet, the truth) is
+            // the audit's, kept out of the steps' latency.
+            let measured = !matches!(step.kind, StepKind::Think(_) | StepKind::Set(_) | StepKind::Audit(_));
+            if measured && !out.iter().any(|(n, _)| n == &step.name) {
+                out.push((step.name.clone(), step.kind.is_call()));
+            }
+        });
+        if self.config.ddp.reconnect {
+            out.push(("reconnect".into(), false));
+        }
+        out
+    }
+
+    /// The names of the subscribe steps, and of the method-call steps (login included): what
+    /// subscriptions and calls per minute count.
+    pub fn subscribe_and_call_steps(&self) -> (Vec<String>, Vec<String>) {
+        let (mut subs, mut calls) = (Vec::new(), Vec::new());
+        self.each_step(&mut |step| match step.kind {
+            StepKind::Subscribe { .. } => subs.push(step.name.clone()),
+            _ if step.kind.is_call() => calls.push(step.name.clone()),
+            _ => {}
+        });
+        (subs, calls)
+    }
+}
+
+/// Calls `f` with every step of `steps`, loops' steps included, in order.
+pub fn each_in<'s>(steps: &'s [Step], f: &mut dyn FnMut(&'s Step)) {
+    for s in steps {
+        if let StepKind::Loop(l) = &s.kind {
+            each_in(&l.steps, f);
+        } else {
+            f(s);
+        }
+    }
+}
+
+impl StepKind {
+    /// A method call (a login is one): its answer lost on a closed connection is resent after
+    /// the reconnection, as Meteor's client resends it.
+    pub fn is_call(&self) -> bool {
+        matches!(self, StepKind::Call(_) | StepKind::Login(_))
+    }
+
+    /// A call the scenario says is never resent (`noRetry`).
+    pub fn no_retry(&self) -> bool {
+        matches!(self, StepKind::Call(Call { no_retry: true, .. }))
+    }
 }
 
 /// The default metric name of a step.

@@ -331,7 +331,7 @@ fn document(plan: &DdpPlan, o: &VuOutput) -> DdpDoc {
         per_target: match plan.targets.len() {
             1 => Vec::new(),
             _ => {
-                let (subs, calls) = crate::engine::vu::subscribe_and_call_steps(&plan.scenario);
+                let (subs, calls) = plan.scenario.subscribe_and_call_steps();
                 plan.targets
                     .iter()
                     .zip(&o.per_target)
