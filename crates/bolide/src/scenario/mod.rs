@@ -4,6 +4,7 @@
 
 pub mod arrivals;
 pub mod builtin;
+pub mod settings;
 pub mod template;
 pub mod yaml;
 
@@ -73,9 +74,9 @@ pub struct Config {
     /// `config.browser`: where browser flows' Chromium comes from.
     pub browser: crate::browser::BrowserPlan,
     /// `config.socketio`: how Socket.IO flows' users connect.
-    pub socketio: crate::realtime::socketio::wire::SocketIoConfig,
+    pub socketio: crate::scenario::settings::SocketIoConfig,
     /// `config.graphql`: how graphql-ws flows' users connect.
-    pub graphql: crate::realtime::graphql::wire::GraphqlConfig,
+    pub graphql: crate::scenario::settings::GraphqlConfig,
     /// `config.audit.truth`: where the audit reads the truth (one URL, or one per target);
     /// empty: through the users' own targets.
     pub audit_truth: Vec<String>,

@@ -836,8 +836,8 @@ fn read_socket_keys(
 }
 
 /// `config.socketio`: socket.io-client's options of the same names.
-fn read_socketio(r: &mut Reader, node: &Node) -> crate::realtime::socketio::wire::SocketIoConfig {
-    use crate::realtime::socketio::wire::{SioTransport, SocketIoConfig};
+fn read_socketio(r: &mut Reader, node: &Node) -> crate::scenario::settings::SocketIoConfig {
+    use crate::scenario::settings::{SioTransport, SocketIoConfig};
     let mut c = SocketIoConfig::default();
     let Some(m) = r.map(node, "config.socketio", SOCKETIO_KEYS) else { return c };
     let (path, fanout, deflate) = read_socket_keys(r, &m, "config.socketio", "/socket.io");
@@ -888,8 +888,8 @@ fn read_socketio(r: &mut Reader, node: &Node) -> crate::realtime::socketio::wire
 }
 
 /// `config.graphql`: the WebSocket's path, `connection_init`'s payload, headers.
-fn read_graphql(r: &mut Reader, node: &Node) -> crate::realtime::graphql::wire::GraphqlConfig {
-    let mut c = crate::realtime::graphql::wire::GraphqlConfig::default();
+fn read_graphql(r: &mut Reader, node: &Node) -> crate::scenario::settings::GraphqlConfig {
+    let mut c = crate::scenario::settings::GraphqlConfig::default();
     let Some(m) = r.map(node, "config.graphql", GRAPHQL_KEYS) else { return c };
     let (path, fanout, deflate) = read_socket_keys(r, &m, "config.graphql", "/graphql");
     c.path = path.unwrap_or(c.path);
@@ -1996,7 +1996,7 @@ mod tests {
         .unwrap();
         let c = &s.config;
         assert_eq!(c.ddp.step_timeout, Duration::from_secs(3));
-        assert_eq!(c.socketio.transports, [crate::realtime::socketio::wire::SioTransport::WebSocket]);
+        assert_eq!(c.socketio.transports, [crate::scenario::settings::SioTransport::WebSocket]);
         assert_eq!(c.socketio.query, [("a".into(), "1".into()), ("b".into(), "x y".into())]);
         assert_eq!(c.socketio.headers, [("x-id".to_string(), "abc".to_string())]);
         let f = &s.flows[0];

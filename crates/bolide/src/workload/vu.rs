@@ -265,7 +265,7 @@ pub fn settings(plan: &DdpPlan) -> DdpRunSettings {
 /// How the run's users reach their server: DDP's transport, and the other protocols' (`websocket`,
 /// `socketio polling+websocket`, `graphql-ws`, joined by ` + ` in a run that mixes them).
 fn protocols(plan: &DdpPlan) -> String {
-    use crate::realtime::socketio::wire::SioTransport;
+    use crate::scenario::settings::SioTransport;
     use crate::scenario::Engine;
     let s = &plan.scenario;
     let mut parts = Vec::new();

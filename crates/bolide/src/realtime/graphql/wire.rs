@@ -18,36 +18,10 @@ use tokio::sync::Notify;
 use crate::proto::http::tls::Connector;
 use crate::proto::link::{self, Failure, Link, Opening};
 use crate::proto::ws::{Endpoint, Traffic};
+use crate::scenario::settings::GraphqlConfig;
 
 /// The subprotocol graphql-ws speaks.
 pub const SUBPROTOCOL: &str = "graphql-transport-ws";
-
-/// `config.graphql`: what every GraphQL user of a run connects with.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GraphqlConfig {
-    /// The WebSocket's path (`/graphql`), when the target's URL names none.
-    pub path: String,
-    /// `connection_init`'s payload (`connectionParams`: a token, say).
-    pub init: Option<Value>,
-    /// Added to the upgrade request.
-    pub headers: Vec<(String, String)>,
-    /// A field of a subscription's data holding when the server wrote it (ms since the epoch, or
-    /// an ISO date): each `next` carrying it gives a fan-out latency.
-    pub fanout_field: Option<String>,
-    pub compression: bool,
-}
-
-impl Default for GraphqlConfig {
-    fn default() -> Self {
-        GraphqlConfig {
-            path: "/graphql".into(),
-            init: None,
-            headers: Vec::new(),
-            fanout_field: Some("createdAt".into()),
-            compression: true,
-        }
-    }
-}
 
 /// One operation in flight or done.
 #[derive(Default)]

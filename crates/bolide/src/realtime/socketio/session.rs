@@ -11,7 +11,8 @@ use serde_json::Value;
 use crate::proto::http::tls::Connector;
 use crate::proto::link::Failure;
 use crate::proto::ws::{Endpoint, Traffic};
-use crate::realtime::socketio::wire::{self, SioConn, SocketIoConfig};
+use crate::realtime::socketio::wire::{self, SioConn};
+use crate::scenario::settings::SocketIoConfig;
 use crate::session::Target;
 
 /// What an emit waits for after it is sent.

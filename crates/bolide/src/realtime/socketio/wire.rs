@@ -23,59 +23,7 @@ use crate::proto::http::tls::Connector;
 use crate::proto::link::{self, Failure, Link, Opening};
 use crate::proto::outbox;
 use crate::proto::ws::{self as wire, Endpoint, Outgoing, Traffic};
-
-/// How Engine.IO reaches the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SioTransport {
-    Polling,
-    WebSocket,
-}
-
-impl SioTransport {
-    /// As socket.io-client's `transports` option names it.
-    pub fn named(name: &str) -> Option<SioTransport> {
-        match name {
-            "polling" => Some(SioTransport::Polling),
-            "websocket" => Some(SioTransport::WebSocket),
-            _ => None,
-        }
-    }
-}
-
-/// `config.socketio`: what every Socket.IO user of a run connects with (socket.io-client's
-/// options of the same names).
-#[derive(Debug, Clone, PartialEq)]
-pub struct SocketIoConfig {
-    /// Engine.IO's path on the server (`/socket.io`).
-    pub path: String,
-    /// Added to every request's query (`query`).
-    pub query: Vec<(String, String)>,
-    /// Added to every request (`extraHeaders`).
-    pub headers: Vec<(String, String)>,
-    /// Tried in order: polling first upgrades to a WebSocket when both are listed (the default).
-    pub transports: Vec<SioTransport>,
-    /// Sent with each namespace's CONNECT (`auth`).
-    pub auth: Option<Value>,
-    /// A field of a pushed event's data holding its emitter's send time (ms since the epoch, or an
-    /// ISO date): each event carrying it gives a fan-out latency.
-    pub fanout_field: Option<String>,
-    /// permessage-deflate offered on the WebSocket (`perMessageDeflate`).
-    pub compression: bool,
-}
-
-impl Default for SocketIoConfig {
-    fn default() -> Self {
-        SocketIoConfig {
-            path: "/socket.io".into(),
-            query: Vec::new(),
-            headers: Vec::new(),
-            transports: vec![SioTransport::Polling, SioTransport::WebSocket],
-            auth: None,
-            fanout_field: Some("sentAt".into()),
-            compression: true,
-        }
-    }
-}
+use crate::scenario::settings::{SioTransport, SocketIoConfig};
 
 /// The largest answer read from one poll.
 const MAX_BODY: usize = 16 << 20;
