@@ -821,7 +821,7 @@ pub struct DdpTarget {
     pub endpoint: crate::proto::ws::Endpoint,
 }
 
-impl DdpPlan {
+impl VuPlan {
     /// The length of the targets' round-robin cycle (the targets' weights' sum).
     pub fn targets_cycle_len(&self) -> u64 {
         self.cycle.len() as u64
@@ -838,7 +838,7 @@ impl DdpPlan {
 
 /// A validated DDP run.
 #[derive(Debug, Clone)]
-pub struct DdpPlan {
+pub struct VuPlan {
     pub scenario: crate::scenario::Scenario,
     /// Built-in name or file path, for reports.
     pub source: String,
@@ -876,7 +876,7 @@ pub fn dashboard_addr(text: &str) -> Result<std::net::SocketAddr, Problem> {
     })
 }
 
-impl DdpPlan {
+impl VuPlan {
     /// How long users keep arriving (the phases' total length).
     pub fn arrivals_length(&self) -> std::time::Duration {
         crate::scenario::arrivals::Schedule::new(&self.scenario.config.phases).length()
@@ -979,7 +979,7 @@ fn json_array(text: Option<&str>, example: &str) -> Result<Vec<serde_json::Value
 /// Builds the plan for `bolide run`, or every reason it cannot be built: the flags checked, the
 /// scenario made (a built-in from its knobs, or a file) and changed by the flags, the faults, then
 /// the targets and what every run has.
-pub fn run_plan(args: &crate::cli::RunArgs) -> Result<DdpPlan, RunPlanError> {
+pub fn run_plan(args: &crate::cli::RunArgs) -> Result<VuPlan, RunPlanError> {
     let mut problems = Problems::default();
     run_flags(args, &mut problems);
     // --arrival-rate and --duration: the built-ins' knobs, or a file's phases shortened or
@@ -1299,7 +1299,7 @@ fn ddp_plan(
     faults: Vec<crate::fault::Fault>,
     duplicates: bool,
     mut problems: Problems,
-) -> Result<DdpPlan, RunPlanError> {
+) -> Result<VuPlan, RunPlanError> {
     let mut common = common(&args.common, &mut problems);
     let spread = common.spread;
     let targets = resolve_targets(&scenario, &mut problems);
@@ -1329,7 +1329,7 @@ fn ddp_plan(
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     // Each user holds a connection; how many at once is not known before the run.
     descriptor_room_all();
-    Ok(DdpPlan {
+    Ok(VuPlan {
         source: args.scenario.clone(),
         cycle: crate::scenario::target_cycle(&targets.iter().map(|t| t.weight).collect::<Vec<_>>()),
         targets,

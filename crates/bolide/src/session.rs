@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::plan::DdpPlan;
+use crate::plan::VuPlan;
 use crate::proto::http::tls::Connector;
 use crate::proto::ws::Traffic;
 use crate::scenario::template::Vars;
@@ -48,7 +48,7 @@ pub use crate::realtime::ddp::wire::CallOutcome as Called;
 /// connector and its traffic counters; the user's variables, for settings that hold `{{ }}` (a
 /// token in Socket.IO's `auth`, graphql-ws's `connectionParams`).
 pub struct Target<'a> {
-    pub plan: &'a DdpPlan,
+    pub plan: &'a VuPlan,
     pub target: usize,
     pub tls: Option<&'a Connector>,
     pub traffic: &'a Rc<RefCell<Traffic>>,

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bolide::stats::audit::{Kind, Outcome};
-use bolide::stats::vu::DdpDoc;
+use bolide::stats::vu::VuDoc;
 use common::*;
 use refserver::{Config, DdpConfig, Reactivity, Server};
 
@@ -37,7 +37,7 @@ fn server(reactivity: Reactivity) -> Server {
 }
 
 /// Runs `bolide run ARGS... --json TMP`; the outcome and the document.
-fn run(args: &[&str]) -> (Outcome_, DdpDoc) {
+fn run(args: &[&str]) -> (Outcome_, VuDoc) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     let mut argv = vec!["run", "--json", json.to_str().unwrap()];
@@ -46,17 +46,17 @@ fn run(args: &[&str]) -> (Outcome_, DdpDoc) {
     let text = std::fs::read_to_string(&json).unwrap_or_else(|_| panic!("no document; {}\n{}", o.out, o.err));
     let problems = schema_problems("ddp-result.schema.json", &text);
     assert!(problems.is_empty(), "{problems:?}");
-    (o, DdpDoc::from_json(&text).unwrap())
+    (o, VuDoc::from_json(&text).unwrap())
 }
 
 type Outcome_ = common::Outcome;
 
-fn audit(doc: &DdpDoc) -> &bolide::stats::audit::AuditSection {
+fn audit(doc: &VuDoc) -> &bolide::stats::audit::AuditSection {
     doc.audit.as_ref().expect("the document has an audit section")
 }
 
 /// Every walk checked at both checkpoints of the scenario, every check agreed.
-fn passed_everywhere(o: &Outcome_, doc: &DdpDoc) {
+fn passed_everywhere(o: &Outcome_, doc: &VuDoc) {
     let a = audit(doc);
     let u = &doc.summary.users;
     assert_eq!(o.code, 0, "{}\n{}\n{:?}", o.out, o.err, a);
@@ -445,7 +445,7 @@ const BUGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/audit-bugs.
 /// `bench/audit-bugs.yml` against a reference server with `bug` injected (none: an honest one),
 /// over `transport`; stale-after-reconnect (and the honest server, once) with every connection
 /// dropped during the users' pause, so that they resume their sessions.
-fn bug_run(bug: Option<refserver::Bug>, transport: &str, drop: bool) -> (Outcome_, DdpDoc) {
+fn bug_run(bug: Option<refserver::Bug>, transport: &str, drop: bool) -> (Outcome_, VuDoc) {
     let ddp = DdpConfig { bug, ..DdpConfig::default() };
     let server = Server::start(Config { ddp, threads: 2, ..Config::default() }).unwrap();
     let url = server.base_url();

@@ -9,7 +9,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use bolide::stats::vu::DdpDoc;
+use bolide::stats::vu::VuDoc;
 use common::*;
 use refserver::{Config, Server};
 
@@ -31,7 +31,7 @@ fn scenario(dir: &std::path::Path, text: &str, target: &str) -> String {
 }
 
 /// Runs `bolide run FILE --json TMP`; the outcome and the document (checked against its schema).
-fn run(file: &str, extra: &[&str]) -> (Outcome, DdpDoc) {
+fn run(file: &str, extra: &[&str]) -> (Outcome, VuDoc) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     let mut argv = vec!["run", file, "--json", json.to_str().unwrap()];
@@ -40,12 +40,12 @@ fn run(file: &str, extra: &[&str]) -> (Outcome, DdpDoc) {
     let text = std::fs::read_to_string(&json).unwrap_or_else(|_| panic!("no document; {}\n{}", o.out, o.err));
     let problems = schema_problems("ddp-result.schema.json", &text);
     assert!(problems.is_empty(), "{problems:?}");
-    (o, DdpDoc::from_json(&text).unwrap())
+    (o, VuDoc::from_json(&text).unwrap())
 }
 
 /// Runs `bolide run FILE --json TMP` as a process of its own (its browser is its own: a test may
 /// kill it), with `during(pid)` on a thread beside it; the outcome and the document.
-fn run_process(file: &str, during: impl FnOnce(u32) -> bool + Send + 'static) -> (Outcome, DdpDoc, u32) {
+fn run_process(file: &str, during: impl FnOnce(u32) -> bool + Send + 'static) -> (Outcome, VuDoc, u32) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     let child = Command::new(env!("CARGO_BIN_EXE_bolide"))
@@ -66,7 +66,7 @@ fn run_process(file: &str, during: impl FnOnce(u32) -> bool + Send + 'static) ->
     };
     assert!(!o.err.contains("panicked"), "{}", o.err);
     let text = std::fs::read_to_string(&json).unwrap_or_else(|_| panic!("no document; {}\n{}", o.out, o.err));
-    (o, DdpDoc::from_json(&text).unwrap(), pid)
+    (o, VuDoc::from_json(&text).unwrap(), pid)
 }
 
 /// The reference server's own counts (`/stats`), asked on a connection of their own.
@@ -311,7 +311,7 @@ fn no_chromium_outlives_a_bolide_killed_outright_or_stopped() {
         if signal == libc::SIGINT {
             // Ctrl-C still writes the run's document.
             assert_eq!(status.code(), Some(130));
-            let doc = DdpDoc::from_json(&std::fs::read_to_string(dir.path().join("run.json")).unwrap()).unwrap();
+            let doc = VuDoc::from_json(&std::fs::read_to_string(dir.path().join("run.json")).unwrap()).unwrap();
             assert!(doc.interrupted);
             assert_eq!(doc.browser.as_ref().map(|b| b.users), Some(2));
         }
@@ -394,7 +394,7 @@ fn bench_and_compare_judge_the_pages_figures_like_any_other() {
     for dir in [&a, &b] {
         for e in std::fs::read_dir(dir).unwrap().flatten().filter(|e| e.path().extension().is_some_and(|x| x == "json"))
         {
-            let Ok(doc) = DdpDoc::from_json(&std::fs::read_to_string(e.path()).unwrap()) else { continue };
+            let Ok(doc) = VuDoc::from_json(&std::fs::read_to_string(e.path()).unwrap()) else { continue };
             lcp_everywhere &= doc.browser.is_some_and(|b| b.vitals.iter().any(|v| v.metric == "lcp"));
         }
     }

@@ -98,7 +98,7 @@ fn a_ddp_run_s_steps_and_a_bench_series_runs() {
         json.to_str().unwrap(),
     ]);
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
-    let doc = bolide::stats::vu::DdpDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = bolide::stats::vu::VuDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let r = rows(&csv);
     assert_eq!(sum(&r, "1", "steps"), doc.summary.steps as f64);
     assert_eq!(sum(&r, "1", "users_completed"), doc.summary.users.completed as f64);

@@ -8,7 +8,7 @@ use std::net::TcpListener;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use bolide::stats::vu::DdpDoc;
+use bolide::stats::vu::VuDoc;
 use common::*;
 use refserver::{Config, DdpConfig, Reactivity, Server};
 
@@ -18,20 +18,20 @@ fn server(reactivity: Reactivity) -> Server {
 }
 
 /// Runs `bolide run ARGS... --json TMP`; returns the outcome and the document.
-fn run(args: &[&str]) -> (Outcome, DdpDoc) {
+fn run(args: &[&str]) -> (Outcome, VuDoc) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     let mut argv = vec!["run", "--json", json.to_str().unwrap()];
     argv.extend_from_slice(args);
     let o = bolide(&argv);
-    let doc = DdpDoc::from_json(
+    let doc = VuDoc::from_json(
         &std::fs::read_to_string(&json).unwrap_or_else(|_| panic!("no document; {}\n{}", o.out, o.err)),
     )
     .unwrap();
     (o, doc)
 }
 
-fn step<'a>(doc: &'a DdpDoc, name: &str) -> &'a bolide::stats::vu::StepSummary {
+fn step<'a>(doc: &'a VuDoc, name: &str) -> &'a bolide::stats::vu::StepSummary {
     doc.steps.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no step {name}"))
 }
 

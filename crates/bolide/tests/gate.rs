@@ -158,7 +158,7 @@ fn run_thresholds_and_ensure_share_one_grammar() {
     let json = json.to_str().unwrap();
     let o = bolide(&["run", &file, "--json", json, "--threshold", "error_rate<1%", "--threshold", "rps>0"]);
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
-    let doc = bolide::stats::vu::DdpDoc::from_json(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let doc = bolide::stats::vu::VuDoc::from_json(&std::fs::read_to_string(json).unwrap()).unwrap();
     let got: Vec<(&str, String, bool)> = doc
         .thresholds
         .iter()
@@ -194,7 +194,7 @@ fn run_thresholds_and_ensure_share_one_grammar() {
     );
     let o = bolide(&["run", &file, "--json", json]);
     assert_eq!(o.code, 1, "{}\n{}", o.out, o.err);
-    let doc = bolide::stats::vu::DdpDoc::from_json(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let doc = bolide::stats::vu::VuDoc::from_json(&std::fs::read_to_string(json).unwrap()).unwrap();
     let got: Vec<(&str, bool)> = doc.thresholds.iter().map(|t| (t.threshold.as_str(), t.ok)).collect();
     assert_eq!(got, [("error_rate<=0%", true), ("max<1ms", false)]);
 }

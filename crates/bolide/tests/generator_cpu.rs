@@ -54,7 +54,7 @@ fn a_ddp_run_says_its_cpu_per_message() {
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
     let text = std::fs::read_to_string(&json).unwrap();
     assert_eq!(schema_problems("ddp-result.schema.json", &text), Vec::<String>::new());
-    let doc = bolide::stats::vu::DdpDoc::from_json(&text).unwrap();
+    let doc = bolide::stats::vu::VuDoc::from_json(&text).unwrap();
     let g = doc.generator.as_ref().unwrap();
     let messages = doc.summary.messages_in + doc.summary.messages_out;
     assert!(messages > 0);

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bolide::stats::doc::Doc;
-use bolide::stats::vu::DdpDoc;
+use bolide::stats::vu::VuDoc;
 use common::*;
 use refserver::{Config, Server};
 
@@ -59,7 +59,7 @@ fn a_page_s_alert_confirm_and_prompt_are_answered_counted_and_the_page_goes_on()
     let o = bolide(&["run", file.to_str().unwrap(), "--json", json.to_str().unwrap()]);
     let text = std::fs::read_to_string(&json).unwrap_or_else(|_| panic!("no document; {}\n{}", o.out, o.err));
     assert!(schema_problems("ddp-result.schema.json", &text).is_empty());
-    let doc = DdpDoc::from_json(&text).unwrap();
+    let doc = VuDoc::from_json(&text).unwrap();
     let u = &doc.summary.users;
     assert_eq!((u.launched, u.completed, u.failed), (2, 2, 0), "{}\n{}", o.out, o.err);
     assert_eq!(doc.summary.step_errors, 0, "{}", o.out);
@@ -285,7 +285,7 @@ fn an_interrupted_run_s_time_is_how_long_it_ran() {
     });
     let o = bolide_with_cancel(&["run", file.to_str().unwrap(), "--json", json.to_str().unwrap()], &cancel);
     stopper.join().unwrap();
-    let doc = DdpDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = VuDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(doc.interrupted, "{}", o.out);
     assert_eq!(doc.summary.users.completed, 0);
     assert!(doc.summary.total_time_s >= 1.0, "Time {} s", doc.summary.total_time_s);

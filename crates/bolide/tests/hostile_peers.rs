@@ -9,7 +9,7 @@ mod common;
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 
-use bolide::stats::vu::DdpDoc;
+use bolide::stats::vu::VuDoc;
 use common::*;
 
 /// The most memory bolide may take against any of these peers.
@@ -23,7 +23,7 @@ struct Ran {
     err: String,
     peak_kb: u64,
     files: Vec<(String, String)>,
-    doc: DdpDoc,
+    doc: VuDoc,
 }
 
 /// `bolide run FILE ARGS...` writing every kind of file, as a process of its own, reaped by `wait4` (its own peak,
@@ -66,7 +66,7 @@ fn run(file: &str, extra: &[&str]) -> Ran {
     let json = files.iter().find(|(name, _)| name.ends_with(".json")).unwrap_or_else(|| {
         panic!("no document among {:?}\n{out}\n{err}", files.iter().map(|f| &f.0).collect::<Vec<_>>())
     });
-    let doc = DdpDoc::from_json(&json.1).unwrap();
+    let doc = VuDoc::from_json(&json.1).unwrap();
     Ran { code: libc::WEXITSTATUS(status), out, err, peak_kb: usage.ru_maxrss as u64, files, doc }
 }
 
@@ -76,11 +76,11 @@ fn scenario(dir: &std::path::Path, text: &str) -> String {
     path.display().to_string()
 }
 
-fn event(doc: &DdpDoc, name: &str) -> u64 {
+fn event(doc: &VuDoc, name: &str) -> u64 {
     doc.summary.events.get(name).copied().unwrap_or(0)
 }
 
-fn errors(doc: &DdpDoc, class: &str) -> u64 {
+fn errors(doc: &VuDoc, class: &str) -> u64 {
     doc.summary.errors_by_class.get(class).copied().unwrap_or(0)
 }
 

@@ -367,7 +367,7 @@ fn nginx_serves_h2c_to_many_streams_and_large_files() {
 }
 
 /// `bolide run SCENARIO --json TMP` (extra args after): the outcome and the document.
-fn run_scenario(yaml: &str, extra: &[&str]) -> (common::Outcome, bolide::stats::vu::DdpDoc) {
+fn run_scenario(yaml: &str, extra: &[&str]) -> (common::Outcome, bolide::stats::vu::VuDoc) {
     let dir = tempfile::tempdir().unwrap();
     let (file, json) = (dir.path().join("s.yml"), dir.path().join("run.json"));
     std::fs::write(&file, yaml).unwrap();
@@ -375,7 +375,7 @@ fn run_scenario(yaml: &str, extra: &[&str]) -> (common::Outcome, bolide::stats::
     all.extend_from_slice(extra);
     let o = common::bolide(&all);
     let text = std::fs::read_to_string(&json).unwrap_or_else(|_| panic!("no document: {}\n{}", o.out, o.err));
-    (o, bolide::stats::vu::DdpDoc::from_json(&text).unwrap())
+    (o, bolide::stats::vu::VuDoc::from_json(&text).unwrap())
 }
 
 /// Scenario `http` steps with `http2: true`: each step one request on an HTTP/2 connection of its

@@ -18,7 +18,7 @@ mod common;
 
 use std::process::{Command, Stdio};
 
-use bolide::stats::vu::DdpDoc;
+use bolide::stats::vu::VuDoc;
 use common::*;
 use refserver::{Config, Server};
 
@@ -90,7 +90,7 @@ fn hold(target: &str, n: u64, config: &str, flow: &str) -> u64 {
     std::fs::write(&file, text).unwrap();
     let err = run_to_end(&["run", file.to_str().unwrap(), "-t", "1", "-q", "--json", json.to_str().unwrap()]);
     let doc =
-        DdpDoc::from_json(&std::fs::read_to_string(&json).unwrap_or_else(|_| panic!("no document: {err}"))).unwrap();
+        VuDoc::from_json(&std::fs::read_to_string(&json).unwrap_or_else(|_| panic!("no document: {err}"))).unwrap();
     let u = &doc.summary.users;
     assert_eq!((u.launched, u.completed, u.failed), (n, n, 0), "every session held and ended well: {err}");
     peak_kb(doc.generator.as_ref(), &err)

@@ -32,7 +32,7 @@ fn closes_cleanly_over(transport: &str) {
     std::fs::write(&file, yaml).unwrap();
     let o = common::bolide(&["run", file.to_str().unwrap(), "--json", json.to_str().unwrap()]);
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
-    let doc = bolide::stats::vu::DdpDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = bolide::stats::vu::VuDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(doc.summary.users.completed, 6, "{}", o.out);
     // The server's sockets closed before it is asked (a closing handshake ends with its close).
     let mut stats = meteor.stats();

@@ -48,7 +48,7 @@ fn the_probe_in_a_real_meteor_server_counts_what_the_users_did() {
         json.to_str().unwrap(),
     ]);
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
-    let doc = bolide::stats::vu::DdpDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = bolide::stats::vu::VuDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
     // The named figures read the probe's series: every method call, the mean per-second p99 in ms.
     let verdict = |t: &str| doc.thresholds.iter().find(|v| v.threshold == t).and_then(|v| v.value).unwrap();
     let calls: f64 = doc.scrape[0]
@@ -232,7 +232,7 @@ fn the_probe_comes_from_the_binary_alone() {
         .unwrap();
     let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
-    let doc = bolide::stats::vu::DdpDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = bolide::stats::vu::VuDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let s = &doc.scrape[0];
     assert_eq!((s.name.as_str(), s.errors), ("app", 0), "{:?}", s.last_error);
     let calls: f64 =

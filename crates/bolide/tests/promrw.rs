@@ -181,7 +181,7 @@ fn a_ddp_run_s_steps_and_users_come_back_by_promql() {
     assert!(o.status.success(), "{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     let text = std::fs::read_to_string(&json).unwrap();
     assert_eq!(common::schema_problems("ddp-result.schema.json", &text), Vec::<String>::new());
-    let doc = bolide::stats::vu::DdpDoc::from_json(&text).unwrap();
+    let doc = bolide::stats::vu::VuDoc::from_json(&text).unwrap();
     let out = &doc.outputs[0];
     assert_eq!((out.dropped, out.sent), (0, out.seconds), "{out:?}");
     let end = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs_f64();

@@ -4,7 +4,7 @@
 
 mod common;
 
-use bolide::stats::vu::DdpDoc;
+use bolide::stats::vu::VuDoc;
 use common::bolide;
 use refserver::{Config, DdpConfig, Reactivity, Server};
 
@@ -82,7 +82,7 @@ fn the_readme_scenarios_run_green_against_the_reference_server() {
                 "--json",
                 json.to_str().unwrap(),
             ]);
-            let doc = DdpDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+            let doc = VuDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
             let s = &doc.summary;
             let context = format!("block {i}, {reactivity:?}\n{}\n{}", o.out, o.err);
             // The example's latency limits are the machine's to meet (a busy one may break them,

@@ -10,7 +10,7 @@ mod common;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use bolide::stats::vu::DdpDoc;
+use bolide::stats::vu::VuDoc;
 use common::*;
 use serde_json::Value;
 
@@ -18,7 +18,7 @@ const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
 /// Runs `bolide run FILE --json TMP ARGS...`; the outcome and the document (checked against its
 /// schema).
-fn run(file: &str, extra: &[&str]) -> (Outcome, DdpDoc) {
+fn run(file: &str, extra: &[&str]) -> (Outcome, VuDoc) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     let mut argv = vec!["run", file, "--json", json.to_str().unwrap()];
@@ -27,7 +27,7 @@ fn run(file: &str, extra: &[&str]) -> (Outcome, DdpDoc) {
     let text = std::fs::read_to_string(&json).unwrap_or_else(|_| panic!("no document; {}\n{}", o.out, o.err));
     let problems = schema_problems("ddp-result.schema.json", &text);
     assert!(problems.is_empty(), "{problems:?}");
-    (o, DdpDoc::from_json(&text).unwrap())
+    (o, VuDoc::from_json(&text).unwrap())
 }
 
 /// A scenario file of `text` in `dir`.
@@ -37,16 +37,16 @@ fn scenario(dir: &std::path::Path, text: &str) -> String {
     path.display().to_string()
 }
 
-fn step(doc: &DdpDoc, name: &str) -> u64 {
+fn step(doc: &VuDoc, name: &str) -> u64 {
     doc.steps.iter().find(|s| s.name == name).map_or(0, |s| s.count)
 }
 
-fn event(doc: &DdpDoc, name: &str) -> u64 {
+fn event(doc: &VuDoc, name: &str) -> u64 {
     doc.summary.events.get(name).copied().unwrap_or(0)
 }
 
 /// How many fan-out latencies the run recorded (its histogram's count).
-fn fanouts(doc: &DdpDoc) -> u64 {
+fn fanouts(doc: &VuDoc) -> u64 {
     bolide::stats::hist::decode(&doc.histograms.fanout_us).unwrap().len()
 }
 
@@ -351,7 +351,7 @@ fn segments_of_a_socketio_run_merge_to_the_servers_counts() {
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
     let text = std::fs::read_to_string(&merged).unwrap();
     assert!(schema_problems("ddp-result.schema.json", &text).is_empty());
-    let m = DdpDoc::from_json(&text).unwrap();
+    let m = VuDoc::from_json(&text).unwrap();
     let c = server.counts();
     assert_eq!((m.summary.users.launched, m.summary.users.completed), (20, 20));
     assert_eq!(event(&m, "socketio.connections"), n(&c, "connections"));

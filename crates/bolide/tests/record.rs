@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::Ordering;
 
-use bolide::stats::vu::DdpDoc;
+use bolide::stats::vu::VuDoc;
 use common::bolide;
 
 #[test]
@@ -63,7 +63,7 @@ fn a_recorded_browser_session_replays_once_per_user() {
         json.to_str().unwrap(),
     ]);
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
-    let doc = DdpDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = VuDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let users = doc.summary.users.completed;
     assert_eq!((users, doc.summary.users.failed, doc.summary.step_errors), (5, 0, 0), "{}", o.out);
     assert_eq!(app.methods_called.load(Ordering::Relaxed) - calls0, users * calls);
@@ -434,7 +434,7 @@ fn the_recording_proxy_records_the_same_session_and_writes_on_ctrl_c() {
     let o =
         bolide(&["run", yml.to_str().unwrap(), "--arrival-rate", "80", "-d", "50ms", "--json", json.to_str().unwrap()]);
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
-    let doc = DdpDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = VuDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let users = doc.summary.users.completed;
     assert_eq!((users, doc.summary.users.failed, doc.summary.step_errors), (4, 0, 0), "{}", o.out);
     assert_eq!(app.methods_called.load(Ordering::Relaxed) - calls0, users * 3);
@@ -638,7 +638,7 @@ fn ids_a_page_gave_its_inserts_are_new_per_user_against_meteor() {
             "--json",
             json.to_str().unwrap(),
         ]);
-        let doc = DdpDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let doc = VuDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
         let after = meteor.stats();
         let diff = |group: &str, name: &str| {
             after[group][name].as_u64().unwrap_or(0) - before[group][name].as_u64().unwrap_or(0)
@@ -841,7 +841,7 @@ fn every_har_records_a_scenario_that_runs() {
             o.out,
             o.err
         );
-        let doc = DdpDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let doc = VuDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
         let users = &doc.summary.users;
         assert!(users.launched >= 1, "{name}: no user ran\n{}", o.out);
     }

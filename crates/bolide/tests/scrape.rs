@@ -234,7 +234,7 @@ fn a_ddp_run_keeps_the_scraped_series_too() {
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
     let text = std::fs::read_to_string(&json).unwrap();
     assert_eq!(common::schema_problems("ddp-result.schema.json", &text), Vec::<String>::new());
-    let doc = bolide::stats::vu::DdpDoc::from_json(&text).unwrap();
+    let doc = bolide::stats::vu::VuDoc::from_json(&text).unwrap();
     let s = &doc.scrape[0];
     assert!(s.t.len() >= 2 && s.errors == 0, "{s:?}");
     assert!(s.series.iter().any(|x| x.metric == "process_resident_memory_bytes" && x.max.is_some_and(|m| m > 1e6)));

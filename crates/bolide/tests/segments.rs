@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use bolide::stats::result::ResultDoc;
-use bolide::stats::vu::DdpDoc;
+use bolide::stats::vu::VuDoc;
 use common::bolide;
 use refserver::{Config, Server};
 
@@ -153,7 +153,7 @@ fn segments_of_virtual_users_are_the_unsegmented_users_with_unique_ids() {
     let docs = finish(spawn_segments(3, &["run", scenario.to_str().unwrap(), "--start-at", &at], dir.path()));
     let launched: Vec<u64> = docs
         .iter()
-        .map(|p| DdpDoc::from_json(&std::fs::read_to_string(p).unwrap()).unwrap().summary.users.launched)
+        .map(|p| VuDoc::from_json(&std::fs::read_to_string(p).unwrap()).unwrap().summary.users.launched)
         .collect();
     assert_eq!(launched, [7, 7, 6], "every third arrival, from the segment's own");
     // Each user wrote its arrival index: 0..20, each once, as the unsegmented plan's users would.
@@ -167,7 +167,7 @@ fn segments_of_virtual_users_are_the_unsegmented_users_with_unique_ids() {
     let merged = dir.path().join("merged.json");
     let o = merge(&docs, &merged);
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
-    let m = DdpDoc::from_json(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    let m = VuDoc::from_json(&std::fs::read_to_string(&merged).unwrap()).unwrap();
     assert_eq!((m.summary.users.launched, m.summary.users.completed), (20, 20));
     let call = m.steps.iter().find(|s| s.name == "call insertTask").unwrap();
     assert_eq!((call.count, call.errors), (20, 0));

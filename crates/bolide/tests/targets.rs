@@ -6,16 +6,16 @@ mod common;
 
 use std::sync::atomic::Ordering;
 
-use bolide::stats::vu::{DdpDoc, DdpTargetSummary};
+use bolide::stats::vu::{DdpTargetSummary, VuDoc};
 use common::{bolide, Outcome};
 use refserver::{Config, Server};
 
-fn run(args: &[&str]) -> (Outcome, DdpDoc) {
+fn run(args: &[&str]) -> (Outcome, VuDoc) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     let o = bolide(&[args, &["--json", json.to_str().unwrap()]].concat());
     assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
-    let doc = DdpDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = VuDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
     (o, doc)
 }
 
@@ -381,7 +381,7 @@ fn a_server_that_dies_mid_run_fails_its_own_users_only() {
     let served = killer.join().unwrap();
     assert!(served >= 3, "the second server served before it stopped");
     assert_eq!(o.code, 0, "the run goes on and ends normally: {}", o.err);
-    let doc = DdpDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = VuDoc::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let (a, b) = (&doc.per_target[0], &doc.per_target[1]);
     assert_eq!(a.users.failed, 0, "the first server's users did not notice: {}", o.out);
     // sub-churn connects ten times per iteration.

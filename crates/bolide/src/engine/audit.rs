@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::plan::DdpPlan;
+use crate::plan::VuPlan;
 use crate::proto::ws::Traffic;
 use crate::scenario::Audit;
 use crate::session::{Failure, Session, Target};
@@ -274,7 +274,7 @@ pub struct Local {
     /// Where the truth is read: the run's plan with the truth's targets in place of the users'
     /// where `--audit-truth` gives them, its connections deaf to `--fault drop` (a fault of the
     /// users' connections, not the audit's). None in a run without an audit.
-    plan: Option<Box<DdpPlan>>,
+    plan: Option<Box<VuPlan>>,
     tls: Option<crate::proto::http::tls::Connector>,
 }
 
@@ -287,7 +287,7 @@ struct Truth {
 }
 
 impl Local {
-    pub fn new(run: &DdpPlan) -> Local {
+    pub fn new(run: &VuPlan) -> Local {
         let plan = run.scenario.audits().then(|| {
             let mut plan = Box::new(run.clone());
             plan.client.drops = None;

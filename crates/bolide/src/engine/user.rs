@@ -242,7 +242,7 @@ impl<S: Steps> Vu<'_, S> {
     }
 
     pub(super) fn timeout(&self, t: Option<Duration>) -> Duration {
-        t.unwrap_or(self.w.plan.scenario.config.ddp.step_timeout)
+        t.unwrap_or(self.w.plan.scenario.config.step_timeout)
     }
 
     fn conn(&self, step: &Step) -> Result<&S, Stop> {

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::timer::{self, Timer};
 use super::user::{Vu, FAILED_ITERATION_PAUSE};
-use crate::plan::DdpPlan;
+use crate::plan::VuPlan;
 use crate::proto::http::tls::Connector;
 use crate::proto::ws::Traffic;
 use crate::realtime::ddp::wire::Conn;
@@ -92,7 +92,7 @@ type Msg = super::coordinator::Report<Tick, Done>;
 
 /// Runs the plan; `progress` is called about once a second.
 pub fn run(
-    plan: &DdpPlan,
+    plan: &VuPlan,
     cancel: &CancellationToken,
     progress: &mut dyn FnMut(&VuProgress),
 ) -> Result<VuOutput, String> {
@@ -230,7 +230,7 @@ pub(super) struct Shared {
 
 /// One worker's state, shared by its users (one thread: `Rc` and `RefCell`).
 pub(super) struct Worker {
-    pub(super) plan: DdpPlan,
+    pub(super) plan: VuPlan,
     /// One recorder per target: a user records into its target's.
     pub(super) recs: Vec<RefCell<VuRecorder>>,
     pub(super) traffic: Rc<RefCell<Traffic>>,
@@ -269,7 +269,7 @@ impl Worker {
 fn worker(
     index: usize,
     threads: usize,
-    plan: DdpPlan,
+    plan: VuPlan,
     schedule: Schedule,
     names: Vec<(String, bool)>,
     start: Instant,
@@ -299,7 +299,7 @@ fn worker(
         flow_cycle: flow_cycle(&plan.scenario.flows),
         plan,
     });
-    let user_timeout = w.plan.scenario.config.ddp.user_timeout;
+    let user_timeout = w.plan.scenario.config.user_timeout;
     let local = LocalSet::new();
     let mut ticks = 0u32;
     let mut last_traffic = (0u64, 0u64, 0u64, 0u64);

@@ -9,7 +9,7 @@ use crate::results::compare::{build, build_with, render, Judgement, Series};
 use crate::results::{runs_table, RunEntry};
 use crate::stats::doc::Doc;
 use crate::stats::result::{Latency, ResultDoc, FORMAT, VERSION};
-use crate::stats::vu::{DdpDoc, StepSummary};
+use crate::stats::vu::{StepSummary, VuDoc};
 
 /// Compares `text` with `tests/snapshots/NAME`; `BOLIDE_UPDATE_SNAPSHOTS=1` rewrites the file.
 pub(super) fn snapshot(name: &str, text: &str) {
@@ -38,7 +38,7 @@ fn watched(cpu: f64, ram_mb: f64) -> Vec<MonitorResult> {
 }
 
 fn ddp(scenario: &str, label: &str, time_s: f64, cpu: f64, ram_mb: f64) -> Doc {
-    let mut d = DdpDoc { format: FORMAT.into(), version: VERSION, kind: "ddp".into(), ..Default::default() };
+    let mut d = VuDoc { format: FORMAT.into(), version: VERSION, kind: "ddp".into(), ..Default::default() };
     d.settings.scenario = scenario.into();
     d.settings.transport = "websocket".into();
     d.summary.total_time_s = time_s;

@@ -94,7 +94,7 @@ fn error_detail(doc: &Doc) -> String {
 }
 
 /// The median over every step of a DDP run (None when no step was timed).
-pub(super) fn all_steps_p50(d: &crate::stats::vu::DdpDoc) -> Option<u64> {
+pub(super) fn all_steps_p50(d: &crate::stats::vu::VuDoc) -> Option<u64> {
     crate::stats::doc::all_steps(d).map(|h| h.value_at_quantile(0.5))
 }
 

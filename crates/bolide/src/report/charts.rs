@@ -8,7 +8,7 @@ use crate::monitor::MonitorResult;
 use crate::problem::Problem;
 use crate::stats::doc::Doc;
 use crate::stats::result::ResultDoc;
-use crate::stats::vu::DdpDoc;
+use crate::stats::vu::VuDoc;
 
 /// Most points a series keeps; longer ones are bucketed (each bucket's mean, or its maximum for
 /// series where a peak matters), so a report of an hours-long run stays small and fast.
@@ -250,7 +250,7 @@ pub(super) fn http_charts(d: &ResultDoc) -> Vec<Chart> {
     ]
 }
 
-pub(super) fn ddp_charts(d: &DdpDoc) -> Vec<Chart> {
+pub(super) fn ddp_charts(d: &VuDoc) -> Vec<Chart> {
     let secs = &d.timeline;
     let x: Vec<f64> = secs.iter().map(|s| f64::from(s.t)).collect();
     let mut users =
@@ -304,7 +304,7 @@ pub(super) fn ddp_charts(d: &DdpDoc) -> Vec<Chart> {
 
 /// Each fault's mark on a chart of the run's seconds: at the second it was done, at `at(t)` (the
 /// height of the chart's other series then), `None` elsewhere.
-fn fault_marks(d: &DdpDoc, at: impl Fn(usize) -> f64) -> Vec<Option<f64>> {
+fn fault_marks(d: &VuDoc, at: impl Fn(usize) -> f64) -> Vec<Option<f64>> {
     d.timeline
         .iter()
         .enumerate()
@@ -315,7 +315,7 @@ fn fault_marks(d: &DdpDoc, at: impl Fn(usize) -> f64) -> Vec<Option<f64>> {
 /// The faults seeded into the run and what followed: users' reconnections and calls sent again
 /// per second, the audit's checks that agreed and differed, and each fault marked where it was
 /// done. Only for runs that had faults, reconnections or an audit.
-fn faults_and_audit(d: &DdpDoc) -> Option<Chart> {
+fn faults_and_audit(d: &VuDoc) -> Option<Chart> {
     let secs = &d.timeline;
     let any = secs.iter().any(|s| s.counts.reconnects + s.counts.audit_agreed + s.counts.audit_differed > 0);
     if d.faults.is_empty() && d.audit.is_none() && !any {
@@ -357,7 +357,7 @@ fn second_ms(
 
 /// Browser users' page timings per second (the navigations timed in each second): the median of
 /// each timing; absent without browser users.
-fn page_timings(d: &DdpDoc) -> Option<Chart> {
+fn page_timings(d: &VuDoc) -> Option<Chart> {
     let secs = &d.timeline;
     d.browser.as_ref()?;
     let mut c = Chart::new("page-timings", "Page timings per second (browser users)", "seconds", "ms", XKind::Seconds);
@@ -378,7 +378,7 @@ fn page_timings(d: &DdpDoc) -> Option<Chart> {
 
 /// Kadira's "Response time": every step's p50 and p99 per second, with the reactive and fan-out
 /// latency of the same seconds beside them.
-fn response_time(d: &DdpDoc) -> Chart {
+fn response_time(d: &VuDoc) -> Chart {
     let secs = &d.timeline;
     let mut c = Chart::new("response-time", "Response time per second", "seconds", "ms", XKind::Seconds);
     if !secs.iter().any(|s| s.latency.is_some()) {
@@ -408,7 +408,7 @@ fn response_time(d: &DdpDoc) -> Chart {
 }
 
 /// Each step's p50 and p99 per second, steps in the scenario's order.
-fn step_response_time(d: &DdpDoc) -> Chart {
+fn step_response_time(d: &VuDoc) -> Chart {
     let secs = &d.timeline;
     let mut c = Chart::new("step-response-time", "Response time per second, by step", "seconds", "ms", XKind::Seconds);
     let names: Vec<&str> = d
@@ -572,7 +572,7 @@ fn spectrum(encoded: &str, id: &str, title: &str) -> Chart {
 
 /// Every step's latency spectrum on one chart (the percentiles differ per step, so the x values
 /// are the union and each step has values only at its own).
-fn step_spectra(d: &DdpDoc) -> Chart {
+fn step_spectra(d: &VuDoc) -> Chart {
     let mut c = Chart::new("step-spectrum", "Step latency by percentile", "percentile", "ms", XKind::Percentile);
     let per_step: Vec<(String, Vec<(f64, f64)>)> = d
         .steps
@@ -1031,8 +1031,8 @@ pub fn history(series: &[(String, Vec<crate::stats::doc::Measures>)]) -> Vec<Cha
 /// Per-step latency side by side: for p50 and p99, x the scenario's steps (in the first series'
 /// order, then any others), a series per input with its median over its runs. Inputs without DDP
 /// runs are left out; with fewer than two left, there is nothing to set side by side.
-pub fn steps_side_by_side(series: &[(String, Vec<&DdpDoc>)]) -> Vec<Chart> {
-    let series: Vec<&(String, Vec<&DdpDoc>)> = series.iter().filter(|(_, docs)| !docs.is_empty()).collect();
+pub fn steps_side_by_side(series: &[(String, Vec<&VuDoc>)]) -> Vec<Chart> {
+    let series: Vec<&(String, Vec<&VuDoc>)> = series.iter().filter(|(_, docs)| !docs.is_empty()).collect();
     if series.len() < 2 {
         return Vec::new();
     }

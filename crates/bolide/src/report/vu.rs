@@ -8,10 +8,10 @@ use super::table::{Table, Tone};
 use super::term::{bytes, count, us};
 use crate::stats::doc::Measures;
 use crate::stats::result::Latency;
-use crate::stats::vu::DdpDoc;
+use crate::stats::vu::VuDoc;
 use std::fmt::Write as _;
 
-impl super::Shown for DdpDoc {
+impl super::Shown for VuDoc {
     fn summary(&self) -> String {
         summary(self)
     }
@@ -241,7 +241,7 @@ pub fn header(set: &crate::stats::vu::DdpRunSettings) -> String {
 /// The band's cards of a run with browser users: LCP and INP over every navigation (p75, the
 /// web's own statistic), the page's DDP methods together (method to result and updated), and the
 /// slowest step by its p99, named.
-fn browser_facts(d: &DdpDoc, b: &crate::stats::browser::BrowserSection, out: &mut Vec<Fact>) {
+fn browser_facts(d: &VuDoc, b: &crate::stats::browser::BrowserSection, out: &mut Vec<Fact>) {
     for metric in ["lcp", "inp"] {
         if let Some(v) = b.vitals.iter().find(|v| v.metric == metric && v.step.is_none()) {
             let detail = format!("p50 {}; {} pages", super::browser::value(metric, v.p50), count(v.count));
@@ -270,7 +270,7 @@ fn browser_facts(d: &DdpDoc, b: &crate::stats::browser::BrowserSection, out: &mu
     }
 }
 
-pub fn summary(doc: &DdpDoc) -> String {
+pub fn summary(doc: &VuDoc) -> String {
     let s = &doc.summary;
     let set = &doc.settings;
     let mut out = String::new();
@@ -409,7 +409,7 @@ pub fn summary(doc: &DdpDoc) -> String {
 
 /// The faults seeded into the run, each on a line, with what followed it: reconnections, methods
 /// sent again, when the users were back and when the audit agreed again.
-fn fault_rows(doc: &DdpDoc) -> String {
+fn fault_rows(doc: &VuDoc) -> String {
     let mut out = String::new();
     let (reconnects, resent): (u64, u64) =
         doc.timeline.iter().fold((0, 0), |(a, b), s| (a + s.counts.reconnects, b + s.counts.resent));
@@ -534,7 +534,7 @@ fn audit_blocks(a: &crate::stats::audit::AuditSection, out: &mut Vec<Block>) {
 
 /// Each target's share of a run over several: users, subscriptions and calls per minute, time to
 /// `ready` (all steps when there is no subscription), errors.
-fn per_target(doc: &DdpDoc) -> String {
+fn per_target(doc: &VuDoc) -> String {
     if doc.per_target.is_empty() {
         return String::new();
     }
@@ -609,12 +609,12 @@ fn truncate(s: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use crate::segment::Segment;
-    use crate::stats::vu::{DdpDoc, PhaseSettings};
+    use crate::stats::vu::{PhaseSettings, VuDoc};
 
     #[test]
     fn a_segment_says_its_own_looping_users_and_the_plan_s() {
         // The probe against Meteor: each of 2 segments said "6 users looping" where it ran 3.
-        let mut doc = DdpDoc::default();
+        let mut doc = VuDoc::default();
         doc.settings.phases = vec![PhaseSettings { users: Some(6), duration_s: 10.0, ..Default::default() }];
         assert!(super::summary(&doc).contains("6 users looping (each iteration"), "{}", super::summary(&doc));
         doc.settings.segment = Some(Segment { index: 2, count: 2 });
@@ -628,7 +628,7 @@ mod tests {
 
     #[test]
     fn a_stopped_run_says_how_many_users_the_stop_cut() {
-        let mut doc = DdpDoc::default();
+        let mut doc = VuDoc::default();
         doc.summary.users = crate::stats::vu::Users { launched: 10, completed: 4, failed: 1, skipped: 0, cut: 0 };
         assert!(!super::summary(&doc).contains("cut by the stop"));
         doc.interrupted = true;
@@ -638,7 +638,7 @@ mod tests {
     #[test]
     fn step_names_are_shown_whole_and_a_step_nobody_reached_says_so() {
         use crate::stats::vu::StepSummary;
-        let mut doc = DdpDoc::default();
+        let mut doc = VuDoc::default();
         let long = "call /taskCollection/updateAsync";
         doc.steps = vec![
             StepSummary { name: "connect".into(), count: 2, errors: 2, ..Default::default() },

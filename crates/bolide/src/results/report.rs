@@ -55,7 +55,7 @@ pub fn sections_with(series: &[Series], requests: &[html::Requests], report: Opt
     }
     out.push(summary);
     if let Some(report) = compared {
-        let ddp: Vec<(String, Vec<&crate::stats::vu::DdpDoc>)> = series
+        let ddp: Vec<(String, Vec<&crate::stats::vu::VuDoc>)> = series
             .iter()
             .map(|s| {
                 let docs = s.runs.iter().filter_map(|(_, d)| d.ddp());

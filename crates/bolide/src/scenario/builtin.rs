@@ -128,6 +128,8 @@ fn config(knobs: &Knobs, name: &str, default: PhaseKind) -> Config {
         payload: None,
         ensure: Vec::new(),
         ddp: DdpSettings::default(),
+        step_timeout: super::DEFAULT_STEP_TIMEOUT,
+        user_timeout: super::DEFAULT_USER_TIMEOUT,
         browser: Default::default(),
         socketio: Default::default(),
         graphql: Default::default(),
@@ -260,7 +262,7 @@ pub fn ddp_calls(knobs: &Knobs) -> Scenario {
     config.ddp.cache = false;
     config.ddp.fanout_field = None;
     // A user's one walk lasts the whole run.
-    config.ddp.user_timeout = knobs.duration + config.ddp.user_timeout;
+    config.user_timeout = knobs.duration + config.user_timeout;
     Scenario { config, flows: vec![Flow { name: "ddp-calls".into(), weight: 1, steps, engine: Engine::Ddp }] }
 }
 

@@ -25,6 +25,11 @@ pub const MIN_RATE_PER_S: f64 = 1.0 / 86_400.0;
 /// The most users an `arrivalCount` phase may bring.
 pub const MAX_ARRIVAL_COUNT: u64 = 1_000_000_000;
 
+/// A step's timeout when the scenario gives none.
+pub const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a user may run when the scenario does not say.
+pub const DEFAULT_USER_TIMEOUT: Duration = Duration::from_secs(240);
+
 /// The allowed range of durations, in words, for error messages.
 pub fn duration_range() -> String {
     format!("between 0 and {} days", MAX_DURATION.as_secs() / 86_400)
@@ -71,6 +76,12 @@ pub struct Config {
     /// `ensure`: thresholds whose failure makes the exit code 1.
     pub ensure: Vec<crate::threshold::Threshold>,
     pub ddp: DdpSettings,
+    /// Default timeout of a step, in any protocol (`config.timeout`; `config.ddp.stepTimeout`
+    /// still read).
+    pub step_timeout: Duration,
+    /// A user still running after this long is cut off and counted as failed
+    /// (`config.ddp.userTimeout`).
+    pub user_timeout: Duration,
     /// `config.browser`: where browser flows' Chromium comes from.
     pub browser: crate::browser::BrowserPlan,
     /// `config.socketio`: how Socket.IO flows' users connect.
@@ -183,10 +194,6 @@ pub struct DdpSettings {
     pub cache: bool,
     /// Server timestamp field for fan-out latency (none to skip).
     pub fanout_field: Option<String>,
-    /// Default timeout of a step.
-    pub step_timeout: Duration,
-    /// A user still running after this long is cut off and counted as failed.
-    pub user_timeout: Duration,
     /// When a step fails because the connection closed, reconnect (and re-subscribe) and retry
     /// the step, as a browser's Meteor client would, on Meteor's back-off without a cap on tries
     /// (within the step timeout and the user's phase).
@@ -203,8 +210,6 @@ impl Default for DdpSettings {
             compression: true,
             cache: true,
             fanout_field: Some("createdAt".into()),
-            step_timeout: Duration::from_secs(120),
-            user_timeout: Duration::from_secs(240),
             reconnect: false,
             bursts: false,
         }

@@ -655,7 +655,7 @@ fn load_str_with(text: &str, file: &str, base: &Path, given: &[String]) -> Resul
     let mut config = config;
     if let Some(c) = config.as_mut().filter(|_| !r.timeout_given && flows.iter().any(|f| f.engine == Engine::SocketIo))
     {
-        c.ddp.step_timeout = Duration::from_secs(10);
+        c.step_timeout = Duration::from_secs(10);
     }
     if let (Some(config), true) = (config, r.problems.is_empty()) {
         if flows.is_empty() {
@@ -748,16 +748,17 @@ fn read_config(r: &mut Reader, node: &Node, base: &Path) -> Option<Config> {
     }
     let payload = m.get("payload").and_then(|n| read_payload(r, n, base));
     let ensure = m.get("ensure").map(|n| read_ensure(r, n)).unwrap_or_default();
-    let ddp = m.get("ddp").map(|n| read_ddp(r, n)).unwrap_or_default();
+    let (ddp, ddp_step_timeout, user_timeout) = m.get("ddp").map(|n| read_ddp(r, n)).unwrap_or_default();
     let mut browser = crate::browser::BrowserPlan::default();
     if let Some(m) = m.get("browser").and_then(|n| r.map(n, "config.browser", &["executable"])) {
         browser.executable = m.get("executable").and_then(|n| r.string(n, "config.browser.executable"));
     }
-    let mut ddp = ddp;
     // Artillery's `config.timeout` (seconds): how long a step may wait for its answer.
-    if let Some(t) = m.get("timeout").and_then(|n| r.duration(n, "config.timeout")) {
-        ddp.step_timeout = t;
-    }
+    let step_timeout = m
+        .get("timeout")
+        .and_then(|n| r.duration(n, "config.timeout"))
+        .or(ddp_step_timeout)
+        .unwrap_or(super::DEFAULT_STEP_TIMEOUT);
     r.timeout_given = m.get("timeout").is_some()
         || m.get("ddp")
             .is_some_and(|d| matches!(&d.kind, Kind::Map(p) if p.iter().any(|(k, _)| k.key_text() == "stepTimeout")));
@@ -772,6 +773,8 @@ fn read_config(r: &mut Reader, node: &Node, base: &Path) -> Option<Config> {
         payload,
         ensure,
         ddp,
+        step_timeout,
+        user_timeout: user_timeout.unwrap_or(super::DEFAULT_USER_TIMEOUT),
         browser,
         socketio,
         graphql,
@@ -1131,9 +1134,9 @@ fn read_audit_config(r: &mut Reader, node: &Node) -> Vec<String> {
     urls.into_iter().map(|(_, u)| u).collect()
 }
 
-fn read_ddp(r: &mut Reader, node: &Node) -> DdpSettings {
+fn read_ddp(r: &mut Reader, node: &Node) -> (DdpSettings, Option<Duration>, Option<Duration>) {
     let mut d = DdpSettings::default();
-    let Some(m) = r.map(node, "config.ddp", DDP_KEYS) else { return d };
+    let Some(m) = r.map(node, "config.ddp", DDP_KEYS) else { return (d, None, None) };
     if let Some(n) = m.get("transport") {
         if let Some(name) = r.string(n, "transport") {
             match Transport::named(&name) {
@@ -1158,16 +1161,12 @@ fn read_ddp(r: &mut Reader, node: &Node) -> DdpSettings {
             _ => r.string(n, "fanoutField"),
         };
     }
-    if let Some(t) = m.get("stepTimeout").and_then(|n| r.duration(n, "stepTimeout")) {
-        d.step_timeout = t;
-    }
-    if let Some(t) = m.get("userTimeout").and_then(|n| r.duration(n, "userTimeout")) {
-        d.user_timeout = t;
-    }
+    let step_timeout = m.get("stepTimeout").and_then(|n| r.duration(n, "stepTimeout"));
+    let user_timeout = m.get("userTimeout").and_then(|n| r.duration(n, "userTimeout"));
     if let Some(b) = m.get("reconnect").and_then(|n| r.boolean(n, "reconnect")) {
         d.reconnect = b;
     }
-    d
+    (d, step_timeout, user_timeout)
 }
 
 fn read_flows(r: &mut Reader, node: &Node) -> Vec<Flow> {
@@ -1995,7 +1994,7 @@ mod tests {
         ))
         .unwrap();
         let c = &s.config;
-        assert_eq!(c.ddp.step_timeout, Duration::from_secs(3));
+        assert_eq!(c.step_timeout, Duration::from_secs(3));
         assert_eq!(c.socketio.transports, [crate::scenario::settings::SioTransport::WebSocket]);
         assert_eq!(c.socketio.query, [("a".into(), "1".into()), ("b".into(), "x y".into())]);
         assert_eq!(c.socketio.headers, [("x-id".to_string(), "abc".to_string())]);

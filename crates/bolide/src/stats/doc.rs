@@ -7,7 +7,7 @@ use std::path::Path;
 use super::envelope::{Envelope, EnvelopeMut};
 use super::result::ResultDoc;
 use super::view::Reading;
-use super::vu::DdpDoc;
+use super::vu::VuDoc;
 
 use crate::problem::Problem;
 
@@ -16,7 +16,7 @@ use crate::problem::Problem;
 #[serde(untagged)]
 pub enum Doc {
     Http(Box<ResultDoc>),
-    Ddp(Box<DdpDoc>),
+    Ddp(Box<VuDoc>),
 }
 
 /// What one run measured, in the units the tables use.
@@ -187,7 +187,7 @@ impl Doc {
 
     /// The virtual-user document, when this is one (for what only user runs have: steps,
     /// per-target subscriptions and calls).
-    pub fn ddp(&self) -> Option<&DdpDoc> {
+    pub fn ddp(&self) -> Option<&VuDoc> {
         match self {
             Doc::Ddp(d) => Some(d),
             _ => None,
@@ -201,7 +201,7 @@ impl Doc {
         }
     }
 
-    pub fn ddp_mut(&mut self) -> Option<&mut DdpDoc> {
+    pub fn ddp_mut(&mut self) -> Option<&mut VuDoc> {
         match self {
             Doc::Ddp(d) => Some(d),
             _ => None,

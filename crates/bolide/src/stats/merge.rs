@@ -12,7 +12,7 @@ use super::doc::Doc;
 use super::merge_info::{MergeInfo, SegmentInfo};
 use super::result::{ResultDoc, Second};
 use super::summary::{latency, rate_distribution};
-use super::vu::{DdpDoc, DdpSecond, DdpTargetSummary, StepSummary, Users};
+use super::vu::{DdpSecond, DdpTargetSummary, StepSummary, Users, VuDoc};
 use super::{hist, vu};
 use crate::monitor::generator::GeneratorResult;
 use crate::monitor::MonitorResult;
@@ -206,7 +206,7 @@ pub fn merge(inputs: Vec<(String, Doc)>, command_line: Vec<String>) -> Result<Me
             Doc::Http(whole!(merge_http(&parts)?))
         }
         Doc::Ddp(_) => {
-            let parts: Vec<(&DdpDoc, u32, f64)> =
+            let parts: Vec<(&VuDoc, u32, f64)> =
                 shifted.filter_map(|(d, t, off)| d.ddp().map(|h| (h, t, off))).collect();
             Doc::Ddp(whole!(merge_ddp(&parts)?))
         }
@@ -438,7 +438,7 @@ fn merge_http(parts: &[(&ResultDoc, u32, f64)]) -> Result<ResultDoc, Problem> {
     Ok(m)
 }
 
-fn merge_ddp(parts: &[(&DdpDoc, u32, f64)]) -> Result<DdpDoc, Problem> {
+fn merge_ddp(parts: &[(&VuDoc, u32, f64)]) -> Result<VuDoc, Problem> {
     let first = parts[0].0;
     let mut m = first.clone();
     m.settings.segment = None;

@@ -257,7 +257,7 @@ fn latency(h: &Histogram<u64>, stat: Stat) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::stats::result::ResultDoc;
-    use crate::stats::vu::{DdpDoc, StepSummary};
+    use crate::stats::vu::{StepSummary, VuDoc};
     use crate::threshold::{parse, Source};
 
     fn hist(values_us: &[u64]) -> String {
@@ -349,7 +349,7 @@ mod tests {
 
     #[test]
     fn ddp_latency_is_over_all_steps_or_one_step() {
-        let mut d = DdpDoc {
+        let mut d = VuDoc {
             steps: vec![
                 StepSummary { name: "connect".into(), latency_histogram: hist(&[1000, 2000]), ..Default::default() },
                 StepSummary {

@@ -392,7 +392,7 @@ impl VuRecorder {
 
 super::envelope::result_document! {
     /// The result document of a DDP (`bolide run`) run.
-    pub struct DdpDoc {
+    pub struct VuDoc {
         pub settings: DdpRunSettings,
         pub summary: DdpSummary,
         pub steps: Vec<StepSummary>,
@@ -657,9 +657,9 @@ pub fn step_summaries(rec: &VuRecorder, duration_s: f64) -> Vec<StepSummary> {
         .collect()
 }
 
-impl DdpDoc {
+impl VuDoc {
     /// Reads a DDP result document, refusing other kinds with a reason.
-    pub fn from_json(text: &str) -> Result<DdpDoc, Problem> {
+    pub fn from_json(text: &str) -> Result<VuDoc, Problem> {
         let head = super::result::Head::of(text)?;
         if head.format.as_deref() != Some(super::result::FORMAT) {
             return Err("not a bolide result".into());
@@ -677,7 +677,7 @@ impl DdpDoc {
 /// says why, rather than a figure of some steps only).
 /// The unit of work of the transport built-ins and its step: `ddp-calls` counts its method
 /// calls (`call METHOD`), `ddp-connect` its sessions (`connect`); None for other scenarios.
-pub fn unit_step(d: &DdpDoc) -> Option<(&'static str, &StepSummary)> {
+pub fn unit_step(d: &VuDoc) -> Option<(&'static str, &StepSummary)> {
     let (unit, wanted): (&str, fn(&str) -> bool) = match d.settings.scenario.as_str() {
         "ddp-calls" => ("calls", |n| n.starts_with("call ")),
         "ddp-connect" => ("connects", |n| n == "connect"),
@@ -687,13 +687,13 @@ pub fn unit_step(d: &DdpDoc) -> Option<(&'static str, &StepSummary)> {
 }
 
 /// The transport built-ins' rate: their unit of work done per second of the run.
-pub fn unit_rate(d: &DdpDoc) -> Option<(&'static str, f64)> {
+pub fn unit_rate(d: &VuDoc) -> Option<(&'static str, f64)> {
     let (unit, s) = unit_step(d)?;
     let ok = s.count.saturating_sub(s.errors);
     Some((unit, if d.summary.duration_s > 0.0 { ok as f64 / d.summary.duration_s } else { 0.0 }))
 }
 
-pub fn all_steps(d: &DdpDoc) -> Option<hdrhistogram::Histogram<u64>> {
+pub fn all_steps(d: &VuDoc) -> Option<hdrhistogram::Histogram<u64>> {
     super::view::Reading::latency(d).ok().flatten()
 }
 
@@ -705,7 +705,7 @@ pub fn scenario_name(source: &str) -> String {
         .unwrap_or_else(|| source.to_string())
 }
 
-impl super::view::Reading for DdpDoc {
+impl super::view::Reading for VuDoc {
     fn kind(&self) -> &'static str {
         "ddp"
     }

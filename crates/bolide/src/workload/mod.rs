@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::console::{Failed, Io};
-use crate::plan::{Common, DdpPlan, HttpPlan, RunPlanError};
+use crate::plan::{Common, HttpPlan, RunPlanError, VuPlan};
 use crate::problem::Problem;
 use crate::report::progress::Bar;
 use crate::stats::doc::Doc;
@@ -23,7 +23,7 @@ use crate::stats::doc::Doc;
 #[derive(Debug, Clone)]
 pub enum Workload {
     Http(Box<HttpPlan>),
-    Ddp(Box<DdpPlan>),
+    Ddp(Box<VuPlan>),
 }
 
 impl Workload {

@@ -7,20 +7,20 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::vu::{VuOutput, VuProgress};
-use crate::plan::{Common, DdpPlan};
+use crate::plan::{Common, VuPlan};
 use crate::report::progress::{self, Bar};
 use crate::stats::doc::Doc;
 use crate::stats::envelope::Enveloped;
 use crate::stats::vu::*;
 use crate::stats::{hist, summary};
 
-impl From<DdpDoc> for Doc {
-    fn from(d: DdpDoc) -> Doc {
+impl From<VuDoc> for Doc {
+    fn from(d: VuDoc) -> Doc {
         Doc::Ddp(Box::new(d))
     }
 }
 
-impl super::Describe for DdpPlan {
+impl super::Describe for VuPlan {
     fn common(&self) -> &Common {
         &self.common
     }
@@ -85,11 +85,11 @@ fn scale_rates(phases: &mut [crate::scenario::Phase], per_s: f64) -> Result<(), 
     Ok(())
 }
 
-impl super::Part for DdpPlan {
+impl super::Part for VuPlan {
     type Tick = VuProgress;
     type Second = DdpSecond;
     type Output = VuOutput;
-    type Document = DdpDoc;
+    type Document = VuDoc;
 
     fn urls(&self) -> Vec<String> {
         self.targets.iter().map(|t| t.url.clone()).collect()
@@ -146,18 +146,18 @@ impl super::Part for DdpPlan {
         e.rest_ddp(&out.timeline)
     }
 
-    fn live(timeline: Vec<DdpSecond>) -> DdpDoc {
-        DdpDoc { timeline, ..Default::default() }
+    fn live(timeline: Vec<DdpSecond>) -> VuDoc {
+        VuDoc { timeline, ..Default::default() }
     }
 
-    fn document(&self, o: &VuOutput, command_line: Vec<String>) -> DdpDoc {
+    fn document(&self, o: &VuOutput, command_line: Vec<String>) -> VuDoc {
         let mut doc = document(self, o);
         doc.stamp("ddp", command_line, o.started_at, o.interrupted);
         tie_monitors(self, &mut doc);
         doc
     }
 
-    fn strip_for_document(&self, doc: &mut DdpDoc) {
+    fn strip_for_document(&self, doc: &mut VuDoc) {
         // The seconds' histograms were for the receiver; a segment's document keeps them for merge.
         if self.common.spread.segment.is_none() {
             for s in &mut doc.timeline {
@@ -169,7 +169,7 @@ impl super::Part for DdpPlan {
         }
     }
 
-    fn work(doc: &DdpDoc) -> (u64, bool) {
+    fn work(doc: &VuDoc) -> (u64, bool) {
         (doc.summary.messages_in + doc.summary.messages_out, true)
     }
 
@@ -189,7 +189,7 @@ impl super::Part for DdpPlan {
         crate::fault::Faults::new(self.faults.clone(), self.client.drops.clone())
     }
 
-    fn record_faults(doc: &mut DdpDoc, out: &VuOutput, mut faults: Vec<crate::fault::FaultRecord>) {
+    fn record_faults(doc: &mut VuDoc, out: &VuOutput, mut faults: Vec<crate::fault::FaultRecord>) {
         let seconds: Vec<(u32, u64, u64, u64)> =
             doc.timeline.iter().map(|s| (s.t, s.counts.reconnects, s.counts.resent, s.counts.audit_agreed)).collect();
         // The users' times, moved onto the faults' clock (it started first, the users' after a
@@ -205,7 +205,7 @@ impl super::Part for DdpPlan {
 
 /// Ties each target of a run over several to the watched process on its port (`--monitor
 /// NAME=:PORT`), when the target is on this machine, so that its CPU and RAM show beside its load.
-fn tie_monitors(plan: &DdpPlan, doc: &mut DdpDoc) {
+fn tie_monitors(plan: &VuPlan, doc: &mut VuDoc) {
     for (t, summary) in plan.targets.iter().zip(&mut doc.per_target) {
         let local = t.endpoint.addrs.iter().any(|a| a.ip().is_loopback());
         let tied = plan
@@ -219,7 +219,7 @@ fn tie_monitors(plan: &DdpPlan, doc: &mut DdpDoc) {
 }
 
 /// A DDP run's settings as its document records them (known before it starts).
-pub fn settings(plan: &DdpPlan) -> DdpRunSettings {
+pub fn settings(plan: &VuPlan) -> DdpRunSettings {
     use crate::scenario::PhaseKind;
     let config = &plan.scenario.config;
     let phases = config
@@ -256,15 +256,15 @@ pub fn settings(plan: &DdpPlan) -> DdpRunSettings {
         threads: plan.threads,
         phases,
         max_vusers: config.max_vusers,
-        step_timeout_s: config.ddp.step_timeout.as_secs_f64(),
-        user_timeout_s: config.ddp.user_timeout.as_secs_f64(),
+        step_timeout_s: config.step_timeout.as_secs_f64(),
+        user_timeout_s: config.user_timeout.as_secs_f64(),
         segment: plan.common.spread.segment,
     }
 }
 
 /// How the run's users reach their server: DDP's transport, and the other protocols' (`websocket`,
 /// `socketio polling+websocket`, `graphql-ws`, joined by ` + ` in a run that mixes them).
-fn protocols(plan: &DdpPlan) -> String {
+fn protocols(plan: &VuPlan) -> String {
     use crate::scenario::settings::SioTransport;
     use crate::scenario::Engine;
     let s = &plan.scenario;
@@ -287,7 +287,7 @@ fn protocols(plan: &DdpPlan) -> String {
 }
 
 /// The workload's part of a DDP run's document (the envelope is stamped and filled by others).
-fn document(plan: &DdpPlan, o: &VuOutput) -> DdpDoc {
+fn document(plan: &VuPlan, o: &VuOutput) -> VuDoc {
     let duration_s = o.duration.as_secs_f64();
     let rec = &o.rec;
     let (steps_total, step_errors) = rec.step_totals();
@@ -301,7 +301,7 @@ fn document(plan: &DdpPlan, o: &VuOutput) -> DdpDoc {
         _ => 0.0,
     };
     let nonempty = |h: &hdrhistogram::Histogram<u64>| (!h.is_empty()).then(|| summary::latency(h));
-    DdpDoc {
+    VuDoc {
         settings: settings(plan),
         summary: DdpSummary {
             users: Users::of(rec),
@@ -357,7 +357,7 @@ fn document(plan: &DdpPlan, o: &VuOutput) -> DdpDoc {
 /// The protocol users' latency of each method they call (their call steps to it together), to
 /// set beside the same method called from browser pages.
 fn protocol_methods(
-    plan: &DdpPlan,
+    plan: &VuPlan,
     rec: &crate::stats::vu::VuRecorder,
 ) -> std::collections::BTreeMap<String, hdrhistogram::Histogram<u64>> {
     use crate::scenario::StepKind;
