@@ -620,12 +620,7 @@ fn apply_payload(shared: &Shared, body: &[u8], replies: &mut Vec<String>) {
 /// What a server's bytes do to a connection on `nsp` waiting for acknowledgement 0 and for events
 /// `channel` that answer `want`, without I/O (crates/fuzz drives it): `polled` as polling answers,
 /// then `texts` as WebSocket messages. Its counts, its replies, the watch's answer, the ack's data.
-pub fn feed(
-    nsp: &str,
-    (channel, want): (&str, Want),
-    polled: &[&[u8]],
-    texts: &[&str],
-) -> (Traffic, Vec<String>, Option<Vec<Value>>, Option<Vec<Value>>) {
+pub fn feed(nsp: &str, (channel, want): (&str, Want), polled: &[&[u8]], texts: &[&str]) -> Fed {
     let shared = Shared {
         state: Default::default(),
         notify: Notify::new(),
@@ -642,6 +637,8 @@ pub fn feed(
     let answer = st.watch.filter(|w| w.answered.is_some()).map(|w| w.kept);
     (shared.traffic.take(), replies, answer, st.acks.remove(&0).flatten().map(|(_, args)| args))
 }
+/// What [`feed`] gives: counts, replies, the watch's answer, the acknowledgement's arguments.
+pub type Fed = (Traffic, Vec<String>, Option<Vec<Value>>, Option<Vec<Value>>);
 
 /// Sends packets in one POST; they count as sent once the server said `ok`.
 async fn post(
