@@ -108,6 +108,63 @@ pub const TARGETS: &[Target] = &[
         run: ddp_messages,
     },
     Target {
+        name: "socketio",
+        about: "Socket.IO: Engine.IO polling payloads and packets, Socket.IO packets (namespaces, acks, binary, watched events)",
+        seeds: socketio_seeds,
+        dictionary: &[
+            "\n",
+            "\u{1e}",
+            "0{\"sid\":\"",
+            "\"upgrades\":[\"websocket\"]",
+            "\"pingInterval\":",
+            "\"pingTimeout\":",
+            "40",
+            "41",
+            "42[\"r\",",
+            "430[",
+            "44{\"message\":\"",
+            "/admin,",
+            "451-",
+            "{\"_placeholder\":true,\"num\":0}",
+            "2probe",
+            "3probe",
+            "\"sentAt\":",
+            "{\"$date\":",
+            "2026-11-28T17:00:00Z",
+            "18446744073709551616",
+            "{\"ok\":true}",
+        ],
+        max_len: 4096,
+        run: socketio,
+    },
+    Target {
+        name: "graphql-ws",
+        about: "graphql-ws (graphql-transport-ws) messages from a server, moving operations in flight",
+        seeds: graphql_ws_seeds,
+        dictionary: &[
+            "\n",
+            "{\"type\":\"",
+            "\"id\":\"1\",",
+            "\"id\":\"2\",",
+            "\"id\":\"3\",",
+            "connection_ack",
+            "next",
+            "error",
+            "complete",
+            "ping",
+            "\"payload\":",
+            "{\"data\":",
+            "\"errors\":[{\"message\":\"",
+            "\"createdAt\":",
+            "{\"$date\":",
+            "2026-11-28T17:00:00Z",
+            "1e308",
+            "null",
+        ],
+        max_len: 4096,
+        run: graphql_ws,
+    },
+    Target {
         name: "prometheus-text",
         about: "--scrape: the exposition text reader and the bounded scraper (what it keeps is what it writes, and reads back)",
         seeds: prometheus_seeds,
@@ -404,6 +461,124 @@ fn ddp_messages(data: &[u8]) {
             assert_eq!(ddp::Ejson::from_json(&json).as_ref(), Ok(&e), "EJSON value changed on a round trip");
         }
     }
+}
+
+// --- Socket.IO ----------------------------------------------------------------------------
+
+fn socketio_seeds() -> Vec<Vec<u8>> {
+    // The first byte is the control byte (namespace, what the watch wants, whether the pieces
+    // after the first come over a WebSocket); the pieces follow, one a line.
+    strings(&[
+        "\u{0}0{\"sid\":\"s1\",\"upgrades\":[\"websocket\"],\"pingInterval\":25000,\"pingTimeout\":20000}\n40{\"sid\":\"x\"}\u{1e}2\n42[\"r\",{\"ok\":true,\"sentAt\":1795477935652}]\u{1e}430[\"done\"]\n41",
+        "\u{8}0{\"sid\":\"s1\",\"upgrades\":[\"websocket\"]}\u{1e}40\n3probe\n42[\"r\",1]\n42[\"r\",2]\n2\n430[1]\n1",
+        "\u{3}0{\"sid\":\"s2\",\"pingInterval\":18446744073709551616}\n40/admin,{\"sid\":\"y\"}\n42/admin,[\"r\",\"it is ok\"]\u{1e}42/chat,[\"r\"]\n44/admin,{\"message\":\"not authorized\"}",
+        "\u{4}0{}\n451-[\"r\",{\"_placeholder\":true,\"num\":0}]\u{1e}bAQID\u{1e}461-/admin,0[{\"_placeholder\":true,\"num\":0}]\n6\u{1e}3\u{1e}5",
+        "\u{6}42[\"r\",{\"sentAt\":\"2026-11-28T17:00:00Z\"}]\u{1e}42[\"r\",{\"a\":{\"sentAt\":{\"$date\":1795477935652}}}]\u{1e}42[\"r\",{\"ok\":true}]\u{1e}4312[]",
+    ])
+}
+
+fn socketio(data: &[u8]) {
+    use bolide::proto::socketio::{self, Want};
+    let Some((&ctl, rest)) = data.split_first() else { return };
+    let nsp = if ctl & 1 != 0 { "/admin" } else { "/" };
+    let want = match (ctl >> 1) & 3 {
+        0 => Want::Any,
+        1 => Want::All(vec![Value::from(1), Value::from(2)]),
+        2 => Want::Contains("ok".into()),
+        _ => Want::Equals(serde_json::json!({"ok": true})),
+    };
+    // Polling answers, or the first one and then WebSocket messages (an upgrade).
+    let pieces: Vec<&[u8]> = rest.split(|&b| b == b'\n').collect();
+    let (polled, ws) = pieces.split_at(if ctl & 8 != 0 { 1 } else { pieces.len() });
+    let texts: Vec<String> = ws.iter().map(|t| String::from_utf8_lossy(t).into_owned()).collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let (traffic, replies, answer, _ack) = socketio::feed(nsp, ("r", want.clone()), polled, &texts);
+
+    // Every Engine.IO packet a server sent, as bolide splits them.
+    let mut packets: Vec<String> = Vec::new();
+    for body in polled {
+        packets.extend(String::from_utf8_lossy(body).split('\u{1e}').filter(|p| !p.is_empty()).map(String::from));
+    }
+    assert_eq!(traffic.messages_in, packets.len() as u64, "polled packets miscounted");
+    packets.extend(texts.iter().map(|t| t.to_string()));
+    // Each ping answered with its pong, in order, and nothing else.
+    let pongs: Vec<String> = packets.iter().filter_map(|p| p.strip_prefix('2')).map(|r| format!("3{r}")).collect();
+    assert_eq!(replies, pongs, "pings not answered one for one");
+    // What answered the watch does answer it.
+    if let Some(kept) = answer {
+        match &want {
+            Want::All(all) => assert_eq!(&kept, all, "a list answered by other arguments"),
+            w => assert!(w.answers(&kept), "{kept:?} answered {w:?}"),
+        }
+    }
+    // An event bolide would write reads back as itself.
+    for p in packets.iter().filter_map(|p| p.strip_prefix('4')) {
+        let Some(socketio::Packet { kind: b'2', nsp, id, data: Some(Value::Array(args)) }) = socketio::parse_packet(p)
+        else {
+            continue;
+        };
+        let written = socketio::event_packet(nsp, id, &args);
+        let back = socketio::parse_packet(&written).unwrap_or_else(|| panic!("{written:?} does not parse"));
+        assert_eq!((back.kind, back.nsp, back.id), (b'2', nsp, id), "{p:?} written as {written:?}");
+        assert_eq!(back.data, Some(Value::Array(args)), "{p:?} written as {written:?}");
+    }
+}
+
+// --- graphql-ws -----------------------------------------------------------------------------
+
+fn graphql_ws_seeds() -> Vec<Vec<u8>> {
+    // One message a line.
+    strings(&[
+        "{\"type\":\"connection_ack\"}\n{\"type\":\"ping\",\"payload\":{}}\n{\"id\":\"1\",\"type\":\"next\",\"payload\":{\"data\":{\"taskAdded\":{\"createdAt\":1795477935652}}}}\n{\"id\":\"2\",\"type\":\"next\",\"payload\":{\"data\":{\"x\":1}}}\n{\"id\":\"2\",\"type\":\"complete\"}",
+        "{\"id\":\"1\",\"type\":\"error\",\"payload\":[{\"message\":\"boom\"},{\"locations\":[]}]}\n{\"id\":\"3\",\"type\":\"next\",\"payload\":{\"data\":{\"a\":{\"b\":{\"createdAt\":\"2026-11-28T17:00:00.123Z\"}}}}}",
+        "{\"id\":\"2\",\"type\":\"next\",\"payload\":{\"data\":null,\"errors\":[{\"message\":\"no\"},\"odd\"]}}\n{\"type\":\"pong\"}\nnot json\n{\"type\":\"ka\"}\n[1]",
+        "{\"id\":\"1\",\"type\":\"next\",\"payload\":{\"data\":{\"createdAt\":{\"$date\":1795477935652}}}}\n{\"id\":\"1\",\"type\":\"next\",\"payload\":{\"errors\":{\"message\":1}}}",
+    ])
+}
+
+fn graphql_ws(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let texts: Vec<&str> = text.split('\n').collect();
+    let (traffic, replies, ops) = bolide::proto::graphql_ws::feed(&texts);
+    // The same messages read by serde_json alone: what each one must have done.
+    let (mut pings, mut nexts, mut errors, mut completes, mut bad) = (0, 0, 0, 0, 0);
+    let mut want = [(0u64, false); 2];
+    for t in &texts {
+        let Ok(msg) = serde_json::from_str::<Value>(t) else {
+            bad += 1;
+            continue;
+        };
+        let id = msg.get("id").and_then(Value::as_str).unwrap_or_default();
+        let op = ["1", "2"].iter().position(|&o| o == id);
+        match msg.get("type").and_then(Value::as_str).unwrap_or_default() {
+            "ping" => pings += 1,
+            "next" => {
+                nexts += 1;
+                if let Some(i) = op {
+                    want[i].0 += 1;
+                }
+            }
+            kind @ ("error" | "complete") => {
+                if kind == "error" {
+                    errors += 1;
+                } else {
+                    completes += 1;
+                }
+                if let Some(i) = op {
+                    want[i].1 = true;
+                }
+            }
+            "connection_ack" | "pong" => {}
+            _ => bad += 1,
+        }
+    }
+    assert_eq!(replies, vec![r#"{"type":"pong"}"#.to_string(); pings], "pings not answered one for one");
+    assert_eq!(ops, want, "operations' next messages or completion");
+    assert_eq!(traffic.protocol_errors, bad, "protocol errors");
+    let count = |name| traffic.events.get(name).copied().unwrap_or_default();
+    assert_eq!(count("graphql.next_received"), nexts);
+    assert_eq!(count("graphql.errors_received"), errors);
+    assert_eq!(count("graphql.complete_received"), completes);
 }
 
 // --- scenario files -------------------------------------------------------------------------

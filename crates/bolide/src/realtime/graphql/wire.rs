@@ -150,6 +150,28 @@ impl link::Receiver for Shared {
     }
 }
 
+/// What a server's `texts` do to a connection with subscription `1` and query `2` in flight and
+/// subscription `3` stopped, without I/O (crates/fuzz drives it): its counts, its replies, and
+/// `1`'s and `2`'s `next` messages and whether they completed.
+pub fn feed(texts: &[&str]) -> (Traffic, Vec<String>, [(u64, bool); 2]) {
+    let shared = Shared {
+        state: Default::default(),
+        notify: Notify::new(),
+        traffic: Rc::default(),
+        fanout_field: Some("createdAt".into()),
+    };
+    let mut st = shared.state.borrow_mut();
+    st.ops.insert("1".into(), Op { subscription: true, ..Op::default() });
+    st.ops.insert("2".into(), Op::default());
+    st.completed.insert("3".into());
+    drop(st);
+    let mut replies = Vec::new();
+    texts.iter().for_each(|text| shared.message(text, &mut replies));
+    let st = shared.state.into_inner();
+    let op = |id| st.ops.get(id).map_or((0, false), |op: &Op| (op.nexts, op.complete));
+    (shared.traffic.take(), replies, [op("1"), op("2")])
+}
+
 /// An open graphql-ws connection (acknowledged).
 pub struct GqlConn {
     shared: Rc<Shared>,

@@ -303,15 +303,15 @@ impl link::Receiver for Probe {
 }
 
 /// A Socket.IO packet's parts: `<type>[<attachments>-][/<nsp>,][<id>][<json>]`.
-struct Packet<'a> {
-    kind: u8,
+pub struct Packet<'a> {
+    pub kind: u8,
     /// Its namespace (`/` when it names none).
-    nsp: &'a str,
-    id: Option<u64>,
-    data: Option<Value>,
+    pub nsp: &'a str,
+    pub id: Option<u64>,
+    pub data: Option<Value>,
 }
 
-fn parse_packet(p: &str) -> Option<Packet<'_>> {
+pub fn parse_packet(p: &str) -> Option<Packet<'_>> {
     let kind = *p.as_bytes().first()?;
     if !(b'0'..=b'6').contains(&kind) {
         return None;
@@ -336,7 +336,7 @@ fn parse_packet(p: &str) -> Option<Packet<'_>> {
 
 /// The Socket.IO packet of an event (with an acknowledgement id when one is asked) on `nsp`, as
 /// an Engine.IO message carries it (after its `4`).
-fn event_packet(nsp: &str, id: Option<u64>, args: &[Value]) -> String {
+pub fn event_packet(nsp: &str, id: Option<u64>, args: &[Value]) -> String {
     let mut p = String::from("2");
     if nsp != "/" {
         p.push_str(nsp);
@@ -564,6 +564,29 @@ fn apply_payload(shared: &Shared, body: &[u8], replies: &mut Vec<String>) {
         shared.packet(p, replies);
     }
 }
+
+/// What a server's bytes do to a connection on `nsp` waiting for acknowledgement 0 and for events
+/// `channel` that answer `want`, without I/O (crates/fuzz drives it): `polled` as polling answers,
+/// then `texts` as WebSocket messages. Its counts, its replies, the watch's answer, the ack's data.
+pub fn feed(nsp: &str, (channel, want): (&str, Want), polled: &[&[u8]], texts: &[&str]) -> Fed {
+    let shared = Shared {
+        state: Default::default(),
+        notify: Notify::new(),
+        traffic: Rc::default(),
+        fanout_field: Some("sentAt".into()),
+        nsp: nsp.into(),
+    };
+    shared.state.borrow_mut().acks.insert(0, None);
+    shared.state.borrow_mut().watch = Some(Watch::new(channel.into(), want));
+    let mut replies = Vec::new();
+    polled.iter().for_each(|body| apply_payload(&shared, body, &mut replies));
+    texts.iter().for_each(|text| shared.packet(text, &mut replies));
+    let mut st = shared.state.into_inner();
+    let answer = st.watch.filter(|w| w.answered.is_some()).map(|w| w.kept);
+    (shared.traffic.take(), replies, answer, st.acks.remove(&0).flatten().map(|(_, args)| args))
+}
+/// What [`feed`] gives: counts, replies, the watch's answer, the acknowledgement's arguments.
+pub type Fed = (Traffic, Vec<String>, Option<Vec<Value>>, Option<Vec<Value>>);
 
 /// Sends packets in one POST; they count as sent once the server said `ok`.
 async fn post(
