@@ -478,7 +478,7 @@ fn socketio_seeds() -> Vec<Vec<u8>> {
 }
 
 fn socketio(data: &[u8]) {
-    use bolide::proto::socketio::{self, Want};
+    use bolide::realtime::socketio::wire::{self, Want};
     let Some((&ctl, rest)) = data.split_first() else { return };
     let nsp = if ctl & 1 != 0 { "/admin" } else { "/" };
     let want = match (ctl >> 1) & 3 {
@@ -492,7 +492,7 @@ fn socketio(data: &[u8]) {
     let (polled, ws) = pieces.split_at(if ctl & 8 != 0 { 1 } else { pieces.len() });
     let texts: Vec<String> = ws.iter().map(|t| String::from_utf8_lossy(t).into_owned()).collect();
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let (traffic, replies, answer, _ack) = socketio::feed(nsp, ("r", want.clone()), polled, &texts);
+    let (traffic, replies, answer, _ack) = wire::feed(nsp, ("r", want.clone()), polled, &texts);
 
     // Every Engine.IO packet a server sent, as bolide splits them.
     let mut packets: Vec<String> = Vec::new();
@@ -513,12 +513,11 @@ fn socketio(data: &[u8]) {
     }
     // An event bolide would write reads back as itself.
     for p in packets.iter().filter_map(|p| p.strip_prefix('4')) {
-        let Some(socketio::Packet { kind: b'2', nsp, id, data: Some(Value::Array(args)) }) = socketio::parse_packet(p)
-        else {
+        let Some(wire::Packet { kind: b'2', nsp, id, data: Some(Value::Array(args)) }) = wire::parse_packet(p) else {
             continue;
         };
-        let written = socketio::event_packet(nsp, id, &args);
-        let back = socketio::parse_packet(&written).unwrap_or_else(|| panic!("{written:?} does not parse"));
+        let written = wire::event_packet(nsp, id, &args);
+        let back = wire::parse_packet(&written).unwrap_or_else(|| panic!("{written:?} does not parse"));
         assert_eq!((back.kind, back.nsp, back.id), (b'2', nsp, id), "{p:?} written as {written:?}");
         assert_eq!(back.data, Some(Value::Array(args)), "{p:?} written as {written:?}");
     }
@@ -539,7 +538,7 @@ fn graphql_ws_seeds() -> Vec<Vec<u8>> {
 fn graphql_ws(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let texts: Vec<&str> = text.split('\n').collect();
-    let (traffic, replies, ops) = bolide::proto::graphql_ws::feed(&texts);
+    let (traffic, replies, ops) = bolide::realtime::graphql::wire::feed(&texts);
     // The same messages read by serde_json alone: what each one must have done.
     let (mut pings, mut nexts, mut errors, mut completes, mut bad) = (0, 0, 0, 0, 0);
     let mut want = [(0u64, false); 2];
