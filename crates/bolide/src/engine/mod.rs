@@ -2,6 +2,7 @@
 //! `stats`; the engine only decides when things happen and who records them.
 
 pub mod audit;
+mod checkpoint;
 pub mod coordinator;
 pub mod http;
 pub mod pacer;

@@ -12,12 +12,64 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 use serde_json::Value;
 
-use super::vu::Worker;
 use crate::realtime::Steps;
 use crate::scenario::template::{self, Vars};
 use crate::scenario::{Capture, HttpStep, LoopOver, Step, StepKind, Think};
 use crate::session::{Called, Failure, Session, Stop, Target, User};
 use crate::stats::vu::VuRecorder;
+
+/// Browser pages open now, and the most open at once (for the browsers' cost per user).
+#[derive(Default)]
+pub(super) struct Pages {
+    pub(super) open: std::sync::atomic::AtomicU64,
+    pub(super) peak: std::sync::atomic::AtomicU64,
+}
+
+/// What every worker shares: the audit's and the bursts' barriers, the browser's DevTools
+/// endpoint (port, path) and its pages.
+pub(super) struct Shared {
+    pub(super) audit: Option<std::sync::Arc<super::audit::Shared>>,
+    pub(super) bursts: Option<std::sync::Arc<super::audit::Shared>>,
+    pub(super) browser: Option<(u16, String)>,
+    pub(super) pages: std::sync::Arc<Pages>,
+}
+
+/// One worker's state, shared by its users (one thread: `Rc` and `RefCell`).
+pub(super) struct Worker {
+    pub(super) plan: crate::plan::VuPlan,
+    /// One recorder per target: a user records into its target's.
+    pub(super) recs: Vec<RefCell<VuRecorder>>,
+    pub(super) traffic: std::rc::Rc<RefCell<crate::proto::ws::Traffic>>,
+    pub(super) tls: Option<crate::proto::http::tls::Connector>,
+    /// TLS offering ALPN `h2`, for `http2: true` steps to https:// URLs (made at the first).
+    pub(super) tls_h2: std::cell::OnceCell<crate::proto::http::tls::Connector>,
+    pub(super) start: Instant,
+    pub(super) alive: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Connections closing (their closing handshakes, a second at most): awaited before the
+    /// worker ends, so that no user's last messages are lost to the end of the run.
+    pub(super) closing: RefCell<Vec<tokio::task::JoinHandle<()>>>,
+    /// The run's audit, when it has checkpoints: what every worker shares, and this one's part.
+    pub(super) audit: Option<std::sync::Arc<super::audit::Shared>>,
+    pub(super) audit_local: super::audit::Local,
+    /// The closed users' barrier before each walk, when the plan runs in bursts.
+    pub(super) bursts: Option<std::sync::Arc<super::audit::Shared>>,
+    /// The browser's DevTools endpoint (port, path), when the scenario has browser flows.
+    pub(super) browser: Option<(u16, String)>,
+    pub(super) pages: std::sync::Arc<Pages>,
+    /// Which flow each arrival walks, by the flows' weights (empty: weights too large, by chance).
+    pub(super) flow_cycle: Vec<usize>,
+}
+
+impl Worker {
+    /// Lets `conn` close by itself, as a browser's page does, and keeps its task to await.
+    pub(super) fn close<S: Session>(&self, conn: S) {
+        if let Some(task) = conn.close() {
+            let mut closing = self.closing.borrow_mut();
+            closing.retain(|t| !t.is_finished());
+            closing.push(task);
+        }
+    }
+}
 
 /// A user cut at its timeout is dropped with its page: the page no longer counts as open.
 impl<S> Drop for Vu<'_, S> {
@@ -377,7 +429,9 @@ impl<S: Steps> Vu<'_, S> {
             StepKind::Audit(a) => Box::pin(self.audit(step, a)).await,
             StepKind::Browser(a) => Box::pin(self.browser(step, a)).await?,
             // Everything else is the protocol's own (DDP's call, Socket.IO's emit, ...).
-            _ => S::perform(self, step).await?,
+            // Boxed: a protocol step's future (a call in flight) is held only while it runs, so a
+            // user that thinks or waits between steps holds a pointer, not the largest step.
+            _ => Box::pin(S::perform(self, step)).await?,
         }
         Ok(())
     }

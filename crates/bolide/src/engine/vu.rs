@@ -18,7 +18,7 @@ use tokio::task::LocalSet;
 use tokio_util::sync::CancellationToken;
 
 use super::timer::{self, Timer};
-use super::user::{Vu, FAILED_ITERATION_PAUSE};
+use super::user::{Pages, Shared, Vu, Worker, FAILED_ITERATION_PAUSE};
 use crate::plan::VuPlan;
 use crate::proto::http::tls::Connector;
 use crate::proto::ws::Traffic;
@@ -211,59 +211,6 @@ fn flow_cycle(flows: &[Flow]) -> Vec<usize> {
 
 /// The largest sum of flow weights laid out as a cycle.
 const MAX_FLOW_CYCLE: u64 = 10_000;
-
-/// Browser pages open now, and the most open at once (for the browsers' cost per user).
-#[derive(Default)]
-pub(super) struct Pages {
-    pub(super) open: AtomicU64,
-    pub(super) peak: AtomicU64,
-}
-
-/// What every worker shares: the audit's and the bursts' barriers, the browser's DevTools
-/// endpoint (port, path) and its pages.
-pub(super) struct Shared {
-    pub(super) audit: Option<Arc<super::audit::Shared>>,
-    pub(super) bursts: Option<Arc<super::audit::Shared>>,
-    pub(super) browser: Option<(u16, String)>,
-    pub(super) pages: Arc<Pages>,
-}
-
-/// One worker's state, shared by its users (one thread: `Rc` and `RefCell`).
-pub(super) struct Worker {
-    pub(super) plan: VuPlan,
-    /// One recorder per target: a user records into its target's.
-    pub(super) recs: Vec<RefCell<VuRecorder>>,
-    pub(super) traffic: Rc<RefCell<Traffic>>,
-    pub(super) tls: Option<Connector>,
-    /// TLS offering ALPN `h2`, for `http2: true` steps to https:// URLs (made at the first).
-    pub(super) tls_h2: std::cell::OnceCell<Connector>,
-    pub(super) start: Instant,
-    pub(super) alive: Arc<AtomicU64>,
-    /// Connections closing (their closing handshakes, a second at most): awaited before the
-    /// worker ends, so that no user's last messages are lost to the end of the run.
-    pub(super) closing: RefCell<Vec<tokio::task::JoinHandle<()>>>,
-    /// The run's audit, when it has checkpoints: what every worker shares, and this one's part.
-    pub(super) audit: Option<Arc<super::audit::Shared>>,
-    pub(super) audit_local: super::audit::Local,
-    /// The closed users' barrier before each walk, when the plan runs in bursts.
-    pub(super) bursts: Option<Arc<super::audit::Shared>>,
-    /// The browser's DevTools endpoint (port, path), when the scenario has browser flows.
-    pub(super) browser: Option<(u16, String)>,
-    pub(super) pages: Arc<Pages>,
-    /// Which flow each arrival walks, by the flows' weights (empty: weights too large, by chance).
-    pub(super) flow_cycle: Vec<usize>,
-}
-
-impl Worker {
-    /// Lets `conn` close by itself, as a browser's page does, and keeps its task to await.
-    pub(super) fn close<S: Session>(&self, conn: S) {
-        if let Some(task) = conn.close() {
-            let mut closing = self.closing.borrow_mut();
-            closing.retain(|t| !t.is_finished());
-            closing.push(task);
-        }
-    }
-}
 
 #[allow(clippy::too_many_arguments)]
 fn worker(
