@@ -39,11 +39,6 @@ impl Failure for crate::proto::link::Failure {
     }
 }
 
-/// A call's answer and its times: to the answer, to the data the call changed being sent (DDP's
-/// `updated`), and to both (when a browser's callback would run). The client's own type, so that a
-/// session hands it over as it is (no wrapping future: a user's future stays as small as it was).
-pub use crate::realtime::ddp::wire::CallOutcome as Called;
-
 /// Where a session goes and what it counts into: the plan's target `target`, the worker's TLS
 /// connector and its traffic counters; the user's variables, for settings that hold `{{ }}` (a
 /// token in Socket.IO's `auth`, graphql-ws's `connectionParams`).
@@ -123,8 +118,9 @@ pub trait User {
     fn timeout(&self, t: Option<Duration>) -> Duration;
     /// The step succeeded in `latency`.
     fn ok(&self, step: &Step, latency: Duration);
-    /// A call succeeded: its times to both, to the result and to the data.
-    fn called(&self, step: &Step, out: &Called);
+    /// A call succeeded: its times to both its answer and its data (when a browser's callback
+    /// would run), to the answer, and to the data the call changed being sent (DDP's `updated`).
+    fn called(&self, step: &Step, to_both: Duration, to_result: Duration, to_updated: Duration);
     /// A reactive latency (a write to the data it changed arriving), in microseconds.
     fn reactive(&self, micros: u64);
     /// The step failed as `f` says; recorded, unless a reconnection resends it.

@@ -185,7 +185,9 @@ fn the_engine_knows_no_protocols_verbs() {
         for verb in ["conn.call(", "conn.subscribe(", "conn.emit(", "conn.listen(", "conn.execute(", "conn.live("] {
             assert!(!code.contains(verb), "{} calls a protocol's {verb}", path.display());
         }
-        for step in ["Call", "Login", "Subscribe", "Unsubscribe", "WaitFor", "Emit", "Listen", "Execute", "GqlSubscribe"] {
+        for step in
+            ["Call", "Login", "Subscribe", "Unsubscribe", "WaitFor", "Emit", "Listen", "Execute", "GqlSubscribe"]
+        {
             let named = format!("StepKind::{step}");
             let found = code.match_indices(&named).any(|(at, _)| {
                 // StepKind::Subscribe is not StepKind::SubscribeX.

@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::realtime::Steps;
 use crate::scenario::template::{self, Vars};
 use crate::scenario::{Capture, HttpStep, LoopOver, Step, StepKind, Think};
-use crate::session::{Called, Failure, Session, Stop, Target, User};
+use crate::session::{Failure, Session, Stop, Target, User};
 use crate::stats::vu::VuRecorder;
 
 /// Browser pages open now, and the most open at once (for the browsers' cost per user).
@@ -543,10 +543,10 @@ impl<S: Steps> User for Vu<'_, S> {
         Vu::ok(self, step, latency)
     }
 
-    fn called(&self, step: &Step, out: &Called) {
+    fn called(&self, step: &Step, to_both: Duration, to_result: Duration, to_updated: Duration) {
         let mut r = self.rec();
         let i = r.index(&step.name);
-        r.call_ok(i, micros(out.to_both), micros(out.to_result), micros(out.to_updated));
+        r.call_ok(i, micros(to_both), micros(to_result), micros(to_updated));
     }
 
     fn reactive(&self, micros: u64) {

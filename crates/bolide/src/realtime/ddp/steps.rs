@@ -43,7 +43,7 @@ async fn call<U: User<Session = Conn>>(u: &mut U, step: &Step, c: &Call) -> Resu
     if let Some(cap) = &c.capture {
         u.capture(cap, out.result.clone().unwrap_or(Value::Null));
     }
-    u.called(step, &out);
+    u.called(step, out.to_both, out.to_result, out.to_updated);
     Ok(())
 }
 
@@ -63,7 +63,7 @@ async fn login<U: User<Session = Conn>>(u: &mut U, step: &Step, l: &Login) -> Re
     if let Some(id) = out.result.as_ref().and_then(|r| r.get("id")).cloned() {
         u.vars_mut().insert("userId".into(), id);
     }
-    u.called(step, &out);
+    u.called(step, out.to_both, out.to_result, out.to_updated);
     Ok(())
 }
 
