@@ -200,6 +200,11 @@ pub struct Traffic {
     /// A protocol's own counts (`socketio.emits`, `graphql.next`, ...), named as the document
     /// shows them.
     pub events: std::collections::BTreeMap<&'static str, u64>,
+    /// A protocol's own latencies (`llm.ttft`, `sse.first_event`), microseconds, named as the
+    /// document and thresholds show them: the run's histograms.
+    pub measures: std::collections::BTreeMap<&'static str, hdrhistogram::Histogram<u64>>,
+    /// The same for the current second (emptied at every tick).
+    pub measures_second: std::collections::BTreeMap<&'static str, hdrhistogram::Histogram<u64>>,
 }
 
 impl Default for Traffic {
@@ -215,6 +220,8 @@ impl Default for Traffic {
             fanout_second_us: None,
             protocol_errors: 0,
             events: Default::default(),
+            measures: Default::default(),
+            measures_second: Default::default(),
         }
     }
 }
@@ -231,6 +238,13 @@ impl Traffic {
         *self.events.entry(event).or_default() += n;
     }
 
+    /// One of a protocol's own latencies, in the run's histogram of that name and the second's.
+    pub fn measure(&mut self, name: &'static str, us: u64) {
+        use crate::stats::hist;
+        hist::record(self.measures.entry(name).or_insert_with(hist::latency_us), us);
+        hist::record(self.measures_second.entry(name).or_insert_with(hist::latency_us), us);
+    }
+
     /// Adds another worker's counts and samples.
     pub fn merge(&mut self, o: &Traffic) {
         self.messages_in += o.messages_in;
@@ -244,6 +258,10 @@ impl Traffic {
             *self.events.entry(k).or_default() += n;
         }
         self.fanout_us.add(&o.fanout_us).expect("fan-out histograms share one shape");
+        for (k, h) in &o.measures {
+            let mine = self.measures.entry(k).or_insert_with(crate::stats::hist::latency_us);
+            mine.add(h).expect("measure histograms share one shape");
+        }
     }
 }
 
