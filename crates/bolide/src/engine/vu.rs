@@ -394,6 +394,7 @@ async fn iteration(w: &Worker, k: u64, target: usize, until: Option<Instant>, us
         Engine::Ddp | Engine::Browser => Box::pin(user::<Conn>(w, flow, k, target, until, &ahead)),
         Engine::SocketIo => Box::pin(user::<SioSession>(w, flow, k, target, until, &ahead)),
         Engine::GraphqlWs => Box::pin(user::<GqlConn>(w, flow, k, target, until, &ahead)),
+        Engine::Sse => Box::pin(user::<crate::realtime::sse::session::SseSession>(w, flow, k, target, until, &ahead)),
     };
     let outcome = tokio::time::timeout(user_timeout, walk).await;
     let mut r = w.recs[target].borrow_mut();

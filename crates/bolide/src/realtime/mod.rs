@@ -11,6 +11,7 @@
 pub mod ddp;
 pub mod graphql;
 pub mod socketio;
+pub mod sse;
 
 use std::future::Future;
 

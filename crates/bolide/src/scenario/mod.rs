@@ -343,6 +343,76 @@ pub enum StepKind {
     Complete {
         name: Option<String>,
     },
+    /// A Server-Sent Events stream requested and read (`engine: sse`).
+    Stream(SseStream),
+    /// A streamed completion of an OpenAI-compatible server (`engine: sse`).
+    Chat(Chat),
+}
+
+/// `stream: { url, method, headers, json | body, events, until, match, capture, keep, timeout }`:
+/// one request whose `text/event-stream` answer is read event by event. It ends after `events`
+/// events, at an `until` event, or (with neither) when the server ends the stream or at its
+/// timeout; a server that ends it before is asked again as EventSource does (`Last-Event-ID`,
+/// the server's `retry`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SseStream {
+    pub method: String,
+    /// A path (joined to the target's URL, its path kept), an absolute URL, or empty: the
+    /// target's own URL.
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Value>,
+    pub events: Option<u64>,
+    pub until: Option<StreamEnd>,
+    /// Fields the last event's JSON data must have (`match: { status: done }`).
+    pub matches: Vec<(String, Value)>,
+    /// From the last event's data (its JSON, or the text).
+    pub capture: Option<Capture>,
+    /// The stream stays open after the step, its events counted for `listen` steps.
+    pub keep: bool,
+    pub timeout: Option<Duration>,
+    /// Asked again when the server ends it early (`config.sse.reconnect`, true by default), after
+    /// the server's `retry` or this wait (`config.sse.retry`, EventSource's 3 s).
+    pub reconnect: Option<Duration>,
+}
+
+/// The event that ends a stream step: its name, and text its data holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamEnd {
+    pub event: Option<String>,
+    pub data: Option<String>,
+}
+
+/// `chat: { model, messages | prompt, max_tokens, input_tokens, url, headers, capture, timeout,
+/// ... }`: a streamed completion (`stream: true`). `messages` go to `/v1/chat/completions`,
+/// `prompt` to `/v1/completions`; `input_tokens` makes a prompt of that many words. Other keys
+/// (`temperature`, ...) are sent as they are.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chat {
+    pub url: Option<String>,
+    pub model: Option<String>,
+    pub messages: Option<Value>,
+    pub prompt: Option<Value>,
+    pub input_tokens: Option<Length>,
+    pub max_tokens: Option<Length>,
+    pub extra: Vec<(String, Value)>,
+    pub headers: Vec<(String, String)>,
+    /// The whole generated text.
+    pub capture: Option<Capture>,
+    pub timeout: Option<Duration>,
+    /// The service levels a request must meet to count as good (`config.llm.goodput`:
+    /// `ttft`, `tpot`, `itl`, `e2el`), each request's own (its ITL: its slowest gap).
+    pub goodput: Vec<(String, Duration)>,
+}
+
+/// A length drawn for each request: `mean` (with `stddev`, a normal distribution), kept within
+/// `min` and `max`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Length {
+    pub mean: u64,
+    pub stddev: u64,
+    pub min: u64,
+    pub max: u64,
 }
 
 /// Which client a flow's users are.
@@ -357,6 +427,8 @@ pub enum Engine {
     SocketIo,
     /// A graphql-ws client (`engine: graphql-ws`).
     GraphqlWs,
+    /// Server-Sent Events and streamed LLM completions (`engine: sse`).
+    Sse,
 }
 
 impl Engine {
@@ -367,6 +439,7 @@ impl Engine {
             Engine::Browser => "browser",
             Engine::SocketIo => "socketio",
             Engine::GraphqlWs => "graphql-ws",
+            Engine::Sse => "sse",
         }
     }
 }
@@ -799,6 +872,13 @@ pub fn default_step_name(kind: &StepKind) -> String {
         StepKind::Complete { name } => match name {
             Some(n) => format!("complete {n}"),
             None => "complete".into(),
+        },
+        StepKind::Stream(s) if s.url.is_empty() => "stream".into(),
+        StepKind::Stream(s) => format!("stream {}", s.url),
+        StepKind::Chat(c) => match (&c.url, c.prompt.is_some()) {
+            (Some(u), _) => format!("chat {u}"),
+            (None, true) => "completion".into(),
+            (None, false) => "chat".into(),
         },
     }
 }

@@ -313,6 +313,18 @@ struct Reader {
     engine: Engine,
     /// Whether the file gives the step timeout (`config.timeout`, `config.ddp.stepTimeout`).
     timeout_given: bool,
+    /// `config.sse` and `config.llm`, which every SSE flow's steps carry.
+    sse: SseDefaults,
+}
+
+/// What `config.sse` and `config.llm` give each `stream` and `chat` step.
+#[derive(Default)]
+struct SseDefaults {
+    headers: Vec<(String, String)>,
+    /// None: no reconnection (`reconnect: false`); EventSource's 3 s wait by default.
+    reconnect: Option<Duration>,
+    model: Option<String>,
+    goodput: Vec<(String, Duration)>,
 }
 
 /// A mapping being read: its pairs by key, and which keys were looked at.
@@ -512,9 +524,13 @@ const CONFIG_KEYS: &[&str] = &[
     "browser",
     "socketio",
     "graphql",
+    "sse",
+    "llm",
     "timeout",
     "audit",
 ];
+const SSE_KEYS: &[&str] = &["headers", "reconnect", "retry"];
+const LLM_KEYS: &[&str] = &["model", "goodput"];
 const SOCKETIO_KEYS: &[&str] =
     &["path", "query", "extraHeaders", "transports", "auth", "fanoutField", "perMessageDeflate"];
 const GRAPHQL_KEYS: &[&str] = &["path", "connectionParams", "headers", "fanoutField", "perMessageDeflate"];
@@ -546,10 +562,14 @@ const STEP_TYPES: &[&str] = &[
     "listen",
     "execute",
     "complete",
+    "stream",
+    "chat",
 ];
 /// The steps of a Socket.IO flow, and of a graphql-ws flow, beyond the flow's own and HTTP's.
 const SOCKETIO_STEPS: &[&str] = &["connect", "disconnect", "emit", "listen", "get", "post"];
 const GRAPHQL_STEPS: &[&str] = &["connect", "disconnect", "execute", "subscribe", "complete", "get", "post"];
+/// The steps of an SSE flow.
+const SSE_STEPS: &[&str] = &["connect", "disconnect", "stream", "chat", "listen", "get", "post"];
 /// A DDP flow's own steps.
 const DDP_STEPS: &[&str] =
     &["connect", "login", "call", "subscribe", "unsubscribe", "waitFor", "disconnect", "get", "post", "audit"];
@@ -610,6 +630,7 @@ fn load_str_with(text: &str, file: &str, base: &Path, given: &[String]) -> Resul
         used_vars: vec![],
         engine: Engine::Ddp,
         timeout_given: false,
+        sse: SseDefaults { reconnect: Some(Duration::from_secs(3)), ..SseDefaults::default() },
     };
     let top = r.map(&root, "the scenario file", &["config", "scenarios"]);
     let config_node = top.as_ref().and_then(|m| m.require(&mut r, "config"));
@@ -764,6 +785,12 @@ fn read_config(r: &mut Reader, node: &Node, base: &Path) -> Option<Config> {
             .is_some_and(|d| matches!(&d.kind, Kind::Map(p) if p.iter().any(|(k, _)| k.key_text() == "stepTimeout")));
     let socketio = m.get("socketio").map(|n| read_socketio(r, n)).unwrap_or_default();
     let graphql = m.get("graphql").map(|n| read_graphql(r, n)).unwrap_or_default();
+    if let Some(n) = m.get("sse") {
+        read_sse_config(r, n);
+    }
+    if let Some(n) = m.get("llm") {
+        read_llm_config(r, n);
+    }
     let audit_truth = m.get("audit").map(|n| read_audit_config(r, n)).unwrap_or_default();
     Some(Config {
         targets: target?,
@@ -1183,11 +1210,12 @@ fn read_flows(r: &mut Reader, node: &Node) -> Vec<Flow> {
                 Some("browser") => r.engine = Engine::Browser,
                 Some("socketio") => r.engine = Engine::SocketIo,
                 Some("graphql-ws") => r.engine = Engine::GraphqlWs,
+                Some("sse") => r.engine = Engine::Sse,
                 Some("ddp") | None => {}
                 Some(other) => r.problem(
                     n,
-                    format!("engine {other:?} is not ddp, browser, socketio or graphql-ws"),
-                    Some("engine: browser runs the flow in a real Chromium page; socketio and graphql-ws speak those protocols".into()),
+                    format!("engine {other:?} is not ddp, browser, socketio, graphql-ws or sse"),
+                    Some("engine: browser runs the flow in a real Chromium page; socketio, graphql-ws and sse speak those protocols".into()),
                 ),
             }
         }
@@ -1199,8 +1227,8 @@ fn read_flows(r: &mut Reader, node: &Node) -> Vec<Flow> {
         let mut steps = m.require(r, "flow").map(|n| read_steps(r, n)).unwrap_or_default();
         let flow_node = m.get("flow");
         let engine = r.engine;
-        // Socket.IO's and graphql-ws's users connect as their flow starts, as Artillery's do.
-        if matches!(engine, Engine::SocketIo | Engine::GraphqlWs)
+        // Socket.IO's, graphql-ws's and SSE's users connect as their flow starts, as Artillery's do.
+        if matches!(engine, Engine::SocketIo | Engine::GraphqlWs | Engine::Sse)
             && !steps.iter().any(|s| matches!(s.kind, StepKind::Connect))
         {
             steps.insert(0, named(StepKind::Connect, None));
@@ -1240,6 +1268,7 @@ fn read_step(r: &mut Reader, node: &Node) -> Option<Step> {
             "disconnect" => Some(named(StepKind::Disconnect, None)),
             "audit" => Some(named(StepKind::Audit(Audit::default()), None)),
             "complete" => Some(named(StepKind::Complete { name: None }, None)),
+            "stream" => read_stream(r, node).map(|s| named(StepKind::Stream(s), None)),
             other => {
                 let hint = closest(other, STEP_TYPES).map(|c| format!("did you mean \"{c}\"?"));
                 r.problem(
@@ -1325,6 +1354,8 @@ fn read_step(r: &mut Reader, node: &Node) -> Option<Step> {
         "emit" => read_emit(r, &m, body).map(StepKind::Emit),
         "listen" => read_listen(r, body).map(StepKind::Listen),
         "execute" => read_execute(r, body).map(StepKind::Execute),
+        "stream" => read_stream(r, body).map(StepKind::Stream),
+        "chat" => read_chat(r, body).map(StepKind::Chat),
         "complete" => match &body.kind {
             Kind::Null => Some(StepKind::Complete { name: None }),
             _ => r.string(body, "complete").map(|n| StepKind::Complete { name: Some(n) }),
@@ -1360,6 +1391,7 @@ impl Reader {
             Engine::Browser => BROWSER_STEPS,
             Engine::SocketIo => SOCKETIO_STEPS,
             Engine::GraphqlWs => GRAPHQL_STEPS,
+            Engine::Sse => SSE_STEPS,
         };
         if own.contains(&ty) {
             return true;
@@ -1371,7 +1403,7 @@ impl Reader {
             ),
             Engine::Ddp => (
                 format!("\"{ty}\" is a step of another protocol's flow, and this flow runs over DDP"),
-                format!("emit and listen are engine: socketio's; execute and complete engine: graphql-ws's; a DDP flow's steps: {}", DDP_STEPS.join(", ")),
+                format!("emit and listen are engine: socketio's; execute and complete engine: graphql-ws's; stream and chat engine: sse's; a DDP flow's steps: {}", DDP_STEPS.join(", ")),
             ),
             Engine::Browser => (
                 format!("a browser flow (engine: browser) drives its page; \"{ty}\" is a protocol user's step"),
@@ -1900,6 +1932,231 @@ fn read_wait_for(r: &mut Reader, node: &Node) -> Option<WaitFor> {
     };
     let timeout = m.get("timeout").and_then(|n| r.duration(n, "timeout"));
     Some(WaitFor { collection: collection?, fields, until: until?, timeout })
+}
+
+/// `config.sse`: headers every SSE request carries (a token: `{{ }}` allowed), whether a stream
+/// the server ends early is asked again (`reconnect`), and the wait before that (`retry`) when the
+/// server sets none.
+fn read_sse_config(r: &mut Reader, node: &Node) {
+    let Some(m) = r.map(node, "config.sse", SSE_KEYS) else { return };
+    if let Some(h) = m.get("headers") {
+        r.templates(h);
+        r.sse.headers = read_headers(r, h, "config.sse.headers");
+    }
+    let wait = m.get("retry").and_then(|n| r.duration(n, "config.sse.retry")).unwrap_or(Duration::from_secs(3));
+    let on = m.get("reconnect").and_then(|n| r.boolean(n, "config.sse.reconnect")).unwrap_or(true);
+    r.sse.reconnect = on.then_some(wait);
+}
+
+/// `config.llm`: the model every `chat` names (else the server's first), and the service levels
+/// of request goodput (`goodput: { ttft: 500ms, tpot: 50ms }` or `"ttft:500ms,tpot:50ms"`).
+fn read_llm_config(r: &mut Reader, node: &Node) {
+    let Some(m) = r.map(node, "config.llm", LLM_KEYS) else { return };
+    if let Some(n) = m.get("model") {
+        r.templates(n);
+        r.sse.model = r.string(n, "config.llm.model");
+    }
+    let Some(g) = m.get("goodput") else { return };
+    let pairs: Vec<(String, Option<Duration>)> = match &g.kind {
+        Kind::Str(text) => text
+            .split(',')
+            .map(|p| {
+                let (k, v) = p.split_once(':').unwrap_or((p, ""));
+                (k.trim().to_string(), humantime::parse_duration(v.trim()).ok())
+            })
+            .collect(),
+        Kind::Map(pairs) => pairs.iter().map(|(k, v)| (k.key_text(), r.duration(v, "a goodput level"))).collect(),
+        _ => vec![(String::new(), None)],
+    };
+    for (k, d) in pairs {
+        match (["ttft", "tpot", "itl", "e2el"].contains(&k.as_str()), d) {
+            (true, Some(d)) => r.sse.goodput.push((k, d)),
+            _ => r.problem(
+                g,
+                format!("config.llm.goodput: {k:?} is not a level with a duration"),
+                Some("e.g. goodput: \"ttft:500ms,tpot:50ms\" (ttft, tpot, itl, e2el)".into()),
+            ),
+        }
+    }
+}
+
+/// A length: a number, or `{ mean, stddev, min, max }`.
+fn read_length(r: &mut Reader, node: &Node, what: &str) -> Option<Length> {
+    if let Kind::Int(_) = node.kind {
+        let n = r.count(node, what)?;
+        return Some(Length { mean: n, stddev: 0, min: n, max: n });
+    }
+    let m = r.map(node, "a length", &["mean", "stddev", "min", "max"])?;
+    let mean = m.require(r, "mean").and_then(|n| r.count(n, what))?;
+    let stddev = m.get("stddev").and_then(|n| r.count(n, what)).unwrap_or(0);
+    let min = m.get("min").and_then(|n| r.count(n, what)).unwrap_or(1);
+    let max = m.get("max").and_then(|n| r.count(n, what)).unwrap_or(mean.saturating_mul(4).max(min));
+    if max < min {
+        r.problem(node, format!("{what}: max is below min"), None);
+        return None;
+    }
+    Some(Length { mean, stddev, min, max })
+}
+
+/// `stream: PATH` or `stream: { url, method, headers, json | body, events, until, match, capture,
+/// keep, timeout }`.
+fn read_stream(r: &mut Reader, node: &Node) -> Option<SseStream> {
+    let keys = ["url", "method", "headers", "json", "body", "events", "until", "match", "capture", "keep", "timeout"];
+    let mut s = SseStream {
+        method: "GET".into(),
+        url: String::new(),
+        headers: r.sse.headers.clone(),
+        body: None,
+        events: None,
+        until: None,
+        matches: Vec::new(),
+        capture: None,
+        keep: false,
+        timeout: None,
+        reconnect: r.sse.reconnect,
+    };
+    match &node.kind {
+        // `- stream`: the target's own URL.
+        Kind::Str(word) if word == "stream" => return Some(s),
+        Kind::Str(url) => {
+            r.templates(node);
+            s.url = url.clone();
+            return Some(s);
+        }
+        _ => {}
+    }
+    let m = r.map(node, "stream", &keys)?;
+    if let Some(url) = m.get("url") {
+        r.templates(url);
+        s.url = r.string(url, "url")?;
+    }
+    if let Some(n) = m.get("method") {
+        s.method = r.string(n, "method")?.to_ascii_uppercase();
+        if s.method.is_empty() || !s.method.bytes().all(|b| b.is_ascii_alphabetic()) {
+            r.problem(n, "method must be a word such as GET or POST", None);
+            return None;
+        }
+    }
+    if let Some(h) = m.get("headers") {
+        r.templates(h);
+        s.headers.extend(read_headers(r, h, "stream headers"));
+    }
+    s.body = match (m.get("json"), m.get("body")) {
+        (Some(j), None) => {
+            r.templates(j);
+            Some(j.to_json())
+        }
+        (None, Some(b)) => {
+            r.templates(b);
+            Some(Value::String(r.string(b, "body")?))
+        }
+        (Some(_), Some(b)) => {
+            r.problem(b, "json or body, not both", None);
+            return None;
+        }
+        (None, None) => None,
+    };
+    if s.body.is_some() && m.get("method").is_none() {
+        s.method = "POST".into();
+    }
+    if let Some(n) = m.get("events") {
+        s.events = Some(r.count(n, "events")?).filter(|e| *e > 0);
+    }
+    if let Some(n) = m.get("until") {
+        s.until = match &n.kind {
+            Kind::Str(event) => Some(StreamEnd { event: Some(event.clone()), data: None }),
+            _ => {
+                let u = r.map(n, "until", &["event", "data"])?;
+                let event = u.get("event").and_then(|e| r.string(e, "until event"));
+                let data = u.get("data").and_then(|d| r.string(d, "until data"));
+                if event.is_none() && data.is_none() {
+                    r.problem(n, "until needs event or data", Some("e.g. until: { event: done }".into()));
+                    return None;
+                }
+                Some(StreamEnd { event, data })
+            }
+        };
+    }
+    if let Some(n) = m.get("match") {
+        let Kind::Map(pairs) = &n.kind else {
+            r.problem(n, "match must be a mapping of path: value", Some("e.g. match: { status: done }".into()));
+            return None;
+        };
+        s.matches = pairs.iter().map(|(k, v)| (k.key_text(), v.to_json())).collect();
+    }
+    s.capture = m.get("capture").and_then(|n| read_capture(r, n));
+    s.keep = m.get("keep").and_then(|n| r.boolean(n, "keep")).unwrap_or(false);
+    s.timeout = m.get("timeout").and_then(|n| r.duration(n, "timeout"));
+    Some(s)
+}
+
+/// `chat: { model, messages | prompt | input_tokens, max_tokens, url, headers, capture, timeout,
+/// ... }`; other keys go into the request's body as they are.
+fn read_chat(r: &mut Reader, node: &Node) -> Option<Chat> {
+    let Kind::Map(pairs) = &node.kind else {
+        r.problem(
+            node,
+            format!("chat must be a mapping, not {}", node.type_name()),
+            Some("e.g. chat: { messages: [{ role: user, content: Hi }], max_tokens: 64 }".into()),
+        );
+        return None;
+    };
+    let mut c = Chat {
+        url: None,
+        model: r.sse.model.clone(),
+        messages: None,
+        prompt: None,
+        input_tokens: None,
+        max_tokens: None,
+        extra: Vec::new(),
+        headers: r.sse.headers.clone(),
+        capture: None,
+        timeout: None,
+        goodput: r.sse.goodput.clone(),
+    };
+    for (k, v) in pairs {
+        match k.key_text().as_str() {
+            "url" => c.url = Some(r.string(v, "url")?),
+            "model" => {
+                r.templates(v);
+                c.model = Some(r.string(v, "model")?);
+            }
+            "messages" => {
+                r.templates(v);
+                if !matches!(v.kind, Kind::Seq(_)) {
+                    r.problem(v, "messages must be a list of { role, content }", None);
+                    return None;
+                }
+                c.messages = Some(v.to_json());
+            }
+            "prompt" => {
+                r.templates(v);
+                c.prompt = Some(v.to_json());
+            }
+            "input_tokens" => c.input_tokens = Some(read_length(r, v, "input_tokens")?),
+            "max_tokens" => c.max_tokens = Some(read_length(r, v, "max_tokens")?),
+            "headers" => {
+                r.templates(v);
+                c.headers.extend(read_headers(r, v, "chat headers"));
+            }
+            "capture" => c.capture = Some(read_capture(r, v)?),
+            "timeout" => c.timeout = Some(r.duration(v, "timeout")?),
+            "stream" | "stream_options" => {
+                r.problem(k, "chat always streams, with the usage asked for", None);
+                return None;
+            }
+            other => {
+                r.templates(v);
+                c.extra.push((other.to_string(), v.to_json()));
+            }
+        }
+    }
+    let given = [c.messages.is_some(), c.prompt.is_some(), c.input_tokens.is_some()];
+    if given.iter().filter(|g| **g).count() > 1 {
+        r.problem(node, "chat has one of messages, prompt and input_tokens", None);
+        return None;
+    }
+    Some(c)
 }
 
 fn read_http(r: &mut Reader, node: &Node, method: &str) -> Option<HttpStep> {

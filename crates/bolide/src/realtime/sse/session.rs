@@ -1,0 +1,272 @@
+//! An SSE user's session: the connection its requests go over (opened by `connect`, kept alive
+//! between streams that end cleanly, a new one when it is busy or gone), and the streams it keeps
+//! open after their step (`keep: true`), whose events `listen` steps count.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::sync::Notify;
+
+use super::wire::{self, Read, Response};
+use crate::proto::http::tls::Connector;
+use crate::proto::http::Stream;
+use crate::proto::link::Failure;
+use crate::proto::ws::{Endpoint, Traffic};
+use crate::session::Target;
+
+/// Events of the kept streams by name: how many came and how many `listen` steps took.
+#[derive(Default)]
+pub struct Heard {
+    pub by_name: RefCell<crate::vecmap::VecMap<String, (u64, u64)>>,
+    pub notify: Notify,
+    /// Why every kept stream ended, once one did for good.
+    pub ended: RefCell<Option<String>>,
+}
+
+impl Heard {
+    pub fn heard(&self, name: &str) {
+        let mut m = self.by_name.borrow_mut();
+        match m.get_mut(name) {
+            Some(n) => n.0 += 1,
+            None => {
+                m.insert(name.to_string(), (1, 0));
+            }
+        }
+        drop(m);
+        self.notify.notify_waiters();
+    }
+}
+
+/// How a kept stream is asked again when the server ends it: its request, and the wait when the
+/// server set no `retry`.
+pub struct Again {
+    pub headers: Vec<(String, String)>,
+    pub method: String,
+    pub url: url::Url,
+    pub body: Vec<u8>,
+    pub wait: Duration,
+}
+
+pub struct SseSession {
+    /// The target's URL (its path kept in front of a step's path).
+    pub base: url::Url,
+    ep: Endpoint,
+    tls: Option<Connector>,
+    pub traffic: Rc<RefCell<Traffic>>,
+    /// A connection free for the next request.
+    idle: RefCell<Option<Stream>>,
+    kept: RefCell<Vec<tokio::task::JoinHandle<()>>>,
+    pub heard: Rc<Heard>,
+    pub last_data: Rc<Cell<Option<Instant>>>,
+}
+
+impl SseSession {
+    async fn connect(&self) -> Result<Stream, Failure> {
+        crate::proto::http::open_stream(&self.ep.host, &self.ep.addrs, self.ep.tls, self.tls.as_ref())
+            .await
+            .map_err(|f| Failure::new(if f.class.name() == "tls" { "tls" } else { "connect" }, f.detail))
+    }
+
+    /// A step's URL: none is the target's own, a path joins the target's (its path kept), an
+    /// absolute URL stands.
+    pub fn url(&self, text: &str) -> Result<url::Url, String> {
+        if text.is_empty() {
+            return Ok(self.base.clone());
+        }
+        if text.starts_with('/') {
+            let mut u = self.base.clone();
+            let prefix = self.base.path().trim_end_matches('/');
+            let (path, query) = text.split_once('?').map_or((text, None), |(p, q)| (p, Some(q)));
+            u.set_path(&format!("{prefix}{path}"));
+            u.set_query(query);
+            return Ok(u);
+        }
+        url::Url::parse(text).map_err(|e| format!("URL {:?}: {e}", crate::redact::printable(text)))
+    }
+
+    /// Sends `req` on the free connection (a new one when none is free, or when the kept one
+    /// turns out closed before any answer) and reads the response's head.
+    pub async fn send(&self, req: &[u8], timeout: Duration) -> Result<Response, Failure> {
+        let began = Instant::now();
+        {
+            let mut t = self.traffic.borrow_mut();
+            t.messages_out += 1;
+            t.bytes_out += req.len() as u64;
+        }
+        let idle = self.idle.borrow_mut().take();
+        if let Some(conn) = idle {
+            match wire::send(conn, req, timeout).await {
+                Ok(r) => return Ok(r),
+                Err(f) if f.class == "closed" => {}
+                Err(f) => return Err(f),
+            }
+        }
+        let conn = tokio::time::timeout(timeout, self.connect())
+            .await
+            .map_err(|_| Failure::new("timeout", format!("no connection within {timeout:?}")))??;
+        wire::send(conn, req, timeout.saturating_sub(began.elapsed())).await
+    }
+
+    /// A response read to its end on a connection that stays open: free for the next request.
+    pub fn done_with(&self, r: Response, ended: bool) {
+        if ended && r.head.keep_alive {
+            *self.idle.borrow_mut() = Some(r.conn);
+        }
+    }
+
+    /// Keeps reading `r` after its step, each event counted for `listen`; asked again as
+    /// EventSource does when the server ends it (`again`: the request, its wait).
+    pub fn keep(&self, mut r: Response, again: Option<Again>) {
+        let heard = Rc::clone(&self.heard);
+        let traffic = Rc::clone(&self.traffic);
+        let last = Rc::clone(&self.last_data);
+        let ep = self.ep.clone();
+        let tls = self.tls.clone();
+        let task = tokio::task::spawn_local(async move {
+            loop {
+                let why = loop {
+                    let mut bytes = 0;
+                    let mut n = 0u64;
+                    let read = r
+                        .read(
+                            &mut |e| {
+                                n += 1;
+                                heard.heard(e.name);
+                            },
+                            &mut bytes,
+                        )
+                        .await;
+                    let mut t = traffic.borrow_mut();
+                    t.bytes_in += bytes;
+                    t.messages_in += n;
+                    t.count("sse.events", n);
+                    drop(t);
+                    if n > 0 {
+                        last.set(Some(Instant::now()));
+                    }
+                    match read {
+                        Ok(Read::More) => {}
+                        Ok(_) => break "the server ended the stream".to_string(),
+                        Err(f) => break f.detail,
+                    }
+                };
+                let Some(Again { headers, method, url, body, wait }) = &again else {
+                    *heard.ended.borrow_mut() = Some(why);
+                    heard.notify.notify_waiters();
+                    return;
+                };
+                let wait = r.parser.retry_ms.map_or(*wait, Duration::from_millis);
+                tokio::time::sleep(wait).await;
+                let mut h = headers.clone();
+                if let Some(id) = &r.parser.last_id {
+                    h.push(("Last-Event-ID".into(), id.clone()));
+                }
+                let req = wire::request(method, url, &h, body);
+                let conn = match crate::proto::http::open_stream(&ep.host, &ep.addrs, ep.tls, tls.as_ref()).await {
+                    Ok(c) => c,
+                    Err(_) => continue,
+                };
+                traffic.borrow_mut().count("sse.reconnects", 1);
+                let parser = std::mem::take(&mut r.parser);
+                match wire::send(conn, &req, Duration::from_secs(30)).await {
+                    Ok(mut next) if next.is_stream() => {
+                        traffic.borrow_mut().count("sse.streams", 1);
+                        next.parser.last_id = parser.last_id;
+                        next.parser.retry_ms = parser.retry_ms;
+                        r = next;
+                    }
+                    // 204, or no stream: EventSource stops asking.
+                    Ok(next) => {
+                        *heard.ended.borrow_mut() =
+                            Some(format!("the server answered {} to a reconnection", next.head.status));
+                        heard.notify.notify_waiters();
+                        return;
+                    }
+                    Err(_) => {
+                        r.parser = parser;
+                    }
+                }
+            }
+        });
+        let mut kept = self.kept.borrow_mut();
+        kept.retain(|t| !t.is_finished());
+        kept.push(task);
+    }
+}
+
+impl crate::session::Session for SseSession {
+    type Failure = Failure;
+    const RECONNECTS: bool = false;
+
+    /// The connection the user's first request goes over (TCP, and TLS for https).
+    async fn open(to: Target<'_>, timeout: Duration) -> Result<(SseSession, Duration), Failure> {
+        let target = &to.plan.targets[to.target];
+        let base = url::Url::parse(&target.url).map_err(|e| Failure::new("connect", e.to_string()))?;
+        let began = Instant::now();
+        let s = SseSession {
+            base,
+            ep: target.endpoint.clone(),
+            tls: to.tls.cloned(),
+            traffic: Rc::clone(to.traffic),
+            idle: RefCell::new(None),
+            kept: RefCell::new(Vec::new()),
+            heard: Rc::default(),
+            last_data: Rc::default(),
+        };
+        let conn = tokio::time::timeout(timeout, s.connect())
+            .await
+            .map_err(|_| Failure::new("timeout", format!("no connection within {timeout:?}")))??;
+        *s.idle.borrow_mut() = Some(conn);
+        Ok((s, began.elapsed()))
+    }
+
+    fn last_data(&self) -> Option<Instant> {
+        self.last_data.get()
+    }
+
+    fn gone(&self) -> Option<String> {
+        None
+    }
+
+    fn gone_at(&self) -> Option<Instant> {
+        None
+    }
+
+    fn session_id(&self) -> Option<String> {
+        None
+    }
+
+    fn snapshot(&self, _collection: Option<&str>) -> crate::stats::audit::Snapshot {
+        Default::default()
+    }
+
+    /// An SSE session is never made again: it has no subscriptions to restore.
+    async fn restore(
+        &self,
+        _: Option<&Value>,
+        subs: &[(String, Vec<Value>)],
+        _: Duration,
+    ) -> Result<Vec<String>, (String, Failure)> {
+        match subs.is_empty() {
+            true => Ok(Vec::new()),
+            false => Err(("stream".into(), Failure::new("closed", "SSE streams are not made again by a reconnection"))),
+        }
+    }
+
+    /// Closes the kept streams and the free connection.
+    fn close(self) -> Option<tokio::task::JoinHandle<()>> {
+        drop(self);
+        None
+    }
+}
+
+/// A user dropped (closed, or cut at its timeout) stops reading its kept streams.
+impl Drop for SseSession {
+    fn drop(&mut self) {
+        for t in self.kept.get_mut().drain(..) {
+            t.abort();
+        }
+    }
+}

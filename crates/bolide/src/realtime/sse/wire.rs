@@ -1,0 +1,508 @@
+//! Server-Sent Events as a browser's `EventSource` reads them (the WHATWG HTML standard's
+//! "event stream" format), over one HTTP/1.1 request: the request written, the response's head
+//! read, its body unframed (chunked, a length, or until the close) and cut into events.
+//!
+//! The event parser is pure ([`Parser::feed`]): lines end with CRLF, LF or CR (a CR at the end of
+//! one read and an LF at the start of the next are one line end); `data` lines join with LF;
+//! `event`, `id` (refused when it holds NUL) and `retry` (digits only) set the next event; a line
+//! starting with `:` is a comment; a blank line dispatches the event when it has data. A leading
+//! byte order mark is dropped.
+
+use std::time::{Duration, Instant};
+
+use tokio::io::AsyncWriteExt;
+
+use crate::proto::http::Stream;
+use crate::proto::link::Failure;
+
+/// One event, as the parser dispatches it.
+#[derive(Debug, PartialEq)]
+pub struct Event<'a> {
+    /// The `event` field, or `message`.
+    pub name: &'a str,
+    /// The `data` lines joined with LF.
+    pub data: &'a str,
+    /// The last event id the stream set (as EventSource keeps it, across events).
+    pub id: Option<&'a str>,
+}
+
+/// The event stream's parser: the bytes of a line not yet ended and the event being built.
+#[derive(Default)]
+pub struct Parser {
+    line: Vec<u8>,
+    data: String,
+    name: String,
+    /// The last event id: sent back as `Last-Event-ID` on a reconnection.
+    pub last_id: Option<String>,
+    /// The reconnection time the server set (`retry`), in ms.
+    pub retry_ms: Option<u64>,
+    /// A CR ended the last line: an LF first in the next bytes is part of its end.
+    after_cr: bool,
+    started: bool,
+    /// Comment lines read (`:` first).
+    pub comments: u64,
+}
+
+impl Parser {
+    /// Reads `bytes`, dispatching each whole event to `on`.
+    pub fn feed(&mut self, mut bytes: &[u8], on: &mut dyn FnMut(&Event<'_>)) {
+        if bytes.is_empty() {
+            return;
+        }
+        if !self.started {
+            self.line.extend_from_slice(bytes);
+            if self.line.len() < 3 && b"\xEF\xBB\xBF".starts_with(&self.line) {
+                return;
+            }
+            self.started = true;
+            let held = std::mem::take(&mut self.line);
+            let rest = held.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&held);
+            self.feed(rest, on);
+            return;
+        }
+        if self.after_cr && bytes.first() == Some(&b'\n') {
+            bytes = &bytes[1..];
+        }
+        self.after_cr = false;
+        while let Some(end) = memchr::memchr2(b'\n', b'\r', bytes) {
+            let line = &bytes[..end];
+            let mut next = end + 1;
+            if bytes[end] == b'\r' {
+                match bytes.get(next) {
+                    Some(b'\n') => next += 1,
+                    None => self.after_cr = true,
+                    _ => {}
+                }
+            }
+            if self.line.is_empty() {
+                self.line_done(line, on);
+            } else {
+                let mut whole = std::mem::take(&mut self.line);
+                whole.extend_from_slice(line);
+                self.line_done(&whole, on);
+                whole.clear();
+                self.line = whole;
+            }
+            bytes = &bytes[next..];
+        }
+        self.line.extend_from_slice(bytes);
+    }
+
+    fn line_done(&mut self, line: &[u8], on: &mut dyn FnMut(&Event<'_>)) {
+        if line.is_empty() {
+            if !self.data.is_empty() {
+                self.data.pop();
+                let name = if self.name.is_empty() { "message" } else { &self.name };
+                on(&Event { name, data: &self.data, id: self.last_id.as_deref() });
+            }
+            self.data.clear();
+            self.name.clear();
+            return;
+        }
+        if line[0] == b':' {
+            self.comments += 1;
+            return;
+        }
+        let (field, value) = match memchr::memchr(b':', line) {
+            Some(i) => {
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (line, &b""[..]),
+        };
+        let value = String::from_utf8_lossy(value);
+        match field {
+            b"data" => {
+                self.data.push_str(&value);
+                self.data.push('\n');
+            }
+            b"event" => {
+                self.name.clear();
+                self.name.push_str(&value);
+            }
+            b"id" if !value.contains('\0') => self.last_id = Some(value.into_owned()),
+            b"retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                self.retry_ms = value.parse().ok();
+            }
+            _ => {}
+        }
+    }
+}
+
+/// How a response's body is framed.
+enum Framing {
+    Length(u64),
+    Chunked { state: Chunk, size: u64, line: Vec<u8> },
+    Close,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Chunk {
+    Size,
+    Data,
+    DataEnd,
+    Trailers,
+}
+
+/// The body of a response, unframed as it arrives.
+pub struct Body {
+    framing: Framing,
+    done: bool,
+}
+
+impl Body {
+    /// Hands the body's bytes in `input` to `out`; whether the body ended.
+    fn unframe(&mut self, mut input: &[u8], out: &mut dyn FnMut(&[u8])) -> Result<bool, String> {
+        match &mut self.framing {
+            Framing::Close => out(input),
+            Framing::Length(left) => {
+                let n = (*left).min(input.len() as u64) as usize;
+                out(&input[..n]);
+                *left -= n as u64;
+                self.done = *left == 0;
+            }
+            Framing::Chunked { state, size, line } => {
+                while !input.is_empty() && !self.done {
+                    match state {
+                        Chunk::Size | Chunk::Trailers | Chunk::DataEnd => {
+                            let Some(end) = memchr::memchr(b'\n', input) else {
+                                line.extend_from_slice(input);
+                                if line.len() > 4096 {
+                                    return Err("a chunk's size line is over 4 KB".into());
+                                }
+                                return Ok(false);
+                            };
+                            line.extend_from_slice(&input[..end]);
+                            input = &input[end + 1..];
+                            let text = String::from_utf8_lossy(line).trim_end_matches('\r').to_string();
+                            line.clear();
+                            match *state {
+                                Chunk::DataEnd if text.is_empty() => *state = Chunk::Size,
+                                Chunk::DataEnd => return Err("a chunk's data did not end with CRLF".into()),
+                                Chunk::Trailers if text.is_empty() => self.done = true,
+                                Chunk::Trailers => {}
+                                _ => {
+                                    let digits = text.split(';').next().unwrap_or_default().trim();
+                                    *size = u64::from_str_radix(digits, 16).map_err(|_| {
+                                        format!("bad chunk size {:?}", crate::redact::printable(digits))
+                                    })?;
+                                    *state = if *size == 0 { Chunk::Trailers } else { Chunk::Data };
+                                }
+                            }
+                        }
+                        Chunk::Data => {
+                            let n = (*size).min(input.len() as u64) as usize;
+                            out(&input[..n]);
+                            input = &input[n..];
+                            *size -= n as u64;
+                            if *size == 0 {
+                                *state = Chunk::DataEnd;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(self.done)
+    }
+}
+
+/// A request's bytes: the method, the path (with its query) and host, the headers and a body.
+pub fn request(method: &str, url: &url::Url, headers: &[(String, String)], body: &[u8]) -> Vec<u8> {
+    let mut path = url.path().to_string();
+    if let Some(q) = url.query() {
+        path.push('?');
+        path.push_str(q);
+    }
+    let host = match url.port() {
+        Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
+        None => url.host_str().unwrap_or_default().to_string(),
+    };
+    let mut out = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\n");
+    let has = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    if !has("accept") {
+        out.push_str("Accept: text/event-stream\r\n");
+    }
+    if !has("cache-control") {
+        out.push_str("Cache-Control: no-cache\r\n");
+    }
+    for (k, v) in headers {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if !body.is_empty() || method != "GET" {
+        out.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    out.push_str("\r\n");
+    let mut bytes = out.into_bytes();
+    bytes.extend_from_slice(body);
+    bytes
+}
+
+/// A response's head as a stream needs it.
+pub struct Head {
+    pub status: u16,
+    pub content_type: String,
+    /// The connection may carry another request once the body ends.
+    pub keep_alive: bool,
+}
+
+/// One response being read on its connection: its body's framing, the bytes left over, and the
+/// event parser.
+pub struct Response {
+    pub conn: Stream,
+    pub head: Head,
+    body: Body,
+    pending: Vec<u8>,
+    pub parser: Parser,
+    /// When the last byte arrived.
+    pub last_data: Option<Instant>,
+}
+
+/// What one read gave.
+pub enum Read {
+    /// More may come.
+    More,
+    /// The body ended as its framing says: the connection may be reused when `keep_alive`.
+    Ended,
+    /// The server closed the connection.
+    Closed,
+}
+
+/// Largest response head accepted.
+const HEAD_LIMIT: usize = 64 * 1024;
+
+/// Writes `req` on `conn` and reads the response's head (within `timeout`).
+pub async fn send(mut conn: Stream, req: &[u8], timeout: Duration) -> Result<Response, Failure> {
+    let exchange = async {
+        conn.write_all(req).await.map_err(|e| Failure::new("closed", format!("writing the request: {e}")))?;
+        let mut buf = Vec::new();
+        loop {
+            let n = crate::proto::read::read_appending(&mut conn, &mut buf)
+                .await
+                .map_err(|e| Failure::new("closed", format!("reading the response: {e}")))?;
+            if n == 0 {
+                return Err(Failure::new("closed", "the server closed the connection before answering"));
+            }
+            let mut headers = [httparse::EMPTY_HEADER; 64];
+            let mut resp = httparse::Response::new(&mut headers);
+            match resp.parse(&buf) {
+                Ok(httparse::Status::Complete(len)) => {
+                    let head = head_of(&resp)?;
+                    let framing = framing_of(&resp)?;
+                    let pending = buf.split_off(len);
+                    return Ok((head, framing, pending));
+                }
+                Ok(httparse::Status::Partial) if buf.len() > HEAD_LIMIT => {
+                    return Err(Failure::new("protocol", "the response's head is over 64 KB"));
+                }
+                Ok(httparse::Status::Partial) => {}
+                Err(e) => return Err(Failure::new("protocol", format!("not an HTTP response: {e}"))),
+            }
+        }
+    };
+    let (head, framing, pending) = match tokio::time::timeout(timeout, exchange).await {
+        Ok(r) => r?,
+        Err(_) => return Err(Failure::new("timeout", format!("no response within {timeout:?}"))),
+    };
+    let mut r = Response {
+        conn,
+        head,
+        body: Body { framing, done: false },
+        pending: Vec::new(),
+        parser: Parser::default(),
+        last_data: None,
+    };
+    r.pending = pending;
+    Ok(r)
+}
+
+fn head_of(resp: &httparse::Response<'_, '_>) -> Result<Head, Failure> {
+    let status = resp.code.unwrap_or(0);
+    let header = |name: &str| {
+        resp.headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| String::from_utf8_lossy(h.value).to_ascii_lowercase())
+    };
+    let closes = header("connection").is_some_and(|c| c.contains("close"));
+    Ok(Head {
+        status,
+        content_type: header("content-type").unwrap_or_default(),
+        keep_alive: resp.version == Some(1) && !closes,
+    })
+}
+
+fn framing_of(resp: &httparse::Response<'_, '_>) -> Result<Framing, Failure> {
+    let mut framing = Framing::Close;
+    for h in resp.headers.iter() {
+        if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            if String::from_utf8_lossy(h.value).to_ascii_lowercase().contains("chunked") {
+                return Ok(Framing::Chunked { state: Chunk::Size, size: 0, line: Vec::new() });
+            }
+        } else if h.name.eq_ignore_ascii_case("content-length") {
+            let n = std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse().ok());
+            framing = Framing::Length(n.ok_or_else(|| Failure::new("protocol", "a Content-Length that is no number"))?);
+        }
+    }
+    Ok(framing)
+}
+
+impl Response {
+    /// Whether this response is an event stream (a 200 of `text/event-stream`).
+    pub fn is_stream(&self) -> bool {
+        self.head.status == 200 && self.head.content_type.starts_with("text/event-stream")
+    }
+
+    /// Reads once (what the head left over first), handing each event to `on` with its arrival
+    /// time and the bytes read to `bytes`.
+    pub async fn read(&mut self, on: &mut dyn FnMut(&Event<'_>), bytes: &mut u64) -> Result<Read, Failure> {
+        if self.body.done {
+            return Ok(Read::Ended);
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let got = if pending.is_empty() {
+            let Response { conn, body, parser, .. } = self;
+            std::future::poll_fn(|cx| {
+                crate::proto::read::poll_read_with(conn, cx, |got| {
+                    if got.is_empty() {
+                        return Ok(None);
+                    }
+                    *bytes += got.len() as u64;
+                    body.unframe(got, &mut |b| parser.feed(b, on)).map(Some)
+                })
+            })
+            .await
+            .map_err(|e| Failure::new("closed", format!("reading the stream: {e}")))?
+        } else {
+            *bytes += pending.len() as u64;
+            let Response { body, parser, .. } = self;
+            body.unframe(&pending, &mut |b| parser.feed(b, on)).map(Some)
+        };
+        self.last_data = Some(Instant::now());
+        match got {
+            Ok(None) if matches!(self.body.framing, Framing::Close) => {
+                self.body.done = true;
+                self.head.keep_alive = false;
+                Ok(Read::Ended)
+            }
+            Ok(None) => Ok(Read::Closed),
+            Ok(Some(true)) => Ok(Read::Ended),
+            Ok(Some(false)) => Ok(Read::More),
+            Err(e) => Err(Failure::new("protocol", e)),
+        }
+    }
+
+    /// The body read to its end as text (an error's explanation), at most `limit` bytes of it
+    /// kept, within `timeout`.
+    pub async fn text(&mut self, limit: usize, timeout: Duration) -> String {
+        let mut raw = Vec::new();
+        let read = async {
+            loop {
+                let pending = std::mem::take(&mut self.pending);
+                let mut take = |b: &[u8]| {
+                    let room = limit.saturating_sub(raw.len());
+                    raw.extend_from_slice(&b[..b.len().min(room)]);
+                };
+                let done = if pending.is_empty() {
+                    let Response { conn, body, .. } = self;
+                    let r = std::future::poll_fn(|cx| {
+                        crate::proto::read::poll_read_with(conn, cx, |got| match got.is_empty() {
+                            true => Ok(true),
+                            false => body.unframe(got, &mut take),
+                        })
+                    })
+                    .await;
+                    !matches!(r, Ok(Ok(false)))
+                } else {
+                    !matches!(self.body.unframe(&pending, &mut take), Ok(false))
+                };
+                if done || raw.len() >= limit {
+                    break;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(timeout, read).await;
+        String::from_utf8_lossy(&raw).into_owned()
+    }
+}
+
+/// What a server's `chunks` (one read each) give the parser, without I/O (crates/fuzz drives it):
+/// every event as (name, data, id), and the comments.
+pub fn feed(chunks: &[&[u8]]) -> (Vec<(String, String, Option<String>)>, u64) {
+    let mut p = Parser::default();
+    let mut out = Vec::new();
+    for c in chunks {
+        p.feed(c, &mut |e| out.push((e.name.to_string(), e.data.to_string(), e.id.map(String::from))));
+    }
+    (out, p.comments)
+}
+
+/// What a chunked body cut into `reads` unframes to, and whether it ended (or the error).
+pub fn unchunk(reads: &[&[u8]]) -> Result<(Vec<u8>, bool), String> {
+    let mut b = Body { framing: Framing::Chunked { state: Chunk::Size, size: 0, line: Vec::new() }, done: false };
+    let mut out = Vec::new();
+    let mut done = false;
+    for r in reads {
+        done = b.unframe(r, &mut |x| out.extend_from_slice(x))?;
+    }
+    Ok((out, done))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(name: &str, data: &str, id: Option<&str>) -> (String, String, Option<String>) {
+        (name.into(), data.into(), id.map(String::from))
+    }
+
+    #[test]
+    fn events_as_the_standard_reads_them() {
+        let text = b"\xEF\xBB\xBF: hello\r\nevent: tick\r\nid: 7\r\nretry: 1500\r\ndata: a\r\ndata: b\r\n\r\n\
+            data:no space\n\ndata\n\nid\n: only a comment\n\nevent: empty\n\nretry: x1\ndata: last\r\r";
+        let (events, comments) = feed(&[text]);
+        assert_eq!(
+            events,
+            vec![ev("tick", "a\nb", Some("7")), ev("message", "no space", Some("7")), ev("message", "", Some("7")),]
+                .into_iter()
+                .chain([ev("message", "last", Some(""))])
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(comments, 2);
+        let mut p = Parser::default();
+        p.feed(b"retry: 1500\n", &mut |_| {});
+        p.feed(b"retry: 2x\n", &mut |_| {});
+        assert_eq!(p.retry_ms, Some(1500));
+    }
+
+    #[test]
+    fn a_stream_cut_anywhere_reads_the_same() {
+        let text: &[u8] = b"\xEF\xBB\xBFevent: a\r\ndata: 1\r\n\r\n: c\r\ndata: 2\r\ndata: 3\n\rid: 9\rdata: x\r\n\r\n";
+        let whole = feed(&[text]);
+        assert_eq!(whole.0.len(), 3);
+        for cut in 0..text.len() {
+            for cut2 in cut..text.len() {
+                assert_eq!(feed(&[&text[..cut], &text[cut..cut2], &text[cut2..]]), whole, "cut at {cut}, {cut2}");
+            }
+        }
+    }
+
+    #[test]
+    fn chunked_bodies_unframe_across_reads() {
+        let body: &[u8] = b"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\n";
+        for cut in 0..body.len() {
+            assert_eq!(unchunk(&[&body[..cut], &body[cut..]]).unwrap(), (b"hello world".to_vec(), true), "cut {cut}");
+        }
+        assert!(unchunk(&[b"zz\r\n"]).is_err());
+        assert!(unchunk(&[b"2\r\nabX\r\n"]).is_err());
+        assert_eq!(unchunk(&[b"3\r\nab"]).unwrap(), (b"ab".to_vec(), false));
+    }
+
+    #[test]
+    fn requests_carry_the_stream_headers() {
+        let url = url::Url::parse("http://127.0.0.1:8000/v1/chat?x=1").unwrap();
+        let r = String::from_utf8(request("POST", &url, &[("X-A".into(), "b".into())], b"{}")).unwrap();
+        assert!(r.starts_with("POST /v1/chat?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nAccept: text/event-stream\r\n"));
+        assert!(r.ends_with("X-A: b\r\nContent-Length: 2\r\n\r\n{}"));
+    }
+}
