@@ -165,6 +165,17 @@ pub const TARGETS: &[Target] = &[
         run: graphql_ws,
     },
     Target {
+        name: "sse-stream",
+        about: "Server-Sent Events: a stream cut into reads anywhere reads the same events, and a chunked body unframes the same",
+        seeds: sse_seeds,
+        dictionary: &[
+            "\r\n", "\n", "\r", "data: ", "event: ", "id: ", "retry: ", ": ", "\u{feff}", "\r\n\r\n", "0\r\n\r\n",
+            "5\r\n", "[DONE]",
+        ],
+        max_len: 4096,
+        run: sse_stream,
+    },
+    Target {
         name: "prometheus-text",
         about: "--scrape: the exposition text reader and the bounded scraper (what it keeps is what it writes, and reads back)",
         seeds: prometheus_seeds,
@@ -578,6 +589,38 @@ fn graphql_ws(data: &[u8]) {
     assert_eq!(count("graphql.next_received"), nexts);
     assert_eq!(count("graphql.errors_received"), errors);
     assert_eq!(count("graphql.complete_received"), completes);
+}
+
+// --- sse-stream -------------------------------------------------------------------------------
+
+fn sse_seeds() -> Vec<Vec<u8>> {
+    strings(&[
+        "\u{feff}: hi\r\nevent: tick\r\nid: 7\r\nretry: 1500\r\ndata: a\r\ndata: b\r\n\r\ndata:x\n\ndata\n\nid\n\r",
+        "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n",
+        "5\r\nhello\r\n6;x=1\r\n world\r\n0\r\nT: 1\r\n\r\n",
+    ])
+}
+
+fn sse_stream(data: &[u8]) {
+    use bolide::realtime::sse::wire;
+    let (a, b) = match data {
+        [x, y, ..] => (*x as usize % (data.len() + 1), *y as usize % (data.len() + 1)),
+        _ => (0, 0),
+    };
+    let (a, b) = (a.min(b), a.max(b));
+    let whole = wire::feed(&[data]);
+    assert_eq!(wire::feed(&[&data[..a], &data[a..b], &data[b..]]), whole, "cut at {a} and {b}");
+    for (name, data, id) in &whole.0 {
+        assert!(!name.contains(['\r', '\n']) && !data.contains('\r'), "{name:?} {data:?}");
+        assert!(id.as_deref().is_none_or(|i| !i.contains(['\0', '\r', '\n'])), "{id:?}");
+    }
+    let one = wire::unchunk(&[data]);
+    let cut = wire::unchunk(&[&data[..a], &data[a..b], &data[b..]]);
+    match (&one, &cut) {
+        (Ok(x), Ok(y)) => assert_eq!(x, y, "chunked body cut at {a} and {b}"),
+        (Err(_), Err(_)) => {}
+        _ => panic!("a chunked body read whole and cut at {a}, {b}: {one:?} and {cut:?}"),
+    }
 }
 
 // --- scenario files -------------------------------------------------------------------------

@@ -1035,9 +1035,29 @@ fn read_payload(r: &mut Reader, node: &Node, base: &Path) -> Option<Payload> {
             return None;
         }
     };
-    let mut reader = csv::ReaderBuilder::new().has_headers(skip_header).flexible(true).from_reader(&bytes[..]);
     let mut rows = Vec::new();
-    for (i, rec) in reader.records().enumerate() {
+    // JSON Lines (a prompt file as LLM benchmarks keep them): each line an object, the fields
+    // its keys (text as it is, any other value as JSON).
+    if path.ends_with(".jsonl") || path.ends_with(".ndjson") {
+        for (i, line) in String::from_utf8_lossy(&bytes).lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let Ok(Value::Object(o)) = serde_json::from_str::<Value>(line) else {
+                r.problem(node, format!("payload {} line {}: not a JSON object", full.display(), i + 1), None);
+                return None;
+            };
+            let cell = |f: &String| match o.get(f) {
+                Some(Value::String(s)) => s.clone(),
+                Some(v) => v.to_string(),
+                None => String::new(),
+            };
+            rows.push(fields.iter().map(cell).collect());
+        }
+    }
+    let mut reader = csv::ReaderBuilder::new().has_headers(skip_header).flexible(true).from_reader(&bytes[..]);
+    let records = if rows.is_empty() { reader.records().collect() } else { Vec::new() };
+    for (i, rec) in records.into_iter().enumerate() {
         match rec {
             Ok(rec) => rows.push(rec.iter().map(str::to_string).collect::<Vec<_>>()),
             Err(e) => {
@@ -2134,6 +2154,11 @@ fn read_chat(r: &mut Reader, node: &Node) -> Option<Chat> {
                 c.prompt = Some(v.to_json());
             }
             "input_tokens" => c.input_tokens = Some(read_length(r, v, "input_tokens")?),
+            // A template (`"{{ max_tokens }}"`, from a payload) is rendered per request.
+            "max_tokens" if matches!(v.kind, Kind::Str(_)) => {
+                r.templates(v);
+                c.extra.push(("max_tokens".into(), v.to_json()));
+            }
             "max_tokens" => c.max_tokens = Some(read_length(r, v, "max_tokens")?),
             "headers" => {
                 r.templates(v);

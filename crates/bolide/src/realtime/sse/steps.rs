@@ -323,7 +323,16 @@ async fn chat<U: User<Session = SseSession>>(u: &mut U, step: &Step, c: &Chat) -
         (None, None, None) => (Some(serde_json::json!([{ "role": "user", "content": "Say hello." }])), None),
     };
     let max_tokens = c.max_tokens.as_ref().map(llm::draw);
-    let sent_body = llm::body(&model, messages, prompt, max_tokens, &c.extra);
+    // Extra keys rendered; a count that a template made text (a payload's) is sent as a number.
+    let extra: Vec<(String, Value)> = c
+        .extra
+        .iter()
+        .map(|(k, v)| match u.render(v) {
+            Value::String(t) if k == "max_tokens" => (k.clone(), t.parse::<u64>().map_or(Value::String(t), Value::from)),
+            other => (k.clone(), other),
+        })
+        .collect();
+    let sent_body = llm::body(&model, messages, prompt, max_tokens, &extra);
     let body = body(u, Some(&sent_body), &mut head);
     let req = wire::request("POST", &url, &head, &body);
     let mut done = Completion { text: c.capture.as_ref().map(|_| String::new()), ..Completion::default() };
