@@ -441,6 +441,8 @@ mod tests {
                 per_s: None,
                 unit: None,
                 browser: None,
+                measures_ms: Default::default(),
+                events_per_s: Default::default(),
             })
             .collect()
     }
