@@ -861,6 +861,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_seconds_measures_from_every_worker_merge_by_name() {
+        // Two workers' ticks: the first token's latency from both, the gap from one.
+        let tick = |ttft: &[u64], gap: &[u64]| {
+            let mut t = crate::proto::ws::Traffic::default();
+            ttft.iter().for_each(|us| t.measure("llm.ttft", *us));
+            gap.iter().for_each(|us| t.measure("sse.gap", *us));
+            let mut latency = TickLatency::default();
+            for (name, h) in &mut t.measures_second {
+                latency.measures.push((*name, hist::drain(h)));
+            }
+            latency
+        };
+        let mut second = SecondLatencies::default();
+        second.add(&tick(&[1_000, 2_000], &[]));
+        second.add(&tick(&[4_000], &[50]));
+        let mut sec = DdpSecond::default();
+        second.fill(&[], true, &mut sec);
+        let ttft = &sec.measures["llm.ttft"];
+        assert_eq!(ttft.count, 3);
+        assert!((4_000..4_010).contains(&ttft.max_us), "{ttft:?}");
+        assert!(ttft.histogram.is_some(), "kept for a segment's merge");
+        assert_eq!(sec.measures["sse.gap"].count, 1);
+        // A second without any writes none (and the document leaves the field out).
+        let mut quiet = DdpSecond::default();
+        SecondLatencies::default().fill(&[], false, &mut quiet);
+        assert!(quiet.measures.is_empty());
+        assert!(!serde_json::to_string(&quiet).unwrap().contains("measures"));
+    }
+
+    #[test]
     fn merge_and_summaries() {
         let names = vec![("connect".to_string(), false), ("call m".to_string(), true)];
         let mut a = VuRecorder::new(&names);
