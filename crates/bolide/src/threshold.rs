@@ -30,7 +30,9 @@ pub const METRICS: &str = "p50, p90, p95, p99, p99.9 (any pN), min, mean, max (l
     method), browser.cpu, browser.cpu.max, browser.cpu_per_user (% of one core), browser.rss, \
     browser.rss_per_user, browser.console_errors, browser.failed_requests and browser.crashes, and the \
     fan-out latency of realtime runs, fanout.STAT (fanout.p99<50ms: from the time pushed data carries \
-    to each user it reached)";
+    to each user it reached), and a protocol's own latencies, NAME.STAT with NAME two dotted words \
+    (llm.ttft.p99<2s, llm.itl.p99<100ms, llm.tpot.mean<50ms, llm.e2el.max<1m, sse.first_event.p95<500ms, \
+    sse.gap.p99<1s)";
 
 /// A latency statistic.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -61,6 +63,9 @@ pub enum Metric {
     /// A realtime run's fan-out latency: from the time pushed data carries (a document's server
     /// timestamp, an event's send time) to each user it reached.
     Fanout(Stat),
+    /// A protocol's own latency by its name of two dotted words (`llm.ttft`, `sse.first_event`):
+    /// the document's `summary.measures`.
+    Measure { name: String, stat: Stat },
     /// Failed requests (HTTP) or steps (DDP), percent.
     ErrorRate,
     /// Failed requests or steps (DDP: with users cut by the user timeout), a count.
@@ -335,7 +340,7 @@ impl Dim {
 impl Metric {
     pub fn dim(&self) -> Dim {
         match self {
-            Metric::Latency { .. } | Metric::Fanout(_) => Dim::Time,
+            Metric::Latency { .. } | Metric::Fanout(_) | Metric::Measure { .. } => Dim::Time,
             Metric::ErrorRate | Metric::Cpu { .. } => Dim::Percent,
             Metric::Errors | Metric::Audit(_) => Dim::Count,
             Metric::Browser(BrowserFigure::Vital { metric: "cls", .. }) => Dim::Count,
@@ -374,6 +379,7 @@ impl Metric {
             Metric::Latency { step: None, stat } if ddp => format!("{stat} of all steps"),
             Metric::Latency { step: None, stat } => format!("{stat} of all requests"),
             Metric::Fanout(stat) => format!("{stat} of the fan-out latency"),
+            Metric::Measure { name, stat } => format!("{stat} of {name}"),
             Metric::ErrorRate if ddp => "failed steps, % of steps".into(),
             Metric::ErrorRate => "failed requests, % of requests".into(),
             Metric::Errors if ddp => "failed steps and cut users".into(),
@@ -708,7 +714,7 @@ impl Parser {
             ("cpu" | "rss", None) => Err(unknown(&format!("{head} needs the name of a watched process: {head}.app"))),
             _ => match stat(&word) {
                 Some(stat) => Ok(Metric::Latency { step: None, stat }),
-                None => Err(unknown(&format!("unknown metric {word:?}"))),
+                None => measure(&word).map_err(|why| unknown(&why)),
             },
         }
     }
@@ -989,6 +995,28 @@ impl Parser {
     }
 }
 
+/// A protocol's own latency, `NAME.STAT` with NAME two dotted words (`llm.ttft.p99`,
+/// `sse.first_event.p99.9`); the reason when `word` is not one.
+fn measure(word: &str) -> Result<Metric, String> {
+    let is_name = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-'));
+    let mut parts = word.splitn(3, '.');
+    let (a, b, rest) = (parts.next().unwrap_or(""), parts.next(), parts.next());
+    // The grammar's own words keep their meaning: error_rate.x is a mistake, not a measure.
+    if ["error_rate", "errors", "rps", "fanout", "cpu", "rss"].contains(&a) {
+        return Err(format!("unknown metric {word:?}"));
+    }
+    match (b, rest) {
+        (Some(b), Some(rest)) if is_name(a) && is_name(b) => match stat(rest) {
+            Some(stat) => Ok(Metric::Measure { name: format!("{a}.{b}"), stat }),
+            None => Err(format!("{word}: a latency statistic follows a measure's name ({a}.{b}.p99)")),
+        },
+        (Some(b), None) if is_name(a) && is_name(b) => {
+            Err(format!("{word} needs a latency statistic: {word}.p99 (a protocol's measure is NAME.STAT)"))
+        }
+        _ => Err(format!("unknown metric {word:?}")),
+    }
+}
+
 /// A latency statistic's name: min, mean, max, median, pN.
 fn stat(word: &str) -> Option<Stat> {
     match word {
@@ -1062,6 +1090,13 @@ pub fn check(t: &Threshold, names: &Names) -> Result<(), Problem> {
             format!("{}: fanout applies to realtime runs (bolide run); an HTTP run pushes nothing", t.text).into()
         );
     }
+    if let (Metric::Measure { name, .. }, None) = (&t.metric, names.steps) {
+        return Err(format!(
+            "{}: {name} is a realtime protocol's measure (bolide run); an HTTP run takes none",
+            t.text
+        )
+        .into());
+    }
     if let Metric::Server(f) = &t.metric {
         if !names.scraped.contains(&f.endpoint) {
             let add = if f.endpoint == crate::monitor::monti::NAME {
@@ -1106,6 +1141,7 @@ mod tests {
     #[test]
     fn valid_expressions_parse_to_metric_op_and_bound_in_the_metrics_unit() {
         let lat = |stat| Metric::Latency { step: None, stat };
+        let measure = |name: &str, stat| Metric::Measure { name: name.into(), stat };
         let table: &[(&str, Metric, Op, f64)] = &[
             ("p99<200ms", lat(Stat::Percentile(99.0)), Op::Lt, 200.0),
             ("p50<=20ms", lat(Stat::Percentile(50.0)), Op::Le, 20.0),
@@ -1174,6 +1210,14 @@ mod tests {
                 0.05,
             ),
             ("error_rate<=0.5", Metric::ErrorRate, Op::Le, 0.5),
+            // A protocol's own latencies: two dotted words and a statistic, in time units.
+            ("llm.ttft.p99<2s", measure("llm.ttft", Stat::Percentile(99.0)), Op::Lt, 2000.0),
+            ("llm.itl.p99<100ms", measure("llm.itl", Stat::Percentile(99.0)), Op::Lt, 100.0),
+            ("sse.first_event.p95<500ms", measure("sse.first_event", Stat::Percentile(95.0)), Op::Lt, 500.0),
+            ("llm.tpot.mean<50ms", measure("llm.tpot", Stat::Mean), Op::Lt, 50.0),
+            ("llm.e2el.max <= 1m", measure("llm.e2el", Stat::Max), Op::Le, 60_000.0),
+            ("sse.gap.p99.9<1500us", measure("sse.gap", Stat::Percentile(99.9)), Op::Lt, 1.5),
+            ("llm.ttft.median<800", measure("llm.ttft", Stat::Percentile(50.0)), Op::Lt, 800.0),
             ("errors<1", Metric::Errors, Op::Lt, 1.0),
             ("rps>=5000", Metric::Rps, Op::Ge, 5000.0),
             ("rps>1_000/s", Metric::Rps, Op::Gt, 1000.0),
@@ -1294,6 +1338,16 @@ mod tests {
             ("step[\"\"].p95<1ms", 6, &["empty step name"]),
             ("step[\"x\"]p95<1ms", 10, &["expected .STATISTIC"]),
             ("step[\"x\"].p<1ms", 11, &["not a latency statistic of step \"x\""]),
+            // A measure: its name wants a statistic, its statistic a time.
+            ("llm.ttft<2s", 1, &["llm.ttft needs a latency statistic: llm.ttft.p99"]),
+            ("llm.ttft.p0<2s", 1, &["llm.ttft.p0: a latency statistic follows a measure's name (llm.ttft.p99)"]),
+            ("llm.ttft.fast<2s", 1, &["a latency statistic follows", "NAME.STAT"]),
+            ("llm.ttft.p99<2MB", 15, &["unit \"MB\" does not fit p99 of llm.ttft", "us, ms, s or m"]),
+            (".ttft.p99<2s", 1, &["unknown metric \".ttft.p99\""]),
+            ("llm..p99<2s", 1, &["unknown metric \"llm..p99\""]),
+            // The grammar's own words are not measures.
+            ("error_rate.x.p99<1", 1, &["unknown metric \"error_rate.x.p99\""]),
+            ("rps.x<1", 1, &["unknown metric \"rps.x\""]),
         ];
         for (text, column, words) in table {
             let e = match parse(text, Source::Flag) {
@@ -1351,5 +1405,9 @@ mod tests {
         let e = check(&ok("cpu.app<80%"), &http).unwrap_err().to_string();
         assert!(e.contains("(watched: none)"), "{e}");
         assert!(check(&ok("p99<1s"), &http).is_ok());
+        // A protocol's measure is known only once the run has taken it: a realtime run may.
+        assert!(check(&ok("llm.ttft.p99<2s"), &ddp).is_ok());
+        let e = check(&ok("llm.ttft.p99<2s"), &http).unwrap_err().to_string();
+        assert!(e.contains("llm.ttft is a realtime protocol's measure (bolide run)"), "{e}");
     }
 }

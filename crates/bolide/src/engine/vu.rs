@@ -262,6 +262,12 @@ fn worker(
         if let Some(h) = &mut t.fanout_second_us {
             latency.fanout = crate::stats::hist::drain(h);
         }
+        for (name, h) in &mut t.measures_second {
+            let pairs = crate::stats::hist::drain(h);
+            if !pairs.is_empty() {
+                latency.measures.push((*name, pairs));
+            }
+        }
         second.messages_in = t.messages_in - last_traffic.0;
         second.messages_out = t.messages_out - last_traffic.1;
         second.bytes_in = t.bytes_in - last_traffic.2;

@@ -240,6 +240,18 @@ struct Second<'a> {
     histograms: Vec<(&'static str, Labels, Option<&'a str>)>,
 }
 
+/// A DDP second's latency histograms: each step's (`step` label) and each of a protocol's own
+/// latencies (`bolide_ddp_measure_seconds{measure="llm.ttft"}`).
+fn ddp_histograms(s: &crate::stats::vu::DdpSecond) -> Vec<(&'static str, Labels, Option<&str>)> {
+    let steps = s.step_latency.iter().map(|(name, l)| {
+        ("bolide_ddp_step_latency_seconds", vec![("step".to_string(), name.clone())], l.histogram.as_deref())
+    });
+    let measures = s.measures.iter().map(|(name, l)| {
+        ("bolide_ddp_measure_seconds", vec![("measure".to_string(), name.clone())], l.histogram.as_deref())
+    });
+    steps.chain(measures).collect()
+}
+
 impl Exporter {
     /// Starts the sender; the run's series carry `testid` and `extra` labels; `targets` (the
     /// run's URLs, when several) get series of their own.
@@ -317,16 +329,11 @@ impl Exporter {
         self.second(Second { t: s.t, span_s: s.span_s, increases, gauges: vec![], histograms });
     }
 
-    /// Hands over one second of a DDP run (each step's histogram in its `step_latency`), once.
+    /// Hands over one second of a DDP run (each step's histogram in its `step_latency`, each of a
+    /// protocol's measures in `measures`), once.
     pub fn ddp_second(&mut self, s: &crate::stats::vu::DdpSecond) {
         let c = &s.counts;
-        let histograms = s
-            .step_latency
-            .iter()
-            .map(|(name, l)| {
-                ("bolide_ddp_step_latency_seconds", vec![("step".to_string(), name.clone())], l.histogram.as_deref())
-            })
-            .collect();
+        let histograms = ddp_histograms(s);
         self.second(Second {
             t: s.t,
             span_s: 1.0,
@@ -518,4 +525,27 @@ fn send(d: &Delivery, body: &[u8], samples: u64, c: &Counts) {
         }
     }
     c.dropped.fetch_add(1, Ordering::Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ddp_second_carries_each_step_and_each_measure_histogram() {
+        let mut s = crate::stats::vu::DdpSecond::default();
+        let l = |h: &str| crate::stats::vu::SecondLatency { histogram: Some(h.into()), ..Default::default() };
+        s.step_latency.insert("connect".into(), l("A"));
+        s.measures.insert("llm.ttft".into(), l("B"));
+        s.measures.insert("sse.gap".into(), l("C"));
+        let label = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+        assert_eq!(
+            ddp_histograms(&s),
+            vec![
+                ("bolide_ddp_step_latency_seconds", label("step", "connect"), Some("A")),
+                ("bolide_ddp_measure_seconds", label("measure", "llm.ttft"), Some("B")),
+                ("bolide_ddp_measure_seconds", label("measure", "sse.gap"), Some("C")),
+            ]
+        );
+    }
 }

@@ -274,6 +274,7 @@ mod tests {
     fn names_turn_back_into_remote_write_names() {
         assert_eq!(name_and_unit("bolide_http_responses_total"), ("bolide.http.responses".into(), ""));
         assert_eq!(name_and_unit("bolide_http_latency_seconds"), ("bolide.http.latency".into(), "s"));
+        assert_eq!(name_and_unit("bolide_ddp_measure_seconds"), ("bolide.ddp.measure".into(), "s"));
         assert_eq!(name_and_unit("bolide_server_rss_bytes"), ("bolide.server.rss".into(), "By"));
         assert_eq!(name_and_unit("bolide_ddp_users_alive"), ("bolide.ddp.users.alive".into(), ""));
     }

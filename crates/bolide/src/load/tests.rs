@@ -321,6 +321,8 @@ fn bench_table_in_the_reports_form() {
             per_s: None,
             unit: None,
             browser: None,
+            measures_ms: Default::default(),
+            events_per_s: Default::default(),
         })
         .collect();
     let mean = RunEntry::mean_of(&runs).unwrap();

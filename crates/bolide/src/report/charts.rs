@@ -287,6 +287,9 @@ pub(super) fn ddp_charts(d: &VuDoc) -> Vec<Chart> {
         if let Some(c) = page_timings(d) {
             out.push(c);
         }
+        if let Some(c) = measures(d) {
+            out.push(c);
+        }
     }
     out.push(step_spectra(d));
     out.push(spectrum(
@@ -299,7 +302,35 @@ pub(super) fn ddp_charts(d: &VuDoc) -> Vec<Chart> {
         "fanout-spectrum",
         "Fan-out latency by percentile (write or send to every subscriber)",
     ));
+    if !d.histograms.measures.is_empty() {
+        let each = d.histograms.measures.iter().map(|(name, h)| (name.clone(), h.as_str()));
+        let mut c = spectra("measure-spectrum", "A protocol's own latencies by percentile", each);
+        if c.series.is_empty() {
+            c = c.empty_because("no measure was taken");
+        }
+        out.push(c);
+    }
     out
+}
+
+/// A protocol's own latencies (llm.ttft, sse.first_event, ...): each one's p50 and p99 per
+/// second. Only for runs that took some.
+fn measures(d: &VuDoc) -> Option<Chart> {
+    let secs = &d.timeline;
+    let names: std::collections::BTreeSet<&str> =
+        secs.iter().flat_map(|s| s.measures.keys().map(String::as_str)).collect();
+    if names.is_empty() {
+        return None;
+    }
+    let mut c = Chart::new("measures", "A protocol's own latencies per second", "seconds", "ms", XKind::Seconds);
+    c.x = secs.iter().map(|s| f64::from(s.t)).collect();
+    let mut reduce = Vec::new();
+    for name in names {
+        c.line(&format!("{name} p50"), secs.iter().map(|s| second_ms(s.measures.get(name), |l| l.p50_us)).collect());
+        c.line(&format!("{name} p99"), secs.iter().map(|s| second_ms(s.measures.get(name), |l| l.p99_us)).collect());
+        reduce.extend([Reduce::Mean, Reduce::Max]);
+    }
+    Some(c.decimate(&reduce))
 }
 
 /// Each fault's mark on a chart of the run's seconds: at the second it was done, at `at(t)` (the
@@ -573,19 +604,26 @@ fn spectrum(encoded: &str, id: &str, title: &str) -> Chart {
 /// Every step's latency spectrum on one chart (the percentiles differ per step, so the x values
 /// are the union and each step has values only at its own).
 fn step_spectra(d: &VuDoc) -> Chart {
-    let mut c = Chart::new("step-spectrum", "Step latency by percentile", "percentile", "ms", XKind::Percentile);
-    let per_step: Vec<(String, Vec<(f64, f64)>)> = d
-        .steps
-        .iter()
-        .filter_map(|s| spectrum_points(&s.latency_histogram).ok().map(|p| (s.name.clone(), p)))
-        .collect();
-    if per_step.is_empty() {
-        return c.empty_because("no step was measured");
+    let each = d.steps.iter().map(|s| (s.name.clone(), s.latency_histogram.as_str()));
+    let c = spectra("step-spectrum", "Step latency by percentile", each);
+    match c.series.is_empty() {
+        true => c.empty_because("no step was measured"),
+        false => c,
     }
-    let mut xs: Vec<f64> = per_step.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)).collect();
+}
+
+/// Named histograms' spectra on one chart (no series when none has a sample).
+fn spectra<'a>(id: &str, title: &str, each: impl Iterator<Item = (String, &'a str)>) -> Chart {
+    let mut c = Chart::new(id, title, "percentile", "ms", XKind::Percentile);
+    let per_name: Vec<(String, Vec<(f64, f64)>)> =
+        each.filter_map(|(name, h)| spectrum_points(h).ok().map(|p| (name, p))).collect();
+    if per_name.is_empty() {
+        return c;
+    }
+    let mut xs: Vec<f64> = per_name.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)).collect();
     xs.sort_by(f64::total_cmp);
     xs.dedup();
-    for (name, points) in &per_step {
+    for (name, points) in &per_name {
         let values = xs.iter().map(|x| points.iter().find(|p| p.0 == *x).map(|p| p.1)).collect();
         c.series.push(Series { label: name.clone(), style: Style::Line, values });
     }
@@ -1092,6 +1130,39 @@ mod tests {
             values: values.iter().map(|v| Some(*v)).collect(),
             ..Series::default()
         }
+    }
+
+    /// A protocol's measures: each one's p50 and p99 per second, and their spectra on one chart.
+    #[test]
+    fn measures_are_drawn_per_second_and_by_percentile() {
+        use crate::stats::vu::{DdpSecond, SecondLatency};
+        let mut d = VuDoc::default();
+        let l = |p50_us, p99_us| SecondLatency { count: 2, p50_us, p99_us, max_us: p99_us, histogram: None };
+        let mut a = DdpSecond::default();
+        a.measures.insert("llm.ttft".into(), l(100_000, 300_000));
+        let mut b = DdpSecond { t: 1, ..Default::default() };
+        b.measures.insert("llm.itl".into(), l(20_000, 40_000));
+        d.timeline = vec![a, b];
+        let mut h = crate::stats::hist::latency_us();
+        crate::stats::hist::record(&mut h, 100_000);
+        d.histograms.measures.insert("llm.ttft".into(), crate::stats::hist::encode(&h));
+        let c = measures(&d).unwrap();
+        let got: Vec<(&str, Vec<Option<f64>>)> =
+            c.series.iter().map(|s| (s.label.as_str(), s.values.clone())).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("llm.itl p50", vec![None, Some(20.0)]),
+                ("llm.itl p99", vec![None, Some(40.0)]),
+                ("llm.ttft p50", vec![Some(100.0), None]),
+                ("llm.ttft p99", vec![Some(300.0), None]),
+            ]
+        );
+        let spectrum = ddp_charts(&d).into_iter().find(|c| c.id == "measure-spectrum").unwrap();
+        assert_eq!(spectrum.series.iter().map(|s| s.label.as_str()).collect::<Vec<_>>(), ["llm.ttft"]);
+        // A run without measures draws neither.
+        let none = ddp_charts(&VuDoc::default());
+        assert!(none.iter().all(|c| c.id != "measures" && c.id != "measure-spectrum"));
     }
 
     /// Scraped series in words and units; a last, partial second drawn as no spike.

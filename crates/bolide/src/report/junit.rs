@@ -323,6 +323,32 @@ mod tests {
     }
 
     #[test]
+    fn a_measure_threshold_is_a_case_with_its_value() {
+        let mut d = crate::stats::vu::VuDoc::default();
+        let mut h = crate::stats::hist::latency_us();
+        crate::stats::hist::record(&mut h, 1_500_000);
+        d.histograms.measures.insert("llm.ttft".into(), crate::stats::hist::encode(&h));
+        let ts: Vec<_> = ["llm.ttft.p99<2s", "llm.ttft.p99<1s", "sse.gap.p99<1s"]
+            .iter()
+            .map(|t| crate::threshold::parse(t, crate::threshold::Source::Flag).unwrap())
+            .collect();
+        let results = crate::stats::verdict::judge(&Doc::Ddp(Box::new(d)), &ts);
+        let cases = threshold_cases(&results, "bolide.ddp.thresholds", "");
+        assert!(cases[0].name.starts_with("llm.ttft.p99<2s (1500."), "{:?}", cases[0]);
+        assert_eq!(cases[0].verdict, Verdict::Pass);
+        assert!(
+            matches!(&cases[1].verdict, Verdict::Failure { message, .. } if message.starts_with("p99 of llm.ttft was 1500.")),
+            "{:?}",
+            cases[1]
+        );
+        assert!(
+            matches!(&cases[2].verdict, Verdict::Failure { message, .. } if message.contains("sse.gap.p99<1s does not hold")),
+            "{:?}",
+            cases[2]
+        );
+    }
+
+    #[test]
     fn a_run_that_did_not_start_is_an_error_case_never_an_empty_file() {
         let s = for_run(None, 3, &["bolide".into(), "http".into(), "http://127.0.0.1:1/".into()], SystemTime::now());
         assert_eq!(s.cases.len(), 1);

@@ -118,10 +118,13 @@ impl super::Shown for VuDoc {
                 t.tone(t.rows.len() - 1, 2, Tone::Bad);
             }
         }
-        for (name, l) in [
-            ("reactive (write to update)", &d.summary.reactive),
-            ("fan-out (write or send to every subscriber)", &d.summary.fanout),
-        ] {
+        let shared = [
+            ("reactive (write to update)", d.summary.reactive.as_ref()),
+            ("fan-out (write or send to every subscriber)", d.summary.fanout.as_ref()),
+        ];
+        // A protocol's own latencies (llm.ttft, ...) by their names, beside fan-out.
+        let measures = d.summary.measures.iter().map(|(name, l)| (name.as_str(), Some(l)));
+        for (name, l) in shared.into_iter().chain(measures) {
             if let Some(l) = l {
                 t.row(vec![
                     name.into(),
@@ -194,6 +197,10 @@ impl super::Shown for VuDoc {
             }
             if let Some(l) = &s.fanout {
                 latency("fanout_latency", "", l);
+            }
+            // A protocol's own: llm.ttft as llm_ttft_p50_ms, ...
+            for (name, l) in &s.measures {
+                latency(&name.replace('.', "_"), "", l);
             }
         }
     }
@@ -385,6 +392,12 @@ pub fn summary(doc: &VuDoc) -> String {
     if let Some(f) = &s.fanout {
         let _ = writeln!(out, "  {:<24}{}", "Fan-out latency", quad(f));
         out.push_str("  (from the time the data carries (a document's server timestamp, an event's send time) until each\n   subscriber receives it)\n");
+    }
+    if !s.measures.is_empty() {
+        out.push('\n');
+    }
+    for (name, l) in &s.measures {
+        let _ = writeln!(out, "  {name:<24}{}", quad(l));
     }
     let errors: Vec<String> =
         s.errors_by_class.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k} {}", count(*n))).collect();
@@ -633,6 +646,24 @@ mod tests {
         assert!(!super::summary(&doc).contains("cut by the stop"));
         doc.interrupted = true;
         assert!(super::summary(&doc).contains("10 launched, 4 completed, 1 failed, 5 cut by the stop"));
+    }
+
+    #[test]
+    fn a_protocols_measures_show_beside_fan_out_and_in_the_seconds() {
+        use crate::stats::result::Latency;
+        use crate::stats::vu::{DdpSecond, SecondLatency};
+        let mut doc = VuDoc::default();
+        let l = Latency { p50_us: 120_000, p90_us: 300_000, p99_us: 900_000, max_us: 1_200_000, ..Default::default() };
+        doc.summary.measures.insert("llm.ttft".into(), l);
+        let text = super::summary(&doc);
+        let row = text.lines().find(|l| l.trim_start().starts_with("llm.ttft")).unwrap_or_else(|| panic!("{text}"));
+        assert!(row.contains("p50 ") && row.contains("p99 ") && row.contains("max "), "{row}");
+        let mut sec = DdpSecond::default();
+        sec.measures.insert("sse.first_event".into(), SecondLatency { count: 3, p50_us: 2_000, ..Default::default() });
+        doc.timeline = vec![sec];
+        let csv = super::super::csv::rows(&crate::stats::doc::Doc::Ddp(Box::new(doc)), "1");
+        assert!(csv.contains("1,0,sse_first_event_count,,3\n"), "{csv}");
+        assert!(csv.contains("1,0,sse_first_event_p50_ms,,2\n"), "{csv}");
     }
 
     #[test]

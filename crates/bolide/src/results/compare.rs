@@ -622,6 +622,24 @@ fn compare_one(workload: &str, base_name: &str, base: &[&Doc], name: &str, new: 
             metrics.push(metric(name, &a, &b, how, role, |x, y| less_more(x, y, word)));
         }
     }
+    // A protocol's own figures, each a metric of its own where every run of both sides has it:
+    // its latencies at p50 and p99 (lower is better), its throughput counts per second (higher).
+    let named = |rs: &[RunEntry], of: fn(&RunEntry) -> &BTreeMap<String, f64>, name: &str| -> Option<Vec<f64>> {
+        rs.iter().map(|r| of(r).get(name).copied()).collect::<Option<Vec<f64>>>().filter(|v| !v.is_empty())
+    };
+    type Named = fn(&RunEntry) -> &BTreeMap<String, f64>;
+    let protocol: [(Named, Role); 2] = [(|r| &r.measures_ms, slower), (|r| &r.events_per_s, faster)];
+    for (of, role) in protocol {
+        for name in baseline_runs.first().map(|r| of(r).keys().cloned().collect::<Vec<_>>()).unwrap_or_default() {
+            let (Some(a), Some(b)) = (named(&baseline_runs, of, &name), named(&runs, of, &name)) else { continue };
+            metrics.push(if role.higher_is_better() {
+                let unit = format!("{}/s", name.trim_end_matches("_per_s"));
+                metric(&name, &a, &b, how, role, |x, y| more_fewer(x, y, &unit))
+            } else {
+                metric(&format!("{name} (ms)"), &a, &b, how, role, |x, y| less_more(x, y, &name))
+            });
+        }
+    }
     let errs = |rs: &[RunEntry]| rs.iter().map(|r| r.error_rate_pct).collect::<Vec<f64>>();
     metrics.push(metric("Error rate (%)", &errs(&baseline_runs), &errs(&runs), how, Role::Answer, |x, y| {
         if x == 0.0 && y == 0.0 {
@@ -1554,4 +1572,58 @@ pub fn compare_into(
         _ => exit::OK,
     };
     (code, Some(report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::result::Latency;
+    use crate::stats::vu::VuDoc;
+
+    /// A realtime run that took `llm.ttft` (p50, p99 in ms) and streamed `tokens` in 10 s.
+    fn run(p50_ms: u64, p99_ms: u64, tokens: Option<u64>) -> Doc {
+        let mut d = VuDoc { kind: "ddp".into(), ..Default::default() };
+        d.summary.duration_s = 10.0;
+        d.summary.total_time_s = 10.0;
+        let l = Latency { p50_us: p50_ms * 1000, p99_us: p99_ms * 1000, ..Default::default() };
+        d.summary.measures.insert("llm.ttft".into(), l);
+        if let Some(n) = tokens {
+            d.summary.events.insert("llm.output_tokens".into(), n);
+        }
+        d.summary.events.insert("llm.requests".into(), 7);
+        Doc::Ddp(Box::new(d))
+    }
+
+    #[test]
+    fn a_protocols_measures_and_throughput_are_metrics_of_their_own() {
+        let base = [run(100, 400, Some(5_000)), run(110, 420, Some(5_200)), run(105, 410, Some(5_100))];
+        let new = [run(200, 800, Some(2_500)), run(210, 820, Some(2_600)), run(205, 810, Some(2_550))];
+        let c = compare_one("w", "a", &base.iter().collect::<Vec<_>>(), "b", &new.iter().collect::<Vec<_>>());
+        let row = |name: &str| {
+            c.metrics.iter().find(|m| m.metric == name).unwrap_or_else(|| {
+                panic!("{name} in {:?}", c.metrics.iter().map(|m| m.metric.as_str()).collect::<Vec<_>>())
+            })
+        };
+        // Slower first tokens are worse; fewer tokens per second are worse too.
+        let ttft = row("llm.ttft.p99 (ms)");
+        assert_eq!((ttft.baseline_median, ttft.median), (410.0, 810.0));
+        assert_eq!(ttft.judgement, Judgement::Worse, "{ttft:?}");
+        assert!(ttft.words.contains("more llm.ttft.p99"), "{}", ttft.words);
+        assert_eq!(row("llm.ttft.p50 (ms)").judgement, Judgement::Worse);
+        let tokens = row("llm.output_tokens_per_s");
+        assert_eq!((tokens.baseline_median, tokens.median), (510.0, 255.0));
+        assert_eq!(tokens.judgement, Judgement::Worse, "{tokens:?}");
+        assert!(tokens.words.contains("fewer llm.output_tokens/s"), "{}", tokens.words);
+        // Faster first tokens and more tokens per second, the other way round: better.
+        let c = compare_one("w", "b", &new.iter().collect::<Vec<_>>(), "a", &base.iter().collect::<Vec<_>>());
+        let better = |name: &str| c.metrics.iter().find(|m| m.metric == name).map(|m| m.judgement);
+        assert_eq!(better("llm.ttft.p99 (ms)"), Some(Judgement::Better));
+        assert_eq!(better("llm.output_tokens_per_s"), Some(Judgement::Better));
+        // A count that is no throughput is no metric; one a side lacks is left out.
+        assert!(c.metrics.iter().all(|m| !m.metric.contains("llm.requests")));
+        let without = [run(100, 400, None), run(100, 400, None)];
+        let c = compare_one("w", "a", &base.iter().collect::<Vec<_>>(), "b", &without.iter().collect::<Vec<_>>());
+        assert!(c.metrics.iter().all(|m| m.metric != "llm.output_tokens_per_s"));
+        assert!(c.metrics.iter().any(|m| m.metric == "llm.ttft.p99 (ms)"));
+    }
 }

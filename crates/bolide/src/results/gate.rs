@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! time>+10%   cpu>+15%   p99>+20%   rps<-5%   ram>+10%   mean>+20%   error_rate>+50%
+//! llm.ttft.p99>+20%   llm.output_tokens_per_s<-10%
 //! ```
 
 use serde::Serialize;
@@ -16,10 +17,11 @@ use crate::problem::Problem;
 
 /// The metrics a rule may name, as errors list them.
 pub const METRICS: &str = "time (DDP: the Meteor reports' Time; HTTP: time per request), rps (HTTP), cpu, ram, \
-    p99, mean (latency), error_rate, and with browser users lcp, inp (their pages' p75) and browser_cpu (per \
-    browser user)";
+    p99, mean (latency), error_rate, with browser users lcp, inp (their pages' p75) and browser_cpu (per \
+    browser user), and a realtime protocol's own latencies NAME.p50 and NAME.p99 (llm.ttft.p99) and its \
+    counts per second of the run (llm.output_tokens_per_s, sse.events_per_s)";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GateMetric {
     Time,
     Rps,
@@ -31,10 +33,15 @@ pub enum GateMetric {
     Lcp,
     Inp,
     BrowserCpu,
+    /// A protocol's own latency at p50 or p99, ms, by its key (`llm.ttft.p99`): lower is better.
+    Measure(String),
+    /// A protocol's count per second of the run, by its key (`llm.output_tokens_per_s`): higher
+    /// is better.
+    PerSecond(String),
 }
 
 impl GateMetric {
-    fn name(self) -> &'static str {
+    fn name(&self) -> &str {
         match self {
             GateMetric::Time => "time",
             GateMetric::Rps => "rps",
@@ -46,11 +53,23 @@ impl GateMetric {
             GateMetric::Lcp => "lcp",
             GateMetric::Inp => "inp",
             GateMetric::BrowserCpu => "browser_cpu",
+            GateMetric::Measure(key) | GateMetric::PerSecond(key) => key,
         }
     }
 
+    /// A protocol's figure: `NAME.p50` or `NAME.p99` with NAME two dotted words, or
+    /// `NAME_per_s` of a dotted count.
+    fn protocol(word: &str) -> Option<GateMetric> {
+        let is_name = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-'));
+        let two_words = |n: &str| n.split_once('.').is_some_and(|(a, b)| is_name(a) && is_name(b));
+        if let Some(name) = word.strip_suffix(".p50").or_else(|| word.strip_suffix(".p99")) {
+            return two_words(name).then(|| GateMetric::Measure(word.to_string()));
+        }
+        word.strip_suffix("_per_s").filter(|n| two_words(n)).map(|_| GateMetric::PerSecond(word.to_string()))
+    }
+
     /// One run's value; Err says why a run has none.
-    fn of(self, r: &RunEntry) -> Result<f64, &'static str> {
+    fn of(&self, r: &RunEntry) -> Result<f64, &'static str> {
         match self {
             GateMetric::Time => match r.requests_per_s {
                 Some(rps) if rps > 0.0 => Ok(1.0 / rps),
@@ -73,18 +92,25 @@ impl GateMetric {
                 .as_ref()
                 .and_then(|b| b.cpu_pct_per_user)
                 .ok_or("no browser's CPU was measured (browser users)"),
+            GateMetric::Measure(key) => {
+                r.measures_ms.get(key).copied().ok_or("a run did not take this measure of its protocol")
+            }
+            GateMetric::PerSecond(key) => r.events_per_s.get(key).copied().ok_or("a run did not count it"),
         }
     }
 }
 
 impl GateMetric {
     /// What the metric is, for the suspect marks (see [`super::paired`]).
-    fn role(self) -> Role {
+    fn role(&self) -> Role {
         match self {
-            GateMetric::Rps => Role::Speed { higher_is_better: true },
-            GateMetric::Time | GateMetric::P99 | GateMetric::Mean | GateMetric::Lcp | GateMetric::Inp => {
-                Role::Speed { higher_is_better: false }
-            }
+            GateMetric::Rps | GateMetric::PerSecond(_) => Role::Speed { higher_is_better: true },
+            GateMetric::Time
+            | GateMetric::P99
+            | GateMetric::Mean
+            | GateMetric::Lcp
+            | GateMetric::Inp
+            | GateMetric::Measure(_) => Role::Speed { higher_is_better: false },
             GateMetric::ErrorRate => Role::Answer,
             GateMetric::Cpu | GateMetric::Ram | GateMetric::BrowserCpu => Role::Other,
         }
@@ -122,7 +148,10 @@ pub fn parse(text: &str) -> Result<Rule, Problem> {
         "lcp" => GateMetric::Lcp,
         "inp" => GateMetric::Inp,
         "browser_cpu" => GateMetric::BrowserCpu,
-        other => return Err(bad(lead + 1, format!("unknown metric {other:?}; the metrics are {METRICS}")).into()),
+        other => match GateMetric::protocol(other) {
+            Some(m) => m,
+            None => return Err(bad(lead + 1, format!("unknown metric {other:?}; the metrics are {METRICS}")).into()),
+        },
     };
     let above = t[split..].starts_with('>');
     let rest = t[split + 1..].trim_start_matches('=');
@@ -441,6 +470,8 @@ mod tests {
                 per_s: None,
                 unit: None,
                 browser: None,
+                measures_ms: Default::default(),
+                events_per_s: Default::default(),
             })
             .collect()
     }
@@ -464,6 +495,51 @@ mod tests {
         assert!(e.contains("column 6: expected a change in percent"), "{e}");
         let e = parse("cpu>+x%").unwrap_err().to_string();
         assert!(e.contains("\"+x\" is not a number"), "{e}");
+    }
+
+    #[test]
+    fn a_protocols_figures_are_rules_of_their_own() {
+        let r = parse("llm.ttft.p99>+20%").unwrap();
+        assert_eq!((r.metric, r.above, r.bound_pct), (GateMetric::Measure("llm.ttft.p99".into()), true, 20.0));
+        let r = parse("llm.output_tokens_per_s<-10%").unwrap();
+        assert_eq!(r.metric, GateMetric::PerSecond("llm.output_tokens_per_s".into()));
+        assert_eq!(r.metric.role(), Role::Speed { higher_is_better: true });
+        assert_eq!(parse("sse.first_event.p50>+5%").unwrap().metric.role(), Role::Speed { higher_is_better: false });
+        // Only p50 and p99 are kept per run; a name is two dotted words.
+        for bad in ["llm.ttft.p95>+5%", "llm.ttft>+5%", "ttft.p99>+5%", "tokens_per_s<-5%"] {
+            let e = parse(bad).unwrap_err().to_string();
+            assert!(e.contains("unknown metric") && e.contains("llm.ttft.p99"), "{bad}: {e}");
+        }
+        let with = |key: &str, values: &[f64], per_s: bool| {
+            let mut rs = runs(values);
+            for (r, v) in rs.iter_mut().zip(values) {
+                let map = if per_s { &mut r.events_per_s } else { &mut r.measures_ms };
+                map.insert(key.to_string(), *v);
+            }
+            rs
+        };
+        let rule = parse("llm.ttft.p99>+10%").unwrap();
+        let ttft = |a: &[f64], b: &[f64]| {
+            judge(&rule, ("w", "a", "b"), &with("llm.ttft.p99", a, false), &with("llm.ttft.p99", b, false), None, false)
+        };
+        // First tokens 20% later, with little noise: fails; 20% sooner: passes.
+        assert_eq!(ttft(&[100.0, 101.0, 99.0], &[120.0, 121.0, 119.0]).outcome, Outcome::Fail);
+        assert_eq!(ttft(&[100.0, 101.0, 99.0], &[80.0, 81.0, 79.0]).outcome, Outcome::Pass);
+        let rule = parse("llm.output_tokens_per_s<-10%").unwrap();
+        let key = "llm.output_tokens_per_s";
+        let g = judge(
+            &rule,
+            ("w", "a", "b"),
+            &with(key, &[500.0, 505.0, 495.0], true),
+            &with(key, &[400.0, 404.0, 396.0], true),
+            None,
+            false,
+        );
+        assert_eq!(g.outcome, Outcome::Fail, "{g:?}");
+        // Runs that did not take it cannot be compared: a failure that says so.
+        let g = judge(&rule, ("w", "a", "b"), &runs(&[1.0, 2.0]), &runs(&[1.0, 2.0]), None, false);
+        assert_eq!(g.outcome, Outcome::Fail);
+        assert!(g.verdict.contains("llm.output_tokens_per_s cannot be compared: a run did not count it"), "{g:?}");
     }
 
     #[test]

@@ -14,6 +14,8 @@ pub mod parameters;
 pub mod report;
 pub mod stats;
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::report::table::{meteor_bytes, meteor_cpu, meteor_time, ms, Table};
@@ -80,6 +82,12 @@ pub struct RunEntry {
     /// Runs with browser users: their pages' timings and what a browser user cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub browser: Option<crate::stats::doc::PageFigures>,
+    /// A protocol's own latencies at p50 and p99, ms, by `NAME.p50`/`NAME.p99` (`llm.ttft.p99`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub measures_ms: BTreeMap<String, f64>,
+    /// A protocol's throughput counts per second, by `NAME_per_s` (`llm.output_tokens_per_s`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub events_per_s: BTreeMap<String, f64>,
 }
 
 impl RunEntry {
@@ -105,6 +113,8 @@ impl RunEntry {
             per_s: m.rate.as_ref().map(|r| r.1),
             unit: m.rate.as_ref().map(|r| r.0.clone()),
             browser: m.browser.clone(),
+            measures_ms: m.measures_ms.clone(),
+            events_per_s: m.events_per_s.clone(),
         }
     }
 
@@ -132,6 +142,8 @@ impl RunEntry {
             bolide_cpu_us: self.bolide_cpu_us,
             rate: self.unit.clone().zip(self.per_s),
             browser: self.browser.clone(),
+            measures_ms: self.measures_ms.clone(),
+            events_per_s: self.events_per_s.clone(),
         }
     }
 
@@ -176,8 +188,22 @@ impl RunEntry {
                     cpu_pct_per_user: of(|b| b.cpu_pct_per_user),
                 })
             },
+            measures_ms: mean_by_name(runs, |r| &r.measures_ms),
+            events_per_s: mean_by_name(runs, |r| &r.events_per_s),
         })
     }
+}
+
+/// The mean of each named figure over `runs`, for the names every run has.
+fn mean_by_name(runs: &[RunEntry], of: fn(&RunEntry) -> &BTreeMap<String, f64>) -> BTreeMap<String, f64> {
+    let first = runs.first().map(of).cloned().unwrap_or_default();
+    first
+        .into_keys()
+        .filter_map(|k| {
+            let v: Vec<f64> = runs.iter().filter_map(|r| of(r).get(&k).copied()).collect();
+            (v.len() == runs.len()).then(|| (k, stats::mean(&v)))
+        })
+        .collect()
 }
 
 /// The Meteor reports' table, `# Run | Time | CPU | RAM`, with errors, p99 and mean latency per

@@ -58,7 +58,16 @@ pub struct Measures {
     pub rate: Option<(String, f64)>,
     /// Runs with browser users: their pages' timings and what a browser user cost.
     pub browser: Option<PageFigures>,
+    /// A protocol's own latencies at p50 and p99, milliseconds, by `NAME.p50` and `NAME.p99`
+    /// (`llm.ttft.p99`); lower is better.
+    pub measures_ms: std::collections::BTreeMap<String, f64>,
+    /// The protocol counts of [`COUNTED`] per second of the run, by `NAME_per_s`
+    /// (`llm.output_tokens_per_s`); higher is better.
+    pub events_per_s: std::collections::BTreeMap<String, f64>,
 }
+
+/// A protocol's counts (`summary.events`) that are a throughput, compared per second of the run.
+pub const COUNTED: [&str; 2] = ["llm.output_tokens", "sse.events"];
 
 /// What a run's browser users give the runs' tables and the gate: LCP and INP at p75 over every
 /// navigation (the web's thresholds use p75), the browsers' CPU per browser user.
@@ -322,6 +331,8 @@ impl Doc {
             gc_ms,
             bolide_cpu_us,
             rate: self.ddp().and_then(super::vu::unit_rate).map(|(u, r)| (u.to_string(), r)),
+            measures_ms: self.ddp().map(protocol_latencies).unwrap_or_default(),
+            events_per_s: self.ddp().map(protocol_rates).unwrap_or_default(),
             browser: self.ddp().and_then(|d| d.browser.as_ref()).map(|b| {
                 let p75 = |m: &str| b.vitals.iter().find(|v| v.metric == m && v.step.is_none()).map(|v| v.p75);
                 PageFigures {
@@ -332,6 +343,26 @@ impl Doc {
             }),
         }
     }
+}
+
+/// A realtime run's measures at p50 and p99, milliseconds (`llm.ttft.p50`, `llm.ttft.p99`).
+fn protocol_latencies(d: &VuDoc) -> std::collections::BTreeMap<String, f64> {
+    let ms = |us: u64| us as f64 / 1000.0;
+    d.summary
+        .measures
+        .iter()
+        .flat_map(|(name, l)| [(format!("{name}.p50"), ms(l.p50_us)), (format!("{name}.p99"), ms(l.p99_us))])
+        .collect()
+}
+
+/// A realtime run's [`COUNTED`] counts per second of the run (none when it lasted no time).
+fn protocol_rates(d: &VuDoc) -> std::collections::BTreeMap<String, f64> {
+    let s = &d.summary;
+    COUNTED
+        .iter()
+        .filter(|_| s.duration_s > 0.0)
+        .filter_map(|name| s.events.get(*name).map(|n| (format!("{name}_per_s"), *n as f64 / s.duration_s)))
+        .collect()
 }
 
 pub use super::vu::{all_steps, scenario_name};

@@ -448,6 +448,7 @@ fn merge_ddp(parts: &[(&VuDoc, u32, f64)]) -> Result<VuDoc, Problem> {
     let s = &mut m.summary;
     let mut u = Users::default();
     let (mut reactive, mut fanout) = (hist::latency_us(), hist::latency_us());
+    let mut measures: BTreeMap<String, Histogram<u64>> = BTreeMap::new();
     s.steps = 0;
     s.step_errors = 0;
     s.errors_by_class.clear();
@@ -470,6 +471,10 @@ fn merge_ddp(parts: &[(&VuDoc, u32, f64)]) -> Result<VuDoc, Problem> {
         add_map(&mut s.events, &x.events);
         add_hist(&mut reactive, &d.histograms.reactive_us, "histograms.reactive_us")?;
         add_hist(&mut fanout, &d.histograms.fanout_us, "histograms.fanout_us")?;
+        for (name, text) in &d.histograms.measures {
+            let into = measures.entry(name.clone()).or_insert_with(hist::latency_us);
+            add_hist(into, text, &format!("histograms.measures.{name}"))?;
+        }
     }
     s.users = u;
     // The Meteor reports' Time: from the first arrival to the last user's end, over all segments.
@@ -481,6 +486,8 @@ fn merge_ddp(parts: &[(&VuDoc, u32, f64)]) -> Result<VuDoc, Problem> {
     s.fanout = nonempty(&fanout);
     m.histograms.reactive_us = hist::encode(&reactive);
     m.histograms.fanout_us = hist::encode(&fanout);
+    s.measures = measures.iter().filter_map(|(k, h)| Some((k.clone(), nonempty(h)?))).collect();
+    m.histograms.measures = measures.iter().map(|(k, h)| (k.clone(), hist::encode(h))).collect();
     m.steps = merge_steps(&parts.iter().map(|(d, _, _)| d.steps.as_slice()).collect::<Vec<_>>(), duration_s)?;
     // Browser users: their histograms merged exactly, their browsers' costs added.
     let browsers: Vec<&crate::stats::browser::BrowserSection> =
@@ -534,13 +541,14 @@ fn merge_ddp(parts: &[(&VuDoc, u32, f64)]) -> Result<VuDoc, Problem> {
 }
 
 /// One merged second's latencies: a histogram per series (every step, each step, reactive,
-/// fan-out), or none once a segment's second lacks it (a percentile is never averaged).
+/// fan-out, each measure), or none once a segment's second lacks it (a percentile is never averaged).
 #[derive(Default)]
 struct SecondHists {
     all: Lat,
     steps: BTreeMap<String, Lat>,
     reactive: Lat,
     fanout: Lat,
+    measures: BTreeMap<String, Lat>,
     page: BTreeMap<String, Lat>,
 }
 
@@ -588,6 +596,9 @@ impl SecondHists {
         for (name, l) in &sec.page {
             self.page.entry(name.clone()).or_default().add(Some(l))?;
         }
+        for (name, l) in &sec.measures {
+            self.measures.entry(name.clone()).or_default().add(Some(l))?;
+        }
         Ok(())
     }
 
@@ -597,6 +608,7 @@ impl SecondHists {
         slot.fanout = self.fanout.get();
         slot.step_latency = self.steps.iter().filter_map(|(k, l)| l.get().map(|l| (k.clone(), l))).collect();
         slot.page = self.page.iter().filter_map(|(k, l)| l.get().map(|l| (k.clone(), l))).collect();
+        slot.measures = self.measures.iter().filter_map(|(k, l)| l.get().map(|l| (k.clone(), l))).collect();
     }
 }
 
@@ -722,6 +734,46 @@ mod tests {
         assert_eq!(found[1].as_deref(), Ok("{\"b\": 2}\n"));
         assert!(found[2].as_ref().unwrap_err().to_string().contains("line 9"), "{:?}", found[2]);
         assert!(documents_in_log("no documents here").is_empty());
+    }
+
+    #[test]
+    fn measures_merge_exactly_by_name_the_runs_and_the_seconds() {
+        let h = |vals: &[u64]| {
+            let mut h = hist::latency_us();
+            vals.iter().for_each(|v| hist::record(&mut h, *v));
+            h
+        };
+        let seg = |ttft: &[u64], itl: Option<&[u64]>| {
+            let mut d = VuDoc::default();
+            d.histograms.reactive_us = hist::encode(&h(&[]));
+            d.histograms.fanout_us = hist::encode(&h(&[]));
+            d.histograms.measures.insert("llm.ttft".into(), hist::encode(&h(ttft)));
+            d.summary.measures.insert("llm.ttft".into(), latency(&h(ttft)));
+            let mut sec = DdpSecond::default();
+            sec.measures.insert("llm.ttft".into(), vu::SecondLatency::of(&h(ttft), true));
+            if let Some(itl) = itl {
+                d.histograms.measures.insert("llm.itl".into(), hist::encode(&h(itl)));
+                d.summary.measures.insert("llm.itl".into(), latency(&h(itl)));
+                sec.measures.insert("llm.itl".into(), vu::SecondLatency::of(&h(itl), true));
+            }
+            d.timeline = vec![sec];
+            d
+        };
+        let (a, b) = (seg(&[1_000, 2_000], Some(&[50])), seg(&[3_000, 400_000], None));
+        let m = merge_ddp(&[(&a, 0, 0.0), (&b, 0, 0.0)]).unwrap();
+        // Four first tokens from both segments: the histograms added, not the percentiles averaged.
+        let all = h(&[1_000, 2_000, 3_000, 400_000]);
+        assert_eq!(m.summary.measures["llm.ttft"], latency(&all));
+        assert_eq!(hist::decode(&m.histograms.measures["llm.ttft"]).unwrap(), all);
+        assert_eq!(hist::decode(&m.histograms.measures["llm.ttft"]).unwrap().len(), 4);
+        assert_eq!(m.timeline[0].measures["llm.ttft"], vu::SecondLatency::of(&all, true));
+        // A measure only one segment took is that segment's.
+        assert_eq!(m.summary.measures["llm.itl"], latency(&h(&[50])));
+        assert_eq!(m.timeline[0].measures["llm.itl"].count, 1);
+        // Through JSON and back, the merged document keeps them.
+        let back: VuDoc = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back.summary.measures, m.summary.measures);
+        assert_eq!(back.histograms.measures, m.histograms.measures);
     }
 
     #[test]

@@ -65,6 +65,7 @@ pub fn value(doc: &Doc, metric: &Metric) -> Result<f64, Problem> {
                 "no fan-out latency: nothing pushed carried the time it was written or sent (fanoutField)".into()
             })
         }
+        (Metric::Measure { name, stat }, doc) => measure(doc, name, *stat),
         (Metric::ErrorRate, doc) => doc.error_rate_pct().ok_or_else(|| "no request or step ended".into()),
         (Metric::Errors, doc) => Ok(doc.view().errors() as f64),
         (Metric::Rps, doc) => doc.view().units_per_s(),
@@ -90,6 +91,24 @@ pub fn value(doc: &Doc, metric: &Metric) -> Result<f64, Problem> {
             } as f64)
         }
     }
+}
+
+/// A statistic of a protocol's own latency (`llm.ttft`), from its histogram; when the run has no
+/// such measure, the ones it has.
+fn measure(doc: &Doc, name: &str, stat: Stat) -> Result<f64, Problem> {
+    let d = doc.ddp().ok_or_else(|| format!("{name} is a realtime protocol's measure (bolide run)"))?;
+    let h = match d.histograms.measures.get(name) {
+        Some(text) => super::hist::decode(text).map_err(|e| format!("histograms.measures.{name}: {e}"))?,
+        None => Histogram::new(1).expect("an empty histogram"),
+    };
+    latency(&h, stat).ok_or_else(|| {
+        let took: Vec<&str> = d.histograms.measures.keys().map(String::as_str).collect();
+        match took.as_slice() {
+            [] => format!("no {name} in this run: it took no measure of its own (llm.ttft, sse.first_event, ...)"),
+            took => format!("no {name} in this run; its measures are {}", took.join(", ")),
+        }
+        .into()
+    })
 }
 
 /// A statistic of a scraped series: the series named exactly (`metric{label="v"}` as the
@@ -381,6 +400,38 @@ mod tests {
         assert_eq!(v[0].metric, "max of all steps");
         assert_eq!(v[3].why.as_deref(), Some("no sample of never (it never completed or never ran)"));
         assert_eq!(v[4].value, Some(25.0));
+    }
+
+    #[test]
+    fn a_measure_is_read_from_its_histogram_or_the_verdict_names_those_the_run_took() {
+        let mut d = VuDoc::default();
+        d.histograms.measures.insert("llm.ttft".into(), hist(&[100_000, 200_000, 1_500_000]));
+        d.histograms.measures.insert("llm.itl".into(), hist(&[20_000]));
+        let doc = Doc::Ddp(Box::new(d));
+        let v = verdicts(&doc, &["llm.ttft.p99<2s", "llm.ttft.max<1s", "llm.itl.mean<21ms", "sse.first_event.p95<1s"]);
+        let ok: Vec<bool> = v.iter().map(|r| r.ok).collect();
+        assert_eq!(ok, vec![true, false, true, false], "{v:?}");
+        assert_eq!(v[0].metric, "p99 of llm.ttft");
+        // 1.5 s, within the histogram's precision (three significant digits).
+        assert!((v[1].value.unwrap() - 1500.0).abs() < 2.0, "{v:?}");
+        assert_eq!(v[3].value, None);
+        assert_eq!(v[3].why.as_deref(), Some("no sse.first_event in this run; its measures are llm.itl, llm.ttft"));
+        // The document lists the threshold with its value, as every other.
+        let mut doc = doc;
+        assert!(record(&mut doc, &[parse("llm.ttft.p99<60s", Source::Flag).unwrap()]));
+        let json: serde_json::Value = serde_json::to_value(doc.ddp().unwrap()).unwrap();
+        let t = &json["thresholds"][0];
+        assert_eq!(
+            (t["threshold"].as_str(), t["metric"].as_str()),
+            (Some("llm.ttft.p99<60s"), Some("p99 of llm.ttft"))
+        );
+        assert!((t["value"].as_f64().unwrap() - 1500.0).abs() < 2.0, "{t}");
+        assert_eq!(t["ok"], true);
+        // A run without any, and an HTTP run.
+        let none = verdicts(&Doc::Ddp(Box::default()), &["llm.ttft.p99<2s"]);
+        assert!(none[0].why.as_deref().unwrap().contains("it took no measure of its own"), "{none:?}");
+        let http = verdicts(&Doc::Http(Box::default()), &["llm.ttft.p99<2s"]);
+        assert!(http[0].why.as_deref().unwrap().contains("realtime protocol's measure"), "{http:?}");
     }
 
     #[test]

@@ -102,7 +102,7 @@ impl VuSecond {
 }
 
 /// One second's latencies as a worker hands them over at its tick: [`hist::Sparse`] pairs per step
-/// (by index), reactive and fan-out.
+/// (by index), reactive, fan-out and a protocol's own latencies by name.
 #[derive(Debug, Default)]
 pub struct TickLatency {
     pub steps: Vec<(usize, hist::Sparse)>,
@@ -110,6 +110,8 @@ pub struct TickLatency {
     pub vitals: Vec<(usize, hist::Sparse)>,
     pub reactive: hist::Sparse,
     pub fanout: hist::Sparse,
+    /// A protocol's own latencies (`llm.ttft`, ...) measured in this second, by name.
+    pub measures: Vec<(&'static str, hist::Sparse)>,
 }
 
 /// One second's latencies from every worker, merged exactly (the thread that collects the ticks
@@ -120,6 +122,7 @@ pub struct SecondLatencies {
     vitals: [Option<Histogram<u64>>; 5],
     reactive: Option<Histogram<u64>>,
     fanout: Option<Histogram<u64>>,
+    measures: BTreeMap<&'static str, Histogram<u64>>,
 }
 
 impl SecondLatencies {
@@ -137,6 +140,11 @@ impl SecondLatencies {
         }
         add(&mut self.reactive, &tick.reactive);
         add(&mut self.fanout, &tick.fanout);
+        for (name, pairs) in &tick.measures {
+            if !pairs.is_empty() {
+                hist::add_sparse(self.measures.entry(name).or_insert_with(hist::latency_us), pairs);
+            }
+        }
         for (i, pairs) in &tick.vitals {
             if let Some(h) = self.vitals.get_mut(*i) {
                 add(h, pairs);
@@ -145,7 +153,7 @@ impl SecondLatencies {
     }
 
     /// Writes the second's percentiles into `sec`: every step together, each step by name
-    /// (`names` as the recorders have them), reactive and fan-out; with `keep_histograms` (a
+    /// (`names` as the recorders have them), reactive, fan-out and measures; with `keep_histograms` (a
     /// segment's run) each with its histogram, so that `bolide merge` stays exact.
     pub fn fill(&self, names: &[String], keep_histograms: bool, sec: &mut DdpSecond) {
         let mut all: Option<Histogram<u64>> = None;
@@ -157,6 +165,9 @@ impl SecondLatencies {
         sec.latency = all.as_ref().map(|h| SecondLatency::of(h, keep_histograms));
         sec.reactive = self.reactive.as_ref().map(|h| SecondLatency::of(h, keep_histograms));
         sec.fanout = self.fanout.as_ref().map(|h| SecondLatency::of(h, keep_histograms));
+        for (name, h) in &self.measures {
+            sec.measures.insert(name.to_string(), SecondLatency::of(h, keep_histograms));
+        }
         for (i, h) in self.vitals.iter().enumerate() {
             let name = super::browser::VITALS[i];
             if let Some(h) = h.as_ref().filter(|_| super::browser::is_time(name)) {
@@ -501,6 +512,9 @@ pub struct DdpSummary {
     /// A protocol's own counts, other than DDP's (`socketio.emits`, `graphql.next`, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub events: BTreeMap<String, u64>,
+    /// A protocol's own latencies (`llm.ttft`, `sse.first_event`, ...), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub measures: BTreeMap<String, Latency>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -546,6 +560,9 @@ pub struct DdpSecond {
     /// Fan-out latency (the server's timestamp to each subscriber's receipt) in this second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fanout: Option<SecondLatency>,
+    /// A protocol's own latencies (`llm.ttft`, ...) measured in this second, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub measures: BTreeMap<String, SecondLatency>,
     /// Browser users' page timings of the navigations timed in this second, by name (ttfb,
     /// fcp, lcp, inp; microseconds as every latency here).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -556,6 +573,9 @@ pub struct DdpSecond {
 pub struct DdpHistograms {
     pub reactive_us: String,
     pub fanout_us: String,
+    /// `summary.measures`' histograms by name (HdrHistogram V2 deflate, base64), for exact merges.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub measures: BTreeMap<String, String>,
 }
 
 /// One target of a run with several: its users and steps, as the whole run's are counted.
@@ -839,6 +859,36 @@ impl super::view::Reading for VuDoc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_seconds_measures_from_every_worker_merge_by_name() {
+        // Two workers' ticks: the first token's latency from both, the gap from one.
+        let tick = |ttft: &[u64], gap: &[u64]| {
+            let mut t = crate::proto::ws::Traffic::default();
+            ttft.iter().for_each(|us| t.measure("llm.ttft", *us));
+            gap.iter().for_each(|us| t.measure("sse.gap", *us));
+            let mut latency = TickLatency::default();
+            for (name, h) in &mut t.measures_second {
+                latency.measures.push((*name, hist::drain(h)));
+            }
+            latency
+        };
+        let mut second = SecondLatencies::default();
+        second.add(&tick(&[1_000, 2_000], &[]));
+        second.add(&tick(&[4_000], &[50]));
+        let mut sec = DdpSecond::default();
+        second.fill(&[], true, &mut sec);
+        let ttft = &sec.measures["llm.ttft"];
+        assert_eq!(ttft.count, 3);
+        assert!((4_000..4_010).contains(&ttft.max_us), "{ttft:?}");
+        assert!(ttft.histogram.is_some(), "kept for a segment's merge");
+        assert_eq!(sec.measures["sse.gap"].count, 1);
+        // A second without any writes none (and the document leaves the field out).
+        let mut quiet = DdpSecond::default();
+        SecondLatencies::default().fill(&[], false, &mut quiet);
+        assert!(quiet.measures.is_empty());
+        assert!(!serde_json::to_string(&quiet).unwrap().contains("measures"));
+    }
 
     #[test]
     fn merge_and_summaries() {

@@ -162,7 +162,8 @@ impl super::Part for VuPlan {
         if self.common.spread.segment.is_none() {
             for s in &mut doc.timeline {
                 let all = s.latency.iter_mut().chain(s.step_latency.values_mut());
-                for l in all.chain(s.reactive.iter_mut()).chain(s.fanout.iter_mut()) {
+                let all = all.chain(s.reactive.iter_mut()).chain(s.fanout.iter_mut());
+                for l in all.chain(s.measures.values_mut()) {
                     l.histogram = None;
                 }
             }
@@ -321,12 +322,14 @@ fn document(plan: &VuPlan, o: &VuOutput) -> VuDoc {
             reactive: nonempty(&rec.reactive_us),
             fanout: nonempty(&o.traffic.fanout_us),
             events: o.traffic.events.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
+            measures: o.traffic.measures.iter().filter_map(|(k, h)| Some((k.to_string(), nonempty(h)?))).collect(),
         },
         steps: step_summaries(rec, duration_s),
         timeline: o.timeline.clone(),
         histograms: DdpHistograms {
             reactive_us: hist::encode(&rec.reactive_us),
             fanout_us: hist::encode(&o.traffic.fanout_us),
+            measures: o.traffic.measures.iter().map(|(k, h)| (k.to_string(), hist::encode(h))).collect(),
         },
         per_target: match plan.targets.len() {
             1 => Vec::new(),
