@@ -216,17 +216,26 @@ pub fn minutes(secs: f64) -> String {
     }
 }
 
-/// A protocol's own counts, a line per protocol: `Socket.IO     20 connections, 50 emits, ...`.
+/// A protocol's own counts, a line per protocol (the name's first word, which names it):
+/// `Socket.IO     20 connections, 50 emits, ...`.
 pub fn protocol_rows(events: &std::collections::BTreeMap<String, u64>) -> String {
     let mut out = String::new();
-    for (prefix, title) in [("socketio.", "Socket.IO"), ("graphql.", "GraphQL")] {
+    let mut prefixes: Vec<&str> = events.keys().filter_map(|k| k.split_once('.').map(|(p, _)| p)).collect();
+    prefixes.dedup();
+    for prefix in prefixes {
+        let title = match prefix {
+            "socketio" => "Socket.IO".to_string(),
+            "graphql" => "GraphQL".to_string(),
+            other => other.to_uppercase(),
+        };
         let parts: Vec<String> = events
             .iter()
-            .filter_map(|(k, n)| k.strip_prefix(prefix).map(|name| format!("{} {}", count(*n), name.replace('_', " "))))
+            .filter_map(|(k, n)| {
+                let name = k.strip_prefix(prefix)?.strip_prefix('.')?;
+                Some(format!("{} {}", count(*n), name.replace('_', " ")))
+            })
             .collect();
-        if !parts.is_empty() {
-            let _ = writeln!(out, "  {title:<14}{}", parts.join(", "));
-        }
+        let _ = writeln!(out, "  {title:<14}{}", parts.join(", "));
     }
     out
 }

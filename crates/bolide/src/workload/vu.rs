@@ -264,7 +264,7 @@ pub fn settings(plan: &VuPlan) -> DdpRunSettings {
 }
 
 /// How the run's users reach their server: DDP's transport, and the other protocols' (`websocket`,
-/// `socketio polling+websocket`, `graphql-ws`, joined by ` + ` in a run that mixes them).
+/// `socketio polling+websocket`, another engine's name, joined by ` + ` in a run that mixes them).
 fn protocols(plan: &VuPlan) -> String {
     use crate::scenario::settings::SioTransport;
     use crate::scenario::Engine;
@@ -281,8 +281,12 @@ fn protocols(plan: &VuPlan) -> String {
             _ => "socketio websocket".into(),
         });
     }
-    if s.has_engine(Engine::GraphqlWs) {
-        parts.push("graphql-ws".into());
+    // Any other protocol: its engine's name (`graphql-ws`, ...), once, in the flows' order.
+    for f in &s.flows {
+        let name = f.engine.name().to_string();
+        if !matches!(f.engine, Engine::Ddp | Engine::Browser | Engine::SocketIo) && !parts.contains(&name) {
+            parts.push(name);
+        }
     }
     parts.join(" + ")
 }

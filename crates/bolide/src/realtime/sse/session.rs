@@ -109,9 +109,10 @@ impl SseSession {
         wire::send(conn, req, timeout.saturating_sub(began.elapsed())).await
     }
 
-    /// A response read to its end on a connection that stays open: free for the next request.
-    pub fn done_with(&self, r: Response, ended: bool) {
-        if ended && r.head.keep_alive {
+    /// A response read to its end on a connection that stays open: free for the next request
+    /// (any other is closed).
+    pub fn done_with(&self, r: Response) {
+        if r.ended() && r.head.keep_alive {
             *self.idle.borrow_mut() = Some(r.conn);
         }
     }

@@ -121,9 +121,9 @@ async fn stream<U: User<Session = SseSession>>(u: &mut U, step: &Step, s: &SseSt
         let how = read_stream(sess, &mut r, s, &mut st, keep_data, (began, deadline)).await;
         match how {
             Ok(Read::More) => break Some(r),
-            Ok(end) => {
+            Ok(_) => {
                 if st.done || !wanted {
-                    sess.done_with(r, matches!(end, Read::Ended));
+                    sess.done_with(r);
                     break None;
                 }
                 // Ended before the step had its events: asked again as EventSource does.
@@ -328,7 +328,9 @@ async fn chat<U: User<Session = SseSession>>(u: &mut U, step: &Step, c: &Chat) -
         .extra
         .iter()
         .map(|(k, v)| match u.render(v) {
-            Value::String(t) if k == "max_tokens" => (k.clone(), t.parse::<u64>().map_or(Value::String(t), Value::from)),
+            Value::String(t) if k == "max_tokens" => {
+                (k.clone(), t.parse::<u64>().map_or(Value::String(t), Value::from))
+            }
             other => (k.clone(), other),
         })
         .collect();
@@ -395,7 +397,16 @@ async fn chat<U: User<Session = SseSession>>(u: &mut U, step: &Step, c: &Chat) -
             Failure::new("closed", format!("the server closed the stream after {} tokens, before [DONE]", done.tokens));
         return Err(u.fail(step, &f));
     }
-    sess.done_with(r, ended && done.done);
+    // What follows [DONE] (the chunked body's end) is read, so that the connection carries the
+    // user's next request.
+    if ended && !r.ended() {
+        let (mut bytes, mut n) = (0, 0);
+        r.finish(&mut |_| n += 1, &mut bytes, Duration::from_secs(1)).await;
+        let mut t = sess.traffic.borrow_mut();
+        t.bytes_in += bytes;
+        t.count("sse.events", n);
+    }
+    sess.done_with(r);
     let mut t = sess.traffic.borrow_mut();
     t.count("llm.requests", 1);
     t.count("llm.output_tokens", done.tokens);

@@ -392,6 +392,26 @@ impl Response {
         }
     }
 
+    /// Whether the body has been read to its end (nothing of it left on the connection).
+    pub fn ended(&self) -> bool {
+        self.body.done && self.pending.is_empty()
+    }
+
+    /// Reads what is left of the body (its events handed to `on`) until it ends, within
+    /// `timeout`: whether it did, so that the connection can carry another request.
+    pub async fn finish(&mut self, on: &mut dyn FnMut(&Event<'_>), bytes: &mut u64, timeout: Duration) -> bool {
+        let reading = async {
+            loop {
+                match self.read(on, bytes).await {
+                    Ok(Read::More) => {}
+                    Ok(Read::Ended) => return true,
+                    _ => return false,
+                }
+            }
+        };
+        tokio::time::timeout(timeout, reading).await.unwrap_or(false)
+    }
+
     /// The body read to its end as text (an error's explanation), at most `limit` bytes of it
     /// kept, within `timeout`.
     pub async fn text(&mut self, limit: usize, timeout: Duration) -> String {

@@ -1,0 +1,284 @@
+//! Server-Sent Events and streamed LLM completions (`engine: sse`) against a real SSE server
+//! from PyPI (`sse-starlette` on `uvicorn`, `tests/peers/sse_server.py`), started on loopback by
+//! each test: what bolide counts (streams, events, reconnections, requests, tokens, the server's
+//! usage) against what the server counts it streamed; the documented examples are the example
+//! files, and each runs unchanged against the server given by `--target`.
+
+mod common;
+
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bolide::stats::vu::VuDoc;
+use common::*;
+use serde_json::Value;
+
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
+/// The Python that has sse-starlette and uvicorn: `BOLIDE_SSE_PYTHON`, the virtual environment
+/// `.ci/run` makes (`target/sse-venv`), or `python3`.
+fn python() -> String {
+    let candidates = [
+        std::env::var("BOLIDE_SSE_PYTHON").unwrap_or_default(),
+        format!("{ROOT}/target/sse-venv/bin/python"),
+        "python3".to_string(),
+    ];
+    for p in candidates.iter().filter(|p| !p.is_empty()) {
+        let ok = Command::new(p)
+            .args(["-c", "import sse_starlette, uvicorn"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return p.clone();
+        }
+    }
+    panic!("no Python with sse-starlette and uvicorn: python3 -m venv target/sse-venv && target/sse-venv/bin/pip install sse-starlette uvicorn (as .ci/run does)")
+}
+
+/// The SSE peer on a loopback port, stopped when dropped.
+struct SsePeer {
+    child: Child,
+    port: u16,
+}
+
+impl SsePeer {
+    fn start() -> SsePeer {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new(python())
+            .args(["-m", "uvicorn", "sse_server:app", "--host", "127.0.0.1", "--log-level", "warning"])
+            .args(["--port", &port.to_string(), "--app-dir", &format!("{ROOT}/crates/bolide/tests/peers")])
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("python runs uvicorn");
+        let began = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(began.elapsed() < Duration::from_secs(30), "uvicorn did not listen on {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        SsePeer { child, port }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// What the server says it streamed.
+    fn stats(&self) -> Value {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        use std::io::{Read, Write};
+        s.write_all(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap()).unwrap()
+    }
+}
+
+impl Drop for SsePeer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `bolide run FILE --json TMP ARGS...`; the outcome and the document (checked against its
+/// schema).
+fn run(file: &str, extra: &[&str]) -> (Outcome, VuDoc, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let mut argv = vec!["run", file, "--json", json.to_str().unwrap()];
+    argv.extend_from_slice(extra);
+    let o = bolide(&argv);
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|_| panic!("no document; {}\n{}", o.out, o.err));
+    let problems = schema_problems("ddp-result.schema.json", &text);
+    assert!(problems.is_empty(), "{problems:?}");
+    (o, VuDoc::from_json(&text).unwrap(), serde_json::from_str(&text).unwrap())
+}
+
+fn scenario(dir: &std::path::Path, text: &str) -> String {
+    let path = dir.join("scenario.yml");
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn event(doc: &VuDoc, name: &str) -> u64 {
+    doc.summary.events.get(name).copied().unwrap_or(0)
+}
+
+fn step(doc: &VuDoc, name: &str) -> (u64, u64) {
+    doc.steps.iter().find(|s| s.name == name).map_or((0, 0), |s| (s.count, s.errors))
+}
+
+/// How many samples a measure of the run took (its histogram's count).
+fn measured(doc: &VuDoc, name: &str) -> u64 {
+    doc.histograms.measures.get(name).map_or(0, |h| bolide::stats::hist::decode(h).unwrap().len())
+}
+
+fn n(v: &Value, key: &str) -> u64 {
+    v[key].as_u64().unwrap()
+}
+
+#[test]
+fn streams_count_what_the_server_streamed() {
+    let peer = SsePeer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario(
+        dir.path(),
+        concat!(
+            "config:\n  target: http://127.0.0.1:1\n  phases: [{duration: 1, arrivalCount: 4}]\n",
+            "  sse: { retry: 50ms }\n",
+            "scenarios:\n  - engine: sse\n    flow:\n",
+            "      - stream: \"/events?n=6&gap_ms=2\"\n",
+            // Ended by the server after 3 events: asked again with Last-Event-ID, resumed at 3.
+            "      - stream: { url: \"/events?n=10&drop_after=3\", events: 10, capture: { as: last, path: i } }\n",
+            "      - stream: { url: \"/events?n=5\", until: { data: done }, match: { status: done } }\n",
+            "      - stream: { url: \"/events?n=7\", events: 2, keep: true }\n",
+            "      - listen: { channel: tick, count: 5 }\n",
+        ),
+    );
+    let (o, doc, _) = run(&file, &["--target", &peer.url("")]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let s = peer.stats();
+    assert_eq!(doc.summary.users.completed, 4, "{}", o.out);
+    // Four users, each: 6, 3 + 7 (two streams), 5, and 7 (kept, listened to its end).
+    assert_eq!(n(&s, "events"), 4 * (6 + 10 + 5 + 7));
+    assert_eq!(event(&doc, "sse.events"), n(&s, "events"), "{:?}", doc.summary.events);
+    assert_eq!(event(&doc, "sse.streams"), n(&s, "streams"));
+    assert_eq!(event(&doc, "sse.reconnects"), n(&s, "resumed"));
+    assert_eq!(n(&s, "resumed"), 4);
+    // One comment a stream.
+    assert_eq!(event(&doc, "sse.comments"), n(&s, "streams"));
+    for name in ["stream /events?n=6&gap_ms=2", "stream /events?n=10&drop_after=3", "listen tick"] {
+        assert_eq!(step(&doc, name), (4, 0), "{name}");
+    }
+    assert_eq!(measured(&doc, "sse.first_event"), 4 * 4, "{:?}", doc.summary.measures);
+    // A gap between every two events a step read (the kept stream's after its step are listen's).
+    assert!(measured(&doc, "sse.gap") >= 4 * (5 + 9 + 4 + 1), "{:?}", doc.summary.measures);
+}
+
+#[test]
+fn chat_and_completion_tokens_are_the_servers() {
+    let peer = SsePeer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario(
+        dir.path(),
+        concat!(
+            "config:\n  target: http://127.0.0.1:1\n  phases: [{duration: 1, arrivalCount: 3}]\n",
+            "  llm: { goodput: \"ttft:60s,tpot:60s\" }\n",
+            "scenarios:\n  - engine: sse\n    flow:\n",
+            "      - chat: { messages: [{ role: user, content: \"hi {{ $vuId }}\" }], max_tokens: 5, capture: said }\n",
+            "      - chat: { prompt: \"Once\", max_tokens: { mean: 4, stddev: 2, min: 1, max: 6 } }\n",
+            "      - chat: { model: named, input_tokens: 12, max_tokens: 3, temperature: 0 }\n",
+        ),
+    );
+    let (o, doc, _) = run(&file, &["--target", &peer.url("")]);
+    assert_eq!((o.code, doc.summary.step_errors), (0, 0), "{}\n{}", o.out, o.err);
+    let s = peer.stats();
+    assert_eq!(event(&doc, "llm.requests"), 9, "{:?}", doc.summary.events);
+    assert_eq!(n(&s, "chat_requests"), 9);
+    // Tokens are the chunks that carried text: the server's own count, and its usage's.
+    assert_eq!(event(&doc, "llm.output_tokens"), n(&s, "chat_tokens"));
+    assert_eq!(event(&doc, "llm.usage_completion_tokens"), n(&s, "chat_tokens"));
+    assert_eq!(event(&doc, "llm.usage_responses"), n(&s, "usage_chunks"));
+    assert_eq!(event(&doc, "llm.good_requests"), 9);
+    // The model the server lists, asked once per worker; a chat that names one sends it.
+    let models: Vec<&str> = s["models"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
+    assert_eq!(models.iter().filter(|m| **m == "named").count(), 3, "{models:?}");
+    assert_eq!(models.iter().filter(|m| **m == "peer-model").count(), 6, "{models:?}");
+    assert_eq!(measured(&doc, "llm.ttft"), 9, "{:?}", doc.summary.measures);
+    assert_eq!(measured(&doc, "llm.e2el"), 9);
+    assert_eq!(measured(&doc, "llm.tpot"), 9);
+    // ITL: every gap between tokens, n - 1 per request.
+    assert_eq!(measured(&doc, "llm.itl"), n(&s, "chat_tokens") - 9);
+
+    // A server that sends no usage: tokens counted from the chunks alone, and the document says
+    // so (no usage responses).
+    let (o, doc, _) = run(&file, &["--target", &peer.url("/nousage")]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let s2 = peer.stats();
+    assert_eq!(event(&doc, "llm.output_tokens"), n(&s2, "chat_tokens") - n(&s, "chat_tokens"));
+    assert_eq!(event(&doc, "llm.usage_responses"), 0);
+}
+
+#[test]
+fn a_stream_that_is_none_fails_with_the_servers_words() {
+    let peer = SsePeer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario(
+        dir.path(),
+        concat!(
+            "config:\n  target: http://127.0.0.1:1\n  phases: [{duration: 1, arrivalCount: 2}]\n",
+            "scenarios:\n  - engine: sse\n    flow:\n      - stream: /nowhere\n",
+        ),
+    );
+    let (o, doc, _) = run(&file, &["--target", &peer.url("")]);
+    assert_eq!(doc.summary.errors_by_class["status"], 2, "{}\n{}", o.out, o.err);
+    let said = format!("{}{}", o.out, o.err);
+    assert!(said.contains("status 404") && said.contains("Not Found"), "{said}");
+}
+
+/// The documented example of `page` (in a ```yaml FENCE block) is the example file.
+fn documented(page: &str, fence: &str, file: &str) {
+    let text = std::fs::read_to_string(format!("{ROOT}/docs/{page}")).unwrap();
+    let block = text
+        .split(&format!("```yaml {fence}\n"))
+        .nth(1)
+        .and_then(|b| b.split("```\n").next())
+        .unwrap_or_else(|| panic!("{page} shows its example {fence}"));
+    assert_eq!(block, std::fs::read_to_string(format!("{ROOT}/examples/{file}")).unwrap());
+}
+
+#[test]
+fn the_documented_examples_are_the_example_files() {
+    documented("sse.md", "sse-stream", "sse-stream.yml");
+    documented("sse.md", "sse-notifications", "sse-notifications.yml");
+    documented("sse.md", "llm-chat", "llm-chat.yml");
+    documented("sse.md", "llm-synthetic", "llm-synthetic.yml");
+}
+
+#[test]
+fn the_examples_run_unchanged_against_the_target() {
+    let peer = SsePeer::start();
+    for (file, target) in [("sse-stream.yml", "/events?n=4"), ("sse-notifications.yml", "/events?n=4")] {
+        let before = peer.stats();
+        let path = format!("{ROOT}/examples/{file}");
+        let (o, doc, _) = run(&path, &["--target", &peer.url(target), "-d", "1s", "--arrival-rate", "2"]);
+        assert_eq!(o.code, 0, "{file}\n{}\n{}", o.out, o.err);
+        assert_eq!(doc.summary.users.completed, 2, "{file}");
+        let s = peer.stats();
+        assert_eq!(event(&doc, "sse.events"), n(&s, "events") - n(&before, "events"), "{file}");
+    }
+    for file in ["llm-chat.yml", "llm-synthetic.yml"] {
+        let before = peer.stats();
+        let path = format!("{ROOT}/examples/{file}");
+        let (o, doc, v) = run(
+            &path,
+            &[
+                "--target",
+                &peer.url(""),
+                "-d",
+                "1s",
+                "--arrival-rate",
+                "3",
+                "--threshold",
+                "llm.ttft.p99<60s",
+                "--threshold",
+                "llm.itl.p99<60s",
+            ],
+        );
+        assert_eq!(o.code, 0, "{file}\n{}\n{}", o.out, o.err);
+        let s = peer.stats();
+        let requests = n(&s, "chat_requests") - n(&before, "chat_requests");
+        assert_eq!(requests, 3, "{file}");
+        assert_eq!(event(&doc, "llm.requests"), requests, "{file}");
+        assert_eq!(event(&doc, "llm.output_tokens"), n(&s, "chat_tokens") - n(&before, "chat_tokens"), "{file}");
+        // Both thresholds listed, each with its value.
+        let listed: Vec<&Value> = v["thresholds"].as_array().unwrap().iter().collect();
+        for t in ["llm.ttft.p99<60s", "llm.itl.p99<60s"] {
+            let e = listed.iter().find(|e| e["threshold"] == t).unwrap_or_else(|| panic!("{t} in {listed:?}"));
+            assert!(e["value"].as_f64().is_some_and(|x| x > 0.0), "{e}");
+            assert_eq!(e["ok"], true, "{e}");
+        }
+    }
+}
