@@ -2369,7 +2369,65 @@ mod tests {
         );
         assert_eq!(
             problems("  - engine: mqtt\n    flow: [connect]\n")[0],
-            "5:13 engine \"mqtt\" is not ddp, browser, socketio or graphql-ws"
+            "5:13 engine \"mqtt\" is not ddp, browser, socketio, graphql-ws or sse"
+        );
+    }
+
+    #[test]
+    fn sse_flows_and_their_config() {
+        let s = load(concat!(
+            "config:\n  target: http://h\n  phases: [{duration: 1, arrivalRate: 1}]\n",
+            "  sse: { headers: { Authorization: \"Bearer {{ token }}\" }, retry: 250ms }\n",
+            "  llm: { model: m1, goodput: \"ttft:500ms,tpot:50ms\" }\n",
+            "  variables: { token: [t] }\n",
+            "scenarios:\n  - engine: sse\n    flow:\n",
+            "      - stream\n",
+            "      - stream: { url: /feed, json: { a: 1 }, events: 3, until: done, match: { status: ok }, keep: true }\n",
+            "      - listen: { channel: tick, count: 2 }\n",
+            "      - chat: { messages: [{ role: user, content: hi }], max_tokens: { mean: 64, stddev: 8 }, temperature: 0 }\n",
+            "      - chat: { prompt: Once, model: m2, max_tokens: 5 }\n",
+        ))
+        .unwrap();
+        let f = &s.flows[0];
+        assert_eq!(f.engine, Engine::Sse);
+        let names: Vec<&str> = f.steps.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["connect", "stream", "stream /feed", "listen tick", "chat", "completion"]);
+        let StepKind::Stream(st) = &f.steps[2].kind else { panic!() };
+        assert_eq!((st.method.as_str(), st.events, st.keep), ("POST", Some(3), true));
+        assert_eq!(st.until, Some(StreamEnd { event: Some("done".into()), data: None }));
+        assert_eq!(st.headers, [("Authorization".to_string(), "Bearer {{ token }}".to_string())]);
+        assert_eq!(st.reconnect, Some(Duration::from_millis(250)));
+        let StepKind::Chat(c) = &f.steps[4].kind else { panic!() };
+        assert_eq!(c.model.as_deref(), Some("m1"));
+        assert_eq!(c.max_tokens, Some(Length { mean: 64, stddev: 8, min: 1, max: 256 }));
+        assert_eq!(c.extra, [("temperature".to_string(), serde_json::json!(0))]);
+        assert_eq!(
+            c.goodput,
+            [("ttft".into(), Duration::from_millis(500)), ("tpot".into(), Duration::from_millis(50))]
+        );
+        let StepKind::Chat(c) = &f.steps[5].kind else { panic!() };
+        assert_eq!((c.model.as_deref(), c.prompt.clone()), (Some("m2"), Some(serde_json::json!("Once"))));
+
+        let head = "config:\n  target: http://h\n  phases: [{duration: 1, arrivalRate: 1}]\n";
+        let problems = |text: &str| -> Vec<String> {
+            load(&format!("{head}{text}"))
+                .unwrap_err()
+                .problems
+                .iter()
+                .map(|p| format!("{}:{} {}", p.line, p.col, p.message))
+                .collect()
+        };
+        let flow = |steps: &str| problems(&format!("scenarios:\n  - engine: sse\n    flow:\n{steps}"));
+        assert_eq!(
+            flow("      - chat: { prompt: a, messages: [] }\n"),
+            ["7:15 chat has one of messages, prompt and input_tokens"]
+        );
+        assert_eq!(flow("      - stream: { until: {} }\n"), ["7:26 until needs event or data"]);
+        assert_eq!(flow("      - chat: { stream: false }\n"), ["7:17 chat always streams, with the usage asked for"]);
+        assert_eq!(flow("      - emit: {channel: x}\n"), ["7:9 \"emit\" is not a step of an engine: sse flow"]);
+        assert_eq!(
+            problems("  llm: { goodput: \"ttft:fast\" }\nscenarios:\n  - engine: sse\n    flow: [stream]\n"),
+            ["4:19 config.llm.goodput: \"ttft\" is not a level with a duration"]
         );
     }
 
