@@ -14,7 +14,7 @@
 #           mock-server`, which sends its usage: the server's own token count) at MOCK_RATE a
 #           second: bolide's tokens against the server's usage, CPU per event at a higher rate.
 #   hold    10,000 (STREAMS) SSE streams held open by bolide against a node server
-#           (bench/llm/hold.mjs): bolide's peak RSS per stream (GNU time), over a baseline run of
+#           (crates/bolide/tests/peers/sse-hold.mjs): bolide's peak RSS per stream (GNU time), over a baseline run of
 #           100 streams.
 #
 # CPU per event is marginal: each client runs LONG and SHORT seconds, and (CPU_long - CPU_short) /
@@ -130,7 +130,7 @@ if has llama; then
 fi
 
 if has mock; then
-    "$WORK/gl/bin/guidellm" mock-server --host 127.0.0.1 --port "$PORT" --ttft-ms 20 --itl-ms 2 \
+    "$WORK/gl/bin/guidellm" mock-server --host 127.0.0.1 --port "$PORT" --model mock --ttft-ms 20 --itl-ms 2 \
         --output-tokens "$MAX_TOKENS" >"$OUT/mock.log" 2>&1 &
     SERVER_PID=$!
     wait_port "$PORT"
@@ -141,7 +141,7 @@ fi
 
 if has hold; then
     ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-    node "$HERE/llm/hold.mjs" "$PORT" >"$OUT/hold.log" 2>&1 &
+    node "$ROOT/crates/bolide/tests/peers/sse-hold.mjs" "$PORT" >"$OUT/hold.log" 2>&1 &
     SERVER_PID=$!
     wait_port "$PORT"
     for n in 100 "$STREAMS"; do

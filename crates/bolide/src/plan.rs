@@ -1147,6 +1147,7 @@ fn file_scenario(
             name: Some("users".into()),
             duration: length,
             kind: crate::scenario::PhaseKind::Users(n),
+            burstiness: None,
         }];
     }
     Ok(scenario)

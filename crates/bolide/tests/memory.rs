@@ -44,6 +44,9 @@ fn budget(protocol: &str) -> Budget {
         "socketio" => (4.9, 35.0),
         // Measured 3.02-3.09 KB, 26.1 MB.
         "graphql" => (3.6, 30.0),
+        // A stream kept open after its first event (its task reading it): measured 4.21 KB and
+        // 46.8 MB in the debug build.
+        "sse" => (4.9, 36.0),
         other => panic!("no budget for {other}"),
     };
     Budget { kb_per_session: kb, peak_mb: release_mb + debug_base_mb() }
@@ -155,6 +158,15 @@ fn graphql_sessions_stay_within_their_memory_budget() {
     // A live subscription each, waiting for nothing, then held.
     let flow = "  - engine: graphql-ws\n    flow:\n      - subscribe:\n          query: \"subscription { taskAdded { id } }\"\n          count: 0\nTHINK";
     guard("graphql", &server.url("/graphql"), "  graphql:\n    connectionParams: { token: secret }\n", flow);
+}
+
+#[test]
+fn sse_streams_stay_within_their_memory_budget() {
+    enough_files();
+    let server = Peer::start("sse-hold.mjs");
+    // A stream each, its first event read, then kept open (its events counted for `listen`).
+    let flow = "  - engine: sse\n    flow:\n      - stream: { events: 1, keep: true }\nTHINK";
+    guard("sse", &server.url("/hold"), "", flow);
 }
 
 #[test]

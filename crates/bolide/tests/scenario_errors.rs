@@ -34,7 +34,7 @@ scenarios:
     let want = r#"bench.yml:4:7: a phase needs "arrivalRate", "arrivalCount", "users" or "pause"
     hint: e.g. arrivalRate: 4 (users per second), or users: 50 (looping for the duration)
 bench.yml:5:7: unknown key "arivalRate" in a phase
-    hint: did you mean "arrivalRate"? a phase takes: duration, arrivalRate, rampTo, arrivalCount, users, pause, name
+    hint: did you mean "arrivalRate"? a phase takes: duration, arrivalRate, rampTo, arrivalCount, users, pause, name, poisson, burstiness
 bench.yml:6:17: duration must be a duration (seconds, or e.g. 500ms, 30s, 2m)
 bench.yml:8:14: config.maxVusers must be a whole number of at least 0, not a string
 bench.yml:10:16: transport "carrier-pigeon" is not websocket, sockjs, xhr-polling or xhr-streaming

@@ -195,6 +195,9 @@ pub fn knee_facts(rows: &[Rung], unit: &str) -> Vec<crate::report::band::Fact> {
     out
 }
 
+/// The median time per output token of an LLM run's levels, `Measures::measures_ms`'s key.
+const TPOT: &str = "llm.tpot.p50";
+
 /// The reports' ladder table.
 pub fn table(kind: &str, rows: &[Rung]) -> Table {
     // The level's unit: HTTP levels are rates (requests per second); the Meteor reports' "#
@@ -203,7 +206,21 @@ pub fn table(kind: &str, rows: &[Rung]) -> Table {
         "Requests" => "Requests/s".to_string(),
         k => format!("# {k}"),
     };
-    let mut t = Table::new(&[&head, "Time", "CPU", "RAM", "Result"]);
+    // A protocol's throughput at each level (`llm.output_tokens/s`), and what one LLM user gets
+    // (tokens a second after its first: 1 / TPOT), where the levels measured them.
+    let mut rates: Vec<&str> =
+        rows.iter().flat_map(|r| r.1.iter().flat_map(|m| m.events_per_s.keys())).map(|k| k.as_str()).collect();
+    rates.sort();
+    rates.dedup();
+    let per_user = rows.iter().any(|r| r.1.as_ref().is_some_and(|m| m.measures_ms.contains_key(TPOT)));
+    let mut heads: Vec<String> = vec![head, "Time".into(), "CPU".into(), "RAM".into()];
+    heads.extend(rates.iter().map(|k| format!("{}/s", k.trim_end_matches("_per_s"))));
+    if per_user {
+        heads.push("Tokens/s per user".into());
+    }
+    heads.push("Result".into());
+    let result_col = heads.len() - 1;
+    let mut t = Table::new(&heads.iter().map(String::as_str).collect::<Vec<_>>());
     for (level, doc, verdict) in rows {
         let level = if level.fract() == 0.0 { crate::report::term::grouped(*level, 0) } else { format!("{level}") };
         let x = || "x".to_string();
@@ -230,10 +247,25 @@ pub fn table(kind: &str, rows: &[Rung]) -> Table {
             Verdict::Unmeasured(why) => format!("no verdict ({why})"),
             Verdict::Interrupted => "interrupted".to_string(),
         };
-        t.row(vec![level, time, cpu, ram, result]);
+        let mut row = vec![level, time, cpu, ram];
+        let failed = matches!(verdict, Verdict::Fail(_));
+        let figure = |v: Option<f64>| match (failed, v) {
+            (true, _) => "x".to_string(),
+            (false, Some(v)) => crate::report::term::grouped(v, 1),
+            (false, None) => "n/a".to_string(),
+        };
+        for k in &rates {
+            row.push(figure(doc.as_ref().and_then(|m| m.events_per_s.get(*k).copied())));
+        }
+        if per_user {
+            let tpot = doc.as_ref().and_then(|m| m.measures_ms.get(TPOT).copied()).filter(|ms| *ms > 0.0);
+            row.push(figure(tpot.map(|ms| 1000.0 / ms)));
+        }
+        row.push(result);
+        t.row(row);
         match verdict {
-            Verdict::Pass if suspect => t.tone(t.rows.len() - 1, 4, Tone::Warn),
-            Verdict::Pass => t.tone(t.rows.len() - 1, 4, Tone::Good),
+            Verdict::Pass if suspect => t.tone(t.rows.len() - 1, result_col, Tone::Warn),
+            Verdict::Pass => t.tone(t.rows.len() - 1, result_col, Tone::Good),
             Verdict::Fail(_) => t.tone_last_row(Tone::Bad),
             _ => t.tone_last_row(Tone::Warn),
         }

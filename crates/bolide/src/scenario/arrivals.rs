@@ -12,8 +12,63 @@ use super::{Phase, PhaseKind};
 pub struct Schedule {
     /// Each phase with its start offset, arrival count and first arrival's global index.
     parts: Vec<(Duration, Phase, u64, u64)>,
+    /// A Poisson (or gamma-spaced) phase's arrival times, by the phase's index, as fractions of
+    /// its length: drawn once from a seed of the phase's own, so that every worker and every
+    /// segment of a run has the same schedule.
+    spaced: Vec<(usize, std::sync::Arc<[f32]>)>,
     total: u64,
     length: Duration,
+}
+
+/// The most arrivals a Poisson phase may hold (its times are drawn once: 4 bytes each).
+pub const MAX_SPACED_ARRIVALS: u64 = 20_000_000;
+
+/// Times of `n` arrivals in [0, 1) as a renewal process with gamma-distributed gaps of shape
+/// `shape` (1: a Poisson process), scaled so that one gap more ends the phase: for a Poisson
+/// process, the order statistics of `n` uniform draws.
+pub fn spaced(n: u64, shape: f64, seed: u64) -> Vec<f32> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut normal = || {
+        let (u1, u2): (f64, f64) = (rng.random_range(f64::EPSILON..1.0), rng.random());
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    };
+    let mut uniforms = rand::rngs::StdRng::seed_from_u64(seed ^ 0x9E37_79B9_7F4A_7C15);
+    // Marsaglia and Tsang's method; a shape below 1 through shape + 1 and a uniform's power.
+    let mut gamma = |k: f64| -> f64 {
+        let (k1, boost) = if k < 1.0 { (k + 1.0, true) } else { (k, false) };
+        let d = k1 - 1.0 / 3.0;
+        let c = 1.0 / (9.0 * d).sqrt();
+        let g = loop {
+            let x = normal();
+            let v = (1.0 + c * x).powi(3);
+            if v <= 0.0 {
+                continue;
+            }
+            let u: f64 = uniforms.random_range(f64::EPSILON..1.0);
+            if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
+                break d * v;
+            }
+        };
+        if boost {
+            g * uniforms.random_range(f64::EPSILON..1.0).powf(1.0 / k)
+        } else {
+            g
+        }
+    };
+    // The gaps first (4 bytes each), then their running sums as fractions of the whole, in place.
+    let mut at: Vec<f32> = (0..n).map(|_| gamma(shape) as f32).collect();
+    let end = at.iter().map(|g| f64::from(*g)).sum::<f64>() + gamma(shape);
+    if !(end.is_finite() && end > 0.0) {
+        // Gaps too small to add up (no shape the scenario reader accepts): evenly spaced.
+        return (0..n).map(|i| (i as f64 / n as f64) as f32).collect();
+    }
+    let mut sum = 0.0f64;
+    for t in at.iter_mut() {
+        sum += f64::from(*t);
+        *t = (sum / end) as f32;
+    }
+    at
 }
 
 /// Arrivals a phase produces.
@@ -54,14 +109,22 @@ fn offset(p: &Phase, i: u64) -> Duration {
 impl Schedule {
     pub fn new(phases: &[Phase]) -> Schedule {
         let mut parts = Vec::new();
+        let mut spaced_parts = Vec::new();
         let (mut start, mut first) = (Duration::ZERO, 0u64);
-        for p in phases {
+        for (i, p) in phases.iter().enumerate() {
             let n = count(p);
+            let steady = matches!(p.kind, PhaseKind::Rate { ramp_to: None, .. } | PhaseKind::Count(_));
+            // The scenario reader refuses a Poisson phase of more arrivals; one cut or re-rated
+            // from the command line past it is spaced evenly.
+            if let Some(shape) = p.burstiness.filter(|_| steady && n <= MAX_SPACED_ARRIVALS) {
+                let times = spaced(n, shape, 0xB0_11DE ^ ((i as u64) << 32) ^ n);
+                spaced_parts.push((i, std::sync::Arc::from(times)));
+            }
             parts.push((start, p.clone(), n, first));
             start += p.duration;
             first += n;
         }
-        Schedule { parts, total: first, length: start }
+        Schedule { parts, spaced: spaced_parts, total: first, length: start }
     }
 
     /// Every arrival of the run.
@@ -76,7 +139,12 @@ impl Schedule {
 
     /// When arrival `k` is due, from the start of the run; None past the last one.
     pub fn arrival(&self, k: u64) -> Option<Duration> {
-        let (start, phase, _, first) = self.parts.iter().find(|(_, _, n, first)| k >= *first && k < first + n)?;
+        let i = self.parts.iter().position(|(_, _, n, first)| k >= *first && k < first + n)?;
+        let (start, phase, _, first) = &self.parts[i];
+        if let Some((_, times)) = self.spaced.iter().find(|(p, _)| *p == i) {
+            let at = times.get((k - first) as usize).copied().unwrap_or(1.0);
+            return Some(*start + phase.duration.mul_f64(f64::from(at).clamp(0.0, 1.0)));
+        }
         Some(*start + offset(phase, k - first))
     }
 
@@ -98,7 +166,7 @@ mod tests {
     use super::*;
 
     fn phase(secs: u64, kind: PhaseKind) -> Phase {
-        Phase { name: None, duration: Duration::from_secs(secs), kind }
+        Phase { name: None, duration: Duration::from_secs(secs), kind, burstiness: None }
     }
 
     fn ms(d: Option<Duration>) -> Option<u128> {
@@ -148,6 +216,34 @@ mod tests {
         assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
         assert!(times.iter().all(|t| *t < s.length()));
         assert_eq!(s.total(), 14 + 27);
+    }
+
+    #[test]
+    fn poisson_arrivals_keep_their_count_order_and_phase() {
+        let poisson = |secs, kind, b| Phase { burstiness: Some(b), ..phase(secs, kind) };
+        let s = Schedule::new(&[
+            poisson(100, PhaseKind::Rate { per_s: 50.0, ramp_to: None }, 1.0),
+            phase(10, PhaseKind::Count(10)),
+            poisson(100, PhaseKind::Count(5000), 0.25),
+        ]);
+        assert_eq!(s.total(), 5000 + 10 + 5000);
+        let times: Vec<f64> = (0..s.total()).map(|k| s.arrival(k).unwrap().as_secs_f64()).collect();
+        assert!(times.windows(2).all(|w| w[0] <= w[1]));
+        assert!(times[..5000].iter().all(|t| *t <= 100.0) && times[5010..].iter().all(|t| (110.0..=210.0).contains(t)));
+        // The same schedule every time (every worker and segment computes it).
+        assert_eq!(Schedule::new(&s.parts.iter().map(|p| p.1.clone()).collect::<Vec<_>>()), s);
+        // Poisson gaps: their mean is 1 / rate and their spread as large (an exponential's
+        // coefficient of variation is 1); burstiness 0.25 spreads them twice as far (1 / sqrt(k)).
+        let cv = |ts: &[f64]| {
+            let gaps: Vec<f64> = ts.windows(2).map(|w| w[1] - w[0]).collect();
+            let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+            let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
+            (mean, var.sqrt() / mean)
+        };
+        let (mean, v) = cv(&times[..5000]);
+        assert!((mean - 0.02).abs() < 0.001 && (0.9..1.1).contains(&v), "{mean} {v}");
+        let (_, v) = cv(&times[5010..]);
+        assert!((1.8..2.2).contains(&v), "{v}");
     }
 
     #[test]

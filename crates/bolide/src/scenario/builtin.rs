@@ -122,7 +122,12 @@ fn load(knobs: &Knobs, default: PhaseKind) -> PhaseKind {
 fn config(knobs: &Knobs, name: &str, default: PhaseKind) -> Config {
     Config {
         targets: vec![TargetSpec { url: knobs.target.clone(), weight: 1 }],
-        phases: vec![Phase { name: Some(name.into()), duration: knobs.duration, kind: load(knobs, default) }],
+        phases: vec![Phase {
+            name: Some(name.into()),
+            duration: knobs.duration,
+            kind: load(knobs, default),
+            burstiness: None,
+        }],
         max_vusers: None,
         variables: vec![],
         payload: None,

@@ -222,6 +222,11 @@ pub struct Phase {
     pub name: Option<String>,
     pub duration: Duration,
     pub kind: PhaseKind,
+    /// Arrivals spaced as a Poisson process brings them (`poisson: true`: 1.0), or with gaps
+    /// drawn from a gamma distribution of this shape (`burstiness`, as vLLM's benchmark: below 1
+    /// burstier, above 1 more even); None: evenly spaced. A steady `arrivalRate` or an
+    /// `arrivalCount` phase only; its arrival count stays the phase's.
+    pub burstiness: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -994,7 +999,7 @@ mod tests {
     }
 
     fn phase(secs: u64, kind: PhaseKind) -> Phase {
-        Phase { name: None, duration: Duration::from_secs(secs), kind }
+        Phase { name: None, duration: Duration::from_secs(secs), kind, burstiness: None }
     }
 
     #[test]

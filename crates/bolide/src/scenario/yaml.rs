@@ -534,7 +534,8 @@ const LLM_KEYS: &[&str] = &["model", "goodput"];
 const SOCKETIO_KEYS: &[&str] =
     &["path", "query", "extraHeaders", "transports", "auth", "fanoutField", "perMessageDeflate"];
 const GRAPHQL_KEYS: &[&str] = &["path", "connectionParams", "headers", "fanoutField", "perMessageDeflate"];
-const PHASE_KEYS: &[&str] = &["duration", "arrivalRate", "rampTo", "arrivalCount", "users", "pause", "name"];
+const PHASE_KEYS: &[&str] =
+    &["duration", "arrivalRate", "rampTo", "arrivalCount", "users", "pause", "name", "poisson", "burstiness"];
 const DDP_KEYS: &[&str] =
     &["transport", "compression", "cache", "fanoutField", "stepTimeout", "userTimeout", "reconnect"];
 const ENSURE_KEYS: &[&str] = &["maxErrorRate", "max", "p95", "p99", "steps", "thresholds"];
@@ -940,18 +941,18 @@ fn read_phase(r: &mut Reader, node: &Node) -> Option<Phase> {
     let m = r.map(node, "a phase", PHASE_KEYS)?;
     let name = m.get("name").and_then(|n| r.string(n, "a phase's name"));
     if let Some(p) = m.get("pause") {
-        for key in ["arrivalRate", "arrivalCount", "rampTo", "users"] {
+        for key in ["arrivalRate", "arrivalCount", "rampTo", "users", "poisson", "burstiness"] {
             if let Some(n) = m.get(key) {
                 r.problem(n, format!("a pause phase cannot have \"{key}\""), None);
             }
         }
         let duration = r.duration(p, "pause")?;
-        return Some(Phase { name, duration, kind: PhaseKind::Pause });
+        return Some(Phase { name, duration, kind: PhaseKind::Pause, burstiness: None });
     }
     let duration = m.require(r, "duration").and_then(|n| r.duration(n, "duration"));
     if let Some(users) = m.get("users") {
         // The closed model: these users loop their flow for the phase's duration.
-        for key in ["arrivalRate", "arrivalCount", "rampTo"] {
+        for key in ["arrivalRate", "arrivalCount", "rampTo", "poisson", "burstiness"] {
             if let Some(n) = m.get(key) {
                 r.problem(n, format!("a phase of looping \"users\" cannot have \"{key}\""), None);
             }
@@ -967,7 +968,7 @@ fn read_phase(r: &mut Reader, node: &Node) -> Option<Phase> {
             }
             n => n.map(PhaseKind::Users),
         };
-        return Some(Phase { name, duration: duration?, kind: kind? });
+        return Some(Phase { name, duration: duration?, kind: kind?, burstiness: None });
     }
     let kind = match (m.get("arrivalRate"), m.get("arrivalCount")) {
         (Some(rate), None) => {
@@ -1009,7 +1010,37 @@ fn read_phase(r: &mut Reader, node: &Node) -> Option<Phase> {
             None
         }
     };
-    Some(Phase { name, duration: duration?, kind: kind? })
+    // `poisson: true` (burstiness 1) or `burstiness: B`: arrivals spaced as vLLM's benchmark
+    // spaces its requests.
+    let poisson = m.get("poisson").and_then(|n| r.boolean(n, "poisson")).unwrap_or(false);
+    let burstiness = match m.get("burstiness") {
+        Some(n) => match r.number(n, "burstiness") {
+            Some(b) if (0.01..=100.0).contains(&b) => Some(b),
+            Some(_) => {
+                r.problem(n, "burstiness must be from 0.01 to 100 (1: a Poisson process)", None);
+                return None;
+            }
+            None => return None,
+        },
+        None => poisson.then_some(1.0),
+    };
+    let kind = kind?;
+    let at = m.get("poisson").or(m.get("burstiness")).unwrap_or(node);
+    if let (Some(_), PhaseKind::Rate { ramp_to: Some(_), .. }) = (burstiness, &kind) {
+        r.problem(at, "Poisson arrivals need a steady arrivalRate (no rampTo) or an arrivalCount", None);
+        return None;
+    }
+    let arrivals = match (&kind, duration) {
+        (PhaseKind::Rate { per_s, .. }, Some(d)) => (per_s * d.as_secs_f64()).ceil() as u64,
+        (PhaseKind::Count(n), _) => *n,
+        _ => 0,
+    };
+    if burstiness.is_some() && arrivals > crate::scenario::arrivals::MAX_SPACED_ARRIVALS {
+        let most = crate::scenario::arrivals::MAX_SPACED_ARRIVALS;
+        r.problem(at, format!("a Poisson phase brings at most {most} users; this one {arrivals}"), None);
+        return None;
+    }
+    Some(Phase { name, duration: duration?, kind, burstiness })
 }
 
 fn read_payload(r: &mut Reader, node: &Node, base: &Path) -> Option<Payload> {
@@ -1038,21 +1069,38 @@ fn read_payload(r: &mut Reader, node: &Node, base: &Path) -> Option<Payload> {
     let mut rows = Vec::new();
     // JSON Lines (a prompt file as LLM benchmarks keep them): each line an object, the fields
     // its keys (text as it is, any other value as JSON).
-    if path.ends_with(".jsonl") || path.ends_with(".ndjson") {
+    let lower = path.to_ascii_lowercase();
+    if lower.ends_with(".jsonl") || lower.ends_with(".ndjson") {
+        let mut seen = vec![false; fields.len()];
         for (i, line) in String::from_utf8_lossy(&bytes).lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
-            let Ok(Value::Object(o)) = serde_json::from_str::<Value>(line) else {
-                r.problem(node, format!("payload {} line {}: not a JSON object", full.display(), i + 1), None);
-                return None;
+            let o = match serde_json::from_str::<Value>(line) {
+                Ok(Value::Object(o)) => o,
+                Ok(_) => {
+                    r.problem(node, format!("payload {} line {}: not a JSON object", full.display(), i + 1), None);
+                    return None;
+                }
+                Err(e) => {
+                    r.problem(node, format!("payload {} line {}: {e}", full.display(), i + 1), None);
+                    return None;
+                }
             };
+            for (s, f) in seen.iter_mut().zip(&fields) {
+                *s |= o.contains_key(f);
+            }
             let cell = |f: &String| match o.get(f) {
                 Some(Value::String(s)) => s.clone(),
                 Some(v) => v.to_string(),
                 None => String::new(),
             };
             rows.push(fields.iter().map(cell).collect());
+        }
+        if let Some(missing) = fields.iter().zip(&seen).find(|(_, s)| !**s).map(|(f, _)| f) {
+            let at = m.get("fields").unwrap_or(node);
+            r.problem(at, format!("payload {}: no line has the field {missing:?}", full.display()), None);
+            return None;
         }
     }
     let mut reader = csv::ReaderBuilder::new().has_headers(skip_header).flexible(true).from_reader(&bytes[..]);
@@ -2080,7 +2128,11 @@ fn read_stream(r: &mut Reader, node: &Node) -> Option<SseStream> {
         s.method = "POST".into();
     }
     if let Some(n) = m.get("events") {
-        s.events = Some(r.count(n, "events")?).filter(|e| *e > 0);
+        s.events = Some(r.count(n, "events")?);
+        if s.events == Some(0) {
+            r.problem(n, "events must be at least 1 (without it, the stream is read to its end)", None);
+            return None;
+        }
     }
     if let Some(n) = m.get("until") {
         s.until = match &n.kind {
@@ -2106,6 +2158,14 @@ fn read_stream(r: &mut Reader, node: &Node) -> Option<SseStream> {
     }
     s.capture = m.get("capture").and_then(|n| read_capture(r, n));
     s.keep = m.get("keep").and_then(|n| r.boolean(n, "keep")).unwrap_or(false);
+    if let (true, None, None, Some(n)) = (s.keep, s.events, &s.until, m.get("keep")) {
+        r.problem(
+            n,
+            "keep needs events or until: the step ends there and the stream stays open",
+            Some("e.g. stream: { url: /feed, events: 1, keep: true }".into()),
+        );
+        return None;
+    }
     s.timeout = m.get("timeout").and_then(|n| r.duration(n, "timeout"));
     Some(s)
 }
@@ -2426,6 +2486,14 @@ mod tests {
         assert_eq!(flow("      - chat: { stream: false }\n"), ["7:17 chat always streams, with the usage asked for"]);
         assert_eq!(flow("      - emit: {channel: x}\n"), ["7:9 \"emit\" is not a step of an engine: sse flow"]);
         assert_eq!(
+            flow("      - stream: { url: /a, keep: true }\n"),
+            ["7:34 keep needs events or until: the step ends there and the stream stays open"]
+        );
+        assert_eq!(
+            flow("      - stream: { events: 0 }\n"),
+            ["7:27 events must be at least 1 (without it, the stream is read to its end)"]
+        );
+        assert_eq!(
             problems("  llm: { goodput: \"ttft:fast\" }\nscenarios:\n  - engine: sse\n    flow: [stream]\n"),
             ["4:19 config.llm.goodput: \"ttft\" is not a level with a duration"]
         );
@@ -2544,6 +2612,10 @@ mod tests {
         };
         let s = load(&file("{duration: 30, users: 50}")).unwrap();
         assert_eq!(s.config.phases[0].kind, PhaseKind::Users(50));
+        let s = load(&file("{duration: 30, arrivalRate: 2, poisson: true}")).unwrap();
+        assert_eq!(s.config.phases[0].burstiness, Some(1.0));
+        let s = load(&file("{duration: 30, arrivalCount: 9, burstiness: 0.5}")).unwrap();
+        assert_eq!(s.config.phases[0].burstiness, Some(0.5));
         // Each row: the phase, the error's position and words.
         let rows = [
             ("{duration: 30, users: 0}", "test.yml:4:29", "users must be at least 1"),
@@ -2551,6 +2623,10 @@ mod tests {
             ("{pause: 5, users: 5}", "test.yml:4:25", "a pause phase cannot have \"users\""),
             ("{users: 5}", "test.yml:4:7", "duration"),
             ("{duration: 3, users: lots}", "test.yml:4:28", "users must be a whole number"),
+            ("{duration: 3, users: 2, poisson: true}", "test.yml:4:40", "cannot have \"poisson\""),
+            ("{duration: 3, arrivalRate: 2, burstiness: 0}", "test.yml:4:49", "burstiness must be from 0.01 to 100"),
+            ("{duration: 3, arrivalRate: 2, rampTo: 4, poisson: true}", "test.yml:4:57", "need a steady arrivalRate"),
+            ("{duration: 100000, arrivalRate: 1000, poisson: true}", "test.yml:4:54", "at most 20000000 users"),
         ];
         for (phase, at, words) in rows {
             let e = load(&file(phase)).unwrap_err().to_string();

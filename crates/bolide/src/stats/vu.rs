@@ -449,6 +449,9 @@ pub struct DdpRunSettings {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct PhaseSettings {
+    /// Arrivals spaced as a Poisson process (1.0) or with gamma-distributed gaps of this shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burstiness: Option<f64>,
     pub name: Option<String>,
     pub duration_s: f64,
     pub arrival_rate: Option<f64>,

@@ -234,6 +234,7 @@ pub fn settings(plan: &VuPlan) -> DdpRunSettings {
                 PhaseKind::Users(n) => (None, None, None, false, Some(n)),
             };
             PhaseSettings {
+                burstiness: p.burstiness,
                 name: p.name.clone(),
                 duration_s: p.duration.as_secs_f64(),
                 arrival_rate: rate,

@@ -91,8 +91,8 @@ impl Completion {
             }
         };
         if let Some(e) = &chunk.error {
-            let msg = e.get("message").and_then(Value::as_str).map_or_else(|| e.to_string(), String::from);
-            self.error.get_or_insert(msg);
+            let msg = e.get("message").and_then(Value::as_str).map_or_else(|| crate::redact::brief(e), String::from);
+            self.error.get_or_insert(msg.chars().take(500).collect());
         }
         if let Some(u) = chunk.usage {
             self.usage = Some(u);
@@ -102,7 +102,8 @@ impl Completion {
             return None;
         }
         self.tokens += 1;
-        if let Some(t) = &mut self.text {
+        // A captured answer is kept up to 1 MiB.
+        if let Some(t) = self.text.as_mut().filter(|t| t.len() < 1 << 20) {
             t.push_str(text);
         }
         let gap = self.last.map(|l| at.saturating_duration_since(l));
@@ -124,7 +125,7 @@ impl Completion {
     pub fn tpot(&self, e2el: Duration) -> Option<Duration> {
         let n = self.usage.map_or(self.tokens, |u| u.completion_tokens.max(self.tokens));
         let ttft = self.ttft()?;
-        (n > 1).then(|| e2el.saturating_sub(ttft) / (n - 1) as u32)
+        (n > 1).then(|| Duration::from_nanos((e2el.saturating_sub(ttft).as_nanos() / u128::from(n - 1)) as u64))
     }
 
     /// Whether the request met every service level of `goodput` (`ttft`, `tpot`, `itl`: its

@@ -21,18 +21,34 @@ use crate::session::Target;
 pub struct Heard {
     pub by_name: RefCell<crate::vecmap::VecMap<String, (u64, u64)>>,
     pub notify: Notify,
-    /// Why every kept stream ended, once one did for good.
+    /// Why the last kept stream ended for good, once none is left.
     pub ended: RefCell<Option<String>>,
+    /// Kept streams still read (or being asked again).
+    live: Cell<u32>,
 }
 
 impl Heard {
+    /// A kept stream ended for good: once it was the last, `listen` stops waiting.
+    fn gone(&self, why: String) {
+        self.live.set(self.live.get().saturating_sub(1));
+        if self.live.get() == 0 {
+            *self.ended.borrow_mut() = Some(why);
+        }
+        self.notify.notify_waiters();
+    }
+
+    /// Distinct event names counted at most (a server inventing names does not grow it).
+    const MAX_NAMES: usize = 256;
+
     pub fn heard(&self, name: &str) {
         let mut m = self.by_name.borrow_mut();
+        let room = m.len() < Self::MAX_NAMES;
         match m.get_mut(name) {
             Some(n) => n.0 += 1,
-            None => {
+            None if room => {
                 m.insert(name.to_string(), (1, 0));
             }
+            None => {}
         }
         drop(m);
         self.notify.notify_waiters();
@@ -70,7 +86,8 @@ impl SseSession {
     }
 
     /// A step's URL: none is the target's own, a path joins the target's (its path kept), an
-    /// absolute URL stands.
+    /// absolute URL must be on the target's server (its scheme, host and port: the user's
+    /// connection is to it).
     pub fn url(&self, text: &str) -> Result<url::Url, String> {
         if text.is_empty() {
             return Ok(self.base.clone());
@@ -83,7 +100,15 @@ impl SseSession {
             u.set_query(query);
             return Ok(u);
         }
-        url::Url::parse(text).map_err(|e| format!("URL {:?}: {e}", crate::redact::printable(text)))
+        let u = url::Url::parse(text).map_err(|e| format!("URL {:?}: {e}", crate::redact::printable(text)))?;
+        if u.origin() != self.base.origin() {
+            return Err(format!(
+                "URL {:?} is not on the target's server ({}): give a path, or the target's own URL",
+                crate::redact::printable(text),
+                self.base.origin().ascii_serialization()
+            ));
+        }
+        Ok(u)
     }
 
     /// Sends `req` on the free connection (a new one when none is free, or when the kept one
@@ -119,12 +144,14 @@ impl SseSession {
 
     /// Keeps reading `r` after its step, each event counted for `listen`; asked again as
     /// EventSource does when the server ends it (`again`: the request, its wait).
-    pub fn keep(&self, mut r: Response, again: Option<Again>) {
+    pub fn keep(&self, mut r: Response, again: Option<Rc<Again>>) {
         let heard = Rc::clone(&self.heard);
         let traffic = Rc::clone(&self.traffic);
         let last = Rc::clone(&self.last_data);
         let ep = self.ep.clone();
         let tls = self.tls.clone();
+        self.heard.live.set(self.heard.live.get() + 1);
+        self.heard.ended.borrow_mut().take();
         let task = tokio::task::spawn_local(async move {
             loop {
                 let why = loop {
@@ -153,42 +180,40 @@ impl SseSession {
                         Err(f) => break f.detail,
                     }
                 };
-                let Some(Again { headers, method, url, body, wait }) = &again else {
-                    *heard.ended.borrow_mut() = Some(why);
-                    heard.notify.notify_waiters();
+                let Some(Again { headers, method, url, body, wait }) = again.as_deref() else {
+                    heard.gone(why);
                     return;
                 };
-                let wait = r.parser.retry_ms.map_or(*wait, Duration::from_millis);
-                tokio::time::sleep(wait).await;
+                // Asked again after the server's retry (or the configured wait), as often as it
+                // takes until the user leaves (its session's drop ends this task); the old
+                // response is not read again.
+                let wait = r.parser.retry_ms.map_or(*wait, Duration::from_millis).max(Duration::from_millis(10));
                 let mut h = headers.clone();
-                if let Some(id) = &r.parser.last_id {
+                if let Some(id) = r.parser.last_id.as_ref().filter(|id| !id.is_empty()) {
                     h.push(("Last-Event-ID".into(), id.clone()));
                 }
                 let req = wire::request(method, url, &h, body);
-                let conn = match crate::proto::http::open_stream(&ep.host, &ep.addrs, ep.tls, tls.as_ref()).await {
-                    Ok(c) => c,
-                    Err(_) => continue,
+                r = loop {
+                    tokio::time::sleep(wait).await;
+                    let Ok(conn) = crate::proto::http::open_stream(&ep.host, &ep.addrs, ep.tls, tls.as_ref()).await
+                    else {
+                        continue;
+                    };
+                    traffic.borrow_mut().count("sse.reconnects", 1);
+                    match wire::send(conn, &req, Duration::from_secs(30)).await {
+                        Ok(mut next) if next.is_stream() => {
+                            traffic.borrow_mut().count("sse.streams", 1);
+                            next.parser = r.parser.resume();
+                            break next;
+                        }
+                        // 204, or no stream: EventSource stops asking.
+                        Ok(next) => {
+                            heard.gone(format!("the server answered {} to a reconnection", next.head.status));
+                            return;
+                        }
+                        Err(_) => {}
+                    }
                 };
-                traffic.borrow_mut().count("sse.reconnects", 1);
-                let parser = std::mem::take(&mut r.parser);
-                match wire::send(conn, &req, Duration::from_secs(30)).await {
-                    Ok(mut next) if next.is_stream() => {
-                        traffic.borrow_mut().count("sse.streams", 1);
-                        next.parser.last_id = parser.last_id;
-                        next.parser.retry_ms = parser.retry_ms;
-                        r = next;
-                    }
-                    // 204, or no stream: EventSource stops asking.
-                    Ok(next) => {
-                        *heard.ended.borrow_mut() =
-                            Some(format!("the server answered {} to a reconnection", next.head.status));
-                        heard.notify.notify_waiters();
-                        return;
-                    }
-                    Err(_) => {
-                        r.parser = parser;
-                    }
-                }
             }
         });
         let mut kept = self.kept.borrow_mut();

@@ -89,10 +89,11 @@ async fn stream<U: User<Session = SseSession>>(u: &mut U, step: &Step, s: &SseSt
     let wanted = s.events.is_some() || s.until.is_some();
     let keep_data = s.capture.is_some() || !s.matches.is_empty();
     let mut st = Read1::default();
-    let mut parser_state: Option<(Option<String>, Option<u64>)> = None;
+    // The previous stream's parser, when this one is asked again.
+    let mut resumed: Option<wire::Parser> = None;
     let r = loop {
         let mut h = head.clone();
-        if let Some(id) = parser_state.as_ref().and_then(|p| p.0.clone()) {
+        if let Some(id) = resumed.as_ref().and_then(|p| p.last_id.clone()).filter(|id| !id.is_empty()) {
             h.push(("Last-Event-ID".into(), id));
         }
         let req = wire::request(&s.method, &url, &h, &body);
@@ -102,7 +103,7 @@ async fn stream<U: User<Session = SseSession>>(u: &mut U, step: &Step, s: &SseSt
             Err(f) if f.class == "timeout" && !wanted && st.first.is_some() => break None,
             Err(f) => return Err(u.fail(step, &f)),
         };
-        if r.head.status == 204 && parser_state.is_some() {
+        if r.head.status == 204 && resumed.is_some() {
             // EventSource stops asking on a 204.
             if wanted && !st.done {
                 let f = Failure::new("closed", format!("the server ended the stream (204) after {} events", st.events));
@@ -114,8 +115,10 @@ async fn stream<U: User<Session = SseSession>>(u: &mut U, step: &Step, s: &SseSt
             let f = refused(&mut r).await;
             return Err(u.fail(step, &f));
         }
-        if let Some((id, retry)) = parser_state.take() {
-            (r.parser.last_id, r.parser.retry_ms) = (id, retry);
+        if let Some(p) = resumed.take() {
+            r.parser = p;
+            // The gap across a reconnection is the server's absence, not a gap of its stream.
+            st.last_at = None;
         }
         sess.traffic.borrow_mut().count("sse.streams", 1);
         let how = read_stream(sess, &mut r, s, &mut st, keep_data, (began, deadline)).await;
@@ -136,7 +139,7 @@ async fn stream<U: User<Session = SseSession>>(u: &mut U, step: &Step, s: &SseSt
                     let f = Failure::new("closed", format!("the server ended the stream after {} events", st.events));
                     return Err(u.fail(step, &f));
                 }
-                parser_state = Some((r.parser.last_id.clone(), r.parser.retry_ms));
+                resumed = Some(r.parser.resume());
                 sess.traffic.borrow_mut().count("sse.reconnects", 1);
                 tokio::time::sleep(wait).await;
             }
@@ -146,12 +149,14 @@ async fn stream<U: User<Session = SseSession>>(u: &mut U, step: &Step, s: &SseSt
     };
     if let Some(r) = r {
         if s.keep {
-            let again = s.reconnect.map(|wait| Again {
-                headers: head.clone(),
-                method: s.method.clone(),
-                url: url.clone(),
-                body: body.clone(),
-                wait,
+            let again = s.reconnect.map(|wait| {
+                std::rc::Rc::new(Again {
+                    headers: head.clone(),
+                    method: s.method.clone(),
+                    url: url.clone(),
+                    body: body.clone(),
+                    wait,
+                })
             });
             sess.keep(r, again);
         }
@@ -199,13 +204,18 @@ async fn read_stream(
                     &mut |e| {
                         n += 1;
                         if st.done {
-                            sess.heard.heard(e.name);
+                            // Read with the events that ended the step: a kept stream's are
+                            // `listen`'s.
+                            if s.keep {
+                                sess.heard.heard(e.name);
+                            }
                             return;
                         }
                         let now = Instant::now();
-                        match st.last_at {
-                            Some(l) => gaps.push(now.saturating_duration_since(l)),
-                            None => st.first = Some(now),
+                        match (st.last_at, st.first) {
+                            (Some(l), _) => gaps.push(now.saturating_duration_since(l)),
+                            (None, None) => st.first = Some(now),
+                            (None, Some(_)) => {}
                         }
                         st.last_at = Some(now);
                         st.events += 1;
@@ -341,7 +351,8 @@ async fn chat<U: User<Session = SseSession>>(u: &mut U, step: &Step, c: &Chat) -
     let sent = Instant::now();
     done.sent = Some(sent);
     let sess = u.session(step)?;
-    let mut r = sess.send(&req, timeout).await.map_err(|f| u.fail(step, &f))?;
+    let left = deadline.saturating_duration_since(sent);
+    let mut r = sess.send(&req, left).await.map_err(|f| u.fail(step, &f))?;
     if !r.is_stream() {
         let f = refused(&mut r).await;
         return Err(u.fail(step, &f));
@@ -451,10 +462,15 @@ async fn model<U: User<Session = SseSession>>(
     let req = wire::request("GET", &url, &h, b"");
     let left = deadline.saturating_duration_since(Instant::now());
     let id = match sess.send(&req, left).await {
-        Ok(mut r) if r.head.status == 200 => llm::first_model(&r.text(64 * 1024, left).await),
+        Ok(mut r) if r.head.status == 200 => llm::first_model(&r.text(4 << 20, left).await),
         _ => None,
     };
-    let id = id.unwrap_or_else(|| "default".into());
-    llm::remember_model(url.as_str(), &id);
-    Ok(id)
+    // Only a server's answer is kept: one that failed is asked again by the next chat.
+    match id {
+        Some(id) => {
+            llm::remember_model(url.as_str(), &id);
+            Ok(id)
+        }
+        None => Ok("default".into()),
+    }
 }

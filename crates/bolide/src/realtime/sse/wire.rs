@@ -26,14 +26,23 @@ pub struct Event<'a> {
     pub id: Option<&'a str>,
 }
 
+/// The longest line, and the most data one event may carry: a server that sends more is broken
+/// (or hostile), and the stream fails rather than holding it.
+pub const MAX_EVENT_BYTES: usize = 16 << 20;
+
 /// The event stream's parser: the bytes of a line not yet ended and the event being built.
 #[derive(Default)]
 pub struct Parser {
     line: Vec<u8>,
     data: String,
     name: String,
+    /// The `id` field's value, committed to `last_id` at the end of its event (the standard's
+    /// last event ID buffer).
+    id_buffer: Option<String>,
     /// The last event id: sent back as `Last-Event-ID` on a reconnection.
     pub last_id: Option<String>,
+    /// A line or an event's data went past [`MAX_EVENT_BYTES`]: nothing more is read.
+    pub too_long: bool,
     /// The reconnection time the server set (`retry`), in ms.
     pub retry_ms: Option<u64>,
     /// A CR ended the last line: an LF first in the next bytes is part of its end.
@@ -44,9 +53,20 @@ pub struct Parser {
 }
 
 impl Parser {
+    /// A parser for the stream asked again after this one: the last event id (its events
+    /// without an id of their own keep it) and the server's retry.
+    pub fn resume(&self) -> Parser {
+        Parser {
+            id_buffer: self.last_id.clone(),
+            last_id: self.last_id.clone(),
+            retry_ms: self.retry_ms,
+            ..Parser::default()
+        }
+    }
+
     /// Reads `bytes`, dispatching each whole event to `on`.
     pub fn feed(&mut self, mut bytes: &[u8], on: &mut dyn FnMut(&Event<'_>)) {
-        if bytes.is_empty() {
+        if bytes.is_empty() || self.too_long {
             return;
         }
         if !self.started {
@@ -84,12 +104,23 @@ impl Parser {
                 self.line = whole;
             }
             bytes = &bytes[next..];
+            if self.too_long {
+                return;
+            }
+        }
+        if self.line.len() + bytes.len() > MAX_EVENT_BYTES {
+            self.too_long = true;
+            self.line = Vec::new();
+            return;
         }
         self.line.extend_from_slice(bytes);
     }
 
     fn line_done(&mut self, line: &[u8], on: &mut dyn FnMut(&Event<'_>)) {
         if line.is_empty() {
+            if self.last_id != self.id_buffer {
+                self.last_id.clone_from(&self.id_buffer);
+            }
             if !self.data.is_empty() {
                 self.data.pop();
                 let name = if self.name.is_empty() { "message" } else { &self.name };
@@ -112,6 +143,10 @@ impl Parser {
         };
         let value = String::from_utf8_lossy(value);
         match field {
+            b"data" if self.data.len() + value.len() >= MAX_EVENT_BYTES => {
+                self.too_long = true;
+                self.data = String::new();
+            }
             b"data" => {
                 self.data.push_str(&value);
                 self.data.push('\n');
@@ -120,9 +155,10 @@ impl Parser {
                 self.name.clear();
                 self.name.push_str(&value);
             }
-            b"id" if !value.contains('\0') => self.last_id = Some(value.into_owned()),
+            b"id" if !value.contains('\0') => self.id_buffer = Some(value.into_owned()),
             b"retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
-                self.retry_ms = value.parse().ok();
+                // A wait past an hour is held to an hour (a number past u64's too).
+                self.retry_ms = Some(value.parse::<u64>().unwrap_or(u64::MAX).min(3_600_000));
             }
             _ => {}
         }
@@ -183,7 +219,8 @@ impl Body {
                                 Chunk::Trailers => {}
                                 _ => {
                                     let digits = text.split(';').next().unwrap_or_default().trim();
-                                    *size = u64::from_str_radix(digits, 16).map_err(|_| {
+                                    let hex = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_hexdigit());
+                                    *size = u64::from_str_radix(digits, 16).ok().filter(|_| hex).ok_or_else(|| {
                                         format!("bad chunk size {:?}", crate::redact::printable(digits))
                                     })?;
                                     *state = if *size == 0 { Chunk::Trailers } else { Chunk::Data };
@@ -277,26 +314,23 @@ pub async fn send(mut conn: Stream, req: &[u8], timeout: Duration) -> Result<Res
         conn.write_all(req).await.map_err(|e| Failure::new("closed", format!("writing the request: {e}")))?;
         let mut buf = Vec::new();
         loop {
+            match parse_head(&buf, req)? {
+                Some(Ok((head, framing, len))) => {
+                    let pending = buf.split_off(len);
+                    return Ok((head, framing, pending));
+                }
+                // An interim answer (100 Continue, 103 Early Hints): the real one follows.
+                Some(Err(interim)) => {
+                    buf.drain(..interim);
+                    continue;
+                }
+                None => {}
+            }
             let n = crate::proto::read::read_appending(&mut conn, &mut buf)
                 .await
                 .map_err(|e| Failure::new("closed", format!("reading the response: {e}")))?;
             if n == 0 {
                 return Err(Failure::new("closed", "the server closed the connection before answering"));
-            }
-            let mut headers = [httparse::EMPTY_HEADER; 64];
-            let mut resp = httparse::Response::new(&mut headers);
-            match resp.parse(&buf) {
-                Ok(httparse::Status::Complete(len)) => {
-                    let head = head_of(&resp)?;
-                    let framing = framing_of(&resp)?;
-                    let pending = buf.split_off(len);
-                    return Ok((head, framing, pending));
-                }
-                Ok(httparse::Status::Partial) if buf.len() > HEAD_LIMIT => {
-                    return Err(Failure::new("protocol", "the response's head is over 64 KB"));
-                }
-                Ok(httparse::Status::Partial) => {}
-                Err(e) => return Err(Failure::new("protocol", format!("not an HTTP response: {e}"))),
             }
         }
     };
@@ -304,16 +338,43 @@ pub async fn send(mut conn: Stream, req: &[u8], timeout: Duration) -> Result<Res
         Ok(r) => r?,
         Err(_) => return Err(Failure::new("timeout", format!("no response within {timeout:?}"))),
     };
+    let done = matches!(framing, Framing::Length(0));
     let mut r = Response {
         conn,
         head,
-        body: Body { framing, done: false },
+        body: Body { framing, done },
         pending: Vec::new(),
         parser: Parser::default(),
         last_data: None,
     };
     r.pending = pending;
     Ok(r)
+}
+
+/// A response's head in `buf`: its head, framing and length; an interim answer's length; or
+/// nothing yet. A function of its own so that the header array (2 KB) is no part of a waiting
+/// future.
+#[allow(clippy::type_complexity)]
+fn parse_head(buf: &[u8], req: &[u8]) -> Result<Option<Result<(Head, Framing, usize), usize>>, Failure> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut resp = httparse::Response::new(&mut headers);
+    match resp.parse(buf) {
+        Ok(httparse::Status::Complete(len)) if matches!(resp.code, Some(100..=199)) && resp.code != Some(101) => {
+            Ok(Some(Err(len)))
+        }
+        Ok(httparse::Status::Complete(len)) => {
+            let head = head_of(&resp)?;
+            // No body: a HEAD's answer, a 204 or a 304.
+            let bodiless = req.starts_with(b"HEAD ") || matches!(head.status, 204 | 304);
+            let framing = if bodiless { Framing::Length(0) } else { framing_of(&resp)? };
+            Ok(Some(Ok((head, framing, len))))
+        }
+        Ok(httparse::Status::Partial) if buf.len() > HEAD_LIMIT => {
+            Err(Failure::new("protocol", "the response's head is over 64 KB"))
+        }
+        Ok(httparse::Status::Partial) => Ok(None),
+        Err(e) => Err(Failure::new("protocol", format!("not an HTTP response: {e}"))),
+    }
 }
 
 fn head_of(resp: &httparse::Response<'_, '_>) -> Result<Head, Failure> {
@@ -356,6 +417,9 @@ impl Response {
     /// Reads once (what the head left over first), handing each event to `on` with its arrival
     /// time and the bytes read to `bytes`.
     pub async fn read(&mut self, on: &mut dyn FnMut(&Event<'_>), bytes: &mut u64) -> Result<Read, Failure> {
+        if self.parser.too_long {
+            return Err(too_long());
+        }
         if self.body.done {
             return Ok(Read::Ended);
         }
@@ -379,6 +443,9 @@ impl Response {
             body.unframe(&pending, &mut |b| parser.feed(b, on)).map(Some)
         };
         self.last_data = Some(Instant::now());
+        if self.parser.too_long {
+            return Err(too_long());
+        }
         match got {
             Ok(None) if matches!(self.body.framing, Framing::Close) => {
                 self.body.done = true;
@@ -446,6 +513,10 @@ impl Response {
     }
 }
 
+fn too_long() -> Failure {
+    Failure::new("protocol", format!("a line or an event's data over {} MiB", MAX_EVENT_BYTES >> 20))
+}
+
 /// What a server's `chunks` (one read each) give the parser, without I/O (crates/fuzz drives it):
 /// every event as (name, data, id), and the comments.
 pub fn feed(chunks: &[&[u8]]) -> (Vec<(String, String, Option<String>)>, u64) {
@@ -508,12 +579,36 @@ mod tests {
     }
 
     #[test]
+    fn an_id_counts_once_its_event_ends_and_a_huge_line_stops_the_stream() {
+        let mut p = Parser::default();
+        p.feed(b"id: 4\ndata: a\n\nid: 5\ndata: b\n", &mut |_| {});
+        // Event 5 was cut before its blank line: a reconnection asks from 4.
+        assert_eq!(p.last_id.as_deref(), Some("4"));
+        p.feed(b"\n", &mut |_| {});
+        assert_eq!(p.last_id.as_deref(), Some("5"));
+        let next = p.resume();
+        assert_eq!((next.last_id.as_deref(), next.comments), (Some("5"), 0));
+        let mut p = Parser::default();
+        p.feed(b"retry: 99999999999999999999999\n", &mut |_| {});
+        assert_eq!(p.retry_ms, Some(3_600_000));
+        let big = vec![b'x'; MAX_EVENT_BYTES / 4];
+        let mut n = 0;
+        p.feed(b"data: ", &mut |_| n += 1);
+        for _ in 0..5 {
+            p.feed(&big, &mut |_| n += 1);
+        }
+        p.feed(b"\n\n", &mut |_| n += 1);
+        assert!(p.too_long && n == 0 && p.line.capacity() < MAX_EVENT_BYTES);
+    }
+
+    #[test]
     fn chunked_bodies_unframe_across_reads() {
         let body: &[u8] = b"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\n";
         for cut in 0..body.len() {
             assert_eq!(unchunk(&[&body[..cut], &body[cut..]]).unwrap(), (b"hello world".to_vec(), true), "cut {cut}");
         }
         assert!(unchunk(&[b"zz\r\n"]).is_err());
+        assert!(unchunk(&[b"+5\r\nhello\r\n"]).is_err());
         assert!(unchunk(&[b"2\r\nabX\r\n"]).is_err());
         assert_eq!(unchunk(&[b"3\r\nab"]).unwrap(), (b"ab".to_vec(), false));
     }
