@@ -18,9 +18,10 @@ use crate::scenario::Length;
 
 /// One streamed chunk, as far as bolide reads it.
 #[derive(Deserialize, Default)]
-pub struct Chunk {
-    #[serde(default)]
-    choices: Vec<Choice>,
+pub struct Chunk<'a> {
+    /// The first choice alone is read (a completion streams one).
+    #[serde(default, borrow)]
+    choices: Vec<Choice<'a>>,
     #[serde(default)]
     pub usage: Option<Usage>,
     #[serde(default)]
@@ -28,17 +29,18 @@ pub struct Chunk {
 }
 
 #[derive(Deserialize, Default)]
-struct Choice {
-    #[serde(default)]
-    delta: Option<Delta>,
-    #[serde(default)]
-    text: Option<String>,
+struct Choice<'a> {
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+    /// Borrowed from the event's data unless it holds escapes.
+    #[serde(default, borrow)]
+    text: Option<std::borrow::Cow<'a, str>>,
 }
 
 #[derive(Deserialize, Default)]
-struct Delta {
-    #[serde(default)]
-    content: Option<String>,
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    content: Option<std::borrow::Cow<'a, str>>,
 }
 
 #[derive(Deserialize, Default, Clone, Copy)]
@@ -49,7 +51,7 @@ pub struct Usage {
     pub completion_tokens: u64,
 }
 
-impl Chunk {
+impl Chunk<'_> {
     /// The text this chunk carries (empty for the role, finish and usage chunks).
     pub fn text(&self) -> &str {
         let Some(c) = self.choices.first() else { return "" };

@@ -361,13 +361,12 @@ async fn chat<U: User<Session = SseSession>>(u: &mut U, step: &Step, c: &Chat) -
     let reading = async {
         loop {
             let (mut bytes, mut n) = (0u64, 0u64);
-            let mut gaps = Vec::new();
             let read = r
                 .read(
                     &mut |e| {
                         n += 1;
                         if let Some(g) = done.chunk(e.data, Instant::now()) {
-                            gaps.push(g);
+                            sess.traffic.borrow_mut().measure("llm.itl", crate::proto::http::micros(g));
                         }
                     },
                     &mut bytes,
@@ -377,9 +376,6 @@ async fn chat<U: User<Session = SseSession>>(u: &mut U, step: &Step, c: &Chat) -
             t.bytes_in += bytes;
             t.messages_in += n;
             t.count("sse.events", n);
-            for g in gaps {
-                t.measure("llm.itl", crate::proto::http::micros(g));
-            }
             drop(t);
             match read? {
                 Read::More if done.done || done.error.is_some() => return Ok::<bool, Failure>(true),
