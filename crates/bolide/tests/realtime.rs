@@ -54,17 +54,6 @@ fn n(v: &Value, path: &str) -> u64 {
     path.split('.').fold(v, |v, k| &v[k]).as_u64().unwrap_or(0)
 }
 
-/// The documented example of `page` (in a ```yaml FENCE block) is the example file.
-fn documented(page: &str, fence: &str, file: &str) {
-    let text = std::fs::read_to_string(format!("{ROOT}/docs/{page}")).unwrap();
-    let block = text
-        .split(&format!("```yaml {fence}\n"))
-        .nth(1)
-        .and_then(|b| b.split("```\n").next())
-        .unwrap_or_else(|| panic!("{page} shows its example"));
-    assert_eq!(block, std::fs::read_to_string(format!("{ROOT}/examples/{file}")).unwrap());
-}
-
 #[test]
 fn the_documented_examples_are_the_example_files() {
     documented("socketio.md", "socketio", "socketio-chat.yml");

@@ -219,17 +219,6 @@ fn a_stream_that_is_none_fails_with_the_servers_words() {
     assert!(said.contains("status 404") && said.contains("Not Found"), "{said}");
 }
 
-/// The documented example of `page` (in a ```yaml FENCE block) is the example file.
-fn documented(page: &str, fence: &str, file: &str) {
-    let text = std::fs::read_to_string(format!("{ROOT}/docs/{page}")).unwrap();
-    let block = text
-        .split(&format!("```yaml {fence}\n"))
-        .nth(1)
-        .and_then(|b| b.split("```\n").next())
-        .unwrap_or_else(|| panic!("{page} shows its example {fence}"));
-    assert_eq!(block, std::fs::read_to_string(format!("{ROOT}/examples/{file}")).unwrap());
-}
-
 #[test]
 fn the_documented_examples_are_the_example_files() {
     documented("sse.md", "sse-stream", "sse-stream.yml");

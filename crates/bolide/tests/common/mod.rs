@@ -319,3 +319,16 @@ impl Drop for Peer {
         let _ = self.child.wait();
     }
 }
+
+/// The documented example of `page` under docs/ (in a ```yaml FENCE block) is the example file
+/// `file` under examples/, byte for byte.
+pub fn documented(page: &str, fence: &str, file: &str) {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let text = std::fs::read_to_string(format!("{root}/docs/{page}")).unwrap();
+    let block = text
+        .split(&format!("```yaml {fence}\n"))
+        .nth(1)
+        .and_then(|b| b.split("```\n").next())
+        .unwrap_or_else(|| panic!("{page} shows its example {fence}"));
+    assert_eq!(block, std::fs::read_to_string(format!("{root}/examples/{file}")).unwrap(), "{page}: {fence}");
+}
