@@ -16,6 +16,15 @@ use crate::proto::link::Failure;
 use crate::proto::ws::{Endpoint, Traffic};
 use crate::session::Target;
 
+/// What one read of a stream brought: its bytes, and its events (each a message in).
+pub fn tally(traffic: &RefCell<Traffic>, bytes: u64, events: u64) -> std::cell::RefMut<'_, Traffic> {
+    let mut t = traffic.borrow_mut();
+    t.bytes_in += bytes;
+    t.messages_in += events;
+    t.count("sse.events", events);
+    t
+}
+
 /// Events of the kept streams by name: how many came and how many `listen` steps took.
 #[derive(Default)]
 pub struct Heard {
@@ -166,11 +175,7 @@ impl SseSession {
                             &mut bytes,
                         )
                         .await;
-                    let mut t = traffic.borrow_mut();
-                    t.bytes_in += bytes;
-                    t.messages_in += n;
-                    t.count("sse.events", n);
-                    drop(t);
+                    tally(&traffic, bytes, n);
                     if n > 0 {
                         last.set(Some(Instant::now()));
                     }

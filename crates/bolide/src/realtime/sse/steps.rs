@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::llm::{self, Completion};
-use super::session::{Again, SseSession};
+use super::session::{tally, Again, SseSession};
 use super::wire::{self, Read, Response};
 use crate::proto::link::Failure;
 use crate::scenario::{Chat, Listen, SseStream, Step, StepKind};
@@ -231,10 +231,7 @@ async fn read_stream(
                     &mut bytes,
                 )
                 .await;
-            let mut t = sess.traffic.borrow_mut();
-            t.bytes_in += bytes;
-            t.messages_in += n;
-            t.count("sse.events", n);
+            let mut t = tally(&sess.traffic, bytes, n);
             if r.parser.comments > comments {
                 t.count("sse.comments", r.parser.comments - comments);
             }
@@ -372,11 +369,7 @@ async fn chat<U: User<Session = SseSession>>(u: &mut U, step: &Step, c: &Chat) -
                     &mut bytes,
                 )
                 .await;
-            let mut t = sess.traffic.borrow_mut();
-            t.bytes_in += bytes;
-            t.messages_in += n;
-            t.count("sse.events", n);
-            drop(t);
+            tally(&sess.traffic, bytes, n);
             match read? {
                 Read::More if done.done || done.error.is_some() => return Ok::<bool, Failure>(true),
                 Read::More => {}
@@ -409,9 +402,7 @@ async fn chat<U: User<Session = SseSession>>(u: &mut U, step: &Step, c: &Chat) -
     if ended && !r.ended() {
         let (mut bytes, mut n) = (0, 0);
         r.finish(&mut |_| n += 1, &mut bytes, Duration::from_secs(1)).await;
-        let mut t = sess.traffic.borrow_mut();
-        t.bytes_in += bytes;
-        t.count("sse.events", n);
+        tally(&sess.traffic, bytes, n);
     }
     sess.done_with(r);
     let mut t = sess.traffic.borrow_mut();
