@@ -100,6 +100,17 @@ fn chromium_of(pid: u32) -> Vec<u32> {
     out
 }
 
+/// The browser's main process: the one of `chromium_of(pid)` whose parent is the run `pid`
+/// itself (not the lowest pid: pids wrap, at 32768 on many machines, and a helper started after
+/// the wrap has a lower one).
+fn browser_main(pid: u32) -> Vec<u32> {
+    let parent = |p: u32| {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+        stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1)?.parse::<u32>().ok())
+    };
+    chromium_of(pid).into_iter().filter(|&p| parent(p) == Some(pid)).collect()
+}
+
 /// Waits (30 s at most) until `done` holds.
 fn eventually(what: &str, done: impl Fn() -> bool) {
     let begin = Instant::now();
@@ -350,7 +361,7 @@ scenarios:
     let before = sessions(port).0;
     let (o, doc, pid) = run_process(&file, move |pid| {
         let up = || sessions(port).0 > before && sessions(port).1 >= 1;
-        kill_once(pid, up, |pid| chromium_of(pid).into_iter().min().into_iter().collect())
+        kill_once(pid, up, browser_main)
     });
     let b = doc.browser.as_ref().unwrap();
     assert!(b.crashes >= 1, "{b:?}\n{}", o.out);
