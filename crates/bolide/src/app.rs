@@ -85,7 +85,7 @@ fn dispatch(cli: Cli, args: &[OsString], io: &mut Io, cancel: &CancellationToken
         Command::Report(a) => crate::results::report::report(&a, io),
         Command::Merge(a) => crate::results::merge::merge(&a, command_line, io),
         Command::Record(a) => crate::record::record(&a, io, cancel),
-        Command::K8s(a) => crate::k8s::command(&a, io),
+        Command::K8s(a) => crate::k8s::command(&a, io, cancel),
         Command::Capacity(a) => {
             // --out DIR keeps the levels' documents, --out csv=PATH their rows.
             let mut w = a.workload.clone();
@@ -149,7 +149,8 @@ fn bench(
 /// server is meant to stop).
 pub fn exit_after_signal(args: &[OsString], code: i32, signal: i32) -> i32 {
     let command = args.get(1).and_then(|a| a.to_str()).unwrap_or_default();
-    let runs_load = ["http", "run", "bench", "capacity", "demo"].contains(&command);
+    let waits_for_pods = command == "k8s" && args.iter().any(|a| a == "--wait");
+    let runs_load = ["http", "run", "bench", "capacity", "demo"].contains(&command) || waits_for_pods;
     if signal > 0 && runs_load && ![exit::USAGE, exit::RUN].contains(&code) {
         128 + signal
     } else {
@@ -164,7 +165,9 @@ pub fn stops_at_once(args: &[OsString]) -> bool {
     let command = args.get(1).and_then(|a| a.to_str()).unwrap_or_default();
     // The recording proxy writes its scenario on Ctrl-C.
     let proxy = command == "record" && args.iter().any(|a| a.to_str().is_some_and(|a| a.starts_with("--listen")));
-    !["http", "run", "bench", "capacity", "demo", "serve"].contains(&command) && !proxy
+    // `k8s --wait` stops its Job on Ctrl-C and still merges what the pods printed.
+    let waiting = command == "k8s" && args.iter().any(|a| a == "--wait");
+    !["http", "run", "bench", "capacity", "demo", "serve"].contains(&command) && !proxy && !waiting
 }
 
 /// What another tool's flag is in bolide, for an unknown argument that people bring from ab,

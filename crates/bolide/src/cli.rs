@@ -265,8 +265,12 @@ pub struct CompareArgs {
     bolide k8s --segments 4 --image registry.example/bolide:0.1.0 -- run tasks-reactive --target \
     http://app.default.svc:3000 --arrival-rate 40 -d 60s > job.yaml\n  \
     kubectl apply -f job.yaml && kubectl wait --for=condition=complete job/bolide --timeout=15m\n  \
-    kubectl logs -l job-name=bolide --tail=-1 --max-log-requests=4 > pods.log && bolide merge pods.log -o merged.json\n\n\
-    Exit codes: 0 written, 2 usage error (the command after -- is checked as bolide would run it).")]
+    kubectl logs -l job-name=bolide --tail=-1 --max-log-requests=4 > pods.log && bolide merge pods.log -o merged.json\n  \
+    bolide k8s --segments 4 --image registry.example/bolide:0.1.0 --wait --json merged.json -- run tasks-reactive \
+    --target http://app.default.svc:3000 -d 60s\n\n\
+    Exit codes: 0 written (with --wait: the whole plan ran and passed), 1 a threshold broken over the merged run, \
+    2 usage error (the command after -- is checked as bolide would run it), 3 kubectl failed, or a segment \
+    was lost, interrupted or re-run.")]
 pub struct K8sArgs {
     /// How many pods (segments) run the plan together.
     #[arg(long, value_name = "N")]
@@ -302,9 +306,61 @@ pub struct K8sArgs {
     #[arg(long, value_name = "BYTES")]
     pub memory: Option<String>,
 
-    /// Where the manifests go (`-` for stdout).
-    #[arg(short = 'o', long, value_name = "PATH", default_value = "-")]
-    pub output: PathBuf,
+    /// The pods' image pull policy: Never for an image made on the node itself (imported with
+    /// ctr, loaded into kind), IfNotPresent, Always [default: Kubernetes' own].
+    #[arg(long, value_name = "POLICY", value_parser = ["Always", "IfNotPresent", "Never"])]
+    pub image_pull_policy: Option<String>,
+
+    /// Run the pods on their node's network (hostNetwork): no pod network between the load and the
+    /// server, and a server on the node's loopback in reach.
+    #[arg(long)]
+    pub host_network: bool,
+
+    /// How many times a failed pod's segment runs again (the Job's backoffLimitPerIndex). A re-run
+    /// starts after the shared start and the merge says how late; with 0 a lost pod's segment is
+    /// reported interrupted or missing, the other pods go on either way.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub retries: u32,
+
+    /// The service account the pods run as [default: the namespace's]; they get no API token.
+    #[arg(long, value_name = "NAME")]
+    pub service_account: Option<String>,
+
+    /// How long Kubernetes keeps the finished Job, its pods and their logs before deleting them.
+    #[arg(long, value_name = "DURATION", default_value = "1d")]
+    pub ttl: String,
+
+    /// Apply the manifests (kubectl, with its current context), follow each pod's log, wait for
+    /// the Job to end, merge the pods' documents, show the report, then delete the Job. Ctrl-C
+    /// stops the pods, which still print their documents, and merges them.
+    #[arg(long)]
+    pub wait: bool,
+
+    /// With --wait: where the merged document goes [default: NAME.json].
+    #[arg(long, value_name = "PATH", requires = "wait")]
+    pub json: Option<PathBuf>,
+
+    /// With --wait: where the pods' logs go, as collected (`bolide merge` reads them again)
+    /// [default: NAME-pods.log].
+    #[arg(long, value_name = "PATH", requires = "wait")]
+    pub logs: Option<PathBuf>,
+
+    /// With --wait: the kubectl to run.
+    #[arg(long, value_name = "PATH", default_value = "kubectl")]
+    pub kubectl: PathBuf,
+
+    /// With --wait: leave the Job and its pods in place (--ttl still deletes them).
+    #[arg(long, requires = "wait")]
+    pub keep: bool,
+
+    /// With --wait: how long after the shared start to wait for the Job at most; then its pods are
+    /// stopped and what they printed is merged.
+    #[arg(long, value_name = "DURATION", default_value = "1h")]
+    pub timeout: String,
+
+    /// Where the manifests go (`-` for stdout) [default: stdout, none with --wait].
+    #[arg(short = 'o', long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
 
     /// What each pod runs: `http ...` or `run ...`, as on the command line (without --segment,
     /// --start-at, --json).

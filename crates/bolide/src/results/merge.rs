@@ -31,6 +31,12 @@ pub fn merge(args: &MergeArgs, command_line: Vec<String>, io: &mut Io) -> i32 {
         }
         return exit::USAGE;
     }
+    write_merged(docs, args, command_line, io)
+}
+
+/// Merges documents already read (source, document), shows the summary and every warning, writes
+/// the merged document (and JUnit), and gives the exit code of the plan's verdicts.
+pub fn write_merged(docs: Vec<(String, Doc)>, args: &MergeArgs, command_line: Vec<String>, io: &mut Io) -> i32 {
     let merged = match merge_docs(docs, command_line.clone()) {
         Ok(m) => m,
         Err(e) => {

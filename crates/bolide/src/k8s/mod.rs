@@ -4,7 +4,10 @@
 //! file (and its payload CSV) travel in a ConfigMap mounted at [`MOUNT`].
 //!
 //! The manifests are text built here (no YAML library: every scalar is written as a JSON string,
-//! which YAML reads as a double-quoted scalar).
+//! which YAML reads as a double-quoted scalar). With `--wait`, [`wait`] applies them through
+//! kubectl, follows the pods' logs, waits for the Job and merges what the pods printed.
+
+pub mod wait;
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -35,14 +38,30 @@ pub struct JobSpec {
     pub files: Files,
     pub cpu: Option<String>,
     pub memory: Option<String>,
+    /// The containers' `imagePullPolicy` (Kubernetes' default when None).
+    pub pull_policy: Option<String>,
+    /// Pods on their node's network.
+    pub host_network: bool,
+    /// A failed index runs again this many times (`backoffLimitPerIndex`).
+    pub retries: u32,
+    pub service_account: Option<String>,
+    /// `ttlSecondsAfterFinished`.
+    pub ttl_s: u64,
 }
 
 /// The shell each pod runs: bolide with the arguments given after it, then its result document
-/// between the marker lines (when the run wrote one), then bolide's exit code.
+/// between the marker lines (when the run wrote one), then its exit code.
+/// - The kubelet's SIGTERM (the pod deleted, evicted, the Job stopped) goes to bolide, which stops
+///   as on Ctrl-C and still writes its document: the pod's last words are its partial result.
+///   (The shell is the container's first process, which the kernel sends no signal it has no
+///   handler for.)
+/// - Thresholds broken (exit 1) are a result, not a failed pod: the document holds the verdicts
+///   and the merge judges the whole run; the pod succeeds, so the Job does not run it again.
 pub fn pod_script() -> String {
     format!(
-        "r=\"${{TMPDIR:-/tmp}}/{RESULT}\"; bolide \"$@\" --json \"$r\"; code=$?; if [ -f \"$r\" ]; then echo '{LOG_BEGIN}'; \
-         cat \"$r\"; echo '{LOG_END}'; fi; exit $code"
+        "r=\"${{TMPDIR:-/tmp}}/{RESULT}\"; bolide \"$@\" --json \"$r\" & pid=$!; trap 'kill -TERM $pid 2>/dev/null' TERM INT; \
+         wait $pid; code=$?; while kill -0 $pid 2>/dev/null; do wait $pid; code=$?; done; \
+         if [ -f \"$r\" ]; then echo '{LOG_BEGIN}'; cat \"$r\"; echo '{LOG_END}'; [ $code -eq 1 ] && code=0; fi; exit $code"
     )
 }
 
@@ -98,19 +117,39 @@ pub fn manifests(spec: &JobSpec) -> String {
     }
     let mut args = spec.args.clone();
     args.extend(["--segment".into(), format!("auto/{}", spec.segments), "--start-at".into(), spec.start_at.clone()]);
+    // - backoffLimitPerIndex: a failed pod fails its own index (run again --retries times), not
+    //   the Job: with a Job-wide backoffLimit of 0, one pod lost stops every other pod's load.
+    // - A usage error (exit 2) would fail every pod alike: the Job fails at once.
+    // - No API token in the pods: bolide does not talk to the cluster.
+    // - /tmp an emptyDir: the pod writes its document there, whatever the image holds.
     let _ = write!(
         out,
         "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {}{ns}{labels}\nspec:\n  completionMode: Indexed\n  \
-         completions: {n}\n  parallelism: {n}\n  backoffLimit: 0\n  template:\n    metadata:\n      labels:\n        \
+         completions: {n}\n  parallelism: {n}\n  backoffLimitPerIndex: {}\n  podFailurePolicy:\n    rules:\n      \
+         - action: FailJob\n        onExitCodes:\n          containerName: bolide\n          operator: In\n          \
+         values: [{}]\n  ttlSecondsAfterFinished: {}\n  template:\n    metadata:\n      labels:\n        \
          app.kubernetes.io/name: bolide\n        bolide/plan: {}\n    spec:\n      restartPolicy: Never\n      \
-         containers:\n        - name: bolide\n          image: {}\n          command: [\"/bin/sh\", \"-c\", {}, \"bolide\"]\n          \
-         args:\n",
+         automountServiceAccountToken: false\n",
         q(&spec.name),
+        spec.retries,
+        crate::console::exit::USAGE,
+        spec.ttl_s,
         q(&spec.name),
-        q(&spec.image),
-        q(&pod_script()),
         n = spec.segments,
     );
+    if let Some(sa) = &spec.service_account {
+        let _ = writeln!(out, "      serviceAccountName: {}", q(sa));
+    }
+    if spec.host_network {
+        // The node's resolver then, as a pod on the pod network has the cluster's.
+        out.push_str("      hostNetwork: true\n      dnsPolicy: ClusterFirstWithHostNet\n");
+    }
+    let _ = write!(out, "      containers:\n        - name: bolide\n          image: {}\n", q(&spec.image),);
+    if let Some(p) = &spec.pull_policy {
+        let _ = writeln!(out, "          imagePullPolicy: {}", q(p));
+    }
+    let _ =
+        write!(out, "          command: [\"/bin/sh\", \"-c\", {}, \"bolide\"]\n          args:\n", q(&pod_script()),);
     for a in &args {
         let _ = writeln!(out, "            - {}", q(a));
     }
@@ -128,12 +167,19 @@ pub fn manifests(spec: &JobSpec) -> String {
             }
         }
     }
+    out.push_str("          volumeMounts:\n            - name: scratch\n              mountPath: \"/tmp\"\n");
+    if !spec.files.is_empty() {
+        let _ = writeln!(
+            out,
+            "            - name: scenario\n              mountPath: {}\n              readOnly: true",
+            q(MOUNT)
+        );
+    }
+    out.push_str("      volumes:\n        - name: scratch\n          emptyDir: {}\n");
     if !spec.files.is_empty() {
         let _ = write!(
             out,
-            "          volumeMounts:\n            - name: scenario\n              mountPath: {}\n              readOnly: true\n      \
-             volumes:\n        - name: scenario\n          configMap:\n            name: {}\n            items:\n",
-            q(MOUNT),
+            "        - name: scenario\n          configMap:\n            name: {}\n            items:\n",
             q(&config)
         );
         // Each key back to its file's own name, which the scenario refers to.
@@ -263,8 +309,13 @@ fn scenario_files(path: &Path) -> Result<Files, Problem> {
     Ok(files)
 }
 
-/// `bolide k8s`: checks everything, then writes the manifests whole.
-pub fn command(a: &crate::cli::K8sArgs, io: &mut crate::console::Io) -> i32 {
+/// `bolide k8s`: checks everything, then writes the manifests whole; with `--wait`, runs them
+/// ([`wait::run`]).
+pub fn command(
+    a: &crate::cli::K8sArgs,
+    io: &mut crate::console::Io,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> i32 {
     use std::io::Write;
     let mut problems = Vec::new();
     if a.segments == 0 || a.segments > crate::segment::MAX_SEGMENTS {
@@ -273,6 +324,13 @@ pub fn command(a: &crate::cli::K8sArgs, io: &mut crate::console::Io) -> i32 {
     if let Err(e) = check_name(&a.name) {
         problems.push(e.to_string());
     }
+    if let Some(sa) = &a.service_account {
+        if let Err(e) = check_name(sa) {
+            problems.push(
+                e.to_string().replace("--name", "--service-account").replace("A Job name", "A service account name"),
+            );
+        }
+    }
     let now = std::time::SystemTime::now();
     let start = match &a.start_at {
         Some(t) => crate::segment::parse_start_at(t, now),
@@ -280,11 +338,22 @@ pub fn command(a: &crate::cli::K8sArgs, io: &mut crate::console::Io) -> i32 {
             .map_err(|e| Problem::from(e.to_string().replace("--start-at +", "--start-in "))),
     };
     let start = start.map_err(|e| problems.push(e.to_string())).ok();
+    let ttl = crate::plan::read_duration("--ttl", &a.ttl).map_err(|e| problems.push(e.to_string())).ok();
+    let timeout = crate::plan::read_duration("--timeout", &a.timeout).map_err(|e| problems.push(e.to_string())).ok();
     let prepared = prepare(&a.command).map_err(|e| problems.extend(e)).ok();
-    if let Err(e) = crate::files::check_writable(&a.output) {
-        problems.push(e.to_string());
+    let defaults = wait::Paths::of(a);
+    let mut outputs: Vec<&Path> = a.output.iter().map(|p| p.as_path()).collect();
+    if a.wait {
+        outputs.extend([defaults.json.as_path(), defaults.logs.as_path()]);
     }
-    let (Some(start), Some((args, files)), true) = (start, prepared, problems.is_empty()) else {
+    for out in outputs {
+        if let Err(e) = crate::files::check_writable(out) {
+            problems.push(e.to_string());
+        }
+    }
+    let (Some(start), Some(ttl), Some(timeout), Some((args, files)), true) =
+        (start, ttl, timeout, prepared, problems.is_empty())
+    else {
         for p in problems {
             let _ = writeln!(io.err, "error: {p}");
         }
@@ -300,21 +369,34 @@ pub fn command(a: &crate::cli::K8sArgs, io: &mut crate::console::Io) -> i32 {
         files,
         cpu: a.cpu.clone(),
         memory: a.memory.clone(),
+        pull_policy: a.image_pull_policy.clone(),
+        host_network: a.host_network,
+        retries: a.retries,
+        service_account: a.service_account.clone(),
+        ttl_s: ttl.as_secs().max(1),
     };
     let text = manifests(&spec);
-    let written = if crate::files::is_stdout(&a.output) {
-        io.out.write_all(text.as_bytes()).and_then(|()| io.out.flush())
-    } else {
-        crate::files::write_atomically(&a.output, |w| w.write_all(text.as_bytes()))
-    };
-    if let Err(e) = written {
-        let _ = writeln!(io.err, "error: cannot write {}: {e}", a.output.display());
-        return crate::console::exit::RUN;
+    // Without --wait the manifests go to stdout unless -o says otherwise; with it, only to -o.
+    let dest = a.output.clone().or_else(|| (!a.wait).then(|| std::path::PathBuf::from("-")));
+    if let Some(dest) = &dest {
+        let written = if crate::files::is_stdout(dest) {
+            io.out.write_all(text.as_bytes()).and_then(|()| io.out.flush())
+        } else {
+            crate::files::write_atomically(dest, |w| w.write_all(text.as_bytes()))
+        };
+        if let Err(e) = written {
+            let _ = writeln!(io.err, "error: cannot write {}: {e}", dest.display());
+            return crate::console::exit::RUN;
+        }
+    }
+    if a.wait {
+        return wait::run(&spec, &text, a, defaults, start, timeout, io, cancel);
     }
     let _ = writeln!(
         io.err,
         "{} pods, one segment each, start their load at {} (kubectl apply -f, then collect: kubectl logs -l \
-         job-name={} --tail=-1 --max-log-requests={} > pods.log && bolide merge pods.log -o merged.json)",
+         job-name={} --tail=-1 --max-log-requests={} > pods.log && bolide merge pods.log -o merged.json; or let \
+         bolide do all of it: --wait)",
         spec.segments,
         spec.start_at,
         spec.name,
