@@ -2,11 +2,12 @@
 # A real one-node Kubernetes on loopback, built here from registry packages only, runs the Job
 # that `bolide k8s` writes, and checks that the merge of its pods' documents is exact.
 #
-#   bench/k8s-local.sh            # all three cases; prints `k8s-local: PASS ...` or `FAIL ...` last
+#   bench/k8s-local.sh            # all four cases; prints `k8s-local: PASS ...` or `FAIL ...` last
 #
-# What it brings up (every address 127.0.0.1):
+# What it brings up (on 127.0.0.1, and the node address 10.88.88.1/32 added to lo):
 #   - etcd (Debian's etcd-server), then kube-apiserver, kube-controller-manager (the job,
-#     serviceaccount, garbage-collector and ttl-after-finished controllers), kube-scheduler, a real
+#     serviceaccount, garbage-collector, ttl-after-finished and node-lifecycle controllers),
+#     kube-scheduler, a real
 #     kubelet on containerd and runc (Debian), and kubectl: Kubernetes $K8S_VERSION from the Go
 #     module proxy's k8s.io/kubernetes, built once into one binary (bench/k8s/cluster) and cached;
 #   - two images made here with no registry (buildah from scratch, imported with ctr): bolide with
@@ -58,11 +59,16 @@ cleanup() {
         say "cluster left running (KEEP=1): KUBECONFIG=$WORK/kubeconfig $WORK/bin/kubectl get pods -A"
         return
     fi
-    [ -x "$WORK/bin/kubectl" ] && "$WORK/bin/kubectl" delete jobs --all --wait=false >/dev/null 2>&1
+    [ -n "${job:-}" ] && kill "$job" 2>/dev/null # a case's bolide k8s --wait, when interrupted
+    [ -x "$WORK/bin/kubectl" ] && "$WORK/bin/kubectl" --request-timeout=10s delete jobs --all --wait=false >/dev/null 2>&1
+    # The pods' containers, then the processes, then the shims (they outlive containerd), then the
+    # kubelet's mounts.
+    [ -S "$WORK/containerd/containerd.sock" ] && for t in $(ctr --address "$WORK/containerd/containerd.sock" -n k8s.io task ls -q 2>/dev/null); do
+        ctr --address "$WORK/containerd/containerd.sock" -n k8s.io task kill -s SIGKILL "$t" >/dev/null 2>&1
+    done
     for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill "${PIDS[$i]}" 2>/dev/null; done
     sleep 2
-    # The pods' containers (their shims outlive containerd), then the kubelet's mounts.
-    pkill -f "containerd-shim-runc-v2 -namespace k8s.io -address $WORK" 2>/dev/null
+    pkill -9 -f "containerd-shim-runc-v2 .*-address $WORK/containerd/containerd.sock" 2>/dev/null
     for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill -9 "${PIDS[$i]}" 2>/dev/null; done
     grep " $WORK" /proc/mounts | awk '{print $2}' | sort -r | xargs -r -n1 umount -l 2>/dev/null
     [ "$NODE_ADDED" = 1 ] && ip addr del "$NODE_IP/32" dev lo 2>/dev/null
@@ -327,7 +333,8 @@ delete_mid_run() {
         ((SECONDS - t0 < 60)) || break
         sleep 1
     done
-    sleep $((15 - (SECONDS - t0) + 6))
+    local rest=$((15 - (SECONDS - t0) + 6))
+    ((rest > 0)) && sleep $rest
     "$KUBECTL" delete pod -l "$sel" --wait=false >>"$LOGS/$1.kubectl" 2>&1
     say "deleted the pod of index 2 (segment 3/4) of Job $1"
 }
@@ -403,6 +410,5 @@ if [ $FAILED = 0 ]; then
     echo "k8s-local: PASS Kubernetes $K8S_VERSION, real kubelet; $(IFS=';'; echo "${SUMMARY[*]}")"
 else
     echo "k8s-local: FAIL Kubernetes $K8S_VERSION; $(IFS=';'; echo "${SUMMARY[*]}") (logs under $LOGS)"
-    KEEP=${KEEP:-0}
     exit 1
 fi

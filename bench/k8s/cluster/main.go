@@ -1,4 +1,4 @@
-// One binary for the four parts of a one-node cluster, as hyperkube was: the first argument
+// One binary for the parts of a one-node cluster, as hyperkube was: the first argument
 // names the part (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, and kubectl of
 // the same version), the rest are its own flags. bench/k8s-local.sh builds it from the Go
 // module proxy's k8s.io/kubernetes.

@@ -85,7 +85,7 @@ fn dispatch(cli: Cli, args: &[OsString], io: &mut Io, cancel: &CancellationToken
         Command::Report(a) => crate::results::report::report(&a, io),
         Command::Merge(a) => crate::results::merge::merge(&a, command_line, io),
         Command::Record(a) => crate::record::record(&a, io, cancel),
-        Command::K8s(a) => crate::k8s::command(&a, io, cancel),
+        Command::K8s(a) => crate::k8s::command(&a, command_line, io, cancel),
         Command::Capacity(a) => {
             // --out DIR keeps the levels' documents, --out csv=PATH their rows.
             let mut w = a.workload.clone();

@@ -269,8 +269,9 @@ pub struct CompareArgs {
     bolide k8s --segments 4 --image registry.example/bolide:0.1.0 --wait --json merged.json -- run tasks-reactive \
     --target http://app.default.svc:3000 -d 60s\n\n\
     Exit codes: 0 written (with --wait: the whole plan ran and passed), 1 a threshold broken over the merged run, \
-    2 usage error (the command after -- is checked as bolide would run it), 3 kubectl failed, or a segment \
-    was lost, interrupted or re-run.")]
+    2 usage error (the command after -- is checked as bolide would run it) or pods' documents that do not \
+    merge, 3 kubectl failed, or a segment was lost, interrupted or re-run; 130 stopped by Ctrl-C (what the \
+    pods did is merged).")]
 pub struct K8sArgs {
     /// How many pods (segments) run the plan together.
     #[arg(long, value_name = "N")]
@@ -326,7 +327,8 @@ pub struct K8sArgs {
     #[arg(long, value_name = "NAME")]
     pub service_account: Option<String>,
 
-    /// How long Kubernetes keeps the finished Job, its pods and their logs before deleting them.
+    /// How long Kubernetes keeps the finished Job, its pods and their logs before deleting them
+    /// (the ConfigMap too with --wait, which makes the Job its owner).
     #[arg(long, value_name = "DURATION", default_value = "1d")]
     pub ttl: String,
 
@@ -346,7 +348,7 @@ pub struct K8sArgs {
     pub logs: Option<PathBuf>,
 
     /// With --wait: the kubectl to run.
-    #[arg(long, value_name = "PATH", default_value = "kubectl")]
+    #[arg(long, value_name = "PATH", default_value = "kubectl", requires = "wait")]
     pub kubectl: PathBuf,
 
     /// With --wait: leave the Job and its pods in place (--ttl still deletes them).
@@ -355,7 +357,7 @@ pub struct K8sArgs {
 
     /// With --wait: how long after the shared start to wait for the Job at most; then its pods are
     /// stopped and what they printed is merged.
-    #[arg(long, value_name = "DURATION", default_value = "1h")]
+    #[arg(long, value_name = "DURATION", default_value = "1h", requires = "wait")]
     pub timeout: String,
 
     /// Where the manifests go (`-` for stdout) [default: stdout, none with --wait].

@@ -398,8 +398,11 @@ fn wait_run(dir: &std::path::Path, extra: &[&str], command: &[&str]) -> std::pro
     argv.extend_from_slice(extra);
     argv.push("--");
     argv.extend_from_slice(command);
+    use std::os::unix::process::CommandExt;
     Command::new(env!("CARGO_BIN_EXE_bolide"))
         .args(&argv)
+        // A process group of its own, as a terminal's foreground job: Ctrl-C goes to the group.
+        .process_group(0)
         .env("PATH", path)
         .env("STANDIN_DIR", &state)
         .stdin(Stdio::null())
@@ -460,10 +463,12 @@ fn wait_keeps_a_deleted_pods_last_words_and_ctrl_c_merges_what_the_pods_did() {
     unsafe {
         libc::kill(pid, libc::SIGTERM);
     }
-    // Then the run stopped as a user stops it (the other pods would run 60 s): SIGINT to bolide.
+    // Then the run stopped as a user stops it at a terminal (the other pods would run 60 s):
+    // SIGINT to bolide's whole process group, kubectl's followers of the logs included had they
+    // been in it.
     std::thread::sleep(std::time::Duration::from_millis(500));
     unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
+        libc::kill(-(child.id() as i32), libc::SIGINT);
     }
     let out = child.wait_with_output().unwrap();
     let (o, e) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));

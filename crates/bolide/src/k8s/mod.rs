@@ -54,13 +54,17 @@ pub struct JobSpec {
 /// - The kubelet's SIGTERM (the pod deleted, evicted, the Job stopped) goes to bolide, which stops
 ///   as on Ctrl-C and still writes its document: the pod's last words are its partial result.
 ///   (The shell is the container's first process, which the kernel sends no signal it has no
-///   handler for.)
+///   handler for.) The trap is set before bolide starts, and one that came before its start
+///   stops it at once; `wait` is asked again after each signal (a trapped signal ends it early)
+///   until it returns with no signal between: bolide's own exit code (127, "already reaped",
+///   never taken for it).
 /// - Thresholds broken (exit 1) are a result, not a failed pod: the document holds the verdicts
 ///   and the merge judges the whole run; the pod succeeds, so the Job does not run it again.
 pub fn pod_script() -> String {
     format!(
-        "r=\"${{TMPDIR:-/tmp}}/{RESULT}\"; bolide \"$@\" --json \"$r\" & pid=$!; trap 'kill -TERM $pid 2>/dev/null' TERM INT; \
-         wait $pid; code=$?; while kill -0 $pid 2>/dev/null; do wait $pid; code=$?; done; \
+        "r=\"${{TMPDIR:-/tmp}}/{RESULT}\"; pid=; n=0; trap 'n=$((n+1)); [ -n \"$pid\" ] && kill -TERM $pid 2>/dev/null' TERM INT; \
+         bolide \"$@\" --json \"$r\" & pid=$!; [ $n -gt 0 ] && kill -TERM $pid 2>/dev/null; \
+         code=127; while :; do m=$n; wait $pid; c=$?; [ $c -ne 127 ] && code=$c; [ $m -eq $n ] && break; done; \
          if [ -f \"$r\" ]; then echo '{LOG_BEGIN}'; cat \"$r\"; echo '{LOG_END}'; [ $code -eq 1 ] && code=0; fi; exit $code"
     )
 }
@@ -141,7 +145,7 @@ pub fn manifests(spec: &JobSpec) -> String {
         let _ = writeln!(out, "      serviceAccountName: {}", q(sa));
     }
     if spec.host_network {
-        // The node's resolver then, as a pod on the pod network has the cluster's.
+        // The cluster's resolver still, as a pod on the pod network has (not the node's).
         out.push_str("      hostNetwork: true\n      dnsPolicy: ClusterFirstWithHostNet\n");
     }
     let _ = write!(out, "      containers:\n        - name: bolide\n          image: {}\n", q(&spec.image),);
@@ -313,6 +317,7 @@ fn scenario_files(path: &Path) -> Result<Files, Problem> {
 /// ([`wait::run`]).
 pub fn command(
     a: &crate::cli::K8sArgs,
+    command_line: Vec<String>,
     io: &mut crate::console::Io,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> i32 {
@@ -390,7 +395,7 @@ pub fn command(
         }
     }
     if a.wait {
-        return wait::run(&spec, &text, a, defaults, start, timeout, io, cancel);
+        return wait::run(&spec, &text, a, defaults, start, timeout, command_line, io, cancel);
     }
     let _ = writeln!(
         io.err,

@@ -52,45 +52,66 @@ struct Kubectl {
 }
 
 impl Kubectl {
+    /// kubectl in a process group of its own, so that a Ctrl-C at the terminal (sent to bolide's
+    /// group) leaves the followed logs streaming while the pods print their last words; killed
+    /// if the thread that started it dies.
     fn command(&self, args: &[&str]) -> Command {
+        use std::os::unix::process::CommandExt;
         let mut c = Command::new(&self.exe);
         if let Some(ns) = &self.namespace {
             c.args(["--namespace", ns]);
         }
         c.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        c.process_group(0);
+        // SAFETY: one prctl in the child before exec, async-signal-safe.
+        unsafe {
+            c.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+                Ok(())
+            });
+        }
         c
     }
 
-    /// Runs kubectl to its end (at most [`CALL_LIMIT`]), `input` on its stdin: its stdout, or
-    /// what went wrong (its stderr, printable).
-    fn call(&self, args: &[&str], input: Option<&str>) -> Result<String, String> {
+    /// Runs kubectl to its end (at most [`CALL_LIMIT`], its input written within that time):
+    /// whether it succeeded, its stdout, its stderr (printable); Err when it could not run.
+    fn exec(&self, args: &[&str], input: Option<&str>) -> Result<(bool, String, String), String> {
         let mut c = self.command(args);
         if input.is_some() {
             c.stdin(Stdio::piped());
         }
         let shown = format!("kubectl {}", args.join(" "));
         let mut child = c.spawn().map_err(|e| format!("{shown}: cannot start {}: {e}", self.exe.display()))?;
-        if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
-            let _ = stdin.write_all(text.as_bytes());
-        }
         let pid = child.id();
+        let text = input.map(str::to_owned);
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
+            if let (Some(text), Some(mut stdin)) = (text, child.stdin.take()) {
+                let _ = stdin.write_all(text.as_bytes());
+            }
             let _ = tx.send(child.wait_with_output());
         });
         let out = match rx.recv_timeout(CALL_LIMIT) {
-            Ok(out) => out,
+            Ok(out) => out.map_err(|e| format!("{shown}: {e}"))?,
             Err(_) => {
+                // Not yet reaped (the waiting thread holds it): the pid is still this child's.
                 kill(pid);
                 return Err(format!("{shown}: no answer in {} s", CALL_LIMIT.as_secs()));
             }
         };
-        let out = out.map_err(|e| format!("{shown}: {e}"))?;
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        } else {
-            let err = String::from_utf8_lossy(&out.stderr);
-            Err(format!("{shown}: {}", printable(err.trim())))
+        let err = String::from_utf8_lossy(&out.stderr);
+        Ok((
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            format!("{shown}: {}", printable(err.trim())),
+        ))
+    }
+
+    /// [`exec`](Self::exec): its stdout when it succeeded, else what went wrong.
+    fn call(&self, args: &[&str], input: Option<&str>) -> Result<String, String> {
+        match self.exec(args, input)? {
+            (true, out, _) => Ok(out),
+            (false, _, err) => Err(err),
         }
     }
 
@@ -116,6 +137,8 @@ struct Pod {
     phase: String,
     /// The container's end: exit code and reason, when it ended.
     ended: Option<(i64, String)>,
+    /// Why its container has not started (ContainerCreating, ImagePullBackOff, ...).
+    waiting: Option<String>,
     /// Gone from the Job's pods before it ended (deleted, evicted): its last state as seen.
     gone: bool,
 }
@@ -128,7 +151,9 @@ fn pods_of(list: &Value) -> Vec<Pod> {
             let meta = &p["metadata"];
             let index =
                 meta["annotations"]["batch.kubernetes.io/job-completion-index"].as_str().and_then(|i| i.parse().ok());
-            let term = &p["status"]["containerStatuses"][0]["state"]["terminated"];
+            let state = &p["status"]["containerStatuses"][0]["state"];
+            let term = &state["terminated"];
+            let waiting = state["waiting"]["reason"].as_str().map(|r| printable(r).into_owned());
             let ended = term["exitCode"].as_i64().map(|c| (c, term["reason"].as_str().unwrap_or_default().to_string()));
             Pod {
                 name: meta["name"].as_str().unwrap_or_default().to_string(),
@@ -136,6 +161,7 @@ fn pods_of(list: &Value) -> Vec<Pod> {
                 created: meta["creationTimestamp"].as_str().unwrap_or_default().to_string(),
                 phase: p["status"]["phase"].as_str().unwrap_or("Unknown").to_string(),
                 ended,
+                waiting,
                 gone: false,
             }
         })
@@ -164,6 +190,8 @@ struct Follow {
     /// The running `kubectl logs -f`, to be killed when we stop waiting.
     pid: AtomicU32,
     stop: AtomicBool,
+    /// The pod is gone from the Job's pods: no use asking again.
+    gone: AtomicBool,
 }
 
 fn follow(kubectl: Arc<Kubectl>, pod: String) -> Arc<Follow> {
@@ -173,14 +201,20 @@ fn follow(kubectl: Arc<Kubectl>, pod: String) -> Arc<Follow> {
         done: AtomicBool::new(false),
         pid: AtomicU32::new(0),
         stop: AtomicBool::new(false),
+        gone: AtomicBool::new(false),
     });
     let me = f.clone();
     std::thread::spawn(move || {
-        // Until the container has started, `kubectl logs` fails ("waiting to start"): asked again
-        // each second until it streams, the pod is gone, or we stop.
-        while !me.stop.load(Ordering::SeqCst) {
+        // Until the container has started, `kubectl logs` fails ("waiting to start"): asked again,
+        // 1 s and then up to 5 s apart, until it streams, the pod is gone, or we stop.
+        let mut pause = POLL;
+        while !me.stop.load(Ordering::SeqCst) && !me.gone.load(Ordering::SeqCst) {
             let Ok(mut child) = kubectl.command(&["logs", "-f", "-c", "bolide", &me.pod]).spawn() else { break };
             me.pid.store(child.id(), Ordering::SeqCst);
+            // Stopped while it started: the killing pass may have run before the pid was known.
+            if me.stop.load(Ordering::SeqCst) {
+                let _ = child.kill();
+            }
             let mut got = false;
             if let Some(out) = child.stdout.take() {
                 for line in BufReader::new(out).lines() {
@@ -193,10 +227,13 @@ fn follow(kubectl: Arc<Kubectl>, pod: String) -> Arc<Follow> {
             }
             let ok = child.wait().map(|s| s.success()).unwrap_or(false);
             me.pid.store(0, Ordering::SeqCst);
+            // A stream cut before the pod's end (an idle timeout, an apiserver restart) is made
+            // whole at the end from a plain `kubectl logs` ([`collect`]).
             if ok || got {
                 break;
             }
-            std::thread::sleep(POLL);
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(POLL * 5);
         }
         me.done.store(true, Ordering::SeqCst);
     });
@@ -212,30 +249,20 @@ pub fn run(
     paths: Paths,
     start: SystemTime,
     timeout: Duration,
+    command_line: Vec<String>,
     io: &mut Io,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> i32 {
     let kubectl = Arc::new(Kubectl { exe: a.kubectl.clone(), namespace: spec.namespace.clone() });
     let n = spec.segments;
-    if let Err(e) = kubectl.call(&["create", "-f", "-"], Some(manifests)) {
-        let hint = if e.contains("AlreadyExists") || e.contains("already exists") {
-            format!(
-                " (a Job or ConfigMap of that name is there: `kubectl delete job {}`, or another --name)",
-                spec.name
-            )
-        } else {
-            String::new()
-        };
-        let _ = writeln!(io.err, "error: {e}{hint}");
-        return exit::RUN;
-    }
+    let Some(selector) = create(&kubectl, spec, manifests, io) else { return exit::RUN };
     let _ = writeln!(
         io.err,
         "Job {} created: {n} pods, their load from {}; following their logs (Ctrl-C stops them and merges what they did)",
         spec.name, spec.start_at
     );
     let until = start.duration_since(SystemTime::now()).unwrap_or_default() + timeout;
-    let Seen { pods, follows, end } = watch(&kubectl, spec, until, io, cancel);
+    let Seen { pods, follows, end } = watch(&kubectl, spec, &selector, until, io, cancel);
     let (state, why) = end.unwrap_or_else(|| ("Unknown".into(), "the Job's end was not seen".into()));
     let _ = writeln!(
         io.err,
@@ -243,7 +270,7 @@ pub fn run(
         spec.name,
         if why.is_empty() { String::new() } else { format!(" ({why})") }
     );
-    let Collected { order, log, docs, problems } = collect(&pods, &follows);
+    let Collected { order, log, docs, problems } = collect(&kubectl, &pods, &follows);
     if let Err(e) = crate::files::write_atomically(&paths.logs, |w| w.write_all(log.as_bytes())) {
         let _ = writeln!(io.err, "error: cannot write {}: {e}", paths.logs.display());
     }
@@ -275,7 +302,6 @@ pub fn run(
         quiet: false,
         junit: None,
     };
-    let command_line = std::env::args().collect();
     let code = crate::results::merge::write_merged(docs, &merge, command_line, io);
     let _ = writeln!(io.out, "Pods' logs: {}", paths.logs.display());
     cleanup(io);
@@ -294,6 +320,59 @@ pub fn run(
     }
 }
 
+/// Creates the manifests (`kubectl create`: an object already there is an error, not patched);
+/// on a failure, deletes what it did create (a Job must not run unwatched). Then gives the
+/// ConfigMap the Job as its owner, so that whatever deletes the Job (its TTL included) deletes
+/// it too. The selector of the Job's own pods (its uid: an earlier Job of that name may still
+/// have pods terminating), or None after saying why.
+fn create(kubectl: &Kubectl, spec: &JobSpec, manifests: &str, io: &mut Io) -> Option<String> {
+    let (ok, out, err) = match kubectl.exec(&["create", "-f", "-"], Some(manifests)) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {e}");
+            return None;
+        }
+    };
+    if !ok {
+        for made in out.lines().filter_map(|l| l.trim().strip_suffix(" created")) {
+            if let Err(e) = kubectl.call(&["delete", made, "--wait=false", "--ignore-not-found"], None) {
+                let _ = writeln!(io.err, "warning: {e}");
+            }
+        }
+        let hint = if err.contains("AlreadyExists") || err.contains("already exists") {
+            format!(
+                " (objects of that name are there: `kubectl delete job {0}` and `kubectl delete configmap \
+                 {0}-scenario`, or another --name)",
+                spec.name
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(io.err, "error: {err}{hint}");
+        return None;
+    }
+    let uid = kubectl
+        .json(&["get", "job", &spec.name, "-o", "json"])
+        .ok()
+        .and_then(|j| j["metadata"]["uid"].as_str().map(str::to_owned));
+    let Some(uid) = uid else {
+        let _ = writeln!(io.err, "warning: the Job's uid was not read: its pods are found by its name");
+        return Some(format!("job-name={}", spec.name));
+    };
+    if !spec.files.is_empty() {
+        let owner = serde_json::json!({"metadata": {"ownerReferences": [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": spec.name, "uid": uid}
+        ]}});
+        let config = format!("{}-scenario", spec.name);
+        if let Err(e) =
+            kubectl.call(&["patch", "configmap", &config, "--type", "merge", "-p", &owner.to_string()], None)
+        {
+            let _ = writeln!(io.err, "warning: the ConfigMap stays after the Job: {e}");
+        }
+    }
+    Some(format!("batch.kubernetes.io/controller-uid={uid}"))
+}
+
 /// What [`watch`] saw: the Job's pods (each as last seen), their logs, the Job's end.
 struct Seen {
     pods: Vec<Pod>,
@@ -306,12 +385,12 @@ struct Seen {
 fn watch(
     kubectl: &Arc<Kubectl>,
     spec: &JobSpec,
+    selector: &str,
     until: Duration,
     io: &mut Io,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Seen {
     let n = spec.segments;
-    let selector = format!("job-name={}", spec.name);
     let began = Instant::now();
     let mut follows: Vec<Arc<Follow>> = Vec::new();
     let mut pods: Vec<Pod> = Vec::new();
@@ -328,27 +407,11 @@ fn watch(
             }
             stopped = Some((why, Instant::now()));
         }
-        match kubectl.json(&["get", "pods", "-l", &selector, "-o", "json"]) {
-            Ok(list) => {
-                let now = pods_of(&list);
-                for p in pods.iter_mut() {
-                    p.gone = !now.iter().any(|q| q.name == p.name);
-                }
-                for p in now {
-                    if !follows.iter().any(|f| f.pod == p.name) {
-                        follows.push(follow(kubectl.clone(), p.name.clone()));
-                    }
-                    match pods.iter_mut().find(|q| q.name == p.name) {
-                        Some(q) => *q = p,
-                        None => pods.push(p),
-                    }
-                }
-            }
-            Err(e) if e != complaint => {
+        if let Err(e) = look(kubectl, selector, &mut pods, &mut follows) {
+            if e != complaint {
                 let _ = writeln!(io.err, "warning: {e}");
                 complaint = e;
             }
-            Err(_) => {}
         }
         let line = progress(&pods, n);
         if line != shown {
@@ -358,7 +421,7 @@ fn watch(
         match kubectl.json(&["get", "job", &spec.name, "-o", "json"]) {
             Ok(job) => end = end.or_else(|| job_end(&job)),
             Err(e) if e.contains("NotFound") || e.contains("not found") => {
-                end = end.or_else(|| Some(("Deleted".into(), stopped.map(|s| s.0).unwrap_or("deleted").into())))
+                end = end.or_else(|| Some(vanished(&pods, n, stopped.map(|s| s.0))))
             }
             Err(e) if e != complaint => {
                 let _ = writeln!(io.err, "warning: {e}");
@@ -379,6 +442,8 @@ fn watch(
         }
         std::thread::sleep(POLL);
     }
+    // The pods as they are now: which are gone, how the others ended.
+    let _ = look(kubectl, selector, &mut pods, &mut follows);
     for f in &follows {
         f.stop.store(true, Ordering::SeqCst);
         let pid = f.pid.load(Ordering::SeqCst);
@@ -387,6 +452,49 @@ fn watch(
         }
     }
     Seen { pods, follows, end }
+}
+
+/// The Job's pods now: each new one's log followed, each known one's state updated, those no
+/// longer listed marked gone.
+fn look(
+    kubectl: &Arc<Kubectl>,
+    selector: &str,
+    pods: &mut Vec<Pod>,
+    follows: &mut Vec<Arc<Follow>>,
+) -> Result<(), String> {
+    let now = pods_of(&kubectl.json(&["get", "pods", "-l", selector, "-o", "json"])?);
+    for p in pods.iter_mut() {
+        p.gone = !now.iter().any(|q| q.name == p.name);
+    }
+    for f in follows.iter() {
+        if !now.iter().any(|q| q.name == f.pod) {
+            f.gone.store(true, Ordering::SeqCst);
+        }
+    }
+    for p in now {
+        if !follows.iter().any(|f| f.pod == p.name) {
+            follows.push(follow(kubectl.clone(), p.name.clone()));
+        }
+        match pods.iter_mut().find(|q| q.name == p.name) {
+            Some(q) => *q = p,
+            None => pods.push(p),
+        }
+    }
+    Ok(())
+}
+
+/// The Job gone without our seeing its end: deleted by us (`stopped`), by its TTL after every
+/// index succeeded (a short `--ttl` can be quicker than a look), or by someone else.
+fn vanished(pods: &[Pod], n: u32, stopped: Option<&str>) -> (String, String) {
+    if let Some(why) = stopped {
+        return ("Deleted".into(), why.into());
+    }
+    let done = (0..n).all(|i| pods.iter().any(|p| p.index == Some(i) && p.phase == "Succeeded"));
+    if done {
+        ("Complete".into(), "every index succeeded; then the Job was deleted, by its TTL or by hand".into())
+    } else {
+        ("Deleted".into(), "deleted before its end, not by bolide".into())
+    }
 }
 
 /// The logs and documents of [`collect`].
@@ -401,14 +509,24 @@ struct Collected<'a> {
 
 /// The pods' logs, pod by pod: each index's pods that succeeded first (the merge keeps the first
 /// of a segment given twice), then by creation; their documents.
-fn collect<'a>(pods: &'a [Pod], follows: &[Arc<Follow>]) -> Collected<'a> {
+fn collect<'a>(kubectl: &Kubectl, pods: &'a [Pod], follows: &[Arc<Follow>]) -> Collected<'a> {
     let rank = |p: &Pod| (p.index.unwrap_or(u32::MAX), p.phase != "Succeeded", p.created.clone());
     let mut order: Vec<&Pod> = pods.iter().collect();
     order.sort_by_key(|p| rank(p));
     let (mut log, mut docs, mut problems) = (String::new(), Vec::new(), Vec::new());
     for p in &order {
         let Some(f) = follows.iter().find(|f| f.pod == p.name) else { continue };
-        let text = f.text.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut text = f.text.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        // A followed stream cut before the pod's end: the pod's whole log once more, if it is
+        // still there.
+        let whole = |t: &str| documents_in_log(t).iter().any(|b| b.is_ok());
+        if !whole(&text) && !p.gone {
+            if let Ok(again) = kubectl.call(&["logs", "-c", "bolide", &p.name], None) {
+                if again.len() > text.len() {
+                    text = again;
+                }
+            }
+        }
         for line in text.lines() {
             log.push_str(&format!("[pod/{}/bolide] {line}\n", p.name));
         }
@@ -454,28 +572,36 @@ fn each_index_once(order: &[&Pod], n: u32, io: &mut Io) -> bool {
 
 /// A pod's state in words: its phase, and its container's end when it ended.
 fn describe(p: &Pod) -> String {
-    let state = match &p.ended {
-        Some((code, reason)) if reason.is_empty() => format!("{}, exit {code}", p.phase),
-        Some((code, reason)) => format!("{}, exit {code} ({})", p.phase, printable(reason)),
-        None => p.phase.clone(),
-    };
-    if p.gone {
-        format!("deleted while {}", state.to_lowercase())
-    } else {
-        state
+    let phase = if p.gone { format!("deleted while {}", p.phase.to_lowercase()) } else { p.phase.clone() };
+    match &p.ended {
+        Some((code, reason)) if reason.is_empty() => format!("{phase}, exit {code}"),
+        Some((code, reason)) => format!("{phase}, exit {code} ({})", printable(reason)),
+        None => phase,
     }
 }
 
-/// `4 pods: 1 pending, 3 running` (phases in Kubernetes' order).
+/// `3 of 4 pods: 1 pending (ContainerCreating), 2 running` (phases in Kubernetes' order; the
+/// pods gone are not counted; `5 pods for 4 segments` once an index ran again).
 fn progress(pods: &[Pod], n: u32) -> String {
+    let here: Vec<&Pod> = pods.iter().filter(|p| !p.gone).collect();
     let mut parts = Vec::new();
     for phase in ["Pending", "Running", "Succeeded", "Failed", "Unknown"] {
-        let k = pods.iter().filter(|p| p.phase == phase).count();
-        if k > 0 {
-            parts.push(format!("{k} {}", phase.to_lowercase()));
+        let of: Vec<&&Pod> = here.iter().filter(|p| p.phase == phase).collect();
+        if of.is_empty() {
+            continue;
         }
+        let mut why: Vec<&str> = of.iter().filter_map(|p| p.waiting.as_deref()).collect();
+        why.sort_unstable();
+        why.dedup();
+        let why = if why.is_empty() { String::new() } else { format!(" ({})", why.join(", ")) };
+        parts.push(format!("{} {}{why}", of.len(), phase.to_lowercase()));
     }
-    format!("{} of {n} pods: {}", pods.len(), if parts.is_empty() { "none yet".into() } else { parts.join(", ") })
+    let what = if parts.is_empty() { "none yet".into() } else { parts.join(", ") };
+    if here.len() as u64 > n as u64 {
+        format!("{} pods for {n} segments: {what}", here.len())
+    } else {
+        format!("{} of {n} pods: {what}", here.len())
+    }
 }
 
 #[cfg(test)]
@@ -504,8 +630,16 @@ mod tests {
         assert_eq!((pods[0].index, pods[0].ended.clone()), (Some(2), Some((143, "Error".into()))));
         assert_eq!(describe(&pods[0]), "Failed, exit 143 (Error)");
         assert_eq!(pods[1].index, None);
-        let gone = Pod { gone: true, ..pods[1].clone() };
-        assert_eq!(describe(&gone), "deleted while pending");
+        let gone = Pod { gone: true, ..pods[0].clone() };
+        assert_eq!(describe(&gone), "deleted while failed, exit 143 (Error)");
+        let waiting: Value = serde_json::from_str(
+            r#"{"items":[{"metadata":{"name":"a"},"status":{"phase":"Pending","containerStatuses":[{"state":{"waiting":{"reason":"ImagePullBackOff"}}}]}},
+               {"metadata":{"name":"b"},"status":{"phase":"Pending"}},{"metadata":{"name":"c"},"status":{"phase":"Running"}},
+               {"metadata":{"name":"d"},"status":{"phase":"Running"}}, {"metadata":{"name":"e"},"status":{"phase":"Running"}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(progress(&pods_of(&waiting), 4), "5 pods for 4 segments: 2 pending (ImagePullBackOff), 3 running");
+        assert_eq!(vanished(&pods, 4, None).0, "Deleted");
         assert_eq!(progress(&pods, 4), "2 of 4 pods: 1 pending, 1 failed");
     }
 }

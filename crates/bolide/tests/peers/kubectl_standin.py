@@ -5,7 +5,8 @@ tests/k8s.rs runs them); its answers are kubectl's JSON, cut down to what bolide
 cluster is bench/k8s-local.sh's; this one lets CI check what bolide does with the answers.
 
 State lives in $STANDIN_DIR: one folder per pod (pid, exit code, log). Supported: create -f -,
-get pods -l job-name=J -o json, get job J -o json, logs -f -c C POD, delete job J, delete -f -.
+get pods -l job-name=J|batch.kubernetes.io/controller-uid=U -o json, get job J -o json,
+logs [-f] -c C POD, patch (accepted, nothing kept), delete job J, delete -f -, delete KIND/NAME.
 A test deletes a pod by writing `deleted` in its folder and sending SIGTERM to its pid, as the
 kubelet does.
 """
@@ -90,7 +91,8 @@ def main(argv):
         print(f"job.batch/{name} created")
         return 0
     if argv[:2] == ["get", "pods"]:
-        job = argv[argv.index("-l") + 1].split("=", 1)[1]
+        key, value = argv[argv.index("-l") + 1].split("=", 1)
+        job = value[len("uid-"):] if key.endswith("controller-uid") else value
         items = [pod_json(n, p) for n, p in pods(job) if not os.path.exists(os.path.join(p, "gone"))]
         print(json.dumps({"items": items}))
         return 0
@@ -104,7 +106,7 @@ def main(argv):
         if all(c is not None for c in codes):
             kind = "Complete" if all(c == "0" for c in codes) else "Failed"
             conditions.append({"type": kind, "status": "True", "reason": "StandIn", "message": "every pod ended"})
-        print(json.dumps({"status": {"conditions": conditions}}))
+        print(json.dumps({"metadata": {"name": job, "uid": "uid-" + job}, "status": {"conditions": conditions}}))
         return 0
     if argv[0] == "logs":
         pod = argv[-1]
@@ -112,9 +114,9 @@ def main(argv):
         if read(path, "pid") is None:
             print(f'container "bolide" in pod "{pod}" is waiting to start: ContainerCreating', file=sys.stderr)
             return 1
-        # Follows the log until the pod's end (bounded: 10 minutes).
+        # Follows the log until the pod's end (bounded: 10 minutes); without -f, what it holds now.
         sent = 0
-        for _ in range(6000):
+        for _ in range(6000 if "-f" in argv else 1):
             done = read(path, "code") is not None
             name = "log" if done else "log.part"
             try:
@@ -133,11 +135,17 @@ def main(argv):
                 return 0
             time.sleep(0.1)
         return 1
+    if argv[0] == "patch":
+        return 0
     if argv[0] == "delete":
         if argv[1] == "job":
             jobs = [argv[2]]
-        else:
+        elif argv[1].startswith("job.batch/"):
+            jobs = [argv[1].split("/", 1)[1]]
+        elif argv[1] == "-f":
             jobs = [args_of(sys.stdin.read())[0]]
+        else:
+            return 0
         for job in jobs:
             try:
                 os.remove(os.path.join(STATE, job + ".job"))
