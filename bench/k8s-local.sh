@@ -375,14 +375,16 @@ for case in $CASES; do
         shared=$(grep -o 'their load from [^;]*' "$LOGS/case-3.out" | awk '{print $4}')
         skew=$(figures skew "$WORK/many.json" "$shared" "$WORK/many-job.json" "$WORK/many-pods.json") ||
             { FAILED=1; skew="the start skew could not be read: $skew"; }
-        # --ttl 20s: the ttl-after-finished controller deletes the kept Job, the GC its pods.
+        # --ttl 20s: the ttl-after-finished controller deletes the kept Job, the garbage
+        # collector its pods and the ConfigMap (--wait made the Job its owner).
         t0=$SECONDS
-        while "$KUBECTL" get job many >/dev/null 2>&1 && ((SECONDS - t0 < 120)); do sleep 1; done
-        if "$KUBECTL" get job many >/dev/null 2>&1; then
+        left() { "$KUBECTL" get job/many configmap/many-scenario --ignore-not-found -o name 2>/dev/null; }
+        while [ -n "$(left)" ] && ((SECONDS - t0 < 120)); do sleep 1; done
+        if [ -n "$(left)" ]; then
             FAILED=1
-            ttl="the kept Job still there 120 s after its end (--ttl 20s)"
+            ttl="still there 120 s after the Job's end (--ttl 20s): $(left | tr '\n' ' ')"
         else
-            ttl="the kept Job deleted by its TTL $((SECONDS - t0)) s after --wait returned"
+            ttl="the kept Job and its ConfigMap deleted by its TTL $((SECONDS - t0)) s after --wait returned"
         fi
         [ $code = 0 ] || { FAILED=1; line="$line; bolide k8s --wait exited $code"; }
         line="$line; $skew; $ttl"
