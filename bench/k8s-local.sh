@@ -2,7 +2,7 @@
 # A real one-node Kubernetes on loopback, built here from registry packages only, runs the Job
 # that `bolide k8s` writes, and checks that the merge of its pods' documents is exact.
 #
-#   bench/k8s-local.sh            # all four cases; prints `k8s-local: PASS ...` or `FAIL ...` last
+#   bench/k8s-local.sh            # all five cases; prints `k8s-local: PASS ...` or `FAIL ...` last
 #
 # What it brings up (on 127.0.0.1, and the node address 10.88.88.1/32 added to lo):
 #   - etcd (Debian's etcd-server), then kube-apiserver, kube-controller-manager (the job,
@@ -21,11 +21,13 @@
 #   3. 20 pods: the skew of their starts from the shared start; the Job kept (--keep), then
 #      deleted by its TTL;
 #   4. as 2 with --retries 1: the index runs again, late; every document printed, together,
-#      equals the server's counts, and the merge keeps the re-run and says so.
+#      equals the server's counts, and the merge keeps the re-run and says so;
+#   5. an image the node does not have: --wait stops the Job after a minute, naming the pod and
+#      why, and exits 3.
 #
 # Environment: BOLIDE (a bolide binary; default: this checkout's release build, built if needed),
 # BOLIDE_K8S_CACHE (where the cluster binary is kept; default ~/.cache/bolide-k8s), K8S_VERSION
-# (default v1.35.4), KEEP=1 (leave the cluster running and say where), CASES ("1 2 3 4").
+# (default v1.35.4), KEEP=1 (leave the cluster running and say where), CASES ("1 2 3 4 5").
 # Needs root (the kubelet and containerd), Go, gcc and apt (installs etcd-server, containerd, runc,
 # buildah, busybox-static, containernetworking-plugins when missing).
 set -uo pipefail
@@ -34,7 +36,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
 K8S_VERSION=${K8S_VERSION:-v1.35.4}
 CACHE=${BOLIDE_K8S_CACHE:-$HOME/.cache/bolide-k8s}
-CASES=${CASES:-1 2 3 4}
+CASES=${CASES:-1 2 3 4 5}
 WORK=$(mktemp -d /tmp/bk8s.XXXXXX)
 LOGS=$CACHE/last-run
 rm -rf "$LOGS"
@@ -400,7 +402,17 @@ for case in $CASES; do
         line=$(figures rerun "$WORK/rerun.log" "$WORK/rerun.json" "$WORK/before-4.json" "$WORK/after-4.json") || FAILED=1
         [ $code = 3 ] || { FAILED=1; line="$line; bolide k8s --wait exited $code, not 3"; }
         ;;
-    *) fail "no case $case (CASES takes 1 2 3 4)" ;;
+    5)
+        say "case 5: an image the node does not have (--image-pull-policy Never)"
+        "$BOLIDE" k8s --segments 2 --name noimage --image docker.io/local/absent:1 --image-pull-policy Never \
+            --host-network --start-in 10s --wait --kubectl "$KUBECTL" --json "$WORK/noimage.json" --logs "$WORK/noimage.log" \
+            -- run "$HERE/k8s/scenario.yml" --target "http://127.0.0.1:$PORT" >"$LOGS/case-5.out" 2>&1
+        code=$?
+        said=$(grep -o 'pod [^ ]* cannot start its container ([A-Za-z]*)' "$LOGS/case-5.out" | head -1)
+        line="an absent image: bolide k8s --wait exited $code: ${said:-no pod named}"
+        [ $code = 3 ] && [ -n "$said" ] || FAILED=1
+        ;;
+    *) fail "no case $case (CASES takes 1 to 5)" ;;
     esac
     say "$line"
     SUMMARY+=("$line")

@@ -334,7 +334,8 @@ pub struct K8sArgs {
 
     /// Apply the manifests (kubectl, with its current context), follow each pod's log, wait for
     /// the Job to end, merge the pods' documents, show the report, then delete the Job. Ctrl-C
-    /// stops the pods, which still print their documents, and merges them.
+    /// stops the pods, which still print their documents, and merges them; so does a pod that
+    /// cannot start its container (an image it cannot pull) for a minute.
     #[arg(long)]
     pub wait: bool,
 

@@ -396,11 +396,21 @@ fn watch(
     let mut pods: Vec<Pod> = Vec::new();
     let mut shown = String::new();
     let mut end: Option<(String, String)> = None;
-    let mut stopped: Option<(&str, Instant)> = None;
+    let mut stopped: Option<(String, Instant)> = None;
+    // Since when a pod has been waiting on what it cannot get by itself.
+    let mut stuck_since: Option<Instant> = None;
     let mut complaint = String::new();
     loop {
-        if stopped.is_none() && (cancel.is_cancelled() || began.elapsed() > until) {
-            let why = if cancel.is_cancelled() { "stopped (Ctrl-C)" } else { "past --timeout" };
+        let stuck = cannot_start(&pods);
+        stuck_since = if stuck.is_some() { stuck_since.or(Some(Instant::now())) } else { None };
+        let why = if cancel.is_cancelled() {
+            Some("stopped (Ctrl-C)".to_string())
+        } else if began.elapsed() > until {
+            Some("past --timeout".to_string())
+        } else {
+            stuck.filter(|_| stuck_since.is_some_and(|t| t.elapsed() > STUCK))
+        };
+        if let (None, Some(why)) = (&stopped, why) {
             let _ = writeln!(io.err, "{why}: deleting the Job; its pods stop and print what they did");
             if let Err(e) = kubectl.call(&["delete", "job", &spec.name, "--wait=false"], None) {
                 let _ = writeln!(io.err, "warning: {e}");
@@ -421,7 +431,7 @@ fn watch(
         match kubectl.json(&["get", "job", &spec.name, "-o", "json"]) {
             Ok(job) => end = end.or_else(|| job_end(&job)),
             Err(e) if e.contains("NotFound") || e.contains("not found") => {
-                end = end.or_else(|| Some(vanished(&pods, n, stopped.map(|s| s.0))))
+                end = end.or_else(|| Some(vanished(&pods, n, stopped.as_ref().map(|s| s.0.as_str()))))
             }
             Err(e) if e != complaint => {
                 let _ = writeln!(io.err, "warning: {e}");
@@ -434,11 +444,11 @@ fn watch(
             break;
         }
         // Once ended or stopped, the pods get a bounded time for their last words.
-        if stopped.is_some_and(|(_, at)| at.elapsed() > LAST_WORDS) {
+        if stopped.as_ref().is_some_and(|(_, at)| at.elapsed() > LAST_WORDS) {
             break;
         }
         if end.is_some() && stopped.is_none() {
-            stopped = Some(("ended", Instant::now()));
+            stopped = Some(("ended".into(), Instant::now()));
         }
         std::thread::sleep(POLL);
     }
@@ -481,6 +491,27 @@ fn look(
         }
     }
     Ok(())
+}
+
+/// Why a pod's container cannot start by itself: an image that cannot be had, a container that
+/// cannot be made. A pod waiting on one of these for [`STUCK`] stops the run (not `--timeout`,
+/// an hour later).
+const CANNOT_START: [&str; 6] = [
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "ErrImageNeverPull",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+];
+const STUCK: Duration = Duration::from_secs(60);
+
+/// The first pod waiting on what it cannot get by itself, in words.
+fn cannot_start(pods: &[Pod]) -> Option<String> {
+    pods.iter().filter(|p| !p.gone).find_map(|p| {
+        let why = p.waiting.as_deref().filter(|w| CANNOT_START.contains(w))?;
+        Some(format!("pod {} cannot start its container ({why})", p.name))
+    })
 }
 
 /// The Job gone without our seeing its end: deleted by us (`stopped`), by its TTL after every
@@ -639,6 +670,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(progress(&pods_of(&waiting), 4), "5 pods for 4 segments: 2 pending (ImagePullBackOff), 3 running");
+        assert_eq!(
+            cannot_start(&pods_of(&waiting)).as_deref(),
+            Some("pod a cannot start its container (ImagePullBackOff)")
+        );
+        assert_eq!(cannot_start(&pods), None, "ContainerCreating, Running: on their way");
         assert_eq!(vanished(&pods, 4, None).0, "Deleted");
         assert_eq!(progress(&pods, 4), "2 of 4 pods: 1 pending, 1 failed");
     }
