@@ -76,27 +76,9 @@ fn the_jobs_pods_run_their_segments_and_their_logs_merge_into_the_plan() {
     );
     assert!(!yaml.contains("kind: ConfigMap"), "an http plan needs no scenario file");
     validate(&job);
-    let (command, args) = command_and_args(&yaml);
+    let (_, args) = command_and_args(&yaml);
     assert_eq!(&args[args.len() - 4..], ["--segment", "auto/3", "--start-at", at.as_str()]);
-    // Each "pod": the manifest's command and args, JOB_COMPLETION_INDEX set, its own /tmp.
-    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_bolide")).parent().unwrap().to_path_buf();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
-    let pods: Vec<_> = (0..3)
-        .map(|i| {
-            let tmp = dir.path().join(format!("pod-{i}"));
-            std::fs::create_dir(&tmp).unwrap();
-            Command::new(&command[0])
-                .args(&command[1..])
-                .args(&args)
-                .env("PATH", &path)
-                .env("JOB_COMPLETION_INDEX", i.to_string())
-                .env("TMPDIR", &tmp)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    let pods: Vec<_> = (0..3).map(|i| pod(&yaml, dir.path(), i)).collect();
     let mut log = String::new();
     for pod in pods {
         let out = pod.wait_with_output().unwrap();
@@ -275,16 +257,22 @@ fn what_a_real_cluster_needed_is_in_the_manifests() {
     assert!(o.code == 2 && o.err.contains("--wait"), "{}", o.err);
 }
 
-/// The pod's command, given `args`, started as the kubelet starts it (its own /tmp, its index).
+/// PATH with this build's bolide first, as the image has it.
+fn path_with_bolide() -> String {
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_bolide")).parent().unwrap().to_path_buf();
+    format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default())
+}
+
+/// Pod `index` of the manifests in `yaml`: their command and args, started as the kubelet starts
+/// them (JOB_COMPLETION_INDEX set, its own /tmp).
 fn pod(yaml: &str, dir: &std::path::Path, index: u32) -> std::process::Child {
     let (command, args) = command_and_args(yaml);
-    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_bolide")).parent().unwrap().to_path_buf();
     let tmp = dir.join(format!("pod-{index}"));
     std::fs::create_dir_all(&tmp).unwrap();
     Command::new(&command[0])
         .args(&command[1..])
         .args(&args)
-        .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()))
+        .env("PATH", path_with_bolide())
         .env("JOB_COMPLETION_INDEX", index.to_string())
         .env("TMPDIR", &tmp)
         .stdout(Stdio::piped())
@@ -379,17 +367,12 @@ fn a_pod_whose_thresholds_break_succeeds_with_its_verdict_in_its_document() {
 }
 
 /// `bolide k8s --wait` against tests/peers/kubectl_standin.py: kubectl's answers, the pods as
-/// processes here. (bench/k8s-local.sh runs the same against a real cluster.)
-fn standin() -> (String, String) {
-    let kubectl = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/peers/kubectl_standin.py").to_string();
-    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_bolide")).parent().unwrap().to_path_buf();
-    (kubectl, format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()))
-}
-
+/// processes here (bench/k8s-local.sh runs the same against a real cluster). Started in a process
+/// group of its own, as a terminal's foreground job.
 fn wait_run(dir: &std::path::Path, extra: &[&str], command: &[&str]) -> std::process::Child {
     let state = dir.join("cluster");
     std::fs::create_dir_all(&state).unwrap();
-    let (kubectl, path) = standin();
+    let kubectl = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/peers/kubectl_standin.py");
     let mut argv =
         vec!["k8s", "--segments", "3", "--name", "load", "--start-in", "2s", "--wait", "--kubectl", &kubectl];
     let json = dir.join("merged.json");
@@ -403,7 +386,7 @@ fn wait_run(dir: &std::path::Path, extra: &[&str], command: &[&str]) -> std::pro
         .args(&argv)
         // A process group of its own, as a terminal's foreground job: Ctrl-C goes to the group.
         .process_group(0)
-        .env("PATH", path)
+        .env("PATH", path_with_bolide())
         .env("STANDIN_DIR", &state)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

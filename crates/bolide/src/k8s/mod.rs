@@ -326,14 +326,12 @@ pub fn command(
     if a.segments == 0 || a.segments > crate::segment::MAX_SEGMENTS {
         problems.push(format!("--segments must be 1 to {}", crate::segment::MAX_SEGMENTS));
     }
-    if let Err(e) = check_name(&a.name) {
+    if let Err(e) = check_name("--name", "a Job name", &a.name) {
         problems.push(e.to_string());
     }
     if let Some(sa) = &a.service_account {
-        if let Err(e) = check_name(sa) {
-            problems.push(
-                e.to_string().replace("--name", "--service-account").replace("A Job name", "A service account name"),
-            );
+        if let Err(e) = check_name("--service-account", "a service account name", sa) {
+            problems.push(e.to_string());
         }
     }
     let now = std::time::SystemTime::now();
@@ -410,8 +408,9 @@ pub fn command(
     crate::console::exit::OK
 }
 
-/// Whether `name` is a Kubernetes object name (a DNS-1123 label, short enough for the pods' names).
-pub fn check_name(name: &str) -> Result<(), Problem> {
+/// Whether `name` (given by `flag`, `what` it names) is a Kubernetes object name (a DNS-1123
+/// label, short enough for the pods' names).
+pub fn check_name(flag: &str, what: &str, name: &str) -> Result<(), Problem> {
     let ok = !name.is_empty()
         && name.len() <= 52
         && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
@@ -421,7 +420,7 @@ pub fn check_name(name: &str) -> Result<(), Problem> {
         Ok(())
     } else {
         Err(format!(
-            "--name {name:?}: a Job name is lowercase letters, digits and '-', at most 52 characters, starting and \
+            "{flag} {name:?}: {what} is lowercase letters, digits and '-', at most 52 characters, starting and \
              ending with a letter or digit"
         )
         .into())
@@ -447,9 +446,9 @@ mod tests {
 
     #[test]
     fn names() {
-        assert!(check_name("bolide-load-1").is_ok());
+        assert!(check_name("--name", "a Job name", "bolide-load-1").is_ok());
         for bad in ["", "Bolide", "-x", "x-", "a_b", &"a".repeat(53)] {
-            assert!(check_name(bad).is_err(), "{bad:?}");
+            assert!(check_name("--name", "a Job name", bad).is_err(), "{bad:?}");
         }
     }
 
