@@ -74,11 +74,48 @@ pub struct Again {
     pub wait: Duration,
 }
 
-pub struct SseSession {
+/// The target as every user of one worker thread reaches it: its URL, where it is and its TLS
+/// connector, shared (a user holds a pointer, not copies of them).
+pub struct Server {
     /// The target's URL (its path kept in front of a step's path).
-    pub base: url::Url,
+    base: url::Url,
     ep: Endpoint,
     tls: Option<Connector>,
+}
+
+impl Server {
+    async fn connect(&self) -> Result<Stream, Failure> {
+        crate::proto::http::open_stream(&self.ep.host, &self.ep.addrs, self.ep.tls, self.tls.as_ref())
+            .await
+            .map_err(|f| Failure::new(if f.class.name() == "tls" { "tls" } else { "connect" }, f.detail))
+    }
+
+    /// This thread's [`Server`] for `url`, made once while its users hold it.
+    fn shared(url: &str, ep: &Endpoint, tls: Option<&Connector>) -> Result<Rc<Server>, Failure> {
+        thread_local! {
+            static SERVERS: RefCell<Vec<std::rc::Weak<Server>>> = const { RefCell::new(Vec::new()) };
+        }
+        SERVERS.with_borrow_mut(|all| {
+            all.retain(|w| w.strong_count() > 0);
+            let same = |s: &Server| {
+                s.base.as_str() == url
+                    && (s.ep.host.as_str(), s.ep.port, s.ep.tls, &s.ep.addrs)
+                        == (ep.host.as_str(), ep.port, ep.tls, &ep.addrs)
+                    && s.tls.is_some() == tls.is_some()
+            };
+            if let Some(s) = all.iter().filter_map(std::rc::Weak::upgrade).find(|s| same(s)) {
+                return Ok(s);
+            }
+            let base = url::Url::parse(url).map_err(|e| Failure::new("connect", e.to_string()))?;
+            let s = Rc::new(Server { base, ep: ep.clone(), tls: tls.cloned() });
+            all.push(Rc::downgrade(&s));
+            Ok(s)
+        })
+    }
+}
+
+pub struct SseSession {
+    server: Rc<Server>,
     pub traffic: Rc<RefCell<Traffic>>,
     /// A connection free for the next request.
     idle: RefCell<Option<Stream>>,
@@ -88,33 +125,28 @@ pub struct SseSession {
 }
 
 impl SseSession {
-    async fn connect(&self) -> Result<Stream, Failure> {
-        crate::proto::http::open_stream(&self.ep.host, &self.ep.addrs, self.ep.tls, self.tls.as_ref())
-            .await
-            .map_err(|f| Failure::new(if f.class.name() == "tls" { "tls" } else { "connect" }, f.detail))
-    }
-
     /// A step's URL: none is the target's own, a path joins the target's (its path kept), an
     /// absolute URL must be on the target's server (its scheme, host and port: the user's
     /// connection is to it).
     pub fn url(&self, text: &str) -> Result<url::Url, String> {
+        let base = &self.server.base;
         if text.is_empty() {
-            return Ok(self.base.clone());
+            return Ok(base.clone());
         }
         if text.starts_with('/') {
-            let mut u = self.base.clone();
-            let prefix = self.base.path().trim_end_matches('/');
+            let mut u = base.clone();
+            let prefix = base.path().trim_end_matches('/');
             let (path, query) = text.split_once('?').map_or((text, None), |(p, q)| (p, Some(q)));
             u.set_path(&format!("{prefix}{path}"));
             u.set_query(query);
             return Ok(u);
         }
         let u = url::Url::parse(text).map_err(|e| format!("URL {:?}: {e}", crate::redact::printable(text)))?;
-        if u.origin() != self.base.origin() {
+        if u.origin() != base.origin() {
             return Err(format!(
                 "URL {:?} is not on the target's server ({}): give a path, or the target's own URL",
                 crate::redact::printable(text),
-                self.base.origin().ascii_serialization()
+                base.origin().ascii_serialization()
             ));
         }
         Ok(u)
@@ -137,7 +169,7 @@ impl SseSession {
                 Err(f) => return Err(f),
             }
         }
-        let conn = tokio::time::timeout(timeout, self.connect())
+        let conn = tokio::time::timeout(timeout, self.server.connect())
             .await
             .map_err(|_| Failure::new("timeout", format!("no connection within {timeout:?}")))??;
         wire::send(conn, req, timeout.saturating_sub(began.elapsed())).await
@@ -157,73 +189,96 @@ impl SseSession {
         let heard = Rc::clone(&self.heard);
         let traffic = Rc::clone(&self.traffic);
         let last = Rc::clone(&self.last_data);
-        let ep = self.ep.clone();
-        let tls = self.tls.clone();
+        let server = Rc::clone(&self.server);
         self.heard.live.set(self.heard.live.get() + 1);
         self.heard.ended.borrow_mut().take();
+        // The task is as large as its largest state for as long as the stream is kept: asking
+        // again (a connect and a response's head) is boxed, so that it takes room only while it
+        // runs.
         let task = tokio::task::spawn_local(async move {
             loop {
-                let why = loop {
-                    let mut bytes = 0;
-                    let mut n = 0u64;
-                    let read = r
-                        .read(
-                            &mut |e| {
-                                n += 1;
-                                heard.heard(e.name);
-                            },
-                            &mut bytes,
-                        )
-                        .await;
-                    tally(&traffic, bytes, n);
-                    if n > 0 {
-                        last.set(Some(Instant::now()));
-                    }
-                    match read {
-                        Ok(Read::More) => {}
-                        Ok(_) => break "the server ended the stream".to_string(),
-                        Err(f) => break f.detail,
-                    }
-                };
-                let Some(Again { headers, method, url, body, wait }) = again.as_deref() else {
+                let why = read_kept(&mut r, &heard, &traffic, &last).await;
+                let Some(again) = again.as_deref() else {
                     heard.gone(why);
                     return;
                 };
-                // Asked again after the server's retry (or the configured wait), as often as it
-                // takes until the user leaves (its session's drop ends this task); the old
-                // response is not read again.
-                let wait = r.parser.retry_ms.map_or(*wait, Duration::from_millis).max(Duration::from_millis(10));
-                let mut h = headers.clone();
-                if let Some(id) = r.parser.last_id.as_ref().filter(|id| !id.is_empty()) {
-                    h.push(("Last-Event-ID".into(), id.clone()));
-                }
-                let req = wire::request(method, url, &h, body);
-                r = loop {
-                    tokio::time::sleep(wait).await;
-                    let Ok(conn) = crate::proto::http::open_stream(&ep.host, &ep.addrs, ep.tls, tls.as_ref()).await
-                    else {
-                        continue;
-                    };
-                    traffic.borrow_mut().count("sse.reconnects", 1);
-                    match wire::send(conn, &req, Duration::from_secs(30)).await {
-                        Ok(mut next) if next.is_stream() => {
-                            traffic.borrow_mut().count("sse.streams", 1);
-                            next.parser = r.parser.resume();
-                            break next;
-                        }
-                        // 204, or no stream: EventSource stops asking.
-                        Ok(next) => {
-                            heard.gone(format!("the server answered {} to a reconnection", next.head.status));
-                            return;
-                        }
-                        Err(_) => {}
+                match Box::pin(ask_again(&r, again, &server, &traffic)).await {
+                    Ok(next) => r = next,
+                    Err(why) => {
+                        heard.gone(why);
+                        return;
                     }
-                };
+                }
             }
         });
         let mut kept = self.kept.borrow_mut();
         kept.retain(|t| !t.is_finished());
         kept.push(task);
+    }
+}
+
+/// Reads a kept stream until the server ends it (or it fails): why it ended.
+async fn read_kept(
+    r: &mut Response,
+    heard: &Heard,
+    traffic: &RefCell<Traffic>,
+    last: &Cell<Option<Instant>>,
+) -> String {
+    loop {
+        let mut bytes = 0;
+        let mut n = 0u64;
+        let read = r
+            .read(
+                &mut |e| {
+                    n += 1;
+                    heard.heard(e.name);
+                },
+                &mut bytes,
+            )
+            .await;
+        tally(traffic, bytes, n);
+        if n > 0 {
+            last.set(Some(Instant::now()));
+        }
+        match read {
+            Ok(Read::More) => {}
+            Ok(_) => return "the server ended the stream".to_string(),
+            Err(f) => return f.detail,
+        }
+    }
+}
+
+/// Asks again for a kept stream the server ended, after its retry (or the configured wait), as
+/// often as it takes until the user leaves (its session's drop ends the task); the old response
+/// is not read again. Why it stops asking: 204, or an answer that is no stream, as EventSource.
+async fn ask_again(
+    r: &Response,
+    again: &Again,
+    server: &Server,
+    traffic: &RefCell<Traffic>,
+) -> Result<Response, String> {
+    let Again { headers, method, url, body, wait } = again;
+    let wait = r.parser.retry_ms.map_or(*wait, Duration::from_millis).max(Duration::from_millis(10));
+    let mut h = headers.clone();
+    if let Some(id) = r.parser.last_id.as_ref().filter(|id| !id.is_empty()) {
+        h.push(("Last-Event-ID".into(), id.clone()));
+    }
+    let req = wire::request(method, url, &h, body);
+    loop {
+        tokio::time::sleep(wait).await;
+        let Ok(conn) = server.connect().await else {
+            continue;
+        };
+        traffic.borrow_mut().count("sse.reconnects", 1);
+        match wire::send(conn, &req, Duration::from_secs(30)).await {
+            Ok(mut next) if next.is_stream() => {
+                traffic.borrow_mut().count("sse.streams", 1);
+                next.parser = r.parser.resume();
+                return Ok(next);
+            }
+            Ok(next) => return Err(format!("the server answered {} to a reconnection", next.head.status)),
+            Err(_) => {}
+        }
     }
 }
 
@@ -234,19 +289,16 @@ impl crate::session::Session for SseSession {
     /// The connection the user's first request goes over (TCP, and TLS for https).
     async fn open(to: Target<'_>, timeout: Duration) -> Result<(SseSession, Duration), Failure> {
         let target = &to.plan.targets[to.target];
-        let base = url::Url::parse(&target.url).map_err(|e| Failure::new("connect", e.to_string()))?;
         let began = Instant::now();
         let s = SseSession {
-            base,
-            ep: target.endpoint.clone(),
-            tls: to.tls.cloned(),
+            server: Server::shared(&target.url, &target.endpoint, to.tls)?,
             traffic: Rc::clone(to.traffic),
             idle: RefCell::new(None),
             kept: RefCell::new(Vec::new()),
             heard: Rc::default(),
             last_data: Rc::default(),
         };
-        let conn = tokio::time::timeout(timeout, s.connect())
+        let conn = tokio::time::timeout(timeout, s.server.connect())
             .await
             .map_err(|_| Failure::new("timeout", format!("no connection within {timeout:?}")))??;
         *s.idle.borrow_mut() = Some(conn);
