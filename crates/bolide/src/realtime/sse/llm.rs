@@ -19,13 +19,34 @@ use crate::scenario::Length;
 /// One streamed chunk, as far as bolide reads it.
 #[derive(Deserialize, Default)]
 pub struct Chunk<'a> {
-    /// The first choice alone is read (a completion streams one).
-    #[serde(default, borrow)]
-    choices: Vec<Choice<'a>>,
+    /// The first choice alone is read (a completion streams one), the others skipped: no list
+    /// is made for each chunk.
+    #[serde(default, borrow, rename = "choices", deserialize_with = "first_choice")]
+    choice: Option<Choice<'a>>,
     #[serde(default)]
     pub usage: Option<Usage>,
     #[serde(default)]
     pub error: Option<Value>,
+}
+
+/// `choices`' first element (none for `[]` or `null`); the rest skipped unread.
+fn first_choice<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Choice<'de>>, D::Error> {
+    struct First;
+    impl<'de> serde::de::Visitor<'de> for First {
+        type Value = Option<Choice<'de>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of choices")
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let first = seq.next_element()?;
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok(first)
+        }
+    }
+    d.deserialize_any(First)
 }
 
 #[derive(Deserialize, Default)]
@@ -54,7 +75,7 @@ pub struct Usage {
 impl Chunk<'_> {
     /// The text this chunk carries (empty for the role, finish and usage chunks).
     pub fn text(&self) -> &str {
-        let Some(c) = self.choices.first() else { return "" };
+        let Some(c) = &self.choice else { return "" };
         match (&c.delta, &c.text) {
             (Some(Delta { content: Some(t) }), _) => t,
             (_, Some(t)) => t,
@@ -223,6 +244,22 @@ pub fn first_model(body: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first choice is read, any other skipped; no choices (`[]`, `null`, none) carry no
+    /// text.
+    #[test]
+    fn a_chunk_s_first_choice_is_its_text() {
+        let text = |json: &str| serde_json::from_str::<Chunk>(json).map(|c| c.text().to_string()).unwrap();
+        assert_eq!(text(r#"{"choices":[{"text":"a\"b"},{"text":"other"}],"id":"x"}"#), "a\"b");
+        assert_eq!(
+            text(r#"{"id":"x","choices":[{"index":0,"delta":{"content":"hi"}},{"delta":{"content":"no"}}]}"#),
+            "hi"
+        );
+        for none in [r#"{"choices":[]}"#, r#"{"choices":null}"#, r#"{"usage":{"completion_tokens":2}}"#] {
+            assert_eq!(text(none), "", "{none}");
+        }
+        assert!(serde_json::from_str::<Chunk>(r#"{"choices":7}"#).is_err());
+    }
 
     #[test]
     fn tokens_are_the_chunks_that_carry_text() {

@@ -208,24 +208,27 @@ impl Body {
                                 }
                                 return Ok(false);
                             };
-                            line.extend_from_slice(&input[..end]);
+                            // A line whole in this read is looked at where it is (the usual
+                            // case: one per event); a line cut between reads is put together.
+                            let text: &[u8] = if line.is_empty() {
+                                &input[..end]
+                            } else {
+                                line.extend_from_slice(&input[..end]);
+                                line
+                            };
                             input = &input[end + 1..];
-                            let text = String::from_utf8_lossy(line).trim_end_matches('\r').to_string();
-                            line.clear();
+                            let text = text.strip_suffix(b"\r").unwrap_or(text);
                             match *state {
                                 Chunk::DataEnd if text.is_empty() => *state = Chunk::Size,
                                 Chunk::DataEnd => return Err("a chunk's data did not end with CRLF".into()),
                                 Chunk::Trailers if text.is_empty() => self.done = true,
                                 Chunk::Trailers => {}
                                 _ => {
-                                    let digits = text.split(';').next().unwrap_or_default().trim();
-                                    let hex = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_hexdigit());
-                                    *size = u64::from_str_radix(digits, 16).ok().filter(|_| hex).ok_or_else(|| {
-                                        format!("bad chunk size {:?}", crate::redact::printable(digits))
-                                    })?;
+                                    *size = chunk_size(text)?;
                                     *state = if *size == 0 { Chunk::Trailers } else { Chunk::Data };
                                 }
                             }
+                            line.clear();
                         }
                         Chunk::Data => {
                             let n = (*size).min(input.len() as u64) as usize;
@@ -242,6 +245,16 @@ impl Body {
         }
         Ok(self.done)
     }
+}
+
+/// A chunk's size line (without its line end): its hex digits, before any extension.
+fn chunk_size(line: &[u8]) -> Result<u64, String> {
+    let digits = line.split(|b| *b == b';').next().unwrap_or_default().trim_ascii();
+    let bad = || format!("bad chunk size {:?}", crate::redact::printable(&String::from_utf8_lossy(digits)));
+    if digits.is_empty() || digits.len() > 16 {
+        return Err(bad());
+    }
+    digits.iter().try_fold(0u64, |n, b| Ok((n << 4) | u64::from((*b as char).to_digit(16).ok_or_else(bad)?)))
 }
 
 /// A request's bytes: the method, the path (with its query) and host, the headers and a body.
@@ -611,6 +624,15 @@ mod tests {
         assert!(unchunk(&[b"+5\r\nhello\r\n"]).is_err());
         assert!(unchunk(&[b"2\r\nabX\r\n"]).is_err());
         assert_eq!(unchunk(&[b"3\r\nab"]).unwrap(), (b"ab".to_vec(), false));
+        // Sizes as HTTP/1.1 writes them: hex of either case, an extension, spaces a server
+        // leaves; nothing past 64 bits.
+        assert_eq!(unchunk(&[b"A \r\n0123456789\r\n0\r\n\r\n"]).unwrap(), (b"0123456789".to_vec(), true));
+        assert_eq!(chunk_size(b"1f;name=\"v\""), Ok(31));
+        assert_eq!(chunk_size(b"FFFFFFFFFFFFFFFF"), Ok(u64::MAX));
+        for bad in [&b""[..], b";x", b"1 2", b"10000000000000000", b"\xff", b"0x1"] {
+            let e = chunk_size(bad).unwrap_err();
+            assert!(e.starts_with("bad chunk size"), "{bad:?}: {e}");
+        }
     }
 
     #[test]
