@@ -985,6 +985,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_compression: bool,
 
+    /// The service levels of LLM request goodput, for every chat step (replaces
+    /// config.llm.goodput): a request that meets them all counts in llm.good_requests
+    /// (ttft, tpot, itl: its slowest gap, e2el; e.g. ttft:500ms,tpot:50ms).
+    #[arg(long, value_name = "LEVELS")]
+    pub goodput: Option<String>,
+
     /// Variables the command gives the scenario (`bench --parameter-list`), each a single value.
     #[arg(skip)]
     pub variables: Vec<(String, String)>,

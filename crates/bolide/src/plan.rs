@@ -1187,6 +1187,15 @@ fn apply_run_flags(
     if args.no_compression {
         scenario.config.ddp.compression = false;
     }
+    if let Some(text) = &args.goodput {
+        match crate::scenario::parse_goodput(text) {
+            Ok(levels) if scenario.set_goodput(&levels) => {}
+            Ok(_) => problems.push("--goodput is for chat steps (engine: sse), and the scenario has none"),
+            Err(e) => {
+                problems.push(format!("--goodput: {e}; e.g. --goodput ttft:500ms,tpot:50ms (ttft, tpot, itl, e2el)"))
+            }
+        }
+    }
     if args.audit {
         // A built-in that keeps no cache (tasks-nonreactive) keeps one to be audited.
         if builtin::is_builtin(&args.scenario) {

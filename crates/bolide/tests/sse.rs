@@ -201,6 +201,26 @@ fn chat_and_completion_tokens_are_the_servers() {
     let s2 = peer.stats();
     assert_eq!(event(&doc, "llm.output_tokens"), n(&s2, "chat_tokens") - n(&s, "chat_tokens"));
     assert_eq!(event(&doc, "llm.usage_responses"), 0);
+
+    // --goodput replaces config.llm.goodput: no first token comes within a nanosecond, so no
+    // request is good; every one is within a minute of it.
+    let (o, doc, _) = run(&file, &["--target", &peer.url(""), "--goodput", "ttft:1ns"]);
+    assert_eq!((o.code, event(&doc, "llm.requests"), event(&doc, "llm.good_requests")), (0, 9, 0), "{}", o.err);
+    let (_, doc, _) = run(&file, &["--target", &peer.url(""), "--goodput", " e2el:60s , itl:60s"]);
+    assert_eq!(event(&doc, "llm.good_requests"), 9);
+    for (bad, says) in [
+        ("ttft", "--goodput: \"ttft\" is not a level with a duration"),
+        ("ttft:fast", "\"ttft:fast\" is not a level"),
+        ("speed:1s", "\"speed:1s\" is not a level"),
+    ] {
+        let o = bolide(&["run", &file, "--target", &peer.url(""), "--goodput", bad]);
+        assert_eq!(o.code, 2, "{bad}: {}", o.err);
+        assert!(o.err.contains(says) && o.err.contains("e.g. --goodput ttft:500ms,tpot:50ms"), "{bad}: {}", o.err);
+    }
+    let streams = scenario(dir.path(), "config:\n  target: http://127.0.0.1:1\n  phases: [{duration: 1, arrivalCount: 1}]\nscenarios:\n  - engine: sse\n    flow: [{ stream: / }]\n");
+    let o = bolide(&["run", &streams, "--goodput", "ttft:1s"]);
+    assert_eq!(o.code, 2, "{}", o.err);
+    assert!(o.err.contains("--goodput is for chat steps (engine: sse), and the scenario has none"), "{}", o.err);
 }
 
 #[test]

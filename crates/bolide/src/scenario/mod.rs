@@ -410,6 +410,50 @@ pub struct Chat {
     pub goodput: Vec<(String, Duration)>,
 }
 
+/// Request goodput's service levels as text, `ttft:500ms,tpot:50ms` (`config.llm.goodput` or
+/// `--goodput`): each level's name and duration.
+pub fn parse_goodput(text: &str) -> Result<Vec<(String, Duration)>, String> {
+    text.split(',')
+        .map(|p| {
+            let (k, v) = p.split_once(':').unwrap_or((p, ""));
+            let k = k.trim();
+            match (GOODPUT_LEVELS.contains(&k), humantime::parse_duration(v.trim())) {
+                (true, Ok(d)) => Ok((k.to_string(), d)),
+                _ => Err(format!("{:?} is not a level with a duration", crate::redact::printable(p.trim()))),
+            }
+        })
+        .collect()
+}
+
+/// The levels of request goodput: a request's TTFT, TPOT, slowest gap and end-to-end latency.
+pub const GOODPUT_LEVELS: [&str; 4] = ["ttft", "tpot", "itl", "e2el"];
+
+impl Scenario {
+    /// Every `chat` step's goodput levels set to `levels` (`--goodput` over `config.llm.goodput`);
+    /// whether the scenario has a `chat` step at all.
+    pub fn set_goodput(&mut self, levels: &[(String, Duration)]) -> bool {
+        fn set(steps: &mut [Step], levels: &[(String, Duration)]) -> bool {
+            let mut any = false;
+            for s in steps {
+                match &mut s.kind {
+                    StepKind::Loop(l) => any |= set(&mut l.steps, levels),
+                    StepKind::Chat(c) => {
+                        c.goodput = levels.to_vec();
+                        any = true;
+                    }
+                    _ => {}
+                }
+            }
+            any
+        }
+        let mut any = false;
+        for f in &mut self.flows {
+            any |= set(&mut f.steps, levels);
+        }
+        any
+    }
+}
+
 /// A length drawn for each request: `mean` (with `stddev`, a normal distribution), kept within
 /// `min` and `max`.
 #[derive(Debug, Clone, Copy, PartialEq)]

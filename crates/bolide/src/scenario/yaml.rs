@@ -2026,18 +2026,18 @@ fn read_llm_config(r: &mut Reader, node: &Node) {
     }
     let Some(g) = m.get("goodput") else { return };
     let pairs: Vec<(String, Option<Duration>)> = match &g.kind {
-        Kind::Str(text) => text
-            .split(',')
-            .map(|p| {
-                let (k, v) = p.split_once(':').unwrap_or((p, ""));
-                (k.trim().to_string(), humantime::parse_duration(v.trim()).ok())
-            })
-            .collect(),
+        Kind::Str(text) => match super::parse_goodput(text) {
+            Ok(levels) => levels.into_iter().map(|(k, d)| (k, Some(d))).collect(),
+            Err(e) => {
+                let hint = Some("e.g. goodput: \"ttft:500ms,tpot:50ms\" (ttft, tpot, itl, e2el)".into());
+                return r.problem(g, format!("config.llm.goodput: {e}"), hint);
+            }
+        },
         Kind::Map(pairs) => pairs.iter().map(|(k, v)| (k.key_text(), r.duration(v, "a goodput level"))).collect(),
         _ => vec![(String::new(), None)],
     };
     for (k, d) in pairs {
-        match (["ttft", "tpot", "itl", "e2el"].contains(&k.as_str()), d) {
+        match (super::GOODPUT_LEVELS.contains(&k.as_str()), d) {
             (true, Some(d)) => r.sse.goodput.push((k, d)),
             _ => r.problem(
                 g,
@@ -2495,7 +2495,7 @@ mod tests {
         );
         assert_eq!(
             problems("  llm: { goodput: \"ttft:fast\" }\nscenarios:\n  - engine: sse\n    flow: [stream]\n"),
-            ["4:19 config.llm.goodput: \"ttft\" is not a level with a duration"]
+            ["4:19 config.llm.goodput: \"ttft:fast\" is not a level with a duration"]
         );
     }
 
