@@ -30,9 +30,8 @@ pub const METRICS: &str = "p50, p90, p95, p99, p99.9 (any pN), min, mean, max (l
     method), browser.cpu, browser.cpu.max, browser.cpu_per_user (% of one core), browser.rss, \
     browser.rss_per_user, browser.console_errors, browser.failed_requests and browser.crashes, and the \
     fan-out latency of realtime runs, fanout.STAT (fanout.p99<50ms: from the time pushed data carries \
-    to each user it reached), and a protocol's own latencies, NAME.STAT with NAME two dotted words \
-    (llm.ttft.p99<2s, llm.itl.p99<100ms, llm.tpot.mean<50ms, llm.e2el.max<1m, sse.first_event.p95<500ms, \
-    sse.gap.p99<1s)";
+    to each user it reached), and a protocol's own latencies, NAME.STAT with NAME two dotted words as the \
+    document's histograms.measures names them (its protocol's page lists them)";
 
 /// A latency statistic.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -18,8 +18,8 @@ use crate::problem::Problem;
 /// The metrics a rule may name, as errors list them.
 pub const METRICS: &str = "time (DDP: the Meteor reports' Time; HTTP: time per request), rps (HTTP), cpu, ram, \
     p99, mean (latency), error_rate, with browser users lcp, inp (their pages' p75) and browser_cpu (per \
-    browser user), and a realtime protocol's own latencies NAME.p50 and NAME.p99 (llm.ttft.p99) and its \
-    counts per second of the run (llm.output_tokens_per_s, sse.events_per_s)";
+    browser user), and a realtime protocol's own latencies NAME.p50 and NAME.p99 (NAME as the document's \
+    histograms.measures names it) and its throughputs per second of the run, NAME_per_s";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GateMetric {
@@ -150,7 +150,17 @@ pub fn parse(text: &str) -> Result<Rule, Problem> {
         "browser_cpu" => GateMetric::BrowserCpu,
         other => match GateMetric::protocol(other) {
             Some(m) => m,
-            None => return Err(bad(lead + 1, format!("unknown metric {other:?}; the metrics are {METRICS}")).into()),
+            None => {
+                return Err(bad(
+                    lead + 1,
+                    format!(
+                        "unknown metric {other:?}; the metrics are {METRICS} ({}, {})",
+                        crate::stats::doc::PER_USER.map(|(key, _)| key).join(", "),
+                        crate::stats::doc::COUNTED.map(|c| format!("{c}_per_s")).join(", ")
+                    ),
+                )
+                .into())
+            }
         },
     };
     let above = t[split..].starts_with('>');
@@ -508,7 +518,7 @@ mod tests {
         // Only p50 and p99 are kept per run; a name is two dotted words.
         for bad in ["llm.ttft.p95>+5%", "llm.ttft>+5%", "ttft.p99>+5%", "tokens_per_s<-5%"] {
             let e = parse(bad).unwrap_err().to_string();
-            assert!(e.contains("unknown metric") && e.contains("llm.ttft.p99"), "{bad}: {e}");
+            assert!(e.contains("unknown metric") && e.contains("(llm.tpot.p50, llm.output_tokens_per_s"), "{bad}: {e}");
         }
         let with = |key: &str, values: &[f64], per_s: bool| {
             let mut rs = runs(values);

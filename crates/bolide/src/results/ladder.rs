@@ -195,9 +195,6 @@ pub fn knee_facts(rows: &[Rung], unit: &str) -> Vec<crate::report::band::Fact> {
     out
 }
 
-/// The median time per output token of an LLM run's levels, `Measures::measures_ms`'s key.
-const TPOT: &str = "llm.tpot.p50";
-
 /// The reports' ladder table.
 pub fn table(kind: &str, rows: &[Rung]) -> Table {
     // The level's unit: HTTP levels are rates (requests per second); the Meteor reports' "#
@@ -206,18 +203,20 @@ pub fn table(kind: &str, rows: &[Rung]) -> Table {
         "Requests" => "Requests/s".to_string(),
         k => format!("# {k}"),
     };
-    // A protocol's throughput at each level (`llm.output_tokens/s`), and what one LLM user gets
-    // (tokens a second after its first: 1 / TPOT), where the levels measured them.
+    // A protocol's throughput at each level (`llm.output_tokens/s`), and what one of its users
+    // gets a second (an LLM user's tokens after its first: 1 / TPOT), where the levels measured
+    // them.
     let mut rates: Vec<&str> =
         rows.iter().flat_map(|r| r.1.iter().flat_map(|m| m.events_per_s.keys())).map(|k| k.as_str()).collect();
     rates.sort();
     rates.dedup();
-    let per_user = rows.iter().any(|r| r.1.as_ref().is_some_and(|m| m.measures_ms.contains_key(TPOT)));
+    let per_user: Vec<(&str, &str)> = crate::stats::doc::PER_USER
+        .into_iter()
+        .filter(|(key, _)| rows.iter().any(|r| r.1.as_ref().is_some_and(|m| m.measures_ms.contains_key(*key))))
+        .collect();
     let mut heads: Vec<String> = vec![head, "Time".into(), "CPU".into(), "RAM".into()];
     heads.extend(rates.iter().map(|k| format!("{}/s", k.trim_end_matches("_per_s"))));
-    if per_user {
-        heads.push("Tokens/s per user".into());
-    }
+    heads.extend(per_user.iter().map(|(_, name)| name.to_string()));
     heads.push("Result".into());
     let result_col = heads.len() - 1;
     let mut t = Table::new(&heads.iter().map(String::as_str).collect::<Vec<_>>());
@@ -257,9 +256,9 @@ pub fn table(kind: &str, rows: &[Rung]) -> Table {
         for k in &rates {
             row.push(figure(doc.as_ref().and_then(|m| m.events_per_s.get(*k).copied())));
         }
-        if per_user {
-            let tpot = doc.as_ref().and_then(|m| m.measures_ms.get(TPOT).copied()).filter(|ms| *ms > 0.0);
-            row.push(figure(tpot.map(|ms| 1000.0 / ms)));
+        for (key, _) in &per_user {
+            let per_unit = doc.as_ref().and_then(|m| m.measures_ms.get(*key).copied()).filter(|ms| *ms > 0.0);
+            row.push(figure(per_unit.map(|ms| 1000.0 / ms)));
         }
         row.push(result);
         t.row(row);

@@ -66,8 +66,15 @@ pub struct Measures {
     pub events_per_s: std::collections::BTreeMap<String, f64>,
 }
 
+/// What the protocols declare to the runs' tables, the gate and the ladder (the one place
+/// outside a protocol's folder that names its figures).
+///
 /// A protocol's counts (`summary.events`) that are a throughput, compared per second of the run.
 pub const COUNTED: [&str; 2] = ["llm.output_tokens", "sse.events"];
+
+/// A protocol's time per unit that one user receives ([`Measures::measures_ms`]'s key), and the
+/// name of what one user gets a second (its inverse) in a ladder's table: an LLM user's tokens.
+pub const PER_USER: [(&str, &str); 1] = [("llm.tpot.p50", "Tokens/s per user")];
 
 /// What a run's browser users give the runs' tables and the gate: LCP and INP at p75 over every
 /// navigation (the web's thresholds use p75), the browsers' CPU per browser user.

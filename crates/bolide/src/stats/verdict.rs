@@ -104,7 +104,7 @@ fn measure(doc: &Doc, name: &str, stat: Stat) -> Result<f64, Problem> {
     latency(&h, stat).ok_or_else(|| {
         let took: Vec<&str> = d.histograms.measures.keys().map(String::as_str).collect();
         match took.as_slice() {
-            [] => format!("no {name} in this run: it took no measure of its own (llm.ttft, sse.first_event, ...)"),
+            [] => format!("no {name} in this run: it took no measure of its own (a protocol's steps take them)"),
             took => format!("no {name} in this run; its measures are {}", took.join(", ")),
         }
         .into()
