@@ -116,6 +116,9 @@ pub trait User {
     fn vars_mut(&mut self) -> &mut Vars;
     /// A step's timeout, or the scenario's default.
     fn timeout(&self, t: Option<Duration>) -> Duration;
+    /// When the run's phases end (as `-d` cut them): a step that reads for as long as the
+    /// server sends stops there, so that the run's duration bounds it.
+    fn phases_end(&self) -> Instant;
     /// The step succeeded in `latency`.
     fn ok(&self, step: &Step, latency: Duration);
     /// A call succeeded: its times to both its answer and its data (when a browser's callback

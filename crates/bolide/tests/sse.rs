@@ -223,6 +223,30 @@ fn chat_and_completion_tokens_are_the_servers() {
     assert!(o.err.contains("--goodput is for chat steps (engine: sse), and the scenario has none"), "{}", o.err);
 }
 
+/// A stream read until the server ends it ends with the run's phases (`-d` shortens the run):
+/// the step is done, not failed, with what it read.
+#[test]
+fn a_stream_without_end_ends_with_the_run() {
+    let peer = SsePeer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario(
+        dir.path(),
+        concat!(
+            "config:\n  target: http://127.0.0.1:1\n  phases: [{duration: 60, arrivalRate: 1}]\n",
+            "scenarios:\n  - engine: sse\n    flow:\n",
+            "      - stream: { url: \"/events?n=1000000&gap_ms=20\", timeout: 10m }\n",
+        ),
+    );
+    let (o, doc, _) = run(&file, &["--target", &peer.url(""), "-d", "2s"]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let u = &doc.summary.users;
+    assert_eq!((u.launched, u.completed, u.failed, doc.summary.step_errors), (2, 2, 0, 0), "{}", o.out);
+    // Both users read until the phases' end, 2 s after the start: not the step's 10 minutes.
+    assert!(doc.summary.duration_s < 120.0, "{}", doc.summary.duration_s);
+    let read = event(&doc, "sse.events");
+    assert!(read > 0 && read <= n(&peer.stats(), "events"), "{read} {:?}", peer.stats());
+}
+
 #[test]
 fn a_stream_that_is_none_fails_with_the_servers_words() {
     let peer = SsePeer::start();

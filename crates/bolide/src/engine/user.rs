@@ -44,6 +44,8 @@ pub(super) struct Worker {
     /// TLS offering ALPN `h2`, for `http2: true` steps to https:// URLs (made at the first).
     pub(super) tls_h2: std::cell::OnceCell<crate::proto::http::tls::Connector>,
     pub(super) start: Instant,
+    /// How long the phases last from `start` (arrivals end there).
+    pub(super) phases: Duration,
     pub(super) alive: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Connections closing (their closing handshakes, a second at most): awaited before the
     /// worker ends, so that no user's last messages are lost to the end of the run.
@@ -537,6 +539,10 @@ impl<S: Steps> User for Vu<'_, S> {
 
     fn timeout(&self, t: Option<Duration>) -> Duration {
         Vu::timeout(self, t)
+    }
+
+    fn phases_end(&self) -> Instant {
+        self.w.start + self.w.phases
     }
 
     fn ok(&self, step: &Step, latency: Duration) {

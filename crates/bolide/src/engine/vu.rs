@@ -236,6 +236,7 @@ fn worker(
         tls,
         tls_h2: std::cell::OnceCell::new(),
         start,
+        phases: schedule.length(),
         alive,
         closing: RefCell::new(Vec::new()),
         audit,

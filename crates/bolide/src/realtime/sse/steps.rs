@@ -81,12 +81,18 @@ struct Read1 {
 async fn stream<U: User<Session = SseSession>>(u: &mut U, step: &Step, s: &SseStream) -> Result<(), Stop> {
     let timeout = u.timeout(s.timeout);
     let began = Instant::now();
-    let deadline = began + timeout;
+    let wanted = s.events.is_some() || s.until.is_some();
+    // A stream read until the server ends it ends with the run's phases too (`-d` shortens it),
+    // unless the user came at their very end; it has read what it was asked to then.
+    let end = u.phases_end();
+    let deadline = match began < end && !wanted && !s.keep {
+        true => (began + timeout).min(end),
+        false => began + timeout,
+    };
     let sess = u.session(step)?;
     let url = sess.url(&u.text(&s.url)).map_err(|e| u.fail_with(step, "scenario", &e))?;
     let mut head = headers(u, &s.headers);
     let body = body(u, s.body.as_ref(), &mut head);
-    let wanted = s.events.is_some() || s.until.is_some();
     let keep_data = s.capture.is_some() || !s.matches.is_empty();
     let mut st = Read1::default();
     // The previous stream's parser, when this one is asked again.
