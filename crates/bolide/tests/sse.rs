@@ -184,6 +184,10 @@ fn chat_and_completion_tokens_are_the_servers() {
     assert_eq!(event(&doc, "llm.usage_completion_tokens"), n(&s, "chat_tokens"));
     assert_eq!(event(&doc, "llm.usage_responses"), n(&s, "usage_chunks"));
     assert_eq!(event(&doc, "llm.good_requests"), 9);
+    // Each second has the tokens that came in it: the timeline adds up to the run's.
+    let per_second = |name: &str| doc.timeline.iter().filter_map(|s| s.counts.events.get(name)).sum::<u64>();
+    assert_eq!(per_second("llm.output_tokens"), n(&s, "chat_tokens"));
+    assert_eq!(per_second("sse.events"), event(&doc, "sse.events"));
     // The model the server lists, asked once per worker; a chat that names one sends it.
     let models: Vec<&str> = s["models"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
     assert_eq!(models.iter().filter(|m| **m == "named").count(), 3, "{models:?}");

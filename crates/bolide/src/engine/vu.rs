@@ -251,6 +251,7 @@ fn worker(
     let local = LocalSet::new();
     let mut ticks = 0u32;
     let mut last_traffic = (0u64, 0u64, 0u64, 0u64);
+    let mut last_events: std::collections::BTreeMap<&'static str, u64> = Default::default();
     let mut tick = |w: &Worker, ticks: &mut u32| {
         let mut second = VuSecond::default();
         let mut latency = TickLatency::default();
@@ -274,6 +275,12 @@ fn worker(
         second.bytes_in = t.bytes_in - last_traffic.2;
         second.bytes_out = t.bytes_out - last_traffic.3;
         last_traffic = (t.messages_in, t.messages_out, t.bytes_in, t.bytes_out);
+        for (name, n) in &t.events {
+            let before = last_events.insert(*name, *n).unwrap_or(0);
+            if *n > before {
+                second.events.insert(name.to_string(), n - before);
+            }
+        }
         let _ = tx.send(Msg::Tick { t: *ticks, part: Tick { counts: second, latencies: vec![latency] } });
         *ticks += 1;
     };

@@ -290,6 +290,9 @@ pub(super) fn ddp_charts(d: &VuDoc) -> Vec<Chart> {
         if let Some(c) = measures(d) {
             out.push(c);
         }
+        if let Some(c) = throughputs(d) {
+            out.push(c);
+        }
     }
     out.push(step_spectra(d));
     out.push(spectrum(
@@ -331,6 +334,27 @@ fn measures(d: &VuDoc) -> Option<Chart> {
         reduce.extend([Reduce::Mean, Reduce::Max]);
     }
     Some(c.decimate(&reduce))
+}
+
+/// A protocol's throughputs per second ([`crate::stats::doc::COUNTED`]: an LLM run's output
+/// tokens, an SSE run's events). Only for runs that counted some.
+fn throughputs(d: &VuDoc) -> Option<Chart> {
+    let secs = &d.timeline;
+    let names: Vec<&str> = crate::stats::doc::COUNTED
+        .into_iter()
+        .filter(|name| secs.iter().any(|s| s.counts.events.contains_key(*name)))
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    let mut c =
+        Chart::new("throughputs", "A protocol's throughput per second", "seconds", "per second", XKind::Seconds);
+    c.x = secs.iter().map(|s| f64::from(s.t)).collect();
+    for name in &names {
+        let per_second = secs.iter().map(|s| Some(s.counts.events.get(*name).copied().unwrap_or(0) as f64));
+        c.line(&format!("{name}/s"), per_second.collect());
+    }
+    Some(c.decimate(&vec![Reduce::Mean; names.len()]))
 }
 
 /// Each fault's mark on a chart of the run's seconds: at the second it was done, at `at(t)` (the
@@ -1163,6 +1187,26 @@ mod tests {
         // A run without measures draws neither.
         let none = ddp_charts(&VuDoc::default());
         assert!(none.iter().all(|c| c.id != "measures" && c.id != "measure-spectrum"));
+    }
+
+    /// A protocol's throughputs per second: the counts compared per second of the run, each
+    /// second's own (0 in a second without any); other counts are not drawn.
+    #[test]
+    fn throughputs_are_drawn_per_second() {
+        use crate::stats::vu::DdpSecond;
+        let mut d = VuDoc::default();
+        let mut a = DdpSecond::default();
+        a.counts.events.insert("llm.output_tokens".into(), 640);
+        a.counts.events.insert("sse.reconnects".into(), 3);
+        let b = DdpSecond { t: 1, ..Default::default() };
+        let mut c = DdpSecond { t: 2, ..Default::default() };
+        c.counts.events.insert("llm.output_tokens".into(), 320);
+        d.timeline = vec![a, b, c];
+        let chart = ddp_charts(&d).into_iter().find(|c| c.id == "throughputs").unwrap();
+        let got: Vec<(&str, Vec<Option<f64>>)> =
+            chart.series.iter().map(|s| (s.label.as_str(), s.values.clone())).collect();
+        assert_eq!(got, vec![("llm.output_tokens/s", vec![Some(640.0), Some(0.0), Some(320.0)])]);
+        assert!(ddp_charts(&VuDoc::default()).iter().all(|c| c.id != "throughputs"));
     }
 
     /// Scraped series in words and units; a last, partial second drawn as no spike.

@@ -180,6 +180,10 @@ impl super::Shown for VuDoc {
                     row(t, name, "", v as f64);
                 }
             }
+            // A protocol's counts that moved this second: llm.output_tokens as llm_output_tokens.
+            for (name, v) in &c.events {
+                row(t, &name.replace('.', "_"), "", *v as f64);
+            }
             let mut latency = |prefix: &str, labels: &str, l: &crate::stats::vu::SecondLatency| {
                 row(t, &format!("{prefix}_count"), labels, l.count as f64);
                 row(t, &format!("{prefix}_p50_ms"), labels, ms(l.p50_us as f64));
@@ -669,10 +673,12 @@ mod tests {
         assert!(row.contains("p50 ") && row.contains("p99 ") && row.contains("max "), "{row}");
         let mut sec = DdpSecond::default();
         sec.measures.insert("sse.first_event".into(), SecondLatency { count: 3, p50_us: 2_000, ..Default::default() });
+        sec.counts.events.insert("llm.output_tokens".into(), 640);
         doc.timeline = vec![sec];
         let csv = super::super::csv::rows(&crate::stats::doc::Doc::Ddp(Box::new(doc)), "1");
         assert!(csv.contains("1,0,sse_first_event_count,,3\n"), "{csv}");
         assert!(csv.contains("1,0,sse_first_event_p50_ms,,2\n"), "{csv}");
+        assert!(csv.contains("1,0,llm_output_tokens,,640\n"), "{csv}");
     }
 
     #[test]

@@ -77,6 +77,10 @@ pub struct VuSecond {
     pub audit_agreed: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub audit_differed: u64,
+    /// A protocol's counts in this second (`summary.events`' names: `llm.output_tokens`, ...),
+    /// those that moved.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub events: BTreeMap<String, u64>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -98,6 +102,9 @@ impl VuSecond {
         self.resent += o.resent;
         self.audit_agreed += o.audit_agreed;
         self.audit_differed += o.audit_differed;
+        for (name, n) in &o.events {
+            *self.events.entry(name.clone()).or_default() += n;
+        }
     }
 }
 

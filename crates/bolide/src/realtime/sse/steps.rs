@@ -361,6 +361,7 @@ async fn chat<U: User<Session = SseSession>>(u: &mut U, step: &Step, c: &Chat) -
         return Err(u.fail(step, &f));
     }
     sess.traffic.borrow_mut().count("sse.streams", 1);
+    let mut counted = 0;
     let reading = async {
         loop {
             let (mut bytes, mut n) = (0u64, 0u64);
@@ -375,7 +376,13 @@ async fn chat<U: User<Session = SseSession>>(u: &mut U, step: &Step, c: &Chat) -
                     &mut bytes,
                 )
                 .await;
-            tally(&sess.traffic, bytes, n);
+            // Tokens count as they come, so that each second has its own.
+            let mut t = tally(&sess.traffic, bytes, n);
+            if done.tokens > counted {
+                t.count("llm.output_tokens", done.tokens - counted);
+                counted = done.tokens;
+            }
+            drop(t);
             match read? {
                 Read::More if done.done || done.error.is_some() => return Ok::<bool, Failure>(true),
                 Read::More => {}
@@ -413,7 +420,6 @@ async fn chat<U: User<Session = SseSession>>(u: &mut U, step: &Step, c: &Chat) -
     sess.done_with(r);
     let mut t = sess.traffic.borrow_mut();
     t.count("llm.requests", 1);
-    t.count("llm.output_tokens", done.tokens);
     if let Some(us) = done.usage {
         t.count("llm.usage_responses", 1);
         t.count("llm.usage_prompt_tokens", us.prompt_tokens);
