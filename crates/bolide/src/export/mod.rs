@@ -240,6 +240,24 @@ struct Second<'a> {
     histograms: Vec<(&'static str, Labels, Option<&'a str>)>,
 }
 
+/// A DDP second's counters' increases, a protocol's own counts among them
+/// (`bolide_ddp_events_total{event="llm.output_tokens"}`, from the second they first move).
+fn ddp_increases(c: &crate::stats::vu::VuSecond) -> Vec<(&'static str, Labels, f64)> {
+    let mut out: Vec<(&'static str, Labels, f64)> = vec![
+        ("bolide_ddp_steps_total", vec![], c.steps as f64),
+        ("bolide_ddp_step_errors_total", vec![], c.step_errors as f64),
+        ("bolide_ddp_users_launched_total", vec![], c.launched as f64),
+        ("bolide_ddp_users_completed_total", vec![], c.completed as f64),
+        ("bolide_ddp_users_failed_total", vec![], c.failed as f64),
+        ("bolide_ddp_messages_in_total", vec![], c.messages_in as f64),
+        ("bolide_ddp_messages_out_total", vec![], c.messages_out as f64),
+    ];
+    let events =
+        c.events.iter().map(|(name, n)| ("bolide_ddp_events_total", vec![("event".into(), name.clone())], *n as f64));
+    out.extend(events);
+    out
+}
+
 /// A DDP second's latency histograms: each step's (`step` label) and each of a protocol's own
 /// latencies (`bolide_ddp_measure_seconds{measure="llm.ttft"}`).
 fn ddp_histograms(s: &crate::stats::vu::DdpSecond) -> Vec<(&'static str, Labels, Option<&str>)> {
@@ -332,20 +350,11 @@ impl Exporter {
     /// Hands over one second of a DDP run (each step's histogram in its `step_latency`, each of a
     /// protocol's measures in `measures`), once.
     pub fn ddp_second(&mut self, s: &crate::stats::vu::DdpSecond) {
-        let c = &s.counts;
         let histograms = ddp_histograms(s);
         self.second(Second {
             t: s.t,
             span_s: 1.0,
-            increases: vec![
-                ("bolide_ddp_steps_total", vec![], c.steps as f64),
-                ("bolide_ddp_step_errors_total", vec![], c.step_errors as f64),
-                ("bolide_ddp_users_launched_total", vec![], c.launched as f64),
-                ("bolide_ddp_users_completed_total", vec![], c.completed as f64),
-                ("bolide_ddp_users_failed_total", vec![], c.failed as f64),
-                ("bolide_ddp_messages_in_total", vec![], c.messages_in as f64),
-                ("bolide_ddp_messages_out_total", vec![], c.messages_out as f64),
-            ],
+            increases: ddp_increases(&s.counts),
             gauges: vec![("bolide_ddp_users_alive", s.users_alive as f64)],
             histograms,
         });
@@ -530,6 +539,21 @@ fn send(d: &Delivery, body: &[u8], samples: u64, c: &Counts) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A protocol's counts of the second are counters of their own, labelled by name.
+    #[test]
+    fn a_ddp_second_counts_a_protocols_events() {
+        let mut c = crate::stats::vu::VuSecond { steps: 3, ..Default::default() };
+        c.events.insert("llm.output_tokens".into(), 640);
+        let got = ddp_increases(&c);
+        assert!(got.contains(&("bolide_ddp_steps_total", vec![], 3.0)), "{got:?}");
+        let events: Vec<_> = got.iter().filter(|(n, ..)| *n == "bolide_ddp_events_total").collect();
+        assert_eq!(
+            events,
+            [&("bolide_ddp_events_total", vec![("event".to_string(), "llm.output_tokens".to_string())], 640.0)]
+        );
+        assert!(ddp_increases(&Default::default()).iter().all(|(n, ..)| *n != "bolide_ddp_events_total"));
+    }
 
     #[test]
     fn a_ddp_second_carries_each_step_and_each_measure_histogram() {
