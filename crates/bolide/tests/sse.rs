@@ -16,8 +16,8 @@ use serde_json::Value;
 
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
-/// The Python that has sse-starlette and uvicorn: `BOLIDE_SSE_PYTHON`, the virtual environment
-/// `.ci/run` makes (`target/sse-venv`), or `python3`.
+/// The Python that has sse-starlette, uvicorn and hypercorn: `BOLIDE_SSE_PYTHON`, the virtual
+/// environment `.ci/run` makes (`target/sse-venv`), or `python3`.
 fn python() -> String {
     let candidates = [
         std::env::var("BOLIDE_SSE_PYTHON").unwrap_or_default(),
@@ -26,7 +26,7 @@ fn python() -> String {
     ];
     for p in candidates.iter().filter(|p| !p.is_empty()) {
         let ok = Command::new(p)
-            .args(["-c", "import sse_starlette, uvicorn"])
+            .args(["-c", "import sse_starlette, uvicorn, hypercorn"])
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success());
@@ -34,34 +34,67 @@ fn python() -> String {
             return p.clone();
         }
     }
-    panic!("no Python with sse-starlette and uvicorn: python3 -m venv target/sse-venv && target/sse-venv/bin/pip install sse-starlette uvicorn (as .ci/run does)")
+    panic!("no Python with sse-starlette, uvicorn and hypercorn: python3 -m venv target/sse-venv && target/sse-venv/bin/pip install sse-starlette uvicorn hypercorn (as .ci/run does)")
 }
 
 /// The SSE peer on a loopback port, stopped when dropped.
 struct SsePeer {
     child: Child,
     port: u16,
+    /// Where it speaks TLS (hypercorn given a certificate); `port` is then in clear.
+    tls_port: Option<u16>,
 }
 
 impl SsePeer {
+    /// The peer on uvicorn (HTTP/1.1).
     fn start() -> SsePeer {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new(python())
-            .args(["-m", "uvicorn", "sse_server:app", "--host", "127.0.0.1", "--log-level", "warning"])
-            .args(["--port", &port.to_string(), "--app-dir", &format!("{ROOT}/crates/bolide/tests/peers")])
+        SsePeer::on("uvicorn")
+    }
+
+    /// The same app on `server`: `uvicorn` (HTTP/1.1) or `hypercorn` (HTTP/1.1, and HTTP/2 in
+    /// clear by prior knowledge, or over TLS by ALPN when given a self-signed certificate's
+    /// directory as `hypercorn:DIR`).
+    fn on(server: &str) -> SsePeer {
+        let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let (port, mut tls_port) = (free(), None);
+        let mut cmd = Command::new(python());
+        match server.split_once(':') {
+            Some(("hypercorn", dir)) => {
+                let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+                std::fs::write(format!("{dir}/cert.pem"), cert.cert.pem()).unwrap();
+                std::fs::write(format!("{dir}/key.pem"), cert.signing_key.serialize_pem()).unwrap();
+                let tls = *tls_port.insert(free());
+                cmd.args(["-m", "hypercorn", "sse_server:app", "--log-level", "warning", "--workers", "0"])
+                    .args(["--bind", &format!("127.0.0.1:{tls}"), "--insecure-bind", &format!("127.0.0.1:{port}")])
+                    .args(["--certfile", &format!("{dir}/cert.pem"), "--keyfile", &format!("{dir}/key.pem")])
+            }
+            _ if server == "hypercorn" => cmd
+                .args(["-m", "hypercorn", "sse_server:app", "--log-level", "warning", "--workers", "0"])
+                .args(["--bind", &format!("127.0.0.1:{port}")]),
+            _ => cmd
+                .args(["-m", "uvicorn", "sse_server:app", "--host", "127.0.0.1", "--log-level", "warning"])
+                .args(["--port", &port.to_string()]),
+        };
+        let child = cmd
+            .current_dir(format!("{ROOT}/crates/bolide/tests/peers"))
             .stdin(Stdio::null())
             .spawn()
-            .expect("python runs uvicorn");
+            .unwrap_or_else(|e| panic!("python runs {server}: {e}"));
         let began = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(began.elapsed() < Duration::from_secs(30), "uvicorn did not listen on {port}");
-            std::thread::sleep(Duration::from_millis(50));
+        for p in [Some(port), tls_port].into_iter().flatten() {
+            while TcpStream::connect(("127.0.0.1", p)).is_err() {
+                assert!(began.elapsed() < Duration::from_secs(30), "{server} did not listen on {p}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
         }
-        SsePeer { child, port }
+        SsePeer { child, port, tls_port }
     }
 
     fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
+        match self.tls_port {
+            Some(p) => format!("https://127.0.0.1:{p}{path}"),
+            None => format!("http://127.0.0.1:{}{path}", self.port),
+        }
     }
 
     /// What the server says it streamed.
@@ -225,6 +258,94 @@ fn chat_and_completion_tokens_are_the_servers() {
     let o = bolide(&["run", &streams, "--goodput", "ttft:1s"]);
     assert_eq!(o.code, 2, "{}", o.err);
     assert!(o.err.contains("--goodput is for chat steps (engine: sse), and the scenario has none"), "{}", o.err);
+}
+
+/// Over HTTP/2 (`config.sse.http2`, hypercorn speaking it in clear): the same counts as over
+/// HTTP/1.1, every request an HTTP/2 stream, and a user's streams on one connection: its chats,
+/// the model lookup, the stream asked again and the stream it keeps open while it goes on.
+#[test]
+fn streams_and_chats_go_over_http2() {
+    let peer = SsePeer::on("hypercorn");
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario(
+        dir.path(),
+        concat!(
+            "config:\n  target: http://127.0.0.1:1\n  phases: [{duration: 1, arrivalCount: 3}]\n",
+            "  sse: { retry: 50ms, http2: true }\n",
+            "scenarios:\n  - engine: sse\n    flow:\n",
+            // Kept open for 1.2 s while the other steps go, then listened to its end.
+            "      - stream: { url: \"/events?n=30&gap_ms=40\", events: 2, keep: true }\n",
+            "      - stream: \"/events?n=6&gap_ms=2\"\n",
+            "      - stream: { url: \"/events?n=10&drop_after=3\", events: 10 }\n",
+            "      - chat: { messages: [{ role: user, content: hi }], max_tokens: 5 }\n",
+            "      - chat: { prompt: Once, max_tokens: 3 }\n",
+            "      - listen: { channel: tick, count: 28 }\n",
+        ),
+    );
+    let (o, doc, _) = run(&file, &["--target", &peer.url("")]);
+    assert_eq!((o.code, doc.summary.step_errors), (0, 0), "{}\n{}", o.out, o.err);
+    let s = peer.stats();
+    assert_eq!(n(&s, "events"), 3 * (30 + 6 + 10));
+    // A chat's events: its tokens, and the role, empty, finish, usage and [DONE] chunks (a
+    // completion has no role chunk).
+    assert_eq!(event(&doc, "sse.events"), n(&s, "events") + n(&s, "chat_tokens") + 3 * (5 + 4), "{s}");
+    assert_eq!(event(&doc, "sse.streams"), n(&s, "streams") + n(&s, "chat_requests"));
+    assert_eq!(event(&doc, "sse.reconnects"), n(&s, "resumed"));
+    assert_eq!((n(&s, "resumed"), n(&s, "chat_requests")), (3, 6));
+    assert_eq!(event(&doc, "llm.output_tokens"), n(&s, "chat_tokens"));
+    assert_eq!(n(&s, "chat_tokens"), 3 * (5 + 3));
+    // Every request an HTTP/2 stream (the streams, the chats, the model asked once per worker),
+    // each user's on one connection.
+    assert_eq!(n(&s, "http2_requests"), n(&s, "requests"), "{s}");
+    assert!(n(&s, "requests") > n(&s, "streams") + n(&s, "chat_requests"), "{s}");
+    assert_eq!(n(&s, "http2_connections"), 3, "{s}");
+
+    // A step may say otherwise: this one over HTTP/1.1 on the same server.
+    let other = tempfile::tempdir().unwrap();
+    let mixed = scenario(
+        other.path(),
+        "config:\n  target: http://127.0.0.1:1\n  phases: [{duration: 1, arrivalCount: 2}]\n  sse: { http2: true }\n\
+         scenarios:\n  - engine: sse\n    flow:\n      - stream: { url: \"/events?n=2\", http2: false }\n      - stream: \"/events?n=3\"\n",
+    );
+    let before = peer.stats();
+    let (o, doc, _) = run(&mixed, &["--target", &peer.url("")]);
+    assert_eq!((o.code, doc.summary.step_errors), (0, 0), "{}\n{}", o.out, o.err);
+    let after = peer.stats();
+    assert_eq!(n(&after, "http2_requests") - n(&before, "http2_requests"), 2);
+    assert_eq!(n(&after, "requests") - n(&before, "requests"), 4);
+    assert_eq!(event(&doc, "sse.events"), n(&after, "events") - n(&before, "events"));
+
+    // A stream cut by its step (two events of a thousand) is reset, and the connection carries
+    // the next: the server ended that stream unfinished, one connection a user.
+    let cut = scenario(
+        other.path(),
+        "config:\n  target: http://127.0.0.1:1\n  phases: [{duration: 1, arrivalCount: 2}]\n  sse: { http2: true }\n\
+         scenarios:\n  - engine: sse\n    flow:\n      - stream: { url: \"/events?n=1000&gap_ms=5\", events: 2 }\n      - stream: \"/events?n=3\"\n",
+    );
+    let before = peer.stats();
+    let (o, doc, _) = run(&cut, &["--target", &peer.url("")]);
+    assert_eq!((o.code, doc.summary.step_errors), (0, 0), "{}\n{}", o.out, o.err);
+    let after = peer.stats();
+    let delta = |k: &str| n(&after, k) - n(&before, k);
+    assert_eq!((delta("streams"), delta("completed"), delta("http2_connections")), (4, 2, 2), "{after}");
+    assert!(delta("events") < 2 * 1000 && event(&doc, "sse.events") <= delta("events"), "{after}");
+
+    // Over TLS: HTTP/2 by ALPN, the same counts.
+    let tls = SsePeer::on(&format!("hypercorn:{}", other.path().display()));
+    let (o, doc, _) = run(&file, &["--target", &tls.url(""), "--insecure"]);
+    assert_eq!((o.code, doc.summary.step_errors), (0, 0), "{}\n{}", o.out, o.err);
+    let s = tls.stats();
+    assert_eq!((n(&s, "http2_requests"), n(&s, "http2_connections")), (n(&s, "requests"), 3), "{s}");
+    assert_eq!(event(&doc, "llm.output_tokens"), n(&s, "chat_tokens"));
+    assert_eq!(event(&doc, "sse.events"), n(&s, "events") + n(&s, "chat_tokens") + 3 * (5 + 4), "{s}");
+
+    // A server that speaks HTTP/1.1 alone: each user's step fails and says why.
+    let h1 = SsePeer::start();
+    let (o, doc, _) = run(&file, &["--target", &h1.url("")]);
+    assert_eq!(doc.summary.users.completed, 0, "{}\n{}", o.out, o.err);
+    let said = format!("{}{}", o.out, o.err);
+    assert!(said.contains("does not speak HTTP/2"), "{said}");
+    assert_eq!(n(&h1.stats(), "streams"), 0);
 }
 
 /// A stream read until the server ends it ends with the run's phases (`-d` shortens the run):

@@ -379,6 +379,9 @@ pub struct SseStream {
     /// Asked again when the server ends it early (`config.sse.reconnect`, true by default), after
     /// the server's `retry` or this wait (`config.sse.retry`, EventSource's 3 s).
     pub reconnect: Option<Duration>,
+    /// Over HTTP/2 (`http2: true`, `config.sse.http2`): ALPN `h2` for https://, prior knowledge
+    /// for http://; a user's streams then share one connection.
+    pub http2: bool,
 }
 
 /// The event that ends a stream step: its name, and text its data holds.
@@ -408,6 +411,8 @@ pub struct Chat {
     /// The service levels a request must meet to count as good (`config.llm.goodput`:
     /// `ttft`, `tpot`, `itl`, `e2el`), each request's own (its ITL: its slowest gap).
     pub goodput: Vec<(String, Duration)>,
+    /// Over HTTP/2, as a stream's `http2`.
+    pub http2: bool,
 }
 
 /// Request goodput's service levels as text, `ttft:500ms,tpot:50ms` (`config.llm.goodput` or

@@ -325,6 +325,8 @@ struct SseDefaults {
     reconnect: Option<Duration>,
     model: Option<String>,
     goodput: Vec<(String, Duration)>,
+    /// `config.sse.http2`: streams and chats over HTTP/2 unless a step says otherwise.
+    http2: bool,
 }
 
 /// A mapping being read: its pairs by key, and which keys were looked at.
@@ -529,7 +531,7 @@ const CONFIG_KEYS: &[&str] = &[
     "timeout",
     "audit",
 ];
-const SSE_KEYS: &[&str] = &["headers", "reconnect", "retry"];
+const SSE_KEYS: &[&str] = &["headers", "reconnect", "retry", "http2"];
 const LLM_KEYS: &[&str] = &["model", "goodput"];
 const SOCKETIO_KEYS: &[&str] =
     &["path", "query", "extraHeaders", "transports", "auth", "fanoutField", "perMessageDeflate"];
@@ -2003,8 +2005,8 @@ fn read_wait_for(r: &mut Reader, node: &Node) -> Option<WaitFor> {
 }
 
 /// `config.sse`: headers every SSE request carries (a token: `{{ }}` allowed), whether a stream
-/// the server ends early is asked again (`reconnect`), and the wait before that (`retry`) when the
-/// server sets none.
+/// the server ends early is asked again (`reconnect`), the wait before that (`retry`) when the
+/// server sets none, and whether requests go over HTTP/2 (`http2`).
 fn read_sse_config(r: &mut Reader, node: &Node) {
     let Some(m) = r.map(node, "config.sse", SSE_KEYS) else { return };
     if let Some(h) = m.get("headers") {
@@ -2014,6 +2016,7 @@ fn read_sse_config(r: &mut Reader, node: &Node) {
     let wait = m.get("retry").and_then(|n| r.duration(n, "config.sse.retry")).unwrap_or(Duration::from_secs(3));
     let on = m.get("reconnect").and_then(|n| r.boolean(n, "config.sse.reconnect")).unwrap_or(true);
     r.sse.reconnect = on.then_some(wait);
+    r.sse.http2 = m.get("http2").and_then(|n| r.boolean(n, "config.sse.http2")).unwrap_or(false);
 }
 
 /// `config.llm`: the model every `chat` names (else the server's first), and the service levels
@@ -2067,9 +2070,10 @@ fn read_length(r: &mut Reader, node: &Node, what: &str) -> Option<Length> {
 }
 
 /// `stream: PATH` or `stream: { url, method, headers, json | body, events, until, match, capture,
-/// keep, timeout }`.
+/// keep, timeout, http2 }`.
 fn read_stream(r: &mut Reader, node: &Node) -> Option<SseStream> {
-    let keys = ["url", "method", "headers", "json", "body", "events", "until", "match", "capture", "keep", "timeout"];
+    let keys =
+        ["url", "method", "headers", "json", "body", "events", "until", "match", "capture", "keep", "timeout", "http2"];
     let mut s = SseStream {
         method: "GET".into(),
         url: String::new(),
@@ -2082,6 +2086,7 @@ fn read_stream(r: &mut Reader, node: &Node) -> Option<SseStream> {
         keep: false,
         timeout: None,
         reconnect: r.sse.reconnect,
+        http2: r.sse.http2,
     };
     match &node.kind {
         // `- stream`: the target's own URL.
@@ -2167,6 +2172,9 @@ fn read_stream(r: &mut Reader, node: &Node) -> Option<SseStream> {
         return None;
     }
     s.timeout = m.get("timeout").and_then(|n| r.duration(n, "timeout"));
+    if let Some(n) = m.get("http2") {
+        s.http2 = r.boolean(n, "http2")?;
+    }
     Some(s)
 }
 
@@ -2193,6 +2201,7 @@ fn read_chat(r: &mut Reader, node: &Node) -> Option<Chat> {
         capture: None,
         timeout: None,
         goodput: r.sse.goodput.clone(),
+        http2: r.sse.http2,
     };
     for (k, v) in pairs {
         match k.key_text().as_str() {
@@ -2226,6 +2235,7 @@ fn read_chat(r: &mut Reader, node: &Node) -> Option<Chat> {
             }
             "capture" => c.capture = Some(read_capture(r, v)?),
             "timeout" => c.timeout = Some(r.duration(v, "timeout")?),
+            "http2" => c.http2 = r.boolean(v, "http2")?,
             "stream" | "stream_options" => {
                 r.problem(k, "chat always streams, with the usage asked for", None);
                 return None;

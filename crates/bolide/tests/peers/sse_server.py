@@ -7,7 +7,8 @@ POST /v1/chat/completions, /v1/completions   OpenAI-format streams: a role chunk
      content chunks (an empty one after the first, as llama.cpp sends for a partial character),
      a finish chunk, the usage chunk when asked (and the server is not under /nousage), [DONE].
 GET  /v1/models   one model.
-GET  /stats       what was streamed.
+GET  /stats       what was streamed, and how many of those requests came over HTTP/2 (from how
+     many connections): served by hypercorn, the same app speaks HTTP/2 in clear (prior knowledge).
 """
 
 import asyncio
@@ -28,13 +29,28 @@ STATS = {
     "chat_tokens": 0,
     "usage_chunks": 0,
     "models": [],
+    "requests": 0,
+    "http2_requests": 0,
+    "http2_connections": 0,
 }
+H2_CLIENTS = set()
+
+
+def seen(request):
+    """Counts a request (a stream, a completion, the models), and whether it came over HTTP/2
+    (on which connection)."""
+    STATS["requests"] += 1
+    if request.scope.get("http_version") == "2":
+        STATS["http2_requests"] += 1
+        H2_CLIENTS.add(tuple(request.scope.get("client") or ()))
+        STATS["http2_connections"] = len(H2_CLIENTS)
 
 
 async def events(request):
     q = request.query_params
     n, gap = int(q.get("n", "5")), int(q.get("gap_ms", "5")) / 1000
     drop_after = int(q.get("drop_after", "0"))
+    seen(request)
     last = request.headers.get("last-event-id")
     start = int(last) + 1 if last is not None and last.isdigit() else 0
     if last is not None:
@@ -60,6 +76,7 @@ async def events(request):
 def completions(usage_allowed):
     async def handler(request):
         body = await request.json()
+        seen(request)
         chat = "messages" in body
         model = body.get("model", "")
         STATS["models"].append(model)
@@ -102,6 +119,7 @@ def completions(usage_allowed):
 
 
 async def models(request):
+    seen(request)
     return JSONResponse({"object": "list", "data": [{"id": "peer-model", "object": "model"}]})
 
 

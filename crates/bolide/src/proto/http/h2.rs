@@ -29,6 +29,17 @@ pub struct H2Request {
     body: Bytes,
 }
 
+impl H2Request {
+    /// The request's head, as a stream sends it.
+    pub fn head(&self) -> http::Request<()> {
+        let mut request = http::Request::new(());
+        *request.method_mut() = self.method.clone();
+        *request.uri_mut() = self.uri.clone();
+        *request.headers_mut() = self.headers.clone();
+        request
+    }
+}
+
 /// Headers that belong to HTTP/1.1's connection and have no place in HTTP/2 (RFC 9113, 8.2.2);
 /// `host` becomes the `:authority` of the URL.
 const CONNECTION_HEADERS: [&str; 6] =
@@ -125,12 +136,17 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Sniff<S> {
     }
 }
 
-/// Opens a connection to `target` and runs the HTTP/2 handshake; the connection's own task (the
-/// frames in and out) is spawned on the current `LocalSet`. Server push is refused
-/// (`SETTINGS_ENABLE_PUSH = 0`: a PUSH_PROMISE is then a protocol error that ends the
-/// connection), and a response's header block is held to HTTP/1.1's head limit.
+/// Opens a connection to `target` and runs the HTTP/2 handshake ([`handshake`]).
 pub async fn connect(target: &Target, tls: Option<&tls::Connector>) -> Result<Sender, Failure> {
-    let stream = open_stream(&target.host, &target.addrs, target.tls, tls).await?;
+    handshake(open_stream(&target.host, &target.addrs, target.tls, tls).await?).await
+}
+
+/// Runs the HTTP/2 handshake on an open connection (over TLS, one where the server agreed to
+/// ALPN `h2`); the connection's own task (the frames in and out) is spawned on the current
+/// `LocalSet`. Server push is refused (`SETTINGS_ENABLE_PUSH = 0`: a PUSH_PROMISE is then a
+/// protocol error that ends the connection), and a response's header block is held to
+/// HTTP/1.1's head limit.
+pub async fn handshake(stream: super::Stream) -> Result<Sender, Failure> {
     if let super::Stream::Tls(s) = &stream {
         if s.get_ref().1.alpn_protocol() != Some(b"h2") {
             return Err(Failure::new(
@@ -157,6 +173,39 @@ pub async fn connect(target: &Target, tls: Option<&tls::Connector>) -> Result<Se
     Ok(Sender { send, peer })
 }
 
+/// Sends `req` on a new stream of `conn` and waits for the response's head; its body is the
+/// caller's to read ([`data`]). `on_sent` runs once the request is handed to the connection (a
+/// stream was free and its HEADERS are queued): before that, nothing of it reached the server.
+pub async fn request(
+    conn: &Sender,
+    req: &H2Request,
+    on_sent: &dyn Fn(),
+) -> Result<http::Response<::h2::RecvStream>, Failure> {
+    let fail = |e: &::h2::Error, during: &str| failure(e, during, &conn.peer);
+    // Waits for a stream the server allows (SETTINGS_MAX_CONCURRENT_STREAMS).
+    let mut send = conn.send.clone().ready().await.map_err(|e| fail(&e, "waiting for a stream").unsent())?;
+    let end = req.body.is_empty();
+    let (response, mut stream) = send.send_request(req.head(), end).map_err(|e| fail(&e, "sending").unsent())?;
+    on_sent();
+    if !end {
+        send_body(&mut stream, req.body.clone(), &conn.peer).await?;
+    }
+    response.await.map_err(|e| fail(&e, "reading the response"))
+}
+
+/// The next DATA of a response's body (None at its end), its room handed back to the server
+/// (flow control: it may send more).
+pub async fn data(body: &mut ::h2::RecvStream) -> Option<Result<Bytes, Failure>> {
+    let chunk = std::future::poll_fn(|cx| body.poll_data(cx)).await?;
+    Some(match chunk {
+        Ok(chunk) => {
+            let _ = body.flow_control().release_capacity(chunk.len());
+            Ok(chunk)
+        }
+        Err(e) => Err(failure(&e, "reading the body", &Peer::default())),
+    })
+}
+
 /// Sends one request on `conn` and reads its whole response; `on_sent` runs once the request is
 /// handed to the connection (a stream was free and its HEADERS are queued): before that, nothing
 /// of it reached the server.
@@ -167,31 +216,19 @@ pub async fn exchange(
     timings: &mut Timings,
     on_sent: &dyn Fn(),
 ) -> Result<Response, Failure> {
-    let fail = |e: &::h2::Error, during: &str| failure(e, during, &conn.peer);
-    // Waits for a stream the server allows (SETTINGS_MAX_CONCURRENT_STREAMS).
-    let mut send = conn.send.clone().ready().await.map_err(|e| fail(&e, "waiting for a stream").unsent())?;
-    let mut request = http::Request::new(());
-    *request.method_mut() = req.method.clone();
-    *request.uri_mut() = req.uri.clone();
-    *request.headers_mut() = req.headers.clone();
-    let written = Instant::now();
-    let end = req.body.is_empty();
-    let (response, mut stream) = send.send_request(request, end).map_err(|e| fail(&e, "sending").unsent())?;
-    on_sent();
-    if !end {
-        send_body(&mut stream, req.body.clone(), &conn.peer).await?;
-    }
-    let response = response.await.map_err(|e| fail(&e, "reading the response"))?;
-    timings.wait_us = micros(written.elapsed());
+    let written = Cell::new(None);
+    let sent = || {
+        written.set(Some(Instant::now()));
+        on_sent();
+    };
+    let response = request(conn, req, &sent).await?;
+    timings.wait_us = written.get().map_or(0, |t| micros(t.elapsed()));
     let status = response.status().as_u16();
     let mut body = response.into_body();
     let mut body_bytes = 0u64;
     if expect_body {
-        while let Some(chunk) = body.data().await {
-            let chunk = chunk.map_err(|e| fail(&e, "reading the body"))?;
-            body_bytes += chunk.len() as u64;
-            // Hands the window back: the server may send more (flow control).
-            let _ = body.flow_control().release_capacity(chunk.len());
+        while let Some(chunk) = data(&mut body).await {
+            body_bytes += chunk?.len() as u64;
         }
     }
     Ok(Response { status, keep_alive: true, head_bytes: 0, body_bytes })

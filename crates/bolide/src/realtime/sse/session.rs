@@ -1,6 +1,7 @@
-//! An SSE user's session: the connection its requests go over (opened by `connect`, kept alive
-//! between streams that end cleanly, a new one when it is busy or gone), and the streams it keeps
-//! open after their step (`keep: true`), whose events `listen` steps count.
+//! An SSE user's session: the connection its requests go over (opened by `connect`; over
+//! HTTP/1.1 kept alive between streams that end cleanly, a new one when it is busy or gone; over
+//! HTTP/2 one connection that carries every stream of the user at once, as a browser's does), and
+//! the streams it keeps open after their step (`keep: true`), whose events `listen` steps count.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -9,9 +10,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::wire::{self, Read, Response};
+use super::wire::{self, Ask, Read, Response};
 use crate::proto::http::tls::Connector;
-use crate::proto::http::Stream;
+use crate::proto::http::{h2, Stream};
 use crate::proto::link::Failure;
 use crate::proto::ws::{Endpoint, Traffic};
 use crate::session::Target;
@@ -67,10 +68,7 @@ impl Heard {
 /// How a kept stream is asked again when the server ends it: its request, and the wait when the
 /// server set no `retry`.
 pub struct Again {
-    pub headers: Vec<(String, String)>,
-    pub method: String,
-    pub url: url::Url,
-    pub body: Vec<u8>,
+    pub ask: Ask,
     pub wait: Duration,
 }
 
@@ -81,17 +79,53 @@ pub struct Server {
     base: url::Url,
     ep: Endpoint,
     tls: Option<Connector>,
+    /// TLS offering ALPN `h2`, for HTTP/2 over https:// (made at the first).
+    tls_h2: std::cell::OnceCell<Connector>,
+    insecure: bool,
+}
+
+/// A connection free for the user's next request.
+enum Free {
+    H1(Stream),
+    /// An HTTP/2 connection: free however many streams it carries.
+    H2(h2::Sender),
 }
 
 impl Server {
-    async fn connect(&self) -> Result<Stream, Failure> {
-        crate::proto::http::open_stream(&self.ep.host, &self.ep.addrs, self.ep.tls, self.tls.as_ref())
+    /// A new connection (TCP, and TLS for https: offering ALPN `h2` for HTTP/2).
+    async fn connect(&self, http2: bool) -> Result<Stream, Failure> {
+        let tls = match http2 && self.ep.tls {
+            true => Some(self.tls_h2.get_or_init(|| Connector::with_alpn(self.insecure, &[b"h2"]))),
+            false => self.tls.as_ref(),
+        };
+        crate::proto::http::open_stream(&self.ep.host, &self.ep.addrs, self.ep.tls, tls)
             .await
             .map_err(|f| Failure::new(if f.class.name() == "tls" { "tls" } else { "connect" }, f.detail))
     }
 
+    /// A new connection ready for `http2` or not, within `timeout`.
+    async fn open(&self, http2: bool, timeout: Duration) -> Result<Free, Failure> {
+        let opening = async {
+            let conn = self.connect(http2).await?;
+            match http2 {
+                true => h2::handshake(conn).await.map(Free::H2).map_err(h2_failure),
+                false => Ok(Free::H1(conn)),
+            }
+        };
+        tokio::time::timeout(timeout, opening)
+            .await
+            .map_err(|_| Failure::new("timeout", format!("no connection within {timeout:?}")))?
+    }
+
+    /// `ask` on a new connection; the connection too when it is HTTP/2 (free for more streams).
+    async fn fresh(&self, ask: &Ask, timeout: Duration) -> Result<(Response, Option<h2::Sender>), Failure> {
+        let began = Instant::now();
+        let conn = self.open(ask.http2, timeout).await?;
+        send_on(conn, ask, timeout.saturating_sub(began.elapsed())).await
+    }
+
     /// This thread's [`Server`] for `url`, made once while its users hold it.
-    fn shared(url: &str, ep: &Endpoint, tls: Option<&Connector>) -> Result<Rc<Server>, Failure> {
+    fn shared(url: &str, ep: &Endpoint, tls: Option<&Connector>, insecure: bool) -> Result<Rc<Server>, Failure> {
         thread_local! {
             static SERVERS: RefCell<Vec<std::rc::Weak<Server>>> = const { RefCell::new(Vec::new()) };
         }
@@ -107,7 +141,13 @@ impl Server {
                 return Ok(s);
             }
             let base = url::Url::parse(url).map_err(|e| Failure::new("connect", e.to_string()))?;
-            let s = Rc::new(Server { base, ep: ep.clone(), tls: tls.cloned() });
+            let s = Rc::new(Server {
+                base,
+                ep: ep.clone(),
+                tls: tls.cloned(),
+                tls_h2: std::cell::OnceCell::new(),
+                insecure,
+            });
             all.push(Rc::downgrade(&s));
             Ok(s)
         })
@@ -118,7 +158,7 @@ pub struct SseSession {
     server: Rc<Server>,
     pub traffic: Rc<RefCell<Traffic>>,
     /// A connection free for the next request.
-    idle: RefCell<Option<Stream>>,
+    idle: RefCell<Option<Free>>,
     kept: RefCell<Vec<tokio::task::JoinHandle<()>>>,
     pub heard: Rc<Heard>,
     pub last_data: Rc<Cell<Option<Instant>>>,
@@ -152,34 +192,55 @@ impl SseSession {
         Ok(u)
     }
 
-    /// Sends `req` on the free connection (a new one when none is free, or when the kept one
+    /// Sends `ask` on the free connection (a new one when none is free, or when the kept one
     /// turns out closed before any answer) and reads the response's head.
-    pub async fn send(&self, req: &[u8], timeout: Duration) -> Result<Response, Failure> {
+    pub async fn send(&self, ask: &Ask, timeout: Duration) -> Result<Response, Failure> {
         let began = Instant::now();
+        let h1 = (!ask.http2).then(|| ask.h1());
         {
+            // Over HTTP/2, the body (the header block is compressed inside the frame layer).
             let mut t = self.traffic.borrow_mut();
             t.messages_out += 1;
-            t.bytes_out += req.len() as u64;
+            t.bytes_out += h1.as_ref().map_or(ask.body.len(), Vec::len) as u64;
         }
         let idle = self.idle.borrow_mut().take();
-        if let Some(conn) = idle {
-            match wire::send(conn, req, timeout).await {
-                Ok(r) => return Ok(r),
+        match (idle, h1) {
+            (Some(Free::H1(conn)), Some(h1)) => match wire::send(conn, &h1, timeout).await {
                 Err(f) if f.class == "closed" => {}
-                Err(f) => return Err(f),
+                other => return other,
+            },
+            (Some(Free::H2(send)), None) => {
+                let r = wire::send_h2(&send, &ask.h2()?, timeout).await;
+                match r {
+                    // A connection that had ended (or refused the stream unseen): a new one.
+                    Err(f) if f.unsent || f.stale => {}
+                    Err(f) => {
+                        if !h2::ends_connection(&f) {
+                            *self.idle.borrow_mut() = Some(Free::H2(send));
+                        }
+                        return Err(h2_failure(f));
+                    }
+                    Ok(r) => {
+                        *self.idle.borrow_mut() = Some(Free::H2(send));
+                        return Ok(r);
+                    }
+                }
             }
+            // The other protocol's connection: closed, a new one for this request.
+            _ => {}
         }
-        let conn = tokio::time::timeout(timeout, self.server.connect())
-            .await
-            .map_err(|_| Failure::new("timeout", format!("no connection within {timeout:?}")))??;
-        wire::send(conn, req, timeout.saturating_sub(began.elapsed())).await
+        let (r, h2) = self.server.fresh(ask, timeout.saturating_sub(began.elapsed())).await?;
+        if let Some(send) = h2 {
+            *self.idle.borrow_mut() = Some(Free::H2(send));
+        }
+        Ok(r)
     }
 
     /// A response read to its end on a connection that stays open: free for the next request
     /// (any other is closed).
     pub fn done_with(&self, r: Response) {
-        if r.ended() && r.head.keep_alive {
-            *self.idle.borrow_mut() = Some(r.conn);
+        if let Some(conn) = r.into_idle() {
+            *self.idle.borrow_mut() = Some(Free::H1(conn));
         }
     }
 
@@ -257,29 +318,49 @@ async fn ask_again(
     server: &Server,
     traffic: &RefCell<Traffic>,
 ) -> Result<Response, String> {
-    let Again { headers, method, url, body, wait } = again;
-    let wait = r.parser.retry_ms.map_or(*wait, Duration::from_millis).max(Duration::from_millis(10));
-    let mut h = headers.clone();
+    let wait = r.parser.retry_ms.map_or(again.wait, Duration::from_millis).max(Duration::from_millis(10));
+    let mut ask = again.ask.clone();
     if let Some(id) = r.parser.last_id.as_ref().filter(|id| !id.is_empty()) {
-        h.push(("Last-Event-ID".into(), id.clone()));
+        ask.headers.push(("Last-Event-ID".into(), id.clone()));
     }
-    let req = wire::request(method, url, &h, body);
     loop {
         tokio::time::sleep(wait).await;
-        let Ok(conn) = server.connect().await else {
+        let timeout = Duration::from_secs(30);
+        let Ok(conn) = server.open(ask.http2, timeout).await else {
             continue;
         };
         traffic.borrow_mut().count("sse.reconnects", 1);
-        match wire::send(conn, &req, Duration::from_secs(30)).await {
-            Ok(mut next) if next.is_stream() => {
+        match send_on(conn, &ask, timeout).await {
+            Ok((mut next, _)) if next.is_stream() => {
                 traffic.borrow_mut().count("sse.streams", 1);
                 next.parser = r.parser.resume();
                 return Ok(next);
             }
-            Ok(next) => return Err(format!("the server answered {} to a reconnection", next.head.status)),
+            Ok((next, _)) => return Err(format!("the server answered {} to a reconnection", next.head.status)),
             Err(_) => {}
         }
     }
+}
+
+/// `ask` on a connection just opened for it; the connection too when it is HTTP/2.
+async fn send_on(conn: Free, ask: &Ask, timeout: Duration) -> Result<(Response, Option<h2::Sender>), Failure> {
+    match conn {
+        Free::H1(conn) => Ok((wire::send(conn, &ask.h1(), timeout).await?, None)),
+        Free::H2(send) => {
+            let r = wire::send_h2(&send, &ask.h2()?, timeout).await.map_err(h2_failure)?;
+            Ok((r, Some(send)))
+        }
+    }
+}
+
+/// An HTTP/2 failure in the classes of a stream's failures.
+fn h2_failure(f: crate::proto::http::Failure) -> Failure {
+    if f.wrong_protocol {
+        let why = "the server does not speak HTTP/2 (ALPN h2 over TLS, prior knowledge in clear); \
+                   without http2: true the stream goes over HTTP/1.1";
+        return Failure::new("protocol", format!("{}: {why}", f.detail.split(':').next().unwrap_or_default()));
+    }
+    Failure::new(f.class.name(), f.detail)
 }
 
 impl crate::session::Session for SseSession {
@@ -291,16 +372,14 @@ impl crate::session::Session for SseSession {
         let target = &to.plan.targets[to.target];
         let began = Instant::now();
         let s = SseSession {
-            server: Server::shared(&target.url, &target.endpoint, to.tls)?,
+            server: Server::shared(&target.url, &target.endpoint, to.tls, to.plan.insecure)?,
             traffic: Rc::clone(to.traffic),
             idle: RefCell::new(None),
             kept: RefCell::new(Vec::new()),
             heard: Rc::default(),
             last_data: Rc::default(),
         };
-        let conn = tokio::time::timeout(timeout, s.server.connect())
-            .await
-            .map_err(|_| Failure::new("timeout", format!("no connection within {timeout:?}")))??;
+        let conn = s.server.open(over_h2(&to.plan.scenario), timeout).await?;
         *s.idle.borrow_mut() = Some(conn);
         Ok((s, began.elapsed()))
     }
@@ -343,6 +422,21 @@ impl crate::session::Session for SseSession {
         drop(self);
         None
     }
+}
+
+/// Whether the first connection is HTTP/2: every `stream` and `chat` of the scenario is.
+fn over_h2(scenario: &crate::scenario::Scenario) -> bool {
+    use crate::scenario::StepKind;
+    let (mut h2, mut h1) = (0, 0);
+    for f in &scenario.flows {
+        crate::scenario::each_in(&f.steps, &mut |s| match &s.kind {
+            StepKind::Stream(s) if s.http2 => h2 += 1,
+            StepKind::Chat(c) if c.http2 => h2 += 1,
+            StepKind::Stream(_) | StepKind::Chat(_) => h1 += 1,
+            _ => {}
+        });
+    }
+    h2 > 0 && h1 == 0
 }
 
 /// A user dropped (closed, or cut at its timeout) stops reading its kept streams.

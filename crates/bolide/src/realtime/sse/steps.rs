@@ -102,9 +102,10 @@ async fn stream<U: User<Session = SseSession>>(u: &mut U, step: &Step, s: &SseSt
         if let Some(id) = resumed.as_ref().and_then(|p| p.last_id.clone()).filter(|id| !id.is_empty()) {
             h.push(("Last-Event-ID".into(), id));
         }
-        let req = wire::request(&s.method, &url, &h, &body);
+        let ask =
+            wire::Ask { method: s.method.clone(), url: url.clone(), headers: h, body: body.clone(), http2: s.http2 };
         let left = deadline.saturating_duration_since(Instant::now());
-        let mut r = match sess.send(&req, left).await {
+        let mut r = match sess.send(&ask, left).await {
             Ok(r) => r,
             Err(f) if f.class == "timeout" && !wanted && st.first.is_some() => break None,
             Err(f) => return Err(u.fail(step, &f)),
@@ -156,13 +157,14 @@ async fn stream<U: User<Session = SseSession>>(u: &mut U, step: &Step, s: &SseSt
     if let Some(r) = r {
         if s.keep {
             let again = s.reconnect.map(|wait| {
-                std::rc::Rc::new(Again {
-                    headers: head.clone(),
+                let ask = wire::Ask {
                     method: s.method.clone(),
                     url: url.clone(),
-                    body: body.clone(),
-                    wait,
-                })
+                    headers: head.clone(),
+                    body,
+                    http2: s.http2,
+                };
+                std::rc::Rc::new(Again { ask, wait })
             });
             sess.keep(r, again);
         }
@@ -326,7 +328,7 @@ async fn chat<U: User<Session = SseSession>>(u: &mut U, step: &Step, c: &Chat) -
     let url = sess.url(&u.text(&path)).map_err(|e| u.fail_with(step, "scenario", &e))?;
     let model = match &c.model {
         Some(m) => u.text(m),
-        None => Box::pin(model(u, step, &head, deadline)).await?,
+        None => Box::pin(model(u, step, &head, c.http2, deadline)).await?,
     };
     let input = c.input_tokens.as_ref().map(|l| llm::synthetic_prompt(llm::draw(l)));
     let (messages, prompt) = match (&c.messages, &c.prompt, input) {
@@ -349,13 +351,13 @@ async fn chat<U: User<Session = SseSession>>(u: &mut U, step: &Step, c: &Chat) -
         .collect();
     let sent_body = llm::body(&model, messages, prompt, max_tokens, &extra);
     let body = body(u, Some(&sent_body), &mut head);
-    let req = wire::request("POST", &url, &head, &body);
+    let ask = wire::Ask { method: "POST".into(), url, headers: head, body, http2: c.http2 };
     let mut done = Completion { text: c.capture.as_ref().map(|_| String::new()), ..Completion::default() };
     let sent = Instant::now();
     done.sent = Some(sent);
     let sess = u.session(step)?;
     let left = deadline.saturating_duration_since(sent);
-    let mut r = sess.send(&req, left).await.map_err(|f| u.fail(step, &f))?;
+    let mut r = sess.send(&ask, left).await.map_err(|f| u.fail(step, &f))?;
     if !r.is_stream() {
         let f = refused(&mut r).await;
         return Err(u.fail(step, &f));
@@ -449,6 +451,7 @@ async fn model<U: User<Session = SseSession>>(
     u: &U,
     step: &Step,
     head: &[(String, String)],
+    http2: bool,
     deadline: Instant,
 ) -> Result<String, Stop> {
     let sess = u.session(step)?;
@@ -458,9 +461,9 @@ async fn model<U: User<Session = SseSession>>(
     }
     let mut h: Vec<(String, String)> = head.to_vec();
     h.push(("Accept".into(), "application/json".into()));
-    let req = wire::request("GET", &url, &h, b"");
+    let ask = wire::Ask { method: "GET".into(), url: url.clone(), headers: h, body: Vec::new(), http2 };
     let left = deadline.saturating_duration_since(Instant::now());
-    let id = match sess.send(&req, left).await {
+    let id = match sess.send(&ask, left).await {
         Ok(mut r) if r.head.status == 200 => llm::first_model(&r.text(4 << 20, left).await),
         _ => None,
     };

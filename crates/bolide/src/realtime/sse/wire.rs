@@ -1,6 +1,7 @@
 //! Server-Sent Events as a browser's `EventSource` reads them (the WHATWG HTML standard's
-//! "event stream" format), over one HTTP/1.1 request: the request written, the response's head
-//! read, its body unframed (chunked, a length, or until the close) and cut into events.
+//! "event stream" format), over one HTTP/1.1 request (the request written, the response's head
+//! read, its body unframed: chunked, a length, or until the close) or one HTTP/2 stream (its DATA
+//! frames), the body cut into events.
 //!
 //! The event parser is pure ([`Parser::feed`]): lines end with CRLF, LF or CR (a CR at the end of
 //! one read and an LF at the start of the next are one line end); `data` lines join with LF;
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::AsyncWriteExt;
 
-use crate::proto::http::Stream;
+use crate::proto::http::{h2, Stream};
 use crate::proto::link::Failure;
 
 /// One event, as the parser dispatches it.
@@ -257,35 +258,71 @@ fn chunk_size(line: &[u8]) -> Result<u64, String> {
     digits.iter().try_fold(0u64, |n, b| Ok((n << 4) | u64::from((*b as char).to_digit(16).ok_or_else(bad)?)))
 }
 
-/// A request's bytes: the method, the path (with its query) and host, the headers and a body.
-pub fn request(method: &str, url: &url::Url, headers: &[(String, String)], body: &[u8]) -> Vec<u8> {
-    let mut path = url.path().to_string();
-    if let Some(q) = url.query() {
-        path.push('?');
-        path.push_str(q);
+/// A request as a step makes it: written as HTTP/1.1 or sent on an HTTP/2 stream.
+#[derive(Clone)]
+pub struct Ask {
+    pub method: String,
+    pub url: url::Url,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// Over HTTP/2 (ALPN `h2` for https://, prior knowledge for http://).
+    pub http2: bool,
+}
+
+impl Ask {
+    /// Whether `name` is among the request's own headers.
+    fn has(&self, name: &str) -> bool {
+        self.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name))
     }
-    let host = match url.port() {
-        Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
-        None => url.host_str().unwrap_or_default().to_string(),
-    };
-    let mut out = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\n");
-    let has = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
-    if !has("accept") {
-        out.push_str("Accept: text/event-stream\r\n");
+
+    /// What a stream's request carries unless it says otherwise: `Accept: text/event-stream`
+    /// and `Cache-Control: no-cache`, as EventSource sends them.
+    fn defaults(&self) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
+        [("Accept", "text/event-stream"), ("Cache-Control", "no-cache")].into_iter().filter(|(k, _)| !self.has(k))
     }
-    if !has("cache-control") {
-        out.push_str("Cache-Control: no-cache\r\n");
+
+    /// The request's HTTP/1.1 bytes: the method, the path (with its query) and host, the headers
+    /// and the body.
+    pub fn h1(&self) -> Vec<u8> {
+        let url = &self.url;
+        let mut path = url.path().to_string();
+        if let Some(q) = url.query() {
+            path.push('?');
+            path.push_str(q);
+        }
+        let host = match url.port() {
+            Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
+            None => url.host_str().unwrap_or_default().to_string(),
+        };
+        let mut out = format!("{} {path} HTTP/1.1\r\nHost: {host}\r\n", self.method);
+        for (k, v) in self.defaults() {
+            out.push_str(&format!("{k}: {v}\r\n"));
+        }
+        for (k, v) in &self.headers {
+            out.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if !self.body.is_empty() || self.method != "GET" {
+            out.push_str(&format!("Content-Length: {}\r\n", self.body.len()));
+        }
+        out.push_str("\r\n");
+        let mut bytes = out.into_bytes();
+        bytes.extend_from_slice(&self.body);
+        bytes
     }
-    for (k, v) in headers {
-        out.push_str(&format!("{k}: {v}\r\n"));
+
+    /// The request as an HTTP/2 stream sends it (the URL's authority as `:authority`, the
+    /// headers HTTP/2 has no place for left out).
+    pub fn h2(&self) -> Result<h2::H2Request, Failure> {
+        let mut headers: Vec<(String, String)> = self.defaults().map(|(k, v)| (k.into(), v.into())).collect();
+        headers.extend(self.headers.iter().cloned());
+        let spec = crate::proto::http::RequestSpec {
+            method: self.method.clone(),
+            headers,
+            body: self.body.clone(),
+            keep_alive: true,
+        };
+        h2::build(&self.url, &spec).map_err(|e| Failure::new("scenario", e))
     }
-    if !body.is_empty() || method != "GET" {
-        out.push_str(&format!("Content-Length: {}\r\n", body.len()));
-    }
-    out.push_str("\r\n");
-    let mut bytes = out.into_bytes();
-    bytes.extend_from_slice(body);
-    bytes
 }
 
 /// A response's head as a stream needs it.
@@ -296,16 +333,21 @@ pub struct Head {
     pub keep_alive: bool,
 }
 
-/// One response being read on its connection: its body's framing, the bytes left over, and the
-/// event parser.
+/// One response being read: where its body comes from, and the event parser.
 pub struct Response {
-    pub conn: Stream,
+    src: Source,
     pub head: Head,
-    body: Body,
-    pending: Vec<u8>,
     pub parser: Parser,
     /// When the last byte arrived.
     pub last_data: Option<Instant>,
+}
+
+/// Where a response's body comes from.
+enum Source {
+    /// HTTP/1.1: the connection, the body's framing and the bytes the head left over.
+    H1 { conn: Stream, body: Body, pending: Vec<u8> },
+    /// HTTP/2: the stream's DATA (its connection is the session's), and whether it ended.
+    H2 { body: ::h2::RecvStream, done: bool },
 }
 
 /// What one read gave.
@@ -352,16 +394,36 @@ pub async fn send(mut conn: Stream, req: &[u8], timeout: Duration) -> Result<Res
         Err(_) => return Err(Failure::new("timeout", format!("no response within {timeout:?}"))),
     };
     let done = matches!(framing, Framing::Length(0));
-    let mut r = Response {
-        conn,
-        head,
-        body: Body { framing, done },
-        pending: Vec::new(),
-        parser: Parser::default(),
-        last_data: None,
+    let src = Source::H1 { conn, body: Body { framing, done }, pending };
+    Ok(Response { src, head, parser: Parser::default(), last_data: None })
+}
+
+/// Sends `req` on a new stream of `conn` and waits for the response's head (within `timeout`).
+/// The failure is HTTP/2's own, so that the caller sees one that sent nothing (worth one retry
+/// on a new connection).
+pub async fn send_h2(
+    conn: &h2::Sender,
+    req: &h2::H2Request,
+    timeout: Duration,
+) -> Result<Response, crate::proto::http::Failure> {
+    let response = match tokio::time::timeout(timeout, h2::request(conn, req, &|| {})).await {
+        Ok(r) => r?,
+        Err(_) => {
+            let f = format!("no response within {timeout:?}");
+            return Err(crate::proto::http::Failure::new(crate::stats::ErrorClass::Timeout, f));
+        }
     };
-    r.pending = pending;
-    Ok(r)
+    let content_type = response.headers().get(http::header::CONTENT_TYPE);
+    let head = Head {
+        status: response.status().as_u16(),
+        content_type: content_type
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).to_ascii_lowercase())
+            .unwrap_or_default(),
+        keep_alive: true,
+    };
+    let body = response.into_body();
+    let done = body.is_end_stream();
+    Ok(Response { src: Source::H2 { body, done }, head, parser: Parser::default(), last_data: None })
 }
 
 /// A response's head in `buf`: its head, framing and length; an interim answer's length; or
@@ -433,13 +495,10 @@ impl Response {
         if self.parser.too_long {
             return Err(too_long());
         }
-        if self.body.done {
-            return Ok(Read::Ended);
-        }
-        let pending = std::mem::take(&mut self.pending);
-        let got = if pending.is_empty() {
-            let Response { conn, body, parser, .. } = self;
-            std::future::poll_fn(|cx| {
+        let Response { src, parser, head, .. } = self;
+        let got = match src {
+            Source::H1 { body, .. } if body.done => return Ok(Read::Ended),
+            Source::H1 { conn, body, pending } if pending.is_empty() => std::future::poll_fn(|cx| {
                 crate::proto::read::poll_read_with(conn, cx, |got| {
                     if got.is_empty() {
                         return Ok(None);
@@ -449,23 +508,39 @@ impl Response {
                 })
             })
             .await
-            .map_err(|e| Failure::new("closed", format!("reading the stream: {e}")))?
-        } else {
-            *bytes += pending.len() as u64;
-            let Response { body, parser, .. } = self;
-            body.unframe(&pending, &mut |b| parser.feed(b, on)).map(Some)
+            .map_err(|e| Failure::new("closed", format!("reading the stream: {e}")))?,
+            Source::H1 { body, pending, .. } => {
+                let pending = std::mem::take(pending);
+                *bytes += pending.len() as u64;
+                body.unframe(&pending, &mut |b| parser.feed(b, on)).map(Some)
+            }
+            Source::H2 { done: true, .. } => return Ok(Read::Ended),
+            Source::H2 { body, done } => match h2::data(body).await {
+                None => {
+                    *done = true;
+                    Ok(Some(true))
+                }
+                Some(Ok(chunk)) => {
+                    *bytes += chunk.len() as u64;
+                    parser.feed(&chunk, on);
+                    Ok(Some(false))
+                }
+                Some(Err(f)) => return Err(Failure::new(f.class.name(), format!("reading the stream: {}", f.detail))),
+            },
         };
         self.last_data = Some(Instant::now());
-        if self.parser.too_long {
+        if parser.too_long {
             return Err(too_long());
         }
         match got {
-            Ok(None) if matches!(self.body.framing, Framing::Close) => {
-                self.body.done = true;
-                self.head.keep_alive = false;
-                Ok(Read::Ended)
-            }
-            Ok(None) => Ok(Read::Closed),
+            Ok(None) => match src {
+                Source::H1 { body, .. } if matches!(body.framing, Framing::Close) => {
+                    body.done = true;
+                    head.keep_alive = false;
+                    Ok(Read::Ended)
+                }
+                _ => Ok(Read::Closed),
+            },
             Ok(Some(true)) => Ok(Read::Ended),
             Ok(Some(false)) => Ok(Read::More),
             Err(e) => Err(Failure::new("protocol", e)),
@@ -474,7 +549,19 @@ impl Response {
 
     /// Whether the body has been read to its end (nothing of it left on the connection).
     pub fn ended(&self) -> bool {
-        self.body.done && self.pending.is_empty()
+        match &self.src {
+            Source::H1 { body, pending, .. } => body.done && pending.is_empty(),
+            Source::H2 { done, .. } => *done,
+        }
+    }
+
+    /// The connection, free for another request: an HTTP/1.1 response read to its end on one
+    /// that stays open (an HTTP/2 stream's connection is the session's, always free).
+    pub fn into_idle(self) -> Option<Stream> {
+        match self.src {
+            Source::H1 { conn, .. } if self.head.keep_alive && self.ended() => Some(conn),
+            _ => None,
+        }
     }
 
     /// Reads what is left of the body (its events handed to `on`) until it ends, within
@@ -498,23 +585,35 @@ impl Response {
         let mut raw = Vec::new();
         let read = async {
             loop {
-                let pending = std::mem::take(&mut self.pending);
                 let mut take = |b: &[u8]| {
                     let room = limit.saturating_sub(raw.len());
                     raw.extend_from_slice(&b[..b.len().min(room)]);
                 };
-                let done = if pending.is_empty() {
-                    let Response { conn, body, .. } = self;
-                    let r = std::future::poll_fn(|cx| {
-                        crate::proto::read::poll_read_with(conn, cx, |got| match got.is_empty() {
-                            true => Ok(true),
-                            false => body.unframe(got, &mut take),
+                let done = match &mut self.src {
+                    Source::H1 { conn, body, pending } if pending.is_empty() => {
+                        let r = std::future::poll_fn(|cx| {
+                            crate::proto::read::poll_read_with(conn, cx, |got| match got.is_empty() {
+                                true => Ok(true),
+                                false => body.unframe(got, &mut take),
+                            })
                         })
-                    })
-                    .await;
-                    !matches!(r, Ok(Ok(false)))
-                } else {
-                    !matches!(self.body.unframe(&pending, &mut take), Ok(false))
+                        .await;
+                        !matches!(r, Ok(Ok(false)))
+                    }
+                    Source::H1 { body, pending, .. } => {
+                        let pending = std::mem::take(pending);
+                        !matches!(body.unframe(&pending, &mut take), Ok(false))
+                    }
+                    Source::H2 { body, done } => match h2::data(body).await {
+                        Some(Ok(chunk)) => {
+                            take(&chunk);
+                            false
+                        }
+                        end => {
+                            *done = end.is_none();
+                            true
+                        }
+                    },
                 };
                 if done || raw.len() >= limit {
                     break;
@@ -638,8 +737,25 @@ mod tests {
     #[test]
     fn requests_carry_the_stream_headers() {
         let url = url::Url::parse("http://127.0.0.1:8000/v1/chat?x=1").unwrap();
-        let r = String::from_utf8(request("POST", &url, &[("X-A".into(), "b".into())], b"{}")).unwrap();
-        assert!(r.starts_with("POST /v1/chat?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nAccept: text/event-stream\r\n"));
-        assert!(r.ends_with("X-A: b\r\nContent-Length: 2\r\n\r\n{}"));
+        let ask = Ask {
+            method: "POST".into(),
+            url,
+            headers: vec![("X-A".into(), "b".into()), ("cache-control".into(), "max-age=0".into())],
+            body: b"{}".to_vec(),
+            http2: false,
+        };
+        let r = String::from_utf8(ask.h1()).unwrap();
+        assert!(r.starts_with("POST /v1/chat?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nAccept: text/event-stream\r\nX-A"));
+        assert!(r.ends_with("X-A: b\r\ncache-control: max-age=0\r\nContent-Length: 2\r\n\r\n{}"));
+        // HTTP/2: the same defaults and headers, lower-cased, the authority from the URL.
+        let h = ask.h2().unwrap().head();
+        assert_eq!(h.uri().to_string(), "http://127.0.0.1:8000/v1/chat?x=1");
+        let got: Vec<(&str, &str)> = h.headers().iter().map(|(k, v)| (k.as_str(), v.to_str().unwrap())).collect();
+        for want in
+            [("accept", "text/event-stream"), ("x-a", "b"), ("cache-control", "max-age=0"), ("content-length", "2")]
+        {
+            assert!(got.contains(&want), "{want:?} in {got:?}");
+        }
+        assert!(!got.iter().any(|(k, v)| *k == "cache-control" && *v == "no-cache"), "{got:?}");
     }
 }
