@@ -1,0 +1,3 @@
+module bolide.bench/steady
+
+go 1.22
