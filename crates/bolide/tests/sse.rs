@@ -52,17 +52,29 @@ impl SsePeer {
     }
 
     /// The same app on `server`: `uvicorn` (HTTP/1.1) or `hypercorn` (HTTP/1.1, and HTTP/2 in
-    /// clear by prior knowledge, or over TLS by ALPN when given a self-signed certificate's
-    /// directory as `hypercorn:DIR`).
+    /// clear by prior knowledge); over TLS too when given a directory for a self-signed
+    /// certificate (`hypercorn:DIR`: HTTP/2 by ALPN, its stats in clear on another port;
+    /// `uvicorn:DIR`: HTTP/1.1 alone).
     fn on(server: &str) -> SsePeer {
         let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let (port, mut tls_port) = (free(), None);
         let mut cmd = Command::new(python());
+        let certify = |dir: &str| {
+            let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+            std::fs::write(format!("{dir}/cert.pem"), cert.cert.pem()).unwrap();
+            std::fs::write(format!("{dir}/key.pem"), cert.signing_key.serialize_pem()).unwrap();
+        };
         match server.split_once(':') {
+            // uvicorn over TLS (no HTTP/2, no ALPN h2), on its one port: no stats in clear.
+            Some(("uvicorn", dir)) => {
+                certify(dir);
+                tls_port = Some(port);
+                cmd.args(["-m", "uvicorn", "sse_server:app", "--host", "127.0.0.1", "--log-level", "warning"])
+                    .args(["--port", &port.to_string()])
+                    .args(["--ssl-certfile", &format!("{dir}/cert.pem"), "--ssl-keyfile", &format!("{dir}/key.pem")])
+            }
             Some(("hypercorn", dir)) => {
-                let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
-                std::fs::write(format!("{dir}/cert.pem"), cert.cert.pem()).unwrap();
-                std::fs::write(format!("{dir}/key.pem"), cert.signing_key.serialize_pem()).unwrap();
+                certify(dir);
                 let tls = *tls_port.insert(free());
                 cmd.args(["-m", "hypercorn", "sse_server:app", "--log-level", "warning", "--workers", "0"])
                     .args(["--bind", &format!("127.0.0.1:{tls}"), "--insecure-bind", &format!("127.0.0.1:{port}")])
@@ -270,7 +282,8 @@ fn streams_and_chats_go_over_http2() {
     let file = scenario(
         dir.path(),
         concat!(
-            "config:\n  target: http://127.0.0.1:1\n  phases: [{duration: 1, arrivalCount: 3}]\n",
+            // A second between arrivals: the last user's streams end well before the phases do.
+            "config:\n  target: http://127.0.0.1:1\n  phases: [{duration: 3, arrivalCount: 3}]\n",
             "  sse: { retry: 50ms, http2: true }\n",
             "scenarios:\n  - engine: sse\n    flow:\n",
             // Kept open for 1.2 s while the other steps go, then listened to its end.
@@ -320,7 +333,7 @@ fn streams_and_chats_go_over_http2() {
     let cut = scenario(
         other.path(),
         "config:\n  target: http://127.0.0.1:1\n  phases: [{duration: 1, arrivalCount: 2}]\n  sse: { http2: true }\n\
-         scenarios:\n  - engine: sse\n    flow:\n      - stream: { url: \"/events?n=1000&gap_ms=5\", events: 2 }\n      - stream: \"/events?n=3\"\n",
+         scenarios:\n  - engine: sse\n    flow:\n      - stream: { url: \"/events?n=1000&gap_ms=5\", events: 2 }\n      - think: 1\n      - stream: \"/events?n=3\"\n",
     );
     let before = peer.stats();
     let (o, doc, _) = run(&cut, &["--target", &peer.url("")]);
@@ -328,7 +341,8 @@ fn streams_and_chats_go_over_http2() {
     let after = peer.stats();
     let delta = |k: &str| n(&after, k) - n(&before, k);
     assert_eq!((delta("streams"), delta("completed"), delta("http2_connections")), (4, 2, 2), "{after}");
-    assert!(delta("events") < 2 * 1000 && event(&doc, "sse.events") <= delta("events"), "{after}");
+    // Not reset, each cut stream would have gone on for the second the user thinks (200 events).
+    assert!(delta("events") < 2 * (3 + 50) && event(&doc, "sse.events") <= delta("events"), "{after}");
 
     // Over TLS: HTTP/2 by ALPN, the same counts.
     let tls = SsePeer::on(&format!("hypercorn:{}", other.path().display()));
@@ -344,8 +358,41 @@ fn streams_and_chats_go_over_http2() {
     let (o, doc, _) = run(&file, &["--target", &h1.url("")]);
     assert_eq!(doc.summary.users.completed, 0, "{}\n{}", o.out, o.err);
     let said = format!("{}{}", o.out, o.err);
-    assert!(said.contains("does not speak HTTP/2"), "{said}");
+    assert!(said.contains("does not speak HTTP/2") && said.contains("without http2: true"), "{said}");
     assert_eq!(n(&h1.stats(), "streams"), 0);
+    // Over TLS, a server that does not agree to ALPN h2: the users' connections fail, saying so.
+    let tls_dir = tempfile::tempdir().unwrap();
+    let h1_tls = SsePeer::on(&format!("uvicorn:{}", tls_dir.path().display()));
+    let (o, doc, _) = run(&file, &["--target", &h1_tls.url(""), "--insecure"]);
+    assert_eq!((doc.summary.users.completed, doc.summary.users.failed), (0, 3), "{}\n{}", o.out, o.err);
+    let said = format!("{}{}", o.out, o.err);
+    assert!(said.contains("does not speak HTTP/2") && said.contains("without http2: true"), "{said}");
+}
+
+/// Over HTTP/2, a stream the server resets before its events are in is asked again with
+/// Last-Event-ID, as a closed connection is over HTTP/1.1 (node's http2 server resets it).
+#[test]
+fn a_stream_reset_over_http2_is_asked_again() {
+    let peer = Peer::start_with("sse-hold.mjs", &["h2c"]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario(
+        dir.path(),
+        concat!(
+            "config:\n  target: http://127.0.0.1:1\n  phases: [{duration: 1, arrivalCount: 2}]\n",
+            "  sse: { http2: true, retry: 10ms }\n",
+            "scenarios:\n  - engine: sse\n    flow:\n",
+            "      - stream: { url: /reset, events: 5, capture: { as: last } }\n",
+        ),
+    );
+    let (o, doc, _) = run(&file, &["--target", &peer.url("")]);
+    assert_eq!((o.code, doc.summary.step_errors), (0, 0), "{}\n{}", o.out, o.err);
+    assert_eq!((event(&doc, "sse.events"), event(&doc, "sse.reconnects"), event(&doc, "sse.streams")), (10, 2, 4));
+    // A stream read until the server ends it: the reset ends it, as a close does, no error.
+    let other = tempfile::tempdir().unwrap();
+    let to_end = scenario(other.path(), &std::fs::read_to_string(&file).unwrap().replace(", events: 5", ""));
+    let (o, doc, _) = run(&to_end, &["--target", &peer.url("")]);
+    assert_eq!((o.code, doc.summary.step_errors), (0, 0), "{}\n{}", o.out, o.err);
+    assert_eq!((event(&doc, "sse.events"), event(&doc, "sse.reconnects")), (4, 0));
 }
 
 /// A stream read until the server ends it ends with the run's phases (`-d` shortens the run):

@@ -1,10 +1,24 @@
 // An SSE server that holds every stream open (tests/memory.rs, bench/sse-llm.sh): one event at once,
 // then a comment every 5 s. Prints its port; node sse-hold.mjs PORT (0: any) [h2c: HTTP/2 in clear,
-// by prior knowledge, instead of HTTP/1.1].
+// by prior knowledge, instead of HTTP/1.1]. Over h2c, GET /reset sends events 1 and 2 and then resets
+// the stream (RST_STREAM, INTERNAL_ERROR); asked again with Last-Event-ID, it sends events 3 to 5
+// and ends the stream (tests/sse.rs).
 import http from "node:http";
 import http2 from "node:http2";
 
 const hold = (req, res) => {
+  if (req.url.startsWith("/reset") && req.stream) {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    if (req.headers["last-event-id"]) {
+      for (const i of [3, 4, 5]) res.write(`id: ${i}\ndata: ${i}\n\n`);
+      res.end();
+    } else {
+      res.write("id: 1\ndata: 1\n\nid: 2\ndata: 2\n\n", () =>
+        setTimeout(() => req.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR), 20),
+      );
+    }
+    return;
+  }
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
   res.write("id: 1\ndata: hello\n\n");
   const ping = setInterval(() => res.write(": ping\n\n"), 5000);

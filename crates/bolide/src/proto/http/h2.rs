@@ -30,6 +30,11 @@ pub struct H2Request {
 }
 
 impl H2Request {
+    /// The body's length in bytes.
+    pub fn body_len(&self) -> usize {
+        self.body.len()
+    }
+
     /// The request's head, as a stream sends it.
     pub fn head(&self) -> http::Request<()> {
         let mut request = http::Request::new(());
@@ -67,7 +72,8 @@ pub fn build(url: &url::Url, spec: &RequestSpec) -> Result<H2Request, String> {
             continue;
         }
         let n = http::HeaderName::from_bytes(lower.as_bytes()).map_err(|e| format!("header {name:?}: {e}"))?;
-        let v = http::HeaderValue::from_str(value).map_err(|e| format!("header {name:?}: {e}"))?;
+        // Bytes past ASCII are allowed (as HTTP/1.1 writes them); control characters are not.
+        let v = http::HeaderValue::from_bytes(value.as_bytes()).map_err(|e| format!("header {name:?}: {e}"))?;
         headers.append(n, v);
     }
     let body_method = !matches!(spec.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS");

@@ -10,12 +10,13 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::wire::{self, Ask, Read, Response};
+use super::wire::{self, Ask, Prepared, Read, Response};
 use crate::proto::http::tls::Connector;
 use crate::proto::http::{h2, Stream};
 use crate::proto::link::Failure;
 use crate::proto::ws::{Endpoint, Traffic};
 use crate::session::Target;
+use crate::stats::ErrorClass;
 
 /// What one read of a stream brought: its bytes, and its events (each a message in).
 pub fn tally(traffic: &RefCell<Traffic>, bytes: u64, events: u64) -> std::cell::RefMut<'_, Traffic> {
@@ -117,11 +118,11 @@ impl Server {
             .map_err(|_| Failure::new("timeout", format!("no connection within {timeout:?}")))?
     }
 
-    /// `ask` on a new connection; the connection too when it is HTTP/2 (free for more streams).
-    async fn fresh(&self, ask: &Ask, timeout: Duration) -> Result<(Response, Option<h2::Sender>), Failure> {
+    /// `req` on a new connection; the connection too when it is HTTP/2 (free for more streams).
+    async fn fresh(&self, req: &Prepared, timeout: Duration) -> Result<(Response, Option<h2::Sender>), Failure> {
         let began = Instant::now();
-        let conn = self.open(ask.http2, timeout).await?;
-        send_on(conn, ask, timeout.saturating_sub(began.elapsed())).await
+        let conn = self.open(matches!(req, Prepared::H2(_)), timeout).await?;
+        send_on(conn, req, timeout.saturating_sub(began.elapsed())).await
     }
 
     /// This thread's [`Server`] for `url`, made once while its users hold it.
@@ -196,40 +197,38 @@ impl SseSession {
     /// turns out closed before any answer) and reads the response's head.
     pub async fn send(&self, ask: &Ask, timeout: Duration) -> Result<Response, Failure> {
         let began = Instant::now();
-        let h1 = (!ask.http2).then(|| ask.h1());
+        // Made first: a request that cannot be made costs no connection.
+        let req = ask.prepare()?;
         {
-            // Over HTTP/2, the body (the header block is compressed inside the frame layer).
             let mut t = self.traffic.borrow_mut();
             t.messages_out += 1;
-            t.bytes_out += h1.as_ref().map_or(ask.body.len(), Vec::len) as u64;
+            t.bytes_out += req.bytes() as u64;
         }
         let idle = self.idle.borrow_mut().take();
-        match (idle, h1) {
-            (Some(Free::H1(conn)), Some(h1)) => match wire::send(conn, &h1, timeout).await {
+        match (idle, &req) {
+            (Some(Free::H1(conn)), Prepared::H1(bytes)) => match wire::send(conn, bytes, timeout).await {
                 Err(f) if f.class == "closed" => {}
                 other => return other,
             },
-            (Some(Free::H2(send)), None) => {
-                let r = wire::send_h2(&send, &ask.h2()?, timeout).await;
-                match r {
-                    // A connection that had ended (or refused the stream unseen): a new one.
-                    Err(f) if f.unsent || f.stale => {}
-                    Err(f) => {
-                        if !h2::ends_connection(&f) {
-                            *self.idle.borrow_mut() = Some(Free::H2(send));
-                        }
-                        return Err(h2_failure(f));
-                    }
-                    Ok(r) => {
+            (Some(Free::H2(send)), Prepared::H2(h2req)) => match wire::send_h2(&send, h2req, timeout).await {
+                // A connection that had ended (or refused the stream unseen): a new one.
+                Err(f) if f.unsent || f.stale => {}
+                Err(f) => {
+                    // A stream reset or not answered in time leaves the connection as it was.
+                    if matches!(f.class, ErrorClass::StreamReset | ErrorClass::Timeout) {
                         *self.idle.borrow_mut() = Some(Free::H2(send));
-                        return Ok(r);
                     }
+                    return Err(h2_failure(f));
                 }
-            }
+                Ok(r) => {
+                    *self.idle.borrow_mut() = Some(Free::H2(send));
+                    return Ok(r);
+                }
+            },
             // The other protocol's connection: closed, a new one for this request.
             _ => {}
         }
-        let (r, h2) = self.server.fresh(ask, timeout.saturating_sub(began.elapsed())).await?;
+        let (r, h2) = self.server.fresh(&req, timeout.saturating_sub(began.elapsed())).await?;
         if let Some(send) = h2 {
             *self.idle.borrow_mut() = Some(Free::H2(send));
         }
@@ -323,6 +322,8 @@ async fn ask_again(
     if let Some(id) = r.parser.last_id.as_ref().filter(|id| !id.is_empty()) {
         ask.headers.push(("Last-Event-ID".into(), id.clone()));
     }
+    // A request that cannot be made (an id HTTP/2 cannot carry) is never asked.
+    let req = ask.prepare().map_err(|f| f.detail)?;
     loop {
         tokio::time::sleep(wait).await;
         let timeout = Duration::from_secs(30);
@@ -330,7 +331,7 @@ async fn ask_again(
             continue;
         };
         traffic.borrow_mut().count("sse.reconnects", 1);
-        match send_on(conn, &ask, timeout).await {
+        match send_on(conn, &req, timeout).await {
             Ok((mut next, _)) if next.is_stream() => {
                 traffic.borrow_mut().count("sse.streams", 1);
                 next.parser = r.parser.resume();
@@ -342,23 +343,26 @@ async fn ask_again(
     }
 }
 
-/// `ask` on a connection just opened for it; the connection too when it is HTTP/2.
-async fn send_on(conn: Free, ask: &Ask, timeout: Duration) -> Result<(Response, Option<h2::Sender>), Failure> {
-    match conn {
-        Free::H1(conn) => Ok((wire::send(conn, &ask.h1(), timeout).await?, None)),
-        Free::H2(send) => {
-            let r = wire::send_h2(&send, &ask.h2()?, timeout).await.map_err(h2_failure)?;
+/// `req` on a connection just opened for it; the connection too when it is HTTP/2.
+async fn send_on(conn: Free, req: &Prepared, timeout: Duration) -> Result<(Response, Option<h2::Sender>), Failure> {
+    match (conn, req) {
+        (Free::H1(conn), Prepared::H1(bytes)) => Ok((wire::send(conn, bytes, timeout).await?, None)),
+        (Free::H2(send), Prepared::H2(h2req)) => {
+            let r = wire::send_h2(&send, h2req, timeout).await.map_err(h2_failure)?;
             Ok((r, Some(send)))
         }
+        _ => Err(Failure::new("protocol", "a connection of the other HTTP version")),
     }
 }
 
 /// An HTTP/2 failure in the classes of a stream's failures.
 fn h2_failure(f: crate::proto::http::Failure) -> Failure {
     if f.wrong_protocol {
-        let why = "the server does not speak HTTP/2 (ALPN h2 over TLS, prior knowledge in clear); \
-                   without http2: true the stream goes over HTTP/1.1";
-        return Failure::new("protocol", format!("{}: {why}", f.detail.split(':').next().unwrap_or_default()));
+        return Failure::new(
+            "protocol",
+            "the server does not speak HTTP/2 (no ALPN h2 over TLS, or an HTTP/1.1 answer to the preface \
+             in clear): without http2: true (and config.sse.http2) the streams go over HTTP/1.1",
+        );
     }
     Failure::new(f.class.name(), f.detail)
 }

@@ -413,8 +413,8 @@ async fn chat<U: User<Session = SseSession>>(u: &mut U, step: &Step, c: &Chat) -
         return Err(u.fail(step, &f));
     }
     // What follows [DONE] (the chunked body's end) is read, so that the connection carries the
-    // user's next request.
-    if ended && !r.ended() {
+    // user's next request (an HTTP/2 stream's connection carries it anyway).
+    if ended && !r.ended() && !c.http2 {
         let (mut bytes, mut n) = (0, 0);
         r.finish(&mut |_| n += 1, &mut bytes, Duration::from_secs(1)).await;
         tally(&sess.traffic, bytes, n);

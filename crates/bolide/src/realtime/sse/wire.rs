@@ -310,6 +310,14 @@ impl Ask {
         bytes
     }
 
+    /// The request as its protocol sends it, made before any connection is taken for it.
+    pub fn prepare(&self) -> Result<Prepared, Failure> {
+        Ok(match self.http2 {
+            true => Prepared::H2(Box::new(self.h2()?)),
+            false => Prepared::H1(self.h1()),
+        })
+    }
+
     /// The request as an HTTP/2 stream sends it (the URL's authority as `:authority`, the
     /// headers HTTP/2 has no place for left out).
     pub fn h2(&self) -> Result<h2::H2Request, Failure> {
@@ -321,7 +329,24 @@ impl Ask {
             body: self.body.clone(),
             keep_alive: true,
         };
-        h2::build(&self.url, &spec).map_err(|e| Failure::new("scenario", e))
+        h2::build(&self.url, &spec).map_err(|e| Failure::new("protocol", format!("a request HTTP/2 cannot carry: {e}")))
+    }
+}
+
+/// A request ready to go: HTTP/1.1's bytes, or HTTP/2's head and body.
+pub enum Prepared {
+    H1(Vec<u8>),
+    H2(Box<h2::H2Request>),
+}
+
+impl Prepared {
+    /// The bytes it puts on the wire that bolide counts: HTTP/1.1's all, HTTP/2's body (the
+    /// header block is compressed inside the frame layer).
+    pub fn bytes(&self) -> usize {
+        match self {
+            Prepared::H1(b) => b.len(),
+            Prepared::H2(r) => r.body_len(),
+        }
     }
 }
 
@@ -492,6 +517,7 @@ impl Response {
     /// Reads once (what the head left over first), handing each event to `on` with its arrival
     /// time and the bytes read to `bytes`.
     pub async fn read(&mut self, on: &mut dyn FnMut(&Event<'_>), bytes: &mut u64) -> Result<Read, Failure> {
+        use crate::stats::ErrorClass::{Closed, GoAway, Reset, StreamReset};
         if self.parser.too_long {
             return Err(too_long());
         }
@@ -525,7 +551,10 @@ impl Response {
                     parser.feed(&chunk, on);
                     Ok(Some(false))
                 }
-                Some(Err(f)) => return Err(Failure::new(f.class.name(), format!("reading the stream: {}", f.detail))),
+                // The server closed the connection, sent GOAWAY or reset the stream: the stream
+                // ended before its end, as a close does over HTTP/1.1 (asked again, or `closed`).
+                Some(Err(f)) if matches!(f.class, Closed | Reset | GoAway | StreamReset) => Ok(None),
+                Some(Err(f)) => return Err(Failure::new(f.class.name(), f.detail)),
             },
         };
         self.last_data = Some(Instant::now());
