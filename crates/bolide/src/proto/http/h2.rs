@@ -332,5 +332,17 @@ mod tests {
         assert_eq!(r.headers.get("accept").unwrap(), "text/plain");
         assert_eq!(r.headers.get("content-length").unwrap(), "3");
         assert_eq!(&r.body[..], b"abc");
+        // Bytes past ASCII go as they are (an event id sent back as Last-Event-ID); control
+        // characters do not.
+        let spec = |v: &str| RequestSpec {
+            method: "GET".into(),
+            headers: vec![("Last-Event-ID".into(), v.into())],
+            body: Vec::new(),
+            keep_alive: true,
+        };
+        let url = url::Url::parse("http://127.0.0.1/").unwrap();
+        let r = build(&url, &spec("évé-7")).unwrap();
+        assert_eq!(r.headers.get("last-event-id").unwrap().as_bytes(), "évé-7".as_bytes());
+        assert!(build(&url, &spec("a\u{1}b")).unwrap_err().starts_with("header \"Last-Event-ID\""));
     }
 }
