@@ -50,8 +50,9 @@ pub struct RequestSpec {
     pub keep_alive: bool,
 }
 
-/// Builds the request bytes for `url`: user headers replace the defaults of the same name.
-pub fn build_request(url: &url::Url, spec: &RequestSpec) -> Vec<u8> {
+/// What an HTTP/1.1 request line and `Host` header say of `url`: its path with the query, and its
+/// host with the port when the URL names one.
+pub fn path_and_host(url: &url::Url) -> (String, String) {
     let mut path = url.path().to_string();
     if let Some(q) = url.query() {
         path.push('?');
@@ -61,6 +62,12 @@ pub fn build_request(url: &url::Url, spec: &RequestSpec) -> Vec<u8> {
         Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
         None => url.host_str().unwrap_or_default().to_string(),
     };
+    (path, host)
+}
+
+/// Builds the request bytes for `url`: user headers replace the defaults of the same name.
+pub fn build_request(url: &url::Url, spec: &RequestSpec) -> Vec<u8> {
+    let (path, host) = path_and_host(url);
     let has = |name: &str| spec.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
     let mut head = format!("{} {path} HTTP/1.1\r\n", spec.method);
     if !has("host") {

@@ -284,16 +284,7 @@ impl Ask {
     /// The request's HTTP/1.1 bytes: the method, the path (with its query) and host, the headers
     /// and the body.
     pub fn h1(&self) -> Vec<u8> {
-        let url = &self.url;
-        let mut path = url.path().to_string();
-        if let Some(q) = url.query() {
-            path.push('?');
-            path.push_str(q);
-        }
-        let host = match url.port() {
-            Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
-            None => url.host_str().unwrap_or_default().to_string(),
-        };
+        let (path, host) = crate::proto::http::path_and_host(&self.url);
         let mut out = format!("{} {path} HTTP/1.1\r\nHost: {host}\r\n", self.method);
         for (k, v) in self.defaults() {
             out.push_str(&format!("{k}: {v}\r\n"));
