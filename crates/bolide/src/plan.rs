@@ -1153,8 +1153,8 @@ fn file_scenario(
     Ok(scenario)
 }
 
-/// What the flags change in a scenario of either kind: its variables, targets, transport,
-/// compression and audit; true when `--target` names a server twice.
+/// What the flags change in a scenario of either kind: its variables, targets, the
+/// protocols' settings (Scenario::set_by_flags) and audit; true when `--target` names a server twice.
 fn apply_run_flags(
     args: &crate::cli::RunArgs,
     scenario: &mut crate::scenario::Scenario,
@@ -1176,26 +1176,7 @@ fn apply_run_flags(
         _ => {}
     }
     let duplicates = target_flags(args, scenario, problems);
-    if let Some(t) = args.transport {
-        scenario.config.ddp.transport = match t {
-            crate::cli::TransportArg::Websocket => crate::proto::ws::Transport::WebSocket,
-            crate::cli::TransportArg::Sockjs => crate::proto::ws::Transport::SockJs,
-            crate::cli::TransportArg::XhrPolling => crate::proto::ws::Transport::XhrPolling,
-            crate::cli::TransportArg::XhrStreaming => crate::proto::ws::Transport::XhrStreaming,
-        };
-    }
-    if args.no_compression {
-        scenario.config.ddp.compression = false;
-    }
-    if let Some(text) = &args.goodput {
-        match crate::scenario::parse_goodput(text) {
-            Ok(levels) if scenario.set_goodput(&levels) => {}
-            Ok(_) => problems.push("--goodput is for chat steps (engine: sse), and the scenario has none"),
-            Err(e) => {
-                problems.push(format!("--goodput: {e}; e.g. --goodput ttft:500ms,tpot:50ms (ttft, tpot, itl, e2el)"))
-            }
-        }
-    }
+    problems.extend(scenario.set_by_flags(args));
     if args.audit {
         // A built-in that keeps no cache (tasks-nonreactive) keeps one to be audited.
         if builtin::is_builtin(&args.scenario) {

@@ -434,9 +434,37 @@ pub fn parse_goodput(text: &str) -> Result<Vec<(String, Duration)>, String> {
 pub const GOODPUT_LEVELS: [&str; 4] = ["ttft", "tpot", "itl", "e2el"];
 
 impl Scenario {
+    /// What a run's flags replace in the protocols' settings (`--transport`,
+    /// `--no-compression`, `--goodput`); what refused them.
+    pub fn set_by_flags(&mut self, args: &crate::cli::RunArgs) -> Vec<String> {
+        use crate::cli::TransportArg;
+        use crate::proto::ws::Transport;
+        let mut problems = Vec::new();
+        if let Some(t) = args.transport {
+            self.config.ddp.transport = match t {
+                TransportArg::Websocket => Transport::WebSocket,
+                TransportArg::Sockjs => Transport::SockJs,
+                TransportArg::XhrPolling => Transport::XhrPolling,
+                TransportArg::XhrStreaming => Transport::XhrStreaming,
+            };
+        }
+        if args.no_compression {
+            self.config.ddp.compression = false;
+        }
+        if let Some(text) = &args.goodput {
+            match parse_goodput(text) {
+                Ok(levels) if self.set_goodput(&levels) => {}
+                Ok(_) => problems.push("--goodput is for chat steps (engine: sse), and the scenario has none".into()),
+                Err(e) => problems
+                    .push(format!("--goodput: {e}; e.g. --goodput ttft:500ms,tpot:50ms (ttft, tpot, itl, e2el)")),
+            }
+        }
+        problems
+    }
+
     /// Every `chat` step's goodput levels set to `levels` (`--goodput` over `config.llm.goodput`);
     /// whether the scenario has a `chat` step at all.
-    pub fn set_goodput(&mut self, levels: &[(String, Duration)]) -> bool {
+    fn set_goodput(&mut self, levels: &[(String, Duration)]) -> bool {
         fn set(steps: &mut [Step], levels: &[(String, Duration)]) -> bool {
             let mut any = false;
             for s in steps {
