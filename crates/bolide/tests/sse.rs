@@ -272,6 +272,87 @@ fn chat_and_completion_tokens_are_the_servers() {
     assert!(o.err.contains("--goodput is for chat steps (engine: sse), and the scenario has none"), "{}", o.err);
 }
 
+/// After the users, an LLM run is read as any other: a capacity ladder of the documented
+/// example has each level's output tokens per second in all beside what one user gets (from the
+/// counts and latency the protocol declared, kept in each document), a summary it is drawn again
+/// from, and compare sets the levels' TTFT and tokens per second side by side.
+#[test]
+fn an_llm_ladder_and_compare_read_what_the_protocol_declared() {
+    let peer = SsePeer::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let (cap, summary) = (tmp.path().join("CAP"), tmp.path().join("C.json"));
+    let example = format!("{ROOT}/examples/llm-chat.yml");
+    let o = bolide(&[
+        "capacity",
+        &example,
+        "--target",
+        &peer.url(""),
+        "--from",
+        "2",
+        "--step",
+        "2",
+        "--to",
+        "4",
+        "-d",
+        "1s",
+        "--threshold",
+        "llm.ttft.p99<60s",
+        "--out",
+        cap.to_str().unwrap(),
+        "--json",
+        summary.to_str().unwrap(),
+    ]);
+    // Passed, or no verdict where this shared machine was the limit (4): a ladder either way.
+    assert!([0, 4].contains(&o.code), "{}\n{}", o.out, o.err);
+    let docs: Vec<std::path::PathBuf> = std::fs::read_dir(&cap)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_str().unwrap().contains("-level-"))
+        .collect();
+    assert_eq!(docs.len(), 2, "{docs:?}\n{}", o.out);
+    // The documents' tokens are the server's, and each says what its protocol declared.
+    let mut tokens = 0;
+    for d in &docs {
+        let doc = VuDoc::from_json(&std::fs::read_to_string(d).unwrap()).unwrap();
+        assert_eq!(doc.summary.throughputs, ["llm.output_tokens", "sse.events"], "{}", d.display());
+        assert_eq!(doc.summary.per_user.get("llm.tpot").map(String::as_str), Some("Tokens/s per user"));
+        tokens += event(&doc, "llm.output_tokens");
+    }
+    assert_eq!(tokens, n(&peer.stats(), "chat_tokens"));
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    for l in s["levels"].as_array().unwrap() {
+        let m = &l["measures"];
+        assert!(m["events_per_s"]["llm.output_tokens_per_s"].as_f64().is_some_and(|x| x > 0.0), "{l}");
+        assert_eq!(m["per_user"]["llm.tpot.p50"], "Tokens/s per user", "{l}");
+    }
+    // The table capacity printed, and the same drawn again from its summary: a column of tokens
+    // in all and one of a user's, a figure in each level's row (unless the level failed).
+    let (code, again, err) = {
+        let o = bolide(&["report", summary.to_str().unwrap(), "--format", "md", "-o", "-"]);
+        (o.code, o.out, o.err)
+    };
+    assert_eq!(code, 0, "{err}");
+    for text in [&o.out, &again] {
+        let table = common::md_table(text, "# Connections").expect("the ladder's table");
+        // (Markdown escapes the underscore.)
+        let col = |name: &str| {
+            table[0].iter().position(|h| h.replace("\\_", "_") == name).unwrap_or_else(|| panic!("{name}: {text}"))
+        };
+        let (all, one) = (col("llm.output_tokens/s"), col("Tokens/s per user"));
+        for row in &table[1..] {
+            for c in [all, one] {
+                assert!(row[c] == "x" || row[c].replace(',', "").parse::<f64>().is_ok_and(|x| x > 0.0), "{row:?}");
+            }
+        }
+    }
+    // compare: the levels' TTFT and output tokens per second, each a row of its own.
+    let o = bolide(&["compare", docs[0].to_str().unwrap(), docs[1].to_str().unwrap(), "--allow-different-workloads"]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    for row in ["llm.ttft.p99", "llm.output_tokens_per_s"] {
+        assert!(o.out.contains(row), "{row}: {}", o.out);
+    }
+}
+
 /// Over HTTP/2 (`config.sse.http2`, hypercorn speaking it in clear): the same counts as over
 /// HTTP/1.1, every request an HTTP/2 stream, and a user's streams on one connection: its chats,
 /// the model lookup, the stream asked again and the stream it keeps open while it goes on.

@@ -323,6 +323,7 @@ fn bench_table_in_the_reports_form() {
             browser: None,
             measures_ms: Default::default(),
             events_per_s: Default::default(),
+            per_user: Default::default(),
         })
         .collect();
     let mean = RunEntry::mean_of(&runs).unwrap();

@@ -205,6 +205,29 @@ pub struct Traffic {
     pub measures: std::collections::BTreeMap<&'static str, hdrhistogram::Histogram<u64>>,
     /// The same for the current second (emptied at every tick).
     pub measures_second: std::collections::BTreeMap<&'static str, hdrhistogram::Histogram<u64>>,
+    /// What the protocols declared of their figures ([`Traffic::declare`]), for the readers of
+    /// the document.
+    pub declared: Declared,
+}
+
+/// What a protocol declares of its own figures, so that the readers of a document (compare, the
+/// gate, charts, a ladder's table) treat them right without knowing the protocol.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Declared {
+    /// Counts ([`Traffic::events`]' names) that are a throughput: compared per second of the run,
+    /// higher is better.
+    pub throughputs: std::collections::BTreeSet<&'static str>,
+    /// A latency ([`Traffic::measures`]' name) whose p50's inverse is what one user receives a
+    /// second, with that figure's name in a ladder's table.
+    pub per_user: std::collections::BTreeMap<&'static str, &'static str>,
+}
+
+impl Declared {
+    /// Adds another's declarations.
+    pub fn merge(&mut self, o: &Declared) {
+        self.throughputs.extend(&o.throughputs);
+        self.per_user.extend(&o.per_user);
+    }
 }
 
 impl Default for Traffic {
@@ -222,6 +245,7 @@ impl Default for Traffic {
             events: Default::default(),
             measures: Default::default(),
             measures_second: Default::default(),
+            declared: Declared::default(),
         }
     }
 }
@@ -245,8 +269,21 @@ impl Traffic {
         hist::record(self.measures_second.entry(name).or_insert_with(hist::latency_us), us);
     }
 
+    /// A protocol's declaration of its figures: `throughputs` among its counts, `per_user` among
+    /// its latencies (each with its inverse's name). Cheap to repeat.
+    pub fn declare(&mut self, throughputs: &[&'static str], per_user: &[(&'static str, &'static str)]) {
+        if throughputs.iter().all(|t| self.declared.throughputs.contains(t))
+            && per_user.iter().all(|(m, _)| self.declared.per_user.contains_key(m))
+        {
+            return;
+        }
+        self.declared.throughputs.extend(throughputs);
+        self.declared.per_user.extend(per_user.iter().copied());
+    }
+
     /// Adds another worker's counts and samples.
     pub fn merge(&mut self, o: &Traffic) {
+        self.declared.merge(&o.declared);
         self.messages_in += o.messages_in;
         self.messages_out += o.messages_out;
         self.bytes_in += o.bytes_in;

@@ -336,12 +336,15 @@ fn measures(d: &VuDoc) -> Option<Chart> {
     Some(c.decimate(&reduce))
 }
 
-/// A protocol's throughputs per second ([`crate::stats::doc::COUNTED`]: an LLM run's output
-/// tokens, an SSE run's events). Only for runs that counted some.
+/// A protocol's throughputs per second (the counts it declared one, `summary.throughputs`: an
+/// LLM run's output tokens, an SSE run's events). Only for runs that counted some.
 fn throughputs(d: &VuDoc) -> Option<Chart> {
     let secs = &d.timeline;
-    let names: Vec<&str> = crate::stats::doc::COUNTED
-        .into_iter()
+    let names: Vec<&str> = d
+        .summary
+        .throughputs
+        .iter()
+        .map(String::as_str)
         .filter(|name| secs.iter().any(|s| s.counts.events.contains_key(*name)))
         .collect();
     if names.is_empty() {
@@ -1189,12 +1192,13 @@ mod tests {
         assert!(none.iter().all(|c| c.id != "measures" && c.id != "measure-spectrum"));
     }
 
-    /// A protocol's throughputs per second: the counts compared per second of the run, each
-    /// second's own (0 in a second without any); other counts are not drawn.
+    /// A protocol's throughputs per second: the counts it declared one, each second's own (0 in
+    /// a second without any); other counts, and a declared one never counted, are not drawn.
     #[test]
     fn throughputs_are_drawn_per_second() {
         use crate::stats::vu::DdpSecond;
         let mut d = VuDoc::default();
+        d.summary.throughputs = vec!["llm.output_tokens".into(), "sse.events".into()];
         let mut a = DdpSecond::default();
         a.counts.events.insert("llm.output_tokens".into(), 640);
         a.counts.events.insert("sse.reconnects".into(), 3);
@@ -1207,6 +1211,9 @@ mod tests {
             chart.series.iter().map(|s| (s.label.as_str(), s.values.clone())).collect();
         assert_eq!(got, vec![("llm.output_tokens/s", vec![Some(640.0), Some(0.0), Some(320.0)])]);
         assert!(ddp_charts(&VuDoc::default()).iter().all(|c| c.id != "throughputs"));
+        // Counted but not declared: no chart.
+        d.summary.throughputs.clear();
+        assert!(ddp_charts(&d).iter().all(|c| c.id != "throughputs"));
     }
 
     /// Scraped series in words and units; a last, partial second drawn as no spike.

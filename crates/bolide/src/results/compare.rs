@@ -1580,9 +1580,11 @@ mod tests {
     use crate::stats::result::Latency;
     use crate::stats::vu::VuDoc;
 
-    /// A realtime run that took `llm.ttft` (p50, p99 in ms) and streamed `tokens` in 10 s.
+    /// A realtime run that took `llm.ttft` (p50, p99 in ms) and streamed `tokens` in 10 s, its
+    /// protocol declaring the tokens a throughput (and its requests not).
     fn run(p50_ms: u64, p99_ms: u64, tokens: Option<u64>) -> Doc {
         let mut d = VuDoc { kind: "ddp".into(), ..Default::default() };
+        d.summary.throughputs = vec!["llm.output_tokens".into()];
         d.summary.duration_s = 10.0;
         d.summary.total_time_s = 10.0;
         let l = Latency { p50_us: p50_ms * 1000, p99_us: p99_ms * 1000, ..Default::default() };

@@ -154,9 +154,9 @@ pub fn parse(text: &str) -> Result<Rule, Problem> {
                 return Err(bad(
                     lead + 1,
                     format!(
-                        "unknown metric {other:?}; the metrics are {METRICS} ({}, {})",
-                        crate::stats::doc::PER_USER.map(|(key, _)| key).join(", "),
-                        crate::stats::doc::COUNTED.map(|c| format!("{c}_per_s")).join(", ")
+                        "unknown metric {other:?}; the metrics are {METRICS}, and a protocol's own: \
+                         NAME.p50 or NAME.p99 of a latency it measures (summary.measures), \
+                         NAME_per_s of a count it declared a throughput (summary.throughputs)"
                     ),
                 )
                 .into())
@@ -482,6 +482,7 @@ mod tests {
                 browser: None,
                 measures_ms: Default::default(),
                 events_per_s: Default::default(),
+                per_user: Default::default(),
             })
             .collect()
     }
@@ -518,7 +519,7 @@ mod tests {
         // Only p50 and p99 are kept per run; a name is two dotted words.
         for bad in ["llm.ttft.p95>+5%", "llm.ttft>+5%", "ttft.p99>+5%", "tokens_per_s<-5%"] {
             let e = parse(bad).unwrap_err().to_string();
-            assert!(e.contains("unknown metric") && e.contains("(llm.tpot.p50, llm.output_tokens_per_s"), "{bad}: {e}");
+            assert!(e.contains("unknown metric") && e.contains("NAME_per_s of a count it declared"), "{bad}: {e}");
         }
         let with = |key: &str, values: &[f64], per_s: bool| {
             let mut rs = runs(values);

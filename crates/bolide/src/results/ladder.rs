@@ -210,10 +210,14 @@ pub fn table(kind: &str, rows: &[Rung]) -> Table {
         rows.iter().flat_map(|r| r.1.iter().flat_map(|m| m.events_per_s.keys())).map(|k| k.as_str()).collect();
     rates.sort();
     rates.dedup();
-    let per_user: Vec<(&str, &str)> = crate::stats::doc::PER_USER
-        .into_iter()
+    let mut per_user: Vec<(&str, &str)> = rows
+        .iter()
+        .flat_map(|r| r.1.iter().flat_map(|m| m.per_user.iter()))
         .filter(|(key, _)| rows.iter().any(|r| r.1.as_ref().is_some_and(|m| m.measures_ms.contains_key(*key))))
+        .map(|(key, name)| (key.as_str(), name.as_str()))
         .collect();
+    per_user.sort();
+    per_user.dedup();
     let mut heads: Vec<String> = vec![head, "Time".into(), "CPU".into(), "RAM".into()];
     heads.extend(rates.iter().map(|k| format!("{}/s", k.trim_end_matches("_per_s"))));
     heads.extend(per_user.iter().map(|(_, name)| name.to_string()));

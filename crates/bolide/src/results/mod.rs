@@ -88,6 +88,10 @@ pub struct RunEntry {
     /// A protocol's throughput counts per second, by `NAME_per_s` (`llm.output_tokens_per_s`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub events_per_s: BTreeMap<String, f64>,
+    /// What one user receives a second, as the protocol declared it: the key in `measures_ms`
+    /// whose inverse it is (`llm.tpot.p50`), and its name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_user: BTreeMap<String, String>,
 }
 
 impl RunEntry {
@@ -115,6 +119,7 @@ impl RunEntry {
             browser: m.browser.clone(),
             measures_ms: m.measures_ms.clone(),
             events_per_s: m.events_per_s.clone(),
+            per_user: m.per_user.clone(),
         }
     }
 
@@ -144,6 +149,7 @@ impl RunEntry {
             browser: self.browser.clone(),
             measures_ms: self.measures_ms.clone(),
             events_per_s: self.events_per_s.clone(),
+            per_user: self.per_user.clone(),
         }
     }
 
@@ -190,6 +196,7 @@ impl RunEntry {
             },
             measures_ms: mean_by_name(runs, |r| &r.measures_ms),
             events_per_s: mean_by_name(runs, |r| &r.events_per_s),
+            per_user: runs[0].per_user.clone(),
         })
     }
 }

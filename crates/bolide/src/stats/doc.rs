@@ -61,20 +61,13 @@ pub struct Measures {
     /// A protocol's own latencies at p50 and p99, milliseconds, by `NAME.p50` and `NAME.p99`
     /// (`llm.ttft.p99`); lower is better.
     pub measures_ms: std::collections::BTreeMap<String, f64>,
-    /// The protocol counts of [`COUNTED`] per second of the run, by `NAME_per_s`
-    /// (`llm.output_tokens_per_s`); higher is better.
+    /// The counts its protocol declared a throughput (`summary.throughputs`), per second of the
+    /// run, by `NAME_per_s` (`llm.output_tokens_per_s`); higher is better.
     pub events_per_s: std::collections::BTreeMap<String, f64>,
+    /// What one user receives a second, as its protocol declared it (`summary.per_user`): the
+    /// key of a latency in `measures_ms` (`llm.tpot.p50`) whose inverse it is, and its name.
+    pub per_user: std::collections::BTreeMap<String, String>,
 }
-
-/// What the protocols declare to the runs' tables, the gate and the ladder (the one place
-/// outside a protocol's folder that names its figures).
-///
-/// A protocol's counts (`summary.events`) that are a throughput, compared per second of the run.
-pub const COUNTED: [&str; 2] = ["llm.output_tokens", "sse.events"];
-
-/// A protocol's time per unit that one user receives ([`Measures::measures_ms`]'s key), and the
-/// name of what one user gets a second (its inverse) in a ladder's table: an LLM user's tokens.
-pub const PER_USER: [(&str, &str); 1] = [("llm.tpot.p50", "Tokens/s per user")];
 
 /// What a run's browser users give the runs' tables and the gate: LCP and INP at p75 over every
 /// navigation (the web's thresholds use p75), the browsers' CPU per browser user.
@@ -340,6 +333,10 @@ impl Doc {
             rate: self.ddp().and_then(super::vu::unit_rate).map(|(u, r)| (u.to_string(), r)),
             measures_ms: self.ddp().map(protocol_latencies).unwrap_or_default(),
             events_per_s: self.ddp().map(protocol_rates).unwrap_or_default(),
+            per_user: self
+                .ddp()
+                .map(|d| d.summary.per_user.iter().map(|(m, name)| (format!("{m}.p50"), name.clone())).collect())
+                .unwrap_or_default(),
             browser: self.ddp().and_then(|d| d.browser.as_ref()).map(|b| {
                 let p75 = |m: &str| b.vitals.iter().find(|v| v.metric == m && v.step.is_none()).map(|v| v.p75);
                 PageFigures {
@@ -362,13 +359,14 @@ fn protocol_latencies(d: &VuDoc) -> std::collections::BTreeMap<String, f64> {
         .collect()
 }
 
-/// A realtime run's [`COUNTED`] counts per second of the run (none when it lasted no time).
+/// A realtime run's throughputs (the counts its protocol declared one) per second of the run
+/// (none when it lasted no time).
 fn protocol_rates(d: &VuDoc) -> std::collections::BTreeMap<String, f64> {
     let s = &d.summary;
-    COUNTED
+    s.throughputs
         .iter()
         .filter(|_| s.duration_s > 0.0)
-        .filter_map(|name| s.events.get(*name).map(|n| (format!("{name}_per_s"), *n as f64 / s.duration_s)))
+        .filter_map(|name| s.events.get(name).map(|n| (format!("{name}_per_s"), *n as f64 / s.duration_s)))
         .collect()
 }
 

@@ -469,6 +469,8 @@ fn merge_ddp(parts: &[(&VuDoc, u32, f64)]) -> Result<VuDoc, Problem> {
         s.pings_sent += x.pings_sent;
         s.protocol_errors += x.protocol_errors;
         add_map(&mut s.events, &x.events);
+        s.throughputs.extend(x.throughputs.iter().cloned());
+        s.per_user.extend(x.per_user.iter().map(|(k, v)| (k.clone(), v.clone())));
         add_hist(&mut reactive, &d.histograms.reactive_us, "histograms.reactive_us")?;
         add_hist(&mut fanout, &d.histograms.fanout_us, "histograms.fanout_us")?;
         for (name, text) in &d.histograms.measures {
@@ -477,6 +479,8 @@ fn merge_ddp(parts: &[(&VuDoc, u32, f64)]) -> Result<VuDoc, Problem> {
         }
     }
     s.users = u;
+    s.throughputs.sort();
+    s.throughputs.dedup();
     // The Meteor reports' Time: from the first arrival to the last user's end, over all segments.
     s.total_time_s = span(parts.iter().map(|(d, _, off)| (*off, d.summary.total_time_s)));
     s.duration_s = duration_s;
@@ -759,7 +763,11 @@ mod tests {
             d.timeline = vec![sec];
             d
         };
-        let (a, b) = (seg(&[1_000, 2_000], Some(&[50])), seg(&[3_000, 400_000], None));
+        let (mut a, mut b) = (seg(&[1_000, 2_000], Some(&[50])), seg(&[3_000, 400_000], None));
+        // What each segment's protocol declared, kept once: the union of both.
+        a.summary.throughputs = vec!["llm.output_tokens".into(), "sse.events".into()];
+        b.summary.throughputs = vec!["sse.events".into(), "x.more".into()];
+        b.summary.per_user.insert("llm.tpot".into(), "Tokens/s per user".into());
         let m = merge_ddp(&[(&a, 0, 0.0), (&b, 0, 0.0)]).unwrap();
         // Four first tokens from both segments: the histograms added, not the percentiles averaged.
         let all = h(&[1_000, 2_000, 3_000, 400_000]);
@@ -771,8 +779,11 @@ mod tests {
         assert_eq!(m.summary.measures["llm.itl"], latency(&h(&[50])));
         assert_eq!(m.timeline[0].measures["llm.itl"].count, 1);
         // Through JSON and back, the merged document keeps them.
+        assert_eq!(m.summary.throughputs, ["llm.output_tokens", "sse.events", "x.more"]);
+        assert_eq!(m.summary.per_user["llm.tpot"], "Tokens/s per user");
         let back: VuDoc = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
         assert_eq!(back.summary.measures, m.summary.measures);
+        assert_eq!((&back.summary.throughputs, &back.summary.per_user), (&m.summary.throughputs, &m.summary.per_user));
         assert_eq!(back.histograms.measures, m.histograms.measures);
     }
 

@@ -525,6 +525,14 @@ pub struct DdpSummary {
     /// A protocol's own latencies (`llm.ttft`, `sse.first_event`, ...), by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub measures: BTreeMap<String, Latency>,
+    /// The counts of `events` that its protocol declared a throughput (compared per second of
+    /// the run, higher is better; charted per second).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub throughputs: Vec<String>,
+    /// The latencies of `measures` whose p50's inverse is what one user receives a second, with
+    /// that figure's name (a ladder's column), as its protocol declared them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_user: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

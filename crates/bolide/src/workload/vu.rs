@@ -328,6 +328,8 @@ fn document(plan: &VuPlan, o: &VuOutput) -> VuDoc {
             fanout: nonempty(&o.traffic.fanout_us),
             events: o.traffic.events.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
             measures: o.traffic.measures.iter().filter_map(|(k, h)| Some((k.to_string(), nonempty(h)?))).collect(),
+            throughputs: o.traffic.declared.throughputs.iter().map(|k| k.to_string()).collect(),
+            per_user: o.traffic.declared.per_user.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         },
         steps: step_summaries(rec, duration_s),
         timeline: o.timeline.clone(),

@@ -6,3 +6,12 @@ pub mod llm;
 pub mod session;
 pub mod steps;
 pub mod wire;
+
+/// This protocol's counts that are a throughput, declared to the run's readers (compared per
+/// second of the run, higher is better, charted per second, a ladder's columns): the tokens an
+/// LLM server streamed, the events read.
+pub const THROUGHPUTS: [&str; 2] = ["llm.output_tokens", "sse.events"];
+
+/// What one LLM user receives a second: the inverse of its TPOT's median, declared to a ladder's
+/// table under this name.
+pub const PER_USER: [(&str, &str); 1] = [("llm.tpot", "Tokens/s per user")];

@@ -375,6 +375,7 @@ impl crate::session::Session for SseSession {
     async fn open(to: Target<'_>, timeout: Duration) -> Result<(SseSession, Duration), Failure> {
         let target = &to.plan.targets[to.target];
         let began = Instant::now();
+        to.traffic.borrow_mut().declare(&super::THROUGHPUTS, &super::PER_USER);
         let s = SseSession {
             server: Server::shared(&target.url, &target.endpoint, to.tls, to.plan.insecure)?,
             traffic: Rc::clone(to.traffic),
