@@ -229,6 +229,24 @@ fn chat_and_completion_tokens_are_the_servers() {
     assert_eq!(event(&doc, "llm.usage_completion_tokens"), n(&s, "chat_tokens"));
     assert_eq!(event(&doc, "llm.usage_responses"), n(&s, "usage_chunks"));
     assert_eq!(event(&doc, "llm.good_requests"), 9);
+    // vLLM's total tokens: the prompts' and the answers', as the server's usage counted them.
+    assert_eq!(
+        event(&doc, "llm.total_tokens"),
+        event(&doc, "llm.usage_prompt_tokens") + event(&doc, "llm.usage_completion_tokens")
+    );
+    assert!(event(&doc, "llm.usage_prompt_tokens") > 0);
+    // The report says each throughput per second of the run, as vLLM's benchmark does.
+    let line = o.out.lines().find(|l| l.trim_start().starts_with("Throughput")).unwrap_or_else(|| panic!("{}", o.out));
+    for name in ["llm.requests", "llm.output_tokens", "llm.total_tokens", "llm.good_requests", "sse.events"] {
+        let want = event(&doc, name) as f64 / doc.summary.duration_s;
+        let said = line.split(", ").find_map(|p| {
+            p.trim().strip_suffix(&format!(" {name}/s")).map(|v| v.rsplit(' ').next().unwrap().replace(',', ""))
+        });
+        let said: f64 = said.unwrap_or_else(|| panic!("{name} in {line}")).parse().unwrap();
+        assert!((said - want).abs() <= 0.05, "{name}: {said} against {want} in {line}");
+    }
+    // No WebSocket in an SSE run: none was offered compression.
+    assert!(!doc.settings.compression && o.out.contains("compression off"), "{}", o.out);
     // Each second has the tokens that came in it: the timeline adds up to the run's.
     let per_second = |name: &str| doc.timeline.iter().filter_map(|s| s.counts.events.get(name)).sum::<u64>();
     assert_eq!(per_second("llm.output_tokens"), n(&s, "chat_tokens"));
@@ -314,7 +332,8 @@ fn an_llm_ladder_and_compare_read_what_the_protocol_declared() {
     let mut tokens = 0;
     for d in &docs {
         let doc = VuDoc::from_json(&std::fs::read_to_string(d).unwrap()).unwrap();
-        assert_eq!(doc.summary.throughputs, ["llm.output_tokens", "sse.events"], "{}", d.display());
+        let declared = ["llm.requests", "llm.output_tokens", "llm.total_tokens", "llm.good_requests", "sse.events"];
+        assert_eq!(doc.summary.throughputs, declared, "{}", d.display());
         assert_eq!(doc.summary.per_user.get("llm.tpot").map(String::as_str), Some("Tokens/s per user"));
         tokens += event(&doc, "llm.output_tokens");
     }

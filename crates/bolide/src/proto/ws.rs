@@ -215,8 +215,8 @@ pub struct Traffic {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Declared {
     /// Counts ([`Traffic::events`]' names) that are a throughput: compared per second of the run,
-    /// higher is better.
-    pub throughputs: std::collections::BTreeSet<&'static str>,
+    /// higher is better; in the order declared.
+    pub throughputs: Vec<&'static str>,
     /// A latency ([`Traffic::measures`]' name) whose p50's inverse is what one user receives a
     /// second, with that figure's name in a ladder's table.
     pub per_user: std::collections::BTreeMap<&'static str, &'static str>,
@@ -225,8 +225,16 @@ pub struct Declared {
 impl Declared {
     /// Adds another's declarations.
     pub fn merge(&mut self, o: &Declared) {
-        self.throughputs.extend(&o.throughputs);
-        self.per_user.extend(&o.per_user);
+        self.add(&o.throughputs, o.per_user.iter().map(|(k, v)| (*k, *v)));
+    }
+
+    fn add(&mut self, throughputs: &[&'static str], per_user: impl IntoIterator<Item = (&'static str, &'static str)>) {
+        for t in throughputs {
+            if !self.throughputs.contains(t) {
+                self.throughputs.push(t);
+            }
+        }
+        self.per_user.extend(per_user);
     }
 }
 
@@ -277,8 +285,7 @@ impl Traffic {
         {
             return;
         }
-        self.declared.throughputs.extend(throughputs);
-        self.declared.per_user.extend(per_user.iter().copied());
+        self.declared.add(throughputs, per_user.iter().copied());
     }
 
     /// Adds another worker's counts and samples.

@@ -244,6 +244,24 @@ pub fn protocol_rows(events: &std::collections::BTreeMap<String, u64>) -> String
     out
 }
 
+/// The counts a run's protocol declared a throughput, each per second of the run:
+/// `Throughput    5.0 llm.requests/s, 320.4 llm.output_tokens/s, ...` (empty without any).
+pub fn throughput_row(s: &crate::stats::vu::DdpSummary) -> String {
+    let parts: Vec<String> = s
+        .throughputs
+        .iter()
+        .filter(|_| s.duration_s > 0.0)
+        .filter_map(|name| {
+            let n = s.events.get(name)?;
+            Some(format!("{} {name}/s", super::term::grouped(*n as f64 / s.duration_s, 1)))
+        })
+        .collect();
+    match parts.is_empty() {
+        true => String::new(),
+        false => format!("  {:<14}{}\n", "Throughput", parts.join(", ")),
+    }
+}
+
 /// The whole summary, for stdout.
 /// What a DDP run does, in one line: `bolide run SCENARIO -> URL (websocket, compression on, 2
 /// threads)`. Printed before the run starts (with how long arrivals last), and heading its summary.
@@ -357,6 +375,7 @@ pub fn summary(doc: &VuDoc) -> String {
         count(s.pings_sent)
     );
     out.push_str(&protocol_rows(&s.events));
+    out.push_str(&throughput_row(s));
     out.push('\n');
     // The names' column fits the longest name (a method's whole name), up to 64 characters.
     let w = doc.steps.iter().map(|s| s.name.chars().count() + 1).max().unwrap_or(0).clamp(32, 64);

@@ -524,6 +524,12 @@ impl Engine {
             Engine::Sse => "sse",
         }
     }
+
+    /// Whether its users speak over bolide's own WebSocket client, which offers permessage-deflate
+    /// unless `--no-compression` (a browser's page speaks through Chromium's).
+    pub fn over_websocket(self) -> bool {
+        matches!(self, Engine::Ddp | Engine::SocketIo | Engine::GraphqlWs)
+    }
 }
 
 /// `emit: { channel, data }` (one argument) or `emit: [channel, arg, ...]`, with Artillery's

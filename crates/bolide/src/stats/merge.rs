@@ -469,7 +469,11 @@ fn merge_ddp(parts: &[(&VuDoc, u32, f64)]) -> Result<VuDoc, Problem> {
         s.pings_sent += x.pings_sent;
         s.protocol_errors += x.protocol_errors;
         add_map(&mut s.events, &x.events);
-        s.throughputs.extend(x.throughputs.iter().cloned());
+        for t in &x.throughputs {
+            if !s.throughputs.contains(t) {
+                s.throughputs.push(t.clone());
+            }
+        }
         s.per_user.extend(x.per_user.iter().map(|(k, v)| (k.clone(), v.clone())));
         add_hist(&mut reactive, &d.histograms.reactive_us, "histograms.reactive_us")?;
         add_hist(&mut fanout, &d.histograms.fanout_us, "histograms.fanout_us")?;
@@ -479,8 +483,6 @@ fn merge_ddp(parts: &[(&VuDoc, u32, f64)]) -> Result<VuDoc, Problem> {
         }
     }
     s.users = u;
-    s.throughputs.sort();
-    s.throughputs.dedup();
     // The Meteor reports' Time: from the first arrival to the last user's end, over all segments.
     s.total_time_s = span(parts.iter().map(|(d, _, off)| (*off, d.summary.total_time_s)));
     s.duration_s = duration_s;
@@ -764,7 +766,7 @@ mod tests {
             d
         };
         let (mut a, mut b) = (seg(&[1_000, 2_000], Some(&[50])), seg(&[3_000, 400_000], None));
-        // What each segment's protocol declared, kept once: the union of both.
+        // What each segment's protocol declared, kept once in the order declared: both.
         a.summary.throughputs = vec!["llm.output_tokens".into(), "sse.events".into()];
         b.summary.throughputs = vec!["sse.events".into(), "x.more".into()];
         b.summary.per_user.insert("llm.tpot".into(), "Tokens/s per user".into());

@@ -6,7 +6,7 @@
 //! `sse.events` (events read), `sse.comments`, `sse.reconnects`; `llm.requests` (completions
 //! read to their end), `llm.output_tokens` (chunks that carried text), `llm.usage_responses`,
 //! `llm.usage_prompt_tokens` and `llm.usage_completion_tokens` (where the server sent its usage),
-//! `llm.good_requests` (with `config.llm.goodput`). Measures: `sse.first_event`, `sse.gap`;
+//! `llm.total_tokens` (their sum), `llm.good_requests` (with `config.llm.goodput`). Measures: `sse.first_event`, `sse.gap`;
 //! `llm.ttft`, `llm.itl` (every gap between tokens), `llm.tpot`, `llm.e2el`.
 
 use std::time::{Duration, Instant};
@@ -426,6 +426,9 @@ async fn chat<U: User<Session = SseSession>>(u: &mut U, step: &Step, c: &Chat) -
         t.count("llm.usage_responses", 1);
         t.count("llm.usage_prompt_tokens", us.prompt_tokens);
         t.count("llm.usage_completion_tokens", us.completion_tokens);
+        // vLLM's total token throughput: the prompt's tokens and the answer's, as the server
+        // counted them (without its usage no prompt is counted, and no total).
+        t.count("llm.total_tokens", us.prompt_tokens + us.completion_tokens);
     }
     if let Some(ttft) = done.ttft() {
         t.measure("llm.ttft", crate::proto::http::micros(ttft));
