@@ -372,6 +372,58 @@ fn an_llm_ladder_and_compare_read_what_the_protocol_declared() {
     }
 }
 
+/// Segments and an exact merge: two `--segment I/2` processes of the documented LLM example
+/// against one server, sharing a start; the merged document's requests and tokens are the
+/// server's, its TTFT and ITL histograms hold every request's, each second's tokens add up, and
+/// it keeps what the protocol declared.
+#[test]
+fn llm_segments_merge_to_the_servers_counts() {
+    let peer = SsePeer::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let start = bolide::segment::parse_start_at("+2s", std::time::SystemTime::now()).unwrap();
+    let at = bolide::segment::format_start(start);
+    let example = format!("{ROOT}/examples/llm-chat.yml");
+    let target = peer.url("");
+    let children: Vec<(Child, std::path::PathBuf)> = (1..=2)
+        .map(|i| {
+            let json = tmp.path().join(format!("seg-{i}.json"));
+            let args = ["run", &example, "--target", &target, "-d", "1s", "--arrival-rate", "6", "--start-at", &at];
+            let child = Command::new(env!("CARGO_BIN_EXE_bolide"))
+                .args(args)
+                .args(["--segment", &format!("{i}/2"), "--json", json.to_str().unwrap(), "-q"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            (child, json)
+        })
+        .collect();
+    let mut docs = Vec::new();
+    for (child, json) in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}: {}", json.display(), String::from_utf8_lossy(&out.stderr));
+        docs.push(json);
+    }
+    let merged = tmp.path().join("merged.json");
+    let o = bolide(&["merge", docs[0].to_str().unwrap(), docs[1].to_str().unwrap(), "-o", merged.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}\n{}", o.out, o.err);
+    let text = std::fs::read_to_string(&merged).unwrap();
+    let problems = schema_problems("ddp-result.schema.json", &text);
+    assert!(problems.is_empty(), "{problems:?}");
+    let m = VuDoc::from_json(&text).unwrap();
+    let s = peer.stats();
+    assert_eq!(event(&m, "llm.requests"), 6, "{:?}", m.summary.events);
+    assert_eq!(n(&s, "chat_requests"), 6);
+    assert_eq!(event(&m, "llm.output_tokens"), n(&s, "chat_tokens"));
+    assert_eq!(measured(&m, "llm.ttft"), 6);
+    assert_eq!(measured(&m, "llm.itl"), n(&s, "chat_tokens") - 6);
+    let per_second: u64 = m.timeline.iter().filter_map(|sec| sec.counts.events.get("llm.output_tokens")).sum();
+    assert_eq!(per_second, n(&s, "chat_tokens"));
+    let declared = ["llm.requests", "llm.output_tokens", "llm.total_tokens", "llm.good_requests", "sse.events"];
+    assert_eq!(m.summary.throughputs, declared);
+    assert_eq!(m.summary.per_user.get("llm.tpot").map(String::as_str), Some("Tokens/s per user"));
+}
+
 /// Over HTTP/2 (`config.sse.http2`, hypercorn speaking it in clear): the same counts as over
 /// HTTP/1.1, every request an HTTP/2 stream, and a user's streams on one connection: its chats,
 /// the model lookup, the stream asked again and the stream it keeps open while it goes on.
