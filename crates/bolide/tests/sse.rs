@@ -219,7 +219,7 @@ fn chat_and_completion_tokens_are_the_servers() {
             "      - chat: { model: named, input_tokens: 12, max_tokens: 3, temperature: 0 }\n",
         ),
     );
-    let (o, doc, _) = run(&file, &["--target", &peer.url("")]);
+    let (o, doc, v) = run(&file, &["--target", &peer.url("")]);
     assert_eq!((o.code, doc.summary.step_errors), (0, 0), "{}\n{}", o.out, o.err);
     let s = peer.stats();
     assert_eq!(event(&doc, "llm.requests"), 9, "{:?}", doc.summary.events);
@@ -245,6 +245,21 @@ fn chat_and_completion_tokens_are_the_servers() {
         let said: f64 = said.unwrap_or_else(|| panic!("{name} in {line}")).parse().unwrap();
         assert!((said - want).abs() <= 0.05, "{name}: {said} against {want} in {line}");
     }
+    // The report's first screen: each measure at p99, and the first declared throughput (tokens)
+    // as the headline.
+    let tmp = tempfile::tempdir().unwrap();
+    let json = tmp.path().join("run.json");
+    std::fs::write(&json, serde_json::to_string(&v).unwrap()).unwrap();
+    let html = tmp.path().join("run.html");
+    let r = bolide(&["report", json.to_str().unwrap(), "-o", html.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.err);
+    let page = std::fs::read_to_string(&html).unwrap();
+    for m in ["llm.ttft", "llm.itl", "llm.tpot", "llm.e2el"] {
+        assert!(page.contains(&format!("{{\"label\":\"{m} p99\",\"value\":")), "{m} p99 on the first screen");
+    }
+    let tokens = event(&doc, "llm.output_tokens") as f64 / doc.summary.duration_s;
+    let headline = format!("{{\"label\":\"Throughput\",\"value\":\"{tokens:.1} llm.output_tokens/s\"");
+    assert!(page.contains(&headline), "{headline}");
     // No WebSocket in an SSE run: none was offered compression.
     assert!(!doc.settings.compression && o.out.contains("compression off"), "{}", o.out);
     // Each second has the tokens that came in it: the timeline adds up to the run's.
@@ -332,7 +347,7 @@ fn an_llm_ladder_and_compare_read_what_the_protocol_declared() {
     let mut tokens = 0;
     for d in &docs {
         let doc = VuDoc::from_json(&std::fs::read_to_string(d).unwrap()).unwrap();
-        let declared = ["llm.requests", "llm.output_tokens", "llm.total_tokens", "llm.good_requests", "sse.events"];
+        let declared = ["llm.output_tokens", "llm.total_tokens", "llm.requests", "llm.good_requests", "sse.events"];
         assert_eq!(doc.summary.throughputs, declared, "{}", d.display());
         assert_eq!(doc.summary.per_user.get("llm.tpot").map(String::as_str), Some("Tokens/s per user"));
         tokens += event(&doc, "llm.output_tokens");
@@ -419,7 +434,7 @@ fn llm_segments_merge_to_the_servers_counts() {
     assert_eq!(measured(&m, "llm.itl"), n(&s, "chat_tokens") - 6);
     let per_second: u64 = m.timeline.iter().filter_map(|sec| sec.counts.events.get("llm.output_tokens")).sum();
     assert_eq!(per_second, n(&s, "chat_tokens"));
-    let declared = ["llm.requests", "llm.output_tokens", "llm.total_tokens", "llm.good_requests", "sse.events"];
+    let declared = ["llm.output_tokens", "llm.total_tokens", "llm.requests", "llm.good_requests", "sse.events"];
     assert_eq!(m.summary.throughputs, declared);
     assert_eq!(m.summary.per_user.get("llm.tpot").map(String::as_str), Some("Tokens/s per user"));
 }

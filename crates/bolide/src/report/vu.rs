@@ -49,6 +49,16 @@ impl super::Shown for VuDoc {
         if let Some(r) = &d.summary.reactive {
             out.push(Fact::new("Reactive p99", lat(r.p99_us)).detail(format!("p50 {}", lat(r.p50_us))));
         }
+        // A protocol's own latencies (llm.ttft, sse.first_event) at p99, and its throughputs
+        // (the first declared, the others beside it): what its users quote first.
+        for (name, l) in &d.summary.measures {
+            let name = crate::redact::printable(name);
+            out.push(Fact::new(format!("{name} p99"), lat(l.p99_us)).detail(format!("p50 {}", lat(l.p50_us))));
+        }
+        if let Some(((first, v), rest)) = rates(&d.summary).split_first() {
+            let others: Vec<String> = rest.iter().map(|(name, v)| rate(name, *v)).collect();
+            out.push(Fact::new("Throughput", rate(first, *v)).detail(others.join("; ")));
+        }
         if let Some(a) = &d.audit {
             use crate::stats::audit::Outcome;
             let mut detail = format!(
@@ -244,18 +254,24 @@ pub fn protocol_rows(events: &std::collections::BTreeMap<String, u64>) -> String
     out
 }
 
-/// The counts a run's protocol declared a throughput, each per second of the run:
-/// `Throughput    5.0 llm.requests/s, 320.4 llm.output_tokens/s, ...` (empty without any).
-pub fn throughput_row(s: &crate::stats::vu::DdpSummary) -> String {
-    let parts: Vec<String> = s
-        .throughputs
+/// The counts a run's protocol declared a throughput, each per second of the run, in the order
+/// declared (none when the run lasted no time).
+fn rates(s: &crate::stats::vu::DdpSummary) -> Vec<(&str, f64)> {
+    s.throughputs
         .iter()
         .filter(|_| s.duration_s > 0.0)
-        .filter_map(|name| {
-            let n = s.events.get(name)?;
-            Some(format!("{} {name}/s", super::term::grouped(*n as f64 / s.duration_s, 1)))
-        })
-        .collect();
+        .filter_map(|name| Some((name.as_str(), *s.events.get(name)? as f64 / s.duration_s)))
+        .collect()
+}
+
+/// A rate as the report says it: `320.4 llm.output_tokens/s`.
+fn rate(name: &str, per_s: f64) -> String {
+    format!("{} {name}/s", super::term::grouped(per_s, 1))
+}
+
+/// `Throughput    320.4 llm.output_tokens/s, ...`: each of [`rates`] (empty without any).
+pub fn throughput_row(s: &crate::stats::vu::DdpSummary) -> String {
+    let parts: Vec<String> = rates(s).into_iter().map(|(name, v)| rate(name, v)).collect();
     match parts.is_empty() {
         true => String::new(),
         false => format!("  {:<14}{}\n", "Throughput", parts.join(", ")),

@@ -9,10 +9,10 @@ pub mod wire;
 
 /// This protocol's counts that are a throughput, declared to the run's readers (a rate in the
 /// report, compared per second of the run, higher is better, charted per second, a ladder's
-/// columns): vLLM's request throughput, output and total token throughput and request goodput,
-/// and the events read.
+/// columns), the first the report's headline: vLLM's output and total token throughput, request
+/// throughput and request goodput, and the events read.
 pub const THROUGHPUTS: [&str; 5] =
-    ["llm.requests", "llm.output_tokens", "llm.total_tokens", "llm.good_requests", "sse.events"];
+    ["llm.output_tokens", "llm.total_tokens", "llm.requests", "llm.good_requests", "sse.events"];
 
 /// What one LLM user receives a second: the inverse of its TPOT's median, declared to a ladder's
 /// table under this name.
