@@ -560,6 +560,34 @@ fn a_stream_reset_over_http2_is_asked_again() {
     let (o, doc, _) = run(&to_end, &["--target", &peer.url("")]);
     assert_eq!((o.code, doc.summary.step_errors), (0, 0), "{}\n{}", o.out, o.err);
     assert_eq!((event(&doc, "sse.events"), event(&doc, "sse.reconnects")), (4, 0));
+
+    // A kept stream the server resets is asked again on the user's own connection, as a
+    // browser's EventSource asks: the server sees one connection a user, however many times the
+    // stream is asked again (events 2 to 5 counted by listen: the first reset, then its resumption).
+    let counts = || {
+        let text = common::get(peer.said["counts_port"].as_u64().unwrap() as u16, "/counts");
+        serde_json::from_str::<Value>(text.split("\r\n\r\n").nth(1).unwrap()).unwrap()
+    };
+    let before = counts();
+    let kept = tempfile::tempdir().unwrap();
+    let file = scenario(
+        kept.path(),
+        concat!(
+            "config:\n  target: http://127.0.0.1:1\n  phases: [{duration: 1, arrivalCount: 2}]\n",
+            "  sse: { http2: true, retry: 10ms }\n",
+            "scenarios:\n  - engine: sse\n    flow:\n",
+            "      - stream: { url: /reset, events: 1, keep: true }\n",
+            "      - listen: { channel: \"*\", count: 4, timeout: 10s }\n",
+        ),
+    );
+    let (o, doc, _) = run(&file, &["--target", &peer.url("")]);
+    assert_eq!((o.code, doc.summary.step_errors), (0, 0), "{}\n{}", o.out, o.err);
+    assert!(event(&doc, "sse.reconnects") >= 2, "{:?}", doc.summary.events);
+    let after = counts();
+    let asked = n(&after, "requests") - n(&before, "requests");
+    assert_eq!(asked, 2 + event(&doc, "sse.reconnects"), "every stream asked: {after}");
+    // One connection a user, and the one bolide opens to see that the target is up.
+    assert_eq!(n(&after, "connections") - n(&before, "connections"), 2 + 1, "one connection a user: {after}");
 }
 
 /// A stream read until the server ends it ends with the run's phases (`-d` shortens the run):

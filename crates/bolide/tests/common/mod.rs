@@ -267,6 +267,8 @@ pub const PEERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/peers");
 pub struct Peer {
     child: std::process::Child,
     pub port: u16,
+    /// The whole first line the peer printed (its port, and what else it said).
+    pub said: serde_json::Value,
 }
 
 impl Peer {
@@ -291,14 +293,12 @@ impl Peer {
             .expect("node runs the peer servers");
         let mut line = String::new();
         std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let port = serde_json::from_str::<serde_json::Value>(&line)
-            .ok()
-            .and_then(|v| v["port"].as_u64())
-            .unwrap_or_else(|| {
-                let _ = child.kill();
-                panic!("{script} did not say its port: {line:?}")
-            }) as u16;
-        Peer { child, port }
+        let said = serde_json::from_str::<serde_json::Value>(&line).unwrap_or_default();
+        let port = said["port"].as_u64().unwrap_or_else(|| {
+            let _ = child.kill();
+            panic!("{script} did not say its port: {line:?}")
+        }) as u16;
+        Peer { child, port, said }
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -91,6 +91,13 @@ pub struct Sender {
     peer: Rc<Peer>,
 }
 
+impl Sender {
+    /// Whether `other` is a handle of this same connection.
+    pub fn same(&self, other: &Sender) -> bool {
+        Rc::ptr_eq(&self.peer, &other.peer)
+    }
+}
+
 /// What the first bytes from the peer said.
 #[derive(Default)]
 struct Peer {

@@ -158,8 +158,9 @@ impl Server {
 pub struct SseSession {
     server: Rc<Server>,
     pub traffic: Rc<RefCell<Traffic>>,
-    /// A connection free for the next request.
-    idle: RefCell<Option<Free>>,
+    /// A connection free for the next request. An HTTP/2 one stays here while it carries
+    /// streams, shared with the kept streams' asking again, as a browser's one connection is.
+    idle: Rc<RefCell<Option<Free>>>,
     kept: RefCell<Vec<tokio::task::JoinHandle<()>>>,
     pub heard: Rc<Heard>,
     pub last_data: Rc<Cell<Option<Instant>>>,
@@ -204,29 +205,30 @@ impl SseSession {
             t.messages_out += 1;
             t.bytes_out += req.bytes() as u64;
         }
+        if let Prepared::H2(h2req) = &req {
+            if let Some(send) = shared_h2(&self.idle) {
+                match wire::send_h2(&send, h2req, timeout).await {
+                    Ok(r) => return Ok(r),
+                    // A connection that had ended (or refused the stream unseen): a new one.
+                    Err(f) if f.unsent || f.stale => forget(&self.idle, &send),
+                    // A stream reset or not answered in time leaves the connection as it was.
+                    Err(f) if matches!(f.class, ErrorClass::StreamReset | ErrorClass::Timeout) => {
+                        return Err(h2_failure(f))
+                    }
+                    Err(f) => {
+                        forget(&self.idle, &send);
+                        return Err(h2_failure(f));
+                    }
+                }
+            }
+        }
+        // A kept HTTP/1.1 connection is taken (an HTTP/2 one with an HTTP/1.1 request: closed).
         let idle = self.idle.borrow_mut().take();
-        match (idle, &req) {
-            (Some(Free::H1(conn)), Prepared::H1(bytes)) => match wire::send(conn, bytes, timeout).await {
+        if let (Some(Free::H1(conn)), Prepared::H1(bytes)) = (idle, &req) {
+            match wire::send(conn, bytes, timeout).await {
                 Err(f) if f.class == "closed" => {}
                 other => return other,
-            },
-            (Some(Free::H2(send)), Prepared::H2(h2req)) => match wire::send_h2(&send, h2req, timeout).await {
-                // A connection that had ended (or refused the stream unseen): a new one.
-                Err(f) if f.unsent || f.stale => {}
-                Err(f) => {
-                    // A stream reset or not answered in time leaves the connection as it was.
-                    if matches!(f.class, ErrorClass::StreamReset | ErrorClass::Timeout) {
-                        *self.idle.borrow_mut() = Some(Free::H2(send));
-                    }
-                    return Err(h2_failure(f));
-                }
-                Ok(r) => {
-                    *self.idle.borrow_mut() = Some(Free::H2(send));
-                    return Ok(r);
-                }
-            },
-            // The other protocol's connection: closed, a new one for this request.
-            _ => {}
+            }
         }
         let (r, h2) = self.server.fresh(&req, timeout.saturating_sub(began.elapsed())).await?;
         if let Some(send) = h2 {
@@ -250,6 +252,7 @@ impl SseSession {
         let traffic = Rc::clone(&self.traffic);
         let last = Rc::clone(&self.last_data);
         let server = Rc::clone(&self.server);
+        let idle = Rc::clone(&self.idle);
         self.heard.live.set(self.heard.live.get() + 1);
         self.heard.ended.borrow_mut().take();
         // The task is as large as its largest state for as long as the stream is kept: asking
@@ -262,7 +265,7 @@ impl SseSession {
                     heard.gone(why);
                     return;
                 };
-                match Box::pin(ask_again(&r, again, &server, &traffic)).await {
+                match Box::pin(ask_again(&r, again, &server, &idle, &traffic)).await {
                     Ok(next) => r = next,
                     Err(why) => {
                         heard.gone(why);
@@ -310,11 +313,14 @@ async fn read_kept(
 
 /// Asks again for a kept stream the server ended, after its retry (or the configured wait), as
 /// often as it takes until the user leaves (its session's drop ends the task); the old response
-/// is not read again. Why it stops asking: 204, or an answer that is no stream, as EventSource.
+/// is not read again. Over HTTP/2 it asks on the user's connection (`idle`), as a browser's
+/// EventSource does; a connection opened for it becomes the user's when the user has none. Why
+/// it stops asking: 204, or an answer that is no stream, as EventSource.
 async fn ask_again(
     r: &Response,
     again: &Again,
     server: &Server,
+    idle: &RefCell<Option<Free>>,
     traffic: &RefCell<Traffic>,
 ) -> Result<Response, String> {
     let wait = r.parser.retry_ms.map_or(again.wait, Duration::from_millis).max(Duration::from_millis(10));
@@ -327,19 +333,48 @@ async fn ask_again(
     loop {
         tokio::time::sleep(wait).await;
         let timeout = Duration::from_secs(30);
-        let Ok(conn) = server.open(ask.http2, timeout).await else {
-            continue;
+        let shared = if ask.http2 { shared_h2(idle) } else { None };
+        let conn = match &shared {
+            Some(send) => Free::H2(send.clone()),
+            None => match server.open(ask.http2, timeout).await {
+                Ok(conn) => conn,
+                Err(_) => continue,
+            },
         };
         traffic.borrow_mut().count("sse.reconnects", 1);
         match send_on(conn, &req, timeout).await {
-            Ok((mut next, _)) if next.is_stream() => {
+            Ok((mut next, h2)) if next.is_stream() => {
                 traffic.borrow_mut().count("sse.streams", 1);
                 next.parser = r.parser.resume();
+                if let Some(send) = h2.filter(|_| shared.is_none()) {
+                    idle.borrow_mut().get_or_insert(Free::H2(send));
+                }
                 return Ok(next);
             }
             Ok((next, _)) => return Err(format!("the server answered {} to a reconnection", next.head.status)),
-            Err(_) => {}
+            Err(_) => {
+                if let Some(send) = &shared {
+                    forget(idle, send);
+                }
+            }
         }
+    }
+}
+
+/// The user's HTTP/2 connection, if it has one: a handle of it.
+fn shared_h2(idle: &RefCell<Option<Free>>) -> Option<h2::Sender> {
+    match &*idle.borrow() {
+        Some(Free::H2(send)) => Some(send.clone()),
+        _ => None,
+    }
+}
+
+/// Forgets the user's HTTP/2 connection when it is still `send` (failed: the next request opens
+/// another).
+fn forget(idle: &RefCell<Option<Free>>, send: &h2::Sender) {
+    let mut idle = idle.borrow_mut();
+    if matches!(&*idle, Some(Free::H2(s)) if s.same(send)) {
+        *idle = None;
     }
 }
 
@@ -379,7 +414,7 @@ impl crate::session::Session for SseSession {
         let s = SseSession {
             server: Server::shared(&target.url, &target.endpoint, to.tls, to.plan.insecure)?,
             traffic: Rc::clone(to.traffic),
-            idle: RefCell::new(None),
+            idle: Rc::default(),
             kept: RefCell::new(Vec::new()),
             heard: Rc::default(),
             last_data: Rc::default(),
