@@ -19,10 +19,16 @@
 #           answer (tests/peers/hostile.mjs sio-flood), for its 5 s step timeout
 #   noisy   bolide's own peak RSS (generator.peak_rss_bytes: wait4's would count Chromium) for one
 #           browser user on a page logging 20,000 errors a second while it thinks 8 s
+#   sse     CPU per SSE event: streamed completions (64 tokens 2 ms apart) at SSE_RATE requests a
+#           second on one generator thread (core 1) against bench/llm/stream_server.py (core 0,
+#           Python's standard library) over HTTP/1.1 for DURATION seconds
+#   sse-h2  the same over HTTP/2 in clear against tests/peers/sse_server.py (sse-starlette) on
+#           hypercorn (core 0) at SSE_H2_RATE requests a second (needs target/sse-venv, as
+#           .ci/run makes it)
 #
 # Usage: OLD=/path/to/bolide-before bench/before-after.sh   (NEW: this tree's release build;
-#        REPS=5 CONNS=50 DURATION=8 CALLERS=50 RSS_SECONDS=5 SESSIONS=10000 HOLD=10
-#        MODES="h1 h2 ddp c1000 s10000 sio gql flood noisy"; sio, gql and flood need `npm ci` in
+#        REPS=5 CONNS=50 DURATION=8 CALLERS=50 RSS_SECONDS=5 SESSIONS=10000 HOLD=10 SSE_RATE=200
+#        SSE_H2_RATE=20 MODES="h1 h2 ddp c1000 s10000 sio gql flood noisy sse sse-h2"; sio, gql and flood need `npm ci` in
 #        crates/bolide/tests/peers, noisy Chromium)
 # Traffic goes to 127.0.0.1 only; every run is bounded by its duration.
 set -euo pipefail
@@ -35,6 +41,8 @@ RSS_SECONDS=${RSS_SECONDS:-5}
 SESSIONS=${SESSIONS:-10000}
 HOLD=${HOLD:-10}
 MODES=${MODES:-h1 h2 ddp c1000 s10000 sio gql}
+SSE_RATE=${SSE_RATE:-200}
+SSE_H2_RATE=${SSE_H2_RATE:-20}
 PEER_PORT=${PEER_PORT:-3220}
 DDP_PORT=${DDP_PORT:-3210}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -120,6 +128,21 @@ scenarios:
       - emit: {channel: echo, data: {count: -1}}
         response: {channel: echoed, data: {done: true}}
 YML
+# Streamed completions, over HTTP/1.1 and HTTP/2.
+for which in sse sse-h2; do
+    rate=$SSE_RATE http2=false tokens=64
+    [ "$which" = sse-h2 ] && rate=$SSE_H2_RATE http2=true tokens=32
+    cat >"$OUT/$which.yml" <<YML
+config:
+  target: http://127.0.0.1:$PEER_PORT
+  phases: [{duration: $DURATION, arrivalRate: $rate}]
+  sse: {http2: $http2}
+scenarios:
+  - engine: sse
+    flow:
+      - chat: {model: m, prompt: "time people way water", max_tokens: $tokens}
+YML
+done
 mkdir -p "$OUT/noisy"
 cat >"$OUT/noisy/index.html" <<'HTML'
 <!doctype html><title>noisy</title><p id=up>up</p><script>
@@ -154,10 +177,11 @@ run_one() { # mode which bin i
     gql) taskset -c 1 "$bin" run "$OUT/gql.yml" -t 1 -q --json "$json" ;;
     flood) "${timed[@]}" "$bin" run "$OUT/flood.yml" -q --json "$json" || true ;;
     noisy) "$bin" run "$OUT/noisy.yml" -q --json "$json" || true ;;
+    sse | sse-h2) taskset -c 1 "$bin" run "$OUT/$mode.yml" -t 1 -q --json "$json" ;;
     esac >/dev/null
 }
 
-for mode in h1 h2 ddp c1000 s10000 sio gql flood noisy; do
+for mode in h1 h2 ddp c1000 s10000 sio gql flood noisy sse sse-h2; do
     has "$mode" || continue
     case $mode in
     flood) start_peer hostile.mjs sio-flood ;;
@@ -170,6 +194,17 @@ for mode in h1 h2 ddp c1000 s10000 sio gql flood noisy; do
     s10000) start_server 0-1 --max-sessions $((SESSIONS * 2)) ;;
     sio) start_peer sio-server.mjs ;;
     gql) start_peer gql-server.mjs ;;
+    sse)
+        taskset -c 0 python3 "$HERE/llm/stream_server.py" "$PEER_PORT" 2 >"$OUT/peer.log" 2>&1 &
+        PEER_PID=$!
+        sleep 1
+        ;;
+    sse-h2)
+        (cd "$ROOT/crates/bolide/tests/peers" && exec taskset -c 0 "$ROOT/target/sse-venv/bin/python" -m hypercorn \
+            sse_server:app --log-level warning --workers 0 --bind "127.0.0.1:$PEER_PORT") >"$OUT/peer.log" 2>&1 &
+        PEER_PID=$!
+        sleep 3
+        ;;
     esac
     for i in $(seq "$REPS"); do
         order=(old new)
@@ -198,6 +233,8 @@ names = {
     "gql": "GraphQL subscriptions and mutations, CPU per message",
     "flood": "Socket.IO response flooded by events that never answer, peak RSS",
     "noisy": "browser page logging 20,000 errors/s, bolide's own peak RSS",
+    "sse": "SSE completions over HTTP/1.1, CPU per event",
+    "sse-h2": "SSE completions over HTTP/2, CPU per event",
 }
 print("| what | bolide | median | runs | errors | also (median) |")
 print("|---|---|---|---|---|---|")
@@ -212,6 +249,11 @@ for mode in modes:
             vals = [d["generator"]["cpu_us_per_request"] for d in docs]
             unit, also = "µs", f"{statistics.median(d['summary']['requests_per_s'] for d in docs):,.0f} req/s"
             errors = sum(d["summary"]["errors"] for d in docs)
+        elif mode in ("sse", "sse-h2"):
+            vals = [d["generator"]["cpu_us_per_message"] for d in docs]
+            events = [d["summary"]["events"].get("sse.events", 0) for d in docs]
+            unit, also = "µs", f"{statistics.median(events):,.0f} events"
+            errors = sum(d["summary"]["step_errors"] for d in docs)
         elif mode in ("ddp", "sio", "gql"):
             vals = [d["generator"]["cpu_us_per_message"] for d in docs]
             msgs = [d["summary"]["messages_in"] + d["summary"]["messages_out"] for d in docs]
