@@ -7,7 +7,7 @@
 # medians, the gap between the two clients' medians, and each client's own spread over its runs
 # (the noise floor any agreement is read against). Needs Go (the two programs are built here).
 #   bench/llm/agreement.sh   (BOLIDE=target/release/bolide RATE=20 DURATION=30 TOKENS=32 TTFT_MS=20
-#                             ITL_MS=2 REPS=3 SERVER_CORE=0 CLIENT_CORE=1 OUT=/tmp/agreement)
+#                             ITL_MS=2 REPS=5 SERVER_CORE=0 CLIENT_CORE=1 OUT=/tmp/agreement)
 # Traffic goes to 127.0.0.1 only; every run is bounded by DURATION (and the client's 120 s timeout).
 set -euo pipefail
 BOLIDE=${BOLIDE:-target/release/bolide}
@@ -16,7 +16,7 @@ DURATION=${DURATION:-30}
 TOKENS=${TOKENS:-32}
 TTFT_MS=${TTFT_MS:-20}
 ITL_MS=${ITL_MS:-2}
-REPS=${REPS:-3}
+REPS=${REPS:-5}
 OUT=${OUT:-/tmp/agreement}
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"
