@@ -22,9 +22,9 @@
 #   sse     CPU per SSE event: streamed completions (64 tokens 2 ms apart) at SSE_RATE requests a
 #           second on one generator thread (core 1) against bench/llm/stream_server.py (core 0,
 #           Python's standard library) over HTTP/1.1 for DURATION seconds
-#   sse-h2  the same over HTTP/2 in clear against tests/peers/sse_server.py (sse-starlette) on
-#           hypercorn (core 0) at SSE_H2_RATE requests a second (needs target/sse-venv, as
-#           .ci/run makes it)
+#   sse-h2  streamed completions over HTTP/2 in clear (32 tokens, 4 ms apart) against
+#           tests/peers/sse_server.py (sse-starlette) on hypercorn (core 0) at SSE_H2_RATE requests
+#           a second (needs target/sse-venv, as .ci/run makes it)
 #
 # Usage: OLD=/path/to/bolide-before bench/before-after.sh   (NEW: this tree's release build;
 #        REPS=5 CONNS=50 DURATION=8 CALLERS=50 RSS_SECONDS=5 SESSIONS=10000 HOLD=10 SSE_RATE=200
@@ -71,6 +71,15 @@ stop_peer() {
 }
 trap 'stop_nginx; stop_server; stop_peer' EXIT
 export NGINX_H2C_PORT=8082
+# Waits (up to 30 s) until something listens on a port of 127.0.0.1.
+wait_port() {
+    for _ in $(seq 300); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    log "nothing listens on $1"
+    exit 1
+}
 has() { case " $MODES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 apt=()
@@ -197,13 +206,13 @@ for mode in h1 h2 ddp c1000 s10000 sio gql flood noisy sse sse-h2; do
     sse)
         taskset -c 0 python3 "$HERE/llm/stream_server.py" "$PEER_PORT" 2 >"$OUT/peer.log" 2>&1 &
         PEER_PID=$!
-        sleep 1
+        wait_port "$PEER_PORT"
         ;;
     sse-h2)
         (cd "$ROOT/crates/bolide/tests/peers" && exec taskset -c 0 "$ROOT/target/sse-venv/bin/python" -m hypercorn \
             sse_server:app --log-level warning --workers 0 --bind "127.0.0.1:$PEER_PORT") >"$OUT/peer.log" 2>&1 &
         PEER_PID=$!
-        sleep 3
+        wait_port "$PEER_PORT"
         ;;
     esac
     for i in $(seq "$REPS"); do

@@ -196,7 +196,7 @@ impl RunEntry {
             },
             measures_ms: mean_by_name(runs, |r| &r.measures_ms),
             events_per_s: mean_by_name(runs, |r| &r.events_per_s),
-            per_user: runs[0].per_user.clone(),
+            per_user: runs.iter().flat_map(|r| r.per_user.clone()).collect(),
         })
     }
 }

@@ -525,10 +525,9 @@ impl Engine {
         }
     }
 
-    /// Whether its users speak over bolide's own WebSocket client, which offers permessage-deflate
-    /// unless `--no-compression` (a browser's page speaks through Chromium's).
-    pub fn over_websocket(self) -> bool {
-        matches!(self, Engine::Ddp | Engine::SocketIo | Engine::GraphqlWs)
+    /// Whether its users speak plain HTTP: no WebSocket, where compression would be offered.
+    pub fn plain_http(self) -> bool {
+        matches!(self, Engine::Sse)
     }
 }
 

@@ -253,8 +253,8 @@ pub fn settings(plan: &VuPlan) -> DdpRunSettings {
             _ => config.targets.iter().map(|t| crate::redact::text(&t.shown())).collect(),
         },
         transport: protocols(plan),
-        // Offered only where a flow speaks over bolide's WebSocket client.
-        compression: plan.client.compression && plan.scenario.flows.iter().any(|f| f.engine.over_websocket()),
+        // None is offered where every flow speaks plain HTTP.
+        compression: plan.client.compression && !plan.scenario.flows.iter().all(|f| f.engine.plain_http()),
         cache: plan.client.cache,
         threads: plan.threads,
         phases,

@@ -2,7 +2,8 @@
 // then a comment every 5 s. Prints its port; node sse-hold.mjs PORT (0: any) [h2c: HTTP/2 in clear,
 // by prior knowledge, instead of HTTP/1.1]. Over h2c, GET /reset sends events 1 and 2 and then resets
 // the stream (RST_STREAM, INTERNAL_ERROR); asked again with Last-Event-ID, it sends events 3 to 5
-// and ends the stream (tests/sse.rs). GET /counts over HTTP/1.1 answers the connections (HTTP/2
+// and ends the stream (tests/sse.rs); GET /goaway sends events 1 and 2, ends the connection
+// (GOAWAY) and then the stream, and resumes as /reset does. GET /counts over HTTP/1.1 answers the connections (HTTP/2
 // sessions) and requests it has seen; in h2c mode on a port of its own, printed as counts_port.
 import http from "node:http";
 import http2 from "node:http2";
@@ -20,6 +21,20 @@ const hold = (req, res) => {
     return;
   }
   requests++;
+  if (req.url.startsWith("/goaway") && req.stream) {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    if (req.headers["last-event-id"]) {
+      for (const i of [3, 4, 5]) res.write(`id: ${i}\ndata: ${i}\n\n`);
+      res.end();
+    } else {
+      // Events 1 and 2, the connection's end (GOAWAY: no new stream on it), then the stream's.
+      res.write("id: 1\ndata: 1\n\nid: 2\ndata: 2\n\n", () => {
+        req.stream.session.goaway();
+        setTimeout(() => res.end(), 20);
+      });
+    }
+    return;
+  }
   if (req.url.startsWith("/reset") && req.stream) {
     res.writeHead(200, { "content-type": "text/event-stream" });
     if (req.headers["last-event-id"]) {

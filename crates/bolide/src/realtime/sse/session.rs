@@ -205,29 +205,25 @@ impl SseSession {
             t.messages_out += 1;
             t.bytes_out += req.bytes() as u64;
         }
-        if let Prepared::H2(h2req) = &req {
-            if let Some(send) = shared_h2(&self.idle) {
-                match wire::send_h2(&send, h2req, timeout).await {
-                    Ok(r) => return Ok(r),
-                    // A connection that had ended (or refused the stream unseen): a new one.
-                    Err(f) if f.unsent || f.stale => forget(&self.idle, &send),
-                    // A stream reset or not answered in time leaves the connection as it was.
-                    Err(f) if matches!(f.class, ErrorClass::StreamReset | ErrorClass::Timeout) => {
-                        return Err(h2_failure(f))
-                    }
-                    Err(f) => {
-                        forget(&self.idle, &send);
-                        return Err(h2_failure(f));
+        match &req {
+            Prepared::H2(h2req) => {
+                if let Some(send) = shared_h2(&self.idle) {
+                    match on_shared(&self.idle, &send, h2req, timeout).await {
+                        // A connection that had ended (or refused the stream unseen): a new one.
+                        Shared::Gone => {}
+                        Shared::Answered(r) => return r.map_err(h2_failure),
                     }
                 }
             }
-        }
-        // A kept HTTP/1.1 connection is taken (an HTTP/2 one with an HTTP/1.1 request: closed).
-        let idle = self.idle.borrow_mut().take();
-        if let (Some(Free::H1(conn)), Prepared::H1(bytes)) = (idle, &req) {
-            match wire::send(conn, bytes, timeout).await {
-                Err(f) if f.class == "closed" => {}
-                other => return other,
+            // A kept HTTP/1.1 connection is taken (an HTTP/2 one with an HTTP/1.1 request: closed).
+            Prepared::H1(bytes) => {
+                let idle = self.idle.borrow_mut().take();
+                if let Some(Free::H1(conn)) = idle {
+                    match wire::send(conn, bytes, timeout).await {
+                        Err(f) if f.class == "closed" => {}
+                        other => return other,
+                    }
+                }
             }
         }
         let (r, h2) = self.server.fresh(&req, timeout.saturating_sub(began.elapsed())).await?;
@@ -333,30 +329,63 @@ async fn ask_again(
     loop {
         tokio::time::sleep(wait).await;
         let timeout = Duration::from_secs(30);
-        let shared = if ask.http2 { shared_h2(idle) } else { None };
-        let conn = match &shared {
-            Some(send) => Free::H2(send.clone()),
-            None => match server.open(ask.http2, timeout).await {
-                Ok(conn) => conn,
-                Err(_) => continue,
-            },
+        // Over HTTP/2, first on the user's connection; a new one when it has none or it is gone.
+        let mut answer = None;
+        if let (Some(send), Prepared::H2(h2req)) = (ask.http2.then(|| shared_h2(idle)).flatten(), &req) {
+            if let Shared::Answered(r) = on_shared(idle, &send, h2req, timeout).await {
+                traffic.borrow_mut().count("sse.reconnects", 1);
+                answer = Some(r.map_err(h2_failure));
+            }
+        }
+        let answer = match answer {
+            Some(a) => a,
+            None => {
+                let Ok(conn) = server.open(ask.http2, timeout).await else {
+                    continue;
+                };
+                traffic.borrow_mut().count("sse.reconnects", 1);
+                send_on(conn, &req, timeout).await.map(|(next, h2)| {
+                    // A connection opened for it becomes the user's when the user has none.
+                    if let Some(send) = h2 {
+                        idle.borrow_mut().get_or_insert(Free::H2(send));
+                    }
+                    next
+                })
+            }
         };
-        traffic.borrow_mut().count("sse.reconnects", 1);
-        match send_on(conn, &req, timeout).await {
-            Ok((mut next, h2)) if next.is_stream() => {
+        match answer {
+            Ok(mut next) if next.is_stream() => {
                 traffic.borrow_mut().count("sse.streams", 1);
                 next.parser = r.parser.resume();
-                if let Some(send) = h2.filter(|_| shared.is_none()) {
-                    idle.borrow_mut().get_or_insert(Free::H2(send));
-                }
                 return Ok(next);
             }
-            Ok((next, _)) => return Err(format!("the server answered {} to a reconnection", next.head.status)),
-            Err(_) => {
-                if let Some(send) = &shared {
-                    forget(idle, send);
-                }
-            }
+            Ok(next) => return Err(format!("the server answered {} to a reconnection", next.head.status)),
+            Err(_) => {}
+        }
+    }
+}
+
+/// What the user's HTTP/2 connection did with a request.
+enum Shared {
+    /// It had ended (or refused the stream unseen): forgotten, the request not sent.
+    Gone,
+    /// An answer, or a failure that leaves the connection as it was (a stream reset, no answer
+    /// in time) or ended it (forgotten).
+    Answered(Result<Response, crate::proto::http::Failure>),
+}
+
+/// `req` as a new stream of the user's HTTP/2 connection `send`.
+async fn on_shared(idle: &RefCell<Option<Free>>, send: &h2::Sender, req: &h2::H2Request, timeout: Duration) -> Shared {
+    match wire::send_h2(send, req, timeout).await {
+        Ok(r) => Shared::Answered(Ok(r)),
+        Err(f) if f.unsent || f.stale => {
+            forget(idle, send);
+            Shared::Gone
+        }
+        Err(f) if matches!(f.class, ErrorClass::StreamReset | ErrorClass::Timeout) => Shared::Answered(Err(f)),
+        Err(f) => {
+            forget(idle, send);
+            Shared::Answered(Err(f))
         }
     }
 }
