@@ -208,10 +208,9 @@ impl SseSession {
         match &req {
             Prepared::H2(h2req) => {
                 if let Some(send) = shared_h2(&self.idle) {
-                    match on_shared(&self.idle, &send, h2req, timeout).await {
-                        // A connection that had ended (or refused the stream unseen): a new one.
-                        Shared::Gone => {}
-                        Shared::Answered(r) => return r.map_err(h2_failure),
+                    // None: a connection that had ended (or refused the stream unseen): a new one.
+                    if let Some(r) = on_shared(&self.idle, &send, h2req, timeout).await {
+                        return r.map_err(h2_failure);
                     }
                 }
             }
@@ -332,7 +331,7 @@ async fn ask_again(
         // Over HTTP/2, first on the user's connection; a new one when it has none or it is gone.
         let mut answer = None;
         if let (Some(send), Prepared::H2(h2req)) = (ask.http2.then(|| shared_h2(idle)).flatten(), &req) {
-            if let Shared::Answered(r) = on_shared(idle, &send, h2req, timeout).await {
+            if let Some(r) = on_shared(idle, &send, h2req, timeout).await {
                 traffic.borrow_mut().count("sse.reconnects", 1);
                 answer = Some(r.map_err(h2_failure));
             }
@@ -365,27 +364,26 @@ async fn ask_again(
     }
 }
 
-/// What the user's HTTP/2 connection did with a request.
-enum Shared {
-    /// It had ended (or refused the stream unseen): forgotten, the request not sent.
-    Gone,
-    /// An answer, or a failure that leaves the connection as it was (a stream reset, no answer
-    /// in time) or ended it (forgotten).
-    Answered(Result<Response, crate::proto::http::Failure>),
-}
-
-/// `req` as a new stream of the user's HTTP/2 connection `send`.
-async fn on_shared(idle: &RefCell<Option<Free>>, send: &h2::Sender, req: &h2::H2Request, timeout: Duration) -> Shared {
+/// `req` as a new stream of the user's HTTP/2 connection `send`: its answer, or a failure that
+/// leaves the connection as it was (a stream reset, no answer in time) or ended it (forgotten);
+/// None when the connection had ended (or refused the stream unseen): forgotten, the request
+/// not sent.
+async fn on_shared(
+    idle: &RefCell<Option<Free>>,
+    send: &h2::Sender,
+    req: &h2::H2Request,
+    timeout: Duration,
+) -> Option<Result<Response, crate::proto::http::Failure>> {
     match wire::send_h2(send, req, timeout).await {
-        Ok(r) => Shared::Answered(Ok(r)),
+        Ok(r) => Some(Ok(r)),
         Err(f) if f.unsent || f.stale => {
             forget(idle, send);
-            Shared::Gone
+            None
         }
-        Err(f) if matches!(f.class, ErrorClass::StreamReset | ErrorClass::Timeout) => Shared::Answered(Err(f)),
+        Err(f) if matches!(f.class, ErrorClass::StreamReset | ErrorClass::Timeout) => Some(Err(f)),
         Err(f) => {
             forget(idle, send);
-            Shared::Answered(Err(f))
+            Some(Err(f))
         }
     }
 }
