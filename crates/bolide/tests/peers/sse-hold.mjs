@@ -21,25 +21,18 @@ const hold = (req, res) => {
     return;
   }
   requests++;
-  if (req.url.startsWith("/goaway") && req.stream) {
+  const cut = req.stream && ["/goaway", "/reset"].find((p) => req.url.startsWith(p));
+  if (cut) {
     res.writeHead(200, { "content-type": "text/event-stream" });
     if (req.headers["last-event-id"]) {
       for (const i of [3, 4, 5]) res.write(`id: ${i}\ndata: ${i}\n\n`);
       res.end();
-    } else {
+    } else if (cut === "/goaway") {
       // Events 1 and 2, the connection's end (GOAWAY: no new stream on it), then the stream's.
       res.write("id: 1\ndata: 1\n\nid: 2\ndata: 2\n\n", () => {
         req.stream.session.goaway();
         setTimeout(() => res.end(), 20);
       });
-    }
-    return;
-  }
-  if (req.url.startsWith("/reset") && req.stream) {
-    res.writeHead(200, { "content-type": "text/event-stream" });
-    if (req.headers["last-event-id"]) {
-      for (const i of [3, 4, 5]) res.write(`id: ${i}\ndata: ${i}\n\n`);
-      res.end();
     } else {
       res.write("id: 1\ndata: 1\n\nid: 2\ndata: 2\n\n", () =>
         setTimeout(() => req.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR), 20),
